@@ -1,0 +1,91 @@
+//! The command-line definition: the one source of truth for flags, `--help`, the man
+//! page and shell completions (`numalab generate`).
+
+use crate::output::ColorChoice;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Exit codes, shown in `--help` and the man page.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0    success
+  1    a measurement or write failed (runtime error)
+  2    bad command line (usage error)
+  3    an input file or folder is missing, unreadable or malformed
+  4    this machine cannot do what was asked (no PMU, one NUMA node, no permission)
+  5    some steps failed, the others produced results (partial)
+  130  interrupted (Ctrl-C); everything measured so far was kept";
+
+/// numalab measures, explains, models and tunes non-uniform many-core machines.
+#[derive(Debug, Parser)]
+#[command(name = "numalab", version, about, long_about = None, after_help = EXIT_CODES, propagate_version = true)]
+pub struct Cli {
+    /// When to colour terminal output (NO_COLOR is respected).
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
+    pub color: ColorChoice,
+
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// numalab's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Describe the machine's topology (or another machine's, from hwloc XML or a sysfs snapshot).
+    Topo(TopoArgs),
+    /// Check what this machine allows: binding, NUMA, counters, huge pages, frequency, sensors.
+    Doctor(DoctorArgs),
+    /// Write the man page or shell completions to stdout.
+    Generate(GenerateArgs),
+}
+
+/// `numalab topo`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab topo\n  numalab topo --tree\n  numalab topo --input other-machine.xml --json\n  numalab topo --input kunpeng.tar.bz2\n  numalab topo --export-xml this-machine.xml"
+)]
+pub struct TopoArgs {
+    /// Describe another machine: an hwloc XML file (hwloc 1.x or 2.x format), a sysfs
+    /// snapshot folder (hwloc-gather-topology), or such a snapshot as .tar.bz2/.tar.gz.
+    #[arg(long, value_name = "PATH")]
+    pub input: Option<PathBuf>,
+    /// Also print a condensed tree (identical siblings folded).
+    #[arg(long)]
+    pub tree: bool,
+    /// Print the full machine description as JSON (see docs/schema.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Save this machine's topology as hwloc XML, for `--input` on another machine.
+    #[arg(long, value_name = "FILE", conflicts_with = "input")]
+    pub export_xml: Option<PathBuf>,
+}
+
+/// `numalab doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print the checks as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `numalab generate` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GenerateWhat {
+    /// The man page (roff), e.g. `numalab generate man > numalab.1`.
+    Man,
+    /// bash completions.
+    Bash,
+    /// zsh completions.
+    Zsh,
+    /// fish completions.
+    Fish,
+}
+
+/// `numalab generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// What to write.
+    #[arg(value_enum)]
+    pub what: GenerateWhat,
+}

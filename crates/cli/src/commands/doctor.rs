@@ -1,0 +1,448 @@
+//! `numalab doctor`: what this machine allows, each check with a verdict and a remedy.
+//!
+//! Facts are gathered first (hwloc, /proc, /sys, perf_event_open, a real binding
+//! attempt), then [`assess`] turns them into checks. `assess` is pure, so the verdict
+//! logic is tested on facts from other machines.
+
+use crate::cli::DoctorArgs;
+use crate::output::{paint, print_json};
+use crate::CliResult;
+use numalab_pmu::capability::{self, Capability};
+use numalab_schema::{cpulist, units, Machine};
+use numalab_sensors::{Sensor, SensorKind};
+use numalab_topo::bind::{HwlocPlacer, MemPolicy, PageKind, PagePlacement, Placer, Region};
+use numalab_topo::system::SysRoot;
+use serde::{Deserialize, Serialize};
+
+/// A check's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Fine for measuring.
+    Ok,
+    /// Usable, with a caveat that affects results.
+    Warn,
+    /// Something numalab needs does not work.
+    Fail,
+    /// A fact worth knowing.
+    Info,
+}
+
+/// One check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    /// Short name ("numa", "pmu"...).
+    pub name: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// What was found.
+    pub detail: String,
+    /// What to do about it, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+}
+
+fn check(name: &str, verdict: Verdict, detail: impl Into<String>, remedy: Option<&str>) -> Check {
+    Check {
+        name: name.into(),
+        verdict,
+        detail: detail.into(),
+        remedy: remedy.map(str::to_string),
+    }
+}
+
+/// What a real binding attempt found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BindingProbe {
+    /// hwloc runtime version.
+    pub hwloc_version: String,
+    /// Pinning this thread to a PU worked (and to which).
+    pub cpu_binding: Result<u32, String>,
+    /// Binding a small region to a node worked and the kernel placed its pages there.
+    pub memory_binding: Result<(u32, f64), String>,
+}
+
+/// Tries pinning and memory binding for real.
+pub fn probe_binding(machine: &Machine) -> BindingProbe {
+    let hwloc_version = numalab_topo::load::runtime_hwloc_version();
+    let placer = match HwlocPlacer::new() {
+        Ok(p) => p,
+        Err(e) => {
+            return BindingProbe {
+                hwloc_version,
+                cpu_binding: Err(e.to_string()),
+                memory_binding: Err(e.to_string()),
+            }
+        }
+    };
+    let pu = machine.pu_ids().last().copied().unwrap_or(0);
+    let node = machine.pu(pu).and_then(|p| p.numa_node).unwrap_or(0);
+    // Run in a scratch thread so the caller's affinity is untouched.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let cpu_binding = placer
+                .pin_current_thread(pu)
+                .map(|_| pu)
+                .map_err(|e| e.to_string());
+            let memory_binding = (|| {
+                let region = Region::new(64 * numalab_topo::bind::base_page_size(), PageKind::Base)
+                    .map_err(|e| e.to_string())?;
+                placer
+                    .bind_region(&region, &MemPolicy::Bind(vec![node]))
+                    .map_err(|e| e.to_string())?;
+                let mut region = region;
+                region.touch();
+                let nodes = placer.page_nodes(&region).map_err(|e| e.to_string())?;
+                let p = PagePlacement::from_page_nodes(&nodes);
+                Ok((node, p.fraction_on(&[node])))
+            })();
+            BindingProbe {
+                hwloc_version,
+                cpu_binding,
+                memory_binding,
+            }
+        })
+        .join()
+        .expect("binding probe thread")
+    })
+}
+
+/// Turns facts into checks.
+pub fn assess(
+    machine: &Machine,
+    sys: &SysRoot,
+    binding: &BindingProbe,
+    pmu: &Capability,
+    sensors: &[Sensor],
+) -> Vec<Check> {
+    let mut out = Vec::new();
+
+    // hwloc and binding.
+    match (&binding.cpu_binding, &binding.memory_binding) {
+        (Ok(pu), Ok((node, frac))) if *frac >= 0.999 => out.push(check(
+            "binding",
+            Verdict::Ok,
+            format!("hwloc {}: pinned a thread to CPU {pu}; memory bound to node {node} landed there ({:.0}% of pages)", binding.hwloc_version, frac * 100.0),
+            None,
+        )),
+        (Ok(pu), Ok((node, frac))) => out.push(check(
+            "binding",
+            Verdict::Warn,
+            format!("hwloc {}: pinned to CPU {pu}, but only {:.0}% of pages bound to node {node} landed there", binding.hwloc_version, frac * 100.0),
+            Some("memory may be short on that node, or a cgroup cpuset restricts mems; placement results will carry warnings"),
+        )),
+        (Err(e), _) => out.push(check(
+            "binding",
+            Verdict::Fail,
+            format!("hwloc {}: cannot pin threads: {e}", binding.hwloc_version),
+            Some("check the CPU affinity and cgroup cpuset of this process; measurements need pinning"),
+        )),
+        (Ok(pu), Err(e)) => out.push(check(
+            "binding",
+            Verdict::Warn,
+            format!("hwloc {}: pinned to CPU {pu}, but memory binding failed: {e}", binding.hwloc_version),
+            Some("the kernel may lack NUMA support; node-pair measurements will be skipped"),
+        )),
+    }
+
+    // NUMA nodes.
+    let cpu_nodes = machine.cpu_nodes().count();
+    let memory_only = machine.numa_nodes.len() - cpu_nodes;
+    let node_mem: u64 = machine.numa_nodes.iter().map(|n| n.memory_bytes).sum();
+    let mut detail = format!(
+        "{} NUMA node(s): {} with CPUs, {} memory-only; {} of node memory",
+        machine.numa_nodes.len(),
+        cpu_nodes,
+        memory_only,
+        units::bytes(node_mem)
+    );
+    if let Some(slit) = machine.slit() {
+        let vals: std::collections::BTreeSet<u64> = slit.values.iter().flatten().copied().collect();
+        detail.push_str(&format!(
+            "; SLIT values {}",
+            vals.iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join("/")
+        ));
+    }
+    if machine.numa_nodes.len() <= 1 {
+        out.push(check(
+            "numa",
+            Verdict::Info,
+            detail,
+            Some("one node: node-pair matrices are 1x1 and remote effects cannot be measured here; use `numalab model` or the QEMU multi-node test guest (make test-numa)"),
+        ));
+    } else {
+        out.push(check("numa", Verdict::Ok, detail, None));
+    }
+    if let Some(total) = sys.read("proc/meminfo").and_then(|t| {
+        t.lines()
+            .find_map(|l| {
+                l.strip_prefix("MemTotal:")
+                    .map(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })
+            .flatten()
+    }) {
+        let total = total * 1024;
+        if node_mem > 0 && (node_mem as f64) < 0.9 * total as f64 {
+            out.push(check(
+                "numa-memory",
+                Verdict::Warn,
+                format!(
+                    "the NUMA nodes account for {} but the kernel reports {} of memory in all: the rest is outside any node's accounting (hot-plugged or balloon memory)",
+                    units::bytes(node_mem),
+                    units::bytes(total)
+                ),
+                Some("per-node free-memory checks use the node figures, so large buffers may be refused; node placement of the remainder cannot be verified"),
+            ));
+        }
+    }
+    if sys.numa_balancing() == Some(true) && machine.numa_nodes.len() > 1 {
+        out.push(check(
+            "numa-balancing",
+            Verdict::Warn,
+            "automatic NUMA balancing is on: the kernel migrates pages while placement experiments run",
+            Some("for placement studies run `sysctl kernel.numa_balancing=0` (as root) and restore it afterwards"),
+        ));
+    }
+
+    // perf_event_paranoid.
+    match sys.perf_event_paranoid() {
+        Some(p) => {
+            let allows = match p {
+                i32::MIN..=-1 => "everything, including raw tracepoints",
+                0 => "CPU-wide counting and kernel profiling, no raw tracepoints",
+                1 => "per-process counting of user and kernel space",
+                2 => "per-process counting of user space only",
+                _ => "no counting at all for unprivileged users",
+            };
+            let root = capability::probe_is_root();
+            out.push(check(
+                "perf-paranoid",
+                if p <= 2 || root { Verdict::Ok } else { Verdict::Warn },
+                format!("kernel.perf_event_paranoid = {p}: unprivileged users get {allows}{}", if root { " (we run as root, which overrides it)" } else { "" }),
+                (p > 2 && !root).then_some("`numalab profile` of your own process needs perf_event_paranoid <= 2; ask the administrator (numalab never changes it)"),
+            ));
+        }
+        None => out.push(check(
+            "perf-paranoid",
+            Verdict::Warn,
+            "perf_event_paranoid is not readable: the kernel may lack perf events",
+            None,
+        )),
+    }
+
+    // PMU.
+    out.push(check(
+        "pmu",
+        if pmu.hardware_pmu() {
+            Verdict::Ok
+        } else if pmu.task_clock.works() {
+            Verdict::Warn
+        } else {
+            Verdict::Fail
+        },
+        pmu.verdict(),
+        (!pmu.hardware_pmu()).then_some("profile recorded counts offline with `numalab profile --import`; on a VM ask for PMU passthrough (KVM: -cpu host,pmu=on)"),
+    ));
+
+    // Huge pages.
+    let thp = sys.thp_mode();
+    let pools = sys.huge_pools();
+    let pool_text: Vec<String> = pools
+        .iter()
+        .map(|p| {
+            format!(
+                "{}: {} reserved, {} free",
+                units::bytes(p.size_bytes),
+                p.total,
+                p.free
+            )
+        })
+        .collect();
+    let thp_text = thp.clone().unwrap_or_else(|| "not available".into());
+    out.push(check(
+        "huge-pages",
+        match thp.as_deref() {
+            Some("always") | Some("madvise") => Verdict::Ok,
+            _ if pools.iter().any(|p| p.free > 0) => Verdict::Ok,
+            _ => Verdict::Warn,
+        },
+        format!(
+            "transparent huge pages: {thp_text}{}; hugetlbfs pools: {}",
+            sys.thp_defrag().map(|d| format!(" (defrag {d})")).unwrap_or_default(),
+            if pool_text.is_empty() { "none".into() } else { pool_text.join(", ") }
+        ),
+        (thp.as_deref() == Some("never") && !pools.iter().any(|p| p.free > 0))
+            .then_some("latency curves without huge pages include TLB misses; enable THP (madvise) or reserve hugetlbfs pages"),
+    ));
+
+    // Frequency.
+    let governors = sys.governors();
+    if governors.is_empty() {
+        out.push(check(
+            "frequency",
+            Verdict::Warn,
+            "no cpufreq interface: the clock frequency can neither be read nor controlled (typical of VMs)",
+            Some("latencies are reported in ns; figures in cycles need a known frequency"),
+        ));
+    } else {
+        let min = machine.frequencies.iter().filter_map(|f| f.min_khz).min();
+        let max = machine.frequencies.iter().filter_map(|f| f.max_khz).max();
+        let range = match (min, max) {
+            (Some(a), Some(b)) => format!(", {:.2}-{:.2} GHz", a as f64 / 1e6, b as f64 / 1e6),
+            _ => String::new(),
+        };
+        let govs: Vec<String> = governors.into_iter().collect();
+        let perf = govs.iter().all(|g| g == "performance");
+        out.push(check(
+            "frequency",
+            if perf { Verdict::Ok } else { Verdict::Warn },
+            format!("cpufreq governor {}{range}", govs.join("/")),
+            (!perf).then_some("for stable figures use the performance governor (`cpupower frequency-set -g performance`)"),
+        ));
+    }
+
+    // SMT.
+    let smt_pus = machine.cores.iter().map(|c| c.pus.len()).max().unwrap_or(1);
+    out.push(check(
+        "smt",
+        Verdict::Info,
+        format!(
+            "SMT {} ({} thread(s) per core)",
+            sys.smt().unwrap_or_else(|| "control not available".into()),
+            smt_pus
+        ),
+        None,
+    ));
+
+    // Virtualization and containers.
+    match sys.hypervisor() {
+        Some(h) => out.push(check(
+            "hypervisor",
+            Verdict::Warn,
+            format!("running under {h}: vCPUs may share physical cores with other guests, and the NUMA layout is what the hypervisor shows"),
+            Some("compare figures only within one run; prefer bare metal for absolute numbers"),
+        )),
+        None => out.push(check("hypervisor", Verdict::Ok, "bare metal (no hypervisor detected)", None)),
+    }
+    if let Some(c) = sys.container() {
+        out.push(check(
+            "container",
+            Verdict::Info,
+            format!("running in a container ({c})"),
+            None,
+        ));
+    }
+
+    // cgroups.
+    let cg = sys.cgroup_limits();
+    let mut limits = Vec::new();
+    if let Some((q, p)) = cg.cpu_max {
+        limits.push(format!("CPU bandwidth {:.2} CPUs", q as f64 / p as f64));
+    }
+    if let Some(m) = cg.memory_max {
+        limits.push(format!("memory {}", units::bytes(m)));
+    }
+    if let Some(c) = &cg.cpus_effective {
+        let n = cpulist::parse(c).map(|v| v.len()).unwrap_or(0);
+        if n < machine.pus.len() && n > 0 {
+            limits.push(format!("cpuset {c}"));
+        }
+    }
+    if limits.is_empty() {
+        out.push(check(
+            "cgroup",
+            Verdict::Ok,
+            format!(
+                "no CPU or memory limits (cgroup {})",
+                cg.path.as_deref().unwrap_or("unknown")
+            ),
+            None,
+        ));
+    } else {
+        out.push(check(
+            "cgroup",
+            Verdict::Warn,
+            format!("cgroup limits: {}", limits.join(", ")),
+            Some("throttling distorts scaling and bandwidth figures; run outside the limited cgroup if possible"),
+        ));
+    }
+
+    // Sensors.
+    let power: Vec<&Sensor> = sensors
+        .iter()
+        .filter(|s| s.kind != SensorKind::Temperature)
+        .collect();
+    let temps = sensors.len() - power.len();
+    if power.is_empty() {
+        out.push(check(
+            "power-sensors",
+            Verdict::Info,
+            format!(
+                "no readable power sensors (no powercap/RAPL, no hwmon power){}",
+                if temps > 0 {
+                    format!("; {temps} temperature sensor(s)")
+                } else {
+                    String::new()
+                }
+            ),
+            Some("power and work-per-joule figures will be reported as not available"),
+        ));
+    } else {
+        let names: Vec<String> = power.iter().map(|s| s.label.clone()).collect();
+        out.push(check(
+            "power-sensors",
+            Verdict::Ok,
+            format!(
+                "{} power sensor(s): {}; {temps} temperature sensor(s)",
+                power.len(),
+                names.join(", ")
+            ),
+            None,
+        ));
+    }
+    out
+}
+
+/// The JSON document of `numalab doctor --json`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DoctorReport {
+    /// Layout version of this document.
+    pub schema_version: u32,
+    /// Host name.
+    pub hostname: Option<String>,
+    /// The checks.
+    pub checks: Vec<Check>,
+}
+
+/// Runs `numalab doctor`.
+pub fn run(args: DoctorArgs) -> CliResult {
+    let machine = numalab_topo::live()?;
+    let sys = SysRoot::live();
+    let binding = probe_binding(&machine);
+    let pmu = capability::probe();
+    let sensors = numalab_sensors::discover(std::path::Path::new("/"));
+    let checks = assess(&machine, &sys, &binding, &pmu, &sensors);
+    if args.json {
+        return print_json(&DoctorReport {
+            schema_version: 1,
+            hostname: sys.hostname(),
+            checks,
+        });
+    }
+    for c in &checks {
+        let tag = match c.verdict {
+            Verdict::Ok => paint("32", "ok  "),
+            Verdict::Warn => paint("33", "warn"),
+            Verdict::Fail => paint("31", "FAIL"),
+            Verdict::Info => paint("36", "info"),
+        };
+        println!("{tag}  {:<15} {}", c.name, c.detail);
+        if let Some(r) = &c.remedy {
+            println!("      {:<15} -> {r}", "");
+        }
+    }
+    Ok(())
+}

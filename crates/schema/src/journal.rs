@@ -1,0 +1,488 @@
+//! The journal: a results bundle written as JSON Lines, one record per line, each line
+//! flushed to disk as soon as the record exists.
+//!
+//! Line 1 is the envelope; every following line is a record. Opening an existing
+//! journal resumes it: its records are read back (their keys tell the caller what is
+//! already done), a half-written last line (the process was killed mid-write, or the
+//! disk filled up) is cut off with a warning, and new records are appended. A key is
+//! never written twice, so a record survives a kill exactly once. An exclusive lock
+//! stops two processes from writing the same journal.
+
+use crate::error::{Classify, ErrorClass};
+use crate::record::{Bundle, Envelope, Record, Warning, SCHEMA_VERSION};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// The journal file name inside an output folder.
+pub const JOURNAL_FILE: &str = "results.jsonl";
+
+/// One line of a journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "line", rename_all = "snake_case")]
+pub enum Line {
+    /// The first line.
+    Envelope(Box<Envelope>),
+    /// Any other line.
+    Record(Record),
+}
+
+/// Journal and bundle errors.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The file or folder could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Another process holds the journal.
+    #[error("{path}: another numalab process is writing this journal; wait for it or choose another --out folder")]
+    Locked {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The file is not a numalab journal or bundle.
+    #[error("{path}: not a numalab results file: {reason}")]
+    NotABundle {
+        /// The path.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl Classify for JournalError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            JournalError::Io { .. } => ErrorClass::Runtime,
+            JournalError::Locked { .. } => ErrorClass::Usage,
+            JournalError::NotABundle { .. } => ErrorClass::Input,
+        }
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> JournalError + '_ {
+    move |source| JournalError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// An open journal.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    keys: HashSet<String>,
+    sync: bool,
+}
+
+/// What [`Journal::open`] found.
+#[derive(Debug)]
+pub struct Opened {
+    /// The journal, ready for appends.
+    pub journal: Journal,
+    /// The envelope on disk: the one given if the journal is new, else the original one.
+    pub envelope: Envelope,
+    /// Records already in the journal (empty if new).
+    pub records: Vec<Record>,
+    /// Whether the journal existed before.
+    pub resumed: bool,
+    /// Problems found while reading it back (a cut-off last line, unreadable lines).
+    pub warnings: Vec<Warning>,
+}
+
+impl Journal {
+    /// Opens `dir/results.jsonl`, creating `dir` and the journal if needed.
+    pub fn open(dir: &Path, envelope: &Envelope) -> Result<Opened, JournalError> {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let path = dir.join(JOURNAL_FILE);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        // SAFETY: flock on a valid open descriptor; no memory is passed.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            return Err(JournalError::Locked { path });
+        }
+        let mut text = Vec::new();
+        file.read_to_end(&mut text).map_err(io_err(&path))?;
+        let mut warnings = Vec::new();
+
+        // Cut off a half-written last line.
+        let good_len = match text.iter().rposition(|&b| b == b'\n') {
+            Some(pos) => pos + 1,
+            None => 0,
+        };
+        if good_len < text.len() {
+            warnings.push(
+                Warning::new(
+                    "journal_truncated",
+                    format!(
+                        "{}: the last line was half-written ({} bytes, the run was probably killed while writing it); it was discarded and that step will be redone",
+                        path.display(),
+                        text.len() - good_len
+                    ),
+                ),
+            );
+            file.set_len(good_len as u64).map_err(io_err(&path))?;
+            file.seek(SeekFrom::End(0)).map_err(io_err(&path))?;
+            text.truncate(good_len);
+        }
+
+        if text.is_empty() {
+            let mut journal = Journal {
+                path: path.clone(),
+                file,
+                keys: HashSet::new(),
+                sync: true,
+            };
+            journal.write_line(&Line::Envelope(Box::new(envelope.clone())))?;
+            return Ok(Opened {
+                journal,
+                envelope: envelope.clone(),
+                records: Vec::new(),
+                resumed: false,
+                warnings,
+            });
+        }
+
+        let parsed = parse_lines(&path, &text)?;
+        warnings.extend(parsed.warnings);
+        let keys = parsed.records.iter().map(|r| r.key.clone()).collect();
+        Ok(Opened {
+            journal: Journal {
+                path,
+                file,
+                keys,
+                sync: true,
+            },
+            envelope: parsed.envelope,
+            records: parsed.records,
+            resumed: true,
+            warnings,
+        })
+    }
+
+    /// Turns off the per-record fsync (for tests and bulk imports). Records are still
+    /// written with one `write` each, so a killed process loses at most the line being
+    /// written; only a power loss can lose more.
+    pub fn without_fsync(mut self) -> Self {
+        self.sync = false;
+        self
+    }
+
+    /// The journal's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether a record with this key is already in the journal.
+    pub fn contains(&self, key: &str) -> bool {
+        self.keys.contains(key)
+    }
+
+    /// Appends a record and flushes it to disk. Returns `false` (and writes nothing) if
+    /// a record with the same key is already there.
+    pub fn append(&mut self, record: &Record) -> Result<bool, JournalError> {
+        if self.keys.contains(&record.key) {
+            return Ok(false);
+        }
+        self.write_line(&Line::Record(record.clone()))?;
+        self.keys.insert(record.key.clone());
+        Ok(true)
+    }
+
+    fn write_line(&mut self, line: &Line) -> Result<(), JournalError> {
+        let mut bytes = serde_json::to_vec(line).expect("journal lines serialize");
+        bytes.push(b'\n');
+        // One write call per line: a kill can only leave this line half-written.
+        self.file.write_all(&bytes).map_err(io_err(&self.path))?;
+        if self.sync {
+            self.file.sync_data().map_err(io_err(&self.path))?;
+        }
+        Ok(())
+    }
+}
+
+struct Parsed {
+    envelope: Envelope,
+    records: Vec<Record>,
+    warnings: Vec<Warning>,
+}
+
+fn parse_lines(path: &Path, text: &[u8]) -> Result<Parsed, JournalError> {
+    let not_bundle = |reason: String| JournalError::NotABundle {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let text =
+        std::str::from_utf8(text).map_err(|e| not_bundle(format!("not UTF-8 text ({e})")))?;
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, first) = lines
+        .next()
+        .ok_or_else(|| not_bundle("the file is empty".into()))?;
+    let first_value: serde_json::Value =
+        serde_json::from_str(first).map_err(|e| not_bundle(format!("line 1 is not JSON ({e})")))?;
+    let mut warnings = Vec::new();
+    let version = first_value
+        .get("schema_version")
+        .and_then(|v| v.as_u64())
+        .ok_or_else(|| {
+            not_bundle("line 1 has no schema_version: it is not a numalab journal".into())
+        })?;
+    if version > u64::from(SCHEMA_VERSION) {
+        warnings.push(
+            Warning::new(
+                "newer_schema",
+                format!(
+                    "{} was written with results schema {version}, newer than this numalab's {SCHEMA_VERSION}; showing what can be read",
+                    path.display()
+                ),
+            )
+            .with_remedy("upgrade numalab to read every field"),
+        );
+    }
+    let envelope = match serde_json::from_value::<Line>(first_value) {
+        Ok(Line::Envelope(e)) => *e,
+        Ok(Line::Record(_)) => {
+            return Err(not_bundle("line 1 is a record, not the envelope".into()))
+        }
+        Err(e) => {
+            return Err(not_bundle(format!(
+                "line 1 is not a readable envelope ({e})"
+            )))
+        }
+    };
+    let mut records = Vec::new();
+    let mut seen = HashSet::new();
+    for (idx, line) in lines {
+        match serde_json::from_str::<Line>(line) {
+            Ok(Line::Record(r)) => {
+                if seen.insert(r.key.clone()) {
+                    records.push(r);
+                } else {
+                    warnings.push(Warning::new(
+                        "duplicate_record",
+                        format!(
+                            "{}: line {} repeats key {:?}; the first one is kept",
+                            path.display(),
+                            idx + 1,
+                            r.key
+                        ),
+                    ));
+                }
+            }
+            Ok(Line::Envelope(_)) => warnings.push(Warning::new(
+                "unreadable_line",
+                format!(
+                    "{}: line {} is a second envelope; ignored",
+                    path.display(),
+                    idx + 1
+                ),
+            )),
+            Err(e) => warnings.push(Warning::new(
+                "unreadable_line",
+                format!(
+                    "{}: line {} could not be read ({e}); ignored",
+                    path.display(),
+                    idx + 1
+                ),
+            )),
+        }
+    }
+    Ok(Parsed {
+        envelope,
+        records,
+        warnings,
+    })
+}
+
+/// Reads a bundle from an output folder (its `results.jsonl`), a journal file, or a
+/// single JSON bundle file. Never writes. Returns what could be read and warnings.
+pub fn read_bundle(path: &Path) -> Result<(Bundle, Vec<Warning>), JournalError> {
+    let meta = std::fs::metadata(path).map_err(io_err(path))?;
+    let file = if meta.is_dir() {
+        let f = path.join(JOURNAL_FILE);
+        if !f.exists() {
+            return Err(JournalError::NotABundle {
+                path: path.to_path_buf(),
+                reason: format!("the folder has no {JOURNAL_FILE}"),
+            });
+        }
+        f
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read(&file).map_err(io_err(&file))?;
+    // A single JSON document (a Bundle) or JSON Lines.
+    if let Ok(bundle) = serde_json::from_slice::<Bundle>(&text) {
+        let mut warnings = Vec::new();
+        if bundle.schema_version > SCHEMA_VERSION {
+            warnings.push(
+                Warning::new(
+                    "newer_schema",
+                    format!(
+                        "{} was written with results schema {}, newer than this numalab's {SCHEMA_VERSION}",
+                        file.display(),
+                        bundle.schema_version
+                    ),
+                )
+                .with_remedy("upgrade numalab to read every field"),
+            );
+        }
+        return Ok((bundle, warnings));
+    }
+    let good_len = text.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+    let mut warnings = Vec::new();
+    let body = if good_len < text.len() && good_len > 0 {
+        warnings.push(Warning::new(
+            "journal_truncated",
+            format!(
+                "{}: the last line is incomplete and was skipped",
+                file.display()
+            ),
+        ));
+        &text[..good_len]
+    } else {
+        &text[..]
+    };
+    let parsed = parse_lines(&file, body)?;
+    warnings.extend(parsed.warnings);
+    Ok((
+        Bundle {
+            schema_version: parsed.envelope.schema_version,
+            envelope: parsed.envelope,
+            records: parsed.records,
+        },
+        warnings,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Host, Origin, RecordKind, Tool};
+
+    #[derive(Serialize, Deserialize)]
+    struct Sample {
+        value: u32,
+    }
+    impl RecordKind for Sample {
+        const KIND: &'static str = "test.sample";
+    }
+
+    fn envelope() -> Envelope {
+        Envelope {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::this("0.0.0"),
+            created_utc: crate::record::now_utc(),
+            command: vec!["numalab".into(), "test".into()],
+            config: serde_json::json!({}),
+            origin: Origin::Measured,
+            host: Host {
+                hostname: None,
+                cpu_model: None,
+                kernel: None,
+                governor: None,
+                smt: None,
+                hypervisor: None,
+                container: None,
+                topology_hash: "00".into(),
+                topology: None,
+            },
+        }
+    }
+
+    #[test]
+    fn append_resume_and_dedup() {
+        let dir = tempfile::tempdir().unwrap();
+        let opened = Journal::open(dir.path(), &envelope()).unwrap();
+        assert!(!opened.resumed);
+        let mut j = opened.journal;
+        assert!(j
+            .append(&Record::new("a", Origin::Measured, &Sample { value: 1 }))
+            .unwrap());
+        assert!(!j
+            .append(&Record::new("a", Origin::Measured, &Sample { value: 2 }))
+            .unwrap());
+        assert!(j
+            .append(&Record::new("b", Origin::Measured, &Sample { value: 3 }))
+            .unwrap());
+        drop(j);
+        let again = Journal::open(dir.path(), &envelope()).unwrap();
+        assert!(again.resumed);
+        assert!(again.warnings.is_empty(), "{:?}", again.warnings);
+        let values: Vec<u32> = again
+            .records
+            .iter()
+            .map(|r| r.decode::<Sample>().unwrap().unwrap().value)
+            .collect();
+        assert_eq!(values, vec![1, 3]);
+        assert!(again.journal.contains("a") && again.journal.contains("b"));
+    }
+
+    #[test]
+    fn half_written_line_is_cut_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(dir.path(), &envelope()).unwrap().journal;
+        j.append(&Record::new("a", Origin::Measured, &Sample { value: 1 }))
+            .unwrap();
+        drop(j);
+        let path = dir.path().join(JOURNAL_FILE);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"line\":\"record\",\"key\":\"b\",\"ki")
+            .unwrap();
+        drop(f);
+        let opened = Journal::open(dir.path(), &envelope()).unwrap();
+        assert_eq!(opened.records.len(), 1);
+        assert_eq!(opened.warnings.len(), 1);
+        assert_eq!(opened.warnings[0].code, "journal_truncated");
+        let mut j = opened.journal;
+        assert!(j
+            .append(&Record::new("b", Origin::Measured, &Sample { value: 2 }))
+            .unwrap());
+        drop(j);
+        let (bundle, warnings) = read_bundle(dir.path()).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(bundle.records.len(), 2);
+    }
+
+    #[test]
+    fn second_writer_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = Journal::open(dir.path(), &envelope()).unwrap();
+        let second = Journal::open(dir.path(), &envelope());
+        assert!(matches!(second, Err(JournalError::Locked { .. })));
+        drop(first);
+        assert!(Journal::open(dir.path(), &envelope()).is_ok());
+    }
+
+    #[test]
+    fn not_a_journal_and_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.jsonl");
+        std::fs::write(&p, "hello\n").unwrap();
+        let err = read_bundle(&p).unwrap_err();
+        assert!(err.to_string().contains("not JSON"), "{err}");
+        assert_eq!(err.class(), ErrorClass::Input);
+
+        let mut env = serde_json::to_value(Line::Envelope(Box::new(envelope()))).unwrap();
+        env["schema_version"] = serde_json::json!(SCHEMA_VERSION + 1);
+        std::fs::write(&p, format!("{env}\n")).unwrap();
+        let (_, warnings) = read_bundle(&p).unwrap();
+        assert_eq!(warnings[0].code, "newer_schema");
+    }
+}

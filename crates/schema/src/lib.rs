@@ -1,0 +1,18 @@
+//! numalab's data model.
+//!
+//! Everything numalab measures, models or imports ends up as data defined here: the
+//! machine description ([`machine::Machine`]), the envelope and typed records of a
+//! results bundle ([`record`]), and the append-only journal that makes long runs
+//! survive being killed ([`journal`]). The crate has no hardware access, so every other
+//! crate (and any offline tool) can read and write these files.
+
+pub mod cpulist;
+pub mod error;
+pub mod journal;
+pub mod machine;
+pub mod record;
+pub mod units;
+
+pub use error::{Classify, ErrorClass};
+pub use machine::Machine;
+pub use record::{Bundle, Envelope, Origin, Record, RecordKind, Warning};

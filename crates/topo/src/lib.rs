@@ -1,0 +1,48 @@
+//! Topology: what the machine is made of, and how to place threads and memory on it.
+//!
+//! Facts come from hwloc (through `hwlocality`), loaded from the live machine, from an
+//! hwloc XML file or from a sysfs snapshot of another machine, and are turned into the
+//! serializable [`numalab_schema::Machine`]. This crate also parses CPU selections
+//! (`--cpus`), pins threads and binds memory ([`bind::Placer`]), and reads the host
+//! facts that `doctor` and every results envelope need ([`system`]).
+
+pub mod bind;
+pub mod describe;
+pub mod error;
+pub mod load;
+pub mod render;
+pub mod select;
+pub mod system;
+
+pub use error::TopoError;
+pub use load::Input;
+
+use numalab_schema::Machine;
+
+/// Loads and describes a machine in one step.
+pub fn machine(input: &Input) -> Result<Machine, TopoError> {
+    let loaded = load::load(input)?;
+    Ok(describe::describe(&loaded))
+}
+
+/// Describes the live machine.
+pub fn live() -> Result<Machine, TopoError> {
+    machine(&Input::Live)
+}
+
+/// Writes the live machine's topology as hwloc XML (for `numalab topo --input` elsewhere).
+pub fn export_live_xml(path: &std::path::Path) -> Result<(), TopoError> {
+    let loaded = load::load(&Input::Live)?;
+    let xml = loaded
+        .topology
+        .export_xml(hwlocality::topology::export::xml::XMLExportFlags::empty())
+        .map_err(|e| TopoError::Hwloc {
+            what: "this machine".into(),
+            detail: e.to_string(),
+            remedy: "report this as a bug".into(),
+        })?;
+    std::fs::write(path, xml.as_str()).map_err(|e| TopoError::Unreadable {
+        path: path.to_path_buf(),
+        reason: format!("cannot write it ({e})"),
+    })
+}

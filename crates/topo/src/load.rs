@@ -1,0 +1,387 @@
+//! Loading a topology through hwloc: the live machine, an hwloc XML file (1.x or 2.x
+//! format), or a sysfs/procfs snapshot of another machine (a folder or a tarball made by
+//! `hwloc-gather-topology`).
+//!
+//! Inputs are checked before hwloc sees them so that each failure gets one clear line:
+//! a missing path, an empty or non-XML file, an XML written by hwloc 3.x (which the
+//! hwloc 2.x that distributions ship refuses), an empty archive, a folder that is not a
+//! snapshot.
+
+use crate::error::TopoError;
+use hwlocality::object::types::ObjectType;
+use hwlocality::topology::builder::{TopologyBuilder, TypeFilter};
+use hwlocality::Topology;
+use numalab_schema::machine::MachineSource;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// What to describe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// The machine we run on.
+    Live,
+    /// An hwloc XML file.
+    Xml(PathBuf),
+    /// A folder holding a sysfs/procfs snapshot (its root has `sys/`).
+    SnapshotDir(PathBuf),
+    /// A `.tar.bz2`, `.tar.gz` or `.tar` archive of a snapshot.
+    SnapshotArchive(PathBuf),
+}
+
+impl Input {
+    /// Decides what a user-given path is, by looking at it (not only at its name).
+    pub fn detect(path: &Path) -> Result<Input, TopoError> {
+        let meta = std::fs::metadata(path).map_err(|e| TopoError::Unreadable {
+            path: path.to_path_buf(),
+            reason: io_reason(&e),
+        })?;
+        if meta.is_dir() {
+            return Ok(Input::SnapshotDir(path.to_path_buf()));
+        }
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        let archive_suffixes = [".tar.bz2", ".tbz2", ".tbz", ".tar.gz", ".tgz", ".tar"];
+        if archive_suffixes.iter().any(|s| name.ends_with(s)) {
+            return Ok(Input::SnapshotArchive(path.to_path_buf()));
+        }
+        // Sniff the content: archives by magic number, XML by its first characters.
+        let mut head = [0u8; 512];
+        let n = std::fs::File::open(path)
+            .and_then(|mut f| f.read(&mut head))
+            .map_err(|e| TopoError::Unreadable {
+                path: path.to_path_buf(),
+                reason: io_reason(&e),
+            })?;
+        let head = &head[..n];
+        if head.starts_with(b"BZh") || head.starts_with(&[0x1f, 0x8b]) {
+            return Ok(Input::SnapshotArchive(path.to_path_buf()));
+        }
+        Ok(Input::Xml(path.to_path_buf()))
+    }
+
+    /// The [`MachineSource`] recorded in descriptions loaded from this input.
+    pub fn source(&self) -> MachineSource {
+        match self {
+            Input::Live => MachineSource::Live,
+            Input::Xml(p) => MachineSource::HwlocXml {
+                path: p.display().to_string(),
+            },
+            Input::SnapshotDir(p) | Input::SnapshotArchive(p) => MachineSource::Snapshot {
+                path: p.display().to_string(),
+            },
+        }
+    }
+}
+
+/// A loaded hwloc topology and what is needed to describe it.
+pub struct Loaded {
+    /// The hwloc topology.
+    pub topology: Topology,
+    /// Where it came from.
+    pub source: MachineSource,
+    /// Root of the filesystem the facts hwloc does not cover (cpufreq) are read from:
+    /// `/` for the live machine, the snapshot root for snapshots, None for XML.
+    pub fsroot: Option<PathBuf>,
+    // Keeps an unpacked archive alive as long as the topology.
+    _unpacked: Option<tempfile::TempDir>,
+}
+
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loaded")
+            .field("source", &self.source)
+            .field("fsroot", &self.fsroot)
+            .finish_non_exhaustive()
+    }
+}
+
+/// hwloc reads `HWLOC_FSROOT` from the environment while it loads; this lock makes
+/// setting and using it atomic with respect to other loads in this process.
+static ENV_LOCK: Mutex<()> = Mutex::new(());
+
+/// A builder that keeps what numalab describes and hwloc drops by default:
+/// instruction caches and memory-side caches.
+fn builder() -> Result<TopologyBuilder, String> {
+    Topology::builder()
+        .with_cpu_icache_type_filter(TypeFilter::KeepAll)
+        .map_err(|e| e.to_string())?
+        .with_type_filter(ObjectType::MemCache, TypeFilter::KeepAll)
+        .map_err(|e| e.to_string())
+}
+
+/// Loads a topology.
+pub fn load(input: &Input) -> Result<Loaded, TopoError> {
+    match input {
+        Input::Live => {
+            let _guard = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+            let topology = builder()
+                .and_then(|b| b.build().map_err(|e| e.to_string()))
+                .map_err(|e| TopoError::Hwloc {
+                    what: "this machine".into(),
+                    detail: e,
+                    remedy: "check that /sys and /proc are mounted and readable".into(),
+                })?;
+            Ok(Loaded {
+                topology,
+                source: MachineSource::Live,
+                fsroot: Some(PathBuf::from("/")),
+                _unpacked: None,
+            })
+        }
+        Input::Xml(path) => load_xml(path),
+        Input::SnapshotDir(path) => {
+            let root = find_snapshot_root(path, path)?;
+            load_snapshot(path, &root, None)
+        }
+        Input::SnapshotArchive(path) => {
+            let dir = unpack(path)?;
+            let root = find_snapshot_root(path, dir.path())?;
+            load_snapshot(path, &root, Some(dir))
+        }
+    }
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file or folder".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+fn load_xml(path: &Path) -> Result<Loaded, TopoError> {
+    let bad = |reason: String| TopoError::BadInput {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let bytes = std::fs::read(path).map_err(|e| TopoError::Unreadable {
+        path: path.to_path_buf(),
+        reason: io_reason(&e),
+    })?;
+    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(bad(
+            "the file is empty; export a topology with `numalab topo --export-xml FILE` or `lstopo FILE.xml`".into(),
+        ));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let start = text.trim_start();
+    if !start.starts_with('<') {
+        return Err(bad(
+            "this is not XML (nor a directory or .tar.bz2/.tar.gz snapshot); give an hwloc XML file".into(),
+        ));
+    }
+    let Some(tag_pos) = text.find("<topology") else {
+        return Err(bad(
+            "this XML has no <topology> element: it was not written by hwloc".into(),
+        ));
+    };
+    let tag_end = text[tag_pos..].find('>').map(|e| tag_pos + e);
+    let tag = &text[tag_pos..tag_end.unwrap_or(text.len())];
+    if let Some(version) = attribute(tag, "version") {
+        let major: u32 = version
+            .split('.')
+            .next()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0);
+        if major >= 3 {
+            return Err(bad(format!(
+                "written by hwloc 3.x (XML version {version}), which this hwloc {} cannot import; \
+                 re-export it on the source machine with hwloc 2.x (`lstopo --of xml` from hwloc 2), \
+                 or, if it has no 3.x-only content, change version=\"{version}\" to version=\"2.0\" in its <topology> tag",
+                runtime_hwloc_version()
+            )));
+        }
+    }
+    if !text.contains("</topology>") {
+        return Err(bad(
+            "the XML is truncated (no closing </topology>); copy the whole file again".into(),
+        ));
+    }
+    let _guard = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let builder = builder()
+        .map_err(|e| bad(format!("hwloc refused the settings ({e})")))?
+        .from_xml_file(path)
+        .map_err(|e| bad(format!("hwloc refused the path ({e})")))?;
+    let topology = builder.build().map_err(|e| TopoError::Hwloc {
+        what: path.display().to_string(),
+        detail: e.to_string(),
+        remedy: "the XML is malformed; re-export it with `lstopo FILE.xml` or `numalab topo --export-xml FILE`".into(),
+    })?;
+    Ok(Loaded {
+        topology,
+        source: MachineSource::HwlocXml {
+            path: path.display().to_string(),
+        },
+        fsroot: None,
+        _unpacked: None,
+    })
+}
+
+/// Value of `name="..."` in a tag, if present.
+fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!("{name}=\"");
+    let start = tag.find(&key)? + key.len();
+    let end = tag[start..].find('"')? + start;
+    Some(&tag[start..end])
+}
+
+/// The version of the hwloc library loaded at run time, e.g. "2.9.0".
+///
+/// `hwloc_get_api_version` only gives the API level (2.8.0 for hwloc 2.9), so the
+/// release is read from the `hwlocVersion` info of a one-PU synthetic topology.
+pub fn runtime_hwloc_version() -> String {
+    let release = Topology::builder()
+        .from_synthetic("pu:1")
+        .ok()
+        .and_then(|b| b.build().ok())
+        .and_then(|t| {
+            t.root_object()
+                .info("hwlocVersion")
+                .map(|v| v.to_string_lossy().to_string())
+        });
+    release.unwrap_or_else(|| {
+        let v = hwlocality::hwloc_api_version();
+        format!("API {}.{}", v >> 16, (v >> 8) & 0xff)
+    })
+}
+
+fn unpack(path: &Path) -> Result<tempfile::TempDir, TopoError> {
+    let bad = |reason: String| TopoError::BadInput {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let file = std::fs::File::open(path).map_err(|e| TopoError::Unreadable {
+        path: path.to_path_buf(),
+        reason: io_reason(&e),
+    })?;
+    let mut magic = [0u8; 3];
+    let n = (&file).read(&mut magic).unwrap_or(0);
+    if n == 0 {
+        return Err(bad("the archive is empty (0 bytes); gather the snapshot again with `hwloc-gather-topology`".into()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| TopoError::Unreadable {
+        path: path.to_path_buf(),
+        reason: io_reason(&e),
+    })?;
+    let reader: Box<dyn Read> = if magic.starts_with(b"BZh") {
+        Box::new(bzip2::read::BzDecoder::new(file))
+    } else if magic.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::read::GzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
+    // A snapshot is thousands of tiny files; creating them on a journaling disk can
+    // take seconds, on tmpfs a fraction of that. Use /dev/shm unless TMPDIR is set.
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("numalab-snapshot-");
+    let shm = Path::new("/dev/shm");
+    let use_shm = std::env::var_os("TMPDIR").is_none() && shm.is_dir();
+    let dir = if use_shm { builder.tempdir_in(shm).or_else(|_| builder.tempdir()) } else { builder.tempdir() }
+        .map_err(|e| {
+            bad(format!(
+                "cannot create a temporary folder to unpack it ({e})"
+            ))
+        })?;
+    let mut archive = tar::Archive::new(reader);
+    archive.set_preserve_permissions(false);
+    archive.set_overwrite(true);
+    // `unpack` refuses entries that would land outside the destination.
+    archive.unpack(dir.path()).map_err(|e| {
+        bad(format!(
+            "cannot unpack the archive ({e}); it is damaged or not a tar archive"
+        ))
+    })?;
+    let empty = std::fs::read_dir(dir.path())
+        .map(|mut d| d.next().is_none())
+        .unwrap_or(true);
+    if empty {
+        return Err(bad(
+            "the archive holds no files; gather the snapshot again with `hwloc-gather-topology`"
+                .into(),
+        ));
+    }
+    Ok(dir)
+}
+
+/// The folder of a snapshot that holds `sys/` (the folder itself or its only subfolder).
+fn find_snapshot_root(input: &Path, dir: &Path) -> Result<PathBuf, TopoError> {
+    let is_root = |d: &Path| d.join("sys/devices/system").is_dir();
+    if is_root(dir) {
+        return Ok(dir.to_path_buf());
+    }
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| TopoError::Unreadable {
+            path: input.to_path_buf(),
+            reason: io_reason(&e),
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    if let [only] = entries.as_slice() {
+        if is_root(only) {
+            return Ok(only.clone());
+        }
+    }
+    Err(TopoError::BadInput {
+        path: input.to_path_buf(),
+        reason: "no sys/devices/system folder found: this is not a sysfs snapshot (make one with `hwloc-gather-topology NAME` on the machine to describe)".into(),
+    })
+}
+
+fn load_snapshot(
+    input: &Path,
+    root: &Path,
+    unpacked: Option<tempfile::TempDir>,
+) -> Result<Loaded, TopoError> {
+    let _guard = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let cpuid = root.join("cpuid");
+    let has_cpuid = cpuid.is_dir();
+    // hwloc reads these while loading; the lock above serializes every load in this
+    // process, and they are removed again before the lock is released.
+    std::env::set_var("HWLOC_FSROOT", root);
+    if has_cpuid {
+        std::env::set_var("HWLOC_CPUID_PATH", &cpuid);
+    }
+    let result = (|| {
+        let mut builder = builder()?;
+        if !has_cpuid {
+            // Without dumped CPUID data the x86 backend would describe *this* CPU.
+            builder = builder
+                .without_component("x86")
+                .map_err(|e| e.to_string())?;
+        }
+        builder.build().map_err(|e| e.to_string())
+    })();
+    std::env::remove_var("HWLOC_FSROOT");
+    std::env::remove_var("HWLOC_CPUID_PATH");
+    let topology = result.map_err(|detail| TopoError::Hwloc {
+        what: input.display().to_string(),
+        detail,
+        remedy: "the snapshot is incomplete; gather it again with `hwloc-gather-topology`".into(),
+    })?;
+    Ok(Loaded {
+        topology,
+        source: MachineSource::Snapshot {
+            path: input.display().to_string(),
+        },
+        fsroot: Some(root.to_path_buf()),
+        _unpacked: unpacked,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attribute_parsing() {
+        assert_eq!(
+            attribute("<topology version=\"3.0\">", "version"),
+            Some("3.0")
+        );
+        assert_eq!(attribute("<topology>", "version"), None);
+    }
+}
