@@ -279,12 +279,16 @@ fn unpack(path: &Path) -> Result<tempfile::TempDir, TopoError> {
     builder.prefix("numalab-snapshot-");
     let shm = Path::new("/dev/shm");
     let use_shm = std::env::var_os("TMPDIR").is_none() && shm.is_dir();
-    let dir = if use_shm { builder.tempdir_in(shm).or_else(|_| builder.tempdir()) } else { builder.tempdir() }
-        .map_err(|e| {
-            bad(format!(
-                "cannot create a temporary folder to unpack it ({e})"
-            ))
-        })?;
+    let dir = if use_shm {
+        builder.tempdir_in(shm).or_else(|_| builder.tempdir())
+    } else {
+        builder.tempdir()
+    }
+    .map_err(|e| {
+        bad(format!(
+            "cannot create a temporary folder to unpack it ({e})"
+        ))
+    })?;
     let mut archive = tar::Archive::new(reader);
     archive.set_preserve_permissions(false);
     archive.set_overwrite(true);
