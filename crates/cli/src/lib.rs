@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod commands;
 pub mod output;
+pub mod record;
 
 use clap::Parser;
 use numalab_schema::{Classify, ErrorClass};
@@ -59,6 +60,13 @@ pub fn main() -> ExitCode {
         }
     };
     output::init_color(cli.color);
+    // Ctrl-C and SIGTERM ask long loops to stop at their next check (they keep what
+    // they measured); a second Ctrl-C terminates at once.
+    let stop = numalab_schema::interrupt::flag();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, stop);
+        let _ = signal_hook::flag::register(sig, stop);
+    }
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -8,6 +8,7 @@
 
 pub mod cpulist;
 pub mod error;
+pub mod interrupt;
 pub mod journal;
 pub mod machine;
 pub mod record;

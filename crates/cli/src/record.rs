@@ -1,0 +1,136 @@
+//! How every measuring or modeling command delivers its records: appended to a journal
+//! (`--out DIR`, resumable) as soon as each exists, and printed as one JSON bundle with
+//! `--json`. Commands build [`Record`]s; this module owns the envelope and the files.
+
+use crate::{CliError, CliResult};
+use clap::Args;
+use numalab_schema::journal::Journal;
+use numalab_schema::record::{now_utc, Host, Tool, SCHEMA_VERSION};
+use numalab_schema::{Bundle, Envelope, ErrorClass, Origin, Record, Warning};
+use std::path::PathBuf;
+
+/// Output options shared by measuring commands (flattened into their args).
+#[derive(Debug, Clone, Args, Default)]
+pub struct OutputArgs {
+    /// Print the results as one JSON bundle (envelope + records) on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Append the records to DIR/results.jsonl as they are measured (created if needed;
+    /// a rerun with the same DIR skips what is already there).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// Collects a command's records.
+pub struct Recorder {
+    envelope: Envelope,
+    journal: Option<Journal>,
+    records: Vec<Record>,
+    json: bool,
+    /// Records found in the journal from an earlier run (resume).
+    pub previous: Vec<Record>,
+}
+
+impl Recorder {
+    /// Starts a recorder. `config` is the command's effective configuration.
+    pub fn new(
+        output: &OutputArgs,
+        config: serde_json::Value,
+        origin: Origin,
+        host: Host,
+    ) -> Result<Self, CliError> {
+        let envelope = Envelope {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::this(env!("CARGO_PKG_VERSION")),
+            created_utc: now_utc(),
+            command: std::env::args().collect(),
+            config,
+            origin,
+            host,
+        };
+        let mut previous = Vec::new();
+        let journal = match &output.out {
+            Some(dir) => {
+                let opened = Journal::open(dir, &envelope)?;
+                if opened.resumed
+                    && opened.envelope.host.topology_hash != envelope.host.topology_hash
+                {
+                    return Err(CliError::new(
+                        ErrorClass::Usage,
+                        format!(
+                            "{}: holds results of another machine (topology {} here {}); choose another --out folder",
+                            dir.display(),
+                            opened.envelope.host.topology_hash,
+                            envelope.host.topology_hash
+                        ),
+                    ));
+                }
+                for w in &opened.warnings {
+                    eprintln!("numalab: warning: {w}");
+                }
+                previous = opened.records;
+                Some(opened.journal)
+            }
+            None => None,
+        };
+        Ok(Recorder {
+            envelope,
+            journal,
+            records: Vec::new(),
+            json: output.json,
+            previous,
+        })
+    }
+
+    /// Whether a record with this key was already written by an earlier run.
+    pub fn done(&self, key: &str) -> bool {
+        self.journal.as_ref().is_some_and(|j| j.contains(key))
+    }
+
+    /// The envelope.
+    pub fn envelope(&self) -> &Envelope {
+        &self.envelope
+    }
+
+    /// Records pushed in this run.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// Adds a record: written to the journal at once (if any), kept for `--json`.
+    pub fn push(&mut self, record: Record) -> CliResult {
+        for w in &record.warnings {
+            if !self.json {
+                eprintln!("numalab: warning: {w}");
+            }
+        }
+        if let Some(j) = &mut self.journal {
+            j.append(&record)?;
+        }
+        self.records.push(record);
+        Ok(())
+    }
+
+    /// Prints the bundle when `--json` was given. Returns the bundle either way.
+    pub fn finish(self) -> Result<Bundle, CliError> {
+        let bundle = Bundle {
+            schema_version: SCHEMA_VERSION,
+            envelope: self.envelope,
+            records: self.records,
+        };
+        if self.json {
+            crate::output::print_json(&bundle)?;
+        }
+        Ok(bundle)
+    }
+
+    /// Whether output goes to stdout as JSON (commands then print no tables).
+    pub fn json(&self) -> bool {
+        self.json
+    }
+}
+
+/// Prints a warning on stderr.
+pub fn warn(w: &Warning) {
+    eprintln!("numalab: warning: {w}");
+}
