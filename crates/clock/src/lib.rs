@@ -1,0 +1,159 @@
+//! The clock, checked before it is trusted.
+//!
+//! Probes time short intervals (a pointer chase of a few thousand loads, a cache-line
+//! ping-pong). Before any of that, [`check`] measures the clock itself: the smallest
+//! step it can show (resolution), what reading it costs (overhead, subtracted where it
+//! matters), and whether it ever went backwards. The result travels with every record
+//! that depends on timing, and [`ClockCheck::problems`] turns bad findings into
+//! warnings instead of silently wrong numbers.
+//!
+//! The clock is `CLOCK_MONOTONIC` (through `clock_gettime`, a vDSO call on Linux).
+//! Raw cycle counters are not used: on many VMs and Arm systems they tick at an
+//! unrelated fixed rate, so time in ns is the honest unit; cycles are derived only when
+//! the core frequency is known.
+
+use serde::{Deserialize, Serialize};
+
+/// Reads CLOCK_MONOTONIC in nanoseconds.
+#[inline(always)]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// What the clock check found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClockCheck {
+    /// Clock used.
+    pub clock: String,
+    /// Resolution the kernel reports (clock_getres), ns.
+    pub reported_resolution_ns: f64,
+    /// Smallest non-zero difference seen between consecutive reads, ns.
+    pub observed_step_ns: f64,
+    /// Median cost of one read (back-to-back reads), ns: subtracted from short timings.
+    pub read_overhead_ns: f64,
+    /// Reads where the clock went backwards (must be 0).
+    pub backwards: u64,
+    /// Reads taken.
+    pub reads: u64,
+}
+
+impl ClockCheck {
+    /// Problems that make timings untrustworthy, in sentences.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.backwards > 0 {
+            out.push(format!(
+                "the monotonic clock went backwards {} times in {} reads: timings on this machine are unreliable",
+                self.backwards, self.reads
+            ));
+        }
+        if self.observed_step_ns > 100.0 {
+            out.push(format!(
+                "the clock only advances in steps of {:.0} ns: short intervals are timed in batches long enough to hide it",
+                self.observed_step_ns
+            ));
+        }
+        if self.read_overhead_ns > 1000.0 {
+            out.push(format!(
+                "reading the clock costs {:.0} ns (no vDSO?): short timings are dominated by the timer",
+                self.read_overhead_ns
+            ));
+        }
+        out
+    }
+
+    /// The shortest interval worth timing with this clock so that resolution and
+    /// overhead stay under 1% of it.
+    pub fn min_interval_ns(&self) -> f64 {
+        100.0 * self.observed_step_ns.max(self.read_overhead_ns).max(1.0)
+    }
+}
+
+/// Measures the clock with `reads` back-to-back reads.
+pub fn check(reads: u64) -> ClockCheck {
+    let mut res = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_getres writes into the timespec we own.
+    unsafe {
+        libc::clock_getres(libc::CLOCK_MONOTONIC, &mut res);
+    }
+    let reported = res.tv_sec as f64 * 1e9 + res.tv_nsec as f64;
+    let reads = reads.max(1000);
+    let mut backwards = 0;
+    let mut min_step = u64::MAX;
+    let mut prev = now_ns();
+    for _ in 0..reads {
+        let t = now_ns();
+        if t < prev {
+            backwards += 1;
+        } else if t > prev {
+            min_step = min_step.min(t - prev);
+        }
+        prev = t;
+    }
+    // Overhead: batches of 1000 reads, median over batches.
+    let mut per_read = Vec::new();
+    for _ in 0..21 {
+        let start = now_ns();
+        let mut sink = 0u64;
+        for _ in 0..1000 {
+            sink = sink.wrapping_add(now_ns());
+        }
+        std::hint::black_box(sink);
+        per_read.push((now_ns() - start) as f64 / 1000.0);
+    }
+    per_read.sort_by(f64::total_cmp);
+    ClockCheck {
+        clock: "CLOCK_MONOTONIC".into(),
+        reported_resolution_ns: reported,
+        observed_step_ns: if min_step == u64::MAX {
+            f64::INFINITY
+        } else {
+            min_step as f64
+        },
+        read_overhead_ns: per_read[per_read.len() / 2],
+        backwards,
+        reads,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_advances_and_is_cheap_enough_to_time_microseconds() {
+        let c = check(100_000);
+        assert_eq!(c.backwards, 0);
+        assert!(c.observed_step_ns.is_finite() && c.observed_step_ns > 0.0);
+        assert!(c.read_overhead_ns > 0.0);
+        // A sleep of 2 ms is seen as at least 2 ms.
+        let t = now_ns();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(now_ns() - t >= 2_000_000);
+    }
+
+    #[test]
+    fn problems_are_reported() {
+        let bad = ClockCheck {
+            clock: "x".into(),
+            reported_resolution_ns: 1.0,
+            observed_step_ns: 4000.0,
+            read_overhead_ns: 2000.0,
+            backwards: 3,
+            reads: 1000,
+        };
+        assert_eq!(bad.problems().len(), 3);
+        assert_eq!(bad.min_interval_ns(), 400_000.0);
+    }
+}
