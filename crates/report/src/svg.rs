@@ -1,0 +1,692 @@
+//! Charts as inline SVG: line charts (linear or log axes, uncertainty bands, marked
+//! positions such as cache sizes or topology boundaries), heatmaps (node-pair and
+//! core-to-core matrices) and bar charts of ratios with intervals. Colours come from
+//! the Okabe-Ito palette, which stays distinguishable for colour-blind readers.
+
+use crate::escape;
+use std::fmt::Write as _;
+
+const PALETTE: [&str; 8] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000",
+];
+
+/// How axis values are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AxisFormat {
+    /// Plain numbers with SI-like compaction (1.2k, 3M).
+    Number,
+    /// Bytes with binary prefixes (4 KiB, 32 MiB).
+    Bytes,
+}
+
+fn fmt_axis(v: f64, f: AxisFormat) -> String {
+    match f {
+        AxisFormat::Bytes => {
+            numalab_schema::units::bytes(v.max(0.0).round() as u64).replace(' ', "\u{a0}")
+        }
+        AxisFormat::Number => {
+            let a = v.abs();
+            if a >= 1e9 {
+                format!("{:.3}G", v / 1e9)
+                    .trim_end_matches('0')
+                    .trim_end_matches('.')
+                    .to_string()
+                    .replace(".G", "G")
+            } else if a >= 1e6 {
+                format!("{}M", trim(v / 1e6))
+            } else if a >= 1e4 {
+                format!("{}k", trim(v / 1e3))
+            } else {
+                trim(v)
+            }
+        }
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
+/// "Nice" tick positions covering [lo, hi] on a linear axis.
+fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(hi > lo) {
+        return vec![lo];
+    }
+    let span = hi - lo;
+    let raw = span / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| span / s <= 6.0)
+        .unwrap_or(10.0 * mag);
+    let start = (lo / step).ceil() * step;
+    let mut out = Vec::new();
+    let mut t = start;
+    while t <= hi + step * 1e-9 {
+        out.push(if t.abs() < step * 1e-9 { 0.0 } else { t });
+        t += step;
+    }
+    out
+}
+
+/// Tick positions on a log axis: powers of `base` within [lo, hi], thinned to <= 8.
+fn log_ticks(lo: f64, hi: f64, base: f64) -> Vec<f64> {
+    let a = lo.log(base).ceil() as i32;
+    let b = hi.log(base).floor() as i32;
+    let n = (b - a + 1).max(1);
+    let every = ((n as f64) / 8.0).ceil() as i32;
+    (a..=b)
+        .filter(|e| (e - a) % every.max(1) == 0)
+        .map(|e| base.powi(e))
+        .collect()
+}
+
+/// One line of a line chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// (x, y) points, drawn in order.
+    pub points: Vec<(f64, f64)>,
+    /// Optional (x, low, high) band drawn behind the line (intervals, p10-p90).
+    pub band: Vec<(f64, f64, f64)>,
+}
+
+impl Series {
+    /// A series without a band.
+    pub fn new(name: &str, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            name: name.into(),
+            points,
+            band: Vec::new(),
+        }
+    }
+}
+
+/// A line chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineChart {
+    /// Title above the plot.
+    pub title: String,
+    /// X axis label.
+    pub x_label: String,
+    /// Y axis label.
+    pub y_label: String,
+    /// Logarithmic x axis (base 2 for bytes, 10 otherwise).
+    pub x_log: bool,
+    /// Logarithmic y axis (base 10).
+    pub y_log: bool,
+    /// X tick format.
+    pub x_format: AxisFormat,
+    /// Lines.
+    pub series: Vec<Series>,
+    /// Vertical marks: (x, label), e.g. cache sizes or "package 1 starts".
+    pub marks: Vec<(f64, String)>,
+}
+
+impl LineChart {
+    /// An empty chart.
+    pub fn new(title: &str, x_label: &str, y_label: &str) -> Self {
+        LineChart {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            x_log: false,
+            y_log: false,
+            x_format: AxisFormat::Number,
+            series: Vec::new(),
+            marks: Vec::new(),
+        }
+    }
+
+    /// The SVG document.
+    pub fn to_svg(&self) -> String {
+        let (w, h) = (720.0, 400.0);
+        let (ml, mr, mt, mb) = (70.0, 20.0, 40.0, 55.0);
+        let pw = w - ml - mr;
+        let ph = h - mt - mb;
+        let pts = self
+            .series
+            .iter()
+            .flat_map(|s| {
+                s.points
+                    .iter()
+                    .map(|p| (p.0, p.1))
+                    .chain(s.band.iter().flat_map(|b| [(b.0, b.1), (b.0, b.2)]))
+            })
+            .filter(|(x, y)| {
+                x.is_finite()
+                    && y.is_finite()
+                    && (!self.x_log || *x > 0.0)
+                    && (!self.y_log || *y > 0.0)
+            });
+        let (mut x0, mut x1, mut y0, mut y1) = (
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        );
+        for (x, y) in pts {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y0 = y0.min(y);
+            y1 = y1.max(y);
+        }
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" font-family=\"sans-serif\" font-size=\"12\">\
+             <title>{}</title><text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">{}</text>",
+            escape(&self.title),
+            w / 2.0,
+            escape(&self.title)
+        );
+        if !x0.is_finite() {
+            let _ = write!(
+                out,
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#777\">no data</text></svg>",
+                w / 2.0,
+                h / 2.0
+            );
+            return out;
+        }
+        if !self.y_log && y0 > 0.0 {
+            y0 = 0.0;
+        }
+        if x1 == x0 {
+            x1 = x0 + 1.0;
+        }
+        if y1 == y0 {
+            y1 = y0 + 1.0;
+        }
+        let xbase = if self.x_format == AxisFormat::Bytes {
+            2.0
+        } else {
+            10.0
+        };
+        let tx = |x: f64| -> f64 {
+            if self.x_log {
+                ml + (x.ln() - x0.ln()) / (x1.ln() - x0.ln()) * pw
+            } else {
+                ml + (x - x0) / (x1 - x0) * pw
+            }
+        };
+        let ty = |y: f64| -> f64 {
+            if self.y_log {
+                mt + ph - (y.ln() - y0.ln()) / (y1.ln() - y0.ln()) * ph
+            } else {
+                mt + ph - (y - y0) / (y1 - y0) * ph
+            }
+        };
+        // Axes and grid.
+        let _ = write!(out, "<rect x=\"{ml}\" y=\"{mt}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#999\"/>");
+        let xt = if self.x_log {
+            log_ticks(x0, x1, xbase)
+        } else {
+            linear_ticks(x0, x1)
+        };
+        for t in xt {
+            let x = tx(t);
+            let _ = write!(
+                out,
+                "<line x1=\"{x:.1}\" y1=\"{mt}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#eee\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                mt + ph,
+                mt + ph + 16.0,
+                escape(&fmt_axis(t, self.x_format))
+            );
+        }
+        let yt = if self.y_log {
+            log_ticks(y0, y1, 10.0)
+        } else {
+            linear_ticks(y0, y1)
+        };
+        for t in yt {
+            let y = ty(t);
+            let _ = write!(
+                out,
+                "<line x1=\"{ml}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                ml + pw,
+                ml - 6.0,
+                y + 4.0,
+                escape(&fmt_axis(t, AxisFormat::Number))
+            );
+        }
+        let _ = write!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text><text transform=\"translate(16 {:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+            ml + pw / 2.0,
+            h - 12.0,
+            escape(&self.x_label),
+            mt + ph / 2.0,
+            escape(&self.y_label)
+        );
+        // Marks.
+        for (x, label) in &self.marks {
+            if !(x.is_finite() && *x >= x0 && *x <= x1) {
+                continue;
+            }
+            let px = tx(*x);
+            let _ = write!(
+                out,
+                "<line x1=\"{px:.1}\" y1=\"{mt}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\">{}</text>",
+                mt + ph,
+                px + 3.0,
+                mt + 12.0,
+                escape(label)
+            );
+        }
+        // Bands, lines, legend.
+        for (i, s) in self.series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let band: Vec<&(f64, f64, f64)> = s
+                .band
+                .iter()
+                .filter(|b| b.0.is_finite() && b.1.is_finite() && b.2.is_finite())
+                .collect();
+            if band.len() > 1 {
+                let mut d = String::new();
+                for (j, b) in band.iter().enumerate() {
+                    let _ = write!(
+                        d,
+                        "{}{:.1},{:.1} ",
+                        if j == 0 { "M" } else { "L" },
+                        tx(b.0),
+                        ty(b.2)
+                    );
+                }
+                for b in band.iter().rev() {
+                    let _ = write!(d, "L{:.1},{:.1} ", tx(b.0), ty(b.1));
+                }
+                let _ = write!(
+                    out,
+                    "<path d=\"{d}Z\" fill=\"{color}\" fill-opacity=\"0.15\" stroke=\"none\"/>"
+                );
+            }
+            let pts: Vec<String> = s
+                .points
+                .iter()
+                .filter(|(x, y)| {
+                    x.is_finite()
+                        && y.is_finite()
+                        && (!self.x_log || *x > 0.0)
+                        && (!self.y_log || *y > 0.0)
+                })
+                .map(|(x, y)| format!("{:.1},{:.1}", tx(*x), ty(*y)))
+                .collect();
+            let _ = write!(
+                out,
+                "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
+                pts.join(" ")
+            );
+            for p in &pts {
+                let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
+                let _ = write!(
+                    out,
+                    "<circle cx=\"{x}\" cy=\"{y}\" r=\"2.5\" fill=\"{color}\"/>"
+                );
+            }
+            let ly = mt + 14.0 + i as f64 * 16.0;
+            let _ = write!(
+                out,
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"12\" height=\"3\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                ml + pw - 14.0,
+                ly - 4.0,
+                ml + pw - 18.0,
+                ly,
+                escape(&s.name)
+            );
+        }
+        out.push_str("</svg>");
+        out
+    }
+}
+
+/// A heatmap of a matrix (None = not measured).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heatmap {
+    /// Title.
+    pub title: String,
+    /// Row labels (e.g. CPU or node ids).
+    pub rows: Vec<String>,
+    /// Column labels.
+    pub cols: Vec<String>,
+    /// Values, `values[r][c]`.
+    pub values: Vec<Vec<Option<f64>>>,
+    /// Unit of the values, shown in the legend.
+    pub unit: String,
+    /// Label of the row axis.
+    pub row_label: String,
+    /// Label of the column axis.
+    pub col_label: String,
+}
+
+fn ramp(t: f64) -> String {
+    // Light yellow (low) to dark blue (high).
+    let t = t.clamp(0.0, 1.0);
+    let a = (255.0, 247.0, 188.0);
+    let b = (8.0, 48.0, 107.0);
+    let c = |x: f64, y: f64| (x + (y - x) * t).round() as u8;
+    format!("#{:02x}{:02x}{:02x}", c(a.0, b.0), c(a.1, b.1), c(a.2, b.2))
+}
+
+impl Heatmap {
+    /// The SVG document.
+    pub fn to_svg(&self) -> String {
+        let n_r = self.rows.len().max(1);
+        let n_c = self.cols.len().max(1);
+        let cell = (560.0 / n_c.max(n_r) as f64).clamp(2.0, 48.0);
+        let (ml, mt) = (60.0, 46.0);
+        let w = ml + cell * n_c as f64 + 110.0;
+        let h = mt + cell * n_r as f64 + 40.0;
+        let vals: Vec<f64> = self
+            .values
+            .iter()
+            .flatten()
+            .flatten()
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect();
+        let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w:.0} {h:.0}\" width=\"{w:.0}\" height=\"{h:.0}\" role=\"img\" font-family=\"sans-serif\" font-size=\"11\">\
+             <title>{}</title><text x=\"{:.1}\" y=\"20\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">{}</text>",
+            escape(&self.title),
+            w / 2.0,
+            escape(&self.title)
+        );
+        let label_every = ((14.0 / cell).ceil() as usize).max(1);
+        for (r, row) in self.values.iter().enumerate() {
+            for (c, v) in row.iter().enumerate() {
+                let x = ml + c as f64 * cell;
+                let y = mt + r as f64 * cell;
+                let (fill, title) = match v {
+                    Some(v) if v.is_finite() => {
+                        let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+                        (
+                            ramp(t),
+                            format!(
+                                "{} -> {}: {v:.1} {}",
+                                self.rows.get(r).cloned().unwrap_or_default(),
+                                self.cols.get(c).cloned().unwrap_or_default(),
+                                self.unit
+                            ),
+                        )
+                    }
+                    _ => ("#f0f0f0".to_string(), "not measured".to_string()),
+                };
+                let _ = write!(
+                    out,
+                    "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{cell:.2}\" height=\"{cell:.2}\" fill=\"{fill}\"><title>{}</title></rect>",
+                    escape(&title)
+                );
+                if cell >= 30.0 {
+                    if let Some(v) = v {
+                        let dark = hi > lo && (v - lo) / (hi - lo) > 0.55;
+                        let _ = write!(
+                            out,
+                            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\" fill=\"{}\">{}</text>",
+                            x + cell / 2.0,
+                            y + cell / 2.0 + 3.5,
+                            if dark { "#fff" } else { "#000" },
+                            escape(&trim((v * 10.0).round() / 10.0))
+                        );
+                    }
+                }
+            }
+        }
+        for (i, l) in self
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % label_every == 0)
+        {
+            let _ = write!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                ml - 4.0,
+                mt + (i as f64 + 0.5) * cell + 4.0,
+                escape(l)
+            );
+        }
+        for (i, l) in self
+            .cols
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % label_every == 0)
+        {
+            let _ = write!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                ml + (i as f64 + 0.5) * cell,
+                mt - 4.0,
+                escape(l)
+            );
+        }
+        let _ = write!(
+            out,
+            "<text x=\"14\" y=\"{:.1}\" transform=\"rotate(-90 14 {:.1})\" text-anchor=\"middle\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            mt + cell * n_r as f64 / 2.0,
+            mt + cell * n_r as f64 / 2.0,
+            escape(&self.row_label),
+            ml + cell * n_c as f64 / 2.0,
+            mt + cell * n_r as f64 + 24.0,
+            escape(&self.col_label)
+        );
+        if lo.is_finite() {
+            let lx = ml + cell * n_c as f64 + 20.0;
+            for k in 0..10 {
+                let t = k as f64 / 9.0;
+                let _ = write!(
+                    out,
+                    "<rect x=\"{lx:.1}\" y=\"{:.1}\" width=\"14\" height=\"12\" fill=\"{}\"/>",
+                    mt + (9 - k) as f64 * 12.0,
+                    ramp(t)
+                );
+            }
+            let _ = write!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.1}\">{} {}</text><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                lx + 18.0,
+                mt + 10.0,
+                escape(&trim(hi)),
+                escape(&self.unit),
+                lx + 18.0,
+                mt + 118.0,
+                escape(&trim(lo))
+            );
+        }
+        out.push_str("</svg>");
+        out
+    }
+}
+
+/// One bar with an optional interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    /// Label.
+    pub label: String,
+    /// Value.
+    pub value: f64,
+    /// Interval (low, high), if known.
+    pub interval: Option<(f64, f64)>,
+}
+
+/// Horizontal bars, e.g. ratios between two machines with a reference line at 1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarChart {
+    /// Title.
+    pub title: String,
+    /// Axis label.
+    pub x_label: String,
+    /// Bars.
+    pub bars: Vec<Bar>,
+    /// A reference line (1.0 for ratios).
+    pub reference: Option<f64>,
+}
+
+impl BarChart {
+    /// The SVG document.
+    pub fn to_svg(&self) -> String {
+        let row = 24.0;
+        let (ml, mr, mt) = (230.0, 60.0, 40.0);
+        let pw = 440.0;
+        let w = ml + pw + mr;
+        let h = mt + row * self.bars.len().max(1) as f64 + 40.0;
+        let maxv = self
+            .bars
+            .iter()
+            .flat_map(|b| std::iter::once(b.value).chain(b.interval.map(|i| i.1)))
+            .chain(self.reference)
+            .filter(|v| v.is_finite())
+            .fold(0.0f64, f64::max)
+            .max(1e-12);
+        let tx = |v: f64| ml + v.max(0.0) / maxv * pw;
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w:.0} {h:.0}\" width=\"{w:.0}\" height=\"{h:.0}\" role=\"img\" font-family=\"sans-serif\" font-size=\"12\">\
+             <title>{}</title><text x=\"{:.1}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">{}</text>",
+            escape(&self.title),
+            w / 2.0,
+            escape(&self.title)
+        );
+        for (i, b) in self.bars.iter().enumerate() {
+            let y = mt + i as f64 * row;
+            let _ = write!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                ml - 6.0,
+                y + 15.0,
+                escape(&b.label)
+            );
+            if b.value.is_finite() {
+                let _ = write!(
+                    out,
+                    "<rect x=\"{ml}\" y=\"{:.1}\" width=\"{:.1}\" height=\"16\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                    y + 3.0,
+                    tx(b.value) - ml,
+                    PALETTE[0],
+                    tx(b.value) + 4.0,
+                    y + 15.0,
+                    escape(&trim((b.value * 100.0).round() / 100.0))
+                );
+            }
+            if let Some((lo, hi)) = b.interval {
+                let _ = write!(
+                    out,
+                    "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#000\"/>",
+                    tx(lo),
+                    y + 11.0,
+                    tx(hi),
+                    y + 11.0
+                );
+            }
+        }
+        if let Some(r) = self.reference {
+            let x = tx(r);
+            let _ = write!(
+                out,
+                "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#b00\" stroke-dasharray=\"4 3\"/>",
+                mt - 4.0,
+                h - 36.0
+            );
+        }
+        let _ = write!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text></svg>",
+            ml + pw / 2.0,
+            h - 10.0,
+            escape(&self.x_label)
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_nice() {
+        assert_eq!(linear_ticks(0.0, 10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(log_ticks(4096.0, 1048576.0, 2.0).first(), Some(&4096.0));
+        assert!(log_ticks(1.0, 1e30, 2.0).len() <= 8);
+    }
+
+    #[test]
+    fn line_chart_snapshot() {
+        let mut c = LineChart::new("Latency <by> working set", "working set", "latency (ns)");
+        c.x_log = true;
+        c.x_format = AxisFormat::Bytes;
+        let mut s = Series::new(
+            "4 KiB pages",
+            vec![
+                (4096.0, 1.2),
+                (65536.0, 4.0),
+                (1048576.0, 12.0),
+                (67108864.0, 95.0),
+            ],
+        );
+        s.band = vec![
+            (4096.0, 1.1, 1.4),
+            (65536.0, 3.8, 4.3),
+            (1048576.0, 11.0, 13.0),
+            (67108864.0, 90.0, 101.0),
+        ];
+        c.series.push(s);
+        c.marks.push((32768.0, "L1d 32 KiB".into()));
+        insta::assert_snapshot!(c.to_svg());
+    }
+
+    #[test]
+    fn heatmap_snapshot() {
+        let h = Heatmap {
+            title: "Core-to-core latency".into(),
+            rows: vec!["0".into(), "1".into()],
+            cols: vec!["0".into(), "1".into()],
+            values: vec![vec![None, Some(59.2)], vec![Some(59.2), None]],
+            unit: "ns".into(),
+            row_label: "CPU".into(),
+            col_label: "CPU".into(),
+        };
+        insta::assert_snapshot!(h.to_svg());
+    }
+
+    #[test]
+    fn bar_chart_snapshot() {
+        let b = BarChart {
+            title: "A / B".into(),
+            x_label: "ratio".into(),
+            bars: vec![
+                Bar {
+                    label: "triad bandwidth".into(),
+                    value: 1.9,
+                    interval: Some((1.8, 2.0)),
+                },
+                Bar {
+                    label: "idle latency".into(),
+                    value: 0.8,
+                    interval: None,
+                },
+            ],
+            reference: Some(1.0),
+        };
+        insta::assert_snapshot!(b.to_svg());
+    }
+
+    #[test]
+    fn empty_chart_says_no_data() {
+        let c = LineChart::new("t", "x", "y");
+        assert!(c.to_svg().contains("no data"));
+    }
+}
