@@ -55,7 +55,7 @@ fn trim(v: f64) -> String {
 
 /// "Nice" tick positions covering [lo, hi] on a linear axis.
 fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    if !(hi > lo) {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
         return vec![lo];
     }
     let span = hi - lo;
