@@ -217,7 +217,7 @@ pub fn assess(
                 2 => "per-process counting of user space only",
                 _ => "no counting at all for unprivileged users",
             };
-            let root = capability::probe_is_root();
+            let root = pmu.privileged;
             out.push(check(
                 "perf-paranoid",
                 if p <= 2 || root { Verdict::Ok } else { Verdict::Warn },
@@ -445,4 +445,139 @@ pub fn run(args: DoctorArgs) -> CliResult {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_pmu::capability::EventStatus;
+    use std::path::Path;
+
+    fn write(root: &Path, rel: &str, content: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+
+    fn fixture_machine(name: &str) -> Machine {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/topology")
+            .join(name);
+        numalab_topo::machine(&numalab_topo::Input::Xml(p)).unwrap()
+    }
+
+    fn pmu(hw: bool) -> Capability {
+        let hw_status = if hw {
+            EventStatus::Works
+        } else {
+            EventStatus::NotSupported("ENOENT".into())
+        };
+        Capability {
+            paranoid: Some(2),
+            privileged: false,
+            cycles: hw_status.clone(),
+            instructions: hw_status,
+            task_clock: EventStatus::Works,
+            page_faults: EventStatus::Works,
+            context_switches: EventStatus::Works,
+            pmus: vec![],
+        }
+    }
+
+    fn verdict<'a>(checks: &'a [Check], name: &str) -> &'a Check {
+        checks
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no {name} check"))
+    }
+
+    #[test]
+    fn a_tuned_bare_metal_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        write(r, "proc/sys/kernel/perf_event_paranoid", "1\n");
+        write(r, "proc/sys/kernel/numa_balancing", "1\n");
+        write(
+            r,
+            "sys/kernel/mm/transparent_hugepage/enabled",
+            "[always] madvise never\n",
+        );
+        for cpu in 0..2 {
+            write(
+                r,
+                &format!("sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"),
+                "performance\n",
+            );
+        }
+        write(r, "proc/self/cgroup", "0::/\n");
+        write(r, "proc/cpuinfo", "flags : fpu sse2\n");
+        let machine = fixture_machine("llnl-g4dnmetal.xml");
+        let binding = BindingProbe {
+            hwloc_version: "2.9.0".into(),
+            cpu_binding: Ok(3),
+            memory_binding: Ok((0, 1.0)),
+        };
+        let sensors = vec![Sensor {
+            id: "powercap:intel-rapl:0".into(),
+            kind: SensorKind::Energy,
+            label: "package-0".into(),
+            covers: "package".into(),
+            path: r.join("x"),
+            max_energy_uj: None,
+        }];
+        let checks = assess(&machine, &SysRoot::at(r), &binding, &pmu(true), &sensors);
+        assert_eq!(verdict(&checks, "binding").verdict, Verdict::Ok);
+        assert_eq!(verdict(&checks, "numa").verdict, Verdict::Ok);
+        assert!(verdict(&checks, "numa")
+            .detail
+            .contains("SLIT values 10/21"));
+        assert_eq!(verdict(&checks, "numa-balancing").verdict, Verdict::Warn);
+        assert_eq!(verdict(&checks, "pmu").verdict, Verdict::Ok);
+        assert_eq!(verdict(&checks, "frequency").verdict, Verdict::Ok);
+        assert_eq!(verdict(&checks, "hypervisor").verdict, Verdict::Ok);
+        assert_eq!(verdict(&checks, "power-sensors").verdict, Verdict::Ok);
+        assert_eq!(verdict(&checks, "cgroup").verdict, Verdict::Ok);
+    }
+
+    #[test]
+    fn a_limited_vm() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        write(r, "proc/sys/kernel/perf_event_paranoid", "3\n");
+        write(
+            r,
+            "sys/kernel/mm/transparent_hugepage/enabled",
+            "always madvise [never]\n",
+        );
+        write(r, "proc/cpuinfo", "flags : fpu hypervisor\n");
+        write(r, "sys/class/dmi/id/sys_vendor", "QEMU\n");
+        write(r, "proc/self/cgroup", "0::/limited\n");
+        write(r, "sys/fs/cgroup/limited/cpu.max", "50000 100000\n");
+        write(r, "proc/meminfo", "MemTotal:       99999999 kB\n");
+        let machine = fixture_machine("cxlmem+dax.v3.xml");
+        let binding = BindingProbe {
+            hwloc_version: "2.9.0".into(),
+            cpu_binding: Err("Operation not permitted".into()),
+            memory_binding: Err("Operation not permitted".into()),
+        };
+        let checks = assess(&machine, &SysRoot::at(r), &binding, &pmu(false), &[]);
+        assert_eq!(verdict(&checks, "binding").verdict, Verdict::Fail);
+        assert_eq!(verdict(&checks, "numa").verdict, Verdict::Info);
+        assert_eq!(verdict(&checks, "numa-memory").verdict, Verdict::Warn);
+        assert_eq!(verdict(&checks, "perf-paranoid").verdict, Verdict::Warn);
+        assert!(verdict(&checks, "perf-paranoid")
+            .remedy
+            .as_deref()
+            .unwrap()
+            .contains("<= 2"));
+        assert_eq!(verdict(&checks, "pmu").verdict, Verdict::Warn);
+        assert!(verdict(&checks, "pmu").remedy.is_some());
+        assert_eq!(verdict(&checks, "huge-pages").verdict, Verdict::Warn);
+        assert_eq!(verdict(&checks, "frequency").verdict, Verdict::Warn);
+        assert_eq!(verdict(&checks, "hypervisor").verdict, Verdict::Warn);
+        assert!(verdict(&checks, "hypervisor").detail.contains("QEMU"));
+        assert_eq!(verdict(&checks, "cgroup").verdict, Verdict::Warn);
+        assert!(verdict(&checks, "cgroup").detail.contains("0.50 CPUs"));
+        assert_eq!(verdict(&checks, "power-sensors").verdict, Verdict::Info);
+    }
 }
