@@ -5,6 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 cargo build --release --locked -p numalab
-# Until `numalab evaluate` lands, the main job is the doctor and the topology.
-target/release/numalab doctor
-exec target/release/numalab topo --tree "$@"
+exec target/release/numalab evaluate "$@"

@@ -36,6 +36,8 @@ pub enum Command {
     Topo(TopoArgs),
     /// Check what this machine allows: binding, NUMA, counters, huge pages, frequency, sensors.
     Doctor(DoctorArgs),
+    /// Characterize this machine: every probe in turn, a results bundle and an HTML report.
+    Evaluate(crate::commands::evaluate::EvaluateArgs),
     /// Write the man page or shell completions to stdout.
     Generate(GenerateArgs),
 }

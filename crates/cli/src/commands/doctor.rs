@@ -417,22 +417,27 @@ pub struct DoctorReport {
     pub checks: Vec<Check>,
 }
 
+/// Gathers the facts of the live machine and assesses them.
+pub fn collect(machine: &Machine) -> DoctorReport {
+    let sys = SysRoot::live();
+    let binding = probe_binding(machine);
+    let pmu = capability::probe();
+    let sensors = numalab_sensors::discover(std::path::Path::new("/"));
+    DoctorReport {
+        schema_version: 1,
+        hostname: sys.hostname(),
+        checks: assess(machine, &sys, &binding, &pmu, &sensors),
+    }
+}
+
 /// Runs `numalab doctor`.
 pub fn run(args: DoctorArgs) -> CliResult {
     let machine = numalab_topo::live()?;
-    let sys = SysRoot::live();
-    let binding = probe_binding(&machine);
-    let pmu = capability::probe();
-    let sensors = numalab_sensors::discover(std::path::Path::new("/"));
-    let checks = assess(&machine, &sys, &binding, &pmu, &sensors);
+    let report = collect(&machine);
     if args.json {
-        return print_json(&DoctorReport {
-            schema_version: 1,
-            hostname: sys.hostname(),
-            checks,
-        });
+        return print_json(&report);
     }
-    for c in &checks {
+    for c in &report.checks {
         let tag = match c.verdict {
             Verdict::Ok => paint("32", "ok  "),
             Verdict::Warn => paint("33", "warn"),

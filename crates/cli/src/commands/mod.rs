@@ -1,6 +1,7 @@
 //! One module per command; [`run`] dispatches.
 
 pub mod doctor;
+pub mod evaluate;
 pub mod generate;
 pub mod topo;
 
@@ -12,6 +13,7 @@ pub fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Topo(a) => topo::run(a),
         Command::Doctor(a) => doctor::run(a),
+        Command::Evaluate(a) => evaluate::run(a),
         Command::Generate(a) => generate::run(a),
     }
 }

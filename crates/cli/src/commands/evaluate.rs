@@ -1,0 +1,365 @@
+//! `numalab evaluate`: the main job. Characterizes this machine step by step, writing
+//! every record to `DIR/results.jsonl` the moment it exists, then `summary.json` and a
+//! self-contained `report.html`.
+//!
+//! Resuming: each step ends with an `evaluate.step` record. A rerun with the same
+//! `--out` skips steps that have one; a step that was cut short is run again, and
+//! inside it every unit of work (a matrix cell, a pair) whose record is already in the
+//! journal is skipped, so nothing measured is lost or duplicated, whatever the moment
+//! the previous run was killed.
+
+use crate::record::{OutputArgs, Recorder};
+use crate::{CliError, CliResult};
+use clap::Args;
+use numalab_schema::record::RecordKind;
+use numalab_schema::{interrupt, ErrorClass, Machine, Origin, Record, Warning};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// `numalab evaluate`.
+#[derive(Debug, Args)]
+#[command(after_help = "A rerun with the same --out folder resumes where the last run stopped.")]
+pub struct EvaluateArgs {
+    /// Short measurements (about a minute on a small machine).
+    #[arg(long)]
+    pub quick: bool,
+    /// Output folder: results.jsonl (journal), summary.json, report.html.
+    #[arg(long, value_name = "DIR", default_value = "numalab-out")]
+    pub out: PathBuf,
+    /// Steps to leave out (comma-separated step ids; see --list-steps).
+    #[arg(long, value_delimiter = ',', value_name = "STEP")]
+    pub skip: Vec<String>,
+    /// Print the steps and exit.
+    #[arg(long)]
+    pub list_steps: bool,
+}
+
+/// How a step ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum StepStatus {
+    /// Completed.
+    Done,
+    /// Not run, and why (the machine cannot do it, or the user left it out).
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+    /// Failed; the other steps went on.
+    Failed {
+        /// The error.
+        error: String,
+    },
+}
+
+/// The record closing a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// Step id.
+    pub step: String,
+    /// Step title.
+    pub title: String,
+    /// Outcome.
+    pub outcome: StepStatus,
+    /// Seconds spent in this run of the step.
+    pub seconds: f64,
+}
+
+impl RecordKind for StepRecord {
+    const KIND: &'static str = "evaluate.step";
+}
+
+/// What a step gets to work with.
+pub struct Ctx<'a> {
+    /// This machine.
+    pub machine: &'a Machine,
+    /// Where records go.
+    pub rec: &'a mut Recorder,
+    /// `--quick`.
+    pub quick: bool,
+    /// The overall progress bar (steps can set its message).
+    pub progress: &'a indicatif::ProgressBar,
+}
+
+type StepFn = fn(&mut Ctx<'_>) -> Result<StepStatus, CliError>;
+
+/// A step of the evaluation.
+pub struct Step {
+    /// Stable id (used in record keys and --skip).
+    pub id: &'static str,
+    /// What it does, for people.
+    pub title: &'static str,
+    /// The work.
+    pub run: StepFn,
+}
+
+/// The steps, in order.
+pub fn steps() -> Vec<Step> {
+    vec![
+        Step {
+            id: "topology",
+            title: "topology and doctor",
+            run: step_topology,
+        },
+        Step {
+            id: "pmu",
+            title: "PMU check",
+            run: step_pmu,
+        },
+        Step {
+            id: "power",
+            title: "power and frequency",
+            run: step_power,
+        },
+    ]
+}
+
+/// The machine description as a record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TopologyRecord {
+    /// The machine.
+    pub machine: Machine,
+    /// The short summary as printed by `numalab topo`.
+    pub summary_text: String,
+}
+
+impl RecordKind for TopologyRecord {
+    const KIND: &'static str = "topo.machine";
+}
+
+impl RecordKind for super::doctor::DoctorReport {
+    const KIND: &'static str = "doctor.report";
+}
+
+fn step_topology(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    if !ctx.rec.done("topology/machine") {
+        let payload = TopologyRecord {
+            machine: ctx.machine.clone(),
+            summary_text: numalab_topo::render::summary(ctx.machine),
+        };
+        ctx.rec
+            .push(Record::new("topology/machine", Origin::Measured, &payload))?;
+    }
+    if !ctx.rec.done("topology/doctor") {
+        let report = super::doctor::collect(ctx.machine);
+        ctx.rec
+            .push(Record::new("topology/doctor", Origin::Measured, &report))?;
+    }
+    Ok(StepStatus::Done)
+}
+
+/// What the PMU check found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PmuCheck {
+    /// The capability probe.
+    pub capability: numalab_pmu::capability::Capability,
+    /// The verdict in a sentence.
+    pub verdict: String,
+}
+
+impl RecordKind for PmuCheck {
+    const KIND: &'static str = "pmu.check";
+}
+
+fn step_pmu(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    if !ctx.rec.done("pmu/check") {
+        let capability = numalab_pmu::capability::probe();
+        let verdict = capability.verdict();
+        let mut rec = Record::new(
+            "pmu/check",
+            Origin::Measured,
+            &PmuCheck {
+                capability: capability.clone(),
+                verdict,
+            },
+        );
+        if !capability.hardware_pmu() {
+            rec = rec.with_warnings(vec![Warning::new("no_hardware_pmu", capability.verdict())]);
+        }
+        ctx.rec.push(rec)?;
+    }
+    Ok(StepStatus::Done)
+}
+
+/// Sensors and frequencies found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PowerCheck {
+    /// Readable sensors.
+    pub sensors: Vec<numalab_sensors::Sensor>,
+    /// cpufreq domains at the time of the check.
+    pub frequencies: Vec<numalab_schema::machine::FrequencyDomain>,
+}
+
+impl RecordKind for PowerCheck {
+    const KIND: &'static str = "power.check";
+}
+
+fn step_power(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    let sensors = numalab_sensors::discover(std::path::Path::new("/"));
+    let frequencies = ctx.machine.frequencies.clone();
+    if sensors.is_empty() && frequencies.is_empty() {
+        return Ok(StepStatus::Skipped {
+            reason: "no readable power sensors (powercap, hwmon) and no cpufreq interface on this machine".into(),
+        });
+    }
+    if !ctx.rec.done("power/check") {
+        ctx.rec.push(Record::new(
+            "power/check",
+            Origin::Measured,
+            &PowerCheck {
+                sensors,
+                frequencies,
+            },
+        ))?;
+    }
+    Ok(StepStatus::Done)
+}
+
+/// Runs `numalab evaluate`.
+pub fn run(args: EvaluateArgs) -> CliResult {
+    let all = steps();
+    if args.list_steps {
+        for s in &all {
+            println!("{:<10} {}", s.id, s.title);
+        }
+        return Ok(());
+    }
+    for s in &args.skip {
+        if !all.iter().any(|x| x.id == s) {
+            let ids: Vec<&str> = all.iter().map(|x| x.id).collect();
+            return Err(CliError::new(
+                ErrorClass::Usage,
+                format!("--skip {s}: no such step (steps: {})", ids.join(", ")),
+            ));
+        }
+    }
+    let machine = numalab_topo::live()?;
+    let output = OutputArgs {
+        json: false,
+        out: Some(args.out.clone()),
+    };
+    let config = serde_json::json!({ "quick": args.quick, "skip": args.skip });
+    let mut rec = Recorder::new(
+        &output,
+        config,
+        Origin::Measured,
+        numalab_topo::system::host(&machine),
+    )?;
+    let finished: Vec<String> = rec
+        .previous
+        .iter()
+        .filter_map(|r| r.decode::<StepRecord>().and_then(Result::ok))
+        .filter(|s| !matches!(s.outcome, StepStatus::Failed { .. }))
+        .map(|s| s.step)
+        .collect();
+    if !rec.previous.is_empty() {
+        eprintln!(
+            "numalab: resuming {}: {} record(s) kept, {} step(s) already finished",
+            args.out.display(),
+            rec.previous.len(),
+            finished.len()
+        );
+    }
+    let progress = indicatif::ProgressBar::new(all.len() as u64);
+    progress.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    let mut failed = 0;
+    for step in &all {
+        progress.set_message(step.title);
+        if interrupt::requested() {
+            break;
+        }
+        let key = format!("evaluate/step/{}", step.id);
+        if finished.iter().any(|s| s == step.id) || rec.done(&key) {
+            progress.inc(1);
+            continue;
+        }
+        let start = Instant::now();
+        let outcome = if args.skip.iter().any(|s| s == step.id) {
+            StepStatus::Skipped {
+                reason: "left out with --skip".into(),
+            }
+        } else {
+            let mut ctx = Ctx {
+                machine: &machine,
+                rec: &mut rec,
+                quick: args.quick,
+                progress: &progress,
+            };
+            match (step.run)(&mut ctx) {
+                Ok(o) => o,
+                Err(e) => StepStatus::Failed { error: e.message },
+            }
+        };
+        if interrupt::requested() {
+            // The step stopped early: no closing record, so a rerun finishes it.
+            break;
+        }
+        if let StepStatus::Failed { error } = &outcome {
+            failed += 1;
+            progress.suspend(|| eprintln!("numalab: step {} failed: {error}", step.id));
+        }
+        let record = StepRecord {
+            step: step.id.into(),
+            title: step.title.into(),
+            outcome,
+            seconds: start.elapsed().as_secs_f64(),
+        };
+        rec.push(Record::new(key, Origin::Measured, &record))?;
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    if interrupt::requested() {
+        return Err(CliError::new(
+            ErrorClass::Interrupted,
+            format!("interrupted; everything measured so far is in {}; run the same command again to resume", args.out.display()),
+        ));
+    }
+    let (bundle, warnings) = numalab_schema::journal::read_bundle(&args.out)?;
+    for w in warnings {
+        eprintln!("numalab: warning: {w}");
+    }
+    let steps_done: Vec<StepRecord> = bundle
+        .records_of::<StepRecord>()
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    let summary = serde_json::json!({
+        "schema_version": numalab_schema::record::SCHEMA_VERSION,
+        "host": bundle.envelope.host.hostname,
+        "topology_hash": bundle.envelope.host.topology_hash,
+        "records": bundle.records.len(),
+        "steps": steps_done,
+    });
+    let summary_path = args.out.join("summary.json");
+    std::fs::write(
+        &summary_path,
+        serde_json::to_string_pretty(&summary).expect("summary serializes"),
+    )
+    .map_err(|e| {
+        CliError::new(
+            ErrorClass::Runtime,
+            format!("{}: cannot write it: {e}", summary_path.display()),
+        )
+    })?;
+    for s in &steps_done {
+        let status = match &s.outcome {
+            StepStatus::Done => "done".to_string(),
+            StepStatus::Skipped { reason } => format!("skipped: {reason}"),
+            StepStatus::Failed { error } => format!("FAILED: {error}"),
+        };
+        println!("{:<10} {status}", s.step);
+    }
+    println!("results in {}", args.out.display());
+    if failed > 0 {
+        return Err(CliError::new(
+            ErrorClass::Partial,
+            format!("{failed} step(s) failed; the others produced results"),
+        ));
+    }
+    Ok(())
+}
