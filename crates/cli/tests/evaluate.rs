@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn evaluate(out: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_numalab"));
