@@ -570,13 +570,15 @@ impl BarChart {
                 escape(&b.label)
             );
             if b.value.is_finite() {
+                // The value label goes right of both the bar and its interval.
+                let right = b.interval.map_or(b.value, |i| i.1.max(b.value));
                 let _ = write!(
                     out,
                     "<rect x=\"{ml}\" y=\"{:.1}\" width=\"{:.1}\" height=\"16\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
                     y + 3.0,
                     tx(b.value) - ml,
                     PALETTE[0],
-                    tx(b.value) + 4.0,
+                    tx(right) + 4.0,
                     y + 15.0,
                     escape(&trim((b.value * 100.0).round() / 100.0))
                 );
