@@ -6,6 +6,7 @@
 //! charts as inline SVG, [`html`] assembles a self-contained page (no network request,
 //! every string escaped).
 
+pub mod compare;
 pub mod html;
 pub mod svg;
 pub mod table;
