@@ -10,6 +10,7 @@ pub mod compare;
 pub mod html;
 pub mod svg;
 pub mod table;
+pub mod topology;
 
 /// Escapes text for HTML and SVG (element content and attribute values).
 pub fn escape(text: &str) -> String {
