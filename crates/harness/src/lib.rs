@@ -11,4 +11,8 @@
 //! resumes run by run; studies ([`scale`], [`policy`], [`sweep`]) then summarise with
 //! medians and bootstrap intervals, find knees and name the best choice.
 
+pub mod metric;
+pub mod numa_maps;
 pub mod plan;
+pub mod run;
+pub mod sample;
