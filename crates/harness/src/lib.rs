@@ -14,5 +14,15 @@
 pub mod metric;
 pub mod numa_maps;
 pub mod plan;
+pub mod policy;
 pub mod run;
 pub mod sample;
+pub mod scale;
+pub mod sweep;
+
+pub use metric::Metric;
+pub use plan::Placement;
+pub use policy::{policy, PolicyKind, PolicyPlan, PolicySummary};
+pub use run::{HarnessError, MemorySink, Progress, RunRecord, Sink, Study};
+pub use scale::{scale, ScalePlan, ScaleSummary};
+pub use sweep::{sweep, Param, SweepPlan, SweepSummary};
