@@ -15,6 +15,7 @@ pub mod metric;
 pub mod numa_maps;
 pub mod plan;
 pub mod policy;
+pub mod report;
 pub mod run;
 pub mod sample;
 pub mod scale;
