@@ -36,6 +36,12 @@ pub enum Command {
     Topo(TopoArgs),
     /// Check what this machine allows: binding, NUMA, counters, huge pages, frequency, sensors.
     Doctor(DoctorArgs),
+    /// Run your program at a list of thread counts: throughput, speedup, efficiency, knees, CPU use.
+    Scale(crate::commands::harness::ScaleArgs),
+    /// Run your program under NUMA memory policies: page placement per node and which policy to use.
+    Policy(crate::commands::harness::PolicyArgs),
+    /// Run your program over a parameter's values (run time or build time): speedup and the best value.
+    Sweep(crate::commands::harness::SweepArgs),
     /// Write the man page or shell completions to stdout.
     Generate(GenerateArgs),
 }

@@ -58,6 +58,15 @@ pub enum MetricError {
     },
 }
 
+impl numalab_schema::Classify for MetricError {
+    fn class(&self) -> numalab_schema::ErrorClass {
+        match self {
+            MetricError::Syntax { .. } => numalab_schema::ErrorClass::Usage,
+            _ => numalab_schema::ErrorClass::Runtime,
+        }
+    }
+}
+
 impl std::str::FromStr for Metric {
     type Err = MetricError;
     fn from_str(s: &str) -> Result<Self, MetricError> {

@@ -265,9 +265,10 @@ pub fn summarize(
         let (b, a) = (ok[k.index_before], ok[k.index_after]);
         let boundary = (b..a).find_map(|i| plan::transition(&plan.points[i], &plan.points[i + 1]));
         let sentence = format!(
-            "per-thread throughput drops {} past {} threads (at {} threads){}",
+            "per-thread throughput drops {} past {} thread{} (at {} threads){}",
             pct(-k.relative_change),
             plan.points[b].threads,
+            if plan.points[b].threads == 1 { "" } else { "s" },
             plan.points[a].threads,
             boundary
                 .as_ref()
@@ -354,9 +355,16 @@ pub fn summarize(
         .collect();
     if let Some(&(t, busy)) = under.last() {
         findings.push(format!(
-            "the program kept {busy:.1} of its {t} CPUs busy at {t} threads ({}): it does not use the CPUs it is given (serial phases, locks, waiting on I/O or memory, or it ignores the thread count)",
+            "the program kept {busy:.1} of its {t} CPUs busy at {t} threads ({}): it does not use the CPUs it is given (serial phases, locks, waiting on I/O, or it ignores the thread count), or other processes compete for these CPUs",
             pct(busy / t as f64)
         ));
+    }
+    if let Some(one) = points.iter().find(|p| p.threads == 1) {
+        if let Some(u) = one.stats.utilisation.filter(|u| *u < 0.75) {
+            findings.push(format!(
+                "even at 1 thread the program kept only {u:.2} CPU busy: it sleeps or waits on I/O, or other processes use these CPUs (check with `top`); utilisation at higher counts is limited by the same cause"
+            ));
+        }
     }
     if plan.placement == Placement::None {
         if let Some(p) = points.iter().find(|p| {

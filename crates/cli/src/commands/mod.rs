@@ -2,6 +2,7 @@
 
 pub mod doctor;
 pub mod generate;
+pub mod harness;
 pub mod topo;
 
 use crate::cli::{Cli, Command};
@@ -12,6 +13,9 @@ pub fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Topo(a) => topo::run(a),
         Command::Doctor(a) => doctor::run(a),
+        Command::Scale(a) => harness::scale(a),
+        Command::Policy(a) => harness::policy(a),
+        Command::Sweep(a) => harness::sweep(a),
         Command::Generate(a) => generate::run(a),
     }
 }
