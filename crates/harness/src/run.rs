@@ -496,17 +496,15 @@ pub fn run_points(
     for (done, (pi, rep)) in order.into_iter().enumerate() {
         let point = &points[pi];
         let k = key(point, rep);
-        if let Some(prev) = sink.previous(&k).and_then(|r| r.decode::<RunRecord>()) {
-            if let Ok(run) = prev {
-                runs[pi].push(run);
-                progress(&Progress {
-                    done: done + 1,
-                    total,
-                    label: point.label.clone(),
-                    status: "resumed".into(),
-                });
-                continue;
-            }
+        if let Some(Ok(run)) = sink.previous(&k).and_then(|r| r.decode::<RunRecord>()) {
+            runs[pi].push(run);
+            progress(&Progress {
+                done: done + 1,
+                total,
+                label: point.label.clone(),
+                status: "resumed".into(),
+            });
+            continue;
         }
         if interrupt::requested() {
             return Err(HarnessError::Interrupted);

@@ -46,12 +46,12 @@ impl ScalePlan {
     }
 }
 
+/// A command and its environment after substitution.
+pub type Substituted = (Vec<String>, Vec<(String, String)>);
+
 /// Substitutes `{threads}`, `{cpus}` and `{node}` (and `extra`) in the command and the
 /// environment values of a study.
-pub fn substitute_all(
-    study: &Study,
-    vars: &[(&str, String)],
-) -> Result<(Vec<String>, Vec<(String, String)>), HarnessError> {
+pub fn substitute_all(study: &Study, vars: &[(&str, String)]) -> Result<Substituted, HarnessError> {
     let argv = numalab_proc::substitute(&study.command, vars).map_err(HarnessError::Usage)?;
     let mut env = Vec::new();
     for (k, v) in &study.env {
