@@ -181,7 +181,20 @@ impl PolicyPlan {
             words.push(format!("--physcpubind={}", cpulist::format(c)));
         }
         words.extend(argv.iter().cloned());
-        shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
+        words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// A word as a POSIX shell reads it: as is when it holds only safe characters, else
+/// quoted.
+fn quote(w: &str) -> String {
+    let safe = !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    if safe {
+        w.to_string()
+    } else {
+        shlex::try_quote(w).map_or_else(|_| format!("{w:?}"), |q| q.into_owned())
     }
 }
 
