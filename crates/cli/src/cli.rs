@@ -38,6 +38,12 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Characterize this machine: every probe in turn, a results bundle and an HTML report.
     Evaluate(crate::commands::evaluate::EvaluateArgs),
+    /// Run your program at a list of thread counts: throughput, speedup, efficiency, knees, CPU use.
+    Scale(crate::commands::harness::ScaleArgs),
+    /// Run your program under NUMA memory policies: page placement per node and which policy to use.
+    Policy(crate::commands::harness::PolicyArgs),
+    /// Run your program over a parameter's values (run time or build time): speedup and the best value.
+    Sweep(crate::commands::harness::SweepArgs),
     /// Write the man page or shell completions to stdout.
     Generate(GenerateArgs),
 }

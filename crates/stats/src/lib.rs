@@ -5,6 +5,8 @@
 //! z-score, and gives bootstrap confidence intervals whose seed is written into the
 //! output so that anyone can recompute them.
 
+pub mod knee;
+
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -239,6 +241,82 @@ pub fn ratio_interval(
     })
 }
 
+/// Distribution-free confidence interval of the `p`-th percentile (0-100) from order
+/// statistics: the ranks n q -+ z sqrt(n q (1 - q)) of the sorted sample (normal
+/// approximation of the binomial), clamped to the sample. Fast for large samples (one
+/// sort, no resampling), so it suits per-request response times; `resamples` and `seed`
+/// of the result are 0. Assumes independent values. `None` for an empty sample or a NaN.
+pub fn quantile_interval(values: &[f64], p: f64, level: f64) -> Option<Interval> {
+    if values.is_empty() || values.iter().any(|v| v.is_nan()) {
+        return None;
+    }
+    let mut s = values.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len() as f64;
+    let q = (p / 100.0).clamp(0.0, 1.0);
+    let z = normal_quantile(0.5 + level.clamp(0.0, 0.9999) / 2.0);
+    let spread = z * (n * q * (1.0 - q)).sqrt();
+    // 1-based ranks, turned into 0-based indices.
+    let lo = ((n * q - spread).floor().max(1.0) as usize).min(s.len()) - 1;
+    let hi = ((n * q + spread).ceil().max(1.0) as usize).min(s.len()) - 1;
+    Some(Interval {
+        estimate: percentile_sorted(&s, p),
+        low: s[lo],
+        high: s[hi],
+        level,
+        resamples: 0,
+        seed: 0,
+    })
+}
+
+/// Quantile of the standard normal distribution (Acklam's rational approximation,
+/// relative error below 1.2e-9), for `prob` in (0, 1).
+pub fn normal_quantile(prob: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969_683_028_665_376e1,
+        2.209_460_984_245_205e2,
+        -2.759_285_104_469_687e2,
+        1.383_577_518_672_69e2,
+        -3.066_479_806_614_716e1,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -5.447_609_879_822_406e1,
+        1.615_858_368_580_409e2,
+        -1.556_989_798_598_866e2,
+        6.680_131_188_771_972e1,
+        -1.328_068_155_288_572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784_894_002_430_293e-3,
+        -3.223_964_580_411_365e-1,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    const D: [f64; 4] = [
+        7.784_695_709_041_462e-3,
+        3.224_671_290_700_398e-1,
+        2.445_134_137_142_996,
+        3.754_408_661_907_416,
+    ];
+    let p = prob.clamp(1e-300, 1.0 - 1e-16);
+    let low = 0.02425;
+    if p < low {
+        let q = (-2.0 * p.ln()).sqrt();
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    } else if p <= 1.0 - low {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    } else {
+        -normal_quantile(1.0 - p)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,5 +387,31 @@ mod tests {
             seed: 0,
         };
         assert!(x.overlaps(&y));
+    }
+
+    #[test]
+    fn normal_quantiles() {
+        assert!((normal_quantile(0.975) - 1.959_963_985).abs() < 1e-6);
+        assert!((normal_quantile(0.5)).abs() < 1e-9);
+        assert!((normal_quantile(0.01) + 2.326_347_874).abs() < 1e-6);
+        assert!((normal_quantile(0.999) - 3.090_232_306).abs() < 1e-6);
+    }
+
+    #[test]
+    fn quantile_intervals_by_order_statistics() {
+        // 1..=1000: p50 = 500.5; ranks 500 -+ 1.96 * sqrt(250) = 469.0..531.0
+        let v: Vec<f64> = (1..=1000).map(|i| i as f64).collect();
+        let i = quantile_interval(&v, 50.0, 0.95).unwrap();
+        assert_eq!(i.estimate, 500.5);
+        assert_eq!((i.low, i.high), (469.0, 531.0));
+        // p99: 990 -+ 1.96 * sqrt(9.9) = 983.8..996.2 -> ranks 983 and 997
+        let i = quantile_interval(&v, 99.0, 0.95).unwrap();
+        assert_eq!((i.low, i.high), (983.0, 997.0));
+        assert!(i.low <= i.estimate && i.estimate <= i.high);
+        // Tiny samples clamp to the sample.
+        let i = quantile_interval(&[3.0, 1.0, 2.0], 99.0, 0.95).unwrap();
+        assert_eq!(i.high, 3.0);
+        assert!(quantile_interval(&[], 50.0, 0.95).is_none());
+        assert!(quantile_interval(&[f64::NAN], 50.0, 0.95).is_none());
     }
 }

@@ -30,6 +30,13 @@ pub fn live() -> Result<Machine, TopoError> {
     machine(&Input::Live)
 }
 
+/// Describes a machine from an hwloc synthetic description such as
+/// `"pack:2 numa:1 core:80 pu:1"` (see [`load::load_synthetic`]).
+pub fn synthetic(description: &str) -> Result<Machine, TopoError> {
+    let loaded = load::load_synthetic(description)?;
+    Ok(describe::describe(&loaded))
+}
+
 /// Writes the live machine's topology as hwloc XML (for `numalab topo --input` elsewhere).
 pub fn export_live_xml(path: &std::path::Path) -> Result<(), TopoError> {
     let loaded = load::load(&Input::Live)?;

@@ -376,6 +376,31 @@ fn load_snapshot(
     })
 }
 
+/// Builds a topology from an hwloc synthetic description, e.g.
+/// `"pack:2 numa:1 core:80 pu:1"` (a 2 x 80-core machine with one NUMA node per
+/// package). Used to test plans on machines no fixture describes; the description is
+/// recorded as a model source (`hwloc synthetic: ...`).
+pub fn load_synthetic(description: &str) -> Result<Loaded, TopoError> {
+    let what = format!("hwloc synthetic topology {description:?}");
+    let _guard = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let topology = builder()
+        .and_then(|b| b.from_synthetic(description).map_err(|e| e.to_string()))
+        .and_then(|b| b.build().map_err(|e| e.to_string()))
+        .map_err(|detail| TopoError::Hwloc {
+            what,
+            detail,
+            remedy: "check the description against hwloc's synthetic syntax (e.g. \"pack:2 numa:1 core:80 pu:1\")".into(),
+        })?;
+    Ok(Loaded {
+        topology,
+        source: MachineSource::Model {
+            preset: format!("hwloc synthetic: {description}"),
+        },
+        fsroot: None,
+        _unpacked: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

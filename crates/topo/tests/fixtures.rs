@@ -370,3 +370,24 @@ fn summary_and_tree_render_big_machines() {
     assert!(t.contains("NUMA 0"), "{t}");
     assert!(t.lines().count() < 40, "the tree is not condensed:\n{t}");
 }
+
+#[test]
+fn synthetic_machines_are_described() {
+    let m = numalab_topo::synthetic("pack:2 numa:1 core:80 pu:1").unwrap();
+    assert_eq!(
+        (
+            m.summary.packages,
+            m.summary.numa_nodes,
+            m.summary.cores,
+            m.summary.pus
+        ),
+        (2, 2, 160, 160)
+    );
+    assert_eq!(m.numa_nodes[1].cpus, (80..160).collect::<Vec<u32>>());
+    assert!(matches!(
+        m.source,
+        numalab_schema::machine::MachineSource::Model { .. }
+    ));
+    let err = numalab_topo::synthetic("pack:two").unwrap_err();
+    assert!(err.to_string().contains("synthetic"), "{err}");
+}

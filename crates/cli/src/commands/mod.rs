@@ -3,6 +3,7 @@
 pub mod doctor;
 pub mod evaluate;
 pub mod generate;
+pub mod harness;
 pub mod topo;
 
 use crate::cli::{Cli, Command};
@@ -14,6 +15,9 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Topo(a) => topo::run(a),
         Command::Doctor(a) => doctor::run(a),
         Command::Evaluate(a) => evaluate::run(a),
+        Command::Scale(a) => harness::scale(a),
+        Command::Policy(a) => harness::policy(a),
+        Command::Sweep(a) => harness::sweep(a),
         Command::Generate(a) => generate::run(a),
     }
 }

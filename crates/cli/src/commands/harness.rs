@@ -1,0 +1,428 @@
+//! `numalab scale`, `numalab policy` and `numalab sweep`: the user's own program under
+//! thread counts, memory policies and parameter values (the work is in
+//! `numalab-harness`; this module parses flags, plans against the live topology,
+//! records through the shared [`Recorder`], shows progress and prints the results).
+
+use crate::record::{OutputArgs, Recorder};
+use crate::{CliError, CliResult};
+use clap::Args;
+use numalab_harness::run::{Progress, Sink};
+use numalab_harness::{
+    report, HarnessError, Metric, Param, Placement, PolicyKind, PolicyPlan, ScalePlan, Study,
+    SweepPlan,
+};
+use numalab_schema::{cpulist, ErrorClass, Machine, Origin, Record};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Options shared by the three studies.
+#[derive(Debug, Args)]
+pub struct StudyArgs {
+    /// The work metric: `wall` (wall time of a fixed amount of work), `regex:PATTERN`
+    /// (a number the program prints, in the pattern's one capture group; the last
+    /// match counts), or `json:PATH` (a field of a JSON document or JSON line it
+    /// prints, e.g. json:records.data.requests_per_s).
+    #[arg(long, default_value = "wall", value_name = "METRIC")]
+    pub metric: String,
+    /// The printed metric is a time (lower is better), not a rate.
+    #[arg(long)]
+    pub lower_is_better: bool,
+    /// Per-request response times the program prints (every match is one request):
+    /// reported as p50/p95/p99 with intervals. Same syntax as --metric.
+    #[arg(long, value_name = "METRIC")]
+    pub response: Option<String>,
+    /// Unit of the response times as printed (for the table and records).
+    #[arg(long, default_value = "as printed", value_name = "UNIT")]
+    pub response_unit: String,
+    /// Runs per point.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub repeat: usize,
+    /// Kill a run (its whole process group) after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// Run the command through /bin/sh -c (the words after -- joined by spaces).
+    #[arg(long)]
+    pub shell: bool,
+    /// Stop at the first failed run (by default failures are recorded and the study goes on).
+    #[arg(long)]
+    pub fail_fast: bool,
+    /// Set an environment variable for the command (repeatable; values may use
+    /// {threads}, {cpus}, {node} and sweep parameters).
+    #[arg(long = "env", value_name = "K=V")]
+    pub env: Vec<String>,
+    /// Time between samples of power, temperature, frequency and page placement.
+    #[arg(long, default_value_t = 250, value_name = "MS")]
+    pub sample_interval: u64,
+    /// Write a chart of the results to this SVG file.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// The command, after `--`. Placeholders: {threads}, {cpus}, {node}, and {NAME} for
+    /// sweep parameters (`{{`/`}}` for literal braces).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<String>,
+}
+
+/// `numalab scale`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab scale -- ./my-program --threads {threads}\n  numalab scale --threads 1,2,4,8 --placement scatter --repeat 5 -- ./bench -t {threads}\n  numalab scale --metric 'regex:requests_per_s=([0-9.]+)' --svg scale.svg -- numalab workload run --threads {threads}\n  numalab scale --placement numa-local --node 1 --out results/ -- ./app {threads}"
+)]
+pub struct ScaleArgs {
+    /// Thread counts, e.g. 1,2,4,8 or 1-4,8 (default: 1, 2, 4, ... up to every PU, plus
+    /// one core, cluster, NUMA node and package).
+    #[arg(long, value_name = "LIST")]
+    pub threads: Option<String>,
+    /// Where threads go: compact (fill a core, cluster, node, package in order),
+    /// scatter (round-robin over packages, nodes, clusters), numa-local (threads and
+    /// memory on one node), none (no pinning).
+    #[arg(long, default_value = "compact", value_name = "STRATEGY")]
+    pub placement: Placement,
+    /// The node of numa-local (default: the first node with CPUs).
+    #[arg(long, value_name = "N")]
+    pub node: Option<u32>,
+    #[command(flatten)]
+    pub study: StudyArgs,
+}
+
+/// `numalab policy`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab policy -- ./my-program --threads {threads}\n  numalab policy --threads 64 --node 1 --policies local,interleave -- ./app"
+)]
+pub struct PolicyArgs {
+    /// Threads for {threads}, pinned by --placement (default: every PU).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// How the pinned CPUs are chosen: compact, scatter or none (no pinning).
+    #[arg(long, default_value = "compact", value_name = "STRATEGY")]
+    pub placement: Placement,
+    /// The node of bind and preferred (default: the node of the first CPU).
+    #[arg(long, value_name = "N")]
+    pub node: Option<u32>,
+    /// Policies to compare (default: local,interleave,bind,preferred).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub policies: Vec<PolicyKind>,
+    #[command(flatten)]
+    pub study: StudyArgs,
+}
+
+/// `numalab sweep`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab sweep --param BLOCK=64,128,256 -- ./app --block {BLOCK}\n  numalab sweep --param DIST=0,8,16,32,64 --build 'cc -O2 -DDIST={DIST} -o chase chase.c' -- ./chase"
+)]
+pub struct SweepArgs {
+    /// A parameter and its values, NAME=V1,V2,... (repeatable: every combination is
+    /// run; the first value is the baseline of speedups).
+    #[arg(long = "param", required = true, value_name = "NAME=V1,V2,...")]
+    pub params: Vec<Param>,
+    /// A build command run once before each value's runs, with {NAME} substituted
+    /// (compile-time parameters), e.g. 'make DIST={DIST}'.
+    #[arg(long, value_name = "CMD")]
+    pub build: Option<String>,
+    /// Threads for {threads}, pinned by --placement (default: not pinned, {threads} =
+    /// every PU).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// How the pinned CPUs are chosen (with --threads).
+    #[arg(long, default_value = "compact", value_name = "STRATEGY")]
+    pub placement: Placement,
+    /// Attach a counter profile (`numalab profile`) to each point.
+    #[arg(long)]
+    pub profile: bool,
+    #[command(flatten)]
+    pub study: StudyArgs,
+}
+
+fn usage(msg: impl Into<String>) -> CliError {
+    CliError::new(ErrorClass::Usage, msg)
+}
+
+/// Builds the study from flags (no hardware touched).
+fn study(a: &StudyArgs) -> Result<Study, CliError> {
+    let mut s = Study::new(a.command.clone());
+    s.metric = Metric::parse(&a.metric)?;
+    s.response = match &a.response {
+        Some(r) => Some(
+            Metric::parse(r)
+                .map_err(|e| usage(e.to_string().replacen("--metric", "--response", 1)))?,
+        ),
+        None => None,
+    };
+    if matches!(s.response, Some(Metric::Wall)) {
+        return Err(usage(
+            "--response wall: response times must be printed by the program (regex:... or json:...)",
+        ));
+    }
+    s.response_unit = a.response_unit.clone();
+    s.lower_is_better = a.lower_is_better;
+    if a.lower_is_better && matches!(s.metric, Metric::Wall) {
+        return Err(usage(
+            "--lower-is-better applies to a printed metric; wall time is already a time",
+        ));
+    }
+    if a.repeat == 0 {
+        return Err(usage("--repeat 0: give at least 1 run per point"));
+    }
+    s.repeat = a.repeat;
+    s.timeout = match a.timeout {
+        Some(t) if t > 0.0 && t.is_finite() => Some(Duration::from_secs_f64(t)),
+        Some(t) => {
+            return Err(usage(format!(
+                "--timeout {t}: give a positive number of seconds"
+            )))
+        }
+        None => None,
+    };
+    s.shell = a.shell;
+    s.fail_fast = a.fail_fast;
+    for kv in &a.env {
+        let (k, v) = kv
+            .split_once('=')
+            .filter(|(k, _)| !k.is_empty())
+            .ok_or_else(|| usage(format!("--env {kv:?}: write NAME=VALUE")))?;
+        s.env.push((k.to_string(), v.to_string()));
+    }
+    s.sampling.interval_ms = a.sample_interval.max(10);
+    Ok(s)
+}
+
+/// Pushes records to the recorder; finds earlier ones in its journal.
+struct RecorderSink<'a> {
+    rec: &'a mut Recorder,
+}
+
+impl Sink for RecorderSink<'_> {
+    fn previous(&self, key: &str) -> Option<Record> {
+        if !self.rec.done(key) {
+            return None;
+        }
+        self.rec.previous.iter().find(|r| r.key == key).cloned()
+    }
+    fn push(&mut self, record: Record) -> Result<(), String> {
+        self.rec.push(record).map_err(|e| e.message)
+    }
+}
+
+fn progress_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+fn on_progress(bar: &indicatif::ProgressBar) -> impl FnMut(&Progress) + '_ {
+    move |p: &Progress| {
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
+        let status: String = p.status.chars().take(60).collect();
+        bar.set_message(format!("{}: {}", p.label, status));
+        if p.status.starts_with("failed") && bar.is_hidden() {
+            eprintln!("numalab: {}: {}", p.label, p.status);
+        }
+    }
+}
+
+fn live() -> Result<Machine, CliError> {
+    Ok(numalab_topo::live()?)
+}
+
+fn write_svg(path: &Option<PathBuf>, svg: String) -> CliResult {
+    if let Some(p) = path {
+        std::fs::write(p, svg).map_err(|e| {
+            CliError::new(
+                ErrorClass::Runtime,
+                format!("{}: cannot write the chart ({e})", p.display()),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Finishes: a stopped study still prints what it has (JSON) and keeps its journal.
+fn finish(rec: Recorder, result: Result<(), HarnessError>, failed_runs: usize) -> CliResult {
+    let json = rec.json();
+    rec.finish()?;
+    match result {
+        Err(e) => Err(e.into()),
+        Ok(()) if failed_runs > 0 => Err(CliError::new(
+            ErrorClass::Partial,
+            format!(
+                "{failed_runs} run(s) failed (recorded; see the {})",
+                if json { "records" } else { "table above" }
+            ),
+        )),
+        Ok(()) => Ok(()),
+    }
+}
+
+fn config(kind: &str, a: &StudyArgs, extra: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "study": kind,
+        "command": a.command,
+        "shell": a.shell,
+        "metric": a.metric,
+        "lower_is_better": a.lower_is_better,
+        "response": a.response,
+        "repeat": a.repeat,
+        "timeout_s": a.timeout,
+        "env": a.env,
+        "sample_interval_ms": a.sample_interval,
+        "plan": extra,
+    })
+}
+
+/// `numalab scale`.
+pub fn scale(a: ScaleArgs) -> CliResult {
+    let study = study(&a.study)?;
+    let threads: Option<Vec<usize>> = match &a.threads {
+        Some(t) => Some(
+            cpulist::parse(t)
+                .map_err(|e| usage(format!("--threads {t:?}: {} (e.g. 1,2,4,8)", e.reason)))?
+                .into_iter()
+                .map(|x| x as usize)
+                .collect(),
+        ),
+        None => None,
+    };
+    let m = live()?;
+    let plan = ScalePlan::new(&m, a.placement, threads.as_deref(), a.node)
+        .map_err(|e| usage(format!("{e}")))?;
+    let mut rec = Recorder::new(
+        &a.study.output,
+        config(
+            "scale",
+            &a.study,
+            serde_json::to_value(&plan).unwrap_or_default(),
+        ),
+        Origin::Measured,
+        numalab_topo::system::host(&m),
+    )?;
+    let bar = progress_bar();
+    let result = numalab_harness::scale(
+        &m,
+        &plan,
+        &study,
+        &mut RecorderSink { rec: &mut rec },
+        &mut on_progress(&bar),
+    );
+    bar.finish_and_clear();
+    match result {
+        Ok(s) => {
+            if !rec.json() {
+                print!("{}", report::scale_text(&s));
+            }
+            write_svg(&a.study.svg, report::scale_svg(&s))?;
+            finish(rec, Ok(()), s.failed_runs)
+        }
+        Err(e) => finish(rec, Err(e), 0),
+    }
+}
+
+/// `numalab policy`.
+pub fn policy(a: PolicyArgs) -> CliResult {
+    let study = study(&a.study)?;
+    if a.placement == Placement::NumaLocal {
+        return Err(usage(
+            "--placement numa-local would bind memory itself; use compact, scatter or none (the policies are what is compared)",
+        ));
+    }
+    let m = live()?;
+    let plan = PolicyPlan::new(&m, a.threads, a.placement, a.node, &a.policies)
+        .map_err(|e| usage(format!("{e}")))?;
+    let mut rec = Recorder::new(
+        &a.study.output,
+        config(
+            "policy",
+            &a.study,
+            serde_json::to_value(&plan).unwrap_or_default(),
+        ),
+        Origin::Measured,
+        numalab_topo::system::host(&m),
+    )?;
+    let bar = progress_bar();
+    let result = numalab_harness::policy(
+        &m,
+        &plan,
+        &study,
+        &mut RecorderSink { rec: &mut rec },
+        &mut on_progress(&bar),
+    );
+    bar.finish_and_clear();
+    match result {
+        Ok(s) => {
+            if !rec.json() {
+                print!("{}", report::policy_text(&s));
+            }
+            write_svg(&a.study.svg, report::policy_svg(&s))?;
+            finish(rec, Ok(()), s.failed_runs)
+        }
+        Err(e) => finish(rec, Err(e), 0),
+    }
+}
+
+/// `numalab sweep`.
+pub fn sweep(a: SweepArgs) -> CliResult {
+    let study = study(&a.study)?;
+    if a.profile {
+        return Err(CliError::new(
+            ErrorClass::Unsupported,
+            "--profile: not available yet (the `numalab profile` counter library is not part of this build); run the sweep without --profile",
+        ));
+    }
+    let mut names: Vec<&str> = a.params.iter().map(|p| p.name.as_str()).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        return Err(usage("--param: the same name is given twice"));
+    }
+    let m = live()?;
+    let plan = SweepPlan::new(
+        &m,
+        a.params.clone(),
+        a.build.as_deref(),
+        a.threads,
+        a.placement,
+        &study,
+    )
+    .map_err(CliError::from)?;
+    let mut rec = Recorder::new(
+        &a.study.output,
+        config(
+            "sweep",
+            &a.study,
+            serde_json::to_value(&plan).unwrap_or_default(),
+        ),
+        Origin::Measured,
+        numalab_topo::system::host(&m),
+    )?;
+    let bar = progress_bar();
+    let result = numalab_harness::sweep(
+        &m,
+        &plan,
+        &study,
+        &mut RecorderSink { rec: &mut rec },
+        &mut on_progress(&bar),
+    );
+    bar.finish_and_clear();
+    match result {
+        Ok(s) => {
+            if !rec.json() {
+                print!("{}", report::sweep_text(&s));
+            }
+            write_svg(&a.study.svg, report::sweep_svg(&s))?;
+            finish(rec, Ok(()), s.failed_runs)
+        }
+        Err(e) => finish(rec, Err(e), 0),
+    }
+}

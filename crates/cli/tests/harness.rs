@@ -1,0 +1,231 @@
+//! `numalab scale|policy|sweep` through the real binary: bad input gets one clear line
+//! and the documented exit code before anything runs; real studies write their records
+//! (read back with independent structs), tables and SVG charts.
+
+use std::process::{Command, Output};
+
+fn numalab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run numalab")
+}
+
+#[test]
+fn bad_input_is_refused_before_the_study_starts() {
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (
+            vec!["scale", "--metric", "regex:rps=[0-9]+", "--", "true"],
+            2,
+            "capture group",
+        ),
+        (
+            vec!["scale", "--metric", "speed", "--", "true"],
+            2,
+            "use wall",
+        ),
+        (
+            vec!["scale", "--threads", "100000", "--", "true"],
+            2,
+            "more than the",
+        ),
+        (
+            vec!["scale", "--threads", "x", "--", "true"],
+            2,
+            "--threads",
+        ),
+        (
+            vec!["scale", "--placement", "spread", "--", "true"],
+            2,
+            "unknown placement",
+        ),
+        (
+            vec!["scale", "--", "numalab-no-such-program"],
+            2,
+            "command not found",
+        ),
+        (
+            vec!["scale", "--", "echo", "{thread}"],
+            2,
+            "unknown placeholder {thread}",
+        ),
+        (
+            vec!["scale", "--repeat", "0", "--", "true"],
+            2,
+            "--repeat 0",
+        ),
+        (
+            vec!["scale", "--env", "NOEQUALS", "--", "true"],
+            2,
+            "NAME=VALUE",
+        ),
+        (vec!["scale"], 2, "required"),
+        (vec!["policy", "--node", "99", "--", "true"], 2, "node 99"),
+        (
+            vec!["policy", "--policies", "fancy", "--", "true"],
+            2,
+            "unknown policy",
+        ),
+        (
+            vec!["sweep", "--param", "X=1,2", "--", "true"],
+            2,
+            "{X} appears neither",
+        ),
+        (vec!["sweep", "--param", "X", "--", "true"], 2, "NAME=V1,V2"),
+        (
+            vec!["sweep", "--param", "X=1", "--profile", "--", "echo", "{X}"],
+            4,
+            "not available yet",
+        ),
+    ];
+    for (args, code, text) in cases {
+        let out = numalab(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(text), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_metric_that_never_matches_shows_the_output_and_keeps_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = numalab(&[
+        "scale",
+        "--metric",
+        "regex:rps=([0-9]+)",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--",
+        "echo",
+        "nothing-useful-here",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nothing-useful-here"), "{stderr}");
+    let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    assert_eq!(
+        journal.lines().count(),
+        2,
+        "envelope + the failed pilot run"
+    );
+}
+
+/// The records of a bundle, read with structs that share no code with numalab.
+#[derive(serde::Deserialize)]
+struct BundleJson {
+    records: Vec<RecordJson>,
+}
+#[derive(serde::Deserialize)]
+struct RecordJson {
+    kind: String,
+    data: serde_json::Value,
+}
+
+#[test]
+fn scale_json_contract_table_and_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("scale.svg");
+    let out = numalab(&[
+        "scale",
+        "--repeat",
+        "2",
+        "--threads",
+        "1",
+        "--metric",
+        "regex:requests_per_s=([0-9.]+)",
+        "--json",
+        "--svg",
+        svg.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "echo requests_per_s=$((100*{threads}))",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let b: BundleJson = serde_json::from_slice(&out.stdout).unwrap();
+    let runs: Vec<&RecordJson> = b
+        .records
+        .iter()
+        .filter(|r| r.kind == "harness.run")
+        .collect();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].data["metric_value"], 100.0);
+    assert_eq!(runs[0].data["threads"], 1);
+    assert!(runs[0].data["outcome"]["wall_ns"].as_u64().unwrap() > 0);
+    let summary = b
+        .records
+        .iter()
+        .find(|r| r.kind == "harness.scale")
+        .unwrap();
+    assert_eq!(
+        summary.data["points"][0]["stats"]["throughput"]["estimate"],
+        100.0
+    );
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("speedup of sh -c echo"));
+    assert!(svg.trim_end().ends_with("</svg>"));
+}
+
+#[test]
+fn policy_and_sweep_print_their_tables() {
+    let out = numalab(&[
+        "policy",
+        "--repeat",
+        "1",
+        "--sample-interval",
+        "20",
+        "--",
+        "sh",
+        "-c",
+        "x=$(seq 1 5000); sleep 0.2",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    for p in ["local", "interleave", "bind", "preferred", "recommendation"] {
+        assert!(stdout.contains(p), "{p}: {stdout}");
+    }
+    let out = numalab(&[
+        "sweep",
+        "--repeat",
+        "2",
+        "--param",
+        "N=1,3",
+        "--metric",
+        "regex:rate=([0-9]+)",
+        "--",
+        "echo",
+        "rate={N}",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("best: N=3 at 3.00x"), "{stdout}");
+}
+
+#[test]
+fn failed_runs_give_the_partial_exit_code() {
+    let out = numalab(&[
+        "scale",
+        "--repeat",
+        "1",
+        "--threads",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(stdout.contains("exited with status 3"), "{stdout}");
+}

@@ -1,0 +1,29 @@
+//! The workload harness: runs the user's own program under thread counts, placements,
+//! memory policies and parameter sweeps, and says what the numbers mean.
+//!
+//! The question users ask is about their program, not about the machine: how does it
+//! scale here, where is the cliff and why, which `numactl` policy, which value of this
+//! knob. Every run goes through `numalab-proc` (no shell unless asked, timeouts, the
+//! whole process group cleaned up), gets its CPUs and memory policy from a [`plan`],
+//! is measured by a [`metric`] (wall time, or a number the program prints), and is
+//! sampled while it runs (power, temperature, frequency, per-node pages: [`sample`]).
+//! Each run becomes a `harness.run` record as soon as it ends, so a killed study
+//! resumes run by run; studies ([`scale`], [`policy`], [`sweep`]) then summarise with
+//! medians and bootstrap intervals, find knees and name the best choice.
+
+pub mod metric;
+pub mod numa_maps;
+pub mod plan;
+pub mod policy;
+pub mod report;
+pub mod run;
+pub mod sample;
+pub mod scale;
+pub mod sweep;
+
+pub use metric::Metric;
+pub use plan::Placement;
+pub use policy::{policy, PolicyKind, PolicyPlan, PolicySummary};
+pub use run::{HarnessError, MemorySink, Progress, RunRecord, Sink, Study};
+pub use scale::{scale, ScalePlan, ScaleSummary};
+pub use sweep::{sweep, Param, SweepPlan, SweepSummary};

@@ -1,0 +1,551 @@
+//! `numalab policy`: the program under first-touch local allocation, interleave over
+//! all nodes, bind to one node and preferred, with the same pinning, while its pages
+//! per node are sampled from `numa_maps`; then how balanced its memory was, which
+//! class of program it is (experiments.md B2: balanced programs gain from local
+//! placement; programs whose data was all touched by one main thread put >95% of their
+//! pages on one node and gain from interleave) and which policy to use, as a command
+//! line to paste.
+
+use crate::numa_maps::NodeBytes;
+use crate::plan::{self, Placement, PlanError};
+use crate::run::{
+    point_stats, ratio, run_points, HarnessError, Point, PointStats, Progress, RunRecord, Sink,
+    Study,
+};
+use crate::scale::substitute_all;
+use numalab_schema::{cpulist, Machine, Origin, Record, RecordKind};
+use numalab_stats::Interval;
+use numalab_topo::bind::MemPolicy;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A memory policy to try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyKind {
+    /// First touch (the kernel's default: each page on the node of the CPU touching it).
+    Local,
+    /// Interleave page by page over every node with memory.
+    Interleave,
+    /// Bind to one node (strict).
+    Bind,
+    /// Prefer one node, fall back to others when it is full.
+    Preferred,
+}
+
+impl PolicyKind {
+    /// Every policy, in the order they are reported.
+    pub const ALL: [PolicyKind; 4] = [
+        PolicyKind::Local,
+        PolicyKind::Interleave,
+        PolicyKind::Bind,
+        PolicyKind::Preferred,
+    ];
+
+    /// Name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::Local => "local",
+            PolicyKind::Interleave => "interleave",
+            PolicyKind::Bind => "bind",
+            PolicyKind::Preferred => "preferred",
+        }
+    }
+}
+
+impl std::str::FromStr for PolicyKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "local" | "first-touch" | "default" => Ok(PolicyKind::Local),
+            "interleave" => Ok(PolicyKind::Interleave),
+            "bind" | "membind" => Ok(PolicyKind::Bind),
+            "preferred" => Ok(PolicyKind::Preferred),
+            o => Err(format!(
+                "unknown policy {o:?}; use local, interleave, bind or preferred"
+            )),
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyPlan {
+    /// Threads for `{threads}`.
+    pub threads: usize,
+    /// How the CPUs were chosen.
+    pub placement: Placement,
+    /// The pinning shared by every policy (None: not pinned).
+    pub cpus: Option<Vec<u32>>,
+    /// Node of bind and preferred.
+    pub node: u32,
+    /// Nodes of interleave (every node with memory).
+    pub interleave_nodes: Vec<u32>,
+    /// NUMA nodes the CPUs belong to.
+    pub cpu_nodes: Vec<u32>,
+    /// Policies, in order.
+    pub policies: Vec<PolicyKind>,
+    /// Nodes with memory on the machine.
+    pub memory_nodes: Vec<u32>,
+}
+
+impl PolicyPlan {
+    /// Plans on `m`: `threads` (default: every PU) placed by `placement`; `node` for
+    /// bind/preferred (default: the node of the first CPU).
+    pub fn new(
+        m: &Machine,
+        threads: Option<usize>,
+        placement: Placement,
+        node: Option<u32>,
+        policies: &[PolicyKind],
+    ) -> Result<PolicyPlan, PlanError> {
+        let threads = threads.unwrap_or(m.pus.len());
+        let placed = plan::place(
+            m,
+            if placement == Placement::NumaLocal {
+                Placement::Compact
+            } else {
+                placement
+            },
+            threads,
+            None,
+        )?;
+        let memory_nodes: Vec<u32> = m
+            .numa_nodes
+            .iter()
+            .filter(|n| n.memory_bytes > 0)
+            .map(|n| n.os_index)
+            .collect();
+        let node = match node {
+            Some(n) => {
+                numalab_topo::select::resolve_nodes(&n.to_string(), m)
+                    .map_err(|e| PlanError(e.to_string()))?;
+                n
+            }
+            None => placed
+                .span
+                .nodes
+                .first()
+                .copied()
+                .or_else(|| memory_nodes.first().copied())
+                .ok_or_else(|| PlanError("this machine has no NUMA node with memory".into()))?,
+        };
+        if memory_nodes.is_empty() {
+            return Err(PlanError(
+                "this machine has no NUMA node with memory".into(),
+            ));
+        }
+        let mut policies = policies.to_vec();
+        if policies.is_empty() {
+            policies = PolicyKind::ALL.to_vec();
+        }
+        policies.dedup();
+        Ok(PolicyPlan {
+            threads,
+            placement,
+            cpus: placed.cpus.clone(),
+            node,
+            interleave_nodes: memory_nodes.clone(),
+            cpu_nodes: placed.span.nodes.clone(),
+            policies,
+            memory_nodes,
+        })
+    }
+
+    /// The memory policy of a kind.
+    pub fn mem_policy(&self, k: PolicyKind) -> Option<MemPolicy> {
+        match k {
+            PolicyKind::Local => None,
+            PolicyKind::Interleave => Some(MemPolicy::Interleave(self.interleave_nodes.clone())),
+            PolicyKind::Bind => Some(MemPolicy::Bind(vec![self.node])),
+            PolicyKind::Preferred => Some(MemPolicy::Preferred(self.node)),
+        }
+    }
+
+    /// A `numactl` command line applying policy `k` with this plan's pinning.
+    pub fn numactl(&self, k: PolicyKind, argv: &[String]) -> String {
+        let mut words: Vec<String> = vec!["numactl".into()];
+        words.push(match k {
+            PolicyKind::Local => "--localalloc".into(),
+            PolicyKind::Interleave => {
+                if self.interleave_nodes == self.memory_nodes {
+                    "--interleave=all".into()
+                } else {
+                    format!("--interleave={}", cpulist::format(&self.interleave_nodes))
+                }
+            }
+            PolicyKind::Bind => format!("--membind={}", self.node),
+            PolicyKind::Preferred => format!("--preferred={}", self.node),
+        });
+        if let Some(c) = &self.cpus {
+            words.push(format!("--physcpubind={}", cpulist::format(c)));
+        }
+        words.extend(argv.iter().cloned());
+        words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// A word as a POSIX shell reads it: as is when it holds only safe characters, else
+/// quoted.
+fn quote(w: &str) -> String {
+    let safe = !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    if safe {
+        w.to_string()
+    } else {
+        shlex::try_quote(w).map_or_else(|_| format!("{w:?}"), |q| q.into_owned())
+    }
+}
+
+/// One policy's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyResult {
+    /// The policy.
+    pub policy: PolicyKind,
+    /// The memory policy given.
+    pub mem_policy: Option<MemPolicy>,
+    /// Runs and statistics.
+    pub stats: PointStats,
+    /// Throughput relative to local (first touch).
+    pub vs_local: Option<Interval>,
+    /// Pages per node at the largest footprint seen (over the runs).
+    pub pages: Option<NodeBytes>,
+    /// Fraction of the data pages per node.
+    pub fractions: BTreeMap<u32, f64>,
+    /// Largest fraction on one node.
+    pub max_node_fraction: Option<f64>,
+    /// Evenness of the pages over the nodes the threads run on (1 = even, 0 = all on one).
+    pub evenness: Option<f64>,
+}
+
+/// The summary of a policy study (`harness.policy`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicySummary {
+    /// Configuration id.
+    pub study_id: String,
+    /// The command (placeholders substituted).
+    pub command: Vec<String>,
+    /// The plan.
+    pub plan: PolicyPlan,
+    /// The metric as given.
+    pub metric: String,
+    /// What throughput counts.
+    pub throughput_unit: String,
+    /// Runs per policy.
+    pub repeat: usize,
+    /// Per policy.
+    pub results: Vec<PolicyResult>,
+    /// The machine has one node with memory: every policy is the same.
+    pub single_node: bool,
+    /// "single-node", "concentrated", "balanced", "one-node-threads" or "unknown".
+    pub class: String,
+    /// The class in a sentence.
+    pub classification: String,
+    /// The policy to use.
+    pub recommended: Option<PolicyKind>,
+    /// Why.
+    pub recommendation: String,
+    /// The command line to paste.
+    pub command_line: Option<String>,
+    /// Findings in sentences.
+    pub findings: Vec<String>,
+    /// Failed runs.
+    pub failed_runs: usize,
+}
+
+impl RecordKind for PolicySummary {
+    const KIND: &'static str = "harness.policy";
+}
+
+/// Evenness of fractions over `k` nodes: 1 - total variation distance from the even
+/// split, scaled so that all pages on one node gives 0.
+pub fn evenness(fractions: &BTreeMap<u32, f64>, nodes: &[u32]) -> Option<f64> {
+    let k = nodes.len();
+    if k < 2 {
+        return None;
+    }
+    let even = 1.0 / k as f64;
+    let tv: f64 = nodes
+        .iter()
+        .map(|n| (fractions.get(n).copied().unwrap_or(0.0) - even).abs())
+        .sum::<f64>()
+        + fractions
+            .iter()
+            .filter(|(n, _)| !nodes.contains(n))
+            .map(|(_, f)| *f)
+            .sum::<f64>();
+    let worst = 2.0 * (1.0 - even);
+    Some((1.0 - tv / worst).clamp(0.0, 1.0))
+}
+
+/// Runs a policy study.
+pub fn policy(
+    m: &Machine,
+    plan: &PolicyPlan,
+    study: &Study,
+    sink: &mut dyn Sink,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<PolicySummary, HarnessError> {
+    let id = study.id(
+        "policy",
+        &serde_json::to_value(plan).expect("plans serialize"),
+    );
+    let cpus_text = match &plan.cpus {
+        Some(c) => cpulist::format(c),
+        None => cpulist::format(&m.pu_ids()),
+    };
+    let vars = [
+        ("threads", plan.threads.to_string()),
+        ("cpus", cpus_text),
+        ("node", plan.node.to_string()),
+    ];
+    let (argv, env) = substitute_all(study, &vars)?;
+    let mut sampled = study.clone();
+    sampled.sampling.pages = true;
+    let pts: Vec<Point> = plan
+        .policies
+        .iter()
+        .map(|&k| Point {
+            label: k.name().to_string(),
+            key: k.name().to_string(),
+            argv: argv.clone(),
+            env: env.clone(),
+            threads: Some(plan.threads),
+            placement: Some(plan.placement.to_string()),
+            cpus: plan.cpus.clone(),
+            mem_policy: plan.mem_policy(k),
+            params: Default::default(),
+            build: None,
+        })
+        .collect();
+    let runs = run_points("policy", &id, &pts, &sampled, sink, progress)?;
+    let summary = summarize(&id, plan, study, &argv, &runs);
+    sink.push(Record::new(
+        format!("policy/{id}/summary"),
+        Origin::Measured,
+        &summary,
+    ))
+    .map_err(HarnessError::Sink)?;
+    Ok(summary)
+}
+
+/// Summarises the runs of each policy (pure).
+pub fn summarize(
+    id: &str,
+    plan: &PolicyPlan,
+    study: &Study,
+    argv: &[String],
+    runs: &[Vec<RunRecord>],
+) -> PolicySummary {
+    let stats: Vec<PointStats> = runs
+        .iter()
+        .map(|r| point_stats(r, &study.response_unit))
+        .collect();
+    let local_idx = plan.policies.iter().position(|&k| k == PolicyKind::Local);
+    let mut results = Vec::new();
+    for ((k, s), rs) in plan.policies.iter().zip(&stats).zip(runs) {
+        let pages = rs
+            .iter()
+            .filter_map(|r| r.samples.pages.as_ref()?.peak.clone())
+            .max_by_key(|p| p.data_total());
+        let fractions = pages.as_ref().map(|p| p.fractions()).unwrap_or_default();
+        let max_node_fraction = fractions.values().copied().reduce(f64::max);
+        let spread_nodes = if plan.cpu_nodes.len() >= 2 {
+            plan.cpu_nodes.clone()
+        } else {
+            plan.memory_nodes.clone()
+        };
+        results.push(PolicyResult {
+            policy: *k,
+            mem_policy: plan.mem_policy(*k),
+            vs_local: local_idx.and_then(|l| ratio(s, &stats[l])),
+            evenness: evenness(&fractions, &spread_nodes),
+            stats: s.clone(),
+            pages,
+            fractions,
+            max_node_fraction,
+        });
+    }
+    let failed_runs = stats.iter().map(|s| s.runs - s.ok).sum();
+    let single_node = plan.memory_nodes.len() < 2;
+    let mut findings = Vec::new();
+    let local = local_idx.map(|l| &results[l]);
+    let (class, classification) = if single_node {
+        (
+            "single-node",
+            format!(
+                "this machine has one NUMA node with memory (node {}): every policy puts all pages there, so the comparison is trivial here; run this study on a machine with several nodes",
+                plan.memory_nodes.first().copied().unwrap_or(0)
+            ),
+        )
+    } else if let Some((n, f)) = local.and_then(|l| {
+        l.fractions
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(n, f)| (*n, *f))
+    }) {
+        if plan.cpu_nodes.len() < 2 {
+            (
+                "one-node-threads",
+                format!(
+                    "the threads run on one node ({}) and first touch keeps {} of the pages on node {n}: local placement is right for this pinning",
+                    cpulist::format(&plan.cpu_nodes),
+                    pct(f)
+                ),
+            )
+        } else if f > 0.95 {
+            (
+                "concentrated",
+                format!(
+                    "{} of the data pages are on node {n} although the threads run on nodes {}: the data was touched by one main thread, so most threads read remote memory; use interleave",
+                    pct(f),
+                    cpulist::format(&plan.cpu_nodes)
+                ),
+            )
+        } else {
+            (
+                "balanced",
+                format!(
+                    "the data pages are spread over the nodes the threads run on (at most {} on one node): threads touch their own data, so local (first-touch) placement suits it",
+                    pct(f)
+                ),
+            )
+        }
+    } else {
+        (
+            "unknown",
+            "no page counts were read (runs too short for the sampling interval, or no local run); the class is unknown".to_string(),
+        )
+    };
+    // The best measured policy.
+    let best = results
+        .iter()
+        .filter(|r| r.stats.throughput.is_some())
+        .max_by(|a, b| {
+            let ta = a.stats.throughput.as_ref().map_or(0.0, |t| t.estimate);
+            let tb = b.stats.throughput.as_ref().map_or(0.0, |t| t.estimate);
+            ta.total_cmp(&tb)
+        });
+    let (recommended, recommendation) = if single_node {
+        (
+            Some(PolicyKind::Local),
+            "keep the default (local first touch): with one node no policy can do better"
+                .to_string(),
+        )
+    } else {
+        match (best, local) {
+            (Some(b), Some(_)) if b.policy != PolicyKind::Local => {
+                let v = b.vs_local.clone();
+                let significant = v.as_ref().is_some_and(|i| i.low > 1.0);
+                if significant {
+                    let i = v.expect("checked");
+                    (
+                        Some(b.policy),
+                        format!(
+                            "{} is {:.2}x as fast as local first touch (interval {:.2}-{:.2})",
+                            b.policy.name(),
+                            i.estimate,
+                            i.low,
+                            i.high
+                        ),
+                    )
+                } else if class == "concentrated" {
+                    (
+                        Some(PolicyKind::Interleave),
+                        "interleave, by the page placement; the measured difference is within the noise (use a larger --repeat to confirm)".to_string(),
+                    )
+                } else {
+                    (
+                        Some(PolicyKind::Local),
+                        format!(
+                            "keep the default (local first touch): {} is not measurably faster",
+                            b.policy.name()
+                        ),
+                    )
+                }
+            }
+            (Some(_), Some(_)) => (
+                Some(PolicyKind::Local),
+                "local first touch is the fastest policy measured".to_string(),
+            ),
+            _ => (None, "no policy produced a result".to_string()),
+        }
+    };
+    let command_line = recommended
+        .filter(|_| !single_node)
+        .map(|k| plan.numactl(k, argv));
+    for r in &results {
+        if let Some(f) = r.stats.failures.first() {
+            if matches!(r.policy, PolicyKind::Bind | PolicyKind::Preferred)
+                && f.contains("placement")
+            {
+                findings.push(format!(
+                    "{}: the kernel refused the policy ({f})",
+                    r.policy.name()
+                ));
+            }
+        }
+    }
+    findings.insert(0, classification.clone());
+    findings.push(format!("recommendation: {recommendation}"));
+    PolicySummary {
+        study_id: id.to_string(),
+        command: argv.to_vec(),
+        plan: plan.clone(),
+        metric: study.metric.text(),
+        throughput_unit: study.throughput_unit(),
+        repeat: study.repeat,
+        results,
+        single_node,
+        class: class.to_string(),
+        classification,
+        recommended,
+        recommendation,
+        command_line,
+        findings,
+        failed_runs,
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evenness_from_even_to_all_on_one_node() {
+        let nodes = [0, 1];
+        let f = |a: f64, b: f64| BTreeMap::from([(0u32, a), (1u32, b)]);
+        assert_eq!(evenness(&f(0.5, 0.5), &nodes), Some(1.0));
+        assert_eq!(evenness(&f(1.0, 0.0), &nodes), Some(0.0));
+        assert!((evenness(&f(0.75, 0.25), &nodes).unwrap() - 0.5).abs() < 1e-12);
+        assert_eq!(evenness(&f(1.0, 0.0), &[0]), None);
+    }
+
+    #[test]
+    fn numactl_lines_for_each_policy() {
+        let m = numalab_topo::synthetic("pack:2 numa:1 core:4 pu:1").unwrap();
+        let p = PolicyPlan::new(&m, Some(8), Placement::Compact, Some(1), &[]).unwrap();
+        let argv: Vec<String> = vec!["./app".into(), "--name".into(), "a b".into()];
+        assert_eq!(
+            p.numactl(PolicyKind::Interleave, &argv),
+            "numactl --interleave=all --physcpubind=0-7 ./app --name 'a b'"
+        );
+        assert_eq!(
+            p.numactl(PolicyKind::Bind, &argv[..1]),
+            "numactl --membind=1 --physcpubind=0-7 ./app"
+        );
+        assert!(p
+            .numactl(PolicyKind::Local, &argv[..1])
+            .contains("--localalloc"));
+        assert!(p
+            .numactl(PolicyKind::Preferred, &argv[..1])
+            .contains("--preferred=1"));
+        assert_eq!(p.cpu_nodes, vec![0, 1]);
+        assert!(PolicyPlan::new(&m, Some(8), Placement::Compact, Some(5), &[]).is_err());
+    }
+}

@@ -1,0 +1,621 @@
+//! Tables for the terminal and SVG charts for files, rendered from the summaries alone
+//! (so a report can be redrawn later from the records). Every string that goes into
+//! an SVG is escaped: labels come from the user's command line and program output.
+
+use crate::policy::PolicySummary;
+use crate::scale::ScaleSummary;
+use crate::sweep::SweepSummary;
+use numalab_stats::Interval;
+use std::fmt::Write;
+
+/// Escapes text for XML content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A number with 4 significant digits and a thousands-friendly form.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    let a = x.abs();
+    if a >= 1e6 || (a > 0.0 && a < 1e-3) {
+        format!("{x:.3e}")
+    } else if a >= 100.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+fn iv(i: &Option<Interval>) -> String {
+    match i {
+        Some(i) => format!("{} [{}, {}]", num(i.estimate), num(i.low), num(i.high)),
+        None => "-".into(),
+    }
+}
+
+fn ratio(i: &Option<Interval>) -> String {
+    match i {
+        Some(i) => format!("{:.2}x [{:.2}, {:.2}]", i.estimate, i.low, i.high),
+        None => "-".into(),
+    }
+}
+
+fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut w: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: Vec<String>| {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<width$}", width = w[i]))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    out.push_str(&line(headers.iter().map(|h| h.to_string()).collect()));
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r.clone()));
+        out.push('\n');
+    }
+    out
+}
+
+fn util(p: &crate::run::PointStats) -> String {
+    match (p.cpus_busy, p.utilisation) {
+        (Some(b), Some(u)) => format!("{b:.2} ({:.0}%)", u * 100.0),
+        (Some(b), None) => format!("{b:.2}"),
+        _ => "-".into(),
+    }
+}
+
+fn runs(p: &crate::run::PointStats) -> String {
+    if p.ok == p.runs {
+        p.runs.to_string()
+    } else {
+        format!("{}/{} ok", p.ok, p.runs)
+    }
+}
+
+fn extras(stats: &[&crate::run::PointStats]) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(p) = stats.iter().find_map(|s| s.power_not_available.clone()) {
+        out.push(format!("power: {p}"));
+    } else if let Some(c) = stats.iter().find_map(|s| s.power_covers.clone()) {
+        out.push(format!("power figures: {c}"));
+    }
+    if let Some(f) = stats.iter().find_map(|s| s.frequency_not_available.clone()) {
+        out.push(format!("frequency: {f}"));
+    }
+    out
+}
+
+/// The scaling table, findings included.
+pub fn scale_text(s: &ScaleSummary) -> String {
+    let has_power = s.points.iter().any(|p| p.stats.power_w.is_some());
+    let has_freq = s.points.iter().any(|p| p.stats.mean_khz.is_some());
+    let has_resp = s.points.iter().any(|p| p.stats.response.is_some());
+    let mut headers = vec![
+        "threads",
+        "cpus",
+        "runs",
+        "throughput [95% CI]",
+        "per thread",
+        "speedup",
+        "efficiency",
+        "cpus busy",
+    ];
+    if has_power {
+        headers.extend(["power W", "work/J"]);
+    }
+    if has_freq {
+        headers.push("MHz");
+    }
+    if has_resp {
+        headers.extend(["p50", "p95", "p99"]);
+    }
+    let rows: Vec<Vec<String>> = s
+        .points
+        .iter()
+        .map(|p| {
+            let mut r = vec![
+                p.threads.to_string(),
+                p.cpus.clone(),
+                runs(&p.stats),
+                iv(&p.stats.throughput),
+                p.per_thread
+                    .as_ref()
+                    .map_or("-".into(), |i| num(i.estimate)),
+                ratio(&p.speedup),
+                p.efficiency
+                    .as_ref()
+                    .map_or("-".into(), |e| format!("{:.0}%", e.estimate * 100.0)),
+                util(&p.stats),
+            ];
+            if has_power {
+                r.push(p.stats.power_w.map_or("-".into(), |w| format!("{w:.1}")));
+                r.push(p.stats.work_per_joule.map_or("-".into(), num));
+            }
+            if has_freq {
+                r.push(
+                    p.stats
+                        .mean_khz
+                        .map_or("-".into(), |k| format!("{:.0}", k / 1000.0)),
+                );
+            }
+            if has_resp {
+                let q = |f: fn(&crate::run::ResponseStats) -> &Interval| {
+                    p.stats
+                        .response
+                        .as_ref()
+                        .map_or("-".into(), |r| num(f(r).estimate))
+                };
+                r.push(q(|r| &r.p50));
+                r.push(q(|r| &r.p95));
+                r.push(q(|r| &r.p99));
+            }
+            r
+        })
+        .collect();
+    let mut out = format!(
+        "scale: {}  (placement {}, metric {}, {} run(s) per point)\nthroughput in {}\n\n",
+        s.command.join(" "),
+        s.placement,
+        s.metric,
+        s.repeat,
+        s.throughput_unit
+    );
+    out.push_str(&table(&headers, &rows));
+    let stats: Vec<&crate::run::PointStats> = s.points.iter().map(|p| &p.stats).collect();
+    for e in extras(&stats) {
+        let _ = writeln!(out, "{e}");
+    }
+    out.push('\n');
+    for f in &s.findings {
+        let _ = writeln!(out, "- {f}");
+    }
+    out
+}
+
+/// The policy table, classification and advice included.
+pub fn policy_text(s: &PolicySummary) -> String {
+    let nodes: Vec<u32> = s.plan.memory_nodes.clone();
+    let mut headers: Vec<String> = ["policy", "runs", "throughput [95% CI]", "vs local"]
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    for n in &nodes {
+        headers.push(format!("node {n}"));
+    }
+    headers.push("data pages".into());
+    let rows: Vec<Vec<String>> = s
+        .results
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                r.policy.name().to_string(),
+                runs(&r.stats),
+                iv(&r.stats.throughput),
+                ratio(&r.vs_local),
+            ];
+            for n in &nodes {
+                row.push(
+                    r.fractions
+                        .get(n)
+                        .map_or("-".into(), |f| format!("{:.0}%", f * 100.0)),
+                );
+            }
+            row.push(r.pages.as_ref().map_or("not sampled".into(), |p| {
+                numalab_schema::units::bytes(p.data_total())
+            }));
+            row
+        })
+        .collect();
+    let h: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut out = format!(
+        "policy: {}  ({} threads on CPUs {}, bind/preferred node {}, metric {}, {} run(s) each)\nthroughput in {}\n\n",
+        s.command.join(" "),
+        s.plan.threads,
+        s.plan
+            .cpus
+            .as_ref()
+            .map_or("all (not pinned)".into(), |c| numalab_schema::cpulist::format(c)),
+        s.plan.node,
+        s.metric,
+        s.repeat,
+        s.throughput_unit
+    );
+    out.push_str(&table(&h, &rows));
+    let stats: Vec<&crate::run::PointStats> = s.results.iter().map(|r| &r.stats).collect();
+    for e in extras(&stats) {
+        let _ = writeln!(out, "{e}");
+    }
+    out.push('\n');
+    for f in &s.findings {
+        let _ = writeln!(out, "- {f}");
+    }
+    if let Some(c) = &s.command_line {
+        let _ = writeln!(out, "\nrun it as:\n  {c}");
+    }
+    out
+}
+
+/// The sweep table and the best value.
+pub fn sweep_text(s: &SweepSummary) -> String {
+    let rows: Vec<Vec<String>> = s
+        .points
+        .iter()
+        .map(|p| {
+            vec![
+                p.label.clone(),
+                if p.build_failed {
+                    "build failed".into()
+                } else {
+                    runs(&p.stats)
+                },
+                iv(&p.stats.metric),
+                iv(&p.stats.throughput),
+                ratio(&p.speedup),
+                util(&p.stats),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "sweep: {}  (metric {}, {} run(s) per value)\nthroughput in {}\n\n",
+        s.command.join(" "),
+        s.metric,
+        s.repeat,
+        s.throughput_unit
+    );
+    out.push_str(&table(
+        &[
+            "value",
+            "runs",
+            "metric [95% CI]",
+            "throughput",
+            "speedup vs first",
+            "cpus busy",
+        ],
+        &rows,
+    ));
+    let stats: Vec<&crate::run::PointStats> = s.points.iter().map(|p| &p.stats).collect();
+    for e in extras(&stats) {
+        let _ = writeln!(out, "{e}");
+    }
+    out.push('\n');
+    for f in &s.findings {
+        let _ = writeln!(out, "- {f}");
+    }
+    out
+}
+
+// ---------------------------------------------------------------- SVG
+
+const W: f64 = 720.0;
+const H: f64 = 360.0;
+const L: f64 = 70.0;
+const R: f64 = 20.0;
+const T: f64 = 40.0;
+const B: f64 = 60.0;
+
+fn svg_open(title: &str) -> String {
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n",
+        W / 2.0,
+        escape(title)
+    )
+}
+
+fn nice_max(v: f64) -> f64 {
+    if v <= 0.0 || !v.is_finite() {
+        return 1.0;
+    }
+    let p = 10f64.powf(v.log10().floor());
+    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+        if v <= m * p {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+fn y_axis(out: &mut String, ymax: f64, label: &str) {
+    let _ = writeln!(
+        out,
+        "<line x1=\"{L}\" y1=\"{T}\" x2=\"{L}\" y2=\"{}\" stroke=\"black\"/>",
+        H - B
+    );
+    for i in 0..=4 {
+        let v = ymax * i as f64 / 4.0;
+        let y = H - B - (H - T - B) * i as f64 / 4.0;
+        let _ = writeln!(
+            out,
+            "<line x1=\"{L}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            W - R,
+            L - 6.0,
+            y + 4.0,
+            escape(&num(v))
+        );
+    }
+    let _ = writeln!(
+        out,
+        "<text x=\"16\" y=\"{:.1}\" transform=\"rotate(-90 16 {:.1})\" text-anchor=\"middle\">{}</text>",
+        (T + H - B) / 2.0,
+        (T + H - B) / 2.0,
+        escape(label)
+    );
+}
+
+/// One point of a chart: an x label, a value and its interval.
+#[derive(Debug, Clone)]
+pub struct Bar {
+    /// Label under the bar or point.
+    pub label: String,
+    /// The value (None: no result).
+    pub value: Option<Interval>,
+    /// Highlight it (the best value).
+    pub highlight: bool,
+}
+
+/// A bar chart with interval whiskers.
+pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
+    let mut out = svg_open(title);
+    let ymax = nice_max(
+        bars.iter()
+            .filter_map(|b| b.value.as_ref().map(|v| v.high.max(v.estimate)))
+            .fold(0.0, f64::max),
+    );
+    y_axis(&mut out, ymax, y_label);
+    let n = bars.len().max(1) as f64;
+    let slot = (W - L - R) / n;
+    let y_of = |v: f64| H - B - (H - T - B) * (v / ymax).clamp(0.0, 1.0);
+    for (i, b) in bars.iter().enumerate() {
+        let x = L + slot * i as f64;
+        let cx = x + slot / 2.0;
+        if let Some(v) = &b.value {
+            let y = y_of(v.estimate);
+            let fill = if b.highlight { "#2a7" } else { "#48c" };
+            let _ = writeln!(
+                out,
+                "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{fill}\"><title>{}</title></rect>",
+                x + slot * 0.15,
+                slot * 0.7,
+                H - B - y,
+                escape(&format!("{}: {} [{}, {}]", b.label, num(v.estimate), num(v.low), num(v.high)))
+            );
+            let _ = writeln!(
+                out,
+                "<line x1=\"{cx:.1}\" y1=\"{:.1}\" x2=\"{cx:.1}\" y2=\"{:.1}\" stroke=\"black\"/>",
+                y_of(v.low),
+                y_of(v.high)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "<text x=\"{cx:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#a33\">failed</text>",
+                H - B - 6.0
+            );
+        }
+        let _ = writeln!(
+            out,
+            "<text x=\"{cx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            H - B + 16.0,
+            escape(&b.label)
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+/// The scaling chart: speedup (with intervals) against threads on a log2 axis, the
+/// ideal line, and dashed lines at the topology boundaries.
+pub fn scale_svg(s: &ScaleSummary) -> String {
+    let mut out = svg_open(&format!(
+        "speedup of {} ({} placement)",
+        s.command.join(" "),
+        s.placement
+    ));
+    let xs: Vec<f64> = s.points.iter().map(|p| p.threads as f64).collect();
+    let xmin = xs.first().copied().unwrap_or(1.0).max(1.0).log2();
+    let xmax = xs
+        .last()
+        .copied()
+        .unwrap_or(1.0)
+        .max(2.0)
+        .log2()
+        .max(xmin + 1.0);
+    let base = s.base_threads.unwrap_or(1) as f64;
+    let ymax = nice_max(
+        s.points
+            .iter()
+            .filter_map(|p| p.speedup.as_ref().map(|v| v.high))
+            .fold(xs.last().copied().unwrap_or(1.0) / base, f64::max),
+    );
+    y_axis(&mut out, ymax, "speedup (x)");
+    let x_of = |t: f64| L + (W - L - R) * ((t.max(1.0).log2() - xmin) / (xmax - xmin));
+    let y_of = |v: f64| H - B - (H - T - B) * (v / ymax).clamp(0.0, 1.0);
+    let _ = writeln!(
+        out,
+        "<line x1=\"{L}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>",
+        H - B,
+        W - R,
+        H - B
+    );
+    for p in &s.points {
+        let x = x_of(p.threads as f64);
+        let _ = writeln!(
+            out,
+            "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            H - B + 16.0,
+            p.threads
+        );
+        if !p.boundaries.is_empty() {
+            let _ = writeln!(
+                out,
+                "<line x1=\"{x:.1}\" y1=\"{T}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#c84\" stroke-dasharray=\"4 3\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#c84\" font-size=\"10\">{}</text>",
+                H - B,
+                H - B + 30.0,
+                escape(&p.boundaries.join(", "))
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">threads (log scale)</text>",
+        (L + W - R) / 2.0,
+        H - 8.0
+    );
+    // Ideal speedup.
+    let ideal: Vec<String> = xs
+        .iter()
+        .map(|&t| format!("{:.1},{:.1}", x_of(t), y_of(t / base)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"#999\" stroke-dasharray=\"2 3\"/>",
+        ideal.join(" ")
+    );
+    let measured: Vec<String> = s
+        .points
+        .iter()
+        .filter_map(|p| {
+            let v = p.speedup.as_ref()?;
+            Some(format!(
+                "{:.1},{:.1}",
+                x_of(p.threads as f64),
+                y_of(v.estimate)
+            ))
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"#48c\" stroke-width=\"2\"/>",
+        measured.join(" ")
+    );
+    for p in &s.points {
+        if let Some(v) = &p.speedup {
+            let x = x_of(p.threads as f64);
+            let _ = writeln!(
+                out,
+                "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#48c\"/><circle cx=\"{x:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#48c\"><title>{}</title></circle>",
+                y_of(v.low),
+                y_of(v.high),
+                y_of(v.estimate),
+                escape(&format!("{} threads: {:.2}x [{:.2}, {:.2}]", p.threads, v.estimate, v.low, v.high))
+            );
+        }
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+/// The policy chart: throughput relative to local, per policy.
+pub fn policy_svg(s: &PolicySummary) -> String {
+    let bars: Vec<Bar> = s
+        .results
+        .iter()
+        .map(|r| Bar {
+            label: r.policy.name().to_string(),
+            value: r.vs_local.clone(),
+            highlight: s.recommended == Some(r.policy),
+        })
+        .collect();
+    bar_chart(
+        &format!("{}: throughput relative to local", s.command.join(" ")),
+        "x local",
+        &bars,
+    )
+}
+
+/// The sweep chart: speedup over the first value, the best highlighted.
+pub fn sweep_svg(s: &SweepSummary) -> String {
+    let bars: Vec<Bar> = s
+        .points
+        .iter()
+        .map(|p| Bar {
+            label: p.label.clone(),
+            value: p.speedup.clone(),
+            highlight: s.best.as_deref() == Some(p.label.as_str()),
+        })
+        .collect();
+    bar_chart(
+        &format!("{}: speedup over the first value", s.command.join(" ")),
+        "speedup (x)",
+        &bars,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape("<a href=\"x\">&'b'\u{1}</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;b&#39; &lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn bar_chart_escapes_labels_and_marks_failures() {
+        let svg = bar_chart(
+            "t<1>",
+            "y",
+            &[
+                Bar {
+                    label: "A=<script>".into(),
+                    value: Some(Interval {
+                        estimate: 1.5,
+                        low: 1.4,
+                        high: 1.6,
+                        level: 0.95,
+                        resamples: 0,
+                        seed: 0,
+                    }),
+                    highlight: true,
+                },
+                Bar {
+                    label: "B".into(),
+                    value: None,
+                    highlight: false,
+                },
+            ],
+        );
+        assert!(!svg.contains("<script>"));
+        assert!(svg.contains("A=&lt;script&gt;") && svg.contains("t&lt;1&gt;"));
+        assert!(svg.contains("failed"));
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    }
+
+    #[test]
+    fn numbers_and_nice_axes() {
+        assert_eq!(num(1234.5678), "1234.6");
+        assert_eq!(num(2.5), "2.500");
+        assert_eq!(nice_max(7.3), 10.0);
+        assert_eq!(nice_max(160.0), 200.0);
+        assert_eq!(nice_max(0.0), 1.0);
+    }
+}
