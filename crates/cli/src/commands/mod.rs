@@ -3,6 +3,7 @@
 pub mod doctor;
 pub mod generate;
 pub mod topo;
+pub mod workload;
 
 use crate::cli::{Cli, Command};
 use crate::CliResult;
@@ -13,5 +14,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Topo(a) => topo::run(a),
         Command::Doctor(a) => doctor::run(a),
         Command::Generate(a) => generate::run(a),
+        Command::Workload(a) => workload::run(a),
     }
 }
