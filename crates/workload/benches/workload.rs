@@ -40,6 +40,16 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -121,6 +131,7 @@ fn main() {
         }
         let n = if name == "route" { 1000 } else { 200 };
         let a0 = ALLOCS.load(Ordering::Relaxed);
+        let c = thread_cpu_s();
         let t = now_ns();
         let mut settled = 0;
         for _ in 0..n {
@@ -137,12 +148,14 @@ fn main() {
             );
         }
         let dt = (now_ns() - t) as f64 / 1e9;
+        let cpu = thread_cpu_s() - c;
         let allocs = ALLOCS.load(Ordering::Relaxed) - a0;
         println!(
-            "{name}: {n} requests after 50 warm-up: {:.2} ms/request, {:.0} nodes settled/request, {:.1} M nodes settled/s, allocations/request {:.3}",
+            "{name}: {n} requests after 50 warm-up: {:.2} ms/request wall, {:.2} ms/request CPU, {:.0} nodes settled/request, {:.1} M nodes settled per CPU-second, allocations/request {:.3}",
             dt * 1e3 / n as f64,
+            cpu * 1e3 / n as f64,
             settled as f64 / n as f64,
-            settled as f64 / dt / 1e6,
+            settled as f64 / cpu / 1e6,
             allocs as f64 / n as f64
         );
     }
@@ -156,7 +169,7 @@ fn main() {
         "\n## Runs: {rounds} rounds x {} modes x threads {threads:?}, {seconds} s each (0.5 s warm-up), default mix (80% routes), compact",
         Mode::ALL.len()
     );
-    type Figures = ((Mode, usize), Vec<f64>, Vec<f64>);
+    type Figures = ((Mode, usize), Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
     let mut figures: Vec<Figures> = Vec::new();
     for _ in 0..rounds {
         for &t in &threads {
@@ -177,26 +190,38 @@ fn main() {
                     .latency
                     .as_ref()
                     .map_or(f64::NAN, |l| l.p50_ns.estimate / 1e6);
+                let cpu = out.run.cpu_utilization;
+                let per_cpu = out.run.requests_per_cpu_s.unwrap_or(f64::NAN);
                 match figures.iter_mut().find(|f| f.0 == (mode, t)) {
                     Some(f) => {
                         f.1.push(out.run.requests_per_s);
                         f.2.push(p50);
+                        f.3.push(cpu);
+                        f.4.push(per_cpu);
                     }
-                    None => figures.push(((mode, t), vec![out.run.requests_per_s], vec![p50])),
+                    None => figures.push((
+                        (mode, t),
+                        vec![out.run.requests_per_s],
+                        vec![p50],
+                        vec![cpu],
+                        vec![per_cpu],
+                    )),
                 }
             }
         }
     }
-    println!("| mode | threads | requests/s (median) | per thread | min-max | p50 ms (median) |");
-    println!("|---|---|---|---|---|---|");
-    for ((mode, t), rates, p50s) in &mut figures {
+    println!("| mode | threads | requests/s (median) | per thread | min-max | p50 ms (median) | CPU utilisation (median) | requests per CPU-second (median) |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for ((mode, t), rates, p50s, cpus, per_cpu) in &mut figures {
         let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = rates.iter().copied().fold(0.0, f64::max);
         let m = median(rates);
         println!(
-            "| {mode} | {t} | {m:.1} | {:.1} | {lo:.1}-{hi:.1} | {:.2} |",
+            "| {mode} | {t} | {m:.1} | {:.1} | {lo:.1}-{hi:.1} | {:.2} | {:.0}% | {:.0} |",
             m / *t as f64,
-            median(p50s)
+            median(p50s),
+            median(cpus) * 100.0,
+            median(per_cpu)
         );
     }
 }

@@ -367,6 +367,10 @@ pub struct WorkloadRun {
     pub settled_per_request: f64,
     /// Process CPU time in the window / (window x threads).
     pub cpu_utilization: f64,
+    /// Requests per CPU-second: requests / cpu_s. On a shared machine or a VM with
+    /// steal time this is steadier than requests/s, but it hides waiting (it is not
+    /// what a user sees).
+    pub requests_per_cpu_s: Option<f64>,
     /// Process CPU time in the window, seconds.
     pub cpu_s: f64,
     /// Busy fraction of the clients' CPUs in the window, any process (/proc/stat).
@@ -1128,6 +1132,7 @@ pub fn run_on(
             0.0
         },
         cpu_utilization,
+        requests_per_cpu_s: (cpu_s > 0.0).then(|| requests as f64 / cpu_s),
         cpu_s,
         worker_cpus_busy,
         worker_cpus_steal,

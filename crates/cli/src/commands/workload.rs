@@ -358,11 +358,13 @@ fn print_human(r: &WorkloadRun) {
         _ => String::new(),
     };
     println!(
-        "{}  clients used {:.0}% of {} CPU{}{busy}",
+        "{}  clients used {:.0}% of {} CPU{}{busy}; {} requests per CPU-second",
         paint("1", "CPU"),
         r.cpu_utilization * 100.0,
         r.threads,
-        if r.threads == 1 { "" } else { "s" }
+        if r.threads == 1 { "" } else { "s" },
+        r.requests_per_cpu_s
+            .map_or("no".to_string(), |x| format!("{x:.1}"))
     );
     println!("{}", paint("1", "graph pages per NUMA node"));
     for (i, c) in r.memory.copies.iter().enumerate() {
