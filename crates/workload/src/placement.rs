@@ -203,8 +203,9 @@ pub struct CopyReport {
     pub not_present: u64,
     /// Nodes the pages should be on.
     pub expected_nodes: Vec<u32>,
-    /// Fraction of present pages on the expected nodes.
-    pub fraction_on_expected: f64,
+    /// Fraction of present pages on the expected nodes (None when the kernel could not
+    /// be asked: then nothing about the placement is claimed).
+    pub fraction_on_expected: Option<f64>,
     /// The clients (by index) reading this copy.
     pub readers: Vec<usize>,
 }
@@ -370,43 +371,86 @@ pub fn place(
         let built = std::thread::scope(|s| {
             std::thread::Builder::new()
                 .name(format!("numalab-wl-build-{}", builder.pu))
-                .spawn_scoped(s, || -> Result<PlacedGraph, WorkloadError> {
-                    placer.pin_current_thread(builder.pu)?;
-                    let mut offsets = Region::new(graph.offsets.len() * 4, page_kind)?;
-                    let mut adj = Region::new(graph.adj.len() * 4, page_kind)?;
-                    placer.bind_region(&offsets, &policy)?;
-                    placer.bind_region(&adj, &policy)?;
-                    copy_into(&graph.offsets, &mut offsets);
-                    copy_into(&graph.adj, &mut adj);
-                    Ok(PlacedGraph {
-                        width: graph.width,
-                        offsets,
-                        offsets_len: graph.offsets.len(),
-                        adj,
-                        adj_len: graph.adj.len(),
-                    })
-                })
+                .spawn_scoped(
+                    s,
+                    || -> Result<(PlacedGraph, Option<String>), WorkloadError> {
+                        placer.pin_current_thread(builder.pu)?;
+                        let mut offsets = Region::new(graph.offsets.len() * 4, page_kind)?;
+                        let mut adj = Region::new(graph.adj.len() * 4, page_kind)?;
+                        let mut unset = None;
+                        for r in [&offsets, &adj] {
+                            match placer.bind_region(r, &policy) {
+                                Ok(()) => {}
+                                // First touch is the kernel's default: if the policy cannot
+                                // be set explicitly, the default still applies.
+                                Err(e) if policy == MemPolicy::FirstTouch => {
+                                    unset = Some(e.to_string())
+                                }
+                                Err(e) => return Err(e.into()),
+                            }
+                        }
+                        copy_into(&graph.offsets, &mut offsets);
+                        copy_into(&graph.adj, &mut adj);
+                        Ok((
+                            PlacedGraph {
+                                width: graph.width,
+                                offsets,
+                                offsets_len: graph.offsets.len(),
+                                adj,
+                                adj_len: graph.adj.len(),
+                            },
+                            unset,
+                        ))
+                    },
+                )
                 .map_err(|e| WorkloadError::Runtime(format!("cannot start a thread: {e}")))?
                 .join()
                 .map_err(|_| {
                     WorkloadError::Runtime("the thread building a graph copy panicked".into())
                 })?
-        })?;
+        });
+        let (built, unset) = built?;
+        if let Some(e) = unset {
+            warnings.push(Warning::new(
+                "policy_not_set",
+                format!("{mode}: the first-touch policy could not be set explicitly ({e}); the process's default policy applied"),
+            ).with_remedy("if numalab runs under `numactl`, the pages follow numactl's policy; see pages_per_node"));
+        }
         let mut nodes_of_pages = Vec::new();
         let mut page_bytes = 0;
+        let mut located = true;
         for r in built.regions() {
-            nodes_of_pages.extend(placer.page_nodes(r)?);
             page_bytes = r.page_bytes() as u64;
+            match placer.page_nodes(r) {
+                Ok(n) => nodes_of_pages.extend(n),
+                Err(e) => {
+                    if located {
+                        warnings.push(
+                            Warning::new(
+                                "placement_unverified",
+                                format!("{mode}: the kernel could not say where the graph's pages are ({e}); the placement is not verified"),
+                            )
+                            .with_remedy("move_pages must be allowed (no seccomp filter, a NUMA kernel); see `numalab doctor`"),
+                        );
+                    }
+                    located = false;
+                }
+            }
         }
-        let counts = PagePlacement::from_page_nodes(&nodes_of_pages);
-        let fraction = counts.fraction_on(&expected);
-        if fraction < 0.99 {
+        let pages = (built.regions().iter().map(|r| r.pages()).sum::<usize>()) as u64;
+        let counts = if located {
+            PagePlacement::from_page_nodes(&nodes_of_pages)
+        } else {
+            PagePlacement::default()
+        };
+        let fraction = located.then(|| counts.fraction_on(&expected));
+        if fraction.is_some_and(|f| f < 0.99) {
             warnings.push(
                 Warning::new(
                     "placement_mismatch",
                     format!(
                         "{mode}: only {:.1}% of the graph copy{} is on node(s) {} as asked ({:?} pages per node)",
-                        fraction * 100.0,
+                        fraction.unwrap_or(0.0) * 100.0,
                         for_node.map(|n| format!(" for node {n}")).unwrap_or_default(),
                         numalab_schema::cpulist::format(&expected),
                         counts.pages_per_node
@@ -415,7 +459,7 @@ pub fn place(
                 .with_remedy("the node may be short of free memory, or a cgroup cpuset/mems limit or NUMA balancing moved pages; see `numalab doctor`"),
             );
         }
-        if mode == Mode::SharedInterleaved && expected.len() > 1 {
+        if located && mode == Mode::SharedInterleaved && expected.len() > 1 {
             let present: u64 = counts.pages_per_node.iter().map(|(_, c)| c).sum();
             let fair = present as f64 / expected.len() as f64;
             for n in &expected {
@@ -443,7 +487,7 @@ pub fn place(
             policy: policy.to_string(),
             built_on_pu: builder.pu,
             bytes: graph.bytes(),
-            pages: nodes_of_pages.len() as u64,
+            pages,
             page_bytes,
             pages_per_node: counts.pages_per_node.clone(),
             not_present: counts.not_present,

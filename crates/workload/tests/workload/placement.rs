@@ -3,8 +3,9 @@
 //! checked, not the hardware).
 
 use super::{fixture_machine, graph};
-use numalab_topo::bind::{FakePlacer, HwlocPlacer, MemPolicy, PageKind};
+use numalab_topo::bind::{FakePlacer, HwlocPlacer, MemPolicy, PageKind, Placer, Region};
 use numalab_topo::system::SysRoot;
+use numalab_topo::TopoError;
 use numalab_workload::placement::{check_memory, cpu_order, memory_nodes, place, Slot};
 use numalab_workload::{CpuOrder, Mode, WorkloadError};
 
@@ -80,8 +81,8 @@ fn every_mode_places_pages_where_asked_on_this_machine() {
                 assert!(machine.numa_nodes.iter().any(|x| x.os_index == *n));
             }
             assert!(
-                r.fraction_on_expected > 0.99,
-                "{mode}: {:.3} of pages on {:?} ({:?})",
+                r.fraction_on_expected.unwrap() > 0.99,
+                "{mode}: {:?} of pages on {:?} ({:?})",
                 r.fraction_on_expected,
                 r.expected_nodes,
                 r.pages_per_node
@@ -217,4 +218,78 @@ fn memory_is_checked_before_replicating() {
         w.iter().all(|w| w.code == "memory_unchecked") && w.len() == 3,
         "{w:?}"
     );
+}
+
+/// A machine whose kernel refuses page queries and explicit first-touch policies (a
+/// container with a seccomp filter, a kernel without NUMA).
+struct Refusing(FakePlacer);
+
+impl Placer for Refusing {
+    fn pin_current_thread(&self, pu: u32) -> Result<(), TopoError> {
+        self.0.pin_current_thread(pu)
+    }
+    fn pin_current_thread_to_set(&self, pus: &[u32]) -> Result<(), TopoError> {
+        self.0.pin_current_thread_to_set(pus)
+    }
+    fn bind_region(&self, _: &Region, policy: &MemPolicy) -> Result<(), TopoError> {
+        Err(TopoError::Binding {
+            call: format!("set_mempolicy({policy})"),
+            detail: "Function not implemented".into(),
+            remedy: "a NUMA kernel".into(),
+            unsupported: true,
+        })
+    }
+    fn page_nodes(&self, _: &Region) -> Result<Vec<Option<u32>>, TopoError> {
+        Err(TopoError::Binding {
+            call: "move_pages(query)".into(),
+            detail: "Operation not permitted".into(),
+            remedy: "allow move_pages".into(),
+            unsupported: true,
+        })
+    }
+    fn move_region(&self, r: &Region, n: u32) -> Result<Vec<Result<u32, i32>>, TopoError> {
+        self.0.move_region(r, n)
+    }
+    fn backend(&self) -> &'static str {
+        "refusing"
+    }
+}
+
+#[test]
+fn unverifiable_placement_is_said_not_claimed() {
+    let m = fixture_machine("64amd64-4p2n4ca2co.xml");
+    let placer = Refusing(FakePlacer::for_machine(&m));
+    let g = graph(23, 3_000);
+    let clients: Vec<Slot> = cpu_order(&m, CpuOrder::Compact)
+        .into_iter()
+        .take(2)
+        .collect();
+    // First touch is the default anyway: the copy is built, with warnings.
+    let p = place(
+        &g,
+        Mode::SharedFirstTouch,
+        &clients,
+        &m,
+        &placer,
+        PageKind::Base,
+    )
+    .unwrap();
+    let codes: Vec<&str> = p.warnings.iter().map(|w| w.code.as_str()).collect();
+    assert_eq!(codes, vec!["policy_not_set", "placement_unverified"]);
+    let r = &p.reports[0];
+    assert_eq!(r.fraction_on_expected, None);
+    assert!(r.pages_per_node.is_empty());
+    assert!(r.pages > 0);
+    assert_eq!(p.copies[0].view().fingerprint(), g.fingerprint());
+    // Interleave and bind cannot be had without the kernel: an error, not a pretence.
+    let err = place(
+        &g,
+        Mode::SharedInterleaved,
+        &clients,
+        &m,
+        &placer,
+        PageKind::Base,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("set_mempolicy"), "{err}");
 }
