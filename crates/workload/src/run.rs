@@ -984,6 +984,16 @@ pub fn run_on(
     let (outs, stop_at, t0, interrupted, (cpu_s, cpu_wall_s), ticks) = window;
     observer(Progress::Summarizing);
     let measured_s = (stop_at - t0) as f64 / 1e9;
+    let completed = outs
+        .iter()
+        .flat_map(|o| &o.samples)
+        .filter(|s| s.end_ns >= t0 && s.end_ns <= stop_at)
+        .count();
+    if interrupted && (completed == 0 || measured_s < 0.1) {
+        return Err(WorkloadError::Interrupted(format!(
+            "stopped {measured_s:.2} s into the window, before a useful measurement ({completed} requests); nothing was kept"
+        )));
+    }
     let (power_sensors, temperatures, power_watts, power_covers, power_unavailable_reason) =
         meter.finish(measured_s);
     let in_window = |s: &&Sample| s.end_ns >= t0 && s.end_ns <= stop_at;
