@@ -46,6 +46,8 @@ pub enum Command {
     Sweep(crate::commands::harness::SweepArgs),
     /// Write the man page or shell completions to stdout.
     Generate(GenerateArgs),
+    /// The built-in reference request workload (route search and itinerary planning on a synthetic road network).
+    Workload(crate::commands::workload::WorkloadArgs),
 }
 
 /// `numalab topo`.

@@ -5,6 +5,7 @@ pub mod evaluate;
 pub mod generate;
 pub mod harness;
 pub mod topo;
+pub mod workload;
 
 use crate::cli::{Cli, Command};
 use crate::CliResult;
@@ -19,5 +20,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Policy(a) => harness::policy(a),
         Command::Sweep(a) => harness::sweep(a),
         Command::Generate(a) => generate::run(a),
+        Command::Workload(a) => workload::run(a),
     }
 }

@@ -1,0 +1,441 @@
+//! `numalab workload`: the built-in reference request workload (route search and
+//! evolutionary itinerary planning on a synthetic road network), so that a server can
+//! be evaluated without a harness around the user's own engine. The measuring itself
+//! lives in `numalab-workload`; this module parses flags, shows progress, writes the
+//! `workload.run` record and prints it for people or for other programs
+//! (`--json`, `--metric-line`).
+
+use crate::output::paint;
+use crate::record::{OutputArgs, Recorder};
+use crate::{CliError, CliResult};
+use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use numalab_schema::{cpulist, units, ErrorClass, Origin};
+use numalab_topo::bind::{HwlocPlacer, PageKind};
+use numalab_workload::graph::{GraphSpec, DEFAULT_NODES};
+use numalab_workload::run::{run_observed, LatencySummary, Progress, RunConfig, WorkloadRun};
+use numalab_workload::{CpuOrder, Mode};
+
+/// `numalab workload`.
+#[derive(Debug, Args)]
+pub struct WorkloadArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: WorkloadCommand,
+}
+
+/// `numalab workload` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum WorkloadCommand {
+    /// Run closed-loop clients answering route and itinerary requests for a fixed time;
+    /// report requests/s (total and per thread), response-time percentiles, CPU use,
+    /// pages per NUMA node and power.
+    Run(RunArgs),
+}
+
+/// Thread placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlacementArg {
+    /// Fill one NUMA node's cores before the next (SMT siblings last).
+    Compact,
+    /// Deal cores to the NUMA nodes in turn (SMT siblings last).
+    Scatter,
+}
+
+/// Data placement mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// One copy of the graph, written by the first client's thread (default policy).
+    SharedFirstTouch,
+    /// One copy interleaved page by page over all NUMA nodes.
+    SharedInterleaved,
+    /// One copy per NUMA node with clients; each client reads its node's copy.
+    Replicated,
+}
+
+fn parse_count(text: &str) -> Result<u32, String> {
+    let t = text.trim().replace('_', "");
+    let (num, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1_000u64),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1_000_000u64),
+        _ => (t.as_str(), 1u64),
+    };
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a node count (e.g. 2000000, 2M, 500k)"))?;
+    let n = value * mult as f64;
+    if !(n.is_finite() && n >= 0.0 && n <= u32::MAX as f64) {
+        return Err(format!("{text:?} is out of range"));
+    }
+    Ok(n.round() as u32)
+}
+
+/// `numalab workload run`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab workload run --threads 1 --duration 10\n  numalab workload run --placement scatter --mode replicated --json\n  numalab workload run --threads 8 --duration 5 --metric-line\n  numalab workload run --graph-nodes 4M --mix 0.5 --out results/\n\nThe graph's seed also seeds the request streams: equal --seed and --graph-nodes give\nthe same graph (same fingerprint) and the same requests on every machine.\nSee docs/workload.md."
+)]
+pub struct RunArgs {
+    /// Client threads, each pinned to its own PU (default: every PU).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Order in which clients take PUs.
+    #[arg(long, value_enum, default_value_t = PlacementArg::Compact)]
+    pub placement: PlacementArg,
+    /// Where the graph lives.
+    #[arg(long, value_enum, default_value_t = ModeArg::SharedFirstTouch)]
+    pub mode: ModeArg,
+    /// Measured window, seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub duration: f64,
+    /// Warm-up before the window (served, not counted), seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub warmup: f64,
+    /// Road network size in nodes (suffixes k and M allowed).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_NODES, value_parser = parse_count)]
+    pub graph_nodes: u32,
+    /// Seed of the road network and of the request streams.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+    /// Share of route queries, 0-1 (the rest are itinerary plans).
+    #[arg(long, value_name = "R", default_value_t = 0.8)]
+    pub mix: f64,
+    /// Back the graph with transparent huge pages (default: base pages).
+    #[arg(long)]
+    pub thp: bool,
+    /// Print only one machine-readable line on stdout:
+    /// `requests_per_s=... requests_per_s_per_thread=... latency_p50_ns=...`.
+    #[arg(long, conflicts_with = "json")]
+    pub metric_line: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Runs `numalab workload`.
+pub fn run(args: WorkloadArgs) -> CliResult {
+    match args.command {
+        WorkloadCommand::Run(a) => run_cmd(a),
+    }
+}
+
+fn config_of(args: &RunArgs, threads: usize) -> RunConfig {
+    RunConfig {
+        threads,
+        placement: match args.placement {
+            PlacementArg::Compact => CpuOrder::Compact,
+            PlacementArg::Scatter => CpuOrder::Scatter,
+        },
+        mode: match args.mode {
+            ModeArg::SharedFirstTouch => Mode::SharedFirstTouch,
+            ModeArg::SharedInterleaved => Mode::SharedInterleaved,
+            ModeArg::Replicated => Mode::Replicated,
+        },
+        duration_s: args.duration,
+        warmup_s: args.warmup,
+        graph: GraphSpec {
+            seed: args.seed,
+            nodes: args.graph_nodes,
+        },
+        route_share: args.mix,
+        page_kind: if args.thp {
+            PageKind::Transparent
+        } else {
+            PageKind::Base
+        },
+        ..Default::default()
+    }
+}
+
+fn run_cmd(args: RunArgs) -> CliResult {
+    // Flags first, without touching the machine.
+    config_of(&args, args.threads.unwrap_or(1)).validate()?;
+    let machine = numalab_topo::live()?;
+    let threads = args.threads.unwrap_or(machine.pus.len().max(1));
+    let config = config_of(&args, threads);
+    config.slots(&machine)?;
+    let placer = HwlocPlacer::new()?;
+    let config_json = serde_json::to_value(&config).map_err(|e| {
+        CliError::new(
+            ErrorClass::Runtime,
+            format!("cannot serialize the configuration: {e}"),
+        )
+    })?;
+    let mut rec = Recorder::new(
+        &args.output,
+        config_json,
+        Origin::Measured,
+        numalab_topo::system::host(&machine),
+    )?;
+    let key = config.key();
+    if rec.done(&key) {
+        let dir = args.output.out.as_ref().map(|p| p.display().to_string());
+        eprintln!(
+            "numalab: {key} is already in {}; nothing to do (use another --out folder to measure again)",
+            dir.unwrap_or_default()
+        );
+        if args.metric_line {
+            if let Some(run) = rec
+                .previous
+                .iter()
+                .filter(|r| r.key == key)
+                .find_map(|r| r.decode::<WorkloadRun>().and_then(Result::ok))
+            {
+                let outcome = numalab_workload::Outcome {
+                    key: key.clone(),
+                    run,
+                    warnings: Vec::new(),
+                };
+                println!("{}", outcome.metric_line());
+            }
+        }
+        rec.finish()?;
+        return Ok(());
+    }
+
+    let bar = ProgressBar::new(1000);
+    let mut measuring = false;
+    let mut observer = |p: Progress| match p {
+        Progress::Generating { nodes } => {
+            bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("template"));
+            bar.set_message(format!("generating a road network of {nodes} nodes"));
+            bar.tick();
+        }
+        Progress::Placing { copies } => {
+            bar.set_message(format!(
+                "placing {copies} cop{} of the graph ({})",
+                if copies == 1 { "y" } else { "ies" },
+                config.mode
+            ));
+            bar.tick();
+        }
+        Progress::Warmup { elapsed_s, total_s } => {
+            bar.set_message(format!(
+                "warming up {threads} clients: {elapsed_s:.1}/{total_s:.1} s"
+            ));
+            bar.tick();
+        }
+        Progress::Measuring {
+            elapsed_s,
+            total_s,
+            requests,
+        } => {
+            if !measuring {
+                measuring = true;
+                bar.set_style(ProgressStyle::with_template("{bar:30} {msg}").expect("template"));
+            }
+            bar.set_position(((elapsed_s / total_s) * 1000.0).clamp(0.0, 1000.0) as u64);
+            bar.set_message(format!(
+                "{elapsed_s:.0}/{total_s:.0} s, {requests} requests"
+            ));
+        }
+        Progress::Summarizing => {
+            bar.set_message("computing statistics");
+            bar.tick();
+        }
+    };
+    let outcome = run_observed(&config, &machine, &placer, &mut observer);
+    bar.finish_and_clear();
+    let outcome = outcome?;
+    rec.push(outcome.record())?;
+    if args.metric_line {
+        println!("{}", outcome.metric_line());
+    } else if !rec.json() {
+        print_human(&outcome.run);
+    }
+    rec.finish()?;
+    if outcome.run.interrupted {
+        return Err(CliError::new(
+            ErrorClass::Interrupted,
+            format!(
+                "stopped after {:.1} s of {} s; the partial result was kept (marked interrupted)",
+                outcome.run.measured_s, outcome.run.duration_s
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn ms(ns: f64) -> String {
+    units::nanos(ns)
+}
+
+fn latency_line(name: &str, l: &Option<LatencySummary>) -> Option<String> {
+    let l = l.as_ref()?;
+    let iv =
+        |i: &numalab_stats::Interval| format!("{} [{}, {}]", ms(i.estimate), ms(i.low), ms(i.high));
+    Some(format!(
+        "  {name:<12} p50 {}  p95 {}  p99 {}  (n = {})",
+        iv(&l.p50_ns),
+        iv(&l.p95_ns),
+        iv(&l.p99_ns),
+        l.requests
+    ))
+}
+
+fn print_human(r: &WorkloadRun) {
+    let nodes: Vec<u32> = {
+        let mut n = r.pu_nodes.clone();
+        n.sort_unstable();
+        n.dedup();
+        n
+    };
+    println!(
+        "{}",
+        paint(
+            "1",
+            &format!(
+                "workload: {} client thread{} ({}: PUs {}, node{} {}), mode {}, {:.0}% routes",
+                r.threads,
+                if r.threads == 1 { "" } else { "s" },
+                r.placement,
+                cpulist::format(&r.pus),
+                if nodes.len() == 1 { "" } else { "s" },
+                cpulist::format(&nodes),
+                r.mode,
+                r.route_share * 100.0
+            )
+        )
+    );
+    println!(
+        "graph: {} nodes, {} streets, {} per copy ({:.1} bytes/node), generated in {:.2} s, fingerprint {}",
+        r.graph.nodes,
+        r.graph.edges,
+        units::bytes(r.graph.bytes),
+        r.graph.bytes_per_node,
+        r.graph.generation_s,
+        r.graph.fingerprint
+    );
+    println!(
+        "window: {:.1} s after {:.1} s of warm-up{}",
+        r.measured_s,
+        r.warmup_s,
+        if r.interrupted {
+            " (interrupted: partial)"
+        } else {
+            ""
+        }
+    );
+    println!();
+    let interval = r
+        .requests_per_s_interval
+        .as_ref()
+        .map(|i| {
+            format!(
+                "; median of {} slices {:.1} [{:.1}, {:.1}]",
+                r.requests_per_s_slices.len(),
+                i.estimate,
+                i.low,
+                i.high
+            )
+        })
+        .unwrap_or_default();
+    println!(
+        "{}  {:.1} total, {:.1} per thread ({} requests: {} routes, {} itineraries{interval})",
+        paint("1", "requests/s"),
+        r.requests_per_s,
+        r.requests_per_s_per_thread,
+        r.requests,
+        r.requests_route,
+        r.requests_itinerary
+    );
+    println!("{}", paint("1", "response time (95% intervals)"));
+    for (name, l) in [
+        ("all", &r.latency),
+        ("routes", &r.latency_route),
+        ("itineraries", &r.latency_itinerary),
+    ] {
+        if let Some(line) = latency_line(name, l) {
+            println!("{line}");
+        }
+    }
+    let busy = match (r.worker_cpus_busy, r.worker_cpus_steal) {
+        (Some(b), Some(s)) => format!(
+            " (their CPUs were {:.0}% busy with any process, {:.0}% stolen by the hypervisor)",
+            b * 100.0,
+            s * 100.0
+        ),
+        _ => String::new(),
+    };
+    println!(
+        "{}  clients used {:.0}% of {} CPU{}{busy}; {} requests per CPU-second",
+        paint("1", "CPU"),
+        r.cpu_utilization * 100.0,
+        r.threads,
+        if r.threads == 1 { "" } else { "s" },
+        r.requests_per_cpu_s
+            .map_or("no".to_string(), |x| format!("{x:.1}"))
+    );
+    println!("{}", paint("1", "graph pages per NUMA node"));
+    for (i, c) in r.memory.copies.iter().enumerate() {
+        let per: Vec<String> = c
+            .pages_per_node
+            .iter()
+            .map(|(n, p)| format!("node {n}: {p}"))
+            .collect();
+        println!(
+            "  copy {i}{} ({}, written from PU {}): {} pages of {} -> {}{}",
+            c.for_node
+                .map(|n| format!(" for node {n}"))
+                .unwrap_or_default(),
+            c.policy,
+            c.built_on_pu,
+            c.pages,
+            units::bytes(c.page_bytes),
+            if per.is_empty() {
+                "none located".to_string()
+            } else {
+                per.join(", ")
+            },
+            if c.not_present > 0 {
+                format!(", {} not present", c.not_present)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if r.memory.modes_equivalent_here {
+        println!("  (one NUMA node: the three modes are equivalent on this machine)");
+    }
+    match (r.power_watts, &r.power_unavailable_reason) {
+        (Some(w), _) => println!(
+            "{}  {:.1} W ({}), {:.2} requests/J",
+            paint("1", "power"),
+            w,
+            r.power_covers.as_deref().unwrap_or("?"),
+            r.requests_per_joule.unwrap_or(f64::NAN)
+        ),
+        (None, Some(reason)) => println!("{}  {reason}", paint("1", "power")),
+        (None, None) => println!("{}  not available", paint("1", "power")),
+    }
+    for t in &r.temperatures {
+        println!("  {} max {:.1} C, mean {:.1} C", t.label, t.max_c, t.mean_c);
+    }
+    println!("{}", paint("1", "per thread"));
+    for c in &r.clients {
+        println!(
+            "  PU {:<4} node {:<3} {:>9.1} requests/s  CPU {:.0}%",
+            c.pu,
+            c.node,
+            c.requests_per_s,
+            c.cpu_utilization * 100.0
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_count;
+
+    #[test]
+    fn counts() {
+        assert_eq!(parse_count("2000000"), Ok(2_000_000));
+        assert_eq!(parse_count("2M"), Ok(2_000_000));
+        assert_eq!(parse_count("1.5m"), Ok(1_500_000));
+        assert_eq!(parse_count("500k"), Ok(500_000));
+        assert_eq!(parse_count("2_000"), Ok(2_000));
+        assert!(parse_count("abc").is_err());
+        assert!(parse_count("-5").is_err());
+        assert!(parse_count("9000M").is_err());
+    }
+}

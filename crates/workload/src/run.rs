@@ -1,0 +1,1177 @@
+//! A measured run: closed-loop clients pinned to PUs, answering requests for a fixed
+//! time, and the figures the server evaluation needs.
+//!
+//! Protocol: generate the graph; check memory; place it (copies, policies, first touch)
+//! and verify where its pages are; start one client per PU, each pinned and building
+//! its own search state on its own node; release all clients together; discard a
+//! warm-up; then count, for `duration` seconds, the requests that complete, with each
+//! one's response time. Around the measured window the process's CPU time (getrusage),
+//! the worker CPUs' busy and steal time (/proc/stat) and the power sensors (powercap
+//! energy counters, hwmon power readings) are read. A stop request (Ctrl-C) ends the
+//! window early; what was measured is kept and flagged as partial.
+//!
+//! Reported: requests/s in total and per client thread, the spread of requests/s over
+//! time slices (bootstrap interval of the median slice), response-time percentiles
+//! (p50/p95/p99 with bootstrap intervals) overall and per request kind, CPU
+//! utilisation (CPU time / (wall time x threads)), pages per NUMA node of every graph
+//! copy, and power with what the sensors cover, or why power is not available.
+
+use crate::graph::{self, GraphSpec, GraphStats, OwnedGraph};
+use crate::itinerary::EaParams;
+use crate::placement::{self, CopyReport, CpuOrder, Mode, Slot};
+use crate::request::{Request, RequestGen, RequestKind, Worker};
+use crate::WorkloadError;
+use numalab_clock::now_ns;
+use numalab_schema::{interrupt, Machine, Origin, Record, RecordKind, Warning};
+use numalab_sensors::{Sensor, SensorKind};
+use numalab_stats::quantiles::bootstrap_percentiles;
+use numalab_stats::{median_interval, Interval};
+use numalab_topo::bind::{PageKind, Placer};
+use numalab_topo::system::SysRoot;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+/// Everything a run needs to know.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// Client threads (one per PU).
+    pub threads: usize,
+    /// Order in which clients take PUs.
+    pub placement: CpuOrder,
+    /// Where the graph lives.
+    pub mode: Mode,
+    /// Measured window, seconds.
+    pub duration_s: f64,
+    /// Warm-up before the window (requests served, not counted), seconds.
+    pub warmup_s: f64,
+    /// The road network (its seed also seeds the request streams).
+    pub graph: GraphSpec,
+    /// Fraction of route queries (the rest are itinerary plans), 0-1.
+    pub route_share: f64,
+    /// Evolutionary search parameters of itinerary requests.
+    pub ea: EaParams,
+    /// Pages backing the graph copies (base pages or transparent huge pages).
+    pub page_kind: PageKind,
+    /// Filesystem root for /proc and /sys (memory checks, CPU accounting, power
+    /// sensors): `/` normally, a fixture tree in tests.
+    pub sys_root: PathBuf,
+    /// Seed of the bootstrap resampling.
+    pub bootstrap_seed: u64,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            threads: 1,
+            placement: CpuOrder::Compact,
+            mode: Mode::SharedFirstTouch,
+            duration_s: 10.0,
+            warmup_s: 1.0,
+            graph: GraphSpec {
+                seed: 1,
+                nodes: graph::DEFAULT_NODES,
+            },
+            route_share: 0.8,
+            ea: EaParams::default(),
+            page_kind: PageKind::Base,
+            sys_root: PathBuf::from("/"),
+            bootstrap_seed: numalab_stats::DEFAULT_SEED,
+        }
+    }
+}
+
+impl RunConfig {
+    /// A short run for `evaluate`: 5 s measured after 1 s of warm-up, default graph.
+    pub fn quick(threads: usize) -> Self {
+        RunConfig {
+            threads,
+            duration_s: 5.0,
+            ..Default::default()
+        }
+    }
+
+    /// Checks the configuration without touching the machine.
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        self.graph.validate()?;
+        self.ea.validate()?;
+        if self.threads == 0 {
+            return Err(WorkloadError::Usage(
+                "--threads 0: at least one client thread is needed".into(),
+            ));
+        }
+        if !(self.duration_s.is_finite() && self.duration_s > 0.0 && self.duration_s <= 86_400.0) {
+            return Err(WorkloadError::Usage(format!(
+                "--duration {}: give a number of seconds above 0 (and at most a day)",
+                self.duration_s
+            )));
+        }
+        if !(self.warmup_s.is_finite() && self.warmup_s >= 0.0 && self.warmup_s <= 3600.0) {
+            return Err(WorkloadError::Usage(format!(
+                "--warmup {}: give 0 to 3600 seconds",
+                self.warmup_s
+            )));
+        }
+        if !(0.0..=1.0).contains(&self.route_share) {
+            return Err(WorkloadError::Usage(format!(
+                "--mix {}: the share of route queries must be between 0 and 1 (e.g. 0.8 = 80% routes, 20% itineraries)",
+                self.route_share
+            )));
+        }
+        Ok(())
+    }
+
+    /// The record key of this run (a resumed run with the same key is skipped).
+    pub fn key(&self) -> String {
+        format!(
+            "workload/run/{}/{}/t{}/n{}/seed{}/routes{}",
+            self.mode,
+            self.placement,
+            self.threads,
+            self.graph.nodes,
+            self.graph.seed,
+            self.route_share
+        )
+    }
+
+    /// The clients' PUs, in order, or a usage error when there are too few.
+    pub fn slots(&self, machine: &Machine) -> Result<Vec<Slot>, WorkloadError> {
+        let order = placement::cpu_order(machine, self.placement);
+        if self.threads > order.len() {
+            return Err(WorkloadError::Usage(format!(
+                "--threads {}: this machine has {} PUs; each client thread gets its own PU (use --threads {} or fewer)",
+                self.threads,
+                order.len(),
+                order.len()
+            )));
+        }
+        Ok(order[..self.threads].to_vec())
+    }
+}
+
+/// What the run is doing (for progress displays).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Progress {
+    /// Generating the road network.
+    Generating {
+        /// Nodes.
+        nodes: u32,
+    },
+    /// Building and verifying graph copies.
+    Placing {
+        /// Copies to build.
+        copies: usize,
+    },
+    /// Warming up.
+    Warmup {
+        /// Seconds elapsed.
+        elapsed_s: f64,
+        /// Warm-up length.
+        total_s: f64,
+    },
+    /// Measuring.
+    Measuring {
+        /// Seconds elapsed.
+        elapsed_s: f64,
+        /// Window length.
+        total_s: f64,
+        /// Requests completed so far (including warm-up).
+        requests: u64,
+    },
+    /// Computing statistics.
+    Summarizing,
+}
+
+/// The road network used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphSummary {
+    /// Seed.
+    pub seed: u64,
+    /// Nodes (intersections).
+    pub nodes: u32,
+    /// Streets (undirected edges).
+    pub edges: u64,
+    /// Grid width x height.
+    pub width: u32,
+    /// Grid height.
+    pub height: u32,
+    /// Mean degree.
+    pub mean_degree: f64,
+    /// Nodes by degree.
+    pub degree_histogram: Vec<u64>,
+    /// Median edge travel time, ms.
+    pub weight_median_ms: u32,
+    /// Bytes of one copy (CSR arrays).
+    pub bytes: u64,
+    /// Bytes per node of one copy.
+    pub bytes_per_node: f64,
+    /// FNV-1a hash of the arrays: equal on two machines = the same graph.
+    pub fingerprint: String,
+    /// Time to generate, seconds.
+    pub generation_s: f64,
+    /// Time to build and verify the copies, seconds.
+    pub placement_s: f64,
+}
+
+/// Response times of a set of requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Requests.
+    pub requests: u64,
+    /// Mean, ns.
+    pub mean_ns: f64,
+    /// Median with its bootstrap interval, ns.
+    pub p50_ns: Interval,
+    /// 95th percentile, ns.
+    pub p95_ns: Interval,
+    /// 99th percentile, ns.
+    pub p99_ns: Interval,
+    /// Slowest, ns.
+    pub max_ns: f64,
+}
+
+impl LatencySummary {
+    fn of(values: &[f64], seed: u64) -> Option<LatencySummary> {
+        if values.is_empty() {
+            return None;
+        }
+        let resamples = if values.len() <= 50_000 { 1000 } else { 300 };
+        let iv = bootstrap_percentiles(values, &[50.0, 95.0, 99.0], 0.95, resamples, seed)?;
+        Some(LatencySummary {
+            requests: values.len() as u64,
+            mean_ns: values.iter().sum::<f64>() / values.len() as f64,
+            p50_ns: iv[0].clone(),
+            p95_ns: iv[1].clone(),
+            p99_ns: iv[2].clone(),
+            max_ns: values.iter().copied().fold(0.0, f64::max),
+        })
+    }
+}
+
+/// One client thread's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientResult {
+    /// PU it was pinned to.
+    pub pu: u32,
+    /// NUMA node of that PU.
+    pub node: u32,
+    /// Index of the graph copy it read.
+    pub copy: usize,
+    /// Requests completed in the window.
+    pub requests: u64,
+    /// Its requests per second.
+    pub requests_per_s: f64,
+    /// CPU time it used from its first request in the window to its last, seconds.
+    pub cpu_s: f64,
+    /// That CPU time over the same wall time (1.0 = never descheduled).
+    pub cpu_utilization: f64,
+}
+
+/// A power sensor's reading over the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerReading {
+    /// Sensor id.
+    pub id: String,
+    /// Its label.
+    pub label: String,
+    /// What it covers.
+    pub covers: String,
+    /// Mean power over the window, W (None when it could not be read).
+    pub watts: Option<f64>,
+    /// Readings taken (hwmon) or 2 (energy counters: start and end).
+    pub readings: u32,
+}
+
+/// A temperature sensor over the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TemperatureReading {
+    /// Sensor id.
+    pub id: String,
+    /// Its label.
+    pub label: String,
+    /// Highest reading, degrees C.
+    pub max_c: f64,
+    /// Mean reading, degrees C.
+    pub mean_c: f64,
+}
+
+/// Placement summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemorySummary {
+    /// NUMA nodes of the machine.
+    pub numa_nodes: usize,
+    /// True when the machine has one NUMA node, so the three modes place every page
+    /// on the same node and cannot differ.
+    pub modes_equivalent_here: bool,
+    /// Page kind asked for.
+    pub page_kind: PageKind,
+    /// Each copy of the graph, with its pages per node as the kernel reports them.
+    pub copies: Vec<CopyReport>,
+    /// Bytes of search state per client (allocated on the client's node).
+    pub state_bytes_per_client: u64,
+}
+
+/// `workload.run`: one measured run of the reference workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadRun {
+    /// Client threads.
+    pub threads: usize,
+    /// Thread placement (`compact` or `scatter`).
+    pub placement: CpuOrder,
+    /// Data placement mode.
+    pub mode: Mode,
+    /// PUs of the clients, in order.
+    pub pus: Vec<u32>,
+    /// NUMA node of each client's PU.
+    pub pu_nodes: Vec<u32>,
+    /// Share of route queries asked for.
+    pub route_share: f64,
+    /// Evolutionary search parameters.
+    pub ea: EaParams,
+    /// The road network.
+    pub graph: GraphSummary,
+    /// Window asked for, seconds.
+    pub duration_s: f64,
+    /// Warm-up, seconds.
+    pub warmup_s: f64,
+    /// Window actually measured, seconds (shorter when interrupted).
+    pub measured_s: f64,
+    /// Requests completed in the window.
+    pub requests: u64,
+    /// Of which route queries.
+    pub requests_route: u64,
+    /// Of which itinerary plans.
+    pub requests_itinerary: u64,
+    /// Requests per second, all clients: requests / measured_s. The headline figure.
+    pub requests_per_s: f64,
+    /// Requests per second per client thread: requests_per_s / threads.
+    pub requests_per_s_per_thread: f64,
+    /// Requests per second in each time slice of the window.
+    pub requests_per_s_slices: Vec<f64>,
+    /// Length of a slice, seconds.
+    pub slice_s: f64,
+    /// Bootstrap interval of the median slice rate (None with fewer than 3 slices).
+    pub requests_per_s_interval: Option<Interval>,
+    /// Each client.
+    pub clients: Vec<ClientResult>,
+    /// Response times of all requests.
+    pub latency: Option<LatencySummary>,
+    /// Response times of route queries.
+    pub latency_route: Option<LatencySummary>,
+    /// Response times of itinerary plans.
+    pub latency_itinerary: Option<LatencySummary>,
+    /// Graph nodes settled per request, mean (the work per request; equal seeds give
+    /// the same request streams on every machine).
+    pub settled_per_request: f64,
+    /// Process CPU time in the window / (window x threads).
+    pub cpu_utilization: f64,
+    /// Requests per CPU-second: requests / cpu_s. On a shared machine or a VM with
+    /// steal time this is steadier than requests/s, but it hides waiting (it is not
+    /// what a user sees).
+    pub requests_per_cpu_s: Option<f64>,
+    /// Process CPU time in the window, seconds.
+    pub cpu_s: f64,
+    /// Busy fraction of the clients' CPUs in the window, any process (/proc/stat).
+    pub worker_cpus_busy: Option<f64>,
+    /// Fraction of the clients' CPU time stolen by the hypervisor (/proc/stat).
+    pub worker_cpus_steal: Option<f64>,
+    /// Pages per NUMA node, all copies together: `[node, pages]`.
+    pub pages_per_node: Vec<(u32, u64)>,
+    /// Placement details.
+    pub memory: MemorySummary,
+    /// Power over the window, W, from the sensors named in `power_covers` (None when
+    /// not available; see `power_unavailable_reason`).
+    pub power_watts: Option<f64>,
+    /// What `power_watts` includes.
+    pub power_covers: Option<String>,
+    /// Why there is no power figure.
+    pub power_unavailable_reason: Option<String>,
+    /// Requests per joule (requests_per_s / power_watts).
+    pub requests_per_joule: Option<f64>,
+    /// Every power sensor read.
+    pub power_sensors: Vec<PowerReading>,
+    /// Temperatures during the window.
+    pub temperatures: Vec<TemperatureReading>,
+    /// True when a stop request ended the window early (partial result).
+    pub interrupted: bool,
+}
+
+impl RecordKind for WorkloadRun {
+    const KIND: &'static str = "workload.run";
+}
+
+/// A finished run: the payload, its warnings and its record key.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The record key ([`RunConfig::key`]).
+    pub key: String,
+    /// The payload.
+    pub run: WorkloadRun,
+    /// Warnings about the run.
+    pub warnings: Vec<Warning>,
+}
+
+impl Outcome {
+    /// The `workload.run` record.
+    pub fn record(&self) -> Record {
+        Record::new(&self.key, Origin::Measured, &self.run).with_warnings(self.warnings.clone())
+    }
+
+    /// One machine-readable line: `requests_per_s=... requests_per_s_per_thread=...`.
+    pub fn metric_line(&self) -> String {
+        let r = &self.run;
+        let p = |l: &Option<LatencySummary>, f: fn(&LatencySummary) -> f64| {
+            l.as_ref()
+                .map_or("nan".to_string(), |l| format!("{:.0}", f(l)))
+        };
+        format!(
+            "requests_per_s={:.3} requests_per_s_per_thread={:.3} latency_p50_ns={} latency_p95_ns={} latency_p99_ns={} cpu_utilization={:.4} threads={} interrupted={}",
+            r.requests_per_s,
+            r.requests_per_s_per_thread,
+            p(&r.latency, |l| l.p50_ns.estimate),
+            p(&r.latency, |l| l.p95_ns.estimate),
+            p(&r.latency, |l| l.p99_ns.estimate),
+            r.cpu_utilization,
+            r.threads,
+            r.interrupted
+        )
+    }
+}
+
+/// Generates the graph and runs (see [`run_on`]).
+pub fn run(
+    config: &RunConfig,
+    machine: &Machine,
+    placer: &dyn Placer,
+) -> Result<Outcome, WorkloadError> {
+    run_observed(config, machine, placer, &mut |_| {})
+}
+
+/// [`run`] with a progress callback (called from the calling thread).
+pub fn run_observed(
+    config: &RunConfig,
+    machine: &Machine,
+    placer: &dyn Placer,
+    observer: &mut dyn FnMut(Progress),
+) -> Result<Outcome, WorkloadError> {
+    config.validate()?;
+    config.slots(machine)?;
+    observer(Progress::Generating {
+        nodes: config.graph.nodes,
+    });
+    let (graph, generation_s) = timed_generate(&config.graph)?;
+    if interrupt::requested() {
+        return Err(WorkloadError::Interrupted(
+            "stopped while generating the road network; nothing was measured".into(),
+        ));
+    }
+    run_on(&graph, generation_s, config, machine, placer, observer)
+}
+
+/// Generates a graph and says how long it took (seconds).
+pub fn timed_generate(spec: &GraphSpec) -> Result<(OwnedGraph, f64), WorkloadError> {
+    let t = now_ns();
+    let g = graph::generate(spec)?;
+    Ok((g, (now_ns() - t) as f64 / 1e9))
+}
+
+fn process_cpu_s() -> f64 {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// (busy, steal, total) ticks of some CPUs from /proc/stat.
+fn cpu_ticks(sys: &SysRoot, pus: &[u32]) -> Option<(u64, u64, u64)> {
+    let text = sys.read("proc/stat")?;
+    let mut acc = (0u64, 0u64, 0u64);
+    let mut found = 0;
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let Some(name) = f.next() else { continue };
+        let Some(id) = name.strip_prefix("cpu").and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !pus.contains(&id) {
+            continue;
+        }
+        let v: Vec<u64> = f.take(8).filter_map(|x| x.parse().ok()).collect();
+        if v.len() < 8 {
+            return None;
+        }
+        // user nice system idle iowait irq softirq steal
+        acc.0 += v[0] + v[1] + v[2] + v[5] + v[6];
+        acc.1 += v[7];
+        acc.2 += v.iter().sum::<u64>();
+        found += 1;
+    }
+    (found == pus.len()).then_some(acc)
+}
+
+/// Reads power and temperature sensors around the window.
+struct PowerMeter {
+    sensors: Vec<Sensor>,
+    energy_start: Vec<Option<u64>>,
+    sum: Vec<f64>,
+    n: Vec<u32>,
+    max: Vec<f64>,
+}
+
+impl PowerMeter {
+    fn new(root: &std::path::Path) -> Self {
+        let sensors = numalab_sensors::discover(root);
+        let k = sensors.len();
+        PowerMeter {
+            sensors,
+            energy_start: vec![None; k],
+            sum: vec![0.0; k],
+            n: vec![0; k],
+            max: vec![f64::MIN; k],
+        }
+    }
+
+    fn start(&mut self) {
+        for (i, s) in self.sensors.iter().enumerate() {
+            if s.kind == SensorKind::Energy {
+                self.energy_start[i] = s.read_raw();
+            }
+        }
+        self.sample();
+    }
+
+    fn sample(&mut self) {
+        for (i, s) in self.sensors.iter().enumerate() {
+            let scale = match s.kind {
+                SensorKind::Power => 1e-6,       // microwatts
+                SensorKind::Temperature => 1e-3, // millidegrees
+                SensorKind::Energy => continue,
+            };
+            if let Some(raw) = s.read_raw() {
+                let v = raw as f64 * scale;
+                self.sum[i] += v;
+                self.n[i] += 1;
+                self.max[i] = self.max[i].max(v);
+            }
+        }
+    }
+
+    /// (power readings, temperatures, total watts, what it covers, reason if none).
+    #[allow(clippy::type_complexity)]
+    fn finish(
+        mut self,
+        seconds: f64,
+    ) -> (
+        Vec<PowerReading>,
+        Vec<TemperatureReading>,
+        Option<f64>,
+        Option<String>,
+        Option<String>,
+    ) {
+        self.sample();
+        let mut power = Vec::new();
+        let mut temps = Vec::new();
+        for (i, s) in self.sensors.iter().enumerate() {
+            match s.kind {
+                SensorKind::Energy => {
+                    let watts = match (self.energy_start[i], s.read_raw()) {
+                        (Some(a), Some(b)) => {
+                            numalab_sensors::energy_to_watts(a, b, s.max_energy_uj, seconds)
+                        }
+                        _ => None,
+                    };
+                    power.push(PowerReading {
+                        id: s.id.clone(),
+                        label: s.label.clone(),
+                        covers: s.covers.clone(),
+                        watts,
+                        readings: 2,
+                    });
+                }
+                SensorKind::Power => power.push(PowerReading {
+                    id: s.id.clone(),
+                    label: s.label.clone(),
+                    covers: s.covers.clone(),
+                    watts: (self.n[i] > 0).then(|| self.sum[i] / self.n[i] as f64),
+                    readings: self.n[i],
+                }),
+                SensorKind::Temperature => {
+                    if self.n[i] > 0 {
+                        temps.push(TemperatureReading {
+                            id: s.id.clone(),
+                            label: s.label.clone(),
+                            max_c: self.max[i],
+                            mean_c: self.sum[i] / self.n[i] as f64,
+                        })
+                    }
+                }
+            }
+        }
+        // Which sensors add up to "the power": RAPL packages, else RAPL psys, else the
+        // hwmon power sensors (an Altra's CPU and IO power). Never a mix that double
+        // counts.
+        let readable: Vec<&PowerReading> = power.iter().filter(|p| p.watts.is_some()).collect();
+        let is_energy = |p: &PowerReading| p.id.starts_with("powercap:");
+        let groups: [Box<dyn Fn(&PowerReading) -> bool>; 3] = [
+            Box::new(|p: &PowerReading| is_energy(p) && p.label.starts_with("package")),
+            Box::new(|p: &PowerReading| is_energy(p) && p.label == "psys"),
+            Box::new(|p: &PowerReading| !is_energy(p)),
+        ];
+        for g in &groups {
+            let chosen: Vec<&&PowerReading> = readable.iter().filter(|p| g(p)).collect();
+            if !chosen.is_empty() {
+                let total = chosen.iter().filter_map(|p| p.watts).sum();
+                let covers = chosen
+                    .iter()
+                    .map(|p| p.covers.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                return (power, temps, Some(total), Some(covers), None);
+            }
+        }
+        let reason = if self
+            .sensors
+            .iter()
+            .any(|s| s.kind != SensorKind::Temperature)
+        {
+            "power sensors exist but could not be read (RAPL energy counters need root on recent kernels)".to_string()
+        } else {
+            "not available: no powercap (RAPL) energy counter and no hwmon power sensor on this machine".to_string()
+        };
+        (power, temps, None, None, Some(reason))
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    end_ns: u64,
+    latency_ns: u64,
+    kind: RequestKind,
+    settled: u64,
+}
+
+#[derive(Debug, Default)]
+struct ClientOut {
+    samples: Vec<Sample>,
+    cpu_s: f64,
+    wall_s: f64,
+}
+
+/// A barrier that can be cancelled (if a client thread cannot be started, the ones
+/// already waiting must not wait forever).
+struct Gate {
+    state: Mutex<(usize, bool)>,
+    cv: Condvar,
+    n: usize,
+}
+
+impl Gate {
+    fn new(n: usize) -> Self {
+        Gate {
+            state: Mutex::new((0, false)),
+            cv: Condvar::new(),
+            n,
+        }
+    }
+
+    fn wait(&self) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        g.0 += 1;
+        if g.0 >= self.n {
+            self.cv.notify_all();
+        }
+        while g.0 < self.n && !g.1 {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn cancel(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+        self.cv.notify_all();
+    }
+}
+
+struct Shared {
+    t0: AtomicU64,
+    t1: AtomicU64,
+    stop: AtomicBool,
+    ready: Gate,
+    go: Gate,
+    completed: AtomicU64,
+    failure: Mutex<Option<WorkloadError>>,
+}
+
+fn client(
+    index: usize,
+    slot: Slot,
+    graph: crate::graph::GraphRef<'_>,
+    config: &RunConfig,
+    placer: &dyn Placer,
+    shared: &Shared,
+) -> ClientOut {
+    let mut worker = match placer.pin_current_thread(slot.pu) {
+        Ok(()) => Some(Worker::new(graph.nodes(), config.ea)),
+        Err(e) => {
+            shared.failure.lock().unwrap().get_or_insert(e.into());
+            None
+        }
+    };
+    shared.ready.wait();
+    shared.go.wait();
+    let Some(worker) = worker.as_mut() else {
+        return ClientOut::default();
+    };
+    if shared.stop.load(Ordering::SeqCst) {
+        return ClientOut::default();
+    }
+    let t0 = shared.t0.load(Ordering::SeqCst);
+    let t1 = shared.t1.load(Ordering::SeqCst);
+    let mut gen = RequestGen::new(&graph, config.graph.seed, index as u64, config.route_share);
+    let mut req = Request::default();
+    let mut samples = Vec::with_capacity(1 << 14);
+    let mut first: Option<(f64, u64)> = None;
+    loop {
+        if shared.stop.load(Ordering::Relaxed) || interrupt::requested() {
+            break;
+        }
+        let start = now_ns();
+        if start >= t1 {
+            break;
+        }
+        if first.is_none() && start >= t0 {
+            first = Some((thread_cpu_s(), start));
+        }
+        gen.next(&mut req);
+        let answer = worker.serve(&graph, &req);
+        let end = now_ns();
+        if end >= t0 && end <= t1 {
+            samples.push(Sample {
+                end_ns: end,
+                latency_ns: end - start,
+                kind: answer.kind,
+                settled: answer.settled,
+            });
+        }
+        std::hint::black_box(answer.value);
+        shared.completed.fetch_add(1, Ordering::Relaxed);
+    }
+    let (cpu_s, wall_s) = match first {
+        Some((c0, w0)) => (thread_cpu_s() - c0, (now_ns() - w0) as f64 / 1e9),
+        None => (0.0, 0.0),
+    };
+    ClientOut {
+        samples,
+        cpu_s,
+        wall_s,
+    }
+}
+
+fn sleep_until(t: u64, step_ns: u64) {
+    let now = now_ns();
+    if t > now {
+        std::thread::sleep(Duration::from_nanos((t - now).min(step_ns)));
+    }
+}
+
+/// Runs the workload on an already generated graph (so `evaluate` and benchmarks can
+/// run several configurations on one graph). `generation_s` is recorded as given.
+pub fn run_on(
+    graph: &OwnedGraph,
+    generation_s: f64,
+    config: &RunConfig,
+    machine: &Machine,
+    placer: &dyn Placer,
+    observer: &mut dyn FnMut(Progress),
+) -> Result<Outcome, WorkloadError> {
+    config.validate()?;
+    if graph.spec != config.graph {
+        return Err(WorkloadError::Usage(format!(
+            "the graph given ({} nodes, seed {}) is not the one configured ({} nodes, seed {})",
+            graph.spec.nodes, graph.spec.seed, config.graph.nodes, config.graph.seed
+        )));
+    }
+    let slots = config.slots(machine)?;
+    let sys = SysRoot::at(&config.sys_root);
+    let mut warnings = Vec::new();
+    let state_bytes = state_bytes_estimate(graph.spec.nodes);
+    warnings.extend(placement::check_memory(
+        config.mode,
+        graph.bytes(),
+        state_bytes,
+        &slots,
+        &sys,
+    )?);
+
+    let copies = match config.mode {
+        Mode::Replicated => {
+            let mut n: Vec<u32> = slots.iter().map(|s| s.node).collect();
+            n.sort_unstable();
+            n.dedup();
+            n.len()
+        }
+        _ => 1,
+    };
+    observer(Progress::Placing { copies });
+    let t_place = now_ns();
+    let placed = placement::place(
+        graph,
+        config.mode,
+        &slots,
+        machine,
+        placer,
+        config.page_kind,
+    )?;
+    let placement_s = (now_ns() - t_place) as f64 / 1e9;
+    warnings.extend(placed.warnings.iter().cloned());
+    let numa_nodes = machine.numa_nodes.len().max(1);
+    if numa_nodes == 1 {
+        warnings.push(Warning::new(
+            "single_numa_node",
+            "this machine has one NUMA node: shared-first-touch, shared-interleaved and replicated all put every page on node 0, so the three modes are equivalent here and their figures differ only by noise",
+        ).with_remedy("compare the modes on a machine with several NUMA nodes"));
+    }
+    if cfg!(debug_assertions) {
+        warnings.push(Warning::new(
+            "debug_build",
+            "numalab was built without optimisations: request rates are far below what a release build reaches",
+        ).with_remedy("build with `cargo build --release`"));
+    }
+    let view = graph.view();
+    let stats = GraphStats::of(&view, false);
+    let graph_summary = GraphSummary {
+        seed: graph.spec.seed,
+        nodes: graph.spec.nodes,
+        edges: stats.edges,
+        width: graph.width,
+        height: view.height(),
+        mean_degree: stats.mean_degree,
+        degree_histogram: stats.degree_histogram,
+        weight_median_ms: stats.weight_median_ms,
+        bytes: graph.bytes(),
+        bytes_per_node: graph.bytes() as f64 / graph.spec.nodes as f64,
+        fingerprint: format!("{:016x}", graph.fingerprint()),
+        generation_s,
+        placement_s,
+    };
+    if interrupt::requested() {
+        return Err(WorkloadError::Interrupted(
+            "stopped while placing the graph; nothing was measured".into(),
+        ));
+    }
+
+    let shared = Shared {
+        t0: AtomicU64::new(0),
+        t1: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        ready: Gate::new(slots.len() + 1),
+        go: Gate::new(slots.len() + 1),
+        completed: AtomicU64::new(0),
+        failure: Mutex::new(None),
+    };
+    let pus: Vec<u32> = slots.iter().map(|s| s.pu).collect();
+    let mut meter = PowerMeter::new(&config.sys_root);
+    let window = std::thread::scope(|scope| -> Result<_, WorkloadError> {
+        let mut handles = Vec::new();
+        for (i, slot) in slots.iter().enumerate() {
+            let view = placed.copies[placed.copy_of_client[i]].view();
+            let shared = &shared;
+            let h = std::thread::Builder::new()
+                .name(format!("numalab-wl-{i}"))
+                .spawn_scoped(scope, move || {
+                    client(i, *slot, view, config, placer, shared)
+                });
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // Threads already started wait at the gates: release them.
+                    shared.stop.store(true, Ordering::SeqCst);
+                    shared.ready.cancel();
+                    shared.go.cancel();
+                    return Err(WorkloadError::Runtime(format!(
+                        "cannot start client thread {i}: {e}; use fewer --threads"
+                    )));
+                }
+            }
+        }
+        shared.ready.wait();
+        let failed = shared.failure.lock().unwrap().take();
+        let begin = now_ns();
+        let t0 = begin + (config.warmup_s * 1e9) as u64;
+        let t1 = t0 + (config.duration_s * 1e9) as u64;
+        if failed.is_some() {
+            shared.stop.store(true, Ordering::SeqCst);
+        }
+        shared.t0.store(t0, Ordering::SeqCst);
+        shared.t1.store(t1, Ordering::SeqCst);
+        shared.go.wait();
+        let join = |handles: Vec<std::thread::ScopedJoinHandle<'_, ClientOut>>| {
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect::<Vec<ClientOut>>()
+        };
+        if let Some(e) = failed {
+            join(handles);
+            return Err(e);
+        }
+        // Warm-up.
+        while now_ns() < t0 {
+            if interrupt::requested() {
+                shared.stop.store(true, Ordering::SeqCst);
+                join(handles);
+                return Err(WorkloadError::Interrupted(
+                    "stopped during the warm-up; nothing was measured".into(),
+                ));
+            }
+            observer(Progress::Warmup {
+                elapsed_s: (now_ns() - begin) as f64 / 1e9,
+                total_s: config.warmup_s,
+            });
+            sleep_until(t0, 50_000_000);
+        }
+        let cpu0 = process_cpu_s();
+        let wall0 = now_ns();
+        let ticks0 = cpu_ticks(&sys, &pus);
+        meter.start();
+        let mut stop_at = t1;
+        let mut interrupted = false;
+        loop {
+            let now = now_ns();
+            if now >= t1 {
+                break;
+            }
+            if interrupt::requested() {
+                stop_at = now;
+                interrupted = true;
+                shared.stop.store(true, Ordering::SeqCst);
+                break;
+            }
+            observer(Progress::Measuring {
+                elapsed_s: (now.saturating_sub(t0)) as f64 / 1e9,
+                total_s: config.duration_s,
+                requests: shared.completed.load(Ordering::Relaxed),
+            });
+            meter.sample();
+            sleep_until(t1, 250_000_000);
+        }
+        let cpu1 = process_cpu_s();
+        let wall1 = now_ns();
+        let ticks1 = cpu_ticks(&sys, &pus);
+        let outs = join(handles);
+        Ok((
+            outs,
+            stop_at,
+            t0,
+            interrupted,
+            (cpu1 - cpu0, (wall1 - wall0) as f64 / 1e9),
+            ticks0.zip(ticks1),
+        ))
+    })?;
+    let (outs, stop_at, t0, interrupted, (cpu_s, cpu_wall_s), ticks) = window;
+    observer(Progress::Summarizing);
+    let measured_s = (stop_at - t0) as f64 / 1e9;
+    let completed = outs
+        .iter()
+        .flat_map(|o| &o.samples)
+        .filter(|s| s.end_ns >= t0 && s.end_ns <= stop_at)
+        .count();
+    if interrupted && (completed == 0 || measured_s < 0.1) {
+        return Err(WorkloadError::Interrupted(format!(
+            "stopped {measured_s:.2} s into the window, before a useful measurement ({completed} requests); nothing was kept"
+        )));
+    }
+    let (power_sensors, temperatures, power_watts, power_covers, power_unavailable_reason) =
+        meter.finish(measured_s);
+    let in_window = |s: &&Sample| s.end_ns >= t0 && s.end_ns <= stop_at;
+
+    let mut clients = Vec::new();
+    let mut all = Vec::new();
+    let mut route = Vec::new();
+    let mut itinerary = Vec::new();
+    let mut settled = 0u64;
+    for (i, out) in outs.iter().enumerate() {
+        let mut n = 0;
+        for s in out.samples.iter().filter(in_window) {
+            n += 1;
+            settled += s.settled;
+            all.push(s.latency_ns as f64);
+            match s.kind {
+                RequestKind::Route => route.push(s.latency_ns as f64),
+                RequestKind::Itinerary => itinerary.push(s.latency_ns as f64),
+            }
+        }
+        clients.push(ClientResult {
+            pu: slots[i].pu,
+            node: slots[i].node,
+            copy: placed.copy_of_client[i],
+            requests: n,
+            requests_per_s: n as f64 / measured_s,
+            cpu_s: out.cpu_s,
+            cpu_utilization: if out.wall_s > 0.0 {
+                out.cpu_s / out.wall_s
+            } else {
+                0.0
+            },
+        });
+    }
+    let requests = all.len() as u64;
+    let requests_per_s = requests as f64 / measured_s;
+    let slices = ((measured_s / 0.5).floor() as usize).clamp(1, 20);
+    let slice_ns = (stop_at - t0) / slices as u64;
+    let mut slice_counts = vec![0u64; slices];
+    for out in &outs {
+        for s in out.samples.iter().filter(in_window) {
+            let k = (((s.end_ns - t0) / slice_ns.max(1)) as usize).min(slices - 1);
+            slice_counts[k] += 1;
+        }
+    }
+    let slice_s = slice_ns as f64 / 1e9;
+    let slice_rates: Vec<f64> = slice_counts.iter().map(|&c| c as f64 / slice_s).collect();
+    let seed = config.bootstrap_seed;
+    let cpu_utilization = cpu_s / (cpu_wall_s * config.threads as f64);
+    let (worker_cpus_busy, worker_cpus_steal) = match ticks {
+        Some(((b0, s0, t0), (b1, s1, t1))) if t1 > t0 => {
+            let dt = (t1 - t0) as f64;
+            (
+                Some((b1.saturating_sub(b0)) as f64 / dt),
+                Some((s1.saturating_sub(s0)) as f64 / dt),
+            )
+        }
+        _ => (None, None),
+    };
+
+    // Warnings about the quality of the figures.
+    if interrupted {
+        warnings.push(Warning::new(
+            "interrupted",
+            format!("stopped after {measured_s:.1} s of the {} s asked for; the figures cover only that part", config.duration_s),
+        ).with_remedy("rerun for the full duration"));
+    }
+    let fewest = clients.iter().map(|c| c.requests).min().unwrap_or(0);
+    if fewest < 20 {
+        warnings.push(
+            Warning::new(
+                "few_requests",
+                format!("a client completed only {fewest} requests in the window: rates and percentiles are coarse"),
+            )
+            .with_remedy("use a longer --duration or a smaller --graph-nodes"),
+        );
+    }
+    if cpu_utilization < 0.9 {
+        warnings.push(Warning::new(
+            "cpu_underused",
+            format!(
+                "the clients used {:.0}% of their {} CPUs' time: the rest went to other processes, the hypervisor, or waiting (page faults, locks)",
+                cpu_utilization * 100.0,
+                config.threads
+            ),
+        ).with_remedy("stop other work on these CPUs (see the busy and steal fractions), or check `numalab doctor`"));
+    }
+    if let Some(steal) = worker_cpus_steal {
+        if steal > 0.05 {
+            warnings.push(Warning::new(
+                "cpu_steal",
+                format!(
+                    "the hypervisor took {:.0}% of the clients' CPU time (steal)",
+                    steal * 100.0
+                ),
+            ));
+        }
+    }
+    if let Some(busy) = worker_cpus_busy {
+        let others = busy - cpu_utilization;
+        if others > 0.1 {
+            warnings.push(
+                Warning::new(
+                    "cpu_contention",
+                    format!(
+                        "other processes used about {:.0}% of the clients' CPUs during the window",
+                        others * 100.0
+                    ),
+                )
+                .with_remedy("rerun on an idle machine, or compare only runs made side by side"),
+            );
+        }
+    }
+
+    let run = WorkloadRun {
+        threads: config.threads,
+        placement: config.placement,
+        mode: config.mode,
+        pus,
+        pu_nodes: slots.iter().map(|s| s.node).collect(),
+        route_share: config.route_share,
+        ea: config.ea,
+        graph: graph_summary,
+        duration_s: config.duration_s,
+        warmup_s: config.warmup_s,
+        measured_s,
+        requests,
+        requests_route: route.len() as u64,
+        requests_itinerary: itinerary.len() as u64,
+        requests_per_s,
+        requests_per_s_per_thread: requests_per_s / config.threads as f64,
+        requests_per_s_interval: if slices >= 3 {
+            median_interval(&slice_rates)
+        } else {
+            None
+        },
+        requests_per_s_slices: slice_rates,
+        slice_s,
+        clients,
+        latency: LatencySummary::of(&all, seed),
+        latency_route: LatencySummary::of(&route, seed),
+        latency_itinerary: LatencySummary::of(&itinerary, seed),
+        settled_per_request: if requests > 0 {
+            settled as f64 / requests as f64
+        } else {
+            0.0
+        },
+        cpu_utilization,
+        requests_per_cpu_s: (cpu_s > 0.0).then(|| requests as f64 / cpu_s),
+        cpu_s,
+        worker_cpus_busy,
+        worker_cpus_steal,
+        pages_per_node: placed.pages_per_node(),
+        memory: MemorySummary {
+            numa_nodes,
+            modes_equivalent_here: numa_nodes == 1,
+            page_kind: config.page_kind,
+            copies: placed.reports.clone(),
+            state_bytes_per_client: state_bytes,
+        },
+        requests_per_joule: power_watts.filter(|w| *w > 0.0).map(|w| requests_per_s / w),
+        power_watts,
+        power_covers,
+        power_unavailable_reason,
+        power_sensors,
+        temperatures,
+        interrupted,
+    };
+    Ok(Outcome {
+        key: config.key(),
+        run,
+        warnings,
+    })
+}
+
+/// Bytes of one client's search state for a graph of `nodes` nodes (distances of both
+/// directions, touched lists, heaps), without allocating it.
+pub fn state_bytes_estimate(nodes: u32) -> u64 {
+    let n = nodes as u64;
+    2 * (n * 4 + n * 4 + (n / 4 + 1024) * 8)
+}
