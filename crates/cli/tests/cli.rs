@@ -196,16 +196,23 @@ fn man_page_and_completions_are_generated() {
 fn closed_stdout_pipe_does_not_panic() {
     use std::io::{BufRead, BufReader};
     let mut child = Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(["topo", "--tree", "--input", &fixture("192em64t-24n8c2t.xml")])
+        .args([
+            "topo",
+            "--json",
+            "--input",
+            &fixture("192em64t-24n8c2t.xml"),
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
     // The reader is dropped here: the rest of the output hits a closed pipe.
     let out = child.wait_with_output().unwrap();
-    assert!(first.contains("E5-4640"), "{first}");
+    assert_eq!(first.trim(), "{");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
