@@ -80,6 +80,8 @@ pub struct Ctx<'a> {
     pub quick: bool,
     /// The overall progress bar (steps can set its message).
     pub progress: &'a indicatif::ProgressBar,
+    /// Pinning and memory placement on this machine.
+    pub placer: &'a dyn numalab_topo::bind::Placer,
 }
 
 type StepFn = fn(&mut Ctx<'_>) -> Result<StepStatus, CliError>;
@@ -106,6 +108,11 @@ pub fn steps() -> Vec<Step> {
             id: "pmu",
             title: "PMU check",
             run: step_pmu,
+        },
+        Step {
+            id: "workload",
+            title: "reference workload",
+            run: step_workload,
         },
         Step {
             id: "power",
@@ -178,6 +185,60 @@ fn step_pmu(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
             rec = rec.with_warnings(vec![Warning::new("no_hardware_pmu", capability.verdict())]);
         }
         ctx.rec.push(rec)?;
+    }
+    Ok(StepStatus::Done)
+}
+
+/// The built-in request workload: one client, then one per PU; with the default
+/// (not `--quick`) also the interleaved and replicated data modes at full load.
+fn step_workload(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    use numalab_workload::{Mode, RunConfig};
+    let pus = ctx.machine.pus.len().max(1);
+    let mut configs = Vec::new();
+    for threads in [1, pus] {
+        let mut c = RunConfig::quick(threads);
+        if ctx.quick {
+            c.duration_s = 3.0;
+            c.warmup_s = 0.5;
+        }
+        if !configs.contains(&c) {
+            configs.push(c);
+        }
+    }
+    if !ctx.quick {
+        for mode in [Mode::SharedInterleaved, Mode::Replicated] {
+            let mut c = RunConfig::quick(pus);
+            c.mode = mode;
+            configs.push(c);
+        }
+    }
+    let todo: Vec<&RunConfig> = configs.iter().filter(|c| !ctx.rec.done(&c.key())).collect();
+    if todo.is_empty() {
+        return Ok(StepStatus::Done);
+    }
+    ctx.progress
+        .set_message("reference workload: generating the road network");
+    let (graph, generation_s) = numalab_workload::run::timed_generate(&todo[0].graph)?;
+    for c in todo {
+        if interrupt::requested() {
+            break;
+        }
+        ctx.progress.set_message(format!(
+            "reference workload: {} thread(s), {}",
+            c.threads, c.mode
+        ));
+        let outcome = numalab_workload::run_on(
+            &graph,
+            generation_s,
+            c,
+            ctx.machine,
+            ctx.placer,
+            &mut |_| {},
+        )?;
+        // A run cut short by Ctrl-C is not kept: a rerun measures it whole.
+        if !outcome.run.interrupted {
+            ctx.rec.push(outcome.record())?;
+        }
     }
     Ok(StepStatus::Done)
 }
@@ -261,6 +322,7 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             finished.len()
         );
     }
+    let placer = numalab_topo::bind::HwlocPlacer::new()?;
     let progress = indicatif::ProgressBar::new(all.len() as u64);
     progress.set_style(
         indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
@@ -289,6 +351,7 @@ pub fn run(args: EvaluateArgs) -> CliResult {
                 rec: &mut rec,
                 quick: args.quick,
                 progress: &progress,
+                placer: &placer,
             };
             match (step.run)(&mut ctx) {
                 Ok(o) => o,
