@@ -1,0 +1,3 @@
+//! Core-to-core latency (draft).
+pub mod matrix;
+pub mod structure;
