@@ -38,6 +38,8 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Write the man page or shell completions to stdout.
     Generate(GenerateArgs),
+    /// Core-to-core latency matrix and the latency structure it reveals (or analyse a published matrix).
+    C2c(crate::commands::c2c::C2cArgs),
 }
 
 /// `numalab topo`.

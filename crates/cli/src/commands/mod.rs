@@ -1,5 +1,6 @@
 //! One module per command; [`run`] dispatches.
 
+pub mod c2c;
 pub mod doctor;
 pub mod generate;
 pub mod topo;
@@ -13,5 +14,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Topo(a) => topo::run(a),
         Command::Doctor(a) => doctor::run(a),
         Command::Generate(a) => generate::run(a),
+        Command::C2c(a) => c2c::run(a),
     }
 }
