@@ -100,8 +100,9 @@ fn hw_partitions(machine: &Machine, cpus: &BTreeSet<u32>) -> Vec<HwPartition> {
             .iter()
             .find(|g| g.level == level)
             .and_then(|g| g.subtype.clone())
-            .unwrap_or_else(|| "group".into());
-        push("group", format!("hwloc groups ({kind})"), groups);
+            .map(|k| format!("{}s", k.to_lowercase()))
+            .unwrap_or_else(|| "hwloc groups".into());
+        push("group", kind, groups);
     }
     push(
         "die",
@@ -135,7 +136,8 @@ fn count(n: usize, singular: &str, plural: &str) -> String {
 }
 
 fn ns(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.0} ns")).unwrap_or_else(|| "? ns".into())
+    v.map(|v| format!("{v:.0} ns"))
+        .unwrap_or_else(|| "? ns".into())
 }
 
 fn level_groups(level: &Level) -> Vec<Vec<u32>> {
@@ -160,6 +162,34 @@ pub fn compare(matrix: &LatencyMatrix, structure: &Structure, machine: &Machine)
             continue;
         }
         level_names.push(None);
+        // Nearly an hwloc partition: most groups identical.
+        let near = hw
+            .iter()
+            .map(|h| (h, groups.iter().filter(|g| h.groups.contains(g)).count()))
+            .filter(|(_, same)| 2 * same >= groups.len())
+            .max_by_key(|(_, same)| *same);
+        if let Some((h, same)) = near {
+            let differ: Vec<String> = level
+                .groups
+                .iter()
+                .filter(|g| !h.groups.contains(&g.cpus))
+                .take(4)
+                .map(|g| {
+                    format!(
+                        "[{}] at {} inside",
+                        numalab_schema::cpulist::format(&g.cpus),
+                        ns(g.intra_ns)
+                    )
+                })
+                .collect();
+            sentences.push(format!(
+                "latency groups {same} of {} like hwloc's {}, but not {}",
+                groups.len(),
+                h.plural,
+                differ.join(", ")
+            ));
+            continue;
+        }
         // The finest hwloc partition that this level refines (the container hwloc knows).
         let refines = |coarse: &[Vec<u32>]| {
             groups
@@ -305,7 +335,10 @@ mod tests {
             notes: vec![],
         };
         let c = compare(&m, &s, &machine);
-        assert_eq!(c.level_names, vec![Some("cores (SMT siblings)".to_string())]);
+        assert_eq!(
+            c.level_names,
+            vec![Some("cores (SMT siblings)".to_string())]
+        );
         assert_eq!(
             c.sentences,
             vec!["hwloc shows 2 NUMA nodes but latency does not separate them: 30 ns between vs 50 ns inside".to_string()]

@@ -85,9 +85,7 @@ pub fn parse(bytes: &[u8], name: &str) -> Result<Import, CsvError> {
     }
     let n = rows.len();
     if n < 2 {
-        return Err(bad(format!(
-            "{n} line(s): a matrix needs at least 2 CPUs"
-        )));
+        return Err(bad(format!("{n} line(s): a matrix needs at least 2 CPUs")));
     }
     let mut problems = Vec::new();
     let mut m = LatencyMatrix::new((0..n as u32).collect());
@@ -196,7 +194,10 @@ mod tests {
         m.set(2, 0, 100.25);
         let mut out = Vec::new();
         write(&m, &mut out).unwrap();
-        assert_eq!(String::from_utf8(out.clone()).unwrap(), ",,\n10.5,,\n100.25,,\n");
+        assert_eq!(
+            String::from_utf8(out.clone()).unwrap(),
+            ",,\n10.5,,\n100.25,,\n"
+        );
         let back = parse(&out, "x").unwrap();
         assert_eq!(back.matrix.get(0, 1), Some(10.5));
         assert_eq!(back.matrix.get(0, 2), Some(100.25));

@@ -60,7 +60,11 @@ impl Scale {
     /// The scale of a matrix's measured values (`None` if nothing is measured).
     pub fn of(m: &LatencyMatrix) -> Option<Scale> {
         let v = m.measured_values();
-        let lo = v.iter().copied().filter(|x| *x > 0.0).fold(f64::INFINITY, f64::min);
+        let lo = v
+            .iter()
+            .copied()
+            .filter(|x| *x > 0.0)
+            .fold(f64::INFINITY, f64::min);
         let hi = v.iter().copied().fold(0.0f64, f64::max);
         (lo.is_finite() && hi > 0.0).then_some(Scale { lo, hi })
     }
@@ -98,12 +102,7 @@ fn rgb(class: usize) -> (u8, u8, u8) {
 }
 
 /// The terminal heatmap: at most `max_cells` columns (blocks of pairs beyond that).
-pub fn terminal(
-    m: &LatencyMatrix,
-    positions: &[usize],
-    color: bool,
-    max_cells: usize,
-) -> String {
+pub fn terminal(m: &LatencyMatrix, positions: &[usize], color: bool, max_cells: usize) -> String {
     let Some(scale) = Scale::of(m) else {
         return "(no measured pair)\n".into();
     };
@@ -283,7 +282,11 @@ mod tests {
         assert_eq!(lines[0], "0 \\909");
         assert_eq!(lines[1], "1 9\\90");
         assert!(!t.contains('\x1b'));
-        assert!(lines[4].contains("0>=10 ") && lines[4].contains("9>=79"), "{}", lines[4]);
+        assert!(
+            lines[4].contains("0>=10 ") && lines[4].contains("9>=79"),
+            "{}",
+            lines[4]
+        );
         assert!(terminal(&m, &pos, true, 80).contains("\x1b[48;2;"));
     }
 

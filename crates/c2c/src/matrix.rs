@@ -235,8 +235,8 @@ impl Plan {
             kept.push(members);
         }
         for &c in &cpus {
-            if !seen.contains_key(&c) {
-                seen.insert(c, kept.len());
+            if let std::collections::btree_map::Entry::Vacant(e) = seen.entry(c) {
+                e.insert(kept.len());
                 kept.push(vec![c]);
             }
         }
@@ -307,15 +307,21 @@ impl Plan {
 fn ordered(pos: &BTreeMap<u32, usize>, x: u32, y: u32) -> ((usize, usize), Pair) {
     let (px, py) = (pos[&x], pos[&y]);
     if px > py {
-        ((px, py), Pair {
-            first: x,
-            second: y,
-        })
+        (
+            (px, py),
+            Pair {
+                first: x,
+                second: y,
+            },
+        )
     } else {
-        ((py, px), Pair {
-            first: y,
-            second: x,
-        })
+        (
+            (py, px),
+            Pair {
+                first: y,
+                second: x,
+            },
+        )
     }
 }
 
@@ -349,9 +355,18 @@ mod tests {
         assert_eq!(
             p.pairs,
             vec![
-                Pair { first: 2, second: 1 },
-                Pair { first: 3, second: 1 },
-                Pair { first: 3, second: 2 }
+                Pair {
+                    first: 2,
+                    second: 1
+                },
+                Pair {
+                    first: 3,
+                    second: 1
+                },
+                Pair {
+                    first: 3,
+                    second: 2
+                }
             ]
         );
         assert_eq!(p.full_pairs(), 3);
@@ -385,7 +400,10 @@ mod tests {
         }
         // Deterministic for a seed, different for another.
         assert_eq!(p, Plan::sampled(&cpus, &groups, "L3 cache", 8, 7));
-        assert_ne!(p.pairs, Plan::sampled(&cpus, &groups, "L3 cache", 8, 8).pairs);
+        assert_ne!(
+            p.pairs,
+            Plan::sampled(&cpus, &groups, "L3 cache", 8, 8).pairs
+        );
         // Lower-triangle orientation.
         assert!(p.pairs.iter().all(|q| q.first > q.second));
     }

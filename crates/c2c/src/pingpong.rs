@@ -210,10 +210,9 @@ pub fn measure_pair(
         if timed.is_err() {
             abort.0.store(true, Ordering::Relaxed);
         }
-        let answered = answer.join().unwrap_or(Err(PingPongError::NoAnswer(
-            second,
-            ANSWER_TIMEOUT_S,
-        )));
+        let answered = answer
+            .join()
+            .unwrap_or(Err(PingPongError::NoAnswer(second, ANSWER_TIMEOUT_S)));
         match (timed, answered) {
             (Ok(v), Ok(())) => Ok(v),
             (Err(e), _) => Err(e),
@@ -221,10 +220,12 @@ pub fn measure_pair(
         }
     });
     let samples_ns = result?;
-    let home_node = placer
-        .page_nodes(&region)
-        .ok()
-        .and_then(|nodes| PagePlacement::from_page_nodes(&nodes).pages_per_node.first().map(|p| p.0));
+    let home_node = placer.page_nodes(&region).ok().and_then(|nodes| {
+        PagePlacement::from_page_nodes(&nodes)
+            .pages_per_node
+            .first()
+            .map(|p| p.0)
+    });
     Ok(PairMeasurement {
         first,
         second,

@@ -217,7 +217,7 @@ pub fn infer(m: &LatencyMatrix) -> Structure {
         }
     }
     // Finest first.
-    kept.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+    kept.sort_by_key(|k| std::cmp::Reverse(k.0.len()));
     let parents: Vec<Option<Vec<usize>>> = (0..kept.len())
         .map(|li| kept.get(li + 1).map(|coarser| membership(&coarser.0, n)))
         .collect();
@@ -377,9 +377,13 @@ fn levels_of(dist: &Dist, tau: f64) -> Vec<(Vec<Vec<usize>>, f64)> {
         }
         let left_higher = (0..k).rev().find(|&x| frac[x] > frac[k]);
         let right_higher = (e + 1..frac.len()).find(|&x| frac[x] > frac[k]);
-        let is_peak = (k == 0 || frac[k - 1] < frac[k]) && (e + 1 == frac.len() || frac[e + 1] < frac[k]);
+        let is_peak =
+            (k == 0 || frac[k - 1] < frac[k]) && (e + 1 == frac.len() || frac[e + 1] < frac[k]);
         if is_peak && frac[k] > 0.5 {
-            let lmin = frac[left_higher.unwrap_or(0)..k].iter().copied().fold(f64::INFINITY, f64::min);
+            let lmin = frac[left_higher.unwrap_or(0)..k]
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
             let rmin = frac[e + 1..=right_higher.unwrap_or(frac.len() - 1)]
                 .iter()
                 .copied()
@@ -393,7 +397,9 @@ fn levels_of(dist: &Dist, tau: f64) -> Vec<(Vec<Vec<usize>>, f64)> {
             let base = if base.is_finite() { base } else { 0.0 };
             if frac[k] - base >= 0.25 {
                 // Best median separation on the plateau.
-                let best = (k..=e).max_by(|&x, &y| score[x].1.total_cmp(&score[y].1)).unwrap_or(k);
+                let best = (k..=e)
+                    .max_by(|&x, &y| score[x].1.total_cmp(&score[y].1))
+                    .unwrap_or(k);
                 out.push(best);
             }
         }
@@ -402,7 +408,10 @@ fn levels_of(dist: &Dist, tau: f64) -> Vec<(Vec<Vec<usize>>, f64)> {
     // Rebuild the chosen partitions by replaying the merges.
     let mut groups: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
     let mut chosen = Vec::new();
-    for (step, &(a, b)) in std::iter::once(&(usize::MAX, usize::MAX)).chain(seq.iter()).enumerate() {
+    for (step, &(a, b)) in std::iter::once(&(usize::MAX, usize::MAX))
+        .chain(seq.iter())
+        .enumerate()
+    {
         if a != usize::MAX {
             let moved = std::mem::take(&mut groups[b]);
             groups[a].extend(moved);
@@ -432,12 +441,12 @@ fn separation(dist: &Dist, group_of: &[usize], members: &[Vec<usize>], tau: f64)
         }
         let mut far_mate: Option<f64> = None;
         let mut near_out: Option<f64> = None;
-        for j in 0..n {
+        for (j, &gj) in group_of.iter().enumerate() {
             if j == i {
                 continue;
             }
             let Some(v) = dist.get(i, j) else { continue };
-            if group_of[j] == g {
+            if gj == g {
                 far_mate = Some(far_mate.map_or(v, |f: f64| f.max(v)));
             } else {
                 near_out = Some(near_out.map_or(v, |f: f64| f.min(v)));

@@ -307,7 +307,13 @@ fn run_measure(args: &C2cArgs) -> CliResult {
     };
     let plan = if sampled {
         let (groups, by) = sampling_groups(&machine);
-        Plan::sampled(&cpus, &groups, &by, args.across.max(1), numalab_stats::DEFAULT_SEED)
+        Plan::sampled(
+            &cpus,
+            &groups,
+            &by,
+            args.across.max(1),
+            numalab_stats::DEFAULT_SEED,
+        )
     } else {
         Plan::full(&cpus)
     };
@@ -339,11 +345,11 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         .collect();
     // Pairs done by an earlier run of this journal.
     let mut matrix = LatencyMatrix::new(plan.cpus.clone());
-    for (r, p) in rec
-        .previous
-        .iter()
-        .filter_map(|r| r.decode::<PairRecord>().and_then(Result::ok).map(|p| (r, p)))
-    {
+    for (r, p) in rec.previous.iter().filter_map(|r| {
+        r.decode::<PairRecord>()
+            .and_then(Result::ok)
+            .map(|p| (r, p))
+    }) {
         if r.key == pair_key(variant, args.home_node, p.first, p.second) {
             if let (Some(i), Some(j)) = (matrix.index_of(p.first), matrix.index_of(p.second)) {
                 matrix.set(i, j, p.latency_ns);
@@ -367,10 +373,8 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         };
         let pilot = pingpong::measure_pair(&placer, p.first, p.second, &pilot_cfg, &stop)?;
         let per_rt = pilot.summary().map(|s| s.median * 2.0).unwrap_or(200.0);
-        let per_pair = per_rt
-            * f64::from(cfg.round_trips)
-            * f64::from(cfg.samples + cfg.warmup_samples)
-            + 2e5;
+        let per_pair =
+            per_rt * f64::from(cfg.round_trips) * f64::from(cfg.samples + cfg.warmup_samples) + 2e5;
         let total_s = per_pair * todo.len() as f64 / 1e9;
         eprintln!(
             "numalab: {} pairs to measure{} ({} CPUs, {} pairs in a full matrix), about {} ({} per pair)",
@@ -452,7 +456,8 @@ fn run_measure(args: &C2cArgs) -> CliResult {
                     samples_ns: m.samples_ns,
                     wall_ns: m.wall_ns,
                 };
-                if let (Some(i), Some(j)) = (matrix.index_of(pr.first), matrix.index_of(pr.second)) {
+                if let (Some(i), Some(j)) = (matrix.index_of(pr.first), matrix.index_of(pr.second))
+                {
                     matrix.set(i, j, pr.latency_ns);
                 }
                 rec.push(
@@ -557,13 +562,20 @@ fn sampling_groups(machine: &Machine) -> (Vec<Vec<u32>>, String) {
         let g: Vec<Vec<u32>> = machine
             .caches
             .iter()
-            .filter(|c| c.level == level && c.kind != numalab_schema::machine::CacheKind::Instruction)
+            .filter(|c| {
+                c.level == level && c.kind != numalab_schema::machine::CacheKind::Instruction
+            })
             .map(|c| c.cpus.clone())
             .collect();
         return (g, format!("L{level} cache"));
     }
     (
-        machine.numa_nodes.iter().filter(|n| n.has_cpus).map(|n| n.cpus.clone()).collect(),
+        machine
+            .numa_nodes
+            .iter()
+            .filter(|n| n.has_cpus)
+            .map(|n| n.cpus.clone())
+            .collect(),
         "NUMA node".into(),
     )
 }
@@ -594,7 +606,10 @@ fn finish(
             std::io::Write::flush(&mut f)
         };
         write().map_err(|e| {
-            CliError::new(ErrorClass::Runtime, format!("{}: cannot write: {e}", path.display()))
+            CliError::new(
+                ErrorClass::Runtime,
+                format!("{}: cannot write: {e}", path.display()),
+            )
         })?;
     }
     let positions = heatmap::order(
@@ -612,7 +627,10 @@ fn finish(
             matrix.n()
         );
         std::fs::write(path, heatmap::svg(&matrix, &positions, &title)).map_err(|e| {
-            CliError::new(ErrorClass::Runtime, format!("{}: cannot write: {e}", path.display()))
+            CliError::new(
+                ErrorClass::Runtime,
+                format!("{}: cannot write: {e}", path.display()),
+            )
         })?;
     }
     let mut notes = structure.notes.clone();
@@ -666,7 +684,14 @@ fn finish(
     };
     rec.push(Record::new(meta.key.clone(), meta.origin, &record))?;
     if !rec.json() {
-        print_human(&matrix, &structure, comparison.as_ref(), &meta, &notes, &positions);
+        print_human(
+            &matrix,
+            &structure,
+            comparison.as_ref(),
+            &meta,
+            &notes,
+            &positions,
+        );
     }
     Ok(())
 }
@@ -717,10 +742,13 @@ fn print_human(
     if structure.levels.is_empty() {
         println!("structure: no groups stand out from the latencies");
     } else {
-        println!("structure ({} confidence), finest level first:", match structure.confidence {
-            Confidence::High => "high",
-            Confidence::Low => "low",
-        });
+        println!(
+            "structure ({} confidence), finest level first:",
+            match structure.confidence {
+                Confidence::High => "high",
+                Confidence::Low => "low",
+            }
+        );
     }
     for (i, l) in structure.levels.iter().enumerate() {
         let name = comparison
