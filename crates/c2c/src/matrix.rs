@@ -7,6 +7,8 @@
 //! inside each cache/cluster group plus a stratified sample of pairs across groups, so
 //! that a 256-PU machine finishes in minutes while the structure stays visible.
 
+use numalab_schema::machine::CacheKind;
+use numalab_schema::Machine;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -325,6 +327,56 @@ fn ordered(pos: &BTreeMap<u32, usize>, x: u32, y: u32) -> ((usize, usize), Pair)
     }
 }
 
+/// The groups whose inside pairs a sampled run measures in full: hwloc clusters if any,
+/// else the instances of the largest cache shared by several cores, else NUMA nodes.
+pub fn sampling_groups(machine: &Machine) -> (Vec<Vec<u32>>, String) {
+    let innermost = machine.groups.iter().map(|g| g.level).max();
+    if let Some(level) = innermost {
+        let g: Vec<Vec<u32>> = machine
+            .groups
+            .iter()
+            .filter(|g| g.level == level)
+            .map(|g| g.cpus.clone())
+            .collect();
+        if g.len() > 1 {
+            return (g, "hwloc group".into());
+        }
+    }
+    let shared = machine
+        .caches
+        .iter()
+        .filter(|c| {
+            c.kind != CacheKind::MemorySide
+                && c.kind != CacheKind::Instruction
+                && machine
+                    .cores
+                    .iter()
+                    .filter(|core| core.pus.iter().any(|p| c.cpus.contains(p)))
+                    .count()
+                    > 1
+        })
+        .map(|c| c.level)
+        .min();
+    if let Some(level) = shared {
+        let g: Vec<Vec<u32>> = machine
+            .caches
+            .iter()
+            .filter(|c| c.level == level && c.kind != CacheKind::Instruction)
+            .map(|c| c.cpus.clone())
+            .collect();
+        return (g, format!("L{level} cache"));
+    }
+    (
+        machine
+            .numa_nodes
+            .iter()
+            .filter(|n| n.has_cpus)
+            .map(|n| n.cpus.clone())
+            .collect(),
+        "NUMA node".into(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,6 +422,37 @@ mod tests {
             ]
         );
         assert_eq!(p.full_pairs(), 3);
+    }
+
+    fn fixture_machine(name: &str) -> Machine {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/topology")
+            .join(name);
+        numalab_topo::machine(&numalab_topo::Input::detect(&path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn sampling_groups_follow_clusters_then_shared_caches() {
+        // Kunpeng 920 snapshot: 32 clusters of 4 cores (hwloc groups).
+        let m = fixture_machine("128arm-2pa2n8cluster4co.tar.bz2");
+        let (g, by) = sampling_groups(&m);
+        assert_eq!(by, "hwloc group");
+        assert_eq!(g.len(), 32);
+        assert!(g.iter().all(|g| g.len() == 4));
+        // Dual EPYC 7763 (SMT off in this file): no groups; L3 shared by 8 cores per CCD.
+        let m = fixture_machine("AMD-19h-Zen3-2xEpyc-7763.xml");
+        let (g, by) = sampling_groups(&m);
+        assert_eq!(by, "L3 cache");
+        assert_eq!(g.len(), 16);
+        assert!(g.iter().all(|g| g.len() == 8));
+        let p = Plan::sampled(&m.pu_ids(), &g, &by, 4, 1);
+        assert_eq!(p.pairs.len(), 16 * 28 + 120 * 4);
+        assert!(
+            p.pairs.len() < p.full_pairs() / 8,
+            "{} of {}",
+            p.pairs.len(),
+            p.full_pairs()
+        );
     }
 
     #[test]

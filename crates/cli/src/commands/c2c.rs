@@ -306,7 +306,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         PairsArg::Auto => cpus.len() > 64,
     };
     let plan = if sampled {
-        let (groups, by) = sampling_groups(&machine);
+        let (groups, by) = numalab_c2c::matrix::sampling_groups(&machine);
         Plan::sampled(
             &cpus,
             &groups,
@@ -526,58 +526,6 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         ));
     }
     Ok(())
-}
-
-/// The groups whose inside pairs a sampled run measures in full: hwloc clusters if any,
-/// else the instances of the largest cache shared by several cores, else NUMA nodes.
-fn sampling_groups(machine: &Machine) -> (Vec<Vec<u32>>, String) {
-    let innermost = machine.groups.iter().map(|g| g.level).max();
-    if let Some(level) = innermost {
-        let g: Vec<Vec<u32>> = machine
-            .groups
-            .iter()
-            .filter(|g| g.level == level)
-            .map(|g| g.cpus.clone())
-            .collect();
-        if g.len() > 1 {
-            return (g, "hwloc group".into());
-        }
-    }
-    let shared = machine
-        .caches
-        .iter()
-        .filter(|c| {
-            c.kind != numalab_schema::machine::CacheKind::MemorySide
-                && c.kind != numalab_schema::machine::CacheKind::Instruction
-                && machine
-                    .cores
-                    .iter()
-                    .filter(|core| core.pus.iter().any(|p| c.cpus.contains(p)))
-                    .count()
-                    > 1
-        })
-        .map(|c| c.level)
-        .min();
-    if let Some(level) = shared {
-        let g: Vec<Vec<u32>> = machine
-            .caches
-            .iter()
-            .filter(|c| {
-                c.level == level && c.kind != numalab_schema::machine::CacheKind::Instruction
-            })
-            .map(|c| c.cpus.clone())
-            .collect();
-        return (g, format!("L{level} cache"));
-    }
-    (
-        machine
-            .numa_nodes
-            .iter()
-            .filter(|n| n.has_cpus)
-            .map(|n| n.cpus.clone())
-            .collect(),
-        "NUMA node".into(),
-    )
 }
 
 fn human_seconds(s: f64) -> String {
