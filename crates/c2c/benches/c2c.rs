@@ -107,6 +107,16 @@ fn side_by_side() {
             .and_then(|f| f.trim().parse::<f64>().ok())
         {
             theirs.push(v);
+        } else {
+            theirs.push(f64::NAN);
+            println!(
+                "core-to-core-latency gave no figure (status {}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+                    .chars()
+                    .take(300)
+                    .collect::<String>()
+            );
         }
         let t = Instant::now();
         let m = measure_pair(&placer, 1, 0, &cfg, &|| false).expect("measure 1-0");
@@ -114,6 +124,15 @@ fn side_by_side() {
         let s = m.summary().expect("samples");
         ours_mean.push(s.mean);
         ours_median.push(s.median);
+        println!(
+            "run {}: core-to-core-latency mean {:.1} ns in {:.2} s | numalab mean {:.1} ns, median {:.1} ns in {:.2} s",
+            ours_mean.len(),
+            theirs.last().copied().unwrap_or(f64::NAN),
+            theirs_wall.last().copied().unwrap_or(f64::NAN),
+            s.mean,
+            s.median,
+            ours_wall.last().copied().unwrap_or(f64::NAN)
+        );
     }
     println!();
     println!("## side by side with core-to-core-latency 1.2.0 (CAS, CPUs 1-0, 1000 round trips x 300 samples, {runs} alternating runs)");
@@ -121,7 +140,7 @@ fn side_by_side() {
     println!("|---|---|---|");
     println!(
         "| core-to-core-latency (mean of samples) | {:.1} ns | {:.2} s (process, incl. start-up) |",
-        median(theirs.clone()),
+        median(theirs.iter().copied().filter(|v| v.is_finite()).collect()),
         median(theirs_wall)
     );
     println!(
@@ -133,7 +152,7 @@ fn side_by_side() {
         "| numalab (median of samples) | {:.1} ns | |",
         median(ours_median)
     );
-    let ratio = median(ours_mean) / median(theirs);
+    let ratio = median(ours_mean) / median(theirs.into_iter().filter(|v| v.is_finite()).collect());
     println!("ratio numalab/core-to-core-latency (means): {ratio:.3}");
 }
 
