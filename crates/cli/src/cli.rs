@@ -48,6 +48,8 @@ pub enum Command {
     Generate(GenerateArgs),
     /// The built-in reference request workload (route search and itinerary planning on a synthetic road network).
     Workload(crate::commands::workload::WorkloadArgs),
+    /// Core-to-core latency matrix and the latency structure it reveals (or analyse a published matrix).
+    C2c(crate::commands::c2c::C2cArgs),
 }
 
 /// `numalab topo`.

@@ -1,5 +1,6 @@
 //! One module per command; [`run`] dispatches.
 
+pub mod c2c;
 pub mod doctor;
 pub mod evaluate;
 pub mod generate;
@@ -21,5 +22,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Sweep(a) => harness::sweep(a),
         Command::Generate(a) => generate::run(a),
         Command::Workload(a) => workload::run(a),
+        Command::C2c(a) => c2c::run(a),
     }
 }

@@ -1,0 +1,732 @@
+//! `numalab c2c`: core-to-core latency matrix and the machine's latency structure.
+//!
+//! Measures (or imports with `--input`) a matrix of half round-trip latencies between
+//! CPUs, infers groups from it, compares them with hwloc, and shows a heatmap. Every pair
+//! is written to the journal as soon as it is measured (`c2c.pair`), so a killed run
+//! resumes pair by pair with the same `--out`; the matrix and its structure follow as one
+//! `c2c.matrix` record (see docs/c2c.md for the JSON contract).
+
+use crate::output::{color, paint};
+use crate::record::{OutputArgs, Recorder};
+use crate::{CliError, CliResult};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use numalab_c2c::compare::{compare, Comparison};
+use numalab_c2c::heatmap::{self, Order};
+use numalab_c2c::matrix::{LatencyMatrix, Plan, Selection};
+use numalab_c2c::pingpong::{self, Config, Variant};
+use numalab_c2c::structure::{self, Confidence, Structure};
+use numalab_schema::record::Host;
+use numalab_schema::{units, ErrorClass, Machine, Origin, Record, RecordKind, Warning};
+use numalab_stats::Summary;
+use numalab_topo::bind::HwlocPlacer;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Ping-pong variant (command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VariantArg {
+    /// Both threads compare-and-swap one word (as core-to-core-latency).
+    Cas,
+    /// One thread stores a flag, the other spins on loads, then answers.
+    Flag,
+}
+
+/// Which pairs to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PairsArg {
+    /// Every pair up to 64 CPUs, sampled beyond.
+    Auto,
+    /// Every pair.
+    All,
+    /// Every pair inside each cache/cluster group plus a stratified sample across groups.
+    Sampled,
+}
+
+/// Heatmap order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OrderArg {
+    /// OS CPU ids.
+    Os,
+    /// Inferred groups, coarsest first.
+    Group,
+}
+
+/// `numalab c2c`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab c2c\n  numalab c2c --cpus 0-15 --variant flag\n  numalab c2c --cpus package:0 --home-node 1 --out results/\n  numalab c2c --input 'published.csv' --topology that-machine.xml\n  numalab c2c --export-csv mine.csv --svg mine.svg --order group"
+)]
+pub struct C2cArgs {
+    /// CPUs to measure: "0-3,8", "node:N", "package:N", "core:N", "all".
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub cpus: String,
+    /// Ping-pong variant.
+    #[arg(long, value_enum, default_value_t = VariantArg::Cas)]
+    pub variant: VariantArg,
+    /// NUMA node holding the cache line (default: the node of each pair's first CPU).
+    #[arg(long, value_name = "N")]
+    pub home_node: Option<u32>,
+    /// Timed samples per pair.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..))]
+    pub samples: u32,
+    /// Round trips per sample.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub round_trips: u32,
+    /// Which pairs to measure.
+    #[arg(long, value_enum, default_value_t = PairsArg::Auto)]
+    pub pairs: PairsArg,
+    /// Sampled mode: pairs measured between each two groups.
+    #[arg(long, value_name = "K", default_value_t = 4)]
+    pub across: usize,
+    /// Analyse a matrix in core-to-core-latency's CSV format instead of measuring
+    /// (CPU ids are taken as 0..N-1).
+    #[arg(long, value_name = "FILE.csv")]
+    pub input: Option<PathBuf>,
+    /// With --input: the measured machine's topology (hwloc XML or sysfs snapshot), to
+    /// compare the inferred structure with.
+    #[arg(long, value_name = "PATH", requires = "input")]
+    pub topology: Option<PathBuf>,
+    /// Also write the matrix in core-to-core-latency's CSV format.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Also write the heatmap as SVG.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Heatmap row/column order.
+    #[arg(long, value_enum, default_value_t = OrderArg::Os)]
+    pub order: OrderArg,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// One measured pair (`c2c.pair`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairRecord {
+    /// CPU of the first thread (starts and times each round trip).
+    pub first: u32,
+    /// CPU of the answering thread.
+    pub second: u32,
+    /// "cas" or "flag".
+    pub variant: String,
+    /// Node asked for the line (null: first touch by the first thread).
+    pub home_node_requested: Option<u32>,
+    /// Node the kernel placed the line on.
+    pub home_node: Option<u32>,
+    /// Round trips per sample.
+    pub round_trips: u32,
+    /// Median half round-trip time over samples, ns (the matrix value).
+    pub latency_ns: f64,
+    /// Statistics of the samples (ns).
+    pub summary: Summary,
+    /// Half round-trip time of each sample, ns.
+    pub samples_ns: Vec<f64>,
+    /// Wall time of the pair (setup, warm-up, samples), ns.
+    pub wall_ns: u64,
+}
+
+impl RecordKind for PairRecord {
+    const KIND: &'static str = "c2c.pair";
+}
+
+/// One group in the JSON contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupJson {
+    /// CPU ids.
+    pub cpus: Vec<u32>,
+    /// Median latency inside the group, ns.
+    pub intra_ns: Option<f64>,
+    /// Median latency to the other groups of the same parent, ns.
+    pub inter_ns: Option<f64>,
+}
+
+/// What a level is, next to `groups`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelJson {
+    /// "latency", "profile" or "both".
+    pub evidence: structure::Evidence,
+    /// Median per-CPU separation (nearest outsider / farthest mate).
+    pub separation: f64,
+    /// Median latency inside groups, ns.
+    pub intra_ns: Option<f64>,
+    /// Median latency between groups of the same parent, ns.
+    pub inter_ns: Option<f64>,
+    /// The hwloc partition this level matches, if any.
+    pub hwloc: Option<String>,
+}
+
+/// The matrix and its structure (`c2c.matrix`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatrixRecord {
+    /// CPU ids, in matrix order.
+    pub cpus: Vec<u32>,
+    /// Half round-trip latency, ns; `matrix_ns[i][j]` between `cpus[i]` and `cpus[j]`;
+    /// null on the diagonal and where unmeasured.
+    pub matrix_ns: Vec<Vec<Option<f64>>>,
+    /// Levels of groups, finest first.
+    pub groups: Vec<Vec<GroupJson>>,
+    /// For each level of `groups`: how it was found and what hwloc calls it.
+    pub levels: Vec<LevelJson>,
+    /// "cas", "flag" or "imported".
+    pub variant: String,
+    /// Statistic of the samples used as the cell value ("median"; "as imported").
+    pub statistic: String,
+    /// Where the line lived: "first-cpu-node" or "node:N" (null when imported).
+    pub home_node_policy: Option<String>,
+    /// How the pairs were chosen.
+    pub selection: Option<Selection>,
+    /// "high" or "low".
+    pub confidence: Confidence,
+    /// Why the confidence is low, and facts about the input.
+    pub notes: Vec<String>,
+    /// Disagreements between latency and hwloc, in sentences.
+    pub topology_comparison: Vec<String>,
+}
+
+impl RecordKind for MatrixRecord {
+    const KIND: &'static str = "c2c.matrix";
+}
+
+/// Runs `numalab c2c`.
+pub fn run(args: C2cArgs) -> CliResult {
+    if let Some(path) = &args.input {
+        return run_import(&args, path);
+    }
+    run_measure(&args)
+}
+
+fn unknown_host(path: &std::path::Path) -> Host {
+    Host {
+        hostname: None,
+        cpu_model: None,
+        kernel: None,
+        governor: None,
+        smt: None,
+        hypervisor: None,
+        container: None,
+        topology_hash: format!("imported:{}", path.display()),
+        topology: None,
+    }
+}
+
+fn run_import(args: &C2cArgs, path: &std::path::Path) -> CliResult {
+    let import = numalab_c2c::csv::read(path)?;
+    let machine = match &args.topology {
+        Some(t) => Some(numalab_topo::machine(&numalab_topo::Input::detect(t)?)?),
+        None => None,
+    };
+    let mut host = unknown_host(path);
+    if let Some(m) = &machine {
+        host.topology_hash = m.topology_hash();
+        host.topology = Some(m.clone());
+    }
+    let config = serde_json::json!({ "input": path.display().to_string(),
+        "topology": args.topology.as_ref().map(|p| p.display().to_string()) });
+    let mut rec = Recorder::new(&args.output, config, Origin::Imported, host)?;
+    let mut notes = import.problems.clone();
+    notes.push(
+        "imported from core-to-core-latency's CSV: CPU ids are assumed to be 0..N-1 in row order, values are means of samples"
+            .into(),
+    );
+    finish(
+        args,
+        &mut rec,
+        import.matrix,
+        machine.as_ref(),
+        MatrixMeta {
+            variant: "imported".into(),
+            statistic: "as imported".into(),
+            home_node_policy: None,
+            selection: None,
+            origin: Origin::Imported,
+            key: "c2c/matrix/imported".into(),
+            extra_notes: notes,
+        },
+    )?;
+    rec.finish()?;
+    Ok(())
+}
+
+struct MatrixMeta {
+    variant: String,
+    statistic: String,
+    home_node_policy: Option<String>,
+    selection: Option<Selection>,
+    origin: Origin,
+    key: String,
+    extra_notes: Vec<String>,
+}
+
+fn pair_key(variant: Variant, home: Option<u32>, first: u32, second: u32) -> String {
+    match home {
+        Some(n) => format!("c2c/{}/node{n}/{first}-{second}", variant.name()),
+        None => format!("c2c/{}/{first}-{second}", variant.name()),
+    }
+}
+
+fn run_measure(args: &C2cArgs) -> CliResult {
+    let variant = match args.variant {
+        VariantArg::Cas => Variant::Cas,
+        VariantArg::Flag => Variant::Flag,
+    };
+    // Plan against the topology.
+    let machine = numalab_topo::live()?;
+    let cpus = numalab_topo::select::CpuSelection::parse(&args.cpus)?.resolve(&machine)?;
+    if cpus.len() < 2 {
+        return Err(CliError::new(
+            ErrorClass::Usage,
+            format!(
+                "--cpus {:?} selects {} CPU: core-to-core latency needs at least 2",
+                args.cpus,
+                cpus.len()
+            ),
+        ));
+    }
+    if let Some(node) = args.home_node {
+        if machine.node(node).is_none() {
+            return Err(CliError::new(
+                ErrorClass::Usage,
+                format!(
+                    "--home-node {node}: no such NUMA node here (nodes: {}); see `numalab topo`",
+                    machine
+                        .numa_nodes
+                        .iter()
+                        .map(|n| n.os_index.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    }
+    let full = cpus.len() * (cpus.len() - 1) / 2;
+    let sampled = match args.pairs {
+        PairsArg::All => false,
+        PairsArg::Sampled => true,
+        PairsArg::Auto => cpus.len() > 64,
+    };
+    let plan = if sampled {
+        let (groups, by) = numalab_c2c::matrix::sampling_groups(&machine);
+        Plan::sampled(
+            &cpus,
+            &groups,
+            &by,
+            args.across.max(1),
+            numalab_stats::DEFAULT_SEED,
+        )
+    } else {
+        Plan::full(&cpus)
+    };
+    let cfg = Config {
+        variant,
+        round_trips: args.round_trips,
+        samples: args.samples,
+        warmup_samples: (args.samples / 30).clamp(1, 10),
+        home_node: args.home_node,
+    };
+    let clock = numalab_clock::check(100_000);
+    let placer = HwlocPlacer::new()?;
+    let config = serde_json::json!({
+        "cpus": numalab_schema::cpulist::format(&plan.cpus),
+        "variant": variant.name(),
+        "samples": cfg.samples, "round_trips": cfg.round_trips, "warmup_samples": cfg.warmup_samples,
+        "home_node": cfg.home_node, "selection": plan.selection, "clock": clock,
+    });
+    let mut rec = Recorder::new(
+        &args.output,
+        config,
+        Origin::Measured,
+        numalab_topo::system::host(&machine),
+    )?;
+    let mut run_warnings: Vec<Warning> = clock
+        .problems()
+        .into_iter()
+        .map(|p| Warning::new("clock", p))
+        .collect();
+    // Pairs done by an earlier run of this journal.
+    let mut matrix = LatencyMatrix::new(plan.cpus.clone());
+    for (r, p) in rec.previous.iter().filter_map(|r| {
+        r.decode::<PairRecord>()
+            .and_then(Result::ok)
+            .map(|p| (r, p))
+    }) {
+        if r.key == pair_key(variant, args.home_node, p.first, p.second) {
+            if let (Some(i), Some(j)) = (matrix.index_of(p.first), matrix.index_of(p.second)) {
+                matrix.set(i, j, p.latency_ns);
+            }
+        }
+    }
+    let todo: Vec<_> = plan
+        .pairs
+        .iter()
+        .filter(|p| !rec.done(&pair_key(variant, args.home_node, p.first, p.second)))
+        .copied()
+        .collect();
+    // Estimate from a short pilot on the first pair to do.
+    let stop = || numalab_schema::interrupt::requested();
+    if let Some(p) = todo.first() {
+        let pilot_cfg = Config {
+            round_trips: cfg.round_trips.min(200),
+            samples: 5,
+            warmup_samples: 1,
+            ..cfg.clone()
+        };
+        let pilot = pingpong::measure_pair(&placer, p.first, p.second, &pilot_cfg, &stop)?;
+        let per_rt = pilot.summary().map(|s| s.median * 2.0).unwrap_or(200.0);
+        let per_pair =
+            per_rt * f64::from(cfg.round_trips) * f64::from(cfg.samples + cfg.warmup_samples) + 2e5;
+        let total_s = per_pair * todo.len() as f64 / 1e9;
+        eprintln!(
+            "numalab: {} pairs to measure{} ({} CPUs, {} pairs in a full matrix), about {} ({} per pair)",
+            todo.len(),
+            if todo.len() < plan.pairs.len() {
+                format!(", {} already in the journal", plan.pairs.len() - todo.len())
+            } else {
+                String::new()
+            },
+            plan.cpus.len(),
+            full,
+            human_seconds(total_s),
+            units::nanos(per_pair)
+        );
+        if per_rt * 0.5 * f64::from(cfg.round_trips) < clock.min_interval_ns() {
+            run_warnings.push(Warning::new(
+                "short_samples",
+                format!(
+                    "one sample lasts about {}, shorter than the {} this clock needs for 1% precision",
+                    units::nanos(per_rt * f64::from(cfg.round_trips)),
+                    units::nanos(clock.min_interval_ns())
+                ),
+            ).with_remedy("raise --round-trips"));
+        }
+    }
+    for w in &run_warnings {
+        if !rec.json() {
+            crate::record::warn(w);
+        }
+    }
+    let bar = if todo.len() > 1 {
+        let b = ProgressBar::new(todo.len() as u64);
+        b.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} pairs, {eta} left {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut interrupted = false;
+    let mut failures = Vec::new();
+    for p in &todo {
+        if stop() {
+            interrupted = true;
+            break;
+        }
+        bar.set_message(format!("{}-{}", p.first, p.second));
+        match pingpong::measure_pair(&placer, p.first, p.second, &cfg, &stop) {
+            Ok(m) => {
+                let Some(summary) = m.summary() else { continue };
+                let mut warnings = Vec::new();
+                if let (Some(want), Some(got)) = (m.home_node_requested, m.home_node) {
+                    if want != got {
+                        warnings.push(Warning::new(
+                            "placement_mismatch",
+                            format!("the line was bound to node {want} but the kernel put it on node {got}"),
+                        ).with_remedy("check free memory on that node (`numalab doctor`)"));
+                    }
+                }
+                if summary.p90 > 2.0 * summary.median {
+                    warnings.push(Warning::new(
+                        "noisy",
+                        format!(
+                            "CPU {}-{}: p90 {} is over twice the median {}: the threads were interrupted",
+                            m.first, m.second, units::nanos(summary.p90), units::nanos(summary.median)
+                        ),
+                    ).with_remedy("run on an idle machine; isolate the CPUs"));
+                }
+                let pr = PairRecord {
+                    first: m.first,
+                    second: m.second,
+                    variant: variant.name().into(),
+                    home_node_requested: m.home_node_requested,
+                    home_node: m.home_node,
+                    round_trips: m.round_trips,
+                    latency_ns: summary.median,
+                    summary,
+                    samples_ns: m.samples_ns,
+                    wall_ns: m.wall_ns,
+                };
+                if let (Some(i), Some(j)) = (matrix.index_of(pr.first), matrix.index_of(pr.second))
+                {
+                    matrix.set(i, j, pr.latency_ns);
+                }
+                rec.push(
+                    Record::new(
+                        pair_key(variant, args.home_node, pr.first, pr.second),
+                        Origin::Measured,
+                        &pr,
+                    )
+                    .with_warnings(warnings),
+                )?;
+            }
+            Err(pingpong::PingPongError::Interrupted) => {
+                interrupted = true;
+                break;
+            }
+            Err(e) => failures.push(format!("{}-{}: {e}", p.first, p.second)),
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    if interrupted {
+        rec.finish()?;
+        return Err(CliError::new(
+            ErrorClass::Interrupted,
+            format!(
+                "interrupted: {} pairs measured{}",
+                matrix.measured_pairs(),
+                if args.output.out.is_some() {
+                    "; rerun with the same --out to continue"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    let home_policy = match args.home_node {
+        Some(n) => format!("node:{n}"),
+        None => "first-cpu-node".into(),
+    };
+    let mut notes: Vec<String> = failures.iter().map(|f| format!("pair {f}")).collect();
+    notes.extend(run_warnings.iter().map(|w| w.message.clone()));
+    finish(
+        args,
+        &mut rec,
+        matrix,
+        Some(&machine),
+        MatrixMeta {
+            variant: variant.name().into(),
+            statistic: "median".into(),
+            home_node_policy: Some(home_policy.clone()),
+            selection: Some(plan.selection.clone()),
+            origin: Origin::Measured,
+            key: format!("c2c/matrix/{}/{home_policy}", variant.name()),
+            extra_notes: notes,
+        },
+    )?;
+    rec.finish()?;
+    if !failures.is_empty() {
+        return Err(CliError::new(
+            ErrorClass::Partial,
+            format!(
+                "{} pair(s) failed, the others were measured: {}",
+                failures.len(),
+                failures.join("; ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn human_seconds(s: f64) -> String {
+    if s < 90.0 {
+        format!("{s:.0} s")
+    } else if s < 5400.0 {
+        format!("{:.0} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3600.0)
+    }
+}
+
+fn finish(
+    args: &C2cArgs,
+    rec: &mut Recorder,
+    matrix: LatencyMatrix,
+    machine: Option<&Machine>,
+    meta: MatrixMeta,
+) -> CliResult {
+    let structure = structure::infer(&matrix);
+    let comparison = machine.map(|m| compare(&matrix, &structure, m));
+    if let Some(path) = &args.export_csv {
+        let write = || -> std::io::Result<()> {
+            let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+            numalab_c2c::csv::write(&matrix, &mut f)?;
+            std::io::Write::flush(&mut f)
+        };
+        write().map_err(|e| {
+            CliError::new(
+                ErrorClass::Runtime,
+                format!("{}: cannot write: {e}", path.display()),
+            )
+        })?;
+    }
+    let positions = heatmap::order(
+        &matrix,
+        Some(&structure),
+        match args.order {
+            OrderArg::Os => Order::Os,
+            OrderArg::Group => Order::Group,
+        },
+    );
+    if let Some(path) = &args.svg {
+        let title = format!(
+            "core-to-core latency ({}), {} CPUs",
+            meta.variant,
+            matrix.n()
+        );
+        std::fs::write(path, heatmap::svg(&matrix, &positions, &title)).map_err(|e| {
+            CliError::new(
+                ErrorClass::Runtime,
+                format!("{}: cannot write: {e}", path.display()),
+            )
+        })?;
+    }
+    let mut notes = structure.notes.clone();
+    notes.extend(meta.extra_notes.iter().cloned());
+    let confidence = if meta.extra_notes.iter().any(|n| n.starts_with("pair ")) {
+        Confidence::Low
+    } else {
+        structure.confidence
+    };
+    let record = MatrixRecord {
+        cpus: matrix.cpus().to_vec(),
+        matrix_ns: matrix.rows(),
+        groups: structure
+            .levels
+            .iter()
+            .map(|l| {
+                l.groups
+                    .iter()
+                    .map(|g| GroupJson {
+                        cpus: g.cpus.clone(),
+                        intra_ns: g.intra_ns,
+                        inter_ns: g.inter_ns,
+                    })
+                    .collect()
+            })
+            .collect(),
+        levels: structure
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LevelJson {
+                evidence: l.evidence,
+                separation: l.separation,
+                intra_ns: l.intra_ns,
+                inter_ns: l.inter_ns,
+                hwloc: comparison
+                    .as_ref()
+                    .and_then(|c| c.level_names.get(i).cloned().flatten()),
+            })
+            .collect(),
+        variant: meta.variant.clone(),
+        statistic: meta.statistic.clone(),
+        home_node_policy: meta.home_node_policy.clone(),
+        selection: meta.selection.clone(),
+        confidence,
+        notes: notes.clone(),
+        topology_comparison: comparison
+            .as_ref()
+            .map(|c| c.sentences.clone())
+            .unwrap_or_default(),
+    };
+    rec.push(Record::new(meta.key.clone(), meta.origin, &record))?;
+    if !rec.json() {
+        print_human(
+            &matrix,
+            &structure,
+            comparison.as_ref(),
+            &meta,
+            &notes,
+            &positions,
+        );
+    }
+    Ok(())
+}
+
+fn print_human(
+    matrix: &LatencyMatrix,
+    structure: &Structure,
+    comparison: Option<&Comparison>,
+    meta: &MatrixMeta,
+    notes: &[String],
+    positions: &[usize],
+) {
+    let how = match meta.variant.as_str() {
+        "imported" => "imported matrix".to_string(),
+        v => format!(
+            "{} ping-pong, line on {}, median of samples",
+            v.to_uppercase(),
+            match meta.home_node_policy.as_deref() {
+                Some("first-cpu-node") | None => "the first CPU's node".to_string(),
+                Some(p) => p.replace("node:", "node "),
+            }
+        ),
+    };
+    println!(
+        "{}",
+        paint(
+            "1",
+            &format!(
+                "core-to-core latency: {} CPUs, {} of {} pairs ({how})",
+                matrix.n(),
+                matrix.measured_pairs(),
+                matrix.total_pairs()
+            )
+        )
+    );
+    if matrix.n() == 2 {
+        if let Some(v) = matrix.get(1, 0) {
+            println!(
+                "CPU {} <-> CPU {}: {}",
+                matrix.cpus()[1],
+                matrix.cpus()[0],
+                units::nanos(v)
+            );
+        }
+    } else {
+        print!("{}", heatmap::terminal(matrix, positions, color(), 64));
+    }
+    if structure.levels.is_empty() {
+        println!("structure: no groups stand out from the latencies");
+    } else {
+        println!(
+            "structure ({} confidence), finest level first:",
+            match structure.confidence {
+                Confidence::High => "high",
+                Confidence::Low => "low",
+            }
+        );
+    }
+    for (i, l) in structure.levels.iter().enumerate() {
+        let name = comparison
+            .and_then(|c| c.level_names.get(i).cloned().flatten())
+            .map(|n| format!(", matches hwloc's {n}"))
+            .unwrap_or_default();
+        let first: Vec<String> = l
+            .groups
+            .iter()
+            .filter(|g| g.cpus.len() > 1)
+            .take(3)
+            .map(|g| format!("[{}]", numalab_schema::cpulist::format(&g.cpus)))
+            .collect();
+        println!(
+            "  level {}: {} groups ({}) at {} inside vs {} between ({:?} evidence{name}); e.g. {}",
+            i + 1,
+            l.groups.len(),
+            l.shape(),
+            l.intra_ns.map(units::nanos).unwrap_or_else(|| "?".into()),
+            l.inter_ns.map(units::nanos).unwrap_or_else(|| "?".into()),
+            l.evidence,
+            first.join(" ")
+        );
+    }
+    if let Some(c) = comparison {
+        for s in &c.sentences {
+            println!("{}", paint("33", &format!("finding: {s}")));
+        }
+    }
+    for n in notes {
+        println!("note: {n}");
+    }
+}
