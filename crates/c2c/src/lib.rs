@@ -12,6 +12,7 @@ pub mod csv;
 pub mod heatmap;
 pub mod matrix;
 pub mod pingpong;
+pub mod record;
 pub mod structure;
 
 pub use matrix::{LatencyMatrix, Pair, Plan};

@@ -17,10 +17,8 @@ use numalab_c2c::matrix::{LatencyMatrix, Plan, Selection};
 use numalab_c2c::pingpong::{self, Config, Variant};
 use numalab_c2c::structure::{self, Confidence, Structure};
 use numalab_schema::record::Host;
-use numalab_schema::{units, ErrorClass, Machine, Origin, Record, RecordKind, Warning};
-use numalab_stats::Summary;
+use numalab_schema::{units, ErrorClass, Machine, Origin, Record, Warning};
 use numalab_topo::bind::HwlocPlacer;
-use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// Ping-pong variant (command line).
@@ -101,92 +99,7 @@ pub struct C2cArgs {
     pub output: OutputArgs,
 }
 
-/// One measured pair (`c2c.pair`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PairRecord {
-    /// CPU of the first thread (starts and times each round trip).
-    pub first: u32,
-    /// CPU of the answering thread.
-    pub second: u32,
-    /// "cas" or "flag".
-    pub variant: String,
-    /// Node asked for the line (null: first touch by the first thread).
-    pub home_node_requested: Option<u32>,
-    /// Node the kernel placed the line on.
-    pub home_node: Option<u32>,
-    /// Round trips per sample.
-    pub round_trips: u32,
-    /// Median half round-trip time over samples, ns (the matrix value).
-    pub latency_ns: f64,
-    /// Statistics of the samples (ns).
-    pub summary: Summary,
-    /// Half round-trip time of each sample, ns.
-    pub samples_ns: Vec<f64>,
-    /// Wall time of the pair (setup, warm-up, samples), ns.
-    pub wall_ns: u64,
-}
-
-impl RecordKind for PairRecord {
-    const KIND: &'static str = "c2c.pair";
-}
-
-/// One group in the JSON contract.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GroupJson {
-    /// CPU ids.
-    pub cpus: Vec<u32>,
-    /// Median latency inside the group, ns.
-    pub intra_ns: Option<f64>,
-    /// Median latency to the other groups of the same parent, ns.
-    pub inter_ns: Option<f64>,
-}
-
-/// What a level is, next to `groups`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LevelJson {
-    /// "latency", "profile" or "both".
-    pub evidence: structure::Evidence,
-    /// Median per-CPU separation (nearest outsider / farthest mate).
-    pub separation: f64,
-    /// Median latency inside groups, ns.
-    pub intra_ns: Option<f64>,
-    /// Median latency between groups of the same parent, ns.
-    pub inter_ns: Option<f64>,
-    /// The hwloc partition this level matches, if any.
-    pub hwloc: Option<String>,
-}
-
-/// The matrix and its structure (`c2c.matrix`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MatrixRecord {
-    /// CPU ids, in matrix order.
-    pub cpus: Vec<u32>,
-    /// Half round-trip latency, ns; `matrix_ns[i][j]` between `cpus[i]` and `cpus[j]`;
-    /// null on the diagonal and where unmeasured.
-    pub matrix_ns: Vec<Vec<Option<f64>>>,
-    /// Levels of groups, finest first.
-    pub groups: Vec<Vec<GroupJson>>,
-    /// For each level of `groups`: how it was found and what hwloc calls it.
-    pub levels: Vec<LevelJson>,
-    /// "cas", "flag" or "imported".
-    pub variant: String,
-    /// Statistic of the samples used as the cell value ("median"; "as imported").
-    pub statistic: String,
-    /// Where the line lived: "first-cpu-node" or "node:N" (null when imported).
-    pub home_node_policy: Option<String>,
-    /// How the pairs were chosen.
-    pub selection: Option<Selection>,
-    /// "high" or "low".
-    pub confidence: Confidence,
-    /// Why the confidence is low, and facts about the input.
-    pub notes: Vec<String>,
-    /// Disagreements between latency and hwloc, in sentences.
-    pub topology_comparison: Vec<String>,
-}
-
-impl RecordKind for MatrixRecord {
-    const KIND: &'static str = "c2c.matrix";
-}
+pub use numalab_c2c::record::{GroupJson, LevelJson, MatrixRecord, PairRecord};
 
 /// Runs `numalab c2c`.
 pub fn run(args: C2cArgs) -> CliResult {
@@ -248,14 +161,14 @@ fn run_import(args: &C2cArgs, path: &std::path::Path) -> CliResult {
     Ok(())
 }
 
-struct MatrixMeta {
-    variant: String,
-    statistic: String,
-    home_node_policy: Option<String>,
-    selection: Option<Selection>,
-    origin: Origin,
-    key: String,
-    extra_notes: Vec<String>,
+pub(crate) struct MatrixMeta {
+    pub(crate) variant: String,
+    pub(crate) statistic: String,
+    pub(crate) home_node_policy: Option<String>,
+    pub(crate) selection: Option<Selection>,
+    pub(crate) origin: Origin,
+    pub(crate) key: String,
+    pub(crate) extra_notes: Vec<String>,
 }
 
 fn pair_key(variant: Variant, home: Option<u32>, first: u32, second: u32) -> String {
@@ -338,6 +251,85 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         Origin::Measured,
         numalab_topo::system::host(&machine),
     )?;
+    let Measured {
+        matrix,
+        failures,
+        run_warnings,
+        interrupted,
+    } = measure_plan(&placer, &plan, &cfg, &clock, &mut rec, full)?;
+    if interrupted {
+        rec.finish()?;
+        return Err(CliError::new(
+            ErrorClass::Interrupted,
+            format!(
+                "interrupted: {} pairs measured{}",
+                matrix.measured_pairs(),
+                if args.output.out.is_some() {
+                    "; rerun with the same --out to continue"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    let home_policy = match args.home_node {
+        Some(n) => format!("node:{n}"),
+        None => "first-cpu-node".into(),
+    };
+    let mut notes: Vec<String> = failures.iter().map(|f| format!("pair {f}")).collect();
+    notes.extend(run_warnings.iter().map(|w| w.message.clone()));
+    finish(
+        args,
+        &mut rec,
+        matrix,
+        Some(&machine),
+        MatrixMeta {
+            variant: variant.name().into(),
+            statistic: "median".into(),
+            home_node_policy: Some(home_policy.clone()),
+            selection: Some(plan.selection.clone()),
+            origin: Origin::Measured,
+            key: format!("c2c/matrix/{}/{home_policy}", variant.name()),
+            extra_notes: notes,
+        },
+    )?;
+    rec.finish()?;
+    if !failures.is_empty() {
+        return Err(CliError::new(
+            ErrorClass::Partial,
+            format!(
+                "{} pair(s) failed, the others were measured: {}",
+                failures.len(),
+                failures.join("; ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What [`measure_plan`] produced.
+pub(crate) struct Measured {
+    /// The matrix, with pairs from the journal and from this run.
+    pub matrix: LatencyMatrix,
+    /// Pairs that failed, in words.
+    pub failures: Vec<String>,
+    /// Warnings about the whole run (clock, short samples).
+    pub run_warnings: Vec<Warning>,
+    /// Stopped by Ctrl-C.
+    pub interrupted: bool,
+}
+
+/// Measures the pairs of `plan` that the journal does not have yet, writing each as it
+/// is measured (also used by `numalab evaluate`).
+pub(crate) fn measure_plan(
+    placer: &dyn numalab_topo::bind::Placer,
+    plan: &Plan,
+    cfg: &Config,
+    clock: &numalab_clock::ClockCheck,
+    rec: &mut Recorder,
+    full: usize,
+) -> Result<Measured, CliError> {
+    let variant = cfg.variant;
     let mut run_warnings: Vec<Warning> = clock
         .problems()
         .into_iter()
@@ -350,7 +342,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
             .and_then(Result::ok)
             .map(|p| (r, p))
     }) {
-        if r.key == pair_key(variant, args.home_node, p.first, p.second) {
+        if r.key == pair_key(variant, cfg.home_node, p.first, p.second) {
             if let (Some(i), Some(j)) = (matrix.index_of(p.first), matrix.index_of(p.second)) {
                 matrix.set(i, j, p.latency_ns);
             }
@@ -359,7 +351,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
     let todo: Vec<_> = plan
         .pairs
         .iter()
-        .filter(|p| !rec.done(&pair_key(variant, args.home_node, p.first, p.second)))
+        .filter(|p| !rec.done(&pair_key(variant, cfg.home_node, p.first, p.second)))
         .copied()
         .collect();
     // Estimate from a short pilot on the first pair to do.
@@ -371,7 +363,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
             warmup_samples: 1,
             ..cfg.clone()
         };
-        let pilot = pingpong::measure_pair(&placer, p.first, p.second, &pilot_cfg, &stop)?;
+        let pilot = pingpong::measure_pair(placer, p.first, p.second, &pilot_cfg, &stop)?;
         let per_rt = pilot.summary().map(|s| s.median * 2.0).unwrap_or(200.0);
         let per_pair =
             per_rt * f64::from(cfg.round_trips) * f64::from(cfg.samples + cfg.warmup_samples) + 2e5;
@@ -423,7 +415,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
             break;
         }
         bar.set_message(format!("{}-{}", p.first, p.second));
-        match pingpong::measure_pair(&placer, p.first, p.second, &cfg, &stop) {
+        match pingpong::measure_pair(placer, p.first, p.second, &cfg, &stop) {
             Ok(m) => {
                 let Some(summary) = m.summary() else { continue };
                 let mut warnings = Vec::new();
@@ -462,7 +454,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
                 }
                 rec.push(
                     Record::new(
-                        pair_key(variant, args.home_node, pr.first, pr.second),
+                        pair_key(variant, cfg.home_node, pr.first, pr.second),
                         Origin::Measured,
                         &pr,
                     )
@@ -478,54 +470,12 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    if interrupted {
-        rec.finish()?;
-        return Err(CliError::new(
-            ErrorClass::Interrupted,
-            format!(
-                "interrupted: {} pairs measured{}",
-                matrix.measured_pairs(),
-                if args.output.out.is_some() {
-                    "; rerun with the same --out to continue"
-                } else {
-                    ""
-                }
-            ),
-        ));
-    }
-    let home_policy = match args.home_node {
-        Some(n) => format!("node:{n}"),
-        None => "first-cpu-node".into(),
-    };
-    let mut notes: Vec<String> = failures.iter().map(|f| format!("pair {f}")).collect();
-    notes.extend(run_warnings.iter().map(|w| w.message.clone()));
-    finish(
-        args,
-        &mut rec,
+    Ok(Measured {
         matrix,
-        Some(&machine),
-        MatrixMeta {
-            variant: variant.name().into(),
-            statistic: "median".into(),
-            home_node_policy: Some(home_policy.clone()),
-            selection: Some(plan.selection.clone()),
-            origin: Origin::Measured,
-            key: format!("c2c/matrix/{}/{home_policy}", variant.name()),
-            extra_notes: notes,
-        },
-    )?;
-    rec.finish()?;
-    if !failures.is_empty() {
-        return Err(CliError::new(
-            ErrorClass::Partial,
-            format!(
-                "{} pair(s) failed, the others were measured: {}",
-                failures.len(),
-                failures.join("; ")
-            ),
-        ));
-    }
-    Ok(())
+        failures,
+        run_warnings,
+        interrupted,
+    })
 }
 
 fn human_seconds(s: f64) -> String {
@@ -538,49 +488,14 @@ fn human_seconds(s: f64) -> String {
     }
 }
 
-fn finish(
-    args: &C2cArgs,
-    rec: &mut Recorder,
-    matrix: LatencyMatrix,
+/// The `c2c.matrix` record of a matrix: structure, hwloc comparison, notes.
+pub(crate) fn matrix_record(
+    matrix: &LatencyMatrix,
     machine: Option<&Machine>,
-    meta: MatrixMeta,
-) -> CliResult {
-    let structure = structure::infer(&matrix);
-    let comparison = machine.map(|m| compare(&matrix, &structure, m));
-    if let Some(path) = &args.export_csv {
-        let write = || -> std::io::Result<()> {
-            let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-            numalab_c2c::csv::write(&matrix, &mut f)?;
-            std::io::Write::flush(&mut f)
-        };
-        write().map_err(|e| {
-            CliError::new(
-                ErrorClass::Runtime,
-                format!("{}: cannot write: {e}", path.display()),
-            )
-        })?;
-    }
-    let positions = heatmap::order(
-        &matrix,
-        Some(&structure),
-        match args.order {
-            OrderArg::Os => Order::Os,
-            OrderArg::Group => Order::Group,
-        },
-    );
-    if let Some(path) = &args.svg {
-        let title = format!(
-            "core-to-core latency ({}), {} CPUs",
-            meta.variant,
-            matrix.n()
-        );
-        std::fs::write(path, heatmap::svg(&matrix, &positions, &title)).map_err(|e| {
-            CliError::new(
-                ErrorClass::Runtime,
-                format!("{}: cannot write: {e}", path.display()),
-            )
-        })?;
-    }
+    meta: &MatrixMeta,
+) -> (MatrixRecord, Structure, Option<Comparison>) {
+    let structure = structure::infer(matrix);
+    let comparison = machine.map(|m| compare(matrix, &structure, m));
     let mut notes = structure.notes.clone();
     notes.extend(meta.extra_notes.iter().cloned());
     let confidence = if meta.extra_notes.iter().any(|n| n.starts_with("pair ")) {
@@ -624,12 +539,58 @@ fn finish(
         home_node_policy: meta.home_node_policy.clone(),
         selection: meta.selection.clone(),
         confidence,
-        notes: notes.clone(),
+        notes,
         topology_comparison: comparison
             .as_ref()
             .map(|c| c.sentences.clone())
             .unwrap_or_default(),
     };
+    (record, structure, comparison)
+}
+
+fn finish(
+    args: &C2cArgs,
+    rec: &mut Recorder,
+    matrix: LatencyMatrix,
+    machine: Option<&Machine>,
+    meta: MatrixMeta,
+) -> CliResult {
+    let (record, structure, comparison) = matrix_record(&matrix, machine, &meta);
+    if let Some(path) = &args.export_csv {
+        let write = || -> std::io::Result<()> {
+            let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+            numalab_c2c::csv::write(&matrix, &mut f)?;
+            std::io::Write::flush(&mut f)
+        };
+        write().map_err(|e| {
+            CliError::new(
+                ErrorClass::Runtime,
+                format!("{}: cannot write: {e}", path.display()),
+            )
+        })?;
+    }
+    let positions = heatmap::order(
+        &matrix,
+        Some(&structure),
+        match args.order {
+            OrderArg::Os => Order::Os,
+            OrderArg::Group => Order::Group,
+        },
+    );
+    if let Some(path) = &args.svg {
+        let title = format!(
+            "core-to-core latency ({}), {} CPUs",
+            meta.variant,
+            matrix.n()
+        );
+        std::fs::write(path, heatmap::svg(&matrix, &positions, &title)).map_err(|e| {
+            CliError::new(
+                ErrorClass::Runtime,
+                format!("{}: cannot write: {e}", path.display()),
+            )
+        })?;
+    }
+    let notes = record.notes.clone();
     rec.push(Record::new(meta.key.clone(), meta.origin, &record))?;
     if !rec.json() {
         print_human(
