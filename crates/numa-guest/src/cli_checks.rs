@@ -305,6 +305,31 @@ pub fn table(layout: &Layout) -> Vec<CliCheck> {
             expect(out.contains(&line), format!("{line:?} in:\n{out}"))?;
             Ok(format!("node line and {line}"))
         }),
+        CliCheck::text("topo.tree", ["topo", "--tree"], |l, out| {
+            let mut memory_only = Vec::new();
+            for node in &l.nodes {
+                let tag = format!("NUMA {} (", node.id);
+                let line = out
+                    .lines()
+                    .find(|line| line.contains(&tag))
+                    .ok_or_else(|| format!("expected {tag:?} in the tree:\n{out}"))?;
+                expect(
+                    line.contains("(no CPUs)") == node.cpus.is_empty(),
+                    format!(
+                        "\"(no CPUs)\" on node {}'s line only if memory-only: {line:?}",
+                        node.id
+                    ),
+                )?;
+                if node.cpus.is_empty() {
+                    memory_only.push(line.trim().to_string());
+                }
+            }
+            Ok(format!(
+                "all {} nodes in the tree; memory-only: {}",
+                l.nodes.len(),
+                memory_only.join("; ")
+            ))
+        }),
         CliCheck::json(
             "topo.xml-roundtrip",
             ["topo", "--input", "/tmp/guest.xml", "--json"],
