@@ -9,7 +9,8 @@ set -euo pipefail
 pkgs=(libhwloc-dev libudev-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
   # Keep in sync with README ("What the tests need").
-  pkgs+=()
+  # The NUMA test guest (docs/numa-guest.md): QEMU, Debian's kernel, busybox, cpio, xz.
+  pkgs+=(qemu-system-x86 linux-image-amd64 busybox-static cpio xz-utils)
 fi
 
 missing=()

@@ -41,7 +41,13 @@ pub fn describe(loaded: &Loaded) -> Machine {
         packages.iter().position(|p| p.cpus.contains(&first))
     };
 
-    let numa_nodes: Vec<NumaNode> = topo
+    // hwloc gives a NUMA node the cpuset of the object it hangs from: its locality,
+    // which is what `cpus` holds. A memory-only node (HBM, MCDRAM, NVM, CXL, or a
+    // CPU-less node hwloc attached next to its nearest CPU node) shares or exceeds a CPU
+    // node's locality, while Linux lists each CPU under one node only. A PU belongs to
+    // the node with the smallest locality holding it, DRAM before other memory kinds,
+    // then the lowest OS index; a node to which no PU belongs is memory-only.
+    let mut numa_nodes: Vec<NumaNode> = topo
         .objects_with_type(ObjectType::NUMANode)
         .map(|o| {
             let cpus = cpus_of(o);
@@ -66,6 +72,28 @@ pub fn describe(loaded: &Loaded) -> Machine {
             }
         })
         .collect();
+    let owner_of = |nodes: &[NumaNode], pu: u32| -> Option<u32> {
+        nodes
+            .iter()
+            .filter(|n| n.cpus.contains(&pu))
+            .min_by_key(|n| {
+                let dram = n.subtype.as_deref().is_none_or(|s| s == "DRAM");
+                (n.cpus.len(), !dram, n.os_index)
+            })
+            .map(|n| n.os_index)
+    };
+    let owns: Vec<bool> = numa_nodes
+        .iter()
+        .map(|n| {
+            n.cpus
+                .iter()
+                .any(|&p| owner_of(&numa_nodes, p) == Some(n.os_index))
+        })
+        .collect();
+    for (n, owns) in numa_nodes.iter_mut().zip(owns) {
+        n.has_cpus = owns;
+    }
+    numa_nodes.sort_by_key(|n| n.os_index);
 
     let cpu_kinds = collect_cpu_kinds(topo);
     let kind_of = |cpus: &[u32]| -> Option<usize> {
@@ -98,13 +126,21 @@ pub fn describe(loaded: &Loaded) -> Machine {
             let siblings = core
                 .map(|c| cores[c].pus.iter().copied().filter(|&p| p != id).collect())
                 .unwrap_or_default();
-            // The node a thread on this PU allocates from: the first node with memory
-            // among those whose cpuset holds the PU.
-            let numa_node = numa_nodes
-                .iter()
-                .filter(|n| n.cpus.contains(&id))
-                .min_by_key(|n| (n.memory_bytes == 0, n.os_index))
-                .map(|n| n.os_index);
+            // The node a thread on this PU allocates from: the node it belongs to if
+            // that has memory, else the first node with memory whose locality holds it.
+            let numa_node = owner_of(&numa_nodes, id)
+                .filter(|o| {
+                    numa_nodes
+                        .iter()
+                        .any(|n| n.os_index == *o && n.memory_bytes > 0)
+                })
+                .or_else(|| {
+                    numa_nodes
+                        .iter()
+                        .filter(|n| n.cpus.contains(&id) && n.memory_bytes > 0)
+                        .min_by_key(|n| n.os_index)
+                        .map(|n| n.os_index)
+                });
             Pu {
                 os_index: id,
                 core,

@@ -159,6 +159,8 @@ fn numa_line(m: &Machine) -> String {
         .map(|n| {
             let cpus = if n.cpus.is_empty() {
                 "no CPUs".to_string()
+            } else if !n.has_cpus {
+                format!("no CPUs, near CPUs {}", cpulist::format(&n.cpus))
             } else {
                 format!("CPUs {}", cpulist::format(&n.cpus))
             };
@@ -398,9 +400,12 @@ pub fn tree(m: &Machine) -> String {
     }
     // Attach NUMA nodes as memory of the smallest node covering their CPUs.
     for n in &m.numa_nodes {
-        let desc = format!("NUMA {} ({})", n.os_index, node_memory(n));
+        let mut desc = format!("NUMA {} ({})", n.os_index, node_memory(n));
+        if !n.has_cpus {
+            desc.push_str(" (no CPUs)");
+        }
         if n.cpus.is_empty() {
-            root.memory.push(format!("{desc} (no CPUs)"));
+            root.memory.push(desc);
             continue;
         }
         let cpus = sorted(&n.cpus);

@@ -177,6 +177,41 @@ fn memory_side_caches_and_memory_only_nodes() {
 }
 
 #[test]
+fn memory_only_nodes_are_told_apart_like_linux_does() {
+    // hwloc gives a memory-only node the cpuset of its locality (kept in `cpus`); Linux
+    // lists each CPU under one node only. Expected: the snapshot's own
+    // sys/devices/system/node/node*/cpulist (nodes 0-2 have CPUs, 4, 6, 8, 9 none).
+    let m = load("fakeheteromemtiers.tar.bz2");
+    let nodes: Vec<(u32, bool)> = m
+        .numa_nodes
+        .iter()
+        .map(|n| (n.os_index, n.has_cpus))
+        .collect();
+    assert_eq!(
+        nodes,
+        vec![
+            (0, true),
+            (1, true),
+            (2, true),
+            (4, false),
+            (6, false),
+            (8, false),
+            (9, false)
+        ]
+    );
+    assert_eq!(m.node(8).unwrap().cpus, vec![0, 1], "locality kept");
+    assert_eq!(m.pu(0).unwrap().numa_node, Some(0));
+    assert_eq!(m.pu(5).unwrap().numa_node, Some(2));
+    // Xeon Phi in flat mode: the MCDRAM node has no CPUs of its own.
+    let m = load("llnl-knl-quad-flat-hwloc1.xml");
+    assert_eq!(
+        m.cpu_nodes().map(|n| n.os_index).collect::<Vec<_>>(),
+        vec![0]
+    );
+    assert!(m.pus.iter().all(|p| p.numa_node == Some(0)));
+}
+
+#[test]
 fn topology_hash_is_structural() {
     let a = load("Intel-Skylake-2xXeon6140.xml");
     let mut b = a.clone();

@@ -415,7 +415,7 @@ pub(crate) fn measure_plan(
             break;
         }
         bar.set_message(format!("{}-{}", p.first, p.second));
-        match pingpong::measure_pair(placer, p.first, p.second, &cfg, &stop) {
+        match pingpong::measure_pair(placer, p.first, p.second, cfg, &stop) {
             Ok(m) => {
                 let Some(summary) = m.summary() else { continue };
                 let mut warnings = Vec::new();

@@ -1,0 +1,466 @@
+//! The table of `numalab` command lines run in the guest, each with an assertion on
+//! its output: the place to add a check for a new multi-node command.
+//!
+//! A [`CliCheck`] runs `numalab ARGS` (after optional setup commands), requires an
+//! exit code (0 unless said otherwise) and hands the parsed `--json` output (or the
+//! text) to an assertion that returns `Ok(what was seen)` or `Err(what is wrong)`.
+//! The assertion gets the [`Layout`] QEMU was started with, so expectations come from
+//! the configuration, not from the guest. To add a check, add one entry to the list
+//! in [`table`]:
+//!
+//! ```
+//! # use numalab_numa_guest::cli_checks::{expect, records, CliCheck};
+//! # let entry =
+//! CliCheck::json(
+//!     "mem.bandwidth.matrix",
+//!     ["mem", "bandwidth", "--matrix", "--size", "4MiB", "--json"],
+//!     |layout, json| {
+//!         let cells = records(json, "mem.bandwidth")?;
+//!         let n = layout.nodes.len();
+//!         expect(cells.len() == n * n, format!("{n} x {n} cells, got {}", cells.len()))?;
+//!         Ok(format!("{} cells", cells.len()))
+//!     },
+//! )
+//! # ;
+//! # assert_eq!(entry.args[0], "mem");
+//! ```
+
+use crate::checks::{compare_machine, Check, CheckResult, Ctx};
+use crate::layout::Layout;
+use numalab_schema::{cpulist, Machine};
+use serde_json::Value;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// An assertion on JSON output.
+pub type JsonAssertion = Box<dyn Fn(&Layout, &Value) -> CheckResult + Send + Sync>;
+/// An assertion on text output.
+pub type TextAssertion = Box<dyn Fn(&Layout, &str) -> CheckResult + Send + Sync>;
+
+/// An assertion on a command's output.
+pub enum Assertion {
+    /// On stdout parsed as JSON.
+    Json(JsonAssertion),
+    /// On stdout as text.
+    Text(TextAssertion),
+}
+
+/// A numalab command line run in the guest and what its output must show.
+pub struct CliCheck {
+    /// Check name (unique, dotted: `area.what`).
+    pub name: String,
+    /// Commands run first, in order; each must exit 0 (e.g. to write an input file).
+    pub setup: Vec<Vec<String>>,
+    /// The checked command's arguments (after `numalab`).
+    pub args: Vec<String>,
+    /// The exit code it must return.
+    pub exit_code: i32,
+    /// Longest time any one command may take in the guest (TCG is slow).
+    pub timeout: Duration,
+    /// The assertion.
+    pub assert: Assertion,
+}
+
+fn strings<const N: usize>(args: [&str; N]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+impl CliCheck {
+    /// A check whose stdout is JSON.
+    pub fn json<const N: usize>(
+        name: &str,
+        args: [&str; N],
+        f: impl Fn(&Layout, &Value) -> CheckResult + Send + Sync + 'static,
+    ) -> CliCheck {
+        CliCheck {
+            name: name.into(),
+            setup: Vec::new(),
+            args: strings(args),
+            exit_code: 0,
+            timeout: Duration::from_secs(120),
+            assert: Assertion::Json(Box::new(f)),
+        }
+    }
+
+    /// A check on stdout as text.
+    pub fn text<const N: usize>(
+        name: &str,
+        args: [&str; N],
+        f: impl Fn(&Layout, &str) -> CheckResult + Send + Sync + 'static,
+    ) -> CliCheck {
+        CliCheck {
+            name: name.into(),
+            setup: Vec::new(),
+            args: strings(args),
+            exit_code: 0,
+            timeout: Duration::from_secs(120),
+            assert: Assertion::Text(Box::new(f)),
+        }
+    }
+
+    /// Runs `numalab ARGS` first (must exit 0).
+    pub fn after<const N: usize>(mut self, args: [&str; N]) -> CliCheck {
+        self.setup.push(strings(args));
+        self
+    }
+
+    /// The checked command must exit with this code (for bad-input checks; stdout is
+    /// still handed to the assertion, stderr is appended to a text assertion's input).
+    pub fn exit(mut self, code: i32) -> CliCheck {
+        self.exit_code = code;
+        self
+    }
+
+    /// A longer or shorter per-command timeout.
+    pub fn timeout(mut self, t: Duration) -> CliCheck {
+        self.timeout = t;
+        self
+    }
+
+    /// The runnable check.
+    pub fn into_check(self) -> Check {
+        let name = self.name.clone();
+        Check::new(name, move |ctx: &Ctx| self.run(ctx))
+    }
+
+    fn run(&self, ctx: &Ctx) -> CheckResult {
+        for s in &self.setup {
+            let out = run_numalab(ctx, s, self.timeout)?;
+            if out.code != Some(0) {
+                return Err(format!(
+                    "setup `numalab {}` exited with {:?}: {}",
+                    s.join(" "),
+                    out.code,
+                    tail(&out.stderr)
+                ));
+            }
+        }
+        let out = run_numalab(ctx, &self.args, self.timeout)?;
+        let cmd = format!("numalab {}", self.args.join(" "));
+        if out.code != Some(self.exit_code) {
+            return Err(format!(
+                "`{cmd}` exited with {:?}, expected {}; stderr: {}",
+                out.code,
+                self.exit_code,
+                tail(&out.stderr)
+            ));
+        }
+        let seen = match &self.assert {
+            Assertion::Json(f) => {
+                let v: Value = serde_json::from_str(&out.stdout).map_err(|e| {
+                    format!("`{cmd}` did not print JSON ({e}): {}", tail(&out.stdout))
+                })?;
+                f(&ctx.layout, &v)
+            }
+            Assertion::Text(f) => {
+                let text = if self.exit_code == 0 {
+                    out.stdout.clone()
+                } else {
+                    format!("{}{}", out.stdout, out.stderr)
+                };
+                f(&ctx.layout, &text)
+            }
+        };
+        seen.map(|s| format!("`{cmd}`: {s}"))
+            .map_err(|e| format!("`{cmd}`: {e}"))
+    }
+}
+
+/// What a command did.
+pub struct CmdOutput {
+    /// Exit code (None: killed by a signal).
+    pub code: Option<i32>,
+    /// Its stdout.
+    pub stdout: String,
+    /// Its stderr.
+    pub stderr: String,
+}
+
+/// Runs the guest's numalab with a timeout; the child is killed if it overruns.
+pub fn run_numalab(ctx: &Ctx, args: &[String], timeout: Duration) -> Result<CmdOutput, String> {
+    let mut child = Command::new(&ctx.numalab)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", ctx.numalab.display()))?;
+    let mut so = child.stdout.take().expect("piped");
+    let mut se = child.stderr.take().expect("piped");
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(st) => break st,
+            None if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "`numalab {}` ran longer than {} s and was killed",
+                    args.join(" "),
+                    timeout.as_secs()
+                ));
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    Ok(CmdOutput {
+        code: status.code(),
+        stdout: out_t.join().unwrap_or_default(),
+        stderr: err_t.join().unwrap_or_default(),
+    })
+}
+
+fn tail(s: &str) -> String {
+    let t = s.trim();
+    let start = t.len().saturating_sub(600);
+    let start = (start..=t.len())
+        .find(|i| t.is_char_boundary(*i))
+        .unwrap_or(t.len());
+    t[start..].to_string()
+}
+
+/// Fails with `what` unless `cond` holds.
+pub fn expect(cond: bool, what: impl Into<String>) -> Result<(), String> {
+    if cond {
+        Ok(())
+    } else {
+        Err(format!("expected {}", what.into()))
+    }
+}
+
+/// The `data` of every record of this `kind` in a bundle printed by `--json`
+/// (`{"envelope": .., "records": [{"kind": .., "data": ..}, ..]}`); an error if none.
+pub fn records<'a>(bundle: &'a Value, kind: &str) -> Result<Vec<&'a Value>, String> {
+    let recs = bundle
+        .get("records")
+        .and_then(Value::as_array)
+        .ok_or("no `records` array: not a results bundle")?;
+    let found: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r.get("kind").and_then(Value::as_str) == Some(kind))
+        .filter_map(|r| r.get("data"))
+        .collect();
+    if found.is_empty() {
+        let kinds: std::collections::BTreeSet<&str> = recs
+            .iter()
+            .filter_map(|r| r.get("kind").and_then(Value::as_str))
+            .collect();
+        return Err(format!(
+            "no record of kind {kind} (kinds present: {kinds:?})"
+        ));
+    }
+    Ok(found)
+}
+
+/// The table. Add checks for new multi-node commands here (see the module docs).
+pub fn table(layout: &Layout) -> Vec<CliCheck> {
+    // `layout` is there for checks generated per node or per pair (`layout.nodes`,
+    // `layout.nearest_and_farthest()`); assertions get it again when they run.
+    let _ = layout;
+    vec![
+        CliCheck::json("topo.json", ["topo", "--json"], |l, v| {
+            let m: Machine =
+                serde_json::from_value(v.clone()).map_err(|e| format!("not a Machine: {e}"))?;
+            expect(
+                matches!(m.source, numalab_schema::machine::MachineSource::Live),
+                "source live",
+            )?;
+            compare_machine(l, &m)
+        }),
+        CliCheck::text("topo.text", ["topo"], |l, out| {
+            let n = l.nodes.len();
+            expect(
+                out.contains(&format!("{n} NUMA nodes: ")),
+                format!("\"{n} NUMA nodes\" in:\n{out}"),
+            )?;
+            for node in &l.nodes {
+                let phrase = if node.cpus.is_empty() {
+                    format!("{} = no CPUs", node.id)
+                } else {
+                    format!("{} = CPUs {} (", node.id, cpulist::format(&node.cpus))
+                };
+                expect(out.contains(&phrase), format!("{phrase:?} in:\n{out}"))?;
+            }
+            let vals: std::collections::BTreeSet<u64> =
+                l.distances.iter().flatten().copied().collect();
+            let line = format!(
+                "distances (SLIT) {}",
+                vals.iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("/")
+            );
+            expect(out.contains(&line), format!("{line:?} in:\n{out}"))?;
+            Ok(format!("node line and {line}"))
+        }),
+        CliCheck::text("topo.tree", ["topo", "--tree"], |l, out| {
+            let mut memory_only = Vec::new();
+            for node in &l.nodes {
+                let tag = format!("NUMA {} (", node.id);
+                let line = out
+                    .lines()
+                    .find(|line| line.contains(&tag))
+                    .ok_or_else(|| format!("expected {tag:?} in the tree:\n{out}"))?;
+                expect(
+                    line.contains("(no CPUs)") == node.cpus.is_empty(),
+                    format!(
+                        "\"(no CPUs)\" on node {}'s line only if memory-only: {line:?}",
+                        node.id
+                    ),
+                )?;
+                if node.cpus.is_empty() {
+                    memory_only.push(line.trim().to_string());
+                }
+            }
+            Ok(format!(
+                "all {} nodes in the tree; memory-only: {}",
+                l.nodes.len(),
+                memory_only.join("; ")
+            ))
+        }),
+        CliCheck::json(
+            "topo.xml-roundtrip",
+            ["topo", "--input", "/tmp/guest.xml", "--json"],
+            |l, v| {
+                let m: Machine =
+                    serde_json::from_value(v.clone()).map_err(|e| format!("not a Machine: {e}"))?;
+                expect(
+                    matches!(
+                        m.source,
+                        numalab_schema::machine::MachineSource::HwlocXml { .. }
+                    ),
+                    "source hwloc_xml",
+                )?;
+                compare_machine(l, &m).map(|s| format!("exported and reloaded: {s}"))
+            },
+        )
+        .after(["topo", "--export-xml", "/tmp/guest.xml"]),
+        CliCheck::json("doctor.json", ["doctor", "--json"], |l, v| {
+            let checks = v
+                .get("checks")
+                .and_then(Value::as_array)
+                .ok_or("no checks array")?;
+            let find = |name: &str| {
+                checks
+                    .iter()
+                    .find(|c| c.get("name").and_then(Value::as_str) == Some(name))
+            };
+            let verdict = |c: &Value| {
+                c.get("verdict")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let detail = |c: &Value| {
+                c.get("detail")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let numa = find("numa").ok_or("no numa check")?;
+            let cpu_nodes = l.cpu_nodes().count();
+            let want = format!(
+                "{} NUMA node(s): {cpu_nodes} with CPUs, {} memory-only",
+                l.nodes.len(),
+                l.nodes.len() - cpu_nodes
+            );
+            expect(
+                verdict(numa) == "ok" && detail(numa).contains(&want),
+                format!("numa ok with {want:?}, got {numa}"),
+            )?;
+            let binding = find("binding").ok_or("no binding check")?;
+            expect(
+                verdict(binding) == "ok",
+                format!("binding ok, got {binding}"),
+            )?;
+            // The guest boots with numa_balancing=disable: doctor must read that.
+            expect(
+                find("numa-balancing").is_none(),
+                "no numa-balancing warning (the guest disables it)",
+            )?;
+            Ok(format!(
+                "numa: {}; binding: {}",
+                detail(numa),
+                detail(binding)
+            ))
+        }),
+        // Checks for commands that are not on main yet go here, one entry each, e.g.:
+        // - `numalab mem bandwidth --matrix` / `mem latency --matrix`: N x N records, the
+        //   placement obtained in each cell equal to the (cpu node, memory node) asked;
+        // - `numalab mem migrate`: pages end on the target node, bad nodes exit 2/4;
+        // - `numalab policy`: per-node page counts equal to what the policy asked.
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn records_are_found_by_kind() {
+        let b = json!({"envelope": {}, "records": [
+            {"key": "a", "kind": "mem.bandwidth", "data": {"gbps": 1}},
+            {"key": "b", "kind": "mem.latency", "data": {"ns": 2}},
+            {"key": "c", "kind": "mem.bandwidth", "data": {"gbps": 3}},
+        ]});
+        let r = records(&b, "mem.bandwidth").unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[1]["gbps"], 3);
+        let e = records(&b, "policy.pages").unwrap_err();
+        assert!(e.contains("mem.latency"), "{e}");
+        assert!(records(&json!({}), "x").is_err());
+    }
+
+    #[test]
+    fn the_table_builds_and_names_are_unique() {
+        let t = table(&Layout::standard());
+        let mut names: Vec<&str> = t.iter().map(|c| c.name.as_str()).collect();
+        assert!(names.contains(&"topo.json"));
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(n, names.len());
+        let rt = t.iter().find(|c| c.name == "topo.xml-roundtrip").unwrap();
+        assert_eq!(rt.setup.len(), 1);
+    }
+
+    #[test]
+    fn a_cli_check_fails_on_wrong_output_and_wrong_exit_code() {
+        // The point is the runner's verdicts, so stand-ins from the base system play
+        // the part of numalab.
+        let ctx = Ctx::new(Layout::standard(), "/bin/echo".into());
+        let ok = CliCheck::text("t.echo", ["hello"], |_, out| {
+            expect(out.trim() == "hello", "hello").map(|_| "saw hello".into())
+        })
+        .into_check();
+        assert_eq!(
+            (ok.run)(&ctx).unwrap(),
+            "`numalab hello`: saw hello",
+            "the runner passes stdout through"
+        );
+        let bad = CliCheck::json("t.json", ["not json"], |_, _| Ok(String::new())).into_check();
+        assert!((bad.run)(&ctx).unwrap_err().contains("did not print JSON"));
+        let code = CliCheck::text("t.code", ["x"], |_, _| Ok(String::new()))
+            .exit(3)
+            .into_check();
+        assert!((code.run)(&ctx).unwrap_err().contains("expected 3"));
+        let ctx = Ctx::new(Layout::standard(), "/bin/sleep".into());
+        let slow = CliCheck::text("t.slow", ["5"], |_, _| Ok(String::new()))
+            .timeout(Duration::from_millis(200))
+            .into_check();
+        assert!((slow.run)(&ctx).unwrap_err().contains("killed"));
+    }
+}

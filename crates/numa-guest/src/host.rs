@@ -1,0 +1,822 @@
+//! The host side: build the initramfs, boot the guest under QEMU, collect the results.
+//!
+//! Everything comes from Debian packages already on the host (qemu-system-x86,
+//! linux-image-amd64, busybox-static, cpio) and from this build (numalab and the
+//! `numa-guest` binary itself); nothing is downloaded. The initramfs holds busybox, the
+//! two binaries (debug info stripped when `strip` exists), every shared library `ldd`
+//! lists for them (plus the dynamic loader), an `/init` script and the guest's
+//! configuration. QEMU runs with a hard timeout and is killed on every exit path: on
+//! timeout, when the driver returns or panics (a drop guard), and when the driver
+//! itself dies (PR_SET_PDEATHSIG).
+
+use crate::guest::GuestConfig;
+use crate::layout::Layout;
+use crate::protocol::{self, Report};
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How to run the guest.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The numalab binary to test.
+    pub numalab: PathBuf,
+    /// The guest kernel (default: the newest Debian `/boot/vmlinuz-*`).
+    pub kernel: Option<PathBuf>,
+    /// QEMU accelerator: "tcg" (software, works everywhere) or "kvm".
+    pub accel: String,
+    /// Hard limit for the whole guest run.
+    pub timeout: Duration,
+    /// Keep the initramfs, console log and results here instead of a temporary folder.
+    pub keep: Option<PathBuf>,
+    /// Only checks whose name contains one of these comma-separated patterns.
+    pub only: Option<String>,
+    /// Echo the guest console live to stderr.
+    pub verbose: bool,
+    /// The guest's NUMA layout.
+    pub layout: Layout,
+}
+
+/// The tools the run needs, found on the host.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tools {
+    /// qemu-system-x86_64.
+    pub qemu: PathBuf,
+    /// The guest kernel.
+    pub kernel: PathBuf,
+    /// busybox.
+    pub busybox: PathBuf,
+    /// cpio.
+    pub cpio: PathBuf,
+    /// strip (optional: without it binaries keep their debug info).
+    pub strip: Option<PathBuf>,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostRun {
+    /// The verdict on the guest's results.
+    pub report: Report,
+    /// The tools used.
+    pub tools: Tools,
+    /// Accelerator used.
+    pub accel: String,
+    /// How the kernel was booted: "pvh" (vmlinux extracted at test time) or "bzimage"
+    /// (with the reason extraction was not used).
+    pub kernel_boot: String,
+    /// Whether the timeout cut the run.
+    pub timed_out: bool,
+    /// QEMU's exit code (None: killed).
+    pub qemu_exit: Option<i32>,
+    /// Time to build the initramfs, s.
+    pub initramfs_build_s: f64,
+    /// Size of the initramfs, bytes.
+    pub initramfs_bytes: u64,
+    /// Wall time from starting QEMU to its exit, s (boot + suite + power off).
+    pub qemu_wall_s: f64,
+    /// The guest console (kernel messages, init and the suite's human lines).
+    pub console: String,
+    /// What QEMU printed on stderr.
+    pub qemu_stderr: String,
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn need(name: &str, package: &str) -> Result<PathBuf, String> {
+    which(name).ok_or_else(|| {
+        format!(
+            "{name} not found: install the Debian package {package} (`scripts/deps.sh --test` does)"
+        )
+    })
+}
+
+/// Splits a version into numeric and text chunks, so 6.1.0-10 sorts after 6.1.0-9.
+fn version_key(s: &str) -> Vec<(u64, String)> {
+    let mut out = Vec::new();
+    let mut chars = s.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        let mut chunk = String::new();
+        let digit = c.is_ascii_digit();
+        while let Some(&d) = chars.peek() {
+            if d.is_ascii_digit() != digit {
+                break;
+            }
+            chunk.push(d);
+            chars.next();
+        }
+        out.push(if digit {
+            (chunk.parse().unwrap_or(u64::MAX), String::new())
+        } else {
+            (0, chunk)
+        });
+    }
+    out
+}
+
+/// Picks the guest kernel among `/boot/vmlinuz-*` names: the newest generic Debian
+/// kernel (`-amd64`, not `-cloud-amd64` or `-rt-amd64`), else the newest of any.
+pub fn pick_kernel(names: &[String]) -> Option<String> {
+    let mut cands: Vec<&String> = names.iter().filter(|n| n.starts_with("vmlinuz-")).collect();
+    cands.sort_by_key(|n| version_key(n));
+    let generic = cands
+        .iter()
+        .rev()
+        .find(|n| n.ends_with("-amd64") && !n.contains("-cloud-") && !n.contains("-rt-"));
+    generic.or(cands.last()).map(|s| s.to_string())
+}
+
+/// Finds qemu, the kernel, busybox and cpio, with a remedy for each one missing.
+pub fn find_tools(kernel: Option<&Path>) -> Result<Tools, String> {
+    let mut missing = Vec::new();
+    let mut get = |name: &str, package: &str| match need(name, package) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            missing.push(e);
+            None
+        }
+    };
+    let qemu = get("qemu-system-x86_64", "qemu-system-x86");
+    let busybox = get("busybox", "busybox-static");
+    let cpio = get("cpio", "cpio");
+    let kernel = match kernel {
+        Some(k) if k.is_file() => Some(k.to_path_buf()),
+        Some(k) => {
+            missing.push(format!(
+                "the guest kernel {} does not exist (NUMALAB_GUEST_KERNEL / --kernel)",
+                k.display()
+            ));
+            None
+        }
+        None => {
+            let names: Vec<String> = std::fs::read_dir("/boot")
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            match pick_kernel(&names) {
+                Some(n) => Some(PathBuf::from("/boot").join(n)),
+                None => {
+                    missing.push("no kernel in /boot (vmlinuz-*): install the Debian package linux-image-amd64 (`scripts/deps.sh --test` does), or give one with NUMALAB_GUEST_KERNEL".into());
+                    None
+                }
+            }
+        }
+    };
+    if let Some(k) = &kernel {
+        if let Err(e) = std::fs::File::open(k) {
+            missing.push(format!(
+                "cannot read the guest kernel {}: {e} (run as root, or give a readable copy with NUMALAB_GUEST_KERNEL)",
+                k.display()
+            ));
+        }
+    }
+    match (qemu, kernel, busybox, cpio) {
+        (Some(qemu), Some(kernel), Some(busybox), Some(cpio)) if missing.is_empty() => Ok(Tools {
+            qemu,
+            kernel,
+            busybox,
+            cpio,
+            strip: which("strip"),
+        }),
+        _ => Err(missing.join("\n")),
+    }
+}
+
+/// The shared libraries (and loader) `ldd` lists, as absolute paths. Static
+/// executables have none.
+pub fn parse_ldd(text: &str) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.contains("not a dynamic executable") || line.contains("statically linked") {
+            continue;
+        }
+        if line.contains("=> not found") {
+            return Err(format!("a library is missing on the host: {line}"));
+        }
+        let path = match line.split_once("=>") {
+            Some((_, rhs)) => rhs.trim(),
+            None => line,
+        };
+        let path = path.split(" (").next().unwrap_or("").trim();
+        if path.starts_with('/') {
+            out.push(PathBuf::from(path));
+        }
+    }
+    Ok(out)
+}
+
+fn ldd(bin: &Path) -> Result<Vec<PathBuf>, String> {
+    let out = Command::new("ldd")
+        .arg(bin)
+        .output()
+        .map_err(|e| format!("cannot run ldd: {e}"))?;
+    // ldd exits 1 for static executables ("not a dynamic executable").
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_ldd(&text).map_err(|e| format!("{}: {e}", bin.display()))
+}
+
+fn copy_file(from: &Path, to: &Path, strip: Option<&Path>) -> Result<(), String> {
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    let stripped = strip.is_some_and(|s| {
+        Command::new(s)
+            .arg("--strip-debug")
+            .arg("-o")
+            .arg(to)
+            .arg(from)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|st| st.success())
+    });
+    if !stripped {
+        std::fs::copy(from, to)
+            .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))?;
+    }
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("{}: {e}", to.display()))
+}
+
+/// The guest's `/init`.
+pub fn init_script(lib_dirs: &[String]) -> String {
+    format!(
+        r#"#!/bin/busybox sh
+# numalab NUMA guest: mount the kernel's filesystems, run the suite, power off.
+/bin/busybox mkdir -p /proc /sys /dev /tmp /usr/bin /usr/sbin /sbin
+/bin/busybox --install -s
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+export LD_LIBRARY_PATH={libs}
+echo "numa-guest: init running at $(cut -d' ' -f1 /proc/uptime) s"
+/bin/numa-guest guest --config /numa-guest/config.json --results /dev/ttyS1
+echo "numa-guest: suite exited with status $?"
+poweroff -f
+"#,
+        libs = lib_dirs.join(":")
+    )
+}
+
+fn list_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(root.join(rel))?
+        .filter_map(|e| e.ok())
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let r = rel.join(e.file_name());
+        out.push(r.clone());
+        if e.file_type()?.is_dir() {
+            list_files(root, &r, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Builds the initramfs in `work`; returns its path and size.
+pub fn build_initramfs(
+    work: &Path,
+    tools: &Tools,
+    numalab: &Path,
+    guest_exe: &Path,
+    config: &GuestConfig,
+) -> Result<(PathBuf, u64), String> {
+    let root = work.join("root");
+    if root.exists() {
+        std::fs::remove_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    }
+    let strip = tools.strip.as_deref();
+    copy_file(&tools.busybox, &root.join("bin/busybox"), None)?;
+    copy_file(numalab, &root.join("bin/numalab"), strip)?;
+    copy_file(guest_exe, &root.join("bin/numa-guest"), strip)?;
+    let mut libs = BTreeSet::new();
+    for b in [
+        &tools.busybox,
+        &numalab.to_path_buf(),
+        &guest_exe.to_path_buf(),
+    ] {
+        libs.extend(ldd(b)?);
+    }
+    let mut lib_dirs = BTreeSet::new();
+    for lib in &libs {
+        let rel = lib.strip_prefix("/").expect("ldd paths are absolute");
+        copy_file(lib, &root.join(rel), None)?;
+        if let Some(d) = lib.parent() {
+            lib_dirs.insert(d.display().to_string());
+        }
+    }
+    let init = root.join("init");
+    std::fs::write(
+        &init,
+        init_script(&lib_dirs.into_iter().collect::<Vec<_>>()),
+    )
+    .map_err(|e| format!("{}: {e}", init.display()))?;
+    std::fs::set_permissions(&init, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| e.to_string())?;
+    let cfg_dir = root.join("numa-guest");
+    std::fs::create_dir_all(&cfg_dir).map_err(|e| e.to_string())?;
+    std::fs::write(
+        cfg_dir.join("config.json"),
+        serde_json::to_string_pretty(config).expect("config serializes"),
+    )
+    .map_err(|e| e.to_string())?;
+
+    let mut files = Vec::new();
+    list_files(&root, Path::new(""), &mut files).map_err(|e| e.to_string())?;
+    let list: String = files.iter().map(|p| format!("{}\n", p.display())).collect();
+    let image = work.join("initramfs.cpio");
+    let out = std::fs::File::create(&image).map_err(|e| format!("{}: {e}", image.display()))?;
+    let mut child = Command::new(&tools.cpio)
+        .args(["-o", "-H", "newc", "--quiet", "-R", "0:0"])
+        .current_dir(&root)
+        .stdin(Stdio::piped())
+        .stdout(out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run cpio: {e}"))?;
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(list.as_bytes())
+        .map_err(|e| format!("writing the file list to cpio: {e}"))?;
+    let done = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !done.status.success() {
+        return Err(format!(
+            "cpio failed: {}",
+            String::from_utf8_lossy(&done.stderr)
+        ));
+    }
+    let size = std::fs::metadata(&image).map_err(|e| e.to_string())?.len();
+    Ok((image, size))
+}
+
+/// The compressed kernel inside a bzImage (boot protocol 2.08+: `payload_offset` and
+/// `payload_length` in the setup header).
+pub fn bzimage_payload(data: &[u8]) -> Result<&[u8], String> {
+    if data.len() < 0x250 || &data[0x202..0x206] != b"HdrS" {
+        return Err("not a bzImage (no HdrS setup header)".into());
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([data[o], data[o + 1]]);
+    let u32_at = |o: usize| u32::from_le_bytes([data[o], data[o + 1], data[o + 2], data[o + 3]]);
+    if u16_at(0x206) < 0x208 {
+        return Err(format!(
+            "boot protocol {:#x} has no payload fields",
+            u16_at(0x206)
+        ));
+    }
+    let setup_sects = match data[0x1f1] {
+        0 => 4,
+        n => n as usize,
+    };
+    let start = (setup_sects + 1) * 512 + u32_at(0x248) as usize;
+    let end = start + u32_at(0x24c) as usize;
+    data.get(start..end)
+        .ok_or_else(|| "the payload lies outside the file".into())
+}
+
+/// Whether an ELF64 kernel carries the PVH entry note (Xen note type 18), which QEMU
+/// needs to boot it directly.
+pub fn has_pvh_note(elf: &[u8]) -> bool {
+    let u16_at = |o: usize| elf.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u32_at = |o: usize| {
+        elf.get(o..o + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let u64_at = |o: usize| {
+        elf.get(o..o + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    };
+    if elf.get(0..5) != Some(&b"\x7fELF\x02"[..]) {
+        return false;
+    }
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
+    else {
+        return false;
+    };
+    for i in 0..phnum as usize {
+        let ph = phoff as usize + i * phentsize as usize;
+        if u32_at(ph) != Some(4) {
+            continue; // not PT_NOTE
+        }
+        let (Some(off), Some(size)) = (u64_at(ph + 8), u64_at(ph + 32)) else {
+            continue;
+        };
+        let (mut at, end) = (off as usize, (off + size) as usize);
+        while at + 12 <= end {
+            let (Some(namesz), Some(descsz), Some(kind)) =
+                (u32_at(at), u32_at(at + 4), u32_at(at + 8))
+            else {
+                break;
+            };
+            let name = elf.get(at + 12..at + 12 + namesz as usize);
+            if kind == 18 && name == Some(&b"Xen\0"[..]) {
+                return true;
+            }
+            at += 12 + (namesz as usize).div_ceil(4) * 4 + (descsz as usize).div_ceil(4) * 4;
+        }
+    }
+    false
+}
+
+/// Decompresses a Debian bzImage (xz) into an ELF `vmlinux` that QEMU boots through its
+/// PVH entry, skipping the kernel's own decompression (about half the boot under TCG).
+pub fn extract_vmlinux(bzimage: &Path, out: &Path) -> Result<(), String> {
+    let data = std::fs::read(bzimage).map_err(|e| format!("{}: {e}", bzimage.display()))?;
+    let payload = bzimage_payload(&data)?;
+    if !payload.starts_with(b"\xfd7zXZ\0") {
+        return Err("the kernel is not xz-compressed".into());
+    }
+    let xz = which("xz").ok_or("xz not found (Debian package xz-utils)")?;
+    let file = std::fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut child = Command::new(xz)
+        .args(["-dc", "--single-stream"])
+        .stdin(Stdio::piped())
+        .stdout(file)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run xz: {e}"))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let owned = payload.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&owned));
+    let done = child.wait_with_output().map_err(|e| e.to_string())?;
+    let _ = writer.join();
+    if !done.status.success() {
+        return Err(format!(
+            "xz failed: {}",
+            String::from_utf8_lossy(&done.stderr).trim()
+        ));
+    }
+    let elf = std::fs::read(out).map_err(|e| e.to_string())?;
+    if !has_pvh_note(&elf) {
+        return Err("the kernel has no PVH entry note (CONFIG_PVH)".into());
+    }
+    Ok(())
+}
+
+/// QEMU's arguments for this layout, kernel, initramfs and results file.
+pub fn qemu_args(
+    layout: &Layout,
+    accel: &str,
+    kernel: &Path,
+    initramfs: &Path,
+    results: &Path,
+) -> Vec<String> {
+    // No L3 in CPUID: TCG's shared L3 across nodes makes the kernel warn that cache
+    // siblings sit on different nodes.
+    let cpu = if accel == "kvm" {
+        "host"
+    } else {
+        "max,l3-cache=off"
+    };
+    let mut a: Vec<String> = [
+        "-machine",
+        "q35",
+        "-accel",
+        accel,
+        "-cpu",
+        cpu,
+        "-nodefaults",
+        "-display",
+        "none",
+        "-no-reboot",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(layout.qemu_args());
+    a.extend([
+        "-kernel".into(),
+        kernel.display().to_string(),
+        "-initrd".into(),
+        initramfs.display().to_string(),
+        "-append".into(),
+        // numa_balancing=disable: the kernel must not move pages while checks look.
+        // lpj skips the delay-loop calibration (slow and noisy under TCG; x86 delays
+        // use the TSC); mitigations=off saves emulated work in a throwaway guest.
+        "console=ttyS0 quiet panic=-1 numa_balancing=disable lpj=4000000 mitigations=off".into(),
+        // ttyS0: console on stdout; ttyS1: the results, to a file.
+        "-serial".into(),
+        "stdio".into(),
+        "-serial".into(),
+        format!("file:{}", results.display()),
+    ]);
+    a
+}
+
+/// Kills QEMU when dropped (every exit path of the driver, panics included).
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// Builds, boots and judges. `Err` means the run could not be set up (a missing tool,
+/// an unwritable folder); a guest that fails is an `Ok` whose report is not ok.
+pub fn run(opts: &Options) -> Result<HostRun, String> {
+    opts.layout.validate()?;
+    if opts.accel != "tcg" && opts.accel != "kvm" {
+        return Err(format!(
+            "accelerator {:?}: use tcg or kvm (NUMALAB_GUEST_ACCEL)",
+            opts.accel
+        ));
+    }
+    let tools = find_tools(opts.kernel.as_deref())?;
+    if !opts.numalab.is_file() {
+        return Err(format!(
+            "the numalab binary {} does not exist: build it first (`cargo build -p numalab`)",
+            opts.numalab.display()
+        ));
+    }
+    let guest_exe =
+        std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let tmp;
+    let work = match &opts.keep {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+            d.clone()
+        }
+        None => {
+            tmp = tempfile::Builder::new()
+                .prefix("numa-guest-")
+                .tempdir()
+                .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+            tmp.path().to_path_buf()
+        }
+    };
+    let config = GuestConfig {
+        layout: opts.layout.clone(),
+        numalab: "/bin/numalab".into(),
+        only: opts.only.clone(),
+    };
+    let t0 = Instant::now();
+    let (image, initramfs_bytes) =
+        build_initramfs(&work, &tools, &opts.numalab, &guest_exe, &config)?;
+    let initramfs_build_s = t0.elapsed().as_secs_f64();
+    let results = work.join("results.txt");
+    let _ = std::fs::remove_file(&results);
+    let vmlinux = work.join("vmlinux");
+    let (kernel, kernel_boot) = match extract_vmlinux(&tools.kernel, &vmlinux) {
+        Ok(()) => (vmlinux, "pvh".to_string()),
+        Err(e) => (tools.kernel.clone(), format!("bzimage ({e})")),
+    };
+
+    let args = qemu_args(&opts.layout, &opts.accel, &kernel, &image, &results);
+    let mut cmd = Command::new(&tools.qemu);
+    cmd.args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe; it makes the kernel kill QEMU if this
+    // driver dies (even by SIGKILL), so no guest outlives its test.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", tools.qemu.display()))?;
+    let mut guard = KillOnDrop(child);
+    let stdout = guard.0.stdout.take().expect("piped");
+    let mut stderr = guard.0.stderr.take().expect("piped");
+    let verbose = opts.verbose;
+    let console_t = std::thread::spawn(move || {
+        let mut all = String::new();
+        let mut r = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        while let Ok(n) = r.read_until(b'\n', &mut buf) {
+            if n == 0 {
+                break;
+            }
+            let line = String::from_utf8_lossy(&buf).replace('\r', "");
+            if verbose {
+                eprint!("guest| {line}");
+            }
+            all.push_str(&line);
+            buf.clear();
+        }
+        all
+    });
+    let stderr_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let deadline = started + opts.timeout;
+    let mut timed_out = false;
+    let status = loop {
+        match guard.0.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if Instant::now() >= deadline => {
+                timed_out = true;
+                let _ = guard.0.kill();
+                break guard.0.wait().ok();
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(format!("waiting for QEMU: {e}")),
+        }
+    };
+    let qemu_wall_s = started.elapsed().as_secs_f64();
+    drop(guard);
+    let console = console_t.join().unwrap_or_default();
+    let qemu_stderr = stderr_t.join().unwrap_or_default();
+    let text = std::fs::read_to_string(&results).unwrap_or_default();
+    let expected = crate::checks::planned_names(&opts.layout, opts.only.as_deref());
+    let mut report = protocol::judge(&expected, &text);
+    if timed_out {
+        report.problems.push(format!(
+            "the guest was killed after the {} s timeout (NUMALAB_GUEST_TIMEOUT)",
+            opts.timeout.as_secs()
+        ));
+    }
+    if let Some(keep) = &opts.keep {
+        let _ = std::fs::write(keep.join("console.log"), &console);
+    }
+    Ok(HostRun {
+        report,
+        tools,
+        accel: opts.accel.clone(),
+        kernel_boot,
+        timed_out,
+        qemu_exit: status.and_then(|s| s.code()),
+        initramfs_build_s,
+        initramfs_bytes,
+        qemu_wall_s,
+        console,
+        qemu_stderr,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldd_output_is_parsed() {
+        let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibhwloc.so.15 => /lib/x86_64-linux-gnu/libhwloc.so.15 (0x00007f60)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f60c56b8000)\n";
+        assert_eq!(
+            parse_ldd(text).unwrap(),
+            vec![
+                PathBuf::from("/lib/x86_64-linux-gnu/libhwloc.so.15"),
+                PathBuf::from("/lib64/ld-linux-x86-64.so.2")
+            ]
+        );
+        assert!(parse_ldd("\tnot a dynamic executable\n")
+            .unwrap()
+            .is_empty());
+        assert!(parse_ldd("\tlibudev.so.1 => not found\n")
+            .unwrap_err()
+            .contains("libudev"));
+    }
+
+    #[test]
+    fn ldd_finds_this_programs_libraries() {
+        // This test binary links libhwloc through numalab-topo.
+        let libs = ldd(&std::env::current_exe().unwrap()).unwrap();
+        assert!(
+            libs.iter()
+                .any(|l| l.to_string_lossy().contains("libhwloc")),
+            "{libs:?}"
+        );
+        assert!(libs
+            .iter()
+            .any(|l| l.to_string_lossy().contains("ld-linux")));
+    }
+
+    #[test]
+    fn the_newest_generic_kernel_is_picked() {
+        let names: Vec<String> = [
+            "config-6.1.0-9-amd64",
+            "vmlinuz-6.1.0-9-amd64",
+            "vmlinuz-6.1.0-10-amd64",
+            "vmlinuz-6.1.0-12-cloud-amd64",
+            "initrd.img-6.1.0-10-amd64",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(pick_kernel(&names).unwrap(), "vmlinuz-6.1.0-10-amd64");
+        assert_eq!(
+            pick_kernel(&["vmlinuz-6.1.0-12-cloud-amd64".to_string()]).unwrap(),
+            "vmlinuz-6.1.0-12-cloud-amd64"
+        );
+        assert!(pick_kernel(&["config-6.1".to_string()]).is_none());
+    }
+
+    #[test]
+    fn qemu_gets_two_serial_ports_and_the_numa_layout() {
+        let a = qemu_args(
+            &Layout::standard(),
+            "tcg",
+            Path::new("/boot/k"),
+            Path::new("/w/i.cpio"),
+            Path::new("/w/r.txt"),
+        );
+        let j = a.join(" ");
+        assert!(j.contains("-accel tcg -cpu max,l3-cache=off"), "{j}");
+        assert!(j.contains("-serial stdio -serial file:/w/r.txt"), "{j}");
+        assert!(j.contains("numa_balancing=disable"));
+        assert!(j.contains("-numa node,nodeid=4,memdev=m4"));
+        let k = qemu_args(
+            &Layout::standard(),
+            "kvm",
+            Path::new("/k"),
+            Path::new("/i"),
+            Path::new("/r"),
+        );
+        assert!(k.join(" ").contains("-accel kvm -cpu host"));
+    }
+
+    #[test]
+    fn the_init_script_runs_the_suite_and_powers_off() {
+        let s = init_script(&["/lib/x86_64-linux-gnu".into(), "/lib64".into()]);
+        assert!(s.starts_with("#!/bin/busybox sh\n"));
+        assert!(s.contains("LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/lib64"));
+        assert!(s.contains("--results /dev/ttyS1"));
+        assert!(s.trim_end().ends_with("poweroff -f"));
+    }
+
+    /// A minimal ELF64 with one PT_NOTE segment holding one note.
+    fn elf_with_note(name: &[u8], kind: u32) -> Vec<u8> {
+        let mut e = vec![0u8; 0x40];
+        e[..5].copy_from_slice(b"\x7fELF\x02");
+        e[0x20..0x28].copy_from_slice(&0x40u64.to_le_bytes()); // e_phoff
+        e[0x36..0x38].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
+        e[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
+        let mut note = Vec::new();
+        note.extend((name.len() as u32).to_le_bytes());
+        note.extend(8u32.to_le_bytes());
+        note.extend(kind.to_le_bytes());
+        note.extend(name);
+        note.resize(12 + name.len().div_ceil(4) * 4, 0);
+        note.extend([0u8; 8]);
+        let mut ph = vec![0u8; 56];
+        ph[..4].copy_from_slice(&4u32.to_le_bytes()); // PT_NOTE
+        ph[8..16].copy_from_slice(&((0x40 + 56) as u64).to_le_bytes());
+        ph[32..40].copy_from_slice(&(note.len() as u64).to_le_bytes());
+        e.extend(ph);
+        e.extend(note);
+        e
+    }
+
+    #[test]
+    fn the_pvh_note_is_found_only_when_present() {
+        assert!(has_pvh_note(&elf_with_note(b"Xen\0", 18)));
+        assert!(!has_pvh_note(&elf_with_note(b"Xen\0", 17)));
+        assert!(!has_pvh_note(&elf_with_note(b"GNU\0", 18)));
+        assert!(!has_pvh_note(b"\x7fELF\x02"));
+        assert!(!has_pvh_note(b"MZ not an elf"));
+    }
+
+    #[test]
+    fn the_bzimage_payload_is_located_from_the_setup_header() {
+        let mut k = vec![0u8; 0x1000];
+        k[0x1f1] = 2; // setup sectors: the kernel proper starts at 3 * 512
+        k[0x202..0x206].copy_from_slice(b"HdrS");
+        k[0x206..0x208].copy_from_slice(&0x20fu16.to_le_bytes());
+        k[0x248..0x24c].copy_from_slice(&0x10u32.to_le_bytes());
+        k[0x24c..0x250].copy_from_slice(&6u32.to_le_bytes());
+        k[3 * 512 + 0x10..3 * 512 + 0x16].copy_from_slice(b"\xfd7zXZ\0");
+        assert_eq!(bzimage_payload(&k).unwrap(), b"\xfd7zXZ\0");
+        k[0x24c..0x250].copy_from_slice(&0x10000u32.to_le_bytes());
+        assert!(bzimage_payload(&k).unwrap_err().contains("outside"));
+        assert!(bzimage_payload(b"no header")
+            .unwrap_err()
+            .contains("not a bzImage"));
+    }
+
+    #[test]
+    fn missing_kernel_is_named_with_its_remedy() {
+        let e = find_tools(Some(Path::new("/nonexistent/vmlinuz"))).unwrap_err();
+        assert!(e.contains("/nonexistent/vmlinuz"), "{e}");
+    }
+}
