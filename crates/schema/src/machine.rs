@@ -99,7 +99,9 @@ pub struct Summary {
 pub struct SummaryNode {
     /// OS index of the node.
     pub os_index: u32,
-    /// OS indices of the PUs local to the node (empty for memory-only nodes).
+    /// OS indices of the PUs local to the node as hwloc places it: for a memory-only node
+    /// (HBM, MCDRAM in flat mode, CXL, NVDIMM) the CPUs nearest to it; see
+    /// [`NumaNode::has_cpus`] for whether Linux lists CPUs for the node.
     pub cpus: Vec<u32>,
     /// Local memory in bytes.
     pub memory_bytes: u64,
@@ -161,7 +163,8 @@ pub struct Domain {
 pub struct NumaNode {
     /// OS index.
     pub os_index: u32,
-    /// PUs local to the node (empty for memory-only nodes such as HBM, CXL, NVDIMM).
+    /// PUs local to the node as hwloc places it. For a memory-only node (HBM, MCDRAM in
+    /// flat mode, CXL, NVDIMM) these are the CPUs nearest to it, not CPUs of the node.
     pub cpus: Vec<u32>,
     /// Whether Linux lists CPUs for this node (false for memory-only nodes).
     pub has_cpus: bool,
