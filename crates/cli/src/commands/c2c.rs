@@ -256,7 +256,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         failures,
         run_warnings,
         interrupted,
-    } = measure_plan(&placer, &plan, &cfg, &clock, &mut rec, full)?;
+    } = measure_plan(&placer, &plan, &cfg, &clock, &mut rec, full, true)?;
     if interrupted {
         rec.finish()?;
         return Err(CliError::new(
@@ -328,6 +328,7 @@ pub(crate) fn measure_plan(
     clock: &numalab_clock::ClockCheck,
     rec: &mut Recorder,
     full: usize,
+    show: bool,
 ) -> Result<Measured, CliError> {
     let variant = cfg.variant;
     let mut run_warnings: Vec<Warning> = clock
@@ -368,7 +369,8 @@ pub(crate) fn measure_plan(
         let per_pair =
             per_rt * f64::from(cfg.round_trips) * f64::from(cfg.samples + cfg.warmup_samples) + 2e5;
         let total_s = per_pair * todo.len() as f64 / 1e9;
-        eprintln!(
+        if show {
+            eprintln!(
             "numalab: {} pairs to measure{} ({} CPUs, {} pairs in a full matrix), about {} ({} per pair)",
             todo.len(),
             if todo.len() < plan.pairs.len() {
@@ -381,6 +383,7 @@ pub(crate) fn measure_plan(
             human_seconds(total_s),
             units::nanos(per_pair)
         );
+        }
         if per_rt * 0.5 * f64::from(cfg.round_trips) < clock.min_interval_ns() {
             run_warnings.push(Warning::new(
                 "short_samples",
@@ -397,7 +400,7 @@ pub(crate) fn measure_plan(
             crate::record::warn(w);
         }
     }
-    let bar = if todo.len() > 1 {
+    let bar = if show && todo.len() > 1 {
         let b = ProgressBar::new(todo.len() as u64);
         b.set_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} pairs, {eta} left {msg}")
@@ -690,4 +693,68 @@ fn print_human(
     for n in notes {
         println!("note: {n}");
     }
+}
+
+/// The core-to-core step of `numalab evaluate`: CAS ping-pong over every PU pair (a
+/// sampled plan above 64 PUs), each pair journaled as measured, then the matrix record
+/// with its structure and the comparison with hwloc. Returns false if interrupted.
+pub(crate) fn evaluate_step(
+    machine: &Machine,
+    placer: &dyn numalab_topo::bind::Placer,
+    rec: &mut Recorder,
+    quick: bool,
+) -> Result<bool, CliError> {
+    let variant = Variant::Cas;
+    let cpus = machine.pu_ids();
+    if cpus.len() < 2 {
+        return Ok(true);
+    }
+    let key = format!("c2c/matrix/{}/first-cpu-node", variant.name());
+    if rec.done(&key) {
+        return Ok(true);
+    }
+    let full = cpus.len() * (cpus.len() - 1) / 2;
+    let plan = if cpus.len() > 64 {
+        let (groups, by) = numalab_c2c::matrix::sampling_groups(machine);
+        Plan::sampled(
+            &cpus,
+            &groups,
+            &by,
+            if quick { 1 } else { 3 },
+            numalab_stats::DEFAULT_SEED,
+        )
+    } else {
+        Plan::full(&cpus)
+    };
+    let samples = if quick { 100 } else { 300 };
+    let cfg = Config {
+        variant,
+        round_trips: 1000,
+        samples,
+        warmup_samples: (samples / 30).clamp(1, 10),
+        home_node: None,
+    };
+    let clock = numalab_clock::check(100_000);
+    let measured = measure_plan(placer, &plan, &cfg, &clock, rec, full, false)?;
+    if measured.interrupted {
+        return Ok(false);
+    }
+    let mut notes: Vec<String> = measured
+        .failures
+        .iter()
+        .map(|f| format!("pair {f}"))
+        .collect();
+    notes.extend(measured.run_warnings.iter().map(|w| w.message.clone()));
+    let meta = MatrixMeta {
+        variant: variant.name().into(),
+        statistic: "median".into(),
+        home_node_policy: Some("first-cpu-node".into()),
+        selection: Some(plan.selection.clone()),
+        origin: Origin::Measured,
+        key: key.clone(),
+        extra_notes: notes,
+    };
+    let (record, _, _) = matrix_record(&measured.matrix, Some(machine), &meta);
+    rec.push(Record::new(key, Origin::Measured, &record))?;
+    Ok(true)
 }

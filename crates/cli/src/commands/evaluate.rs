@@ -105,6 +105,11 @@ pub fn steps() -> Vec<Step> {
             run: step_topology,
         },
         Step {
+            id: "c2c",
+            title: "core-to-core latency and structure",
+            run: step_c2c,
+        },
+        Step {
             id: "pmu",
             title: "PMU check",
             run: step_pmu,
@@ -186,6 +191,17 @@ fn step_pmu(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
         }
         ctx.rec.push(rec)?;
     }
+    Ok(StepStatus::Done)
+}
+
+fn step_c2c(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    if ctx.machine.pus.len() < 2 {
+        return Ok(StepStatus::Skipped {
+            reason: "one PU: there is no pair to measure".into(),
+        });
+    }
+    ctx.progress.set_message("core-to-core latency");
+    super::c2c::evaluate_step(ctx.machine, ctx.placer, ctx.rec, ctx.quick)?;
     Ok(StepStatus::Done)
 }
 
