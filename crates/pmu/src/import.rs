@@ -493,24 +493,35 @@ fn merge(acc: &mut EventValue, ev: &EventValue) {
 /// Picks the catalog under which most of the file's events resolve by their own names
 /// (Arm vendor names or codes vs x86 generic names). `None` when it cannot tell.
 pub fn guess_catalog(lines: &[PerfLine]) -> Option<CpuMatch> {
-    let mut scores: Vec<(usize, &str)> = Vec::new();
+    // Names decide; raw codes (meaningful on any architecture) only when there are no
+    // names at all.
+    let mut by_name: Vec<(usize, &str)> = Vec::new();
+    let mut by_code: Vec<(usize, &str)> = Vec::new();
     for id in catalog::shipped() {
         let Ok(c) = catalog::load(id) else { continue };
-        let score = lines
-            .iter()
-            .filter(|l| {
-                let norm = catalog::normalize_event_text(&l.event);
-                match c.event(&norm) {
-                    // Software events fit any catalog.
-                    Some(e) => !e.encoding.is_software(),
-                    None => {
-                        catalog::raw_code(&norm).is_some_and(|code| c.event_by_code(code).is_some())
+        let (mut names, mut codes) = (0, 0);
+        for l in lines {
+            let norm = catalog::normalize_event_text(&l.event);
+            match c.event(&norm) {
+                // Software events fit any catalog.
+                Some(e) if !e.encoding.is_software() => names += 1,
+                Some(_) => {}
+                None => {
+                    if catalog::raw_code(&norm).is_some_and(|code| c.event_by_code(code).is_some())
+                    {
+                        codes += 1
                     }
                 }
-            })
-            .count();
-        scores.push((score, id));
+            }
+        }
+        by_name.push((names, id));
+        by_code.push((codes, id));
     }
+    let scores = if by_name.iter().any(|s| s.0 > 0) {
+        by_name
+    } else {
+        by_code
+    };
     let max = scores.iter().map(|s| s.0).max()?;
     if max == 0 {
         return None;

@@ -13,9 +13,12 @@
 
 pub mod capability;
 pub mod catalog;
+pub mod check;
+pub mod compare;
 pub mod count;
 pub mod expr;
 pub mod import;
 pub mod metrics;
 pub mod profile;
+pub mod sample;
 pub mod tree;
