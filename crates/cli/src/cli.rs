@@ -38,6 +38,9 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Write the man page or shell completions to stdout.
     Generate(GenerateArgs),
+    /// Explain a program's performance from hardware counters: metrics, a front-end /
+    /// back-end decision tree with a verdict, hot spots; or analyse and compare perf stat files.
+    Profile(crate::commands::profile::ProfileArgs),
 }
 
 /// `numalab topo`.

@@ -128,7 +128,7 @@ pub fn compare(base: &Profile, new: &Profile, base_label: &str, new_label: &str)
             let def = b.or(nw).expect("name comes from one of them");
             let (pct, why) = change(b.and_then(|m| m.value), nw.and_then(|m| m.value));
             let per_instr = per_instruction(&def.unit, &def.formula);
-            let comparable = !(per_instr && !mpki_comparable);
+            let comparable = !per_instr || mpki_comparable;
             MetricChange {
                 name: n.to_string(),
                 unit: def.unit.clone(),

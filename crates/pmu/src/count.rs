@@ -59,12 +59,11 @@ pub struct Plan {
     pub warnings: Vec<Warning>,
 }
 
+/// Hardware events per metric, extra hardware events, software events.
+type Needed = (Vec<(String, Vec<EventRef>)>, Vec<EventRef>, Vec<EventRef>);
+
 /// Collects the hardware and software events of the metrics and the extra events.
-fn needed(
-    catalog: &Catalog,
-    metrics: &[String],
-    extra: &[EventRef],
-) -> (Vec<(String, Vec<EventRef>)>, Vec<EventRef>, Vec<EventRef>) {
+fn needed(catalog: &Catalog, metrics: &[String], extra: &[EventRef]) -> Needed {
     let resolve = |n: &str| -> Option<EventRef> {
         catalog.event(n).map(|e| EventRef {
             name: e.name.clone(),

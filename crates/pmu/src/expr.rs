@@ -100,10 +100,19 @@ pub enum NotAvailable {
     NotFinite,
 }
 
+/// "missing input: A, B not supported by this PMU; C was not counted" (inputs with the
+/// same reason are named together).
 fn missing_text(inputs: &[(String, String)]) -> String {
-    let parts: Vec<String> = inputs
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+    for (name, why) in inputs {
+        match groups.iter_mut().find(|(_, w)| *w == why) {
+            Some((names, _)) => names.push(name),
+            None => groups.push((vec![name], why)),
+        }
+    }
+    let parts: Vec<String> = groups
         .iter()
-        .map(|(name, why)| format!("{name} {why}"))
+        .map(|(names, why)| format!("{} {why}", names.join(", ")))
         .collect();
     format!("missing input: {}", parts.join("; "))
 }
@@ -430,7 +439,7 @@ mod tests {
         let m: HashMap<String, f64> = pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         move |name: &str| match m.get(name) {
             Some(v) => Input::Value(*v),
-            None => Input::Missing("was not counted".into()),
+            None => Input::Missing("not counted".into()),
         }
     }
 
@@ -490,10 +499,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(
-            e.to_string(),
-            "missing input: A was not counted; C was not counted"
-        );
+        assert_eq!(e.to_string(), "missing input: A, C not counted");
     }
 
     #[test]

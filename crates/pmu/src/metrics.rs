@@ -76,10 +76,10 @@ impl EventValue {
 
     fn why_missing(&self) -> String {
         let what = match self.state {
-            EventState::Counted => "has no value",
-            EventState::NotSupported => "is not supported by this PMU",
-            EventState::NotCounted => "was never scheduled on a counter",
-            EventState::Denied => "was denied (perf_event_paranoid)",
+            EventState::Counted => "without a value",
+            EventState::NotSupported => "not supported by this PMU",
+            EventState::NotCounted => "never scheduled on a counter",
+            EventState::Denied => "denied (perf_event_paranoid)",
             EventState::Failed => "could not be counted",
         };
         match &self.reason {
@@ -158,7 +158,7 @@ pub fn evaluate_all(
     names: &[String],
     events: &[EventValue],
 ) -> Vec<MetricValue> {
-    let look = lookup(events, "was not counted");
+    let look = lookup(events, "not counted");
     names
         .iter()
         .filter_map(|n| catalog.metric(n))
@@ -294,11 +294,11 @@ mod tests {
         assert_eq!(m[0].value, None);
         assert_eq!(
             m[0].reason.as_deref(),
-            Some("missing input: CPU_CYCLES is not supported by this PMU")
+            Some("missing input: CPU_CYCLES not supported by this PMU")
         );
         assert_eq!(
             m[1].reason.as_deref(),
-            Some("missing input: L1D_CACHE_REFILL was not counted")
+            Some("missing input: L1D_CACHE_REFILL not counted")
         );
         assert_eq!(m[1].min_running_fraction, Some(0.5));
     }

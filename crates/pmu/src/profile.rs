@@ -321,7 +321,7 @@ pub fn profile_with(
     let mut groups_out: Vec<GroupRecord> = Vec::new();
     let mut software_runs: Vec<Vec<EventValue>> = Vec::new();
     let mut runs: Vec<RunRecord> = Vec::new();
-    let hw_reason = format!("no hardware PMU ({})", short_status(&cap.cycles));
+    let hw_reason = "no hardware PMU here".to_string();
     for run in 0..plan.runs {
         if numalab_schema::interrupt::requested() {
             break;
@@ -501,17 +501,12 @@ pub fn profile_with(
         &profile,
         config.exact,
     );
-    profile.tree = Some(tree_over(&catalog, &profile.metrics, extra));
-    Ok(Profiled { profile, warnings })
-}
-
-fn short_status(s: &EventStatus) -> String {
-    match s {
-        EventStatus::Works => "cycles counted".into(),
-        EventStatus::NotSupported(d) => format!("cycles: {d}"),
-        EventStatus::Denied(d) => format!("cycles denied: {d}"),
-        EventStatus::Failed(d) => format!("cycles failed: {d}"),
+    let mut tree = tree_over(&catalog, &profile.metrics, extra);
+    if !hardware {
+        tree.verdict = "no verdict: this machine exposes no hardware PMU, so there is no cycle accounting (import counts recorded on a machine with one: --import FILE)".into();
     }
+    profile.tree = Some(tree);
+    Ok(Profiled { profile, warnings })
 }
 
 fn state_of(s: &EventStatus) -> (EventState, Option<String>) {
@@ -780,7 +775,7 @@ fn evaluate_live(
             };
             let mut all = table;
             all.extend(software.iter().map(|s| (*s).clone()));
-            let look = metrics::lookup(&all, "was not counted");
+            let look = metrics::lookup(&all, "not counted");
             let mut m = metrics::evaluate(def, &look);
             m.across_runs = across;
             m.min_running_fraction = evs

@@ -407,16 +407,22 @@ fn is_kernel_address(ip: u64) -> bool {
     ip >= 0xffff_0000_0000_0000
 }
 
+/// (function, object, source line) of an address.
+type Place = (String, String, Option<(String, u32)>);
+
+/// Per function: self samples, total samples, samples per source line.
+type FunctionTally = (u64, u64, HashMap<(String, u32), u64>);
+
 struct Symbolizer<'a> {
     mappings: &'a [Mapping],
     objects: HashMap<String, Option<ObjectInfo>>,
     fallback: Option<&'a str>,
-    cache: HashMap<(u32, u64), (String, String, Option<(String, u32)>)>,
+    cache: HashMap<(u32, u64), Place>,
 }
 
 impl Symbolizer<'_> {
     /// (function, object, line) for an address of process `pid`.
-    fn lookup(&mut self, pid: u32, ip: u64) -> (String, String, Option<(String, u32)>) {
+    fn lookup(&mut self, pid: u32, ip: u64) -> Place {
         if let Some(hit) = self.cache.get(&(pid, ip)) {
             return hit.clone();
         }
@@ -425,7 +431,7 @@ impl Symbolizer<'_> {
         result
     }
 
-    fn lookup_uncached(&mut self, pid: u32, ip: u64) -> (String, String, Option<(String, u32)>) {
+    fn lookup_uncached(&mut self, pid: u32, ip: u64) -> Place {
         if is_kernel_address(ip) {
             return ("[kernel]".into(), "[kernel]".into(), None);
         }
@@ -489,8 +495,7 @@ fn attribute(got: &Collected, fallback: Option<&str>, _program: Option<&Path>) -
         cache: HashMap::new(),
     };
     let total = got.samples.len() as u64;
-    let mut funcs: HashMap<(String, String), (u64, u64, HashMap<(String, u32), u64>)> =
-        HashMap::new();
+    let mut funcs: HashMap<(String, String), FunctionTally> = HashMap::new();
     let mut lines: HashMap<(String, u32, String), u64> = HashMap::new();
     let mut depths = Vec::new();
     let mut attributed = 0;

@@ -518,7 +518,7 @@ mod tests {
         }
         let r = walk_tree(&c, &evaluate_all(&c, &names, &ev));
         assert_eq!(r.dominant, None);
-        assert!(r.verdict.starts_with("no front-end/back-end verdict (IPC 0.500): frontend_stall_rate missing input: STALLED_CYCLES_FRONTEND is not supported by this PMU"), "{}", r.verdict);
+        assert!(r.verdict.starts_with("no front-end/back-end verdict (IPC 0.500): frontend_stall_rate missing input: STALLED_CYCLES_FRONTEND not supported by this PMU"), "{}", r.verdict);
         assert!(r.verdict.contains("notable anyway: memory bound: 80% of last-level reads miss, last-level read MPKI 16.0"), "{}", r.verdict);
     }
 
