@@ -470,6 +470,14 @@ pub enum Replay {
     },
     /// The PMU does not implement it.
     NotSupported,
+    /// Denied when kernel-mode counting is asked for (perf_event_paranoid 2, not root),
+    /// counted as `value` in user space only.
+    DeniedWithKernel {
+        /// User-space count.
+        value: u64,
+    },
+    /// Always denied (perf_event_paranoid 3, or a seccomp filter).
+    Denied,
 }
 
 /// Replays given counts (tests, and machines without a PMU in other crates' tests).
@@ -514,12 +522,7 @@ struct ReplaySession {
 }
 
 impl Backend for ReplayBackend {
-    fn open(
-        &mut self,
-        _pid: i32,
-        groups: &[Vec<EventRef>],
-        _opts: OpenOptions,
-    ) -> Box<dyn Session> {
+    fn open(&mut self, _pid: i32, groups: &[Vec<EventRef>], opts: OpenOptions) -> Box<dyn Session> {
         let factor = self.run_factors.get(self.opened).copied().unwrap_or(1.0);
         self.opened += 1;
         self.asked.push(
@@ -536,6 +539,12 @@ impl Backend for ReplayBackend {
                 .iter()
                 .map(|e| match self.events.get(&e.name) {
                     Some(Replay::Count { .. }) => EventStatus::Works,
+                    Some(Replay::DeniedWithKernel { .. }) if !opts.include_kernel => {
+                        EventStatus::Works
+                    }
+                    Some(Replay::DeniedWithKernel { .. }) | Some(Replay::Denied) => {
+                        EventStatus::Denied("replay: permission denied".into())
+                    }
                     Some(Replay::NotSupported) | None => {
                         EventStatus::NotSupported("replay: not supported".into())
                     }
@@ -551,16 +560,18 @@ impl Backend for ReplayBackend {
             let running = (enabled as f64 * fraction).round() as u64;
             let counts = g
                 .iter()
-                .map(|e| match self.events.get(&e.name) {
-                    Some(Replay::Count { value, .. }) => {
-                        let f = if e.encoding.is_software() {
-                            1.0
-                        } else {
-                            factor
-                        };
-                        Some((*value as f64 * f * fraction).round() as u64)
-                    }
-                    _ => None,
+                .map(|e| {
+                    let f = if e.encoding.is_software() {
+                        1.0
+                    } else {
+                        factor
+                    };
+                    let value = match self.events.get(&e.name) {
+                        Some(Replay::Count { value, .. }) => *value,
+                        Some(Replay::DeniedWithKernel { value }) if !opts.include_kernel => *value,
+                        _ => return None,
+                    };
+                    Some((value as f64 * f * fraction).round() as u64)
                 })
                 .collect();
             if st.iter().any(|s| s.works()) {

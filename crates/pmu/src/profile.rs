@@ -298,6 +298,13 @@ pub fn profile_with(
             cap.verdict()
         )));
     }
+    if !hardware && plan.runs > 1 {
+        // Nothing to separate: the software events fit in one run.
+        for g in &mut plan.groups {
+            g.run = 0;
+        }
+        plan.runs = 1;
+    }
     if !hardware {
         warnings.push(
             Warning::new(

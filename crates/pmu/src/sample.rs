@@ -78,8 +78,11 @@ pub struct SampleReport {
     /// Median call-chain depth (frames), when chains were recorded.
     #[serde(default)]
     pub callchain_depth_median: Option<f64>,
-    /// Functions, most samples first.
+    /// Functions, most samples first (at most 200).
     pub functions: Vec<FunctionHits>,
+    /// Distinct functions seen (more than `functions` holds when truncated).
+    #[serde(default)]
+    pub functions_seen: usize,
     /// Source lines, most samples first (at most 50).
     pub lines: Vec<LineHits>,
     /// What skid means for this event.
@@ -302,8 +305,8 @@ pub fn sample(spec: &Spec, cfg: &SampleConfig) -> Result<SampleReport, SampleErr
     let outcome = waiter.join().unwrap_or_else(|_| blank_outcome(&spec.argv));
     drain(&mut samplers, &mut got);
     drop(samplers);
-    let (fallback, program_path) = program_mappings(spec);
-    let mut report = attribute(&got, fallback.as_deref(), program_path.as_deref());
+    let fallback = program_path(spec);
+    let mut report = attribute(&got, fallback.as_deref());
     report.event = cfg.event.name.clone();
     report.frequency_hz = cfg.period.is_none().then_some(cfg.frequency_hz);
     report.period = cfg.period;
@@ -313,11 +316,9 @@ pub fn sample(spec: &Spec, cfg: &SampleConfig) -> Result<SampleReport, SampleErr
     Ok(report)
 }
 
-/// The program's resolved path (used when no MMAP record names it).
-fn program_mappings(spec: &Spec) -> (Option<String>, Option<PathBuf>) {
-    let Some(p) = spec.argv.first() else {
-        return (None, None);
-    };
+/// The program's resolved path (used when a mapped file's path no longer exists).
+fn program_path(spec: &Spec) -> Option<String> {
+    let p = spec.argv.first()?;
     let path = if p.contains('/') {
         Some(PathBuf::from(p))
     } else {
@@ -327,10 +328,7 @@ fn program_mappings(spec: &Spec) -> (Option<String>, Option<PathBuf>) {
                 .find(|c| c.is_file())
         })
     };
-    (
-        path.as_ref().map(|p| p.display().to_string()),
-        path.and_then(|p| p.canonicalize().ok()),
-    )
+    path.map(|p| p.display().to_string())
 }
 
 struct ObjectInfo {
@@ -458,10 +456,16 @@ impl Symbolizer<'_> {
             };
             return (label.clone(), label, None);
         }
-        let path = if Path::new(&m.path).exists() {
-            m.path.clone()
-        } else {
-            self.fallback.map(str::to_string).unwrap_or(m.path.clone())
+        // A rebuilt program shows as "(deleted)" or a vanished path: use the program's
+        // current file only when it has the same name.
+        let base = |p: &str| {
+            Path::new(p.trim_end_matches(" (deleted)"))
+                .file_name()
+                .map(|f| f.to_os_string())
+        };
+        let path = match self.fallback {
+            Some(fb) if !Path::new(&m.path).exists() && base(fb) == base(&m.path) => fb.to_string(),
+            _ => m.path.clone(),
         };
         let info = self
             .objects
@@ -487,7 +491,7 @@ impl Symbolizer<'_> {
     }
 }
 
-fn attribute(got: &Collected, fallback: Option<&str>, _program: Option<&Path>) -> SampleReport {
+fn attribute(got: &Collected, fallback: Option<&str>) -> SampleReport {
     let mut sym = Symbolizer {
         mappings: &got.mappings,
         objects: HashMap::new(),
@@ -559,6 +563,8 @@ fn attribute(got: &Collected, fallback: Option<&str>, _program: Option<&Path>) -
             .then(b.total_samples.cmp(&a.total_samples))
             .then(a.function.cmp(&b.function))
     });
+    let functions_seen = functions.len();
+    functions.truncate(200);
     let mut lines: Vec<LineHits> = lines
         .into_iter()
         .map(|((file, line, function), n)| LineHits {
@@ -585,6 +591,7 @@ fn attribute(got: &Collected, fallback: Option<&str>, _program: Option<&Path>) -
         attributed,
         callchain_depth_median: numalab_stats::Summary::of(&depths).map(|s| s.median),
         functions,
+        functions_seen,
         lines,
         skid: String::new(),
         command: Vec::new(),

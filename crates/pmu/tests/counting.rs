@@ -239,3 +239,51 @@ fn exact_mode_runs_once_per_group_and_reports_the_spread() {
         .iter()
         .any(|w| w.code == "pmu.metric_across_runs"));
 }
+
+#[test]
+fn kernel_counting_denied_falls_back_to_user_space() {
+    let mut backend = ReplayBackend::default();
+    for (n, v) in N1_COUNTS {
+        backend
+            .events
+            .insert(n.to_string(), Replay::DeniedWithKernel { value: *v });
+    }
+    let mut cfg = ProfileConfig::new(catalog::resolve_model("neoverse-n1").unwrap());
+    cfg.metrics = "cycles".into();
+    let p = profile::profile_with(
+        &Spec::new(["true"]),
+        &cfg,
+        &mut backend,
+        &pmu_capability(),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(backend.opened, 2, "opened with kernel, then user only");
+    assert_eq!(p.profile.scope.as_deref(), Some("user"));
+    assert!(p.warnings.iter().any(|w| w.code == "pmu.user_only"));
+    let ipc = p.profile.metric("ipc").unwrap();
+    assert!((ipc.value.unwrap_or(0.0) - 0.2).abs() < 1e-12, "{ipc:?}");
+
+    // Denied even in user space: an error naming the paranoid value needed.
+    let mut backend = ReplayBackend::default();
+    for (n, _) in N1_COUNTS {
+        backend.events.insert(n.to_string(), Replay::Denied);
+    }
+    let mut cap = pmu_capability();
+    cap.privileged = false;
+    cap.paranoid = Some(3);
+    let e = profile::profile_with(
+        &Spec::new(["true"]),
+        &cfg,
+        &mut backend,
+        &cap,
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("perf_event_paranoid = 3 forbids counting"),
+        "{msg}"
+    );
+    assert!(msg.contains("<= 2"), "{msg}");
+}

@@ -424,7 +424,11 @@ fn print_profile(p: &Profile) {
         )
     );
     let mut facts = vec![match p.mode.as_str() {
-        "exact" => format!("exact mode: {} runs, no multiplexing", p.runs.len()),
+        "exact" => format!(
+            "exact mode: {} run{}, no multiplexing",
+            p.runs.len(),
+            if p.runs.len() == 1 { "" } else { "s" }
+        ),
         "default" => "default mode: one run, the kernel multiplexes groups".into(),
         _ => format!(
             "imported from {}",
