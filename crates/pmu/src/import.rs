@@ -546,6 +546,9 @@ pub fn read(path: &Path) -> Result<(Format, Vec<PerfLine>), ImportError> {
         path: shown.clone(),
         detail: match e.kind() {
             std::io::ErrorKind::NotFound => "no such file".into(),
+            std::io::ErrorKind::InvalidData => {
+                "not a text file; expected the output of `perf stat -x,` or `perf stat -j`".into()
+            }
             _ => e.to_string(),
         },
     })?;

@@ -168,6 +168,13 @@ pub struct ProfileConfig {
 }
 
 impl ProfileConfig {
+    /// The default configuration for a machine's CPU (`Machine::cpu`; the MIDR is also
+    /// read from this machine's sysfs when the identity lacks it).
+    pub fn for_cpu(cpu: &numalab_schema::machine::CpuIdentity) -> Result<Self, CatalogError> {
+        let m = catalog::detect(cpu, catalog::midr_from_sysfs(Path::new("/")))?;
+        Ok(Self::new(m))
+    }
+
     /// The default: the first-pass metrics of the CPU's catalog.
     pub fn new(cpu: CpuMatch) -> Self {
         ProfileConfig {

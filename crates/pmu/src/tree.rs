@@ -92,6 +92,11 @@ pub struct TreeReport {
     pub verdict: String,
     /// Events worth sampling next (`--sample EVENT`).
     pub sample_next: Vec<String>,
+    /// The vendor's own top-level breakdown when it differs from cycle accounting and
+    /// was measured (Arm's slot-based topdown level 1 on Neoverse N2/V1), as
+    /// (metric, value, unit).
+    #[serde(default)]
+    pub vendor_topdown: Vec<(String, f64, String)>,
 }
 
 fn find<'a>(metrics: &'a [MetricValue], name: &str) -> Option<&'a MetricValue> {
@@ -227,6 +232,28 @@ fn info_text(catalog: &Catalog, metrics: &[MetricValue], branch: &BranchDef) -> 
 
 /// Walks the tree over evaluated metrics.
 pub fn walk_tree(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
+    let mut report = walk_cycles(catalog, metrics);
+    if let Some(vt) = &catalog.vendor_tree {
+        let ours: Vec<&str> = catalog
+            .tree
+            .branches
+            .iter()
+            .filter_map(|b| b.vendor_root.as_deref())
+            .collect();
+        report.vendor_topdown = vt
+            .roots
+            .iter()
+            .filter(|r| !ours.contains(&r.name.as_str()))
+            .filter_map(|r| {
+                let m = find(metrics, &r.name)?;
+                Some((m.name.clone(), m.value?, m.unit.clone()))
+            })
+            .collect();
+    }
+    report
+}
+
+fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
     let tree = &catalog.tree;
     let ipc = find(metrics, &tree.ipc).and_then(|m| m.value);
     let sides: Vec<SideStall> = tree
@@ -284,6 +311,7 @@ pub fn walk_tree(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
             findings,
             verdict,
             sample_next: sample,
+            vendor_topdown: Vec::new(),
         };
     }
 
@@ -323,6 +351,7 @@ pub fn walk_tree(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
             findings,
             verdict,
             sample_next: sample,
+            vendor_topdown: Vec::new(),
         };
     }
 
@@ -351,6 +380,7 @@ pub fn walk_tree(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
         findings,
         verdict,
         sample_next: sample,
+        vendor_topdown: Vec::new(),
     }
 }
 
@@ -520,6 +550,27 @@ mod tests {
         assert_eq!(r.dominant, None);
         assert!(r.verdict.starts_with("no front-end/back-end verdict (IPC 0.500): frontend_stall_rate missing input: STALLED_CYCLES_FRONTEND not supported by this PMU"), "{}", r.verdict);
         assert!(r.verdict.contains("notable anyway: memory bound: 80% of last-level reads miss, last-level read MPKI 16.0"), "{}", r.verdict);
+    }
+
+    #[test]
+    fn n2_reports_the_vendor_topdown_level_when_counted() {
+        let c = load("neoverse-n2").unwrap();
+        let mut names = c.select_metrics("first-pass").unwrap();
+        names.extend(c.select_metrics("topdown").unwrap());
+        let ev = counts(&[
+            ("CPU_CYCLES", 1.0e9),
+            ("INST_RETIRED", 1.0e9),
+            ("STALL_FRONTEND", 1.0e8),
+            ("STALL_BACKEND", 5.0e8),
+            ("STALL_SLOT_BACKEND", 2.5e9),
+            ("BR_MIS_PRED", 1.0e6),
+        ]);
+        let r = walk_tree(&c, &evaluate_all(&c, &names, &ev));
+        // 100 * (2.5e9 / (5 * 1e9) - 1e6 * 3 / 1e9) = 49.7
+        assert_eq!(r.vendor_topdown.len(), 1, "{:?}", r.vendor_topdown);
+        assert_eq!(r.vendor_topdown[0].0, "backend_bound");
+        assert!((r.vendor_topdown[0].1 - 49.7).abs() < 1e-9);
+        assert_eq!(r.dominant.as_deref(), Some("backend"));
     }
 
     #[test]

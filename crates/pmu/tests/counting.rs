@@ -287,3 +287,46 @@ fn kernel_counting_denied_falls_back_to_user_space() {
     );
     assert!(msg.contains("<= 2"), "{msg}");
 }
+
+/// The real backend with a multi-event group, inherited over a child's threads: the
+/// same perf_event_open path hardware groups take, exercised with software events.
+#[test]
+fn real_backend_reads_an_inherited_group() {
+    use numalab_pmu::count::{Backend, OpenOptions, PerfBackend};
+    let cat = catalog::load_match(&this_cpu()).unwrap();
+    let group: Vec<_> = ["TASK_CLOCK", "PAGE_FAULTS", "CONTEXT_SWITCHES"]
+        .iter()
+        .map(|n| cat.resolve_event(n).unwrap())
+        .collect();
+    let mut spec = Spec::new([hotspot(), "20", "2"]);
+    spec.gated = true;
+    let mut running = numalab_proc::spawn(&spec).unwrap();
+    let mut session = PerfBackend.open(
+        running.pid(),
+        &[group],
+        OpenOptions {
+            include_kernel: false,
+        },
+    );
+    assert!(
+        session.statuses()[0].iter().all(|s| s.works()),
+        "{:?}",
+        session.statuses()
+    );
+    running.release().unwrap();
+    let outcome = running.wait();
+    assert!(outcome.success());
+    let r = session.read().remove(0).unwrap();
+    assert!(
+        r.time_enabled_ns > 0 && r.time_running_ns == r.time_enabled_ns,
+        "{r:?}"
+    );
+    let task = r.counts[0].unwrap() as f64;
+    let cpu = (outcome.user_cpu_ns + outcome.sys_cpu_ns) as f64;
+    assert!(
+        (task - cpu).abs() <= 0.15 * cpu + 5e6,
+        "task {task} vs cpu {cpu}"
+    );
+    assert!(r.counts[1].unwrap() > 10, "{r:?}");
+    assert!(r.counts[2].is_some());
+}

@@ -302,7 +302,11 @@ pub fn run(args: ProfileArgs) -> CliResult {
             let r = sample::sample(&spec, &scfg)?;
             if !r.outcome.success() {
                 failure = Some(CliError::new(
-                    ErrorClass::Runtime,
+                    if r.outcome.interrupted {
+                        ErrorClass::Interrupted
+                    } else {
+                        ErrorClass::Runtime
+                    },
                     format!(
                         "the command {} during the sampling run",
                         r.outcome.describe()
@@ -440,7 +444,7 @@ fn print_profile(p: &Profile) {
     }
     if let Some(r) = p.runs.last() {
         facts.push(format!(
-            "the command {} after {:.3} s",
+            "the command {} (wall time {:.3} s)",
             r.outcome.describe(),
             r.outcome.wall_ns as f64 / 1e9
         ));
@@ -585,6 +589,14 @@ fn print_profile(p: &Profile) {
                 .collect();
             let prefix = if i == 0 { "  2." } else { "    " };
             println!("{prefix} {}: {}", s.title, parts.join(", "));
+        }
+        if !t.vendor_topdown.is_empty() {
+            let parts: Vec<String> = t
+                .vendor_topdown
+                .iter()
+                .map(|(n, v, u)| format!("{n} {}", fmt_metric(*v, u)))
+                .collect();
+            println!("     vendor topdown (slots): {}", parts.join(", "));
         }
         println!("  {}", paint("1", &format!("verdict: {}", t.verdict)));
         if !t.sample_next.is_empty() {
