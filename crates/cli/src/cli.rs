@@ -50,6 +50,9 @@ pub enum Command {
     Workload(crate::commands::workload::WorkloadArgs),
     /// Core-to-core latency matrix and the latency structure it reveals (or analyse a published matrix).
     C2c(crate::commands::c2c::C2cArgs),
+    /// Explain a program's performance from hardware counters: metrics, a front-end /
+    /// back-end decision tree with a verdict, hot spots; or analyse and compare perf stat files.
+    Profile(crate::commands::profile::ProfileArgs),
 }
 
 /// `numalab topo`.

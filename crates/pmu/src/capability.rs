@@ -20,7 +20,7 @@ pub enum EventStatus {
 }
 
 impl EventStatus {
-    fn from_error(e: &std::io::Error) -> Self {
+    pub(crate) fn from_error(e: &std::io::Error) -> Self {
         match e.raw_os_error() {
             Some(libc::ENOENT)
             | Some(libc::EOPNOTSUPP)

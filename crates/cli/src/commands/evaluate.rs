@@ -161,33 +161,12 @@ fn step_topology(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
     Ok(StepStatus::Done)
 }
 
-/// What the PMU check found.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PmuCheck {
-    /// The capability probe.
-    pub capability: numalab_pmu::capability::Capability,
-    /// The verdict in a sentence.
-    pub verdict: String,
-}
-
-impl RecordKind for PmuCheck {
-    const KIND: &'static str = "pmu.check";
-}
-
 fn step_pmu(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
     if !ctx.rec.done("pmu/check") {
-        let capability = numalab_pmu::capability::probe();
-        let verdict = capability.verdict();
-        let mut rec = Record::new(
-            "pmu/check",
-            Origin::Measured,
-            &PmuCheck {
-                capability: capability.clone(),
-                verdict,
-            },
-        );
-        if !capability.hardware_pmu() {
-            rec = rec.with_warnings(vec![Warning::new("no_hardware_pmu", capability.verdict())]);
+        let check = numalab_pmu::check::check(&ctx.machine.cpu, std::path::Path::new("/"));
+        let mut rec = Record::new("pmu/check", Origin::Measured, &check);
+        if !check.capability.hardware_pmu() {
+            rec = rec.with_warnings(vec![Warning::new("no_hardware_pmu", check.verdict.clone())]);
         }
         ctx.rec.push(rec)?;
     }

@@ -5,6 +5,7 @@ pub mod doctor;
 pub mod evaluate;
 pub mod generate;
 pub mod harness;
+pub mod profile;
 pub mod topo;
 pub mod workload;
 
@@ -23,5 +24,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Generate(a) => generate::run(a),
         Command::Workload(a) => workload::run(a),
         Command::C2c(a) => c2c::run(a),
+        Command::Profile(a) => profile::run(a),
     }
 }

@@ -1,0 +1,708 @@
+//! `numalab profile`: counters turned into an explanation.
+//!
+//! Four ways in: a command to run under counters (`-- CMD ARGS...`, default or
+//! `--exact` mode, optionally `--sample EVENT` for hot spots), a `perf stat` file from
+//! another machine (`--import`), two profiles to compare (`--compare BASE NEW`), or
+//! `--list` to see what a CPU model's catalog offers. Flags are checked against the
+//! catalog (metric and event names, with close matches suggested) before anything runs.
+
+use crate::output::paint;
+use crate::record::{OutputArgs, Recorder};
+use crate::{CliError, CliResult};
+use clap::{Args, ValueEnum};
+use numalab_pmu::catalog::{self, Catalog, CpuMatch};
+use numalab_pmu::compare::{self, Comparison};
+use numalab_pmu::metrics::{fmt_count, fmt_metric, fmt_pct, fmt_sig, EventState, EventValue};
+use numalab_pmu::profile::{self, Profile, ProfileConfig, Profiled};
+use numalab_pmu::sample::{self, SampleConfig, SampleReport};
+use numalab_pmu::{capability, count};
+use numalab_schema::{ErrorClass, Origin, Record};
+use std::path::{Path, PathBuf};
+
+/// What `--list` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListWhat {
+    /// Metric sets, groups and metrics with their formulas.
+    Metrics,
+    /// Events with their codes.
+    Events,
+    /// The CPU models numalab has catalogs for.
+    Models,
+}
+
+/// `numalab profile`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  numalab profile -- ./my-program --size 16M
+  numalab profile --exact --metrics l1d,ll -- ./my-program
+  numalab profile --sample cpu-clock -- ./my-program
+  numalab profile --import perf-stat.csv --cpu-model neoverse-n1
+  numalab profile --compare before.csv after.csv
+  numalab profile --list metrics --cpu-model neoverse-n2
+See docs/profile.md for the method and how to read the decision tree.")]
+pub struct ProfileArgs {
+    /// The command to profile and its arguments, after `--` (run without a shell).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+    /// Analyse counts recorded elsewhere: the output of `perf stat -x,` (CSV) or
+    /// `perf stat -j` (JSON), events by name or raw code (r11).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["compare", "command", "list", "sample", "exact"])]
+    pub import: Option<PathBuf>,
+    /// Compare two profiles, each a numalab output (folder, journal or bundle holding a
+    /// pmu.profile record) or a perf stat file: every metric and count with % change.
+    #[arg(long, num_args = 2, value_names = ["BASE", "NEW"], conflicts_with_all = ["command", "list", "sample", "exact"])]
+    pub compare: Option<Vec<PathBuf>>,
+    /// Exact mode: at most as many events as the PMU has counters per run, each run with
+    /// cycles and instructions, one run of the command per group (no multiplexing).
+    #[arg(long)]
+    pub exact: bool,
+    /// Metrics to derive: first-pass (default), vendor, topdown, all, none, a group
+    /// (l1d, branch, ...), metric names, or a comma-separated mix.
+    #[arg(long, value_name = "SET")]
+    pub metrics: Option<String>,
+    /// Extra events to count, comma-separated: names (CPU_CYCLES, cycles,
+    /// L1-dcache-load-misses) or raw codes (r11). Alone, only these are counted.
+    #[arg(long, value_name = "LIST")]
+    pub events: Option<String>,
+    /// After counting, sample this event with call chains and attribute the samples to
+    /// functions and source lines (cpu-clock works without a hardware PMU).
+    #[arg(long, value_name = "EVENT")]
+    pub sample: Option<String>,
+    /// Samples per second for --sample.
+    #[arg(long, value_name = "HZ", default_value_t = 999)]
+    pub sample_freq: u64,
+    /// Sample every N events instead of by frequency.
+    #[arg(long, value_name = "N")]
+    pub sample_period: Option<u64>,
+    /// The CPU whose catalog to use (neoverse-n1, neoverse-n2, neoverse-v1, x86-64,
+    /// ampere-altra, graviton2, a MIDR value...), instead of detecting this machine's.
+    #[arg(long, value_name = "NAME")]
+    pub cpu_model: Option<String>,
+    /// Programmable counters per CPU (default: from the CPU's event file).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub counters: Option<u32>,
+    /// Kill the command (and its process group) after this long, e.g. 30s, 5m.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Run the command through /bin/sh -c (for pipes and redirections).
+    #[arg(long)]
+    pub shell: bool,
+    /// List what the CPU model's catalog offers, then exit.
+    #[arg(long, value_enum, value_name = "WHAT", num_args = 0..=1, default_missing_value = "metrics", conflicts_with = "command")]
+    pub list: Option<ListWhat>,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn usage(msg: impl Into<String>) -> CliError {
+    CliError::new(ErrorClass::Usage, msg)
+}
+
+/// The CPU this machine has, as a catalog match (None if no catalog fits).
+fn detect_live(machine: &numalab_schema::Machine) -> Result<CpuMatch, catalog::CatalogError> {
+    catalog::detect(&machine.cpu, catalog::midr_from_sysfs(Path::new("/")))
+}
+
+/// Runs `numalab profile`.
+pub fn run(args: ProfileArgs) -> CliResult {
+    // Step 1: flags alone, nothing touched.
+    let modes = [
+        args.import.is_some(),
+        args.compare.is_some(),
+        !args.command.is_empty(),
+        args.list.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    if modes == 0 {
+        return Err(usage(
+            "nothing to profile: give a command after `--` (numalab profile -- ./my-program), --import FILE, --compare BASE NEW or --list",
+        ));
+    }
+    let given = args
+        .cpu_model
+        .as_deref()
+        .map(catalog::resolve_model)
+        .transpose()?;
+    if let Some(what) = args.list {
+        let cpu = match given {
+            Some(c) => c,
+            None => detect_live(&numalab_topo::live()?)?,
+        };
+        return list(&catalog::load_match(&cpu)?, &cpu, what);
+    }
+    let machine = numalab_topo::live()?;
+    let live_cpu = detect_live(&machine);
+    let metrics_set = match (&args.metrics, &args.events) {
+        (Some(m), _) => m.clone(),
+        (None, Some(_)) => String::new(),
+        (None, None) => "first-pass".into(),
+    };
+    let events: Vec<String> = args.events.iter().cloned().collect();
+    let config = serde_json::json!({
+        "command": args.command,
+        "import": args.import,
+        "compare": args.compare,
+        "exact": args.exact,
+        "metrics": metrics_set,
+        "events": args.events,
+        "sample": args.sample,
+        "sample_freq": args.sample_freq,
+        "sample_period": args.sample_period,
+        "cpu_model": args.cpu_model,
+        "counters": args.counters,
+        "timeout_s": args.timeout.map(|d| d.as_secs_f64()),
+    });
+
+    if let Some(paths) = &args.compare {
+        let fallback = live_cpu.ok();
+        let (base, mut w1) =
+            compare::load(&paths[0], given.clone(), fallback.clone(), &metrics_set)?;
+        let (new, mut w2) = compare::load(&paths[1], given, fallback, &metrics_set)?;
+        let label = |p: &PathBuf| p.display().to_string();
+        let c = compare::compare(&base, &new, &label(&paths[0]), &label(&paths[1]));
+        let mut rec = Recorder::new(
+            &args.output,
+            config,
+            Origin::Imported,
+            numalab_topo::system::host(&machine),
+        )?;
+        w1.append(&mut w2);
+        let key = format!("compare:{}:{}", c.base, c.new);
+        let record = Record::new(key, Origin::Imported, &c).with_warnings(w1);
+        rec.push(record)?;
+        if !rec.json() {
+            print_comparison(&c);
+        }
+        rec.finish()?;
+        return Ok(());
+    }
+
+    if let Some(path) = &args.import {
+        let p = profile::from_import(path, given, live_cpu.ok(), &metrics_set, &events)?;
+        let mut rec = Recorder::new(
+            &args.output,
+            config,
+            Origin::Imported,
+            numalab_topo::system::host(&machine),
+        )?;
+        let key = format!("profile:import:{}", path.display());
+        let shown = p.profile.clone();
+        rec.push(p.into_record(key))?;
+        if !rec.json() {
+            print_profile(&shown);
+        }
+        rec.finish()?;
+        return Ok(());
+    }
+
+    // A command to run. Step 2: plan against the catalog before running anything.
+    let cpu = match given {
+        Some(c) => c,
+        None => live_cpu?,
+    };
+    let cat = catalog::load_match(&cpu)?;
+    let (names, extra) = profile::selection(&cat, &metrics_set, &events)?;
+    let counters = args.counters.map(|c| c as usize).unwrap_or(cat.counters);
+    if args.exact {
+        count::plan_exact(&cat, &names, &extra, counters).map_err(usage)?;
+    }
+    let sample_event = args
+        .sample
+        .as_deref()
+        .map(|e| sample::resolve(&cat, e))
+        .transpose()?;
+    let cap = capability::probe();
+    if let Some(ev) = &sample_event {
+        if !ev.encoding.is_software() && !cap.hardware_pmu() {
+            return Err(CliError::new(
+                ErrorClass::Unsupported,
+                format!(
+                    "cannot sample {}: no hardware PMU here ({}); --sample cpu-clock works on every machine",
+                    ev.name,
+                    cap.verdict()
+                ),
+            ));
+        }
+    }
+    let spec = numalab_proc::Spec {
+        argv: args.command.clone(),
+        shell: args.shell,
+        timeout: args.timeout,
+        ..Default::default()
+    };
+    let mut rec = Recorder::new(
+        &args.output,
+        config,
+        Origin::Measured,
+        numalab_topo::system::host(&machine),
+    )?;
+    let mode = if args.exact { "exact" } else { "default" };
+    let key = format!("profile:{mode}:{}", args.command.join(" "));
+    let mut failure: Option<CliError> = None;
+    if rec.done(&key) {
+        eprintln!(
+            "numalab: {key} is already in the --out folder; choose another folder to measure again"
+        );
+        if let Some(p) = rec
+            .previous
+            .iter()
+            .find(|r| r.key == key)
+            .and_then(|r| r.decode::<Profile>())
+            .and_then(Result::ok)
+        {
+            if !rec.json() {
+                print_profile(&p);
+            }
+        }
+    } else {
+        let pcfg = ProfileConfig {
+            cpu: cpu.clone(),
+            metrics: metrics_set.clone(),
+            events: events.clone(),
+            exact: args.exact,
+            counters: args.counters.map(|c| c as usize),
+        };
+        let bar = progress_bar(args.exact);
+        let result = profile::profile_with(
+            &spec,
+            &pcfg,
+            &mut numalab_pmu::count::PerfBackend,
+            &cap,
+            &mut |run, runs| {
+                if let Some(b) = &bar {
+                    b.set_length(runs as u64);
+                    b.set_position(run as u64);
+                    b.set_message(format!("run {} of {runs}", run + 1));
+                }
+            },
+        );
+        if let Some(b) = &bar {
+            b.finish_and_clear();
+        }
+        let p: Profiled = result?;
+        failure = workload_failure(&p.profile, &args.command);
+        let shown = p.profile.clone();
+        rec.push(p.into_record(key))?;
+        if !rec.json() {
+            print_profile(&shown);
+        }
+    }
+    if let (Some(ev), None) = (sample_event, &failure) {
+        let skey = format!("samples:{}:{}", ev.name, args.command.join(" "));
+        if !rec.done(&skey) {
+            let scfg = SampleConfig {
+                event: ev,
+                frequency_hz: args.sample_freq,
+                period: args.sample_period,
+                include_kernel: cap.privileged || cap.paranoid.is_some_and(|p| p <= 1),
+            };
+            let r = sample::sample(&spec, &scfg)?;
+            if !r.outcome.success() {
+                failure = Some(CliError::new(
+                    if r.outcome.interrupted {
+                        ErrorClass::Interrupted
+                    } else {
+                        ErrorClass::Runtime
+                    },
+                    format!(
+                        "the command {} during the sampling run",
+                        r.outcome.describe()
+                    ),
+                ));
+            }
+            let shown = r.clone();
+            rec.push(Record::new(skey, Origin::Measured, &r))?;
+            if !rec.json() {
+                print_samples(&shown);
+            }
+        }
+    }
+    rec.finish()?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn progress_bar(exact: bool) -> Option<indicatif::ProgressBar> {
+    if !exact {
+        return None;
+    }
+    let b = indicatif::ProgressBar::new(1);
+    b.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(b)
+}
+
+fn workload_failure(p: &Profile, argv: &[String]) -> Option<CliError> {
+    let bad = p.runs.iter().find(|r| !r.outcome.success())?;
+    let o = &bad.outcome;
+    let class = if o.interrupted {
+        ErrorClass::Interrupted
+    } else {
+        ErrorClass::Runtime
+    };
+    Some(CliError::new(
+        class,
+        format!(
+            "the command `{}` {}; the counts above describe that run",
+            argv.join(" "),
+            o.describe()
+        ),
+    ))
+}
+
+fn list(cat: &Catalog, cpu: &CpuMatch, what: ListWhat) -> CliResult {
+    match what {
+        ListWhat::Models => {
+            println!("catalogs: {}", catalog::shipped().join(", "));
+            println!("also accepted by --cpu-model: ampere-altra, altra, graviton2 (Neoverse N1), graviton3 (Neoverse V1), n1, n2, v1, intel, amd, x86, a MIDR value such as 0x413fd0c1");
+        }
+        ListWhat::Events => {
+            println!(
+                "{} ({}): {} events, {} programmable counters",
+                cat.name,
+                cpu.how,
+                cat.events.len(),
+                cat.counters
+            );
+            for e in &cat.events {
+                let code = e.raw_code().unwrap_or_default();
+                let aliases = if e.aliases.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (also {})", e.aliases.join(", "))
+                };
+                println!("  {:<28} {:<6} {}{}", e.name, code, e.title, aliases);
+            }
+        }
+        ListWhat::Metrics => {
+            println!(
+                "{} ({}): {} programmable counters",
+                cat.name, cpu.how, cat.counters
+            );
+            println!(
+                "metric sets: first-pass (default), vendor, topdown, all, none, or a group below"
+            );
+            for g in &cat.groups {
+                println!("  {:<24} {} ({})", g.name, g.metrics.join(", "), g.title);
+            }
+            println!("metrics:");
+            for m in &cat.metrics {
+                println!("  {:<28} {:<22} {}", m.name, m.unit, m.formula);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn value_text(v: &EventValue) -> String {
+    match (v.state, v.value) {
+        (EventState::Counted, Some(x)) if v.unit.as_deref() == Some("ns") => {
+            format!("{} ms", fmt_sig(x / 1e6))
+        }
+        (EventState::Counted, Some(x)) => fmt_count(x),
+        (EventState::NotSupported, _) => "not supported".into(),
+        (EventState::NotCounted, _) => "not counted".into(),
+        (EventState::Denied, _) => "denied".into(),
+        _ => "n/a".into(),
+    }
+}
+
+fn print_profile(p: &Profile) {
+    let what = if p.command.is_empty() {
+        p.source.path.clone().unwrap_or_default()
+    } else {
+        p.command.join(" ")
+    };
+    println!(
+        "{}",
+        paint(
+            "1",
+            &format!("profile of {what}: {} ({})", p.cpu.cpu, p.cpu.how)
+        )
+    );
+    let mut facts = vec![match p.mode.as_str() {
+        "exact" => format!(
+            "exact mode: {} run{}, no multiplexing",
+            p.runs.len(),
+            if p.runs.len() == 1 { "" } else { "s" }
+        ),
+        "default" => "default mode: one run, the kernel multiplexes groups".into(),
+        _ => format!(
+            "imported from {}",
+            p.source.format.as_deref().unwrap_or("a perf file")
+        ),
+    }];
+    if let Some(s) = &p.scope {
+        facts.push(format!("{s} counting"));
+    }
+    if let Some(r) = p.runs.last() {
+        facts.push(format!(
+            "the command {} (wall time {:.3} s)",
+            r.outcome.describe(),
+            r.outcome.wall_ns as f64 / 1e9
+        ));
+    }
+    println!("{}", facts.join("; "));
+    for s in &p.spread {
+        println!(
+            "run-to-run spread of {} over {} runs: {:.2}% (median {})",
+            s.event,
+            s.runs,
+            s.spread_pct,
+            fmt_count(s.median)
+        );
+    }
+
+    println!();
+    println!("{}", paint("1", "metrics"));
+    let w = p
+        .metrics
+        .iter()
+        .map(|m| m.name.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let mut missing: Vec<(String, Vec<&str>)> = Vec::new();
+    for m in &p.metrics {
+        let Some(v) = m.value else {
+            let mut why = m.reason.clone().unwrap_or_default();
+            if p.hardware_pmu == Some(false) && why.contains("no hardware PMU here") {
+                why = "no hardware PMU here".into();
+            }
+            match missing.iter_mut().find(|(r, _)| *r == why) {
+                Some((_, names)) => names.push(&m.name),
+                None => missing.push((why, vec![&m.name])),
+            }
+            continue;
+        };
+        let mut note = String::new();
+        if let Some(f) = m.min_running_fraction.filter(|f| *f < 0.999) {
+            note = format!("counted {} of the run", fmt_pct(f));
+        }
+        if m.across_runs {
+            note = "events from different runs, normalised by instructions".into();
+        }
+        let unit = if m.unit == "ratio" || m.unit == "percent" {
+            ""
+        } else {
+            m.unit.as_str()
+        };
+        println!(
+            "  {:<w$}  {:>10}  {:<22} {}",
+            m.name,
+            fmt_metric(v, &m.unit),
+            unit,
+            note
+        );
+    }
+    for (why, names) in &missing {
+        println!("  n/a: {} ({why})", names.join(", "));
+    }
+
+    println!();
+    println!("{}", paint("1", "events"));
+    let w = p
+        .events
+        .iter()
+        .map(|e| e.name.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let mut absent: Vec<(String, Vec<&str>)> = Vec::new();
+    for e in &p.events {
+        if e.state != EventState::Counted {
+            let why = format!(
+                "{}{}",
+                value_text(e),
+                e.reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            );
+            match absent.iter_mut().find(|(r, _)| *r == why) {
+                Some((_, names)) => names.push(&e.name),
+                None => absent.push((why, vec![&e.name])),
+            }
+            continue;
+        }
+        let frac = match e.running_fraction {
+            Some(f) if f < 0.999 => format!("counted {} of the run", fmt_pct(f)),
+            _ => String::new(),
+        };
+        let code = e.code.clone().unwrap_or_default();
+        println!(
+            "  {:<w$}  {:<6} {:>16}  {}",
+            e.name,
+            code,
+            value_text(e),
+            frac
+        );
+    }
+    for (why, names) in &absent {
+        println!("  {why}: {}", names.join(", "));
+    }
+
+    if let Some(t) = &p.tree {
+        println!();
+        println!("{}", paint("1", "decision tree"));
+        let sides: Vec<String> = t
+            .sides
+            .iter()
+            .map(|s| match s.stall_rate {
+                Some(r) => format!("{} {}", s.side, fmt_pct(r)),
+                None => format!("{} n/a", s.side),
+            })
+            .collect();
+        let ipc = t.ipc.map(fmt_sig).unwrap_or_else(|| "n/a".into());
+        println!(
+            "  1. cycle accounting: IPC {ipc}; cycles stalled: {}{}",
+            sides.join(", "),
+            t.dominant
+                .as_deref()
+                .map(|d| format!(" -> the {d} dominates"))
+                .unwrap_or_default()
+        );
+        let steps: Vec<_> = t
+            .steps
+            .iter()
+            .filter(|s| s.metrics.iter().any(|m| m.value.is_some()))
+            .collect();
+        for (i, s) in steps.iter().enumerate() {
+            let parts: Vec<String> = s
+                .metrics
+                .iter()
+                .map(|m| {
+                    let v = m
+                        .value
+                        .map(|v| fmt_metric(v, &m.unit))
+                        .unwrap_or_else(|| "n/a".into());
+                    let mark = if m.notable { " (!)" } else { "" };
+                    format!("{} {v}{mark}", m.name)
+                })
+                .collect();
+            let prefix = if i == 0 { "  2." } else { "    " };
+            println!("{prefix} {}: {}", s.title, parts.join(", "));
+        }
+        if !t.vendor_topdown.is_empty() {
+            let parts: Vec<String> = t
+                .vendor_topdown
+                .iter()
+                .map(|(n, v, u)| format!("{n} {}", fmt_metric(*v, u)))
+                .collect();
+            println!("     vendor topdown (slots): {}", parts.join(", "));
+        }
+        println!("  {}", paint("1", &format!("verdict: {}", t.verdict)));
+        if !t.sample_next.is_empty() {
+            println!(
+                "  worth sampling next: {} (numalab profile --sample EVENT -- CMD)",
+                t.sample_next.join(", ")
+            );
+        }
+    }
+}
+
+fn print_samples(r: &SampleReport) {
+    println!();
+    println!(
+        "{}",
+        paint(
+            "1",
+            &format!(
+                "hot spots: {} samples of {} ({} lost, {} attributed to named functions)",
+                r.samples, r.event, r.lost, r.attributed
+            )
+        )
+    );
+    println!("  {:>7} {:>7}  function", "self", "total");
+    for f in r.functions.iter().take(15) {
+        let line = f
+            .hottest_line
+            .as_deref()
+            .map(|l| format!("  [{l}]"))
+            .unwrap_or_default();
+        println!(
+            "  {:>6.1}% {:>6.1}%  {}{}",
+            f.self_pct, f.total_pct, f.function, line
+        );
+    }
+    if !r.lines.is_empty() {
+        println!("  hottest lines:");
+        for l in r.lines.iter().take(8) {
+            println!("  {:>6.1}%  {}:{}  {}", l.pct, l.file, l.line, l.function);
+        }
+    }
+    if let Some(d) = r.callchain_depth_median {
+        println!("  median call-chain depth {d:.0} frames (code built without frame pointers gives short chains: `total` then undercounts callers)");
+    }
+    println!("  note: {}", r.skid);
+}
+
+fn print_comparison(c: &Comparison) {
+    println!("{}", paint("1", &format!("{} -> {}", c.base, c.new)));
+    if let Some(n) = &c.note {
+        println!("{}", paint("33", n));
+    }
+    let pct = |p: Option<f64>| {
+        p.map(|v| format!("{v:+.1}%"))
+            .unwrap_or_else(|| "n/a".into())
+    };
+    println!();
+    let w = c
+        .metrics
+        .iter()
+        .map(|m| m.name.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    println!(
+        "  {:<w$}  {:>10}  {:>10}  {:>8}",
+        "metric", "base", "new", "change"
+    );
+    for m in &c.metrics {
+        let v = |x: Option<f64>| {
+            x.map(|v| fmt_metric(v, &m.unit))
+                .unwrap_or_else(|| "n/a".into())
+        };
+        let mark = if m.comparable {
+            ""
+        } else {
+            "  (not comparable: instruction counts differ)"
+        };
+        println!(
+            "  {:<w$}  {:>10}  {:>10}  {:>8}{mark}",
+            m.name,
+            v(m.base),
+            v(m.new),
+            pct(m.change_pct)
+        );
+    }
+    println!();
+    let w = c
+        .counts
+        .iter()
+        .map(|m| m.name.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    println!(
+        "  {:<w$}  {:>16}  {:>16}  {:>8}",
+        "count", "base", "new", "change"
+    );
+    for e in &c.counts {
+        let v = |x: Option<f64>| x.map(fmt_count).unwrap_or_else(|| "n/a".into());
+        println!(
+            "  {:<w$}  {:>16}  {:>16}  {:>8}",
+            e.name,
+            v(e.base),
+            v(e.new),
+            pct(e.change_pct)
+        );
+    }
+}

@@ -1,0 +1,397 @@
+//! `numalab profile` through the real binary: the JSON contract (read with independent
+//! structs), imports, comparisons, a software-event run, clock sampling, and the error
+//! table (arguments, exit code, message).
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn numalab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run numalab")
+}
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/pmu/perf-stat")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[derive(Deserialize)]
+struct BundleJson {
+    records: Vec<RecordJson>,
+}
+
+#[derive(Deserialize)]
+struct RecordJson {
+    kind: String,
+    origin: String,
+    data: serde_json::Value,
+    #[serde(default)]
+    warnings: Vec<WarningJson>,
+}
+
+#[derive(Deserialize)]
+struct WarningJson {
+    code: String,
+}
+
+/// The documented `pmu.profile` fields, read without numalab's types.
+#[derive(Deserialize)]
+struct ProfileJson {
+    cpu: CpuJson,
+    mode: String,
+    events: Vec<EventJson>,
+    metrics: Vec<MetricJson>,
+    tree: TreeJson,
+    #[serde(default)]
+    hardware_pmu: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct CpuJson {
+    catalog: String,
+}
+
+#[derive(Deserialize)]
+struct EventJson {
+    name: String,
+    value: Option<f64>,
+    running_fraction: Option<f64>,
+    supported: bool,
+    state: String,
+}
+
+#[derive(Deserialize)]
+struct MetricJson {
+    name: String,
+    value: Option<f64>,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TreeJson {
+    verdict: String,
+    sample_next: Vec<String>,
+}
+
+fn bundle(out: &Output) -> BundleJson {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("valid JSON bundle")
+}
+
+#[test]
+fn import_json_contract() {
+    let out = numalab(&[
+        "profile",
+        "--import",
+        &fixture("n1-pointer-chase.csv"),
+        "--json",
+    ]);
+    let b = bundle(&out);
+    assert_eq!(b.records.len(), 1);
+    let r = &b.records[0];
+    assert_eq!(
+        (r.kind.as_str(), r.origin.as_str()),
+        ("pmu.profile", "imported")
+    );
+    assert!(r.warnings.iter().any(|w| w.code == "pmu.multiplexed"));
+    let p: ProfileJson = serde_json::from_value(r.data.clone()).unwrap();
+    assert_eq!(
+        (p.cpu.catalog.as_str(), p.mode.as_str()),
+        ("neoverse-n1", "import")
+    );
+    let ipc = p.metrics.iter().find(|m| m.name == "ipc").unwrap();
+    assert!((ipc.value.unwrap() - 0.2).abs() < 1e-12);
+    let remote = p
+        .metrics
+        .iter()
+        .find(|m| m.name == "remote_access_pki")
+        .unwrap();
+    assert_eq!(remote.value, None);
+    assert!(remote
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("REMOTE_ACCESS not supported"));
+    let cyc = p.events.iter().find(|e| e.name == "CPU_CYCLES").unwrap();
+    assert_eq!((cyc.value, cyc.running_fraction), (Some(1e9), Some(0.5)));
+    let ra = p.events.iter().find(|e| e.name == "REMOTE_ACCESS").unwrap();
+    assert_eq!(
+        (ra.supported, ra.state.as_str(), ra.value),
+        (false, "not_supported", None)
+    );
+    assert!(p
+        .tree
+        .verdict
+        .starts_with("back-end bound: 83% of cycles stalled in the back end"));
+    assert_eq!(p.tree.sample_next[0], "STALL_BACKEND");
+}
+
+#[test]
+fn import_report_for_people() {
+    let out = numalab(&[
+        "profile",
+        "--import",
+        &fixture("n1-pointer-chase.json"),
+        "--cpu-model",
+        "ampere-altra",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("Neoverse N1 (--cpu-model ampere-altra)"),
+        "{text}"
+    );
+    assert!(text.contains("verdict: back-end bound"), "{text}");
+    assert!(
+        text.contains("memory bound: 99% of last-level reads miss, L1D MPKI 106"),
+        "{text}"
+    );
+    assert!(
+        text.contains("worth sampling next: STALL_BACKEND"),
+        "{text}"
+    );
+}
+
+#[test]
+fn compare_before_after() {
+    let out = numalab(&[
+        "profile",
+        "--compare",
+        &fixture("n1-pointer-chase.csv"),
+        &fixture("n1-pointer-chase-prefetch.csv"),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("instructions changed by +15.0%: MPKI"),
+        "{text}"
+    );
+    assert!(text.contains("+130.0%"), "{text}"); // IPC 0.2 -> 0.46
+    assert!(text.contains("-50.0%"), "{text}"); // cycles
+                                                // A saved profile compares like a perf file.
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("base");
+    let out = numalab(&[
+        "profile",
+        "--import",
+        &fixture("n1-pointer-chase.csv"),
+        "--out",
+        &saved.display().to_string(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = numalab(&[
+        "profile",
+        "--json",
+        "--compare",
+        &saved.display().to_string(),
+        &fixture("n1-pointer-chase-prefetch.csv"),
+    ]);
+    let b = bundle(&out);
+    assert_eq!(b.records[0].kind, "pmu.comparison");
+    assert_eq!(b.records[0].data["mpki_comparable"], false);
+}
+
+#[test]
+fn software_run_of_a_real_command() {
+    let cap = numalab_pmu::capability::probe();
+    let out = numalab(&[
+        "profile",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done",
+    ]);
+    let b = bundle(&out);
+    let r = &b.records[0];
+    assert_eq!(
+        (r.kind.as_str(), r.origin.as_str()),
+        ("pmu.profile", "measured")
+    );
+    let p: ProfileJson = serde_json::from_value(r.data.clone()).unwrap();
+    assert_eq!(p.mode, "default");
+    assert_eq!(p.hardware_pmu, Some(cap.hardware_pmu()));
+    let task = p.events.iter().find(|e| e.name == "TASK_CLOCK").unwrap();
+    assert_eq!(task.state, "counted");
+    assert!(task.value.unwrap() > 0.0);
+    if !cap.hardware_pmu() {
+        // Said once, in one line.
+        assert!(r.warnings.iter().any(|w| w.code == "pmu.no_hardware"));
+        assert!(p
+            .tree
+            .verdict
+            .starts_with("no verdict: this machine exposes no hardware PMU"));
+        let text = numalab(&["profile", "--", "true"]);
+        let stderr2 = String::from_utf8_lossy(&text.stderr);
+        assert_eq!(
+            stderr2.matches("no hardware PMU here").count(),
+            1,
+            "{stderr2}"
+        );
+    }
+}
+
+#[test]
+fn clock_sampling_through_the_cli() {
+    let out = numalab(&[
+        "profile",
+        "--json",
+        "--metrics",
+        "none",
+        "--sample",
+        "cpu-clock",
+        "--sample-freq",
+        "2000",
+        "--shell",
+        "--",
+        "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done",
+    ]);
+    let b = bundle(&out);
+    let s = b.records.iter().find(|r| r.kind == "pmu.samples").unwrap();
+    assert!(s.data["samples"].as_u64().unwrap() > 10, "{}", s.data);
+    assert_eq!(s.data["event"], "CPU_CLOCK");
+    assert!(s.data["skid"].as_str().unwrap().contains("timer"));
+    let f0 = &s.data["functions"][0];
+    // The shell and libc carry no debug info here; the samples still land in files.
+    assert!(f0["object"].as_str().unwrap().starts_with('/'), "{f0}");
+}
+
+#[test]
+fn list_shows_the_catalog() {
+    let out = numalab(&["profile", "--list", "metrics", "--cpu-model", "neoverse-n2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.contains("Neoverse N2"), "{text}");
+    assert!(text.contains("frontend_bound"), "{text}");
+    assert!(
+        text.contains("100 * ((STALL_SLOT_FRONTEND - CPU_CYCLES)"),
+        "{text}"
+    );
+    let out = numalab(&["profile", "--list", "events", "--cpu-model", "n1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("CRYPTO_SPEC") && text.contains("r77"),
+        "{text}"
+    );
+}
+
+#[test]
+fn error_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.csv");
+    std::fs::write(&bad, "100,,cycles,10,100.00,,\nnot a perf line\n").unwrap();
+    let bad = bad.display().to_string();
+    let base = fixture("n1-pointer-chase.csv");
+    let nopath: PathBuf = tmp.path().join("nope.csv");
+    let nopath = nopath.display().to_string();
+    // (args, exit code, text expected on stderr)
+    let mut cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["profile"], 2, "nothing to profile"),
+        (
+            vec!["profile", "--import", &base, "--metrics", "l1d_mkpi"],
+            2,
+            "l1d_mpki?",
+        ),
+        (
+            vec![
+                "profile",
+                "--cpu-model",
+                "n1",
+                "--events",
+                "CPU_CYCLE",
+                "--",
+                "true",
+            ],
+            2,
+            "did you mean CPU_CYCLES",
+        ),
+        (
+            vec!["profile", "--cpu-model", "neoverse-x9", "--", "true"],
+            2,
+            "unknown CPU model",
+        ),
+        (
+            vec!["profile", "--cpu-model", "neoverse-v2", "--", "true"],
+            4,
+            "known Arm core",
+        ),
+        (vec!["profile", "--import", &nopath], 3, "no such file"),
+        (vec!["profile", "--import", &bad], 3, "line 2"),
+        (
+            vec!["profile", "--", "/nonexistent/numalab-nothing"],
+            2,
+            "command not found",
+        ),
+        (vec!["profile", "--", "false"], 1, "exited with status 1"),
+        (
+            vec![
+                "profile",
+                "--cpu-model",
+                "n1",
+                "--exact",
+                "--counters",
+                "1",
+                "--",
+                "true",
+            ],
+            2,
+            "--exact needs more than 1",
+        ),
+        (
+            vec!["profile", "--import", &base, "--exact"],
+            2,
+            "cannot be used with",
+        ),
+        (vec!["profile", "--compare", &base], 2, "2 values required"),
+        (
+            vec!["profile", "--timeout", "soon", "--", "true"],
+            2,
+            "invalid value",
+        ),
+    ];
+    if !numalab_pmu::capability::probe().hardware_pmu() {
+        cases.push((
+            vec![
+                "profile",
+                "--sample",
+                "L1D_LOAD_MISSES",
+                "--cpu-model",
+                "x86-64",
+                "--",
+                "true",
+            ],
+            4,
+            "no hardware PMU here",
+        ));
+    }
+    for (args, code, text) in cases {
+        let out = numalab(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(text), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

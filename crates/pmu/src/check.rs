@@ -1,0 +1,175 @@
+//! The PMU check of `numalab evaluate` (and `doctor`-style summaries): what counting is
+//! possible, which event catalog fits this CPU, and a short count of a built-in loop
+//! whose numbers can be checked against an independent clock.
+//!
+//! The loop is counted on the calling thread: the task clock must agree with the
+//! thread's CPU-time clock (`CLOCK_THREAD_CPUTIME_ID`); with a hardware PMU, cycles and
+//! instructions give the loop's IPC. A PMU that counts but disagrees with the kernel's
+//! own clock is worse than none, so the agreement is part of the record.
+
+use crate::capability::{self, Capability};
+use crate::catalog::{self, CpuMatch};
+use numalab_schema::machine::CpuIdentity;
+use numalab_schema::RecordKind;
+use perf_event::events::{Hardware, Software};
+use perf_event::Builder;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A PMU check (`pmu.check`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PmuCheck {
+    /// What counting is possible.
+    pub capability: Capability,
+    /// The capability in one sentence.
+    pub verdict: String,
+    /// The catalog for this CPU, if one fits.
+    #[serde(default)]
+    pub cpu: Option<CpuMatch>,
+    /// Why no catalog fits.
+    #[serde(default)]
+    pub cpu_problem: Option<String>,
+    /// Programmable counters per CPU (from the catalog).
+    #[serde(default)]
+    pub counters: Option<usize>,
+    /// Iterations of the built-in loop.
+    pub loop_iterations: u64,
+    /// Task clock of the loop, ns (perf software event).
+    #[serde(default)]
+    pub loop_task_clock_ns: Option<u64>,
+    /// The thread's CPU time over the loop, ns (CLOCK_THREAD_CPUTIME_ID).
+    #[serde(default)]
+    pub loop_thread_cpu_ns: Option<u64>,
+    /// task clock / thread CPU time (1.0 = perfect agreement).
+    #[serde(default)]
+    pub task_clock_agreement: Option<f64>,
+    /// Cycles of the loop (hardware PMU only).
+    #[serde(default)]
+    pub loop_cycles: Option<u64>,
+    /// Instructions of the loop (hardware PMU only).
+    #[serde(default)]
+    pub loop_instructions: Option<u64>,
+    /// Instructions per cycle of the loop.
+    #[serde(default)]
+    pub loop_ipc: Option<f64>,
+}
+
+impl RecordKind for PmuCheck {
+    const KIND: &'static str = "pmu.check";
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[inline(never)]
+fn spin(n: u64) -> u64 {
+    let mut x = std::hint::black_box(1u64);
+    for i in 0..n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(std::hint::black_box(i));
+    }
+    x
+}
+
+/// Runs the check. `cpu` is the machine's CPU identity (`Machine::cpu`); `root` is
+/// where sysfs lives ("/" for this machine) for the MIDR.
+pub fn check(cpu: &CpuIdentity, root: &Path) -> PmuCheck {
+    let capability = capability::probe();
+    let verdict = capability.verdict();
+    let (cpu_match, cpu_problem, counters) =
+        match catalog::detect(cpu, catalog::midr_from_sysfs(root)) {
+            Ok(m) => {
+                let counters = catalog::load_match(&m).ok().map(|c| c.counters);
+                (Some(m), None, counters)
+            }
+            Err(e) => (None, Some(e.to_string()), None),
+        };
+    let iterations = 20_000_000u64;
+    let build = |b: &mut Builder<'_>| b.observe_self().exclude_kernel(true).build();
+    let mut task = build(&mut Builder::new(Software::TASK_CLOCK)).ok();
+    let mut hw = if capability.hardware_pmu() {
+        let cycles = build(&mut Builder::new(Hardware::CPU_CYCLES)).ok();
+        let instr = build(&mut Builder::new(Hardware::INSTRUCTIONS)).ok();
+        cycles.zip(instr)
+    } else {
+        None
+    };
+    let t0 = thread_cpu_ns();
+    if let Some(t) = task.as_mut() {
+        let _ = t.enable();
+    }
+    if let Some((c, i)) = hw.as_mut() {
+        let _ = c.enable();
+        let _ = i.enable();
+    }
+    std::hint::black_box(spin(iterations));
+    if let Some((c, i)) = hw.as_mut() {
+        let _ = c.disable();
+        let _ = i.disable();
+    }
+    if let Some(t) = task.as_mut() {
+        let _ = t.disable();
+    }
+    let thread_ns = thread_cpu_ns().saturating_sub(t0);
+    let task_ns = task.as_mut().and_then(|t| t.read().ok());
+    let (cycles, instructions) = match hw.as_mut() {
+        Some((c, i)) => (c.read().ok(), i.read().ok()),
+        None => (None, None),
+    };
+    PmuCheck {
+        verdict,
+        capability,
+        cpu: cpu_match,
+        cpu_problem,
+        counters,
+        loop_iterations: iterations,
+        loop_task_clock_ns: task_ns,
+        loop_thread_cpu_ns: Some(thread_ns),
+        task_clock_agreement: task_ns
+            .filter(|_| thread_ns > 0)
+            .map(|t| t as f64 / thread_ns as f64),
+        loop_cycles: cycles,
+        loop_instructions: instructions,
+        loop_ipc: match (cycles, instructions) {
+            (Some(c), Some(i)) if c > 0 => Some(i as f64 / c as f64),
+            _ => None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_counts_the_loop_and_agrees_with_the_thread_clock() {
+        let id = CpuIdentity {
+            architecture: Some(std::env::consts::ARCH.into()),
+            vendor: Some("GenuineIntel".into()),
+            ..Default::default()
+        };
+        let c = check(&id, Path::new("/"));
+        assert!(c.capability.task_clock.works());
+        let t = c.loop_task_clock_ns.unwrap();
+        assert!(t > 0);
+        // Both clocks measure this thread's CPU time over the same loop; they differ
+        // only by the enable/disable calls around it.
+        let a = c.task_clock_agreement.unwrap();
+        assert!((0.8..=1.05).contains(&a), "agreement {a}: {c:?}");
+        if c.capability.hardware_pmu() {
+            assert!(c.loop_ipc.unwrap() > 0.0);
+        } else {
+            assert_eq!(c.loop_ipc, None);
+        }
+    }
+}

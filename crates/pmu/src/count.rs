@@ -1,0 +1,693 @@
+//! Counting a child process: which events go together, and perf_event_open behind a
+//! trait.
+//!
+//! A core has a handful of programmable counters (Neoverse N1: 6, plus a fixed cycle
+//! counter). Two collection modes follow from that (pmu-methodology.md):
+//!
+//! - default: one run; the events of each metric form one perf group, so a metric's
+//!   ratio is always taken over the same time slices; the kernel time-multiplexes the
+//!   groups and each value carries its `time_running / time_enabled` fraction;
+//! - `--exact`: groups of at most N programmable events, each with cycles and
+//!   instructions, one run of the workload per group (no multiplexing; the run-to-run
+//!   spread of cycles and instructions says how comparable the runs are).
+//!
+//! [`Backend`] is the hardware touch point: [`PerfBackend`] opens real counters with the
+//! `perf-event2` crate (attached to a gated child before `exec`, `inherit` so threads and
+//! children are counted, `enable_on_exec` so counting starts exactly at `exec`);
+//! [`ReplayBackend`] replays given counts, so planning, scaling and reporting are tested
+//! on machines without a PMU, like the development VM.
+
+use crate::capability::EventStatus;
+use crate::catalog::{Catalog, Encoding, EventRef};
+use numalab_schema::Warning;
+use perf_event::events::Software;
+use perf_event::{Builder, Counter, ReadFormat};
+use std::collections::HashMap;
+
+/// Software events counted on every run (no PMU needed).
+pub const SOFTWARE_DEFAULT: &[&str] = &[
+    "TASK_CLOCK",
+    "CONTEXT_SWITCHES",
+    "CPU_MIGRATIONS",
+    "PAGE_FAULTS",
+    "DURATION_TIME",
+];
+
+/// A group of events counted together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanGroup {
+    /// The run (0-based) it is counted in.
+    pub run: usize,
+    /// Its events (the first is the group leader).
+    pub events: Vec<EventRef>,
+    /// The metrics it serves.
+    pub metrics: Vec<String>,
+}
+
+/// What to count, in how many runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Hardware (PMU) groups.
+    pub groups: Vec<PlanGroup>,
+    /// Software events, counted one by one in every run.
+    pub software: Vec<EventRef>,
+    /// Number of runs.
+    pub runs: usize,
+    /// Programmable counters assumed.
+    pub counters: usize,
+    /// Problems found while planning.
+    pub warnings: Vec<Warning>,
+}
+
+/// Hardware events per metric, extra hardware events, software events.
+type Needed = (Vec<(String, Vec<EventRef>)>, Vec<EventRef>, Vec<EventRef>);
+
+/// Collects the hardware and software events of the metrics and the extra events.
+fn needed(catalog: &Catalog, metrics: &[String], extra: &[EventRef]) -> Needed {
+    let resolve = |n: &str| -> Option<EventRef> {
+        catalog.event(n).map(|e| EventRef {
+            name: e.name.clone(),
+            encoding: e.encoding,
+        })
+    };
+    let mut per_metric = Vec::new();
+    let mut software: Vec<EventRef> = SOFTWARE_DEFAULT.iter().filter_map(|n| resolve(n)).collect();
+    for m in metrics {
+        let Some(def) = catalog.metric(m) else {
+            continue;
+        };
+        let mut hw = Vec::new();
+        for e in def.events() {
+            let Some(r) = resolve(&e) else { continue };
+            if r.encoding.is_software() {
+                if !software.contains(&r) {
+                    software.push(r);
+                }
+            } else {
+                hw.push(r);
+            }
+        }
+        if !hw.is_empty() {
+            per_metric.push((m.clone(), hw));
+        }
+    }
+    let mut extra_hw = Vec::new();
+    for e in extra {
+        if e.encoding.is_software() {
+            if !software.contains(e) {
+                software.push(e.clone());
+            }
+        } else if !extra_hw.contains(e) {
+            extra_hw.push(e.clone());
+        }
+    }
+    (per_metric, extra_hw, software)
+}
+
+fn programmable(catalog: &Catalog, events: &[EventRef]) -> usize {
+    events.iter().filter(|e| !catalog.is_fixed(&e.name)).count()
+}
+
+/// Default mode: one run, one group per metric (identical groups merged), extra events
+/// one group each. A metric with more programmable events than counters is split (its
+/// ratio then mixes time slices: a warning says so).
+pub fn plan_default(
+    catalog: &Catalog,
+    metrics: &[String],
+    extra: &[EventRef],
+    counters: usize,
+) -> Plan {
+    let (per_metric, extra_hw, software) = needed(catalog, metrics, extra);
+    let mut groups: Vec<PlanGroup> = Vec::new();
+    let mut warnings = Vec::new();
+    let add = |events: Vec<EventRef>, metric: Option<&str>, groups: &mut Vec<PlanGroup>| {
+        if let Some(g) = groups.iter_mut().find(|g| g.events == events) {
+            if let Some(m) = metric {
+                g.metrics.push(m.to_string());
+            }
+            return;
+        }
+        groups.push(PlanGroup {
+            run: 0,
+            events,
+            metrics: metric.map(|m| vec![m.to_string()]).unwrap_or_default(),
+        });
+    };
+    for (m, hw) in per_metric {
+        if programmable(catalog, &hw) <= counters {
+            add(hw, Some(&m), &mut groups);
+        } else {
+            warnings.push(Warning::new(
+                "pmu.group_too_large",
+                format!(
+                    "metric {m} needs {} programmable counters but the PMU has {counters}: its events are counted in separate groups, so its ratio mixes time slices",
+                    programmable(catalog, &hw)
+                ),
+            ).with_remedy("use --exact"));
+            for chunk in chunk_programmable(catalog, &hw, counters) {
+                add(chunk, Some(&m), &mut groups);
+            }
+        }
+    }
+    for e in extra_hw {
+        if !groups
+            .iter()
+            .any(|g| g.events.len() == 1 && g.events[0] == e)
+        {
+            add(vec![e], None, &mut groups);
+        }
+    }
+    Plan {
+        groups,
+        software,
+        runs: 1,
+        counters,
+        warnings,
+    }
+}
+
+fn chunk_programmable(
+    catalog: &Catalog,
+    events: &[EventRef],
+    counters: usize,
+) -> Vec<Vec<EventRef>> {
+    let mut out: Vec<Vec<EventRef>> = vec![Vec::new()];
+    for e in events {
+        let last = out.last_mut().expect("non-empty");
+        let fixed = catalog.is_fixed(&e.name);
+        if !fixed && programmable(catalog, last) >= counters {
+            out.push(vec![e.clone()]);
+        } else {
+            last.push(e.clone());
+        }
+    }
+    out
+}
+
+/// `--exact`: groups of at most `counters` programmable events, each holding cycles and
+/// instructions, one run per group. A metric's events are kept in one group whenever
+/// they fit (first fit, largest metrics first), so its ratio comes from one run.
+pub fn plan_exact(
+    catalog: &Catalog,
+    metrics: &[String],
+    extra: &[EventRef],
+    counters: usize,
+) -> Result<Plan, String> {
+    let (per_metric, extra_hw, software) = needed(catalog, metrics, extra);
+    let anchors: Vec<EventRef> = catalog
+        .anchors()
+        .iter()
+        .filter_map(|n| catalog.event(n))
+        .map(|e| EventRef {
+            name: e.name.clone(),
+            encoding: e.encoding,
+        })
+        .collect();
+    let anchor_slots = programmable(catalog, &anchors);
+    if anchor_slots >= counters {
+        return Err(format!(
+            "--exact needs more than {anchor_slots} programmable counters (cycles and instructions take {anchor_slots}); this PMU has {counters}"
+        ));
+    }
+    let free = counters - anchor_slots;
+    // Units to place: each metric's non-anchor events, then each extra event.
+    let mut units: Vec<(Option<String>, Vec<EventRef>)> = per_metric
+        .into_iter()
+        .map(|(m, hw)| {
+            (
+                Some(m),
+                hw.into_iter()
+                    .filter(|e| !anchors.contains(e))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    units.extend(
+        extra_hw
+            .into_iter()
+            .filter(|e| !anchors.contains(e))
+            .map(|e| (None, vec![e])),
+    );
+    units.sort_by_key(|(_, evs)| std::cmp::Reverse(programmable(catalog, evs)));
+    let mut bins: Vec<(Vec<EventRef>, Vec<String>)> = Vec::new();
+    let mut warnings = Vec::new();
+    for (metric, evs) in units {
+        let mut placed = false;
+        for (bin, ms) in bins.iter_mut() {
+            let mut union = bin.clone();
+            for e in &evs {
+                if !union.contains(e) {
+                    union.push(e.clone());
+                }
+            }
+            if programmable(catalog, &union) <= free {
+                *bin = union;
+                if let Some(m) = &metric {
+                    ms.push(m.clone());
+                }
+                placed = true;
+                break;
+            }
+        }
+        if placed {
+            continue;
+        }
+        if programmable(catalog, &evs) <= free {
+            bins.push((evs, metric.into_iter().collect()));
+        } else {
+            if let Some(m) = &metric {
+                warnings.push(Warning::new(
+                    "pmu.metric_across_runs",
+                    format!(
+                        "metric {m} needs more counters than one run has: its events come from different runs, normalised by each run's instructions"
+                    ),
+                ));
+            }
+            for chunk in chunk_programmable(catalog, &evs, free) {
+                bins.push((chunk, metric.iter().cloned().collect()));
+            }
+        }
+    }
+    if bins.is_empty() {
+        // Only cycles and instructions (or only software events) were asked for.
+        bins.push((Vec::new(), Vec::new()));
+    }
+    let groups = bins
+        .into_iter()
+        .enumerate()
+        .map(|(run, (evs, ms))| {
+            let mut events = anchors.clone();
+            events.extend(evs);
+            PlanGroup {
+                run,
+                events,
+                metrics: ms,
+            }
+        })
+        .collect::<Vec<_>>();
+    Ok(Plan {
+        runs: groups.len(),
+        groups,
+        software,
+        counters,
+        warnings,
+    })
+}
+
+/// Whether counting includes the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Count kernel-mode work too (needs perf_event_paranoid <= 1 or CAP_PERFMON).
+    pub include_kernel: bool,
+}
+
+/// The outcome of opening one event.
+pub type OpenStatus = EventStatus;
+
+/// One group's reading.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupReading {
+    /// Time the group was enabled, ns.
+    pub time_enabled_ns: u64,
+    /// Time it was on counters, ns.
+    pub time_running_ns: u64,
+    /// Count per event (None where the event did not open).
+    pub counts: Vec<Option<u64>>,
+}
+
+/// Opened counters on one run of the child.
+pub trait Session {
+    /// Per group, per event: whether it opened.
+    fn statuses(&self) -> Vec<Vec<OpenStatus>>;
+    /// Reads every group (after the child has exited).
+    fn read(&mut self) -> Vec<Result<GroupReading, String>>;
+}
+
+/// The counting hardware (or its replay).
+pub trait Backend {
+    /// Opens `groups` on process `pid` (a gated child that has not exec'd yet); counting
+    /// starts at its exec. Events that cannot be opened are reported in
+    /// [`Session::statuses`], not as an error.
+    fn open(&mut self, pid: i32, groups: &[Vec<EventRef>], opts: OpenOptions) -> Box<dyn Session>;
+}
+
+/// Real counters through perf_event_open (the `perf-event2` crate).
+#[derive(Debug, Default)]
+pub struct PerfBackend;
+
+struct PerfGroup {
+    leader: Option<usize>,
+    counters: Vec<Option<Counter>>,
+    statuses: Vec<OpenStatus>,
+}
+
+struct PerfSession {
+    groups: Vec<PerfGroup>,
+}
+
+fn builder_for(e: &EventRef, pid: i32, opts: OpenOptions) -> Option<Builder<'static>> {
+    let (ty, config) = match e.encoding {
+        Encoding::Raw(c) => (perf_event_open_sys_type::RAW, c),
+        Encoding::Hardware(c) => (perf_event_open_sys_type::HARDWARE, c),
+        Encoding::Cache(c) => (perf_event_open_sys_type::HW_CACHE, c),
+        Encoding::Software(c) => (perf_event_open_sys_type::SOFTWARE, c),
+        Encoding::Wall => return None,
+    };
+    let mut b = Builder::new(Software::DUMMY);
+    b.attrs_mut().type_ = ty;
+    b.attrs_mut().config = config;
+    b.observe_pid(pid)
+        .any_cpu()
+        .inherit(true)
+        .exclude_kernel(!opts.include_kernel)
+        .exclude_hv(true)
+        .read_format(
+            ReadFormat::GROUP
+                | ReadFormat::ID
+                | ReadFormat::TOTAL_TIME_ENABLED
+                | ReadFormat::TOTAL_TIME_RUNNING,
+        );
+    Some(b)
+}
+
+/// The kernel's perf_event_attr.type values (include/uapi/linux/perf_event.h).
+mod perf_event_open_sys_type {
+    pub const HARDWARE: u32 = 0;
+    pub const SOFTWARE: u32 = 1;
+    pub const HW_CACHE: u32 = 3;
+    pub const RAW: u32 = 4;
+}
+
+impl Backend for PerfBackend {
+    fn open(&mut self, pid: i32, groups: &[Vec<EventRef>], opts: OpenOptions) -> Box<dyn Session> {
+        let mut out = Vec::new();
+        for g in groups {
+            let mut pg = PerfGroup {
+                leader: None,
+                counters: Vec::new(),
+                statuses: Vec::new(),
+            };
+            for e in g {
+                let Some(mut b) = builder_for(e, pid, opts) else {
+                    pg.counters.push(None);
+                    pg.statuses
+                        .push(EventStatus::NotSupported("not a counter".into()));
+                    continue;
+                };
+                let result = match pg.leader {
+                    None => {
+                        // The leader starts disabled and is enabled by the child's exec.
+                        b.enabled(false).enable_on_exec(true);
+                        b.build()
+                    }
+                    Some(li) => {
+                        b.enabled(true);
+                        let leader = pg.counters[li].as_mut().expect("leader is open");
+                        b.build_with_group(leader)
+                    }
+                };
+                match result {
+                    Ok(c) => {
+                        if pg.leader.is_none() {
+                            pg.leader = Some(pg.counters.len());
+                        }
+                        pg.counters.push(Some(c));
+                        pg.statuses.push(EventStatus::Works);
+                    }
+                    Err(err) => {
+                        pg.counters.push(None);
+                        pg.statuses.push(EventStatus::from_error(&err));
+                    }
+                }
+            }
+            out.push(pg);
+        }
+        Box::new(PerfSession { groups: out })
+    }
+}
+
+impl Session for PerfSession {
+    fn statuses(&self) -> Vec<Vec<OpenStatus>> {
+        self.groups.iter().map(|g| g.statuses.clone()).collect()
+    }
+
+    fn read(&mut self) -> Vec<Result<GroupReading, String>> {
+        self.groups
+            .iter_mut()
+            .map(|g| {
+                let Some(li) = g.leader else {
+                    return Err("no event of the group could be opened".to_string());
+                };
+                let data = g.counters[li]
+                    .as_mut()
+                    .expect("leader is open")
+                    .read_group()
+                    .map_err(|e| e.to_string())?;
+                let counts = g
+                    .counters
+                    .iter()
+                    .map(|c| c.as_ref().and_then(|c| data.get(c)).map(|en| en.value()))
+                    .collect();
+                Ok(GroupReading {
+                    time_enabled_ns: data.time_enabled().map_or(0, |d| d.as_nanos() as u64),
+                    time_running_ns: data.time_running().map_or(0, |d| d.as_nanos() as u64),
+                    counts,
+                })
+            })
+            .collect()
+    }
+}
+
+/// One event's replayed behaviour.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Replay {
+    /// Counted: the full-run count and the share of time its group is on a counter.
+    Count {
+        /// Count over the whole run (before any multiplexing).
+        value: u64,
+        /// time_running / time_enabled of any group holding it.
+        fraction: f64,
+    },
+    /// The PMU does not implement it.
+    NotSupported,
+    /// Denied when kernel-mode counting is asked for (perf_event_paranoid 2, not root),
+    /// counted as `value` in user space only.
+    DeniedWithKernel {
+        /// User-space count.
+        value: u64,
+    },
+    /// Always denied (perf_event_paranoid 3, or a seccomp filter).
+    Denied,
+}
+
+/// Replays given counts (tests, and machines without a PMU in other crates' tests).
+/// Run `k` multiplies every hardware count by `run_factors[k]` (default 1), to model
+/// run-to-run variation in `--exact` mode.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayBackend {
+    /// Behaviour per event name.
+    pub events: HashMap<String, Replay>,
+    /// Per-run factor on hardware counts.
+    pub run_factors: Vec<f64>,
+    /// Runs opened so far.
+    pub opened: usize,
+    /// The groups asked for, per run (to check plans).
+    pub asked: Vec<Vec<Vec<String>>>,
+}
+
+impl ReplayBackend {
+    /// A backend replaying `pairs` of (event, count), all fully counted.
+    pub fn with_counts(pairs: &[(&str, u64)]) -> Self {
+        ReplayBackend {
+            events: pairs
+                .iter()
+                .map(|(n, v)| {
+                    (
+                        n.to_string(),
+                        Replay::Count {
+                            value: *v,
+                            fraction: 1.0,
+                        },
+                    )
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+}
+
+struct ReplaySession {
+    statuses: Vec<Vec<OpenStatus>>,
+    readings: Vec<Result<GroupReading, String>>,
+}
+
+impl Backend for ReplayBackend {
+    fn open(&mut self, _pid: i32, groups: &[Vec<EventRef>], opts: OpenOptions) -> Box<dyn Session> {
+        let factor = self.run_factors.get(self.opened).copied().unwrap_or(1.0);
+        self.opened += 1;
+        self.asked.push(
+            groups
+                .iter()
+                .map(|g| g.iter().map(|e| e.name.clone()).collect())
+                .collect(),
+        );
+        let enabled: u64 = 1_000_000_000;
+        let mut statuses = Vec::new();
+        let mut readings = Vec::new();
+        for g in groups {
+            let st: Vec<OpenStatus> = g
+                .iter()
+                .map(|e| match self.events.get(&e.name) {
+                    Some(Replay::Count { .. }) => EventStatus::Works,
+                    Some(Replay::DeniedWithKernel { .. }) if !opts.include_kernel => {
+                        EventStatus::Works
+                    }
+                    Some(Replay::DeniedWithKernel { .. }) | Some(Replay::Denied) => {
+                        EventStatus::Denied("replay: permission denied".into())
+                    }
+                    Some(Replay::NotSupported) | None => {
+                        EventStatus::NotSupported("replay: not supported".into())
+                    }
+                })
+                .collect();
+            let fraction = g
+                .iter()
+                .filter_map(|e| match self.events.get(&e.name) {
+                    Some(Replay::Count { fraction, .. }) => Some(*fraction),
+                    _ => None,
+                })
+                .fold(1.0f64, f64::min);
+            let running = (enabled as f64 * fraction).round() as u64;
+            let counts = g
+                .iter()
+                .map(|e| {
+                    let f = if e.encoding.is_software() {
+                        1.0
+                    } else {
+                        factor
+                    };
+                    let value = match self.events.get(&e.name) {
+                        Some(Replay::Count { value, .. }) => *value,
+                        Some(Replay::DeniedWithKernel { value }) if !opts.include_kernel => *value,
+                        _ => return None,
+                    };
+                    Some((value as f64 * f * fraction).round() as u64)
+                })
+                .collect();
+            if st.iter().any(|s| s.works()) {
+                readings.push(Ok(GroupReading {
+                    time_enabled_ns: enabled,
+                    time_running_ns: running,
+                    counts,
+                }));
+            } else {
+                readings.push(Err("no event of the group could be opened".into()));
+            }
+            statuses.push(st);
+        }
+        Box::new(ReplaySession { statuses, readings })
+    }
+}
+
+impl Session for ReplaySession {
+    fn statuses(&self) -> Vec<Vec<OpenStatus>> {
+        self.statuses.clone()
+    }
+
+    fn read(&mut self) -> Vec<Result<GroupReading, String>> {
+        self.readings.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::load;
+
+    fn names(g: &PlanGroup) -> Vec<&str> {
+        g.events.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    #[test]
+    fn default_plan_groups_per_metric() {
+        let c = load("neoverse-n1").unwrap();
+        let metrics: Vec<String> = ["ipc", "l1d_mpki", "l1d_miss_rate", "cpus_utilized"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let p = plan_default(&c, &metrics, &[], c.counters);
+        assert_eq!(p.runs, 1);
+        assert_eq!(p.groups.len(), 3);
+        assert_eq!(names(&p.groups[0]), ["CPU_CYCLES", "INST_RETIRED"]);
+        assert_eq!(names(&p.groups[1]), ["INST_RETIRED", "L1D_CACHE_REFILL"]);
+        assert_eq!(names(&p.groups[2]), ["L1D_CACHE", "L1D_CACHE_REFILL"]);
+        // Software events are counted separately, always.
+        let sw: Vec<&str> = p.software.iter().map(|e| e.name.as_str()).collect();
+        assert!(sw.contains(&"TASK_CLOCK") && sw.contains(&"DURATION_TIME"));
+    }
+
+    #[test]
+    fn exact_groups_respect_the_counter_limit() {
+        for id in ["neoverse-n1", "neoverse-v1", "x86-64"] {
+            let c = load(id).unwrap();
+            let metrics = c.select_metrics("all").unwrap();
+            for counters in [3usize, 4, 6] {
+                let p = plan_exact(&c, &metrics, &[], counters).unwrap();
+                let anchors = c.anchors();
+                let mut covered = std::collections::BTreeSet::new();
+                for g in &p.groups {
+                    let prog = g.events.iter().filter(|e| !c.is_fixed(&e.name)).count();
+                    assert!(prog <= counters, "{id}/{counters}: {:?}", names(g));
+                    assert_eq!(&names(g)[..2], &anchors, "{id}: anchors first");
+                    covered.extend(g.events.iter().map(|e| e.name.clone()));
+                }
+                assert_eq!(p.runs, p.groups.len());
+                // Every hardware event of every metric is counted somewhere.
+                for m in &metrics {
+                    for e in c.metric(m).unwrap().events() {
+                        if !c.event(&e).unwrap().encoding.is_software() {
+                            assert!(covered.contains(&e), "{id}/{counters}: {e} of {m}");
+                        }
+                    }
+                }
+                // A metric whose events fit in one run is in one run.
+                for m in &metrics {
+                    let evs: Vec<String> = c
+                        .metric(m)
+                        .unwrap()
+                        .events()
+                        .into_iter()
+                        .filter(|e| !c.event(e).unwrap().encoding.is_software())
+                        .collect();
+                    let prog = evs
+                        .iter()
+                        .filter(|e| !c.is_fixed(e) && !anchors.contains(&e.as_str()))
+                        .count();
+                    let anchor_prog = anchors.iter().filter(|a| !c.is_fixed(a)).count();
+                    if prog + anchor_prog <= counters {
+                        assert!(
+                            p.groups
+                                .iter()
+                                .any(|g| evs.iter().all(|e| names(g).contains(&e.as_str()))),
+                            "{id}/{counters}: {m} split"
+                        );
+                    }
+                }
+            }
+        }
+        // N1 with 6 counters: cycles is fixed, so each run has INST_RETIRED + 5 others.
+        let c = load("neoverse-n1").unwrap();
+        let p = plan_exact(&c, &c.select_metrics("first-pass").unwrap(), &[], 6).unwrap();
+        assert!(p.groups.iter().all(|g| g.events.len() <= 7));
+        assert!(p.groups.iter().any(|g| g.events.len() == 7));
+        assert!(plan_exact(&c, &[], &[], 1).is_err());
+    }
+
+    #[test]
+    fn default_plan_splits_oversized_metric_with_a_warning() {
+        let c = load("neoverse-n1").unwrap();
+        let p = plan_default(&c, &["mix_branch_pct".into()], &[], 2);
+        assert_eq!(p.groups.len(), 2);
+        assert!(p.warnings.iter().any(|w| w.code == "pmu.group_too_large"));
+    }
+}

@@ -1,0 +1,596 @@
+//! The decision tree: from cycle accounting down the dominant branch to a verdict.
+//!
+//! A table of forty metrics explains nothing by itself. The methodology reads them in
+//! order: IPC and the share of cycles stalled in the front end and the back end first;
+//! then only the groups behind the dominant side (instruction TLB, instruction cache
+//! and branches for the front end; data TLB, the data cache hierarchy, memory traffic
+//! and the instruction mix for the back end); then a verdict in words and the events
+//! worth sampling to find where it happens. The tree's shape and the thresholds that
+//! make a metric "notable" are data (`[tree]` and `notable` in data/metrics/*.toml);
+//! this module only walks them.
+
+use crate::catalog::{BranchDef, Catalog};
+use crate::metrics::{fmt_pct, fmt_sig, MetricValue};
+use serde::{Deserialize, Serialize};
+
+/// The stall share of one side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideStall {
+    /// "frontend" / "backend".
+    pub side: String,
+    /// The stall-share metric.
+    pub metric: String,
+    /// Its value (a ratio of cycles).
+    pub stall_rate: Option<f64>,
+    /// Why it has none.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// One metric looked at on the way down.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepMetric {
+    /// Metric.
+    pub name: String,
+    /// Value.
+    pub value: Option<f64>,
+    /// Unit.
+    pub unit: String,
+    /// At or above its rule-of-thumb threshold.
+    pub notable: bool,
+    /// Why there is no value.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// One group looked at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreeStep {
+    /// Group name.
+    pub group: String,
+    /// Group title.
+    pub title: String,
+    /// Its metrics.
+    pub metrics: Vec<StepMetric>,
+}
+
+/// A notable metric, as a phrase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Metric.
+    pub metric: String,
+    /// Group.
+    pub group: String,
+    /// Verdict label ("memory bound").
+    pub label: String,
+    /// Value.
+    pub value: f64,
+    /// The threshold it reached.
+    pub threshold: f64,
+    /// value / threshold.
+    pub severity: f64,
+    /// Headline order within its label (1 first), from the data file.
+    pub rank: u32,
+    /// The phrase ("99% of last-level reads miss").
+    pub text: String,
+}
+
+/// The walk and its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreeReport {
+    /// Instructions per cycle.
+    pub ipc: Option<f64>,
+    /// Stall shares.
+    pub sides: Vec<SideStall>,
+    /// The dominant side, if one dominates.
+    pub dominant: Option<String>,
+    /// Groups looked at, in order.
+    pub steps: Vec<TreeStep>,
+    /// Notable metrics, most severe first.
+    pub findings: Vec<Finding>,
+    /// The verdict in words.
+    pub verdict: String,
+    /// Events worth sampling next (`--sample EVENT`).
+    pub sample_next: Vec<String>,
+    /// The vendor's own top-level breakdown when it differs from cycle accounting and
+    /// was measured (Arm's slot-based topdown level 1 on Neoverse N2/V1), as
+    /// (metric, value, unit).
+    #[serde(default)]
+    pub vendor_topdown: Vec<(String, f64, String)>,
+}
+
+fn find<'a>(metrics: &'a [MetricValue], name: &str) -> Option<&'a MetricValue> {
+    metrics.iter().find(|m| m.name == name)
+}
+
+/// The phrase of a finding: `{value}` and `{pct}` filled in.
+fn phrase(template: &str, value: f64) -> String {
+    template
+        .replace("{value}", &fmt_sig(value))
+        .replace("{pct}", &fmt_pct(value))
+}
+
+/// Walks the groups of `groups` and collects steps and findings.
+fn walk(
+    catalog: &Catalog,
+    metrics: &[MetricValue],
+    groups: &[String],
+    steps: &mut Vec<TreeStep>,
+    findings: &mut Vec<Finding>,
+) {
+    for gname in groups {
+        let Some(g) = catalog.group(gname) else {
+            continue;
+        };
+        if steps.iter().any(|s| &s.group == gname) {
+            continue;
+        }
+        let mut step = TreeStep {
+            group: g.name.clone(),
+            title: g.title.clone(),
+            metrics: Vec::new(),
+        };
+        for mname in &g.metrics {
+            let Some(def) = catalog.metric(mname) else {
+                continue;
+            };
+            let mv = find(metrics, mname);
+            let value = mv.and_then(|m| m.value);
+            let notable = match (value, def.notable) {
+                (Some(v), Some(t)) => v >= t,
+                _ => false,
+            };
+            if notable {
+                let (v, t) = (value.unwrap_or(0.0), def.notable.unwrap_or(1.0));
+                findings.push(Finding {
+                    metric: def.name.clone(),
+                    group: g.name.clone(),
+                    label: g.label.clone().unwrap_or_else(|| g.title.clone()),
+                    value: v,
+                    threshold: t,
+                    severity: if t > 0.0 { v / t } else { f64::INFINITY },
+                    rank: def.rank,
+                    text: phrase(def.finding.as_deref().unwrap_or(&def.name), v),
+                });
+            }
+            step.metrics.push(StepMetric {
+                name: def.name.clone(),
+                value,
+                unit: def.unit.clone(),
+                notable,
+                reason: match mv {
+                    Some(m) => m.reason.clone(),
+                    None => Some("not in the selected metric set".into()),
+                },
+            });
+        }
+        steps.push(step);
+    }
+}
+
+/// "memory bound: 99% of last-level reads miss, L1D MPKI 106; data-TLB bound: ..."
+/// At most three findings per label (headline rank first, then the most severe), labels
+/// ordered by their most severe finding.
+fn findings_text(findings: &[Finding]) -> String {
+    let mut labels: Vec<(&str, f64)> = Vec::new();
+    for f in findings {
+        match labels.iter_mut().find(|(l, _)| *l == f.label) {
+            Some((_, s)) => *s = s.max(f.severity),
+            None => labels.push((&f.label, f.severity)),
+        }
+    }
+    labels.sort_by(|a, b| b.1.total_cmp(&a.1));
+    labels
+        .iter()
+        .map(|(label, _)| {
+            let mut mine: Vec<&Finding> = findings.iter().filter(|f| f.label == *label).collect();
+            mine.sort_by(|a, b| a.rank.cmp(&b.rank).then(b.severity.total_cmp(&a.severity)));
+            mine.truncate(3);
+            let texts: Vec<&str> = mine.iter().map(|f| f.text.as_str()).collect();
+            format!("{label}: {}", texts.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn sample_next(base: &[String], findings: &[Finding], catalog: &Catalog) -> Vec<String> {
+    let mut out: Vec<String> = base.to_vec();
+    let mut sorted: Vec<&Finding> = findings.iter().collect();
+    sorted.sort_by(|a, b| b.severity.total_cmp(&a.severity));
+    for f in sorted {
+        if let Some(def) = catalog.metric(&f.metric) {
+            for s in &def.sample {
+                if !out.contains(s) {
+                    out.push(s.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The largest values of the info group ("loads 31%, integer 40%") for "core bound".
+fn info_text(catalog: &Catalog, metrics: &[MetricValue], branch: &BranchDef) -> Option<String> {
+    let g = catalog.group(branch.info_group.as_deref()?)?;
+    let mut vals: Vec<(&MetricValue, f64)> = g
+        .metrics
+        .iter()
+        .filter_map(|n| find(metrics, n))
+        .filter_map(|m| m.value.map(|v| (m, v)))
+        .collect();
+    if vals.is_empty() {
+        return None;
+    }
+    vals.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let parts: Vec<String> = vals
+        .iter()
+        .take(3)
+        .map(|(m, v)| format!("{} {}", m.name, crate::metrics::fmt_metric(*v, &m.unit)))
+        .collect();
+    Some(format!("{}: {}", g.title, parts.join(", ")))
+}
+
+/// Walks the tree over evaluated metrics.
+pub fn walk_tree(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
+    let mut report = walk_cycles(catalog, metrics);
+    if let Some(vt) = &catalog.vendor_tree {
+        let ours: Vec<&str> = catalog
+            .tree
+            .branches
+            .iter()
+            .filter_map(|b| b.vendor_root.as_deref())
+            .collect();
+        report.vendor_topdown = vt
+            .roots
+            .iter()
+            .filter(|r| !ours.contains(&r.name.as_str()))
+            .filter_map(|r| {
+                let m = find(metrics, &r.name)?;
+                Some((m.name.clone(), m.value?, m.unit.clone()))
+            })
+            .collect();
+    }
+    report
+}
+
+fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
+    let tree = &catalog.tree;
+    let ipc = find(metrics, &tree.ipc).and_then(|m| m.value);
+    let sides: Vec<SideStall> = tree
+        .branches
+        .iter()
+        .map(|b| {
+            let m = find(metrics, &b.stall);
+            SideStall {
+                side: b.side.clone(),
+                metric: b.stall.clone(),
+                stall_rate: m.and_then(|m| m.value),
+                reason: match m {
+                    Some(m) => m.reason.clone(),
+                    None => Some("not in the selected metric set".into()),
+                },
+            }
+        })
+        .collect();
+    let ipc_text = ipc
+        .map(|v| format!(" (IPC {})", fmt_sig(v)))
+        .unwrap_or_default();
+    let mut steps = Vec::new();
+    let mut findings = Vec::new();
+
+    let all_known = sides.iter().all(|s| s.stall_rate.is_some());
+    if !all_known {
+        // No cycle accounting: say so, then report what stands out anywhere.
+        let missing: Vec<String> = sides
+            .iter()
+            .filter(|s| s.stall_rate.is_none())
+            .map(|s| {
+                format!(
+                    "{} {}",
+                    s.metric,
+                    s.reason.as_deref().unwrap_or("has no value")
+                )
+            })
+            .collect();
+        for b in &tree.branches {
+            walk(catalog, metrics, &b.groups, &mut steps, &mut findings);
+        }
+        let mut verdict = format!(
+            "no front-end/back-end verdict{ipc_text}: {}",
+            missing.join("; ")
+        );
+        if !findings.is_empty() {
+            verdict.push_str(&format!("; notable anyway: {}", findings_text(&findings)));
+        }
+        let sample = sample_next(&[], &findings, catalog);
+        return TreeReport {
+            ipc,
+            sides,
+            dominant: None,
+            steps,
+            findings,
+            verdict,
+            sample_next: sample,
+            vendor_topdown: Vec::new(),
+        };
+    }
+
+    let (bi, best) = sides
+        .iter()
+        .enumerate()
+        .max_by(|a, b| {
+            a.1.stall_rate
+                .unwrap_or(0.0)
+                .total_cmp(&b.1.stall_rate.unwrap_or(0.0))
+        })
+        .expect("the tree has sides");
+    let best_rate = best.stall_rate.unwrap_or(0.0);
+    if best_rate < tree.stall_notable {
+        for b in &tree.branches {
+            walk(catalog, metrics, &b.groups, &mut steps, &mut findings);
+        }
+        let shares: Vec<String> = tree
+            .branches
+            .iter()
+            .zip(&sides)
+            .map(|(b, s)| format!("{} {}", b.words, fmt_pct(s.stall_rate.unwrap_or(0.0))))
+            .collect();
+        let mut verdict = format!(
+            "neither side dominates: cycles stalled {}{ipc_text}; most cycles do useful work",
+            shares.join(", ")
+        );
+        if !findings.is_empty() {
+            verdict.push_str(&format!("; still notable: {}", findings_text(&findings)));
+        }
+        let sample = sample_next(&[], &findings, catalog);
+        return TreeReport {
+            ipc,
+            sides,
+            dominant: None,
+            steps,
+            findings,
+            verdict,
+            sample_next: sample,
+            vendor_topdown: Vec::new(),
+        };
+    }
+
+    let branch = &tree.branches[bi];
+    walk(catalog, metrics, &branch.groups, &mut steps, &mut findings);
+    let mut verdict = format!(
+        "{}: {} of cycles stalled in the {}{ipc_text}",
+        branch.bound,
+        fmt_pct(best_rate),
+        branch.words
+    );
+    if findings.is_empty() {
+        verdict.push_str(&format!("; {}", branch.otherwise));
+        if let Some(info) = info_text(catalog, metrics, branch) {
+            verdict.push_str(&format!(" ({info})"));
+        }
+    } else {
+        verdict.push_str(&format!("; {}", findings_text(&findings)));
+    }
+    let sample = sample_next(&branch.sample, &findings, catalog);
+    TreeReport {
+        ipc,
+        sides,
+        dominant: Some(branch.side.clone()),
+        steps,
+        findings,
+        verdict,
+        sample_next: sample,
+        vendor_topdown: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::load;
+    use crate::metrics::{evaluate_all, EventState, EventValue};
+
+    fn counts(pairs: &[(&str, f64)]) -> Vec<EventValue> {
+        pairs
+            .iter()
+            .map(|(n, v)| EventValue {
+                name: n.to_string(),
+                code: None,
+                value: Some(*v),
+                raw_count: Some(*v as u64),
+                running_fraction: Some(1.0),
+                time_enabled_ns: None,
+                time_running_ns: None,
+                supported: true,
+                state: EventState::Counted,
+                reason: None,
+                unit: None,
+                software: false,
+                run: None,
+            })
+            .collect()
+    }
+
+    fn report(id: &str, pairs: &[(&str, f64)]) -> TreeReport {
+        let c = load(id).unwrap();
+        let names = c.select_metrics("first-pass").unwrap();
+        let m = evaluate_all(&c, &names, &counts(pairs));
+        walk_tree(&c, &m)
+    }
+
+    /// The methodology's pointer-chasing example: IPC about 0.2, memory bound.
+    #[test]
+    fn pointer_chasing_is_back_end_and_memory_bound() {
+        let r = report(
+            "neoverse-n1",
+            &[
+                ("CPU_CYCLES", 1.0e9),
+                ("INST_RETIRED", 2.0e8),
+                ("STALL_FRONTEND", 2.0e7),
+                ("STALL_BACKEND", 8.3e8),
+                ("L1D_CACHE", 6.0e7),
+                ("L1D_CACHE_REFILL", 2.12e7), // 106 MPKI
+                ("L2D_CACHE", 2.2e7),
+                ("L2D_CACHE_REFILL", 1.1e7),
+                ("LL_CACHE_RD", 1.0e7),
+                ("LL_CACHE_MISS_RD", 9.9e6), // 99% miss
+                ("L1D_TLB", 6.0e7),
+                ("DTLB_WALK", 1.0e5),
+            ],
+        );
+        assert_eq!(r.dominant.as_deref(), Some("backend"));
+        assert!((r.ipc.unwrap() - 0.2).abs() < 1e-12);
+        assert!(
+            r.verdict.starts_with("back-end bound: 83% of cycles stalled in the back end (IPC 0.200); memory bound: 99% of last-level reads miss, L1D MPKI 106, "),
+            "{}",
+            r.verdict
+        );
+        assert!(!r.verdict.contains("data-TLB"), "{}", r.verdict);
+        // Only back-end groups were walked.
+        let groups: Vec<&str> = r.steps.iter().map(|s| s.group.as_str()).collect();
+        assert_eq!(groups, ["dtlb", "l1d", "l2", "ll", "memory", "mix"]);
+        assert_eq!(r.sample_next[0], "STALL_BACKEND");
+        assert!(r.sample_next.contains(&"L1D_CACHE_REFILL".to_string()));
+        assert!(r.sample_next.contains(&"LL_CACHE_MISS_RD".to_string()));
+    }
+
+    /// A large-code, branchy workload: front-end bound on instruction cache and branches.
+    #[test]
+    fn front_end_bound() {
+        let r = report(
+            "neoverse-n1",
+            &[
+                ("CPU_CYCLES", 1.0e9),
+                ("INST_RETIRED", 8.0e8),
+                ("STALL_FRONTEND", 5.5e8),
+                ("STALL_BACKEND", 1.0e8),
+                ("L1I_CACHE", 4.0e8),
+                ("L1I_CACHE_REFILL", 2.4e7), // 30 MPKI, 6% miss
+                ("BR_RETIRED", 1.6e8),
+                ("BR_MIS_PRED_RETIRED", 1.2e7), // 15 MPKI, 7.5%
+                ("L1I_TLB", 4.0e8),
+                ("ITLB_WALK", 8.0e4), // 0.1 MPKI: not notable
+            ],
+        );
+        assert_eq!(r.dominant.as_deref(), Some("frontend"));
+        assert!(
+            r.verdict.starts_with(
+                "front-end bound: 55% of cycles stalled in the front end (IPC 0.800); "
+            ),
+            "{}",
+            r.verdict
+        );
+        assert!(
+            r.verdict.contains("instruction-cache bound: L1I MPKI 30.0"),
+            "{}",
+            r.verdict
+        );
+        assert!(
+            r.verdict
+                .contains("branch bound: branch MPKI 15.0, 7.5% of branches mispredicted"),
+            "{}",
+            r.verdict
+        );
+        assert!(!r.verdict.contains("instruction-TLB"), "{}", r.verdict);
+        let groups: Vec<&str> = r.steps.iter().map(|s| s.group.as_str()).collect();
+        assert_eq!(groups, ["branch", "itlb", "l1i", "l2", "ll"]);
+        assert_eq!(r.sample_next[0], "STALL_FRONTEND");
+        assert!(r.sample_next.contains(&"L1I_CACHE_REFILL".to_string()));
+    }
+
+    #[test]
+    fn back_end_bound_without_findings_is_core_bound() {
+        let r = report(
+            "neoverse-n1",
+            &[
+                ("CPU_CYCLES", 1.0e9),
+                ("INST_RETIRED", 1.2e9),
+                ("STALL_FRONTEND", 5.0e7),
+                ("STALL_BACKEND", 4.0e8),
+                ("L1D_CACHE", 3.0e8),
+                ("L1D_CACHE_REFILL", 1.0e6),
+                ("INST_SPEC", 1.3e9),
+                ("DP_SPEC", 6.5e8),
+                ("LD_SPEC", 3.0e8),
+                ("VFP_SPEC", 1.0e8),
+            ],
+        );
+        assert!(r.verdict.contains("core bound"), "{}", r.verdict);
+        assert!(
+            r.verdict
+                .contains("mix_dp_pct 50%, mix_ld_pct 23%, mix_vfp_pct 7.7%"),
+            "{}",
+            r.verdict
+        );
+        assert!(r.findings.is_empty());
+    }
+
+    #[test]
+    fn no_cycle_accounting_says_why() {
+        // What the generic x86 events give on most Intel models.
+        let c = load("x86-64").unwrap();
+        let names = c.select_metrics("first-pass").unwrap();
+        let mut ev = counts(&[
+            ("CYCLES", 1.0e9),
+            ("INSTRUCTIONS", 5.0e8),
+            ("LLC_LOADS", 1.0e7),
+            ("LLC_LOAD_MISSES", 8.0e6),
+        ]);
+        for n in ["STALLED_CYCLES_FRONTEND", "STALLED_CYCLES_BACKEND"] {
+            ev.push(EventValue {
+                value: None,
+                raw_count: None,
+                supported: false,
+                state: EventState::NotSupported,
+                ..ev[0].clone()
+            });
+            ev.last_mut().unwrap().name = n.into();
+        }
+        let r = walk_tree(&c, &evaluate_all(&c, &names, &ev));
+        assert_eq!(r.dominant, None);
+        assert!(r.verdict.starts_with("no front-end/back-end verdict (IPC 0.500): frontend_stall_rate missing input: STALLED_CYCLES_FRONTEND not supported by this PMU"), "{}", r.verdict);
+        assert!(r.verdict.contains("notable anyway: memory bound: 80% of last-level reads miss, last-level read MPKI 16.0"), "{}", r.verdict);
+    }
+
+    #[test]
+    fn n2_reports_the_vendor_topdown_level_when_counted() {
+        let c = load("neoverse-n2").unwrap();
+        let mut names = c.select_metrics("first-pass").unwrap();
+        names.extend(c.select_metrics("topdown").unwrap());
+        let ev = counts(&[
+            ("CPU_CYCLES", 1.0e9),
+            ("INST_RETIRED", 1.0e9),
+            ("STALL_FRONTEND", 1.0e8),
+            ("STALL_BACKEND", 5.0e8),
+            ("STALL_SLOT_BACKEND", 2.5e9),
+            ("BR_MIS_PRED", 1.0e6),
+        ]);
+        let r = walk_tree(&c, &evaluate_all(&c, &names, &ev));
+        // 100 * (2.5e9 / (5 * 1e9) - 1e6 * 3 / 1e9) = 49.7
+        assert_eq!(r.vendor_topdown.len(), 1, "{:?}", r.vendor_topdown);
+        assert_eq!(r.vendor_topdown[0].0, "backend_bound");
+        assert!((r.vendor_topdown[0].1 - 49.7).abs() < 1e-9);
+        assert_eq!(r.dominant.as_deref(), Some("backend"));
+    }
+
+    #[test]
+    fn balanced_run_has_no_dominant_side() {
+        let r = report(
+            "neoverse-n1",
+            &[
+                ("CPU_CYCLES", 1.0e9),
+                ("INST_RETIRED", 3.0e9),
+                ("STALL_FRONTEND", 5.0e7),
+                ("STALL_BACKEND", 1.0e8),
+            ],
+        );
+        assert_eq!(r.dominant, None);
+        assert!(
+            r.verdict.starts_with(
+                "neither side dominates: cycles stalled front end 5.0%, back end 10% (IPC 3.00)"
+            ),
+            "{}",
+            r.verdict
+        );
+    }
+}

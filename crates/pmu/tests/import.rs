@@ -1,0 +1,191 @@
+//! Importing `perf stat` output (CSV and JSON) written by hand from known counts: every
+//! derived metric is checked against the value computed by hand, and the tree against
+//! the methodology's pointer-chasing verdict.
+
+use numalab_pmu::catalog;
+use numalab_pmu::compare;
+use numalab_pmu::metrics::EventState;
+use numalab_pmu::profile::{self, Profile};
+use std::path::PathBuf;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/pmu/perf-stat")
+        .join(name)
+}
+
+fn import(name: &str) -> (Profile, Vec<numalab_schema::Warning>) {
+    let p = profile::from_import(&fixture(name), None, None, "first-pass", &[]).unwrap();
+    (p.profile, p.warnings)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+fn check_pointer_chase(p: &Profile) {
+    assert_eq!(p.cpu.catalog, "neoverse-n1");
+    let m = |n: &str| {
+        p.metric(n)
+            .unwrap_or_else(|| panic!("{n} missing"))
+            .value
+            .unwrap_or_else(|| panic!("{n} has no value: {:?}", p.metric(n)))
+    };
+    // By hand, from the counts in the file.
+    let by_hand = [
+        ("ipc", 200e6 / 1000e6),
+        ("frontend_stall_rate", 20e6 / 1000e6),
+        ("backend_stall_rate", 830e6 / 1000e6),
+        ("l1d_mpki", 21.2e6 / 200e6 * 1000.0),
+        ("l1d_miss_rate", 21.2e6 / 60e6),
+        ("l2_mpki", 11e6 / 200e6 * 1000.0),
+        ("l2_miss_rate", 11e6 / 22e6),
+        ("ll_read_mpki", 9.9e6 / 200e6 * 1000.0),
+        ("ll_read_miss_rate", 9.9e6 / 10e6),
+        ("slc_read_hit_pct", (10e6 - 9.9e6) / 10e6 * 100.0),
+        ("dtlb_mpki", 0.1e6 / 200e6 * 1000.0),
+        ("dtlb_walk_rate", 0.1e6 / 60e6),
+        ("branch_mpki", 0.05e6 / 200e6 * 1000.0),
+        ("branch_misprediction_rate", 0.05e6 / 25e6),
+        ("branch_pki", 25e6 / 200e6 * 1000.0),
+        ("speculation_waste", 1.0 - 200e6 / 210e6),
+        ("mix_ld_pct", 50e6 / 210e6 * 100.0),
+        ("mix_st_pct", 10e6 / 210e6 * 100.0),
+        ("mix_dp_pct", 100e6 / 210e6 * 100.0),
+        ("memory_instruction_pct", 60e6 / 210e6 * 100.0),
+        ("cpus_utilized", 412.5e6 / 415e6),
+        ("context_switches_per_s", 2.0 / 415e6 * 1e9),
+        ("page_faults_per_s", 4200.0 / 415e6 * 1e9),
+    ];
+    for (name, want) in by_hand {
+        assert!(close(m(name), want), "{name}: {} vs {want}", m(name));
+    }
+    assert!(close(m("l1d_mpki"), 106.0));
+    // Not measured: n/a with the reason, never 0.
+    let remote = p.metric("remote_access_pki").unwrap();
+    assert_eq!(remote.value, None);
+    assert!(
+        remote
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("REMOTE_ACCESS not supported by this PMU"),
+        "{remote:?}"
+    );
+    let l1i = p.metric("l1i_mpki").unwrap();
+    assert!(
+        l1i.reason
+            .as_deref()
+            .unwrap()
+            .contains("L1I_CACHE_REFILL never scheduled"),
+        "{l1i:?}"
+    );
+    assert!(p
+        .metric("mix_ase_pct")
+        .unwrap()
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("ASE_SPEC not counted"));
+    // Multiplexing carried through.
+    assert_eq!(p.event("CPU_CYCLES").unwrap().running_fraction, Some(0.5));
+    assert_eq!(p.event("CPU_CYCLES").unwrap().code.as_deref(), Some("r11"));
+    assert_eq!(p.metric("ipc").unwrap().min_running_fraction, Some(0.5));
+    assert_eq!(
+        p.event("REMOTE_ACCESS").unwrap().state,
+        EventState::NotSupported
+    );
+    // The verdict.
+    let t = p.tree.as_ref().unwrap();
+    assert_eq!(t.dominant.as_deref(), Some("backend"));
+    assert_eq!(
+        t.verdict,
+        "back-end bound: 83% of cycles stalled in the back end (IPC 0.200); memory bound: 99% of last-level reads miss, L1D MPKI 106, last-level read MPKI 49.5"
+    );
+    assert_eq!(&t.sample_next[..2], ["STALL_BACKEND", "LL_CACHE_MISS_RD"]);
+}
+
+#[test]
+fn csv_import_matches_hand_computed_metrics() {
+    let (p, w) = import("n1-pointer-chase.csv");
+    assert_eq!(p.source.format.as_deref(), Some("perf stat -x, (CSV)"));
+    check_pointer_chase(&p);
+    assert!(w.iter().any(|w| w.code == "pmu.import.cpu_guessed"));
+    assert!(w
+        .iter()
+        .any(|w| w.code == "pmu.multiplexed" && w.message.contains("CPU_CYCLES 50%")));
+}
+
+#[test]
+fn json_import_gives_the_same_profile() {
+    let (csv, _) = import("n1-pointer-chase.csv");
+    let (json, _) = import("n1-pointer-chase.json");
+    assert_eq!(json.source.format.as_deref(), Some("perf stat -j (JSON)"));
+    check_pointer_chase(&json);
+    assert_eq!(csv.metrics, json.metrics);
+    assert_eq!(csv.tree, json.tree);
+}
+
+#[test]
+fn cpu_model_is_honoured_and_other_catalogs_work() {
+    let v1 = catalog::resolve_model("neoverse-v1").unwrap();
+    let p = profile::from_import(
+        &fixture("n1-pointer-chase.csv"),
+        Some(v1),
+        None,
+        "first-pass",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(p.profile.cpu.catalog, "neoverse-v1");
+    assert!(p.profile.cpu.how.starts_with("--cpu-model"));
+    assert!(close(p.profile.metric("ipc").unwrap().value.unwrap(), 0.2));
+    // This VM's own perf output: software metrics only, hardware ones n/a.
+    let x86 = catalog::resolve_model("x86-64").unwrap();
+    let p = profile::from_import(
+        &fixture("x86-vm-software.csv"),
+        None,
+        Some(x86),
+        "first-pass",
+        &[],
+    )
+    .unwrap();
+    assert!(p
+        .warnings
+        .iter()
+        .any(|w| w.code == "pmu.import.cpu_assumed"));
+    let prof = p.profile;
+    assert!(close(
+        prof.metric("cpus_utilized").unwrap().value.unwrap(),
+        0.96e6 / 103075309.0
+    ));
+    assert!(prof
+        .metric("ipc")
+        .unwrap()
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("not supported"));
+}
+
+#[test]
+fn compare_before_and_after_prefetch() {
+    let (base, _) =
+        compare::load(&fixture("n1-pointer-chase.csv"), None, None, "first-pass").unwrap();
+    let (new, _) = compare::load(
+        &fixture("n1-pointer-chase-prefetch.csv"),
+        None,
+        None,
+        "first-pass",
+    )
+    .unwrap();
+    let c = compare::compare(&base, &new, "base", "new");
+    assert!(close(c.instructions_change_pct.unwrap(), 15.0));
+    assert!(!c.mpki_comparable);
+    let ipc = c.metrics.iter().find(|m| m.name == "ipc").unwrap();
+    assert!(close(ipc.change_pct.unwrap(), (0.46 - 0.2) / 0.2 * 100.0));
+    let mpki = c.metrics.iter().find(|m| m.name == "l1d_mpki").unwrap();
+    assert!(!mpki.comparable);
+    let cyc = c.counts.iter().find(|x| x.name == "CPU_CYCLES").unwrap();
+    assert!(close(cyc.change_pct.unwrap(), -50.0));
+}
