@@ -38,6 +38,8 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Write the man page or shell completions to stdout.
     Generate(GenerateArgs),
+    /// Model machines you do not have: presets, what-if experiments (analytic and discrete-event).
+    Model(crate::commands::model::ModelArgs),
 }
 
 /// `numalab topo`.

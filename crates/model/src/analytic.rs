@@ -267,13 +267,24 @@ impl<'a> Network<'a> {
         f.packets_per_cycle = total;
         f.packet_latency_cycles = if total > 0.0 { lat / total } else { 0.0 };
         f.mean_hops = if total > 0.0 { hops / total } else { 0.0 };
-        f.hop_histogram = hist.iter().map(|h| h / total.max(f64::MIN_POSITIVE)).collect();
+        f.hop_histogram = hist
+            .iter()
+            .map(|h| h / total.max(f64::MIN_POSITIVE))
+            .collect();
         f.vns = (0..4)
             .map(|v| VnFigures {
                 vn: VN_NAMES[v].into(),
                 packets_per_cycle: vn_rate[v],
-                queueing_cycles: if vn_rate[v] > 0.0 { vn_wait[v] / vn_rate[v] } else { 0.0 },
-                latency_cycles: if vn_rate[v] > 0.0 { vn_lat[v] / vn_rate[v] } else { 0.0 },
+                queueing_cycles: if vn_rate[v] > 0.0 {
+                    vn_wait[v] / vn_rate[v]
+                } else {
+                    0.0
+                },
+                latency_cycles: if vn_rate[v] > 0.0 {
+                    vn_lat[v] / vn_rate[v]
+                } else {
+                    0.0
+                },
                 max_link_utilization: vn_max[v],
             })
             .collect();
@@ -391,7 +402,12 @@ fn classes(model: &Model, app: &App, core: usize) -> Vec<(crate::model::Location
     v
 }
 
-fn build_profile(net: &mut Network, app: &App, core: usize, cache: &mut HashMap<u32, Vec<(crate::model::Location, f64)>>) -> Profile {
+fn build_profile(
+    net: &mut Network,
+    app: &App,
+    core: usize,
+    cache: &mut HashMap<u32, Vec<(crate::model::Location, f64)>>,
+) -> Profile {
     let model = net.model;
     let key = match app.data {
         Data::Node { node } => node,
@@ -435,7 +451,17 @@ fn build_profile(net: &mut Network, app: &App, core: usize, cache: &mut HashMap<
                         continue;
                     }
                     let w = w_op * ph * pm;
-                    let pl = plan(model, op, cstop, *loc, Outcome { slc_hit: hit, msc_hit: mh, snoop: None });
+                    let pl = plan(
+                        model,
+                        op,
+                        cstop,
+                        *loc,
+                        Outcome {
+                            slc_hit: hit,
+                            msc_hit: mh,
+                            snoop: None,
+                        },
+                    );
                     let mut crit = true;
                     for st in pl.steps() {
                         match *st {
@@ -463,18 +489,27 @@ fn build_profile(net: &mut Network, app: &App, core: usize, cache: &mut HashMap<
                         }
                     }
                     if op == Op::Read && app.snoop > 0.0 {
-                        *snoop_home.entry(model.slices[loc.home].stop).or_default() += w * app.snoop;
+                        *snoop_home.entry(model.slices[loc.home].stop).or_default() +=
+                            w * app.snoop;
                     }
                 }
             }
         }
     }
-    let others: Vec<u32> = app.cores.iter().filter(|&&c| c != core).map(|&c| model.cores[c].stop).collect();
+    let others: Vec<u32> = app
+        .cores
+        .iter()
+        .filter(|&&c| c != core)
+        .map(|&c| model.cores[c].stop)
+        .collect();
     if !others.is_empty() {
         let share = 1.0 / others.len() as f64;
         for (h, w) in snoop_home {
             for &t in &others {
-                for (a, b, vn) in [(h, t, crate::model::SNP as u8), (t, h, crate::model::RSP as u8)] {
+                for (a, b, vn) in [
+                    (h, t, crate::model::SNP as u8),
+                    (t, h, crate::model::RSP as u8),
+                ] {
                     let id = net.leg(a, b, vn);
                     let e = legs.entry(id).or_default();
                     e.0 += w * share;
@@ -494,7 +529,11 @@ fn build_profile(net: &mut Network, app: &App, core: usize, cache: &mut HashMap<
 pub fn app(model: &Model, app: &App) -> Figures {
     let mut net = Network::new(model);
     let mut cache = HashMap::new();
-    let profiles: Vec<Profile> = app.cores.iter().map(|&c| build_profile(&mut net, app, c, &mut cache)).collect();
+    let profiles: Vec<Profile> = app
+        .cores
+        .iter()
+        .map(|&c| build_profile(&mut net, app, c, &mut cache))
+        .collect();
     let n_legs = net.legs.len();
     let n_mcs = model.mcs.len();
     let m = f64::from(app.outstanding);
@@ -503,8 +542,17 @@ pub fn app(model: &Model, app: &App) -> Figures {
     let rtt0: Vec<f64> = profiles
         .iter()
         .map(|p| {
-            p.legs.iter().map(|&(l, _, c)| c * net.legs[l as usize].t0).sum::<f64>()
-                + p.mems.iter().map(|&(mc, _, c)| c * (model.mcs[mc as usize].service_cycles + model.mcs[mc as usize].latency_cycles)).sum::<f64>()
+            p.legs
+                .iter()
+                .map(|&(l, _, c)| c * net.legs[l as usize].t0)
+                .sum::<f64>()
+                + p.mems
+                    .iter()
+                    .map(|&(mc, _, c)| {
+                        c * (model.mcs[mc as usize].service_cycles
+                            + model.mcs[mc as usize].latency_cycles)
+                    })
+                    .sum::<f64>()
                 + p.fixed
                 + think
         })
@@ -529,14 +577,29 @@ pub fn app(model: &Model, app: &App) -> Figures {
             }
         }
         loads = net.loads(&leg_rate, &mc_rate);
-        let leg_lat: Vec<f64> = net.legs.iter().map(|leg| leg.t0 + net.leg_wait(&loads, leg)).collect();
+        let leg_lat: Vec<f64> = net
+            .legs
+            .iter()
+            .map(|leg| leg.t0 + net.leg_wait(&loads, leg))
+            .collect();
         let mem_lat: Vec<f64> = (0..n_mcs)
-            .map(|mc| model.mcs[mc].service_cycles + model.mcs[mc].latency_cycles + loads.wait[net.mc_res(mc as u32) as usize])
+            .map(|mc| {
+                model.mcs[mc].service_cycles
+                    + model.mcs[mc].latency_cycles
+                    + loads.wait[net.mc_res(mc as u32) as usize]
+            })
             .collect();
         let mut change: f64 = 0.0;
         for (i, p) in profiles.iter().enumerate() {
-            rtt[i] = p.legs.iter().map(|&(l, _, c)| c * leg_lat[l as usize]).sum::<f64>()
-                + p.mems.iter().map(|&(mc, _, c)| c * mem_lat[mc as usize]).sum::<f64>()
+            rtt[i] = p
+                .legs
+                .iter()
+                .map(|&(l, _, c)| c * leg_lat[l as usize])
+                .sum::<f64>()
+                + p.mems
+                    .iter()
+                    .map(|&(mc, _, c)| c * mem_lat[mc as usize])
+                    .sum::<f64>()
                 + p.fixed
                 + think;
             let target = m / rtt[i];
@@ -586,9 +649,16 @@ pub fn app(model: &Model, app: &App) -> Figures {
     f.saturated |= bound;
     let total: f64 = x.iter().sum();
     f.requests_per_cycle = total;
-    f.request_latency_cycles = x.iter().zip(&rtt).map(|(a, r)| a * (r - think)).sum::<f64>() / total;
+    f.request_latency_cycles = x
+        .iter()
+        .zip(&rtt)
+        .map(|(a, r)| a * (r - think))
+        .sum::<f64>()
+        / total;
     f.mc_accesses_per_cycle = mc_rate.clone();
-    f.mc_utilization = (0..n_mcs).map(|mc| loads.rho[net.mc_res(mc as u32) as usize]).collect();
+    f.mc_utilization = (0..n_mcs)
+        .map(|mc| loads.rho[net.mc_res(mc as u32) as usize])
+        .collect();
     f
 }
 
@@ -608,8 +678,13 @@ mod tests {
     #[test]
     fn uniform_saturation_is_the_bisection_bound() {
         for k in [4u32, 8] {
-            let m = Model::load("mesh", &[format!("noc.cols={k}"), format!("noc.rows={k}")]).unwrap();
-            let t = Synthetic { pattern: Pattern::Uniform, rate: 0.1, flits: 1 };
+            let m =
+                Model::load("mesh", &[format!("noc.cols={k}"), format!("noc.rows={k}")]).unwrap();
+            let t = Synthetic {
+                pattern: Pattern::Uniform,
+                rate: 0.1,
+                flits: 1,
+            };
             let s = saturation_rate(&m, &t);
             // Even k with XY routing: the central links carry k/4 of the per-node rate.
             assert!((s - 4.0 / f64::from(k)).abs() < 1e-9, "k={k}: {s}");
@@ -619,11 +694,19 @@ mod tests {
     #[test]
     fn zero_load_latency_is_the_formula() {
         let m = Model::load("mesh", &[]).unwrap();
-        let t = Synthetic { pattern: Pattern::Uniform, rate: 1e-9, flits: 1 };
+        let t = Synthetic {
+            pattern: Pattern::Uniform,
+            rate: 1e-9,
+            flits: 1,
+        };
         let f = synthetic(&m, &t);
         let h = crate::geometry::mean_hops_formula(8);
         // T0 = H (t_router + t_link) + t_inject + t_eject, all 1 cycle in the preset.
-        assert!((f.packet_latency_cycles - (2.0 * h + 2.0)).abs() < 1e-6, "{}", f.packet_latency_cycles);
+        assert!(
+            (f.packet_latency_cycles - (2.0 * h + 2.0)).abs() < 1e-6,
+            "{}",
+            f.packet_latency_cycles
+        );
         assert!((f.mean_hops - h).abs() < 1e-12);
     }
 }

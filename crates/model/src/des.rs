@@ -195,7 +195,10 @@ impl<'a> Sim<'a> {
             cols: g.cols,
             yx: g.routing == crate::spec::Routing::Yx,
             link_to: (0..n_stops * 4)
-                .map(|l| g.neighbor(l / 4, crate::geometry::Dir::from_index(l)).unwrap_or(NH_ARRIVED))
+                .map(|l| {
+                    g.neighbor(l / 4, crate::geometry::Dir::from_index(l))
+                        .unwrap_or(NH_ARRIVED)
+                })
                 .collect(),
             lanes,
             link_free: vec![0; (n_stops * 16) as usize * lanes],
@@ -306,7 +309,13 @@ impl<'a> Sim<'a> {
         self.inj_free[r] = start + u64::from(flits);
         self.pkts[id as usize].waited = start - t;
         let at = start + u64::from(self.model.geo.inject_cycles);
-        self.push(at, Ev { kind: EV_ARRIVE, id });
+        self.push(
+            at,
+            Ev {
+                kind: EV_ARRIVE,
+                id,
+            },
+        );
     }
 
     fn arrive(&mut self, id: u32) {
@@ -326,7 +335,13 @@ impl<'a> Sim<'a> {
                 // (already determined) delivery time, and save an event.
                 self.deliver_at(id, at);
             } else {
-                self.push(at, Ev { kind: EV_DELIVER, id });
+                self.push(
+                    at,
+                    Ev {
+                        kind: EV_DELIVER,
+                        id,
+                    },
+                );
             }
         } else if nh == NH_SOCKET {
             let (k, _, _) = g.coords(p.cur);
@@ -341,7 +356,13 @@ impl<'a> Sim<'a> {
             pk.cx = x as u16;
             pk.cy = y as u16;
             let at = start + u64::from(g.socket_cycles);
-            self.push(at, Ev { kind: EV_ARRIVE, id });
+            self.push(
+                at,
+                Ev {
+                    kind: EV_ARRIVE,
+                    id,
+                },
+            );
         } else {
             let ready = now + u64::from(g.router_cycles);
             let base = ((nh * 4 + u32::from(p.vn)) as usize) * self.lanes;
@@ -368,7 +389,13 @@ impl<'a> Sim<'a> {
             }
             pk.hops += 1;
             let at = start + u64::from(self.link_cost[nh as usize]);
-            self.push(at, Ev { kind: EV_ARRIVE, id });
+            self.push(
+                at,
+                Ev {
+                    kind: EV_ARRIVE,
+                    id,
+                },
+            );
         }
     }
 
@@ -422,7 +449,13 @@ impl<'a> Sim<'a> {
                     self.txns[t_id as usize].step += 1;
                     let c = u64::from(self.model.spec.slc.lookup_cycles);
                     if c > 0 {
-                        self.push(now + c, Ev { kind: EV_STEP, id: t_id });
+                        self.push(
+                            now + c,
+                            Ev {
+                                kind: EV_STEP,
+                                id: t_id,
+                            },
+                        );
                         return;
                     }
                 }
@@ -444,7 +477,13 @@ impl<'a> Sim<'a> {
                         self.mc_busy[m] += info.service_cycles;
                     }
                     let done = (start + info.service_cycles + info.latency_cycles).ceil() as u64;
-                    self.push(done.max(now), Ev { kind: EV_STEP, id: t_id });
+                    self.push(
+                        done.max(now),
+                        Ev {
+                            kind: EV_STEP,
+                            id: t_id,
+                        },
+                    );
                     return;
                 }
                 Step::Complete => {
@@ -454,7 +493,13 @@ impl<'a> Sim<'a> {
                         self.done_latency += now - tx.start;
                     }
                     let think = u64::from(self.app.map_or(0, |a| a.think_cycles));
-                    self.push(now + think, Ev { kind: EV_ISSUE, id: tx.core });
+                    self.push(
+                        now + think,
+                        Ev {
+                            kind: EV_ISSUE,
+                            id: tx.core,
+                        },
+                    );
                 }
             }
         }
@@ -473,7 +518,11 @@ impl<'a> Sim<'a> {
             _ => self.rng.random::<f64>() < app.slc_hit,
         };
         let msc_hit = loc.cache_mc.is_some() && !slc_hit && self.rng.random::<f64>() < app.msc_hit;
-        let snoop = if op == Op::Read && app.snoop > 0.0 && app.cores.len() > 1 && self.rng.random::<f64>() < app.snoop {
+        let snoop = if op == Op::Read
+            && app.snoop > 0.0
+            && app.cores.len() > 1
+            && self.rng.random::<f64>() < app.snoop
+        {
             // Another active core, uniformly.
             let mut j = self.rng.random_range(0..app.cores.len() - 1);
             if j >= core_slot as usize {
@@ -483,7 +532,17 @@ impl<'a> Sim<'a> {
         } else {
             None
         };
-        let pl = plan(self.model, op, self.model.cores[core].stop, loc, Outcome { slc_hit, msc_hit, snoop });
+        let pl = plan(
+            self.model,
+            op,
+            self.model.cores[core].stop,
+            loc,
+            Outcome {
+                slc_hit,
+                msc_hit,
+                snoop,
+            },
+        );
         let tx = Txn {
             plan: pl,
             step: 0,
@@ -519,7 +578,13 @@ impl<'a> Sim<'a> {
             self.send(stop, dst, 0, s.flits as u8, NONE, self.now);
         }
         let g = self.gap();
-        self.push(self.now + g, Ev { kind: EV_SOURCE, id: stop });
+        self.push(
+            self.now + g,
+            Ev {
+                kind: EV_SOURCE,
+                id: stop,
+            },
+        );
     }
 
     fn handle(&mut self, ev: Ev) {
@@ -588,7 +653,13 @@ impl<'a> Sim<'a> {
         let tf = total.max(1) as f64;
         f.packets_per_cycle = total as f64 / m;
         f.packet_latency_cycles = self.vn_lat.iter().sum::<u64>() as f64 / tf;
-        f.mean_hops = self.hops_hist.iter().enumerate().map(|(h, n)| h as f64 * *n as f64).sum::<f64>() / tf;
+        f.mean_hops = self
+            .hops_hist
+            .iter()
+            .enumerate()
+            .map(|(h, n)| h as f64 * *n as f64)
+            .sum::<f64>()
+            / tf;
         f.hop_histogram = self.hops_hist.iter().map(|&n| n as f64 / tf).collect();
         let mut vn_max = [0.0f64; 4];
         for (r, &b) in self.busy.iter().enumerate() {
@@ -624,7 +695,11 @@ impl<'a> Sim<'a> {
 
 /// Simulates open-loop synthetic traffic. Packets created during the measurement window
 /// are followed until delivered (or the drain limit); figures count them only.
-pub fn synthetic(model: &Model, traffic: &Synthetic, cfg: &DesConfig) -> Result<(Figures, SimStats), ModelError> {
+pub fn synthetic(
+    model: &Model,
+    traffic: &Synthetic,
+    cfg: &DesConfig,
+) -> Result<(Figures, SimStats), ModelError> {
     let w0 = cfg.warmup_cycles;
     let w1 = w0 + cfg.measure_cycles.max(1);
     let mut sim = Sim::new(model, cfg.seed, (w0, w1));
@@ -634,7 +709,13 @@ pub fn synthetic(model: &Model, traffic: &Synthetic, cfg: &DesConfig) -> Result<
     if p > 0.0 {
         for s in 0..Synthetic::stops(model) {
             let g = sim.gap();
-            sim.push(g - 1, Ev { kind: EV_SOURCE, id: s });
+            sim.push(
+                g - 1,
+                Ev {
+                    kind: EV_SOURCE,
+                    id: s,
+                },
+            );
         }
     }
     let limit = w1 + cfg.drain_cycles;
@@ -666,7 +747,13 @@ pub fn app(model: &Model, app: &App, cfg: &DesConfig) -> Result<(Figures, SimSta
         sim.issue_counter[slot as usize] = slot;
         for j in 0..app.outstanding {
             let t = u64::from(j) + u64::from(slot % 4);
-            sim.push(t, Ev { kind: EV_ISSUE, id: slot });
+            sim.push(
+                t,
+                Ev {
+                    kind: EV_ISSUE,
+                    id: slot,
+                },
+            );
         }
     }
     sim.run(|s| s.now >= w1)?;
@@ -688,8 +775,17 @@ mod tests {
     #[test]
     fn same_seed_same_figures_other_seed_other_figures() {
         let m = Model::load("mesh", &["noc.cols=4".into(), "noc.rows=4".into()]).unwrap();
-        let t = Synthetic { pattern: Pattern::Uniform, rate: 0.3, flits: 1 };
-        let cfg = DesConfig { seed: 7, warmup_cycles: 200, measure_cycles: 2000, drain_cycles: 2000 };
+        let t = Synthetic {
+            pattern: Pattern::Uniform,
+            rate: 0.3,
+            flits: 1,
+        };
+        let cfg = DesConfig {
+            seed: 7,
+            warmup_cycles: 200,
+            measure_cycles: 2000,
+            drain_cycles: 2000,
+        };
         let (a, _) = synthetic(&m, &t, &cfg).unwrap();
         let (b, _) = synthetic(&m, &t, &cfg).unwrap();
         assert_eq!(a, b);
@@ -702,13 +798,26 @@ mod tests {
         // Transpose on 2x2: (0,1) <-> (1,0) only, 2 hops each, at a load so low that
         // packets never meet.
         let m = Model::load("mesh", &["noc.cols=2".into(), "noc.rows=2".into()]).unwrap();
-        let t = Synthetic { pattern: Pattern::Transpose, rate: 0.001, flits: 3 };
-        let cfg = DesConfig { seed: 3, warmup_cycles: 0, measure_cycles: 200_000, drain_cycles: 1000 };
+        let t = Synthetic {
+            pattern: Pattern::Transpose,
+            rate: 0.001,
+            flits: 3,
+        };
+        let cfg = DesConfig {
+            seed: 3,
+            warmup_cycles: 0,
+            measure_cycles: 200_000,
+            drain_cycles: 1000,
+        };
         let (f, s) = synthetic(&m, &t, &cfg).unwrap();
         assert!(s.drained);
         assert!(f.packets_per_cycle > 0.0);
         // t_inject + 2 (t_router + t_link) + t_eject + (flits - 1) = 1 + 4 + 1 + 2.
-        assert!((f.packet_latency_cycles - 8.0).abs() < 0.05, "{}", f.packet_latency_cycles);
+        assert!(
+            (f.packet_latency_cycles - 8.0).abs() < 0.05,
+            "{}",
+            f.packet_latency_cycles
+        );
         assert_eq!(f.mean_hops, 2.0);
     }
 }

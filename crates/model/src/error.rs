@@ -20,6 +20,9 @@ pub enum ModelError {
         /// What is wrong and what to do.
         msg: String,
     },
+    /// Writing a result failed (journal, file).
+    #[error("{0}")]
+    Output(String),
     /// Stopped by Ctrl-C.
     #[error("interrupted")]
     Interrupted,
@@ -30,6 +33,7 @@ impl Classify for ModelError {
         match self {
             ModelError::Input { .. } => ErrorClass::Input,
             ModelError::Usage { .. } => ErrorClass::Usage,
+            ModelError::Output(_) => ErrorClass::Runtime,
             ModelError::Interrupted => ErrorClass::Interrupted,
         }
     }

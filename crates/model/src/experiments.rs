@@ -169,7 +169,12 @@ fn check_interrupt() -> Result<(), ModelError> {
 }
 
 /// Runs an experiment.
-pub fn run(model: &Model, exp: Experiment, opts: &Options, sink: &mut Sink) -> Result<(), ModelError> {
+pub fn run(
+    model: &Model,
+    exp: Experiment,
+    opts: &Options,
+    sink: &mut Sink,
+) -> Result<(), ModelError> {
     match exp {
         Experiment::StreamTriad => stream_triad(model, opts, sink),
         Experiment::LatencyHeatmap => heatmap(model, opts, sink),
@@ -219,7 +224,12 @@ fn cores_label(cores: &[usize]) -> String {
     numalab_schema::cpulist::format(&ids)
 }
 
-fn run_app(model: &Model, app: &App, engine: &str, cfg: &DesConfig) -> Result<(Figures, Option<SimStats>), ModelError> {
+fn run_app(
+    model: &Model,
+    app: &App,
+    engine: &str,
+    cfg: &DesConfig,
+) -> Result<(Figures, Option<SimStats>), ModelError> {
     if engine == "analytic" {
         Ok((analytic::app(model, app), None))
     } else {
@@ -229,20 +239,29 @@ fn run_app(model: &Model, app: &App, engine: &str, cfg: &DesConfig) -> Result<(F
 }
 
 fn saturation_warning(f: &Figures) -> Vec<Warning> {
-    if f.saturated {
+    if !f.saturated {
+        return Vec::new();
+    }
+    if f.engine == "analytic" {
         vec![Warning::new(
             "model_saturated",
-            "a link, port or memory controller is at capacity: the figures are a bound",
+            "a link, port or memory controller is at capacity: the analytic figures are the capacity bound",
         )
-        .with_remedy("use --engine des to see queues build up, or fewer cores / outstanding requests")]
+        .with_remedy("use --engine des to see how queues build up")]
     } else {
-        Vec::new()
+        vec![Warning::new(
+            "model_saturated",
+            "a link, port or memory controller ran at capacity: it limits the cores",
+        )]
     }
 }
 
 /// B1: STREAM triad, data on each node in turn.
 fn stream_triad(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelError> {
-    let cores = opts.cores.clone().unwrap_or_else(|| model.nodes[0].cores.clone());
+    let cores = opts
+        .cores
+        .clone()
+        .unwrap_or_else(|| model.nodes[0].cores.clone());
     check_cores(model, &cores)?;
     let nodes: Vec<u32> = opts
         .data_nodes
@@ -264,10 +283,20 @@ fn stream_triad(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), Mo
         let ws = opts
             .working_set_bytes
             .unwrap_or(4 * model.spec.slc.bytes.max(1 << 20)) as f64;
-        let slc_hit = if ws <= model.slc_reach_bytes(node) { 1.0 } else { 0.0 };
+        let slc_hit = if ws <= model.slc_reach_bytes(node) {
+            1.0
+        } else {
+            0.0
+        };
         let msc_hit = match model.cache_pool {
-            Some(p) if ws <= model.pools[p].capacity_bytes as f64 => 1.0,
-            _ => 0.0,
+            Some(p) => model.pools[p].cache_hit_ratio.unwrap_or(
+                if ws <= model.pools[p].capacity_bytes as f64 {
+                    1.0
+                } else {
+                    0.0
+                },
+            ),
+            None => 0.0,
         };
         let app = App {
             cores: cores.clone(),
@@ -281,7 +310,10 @@ fn stream_triad(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), Mo
         };
         let mut both: Vec<StreamTriad> = Vec::new();
         for &engine in engines {
-            let key = format!("model/stream-triad/{}/{engine}/cores{clabel}/node{node}", model.label);
+            let key = format!(
+                "model/stream-triad/{}/{engine}/cores{clabel}/node{node}",
+                model.label
+            );
             (sink.progress)(done, total, &format!("stream-triad node {node} ({engine})"));
             done += 1;
             if (sink.skip)(&key) {
@@ -290,7 +322,8 @@ fn stream_triad(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), Mo
             check_interrupt()?;
             let (f, sim) = run_app(model, &app, engine, &opts.des)?;
             let peak = model.node_peak_gbps(node);
-            let bw = f.requests_per_cycle * f64::from(model.line_bytes()) * model.spec.noc.clock_ghz;
+            let bw =
+                f.requests_per_cycle * f64::from(model.line_bytes()) * model.spec.noc.clock_ghz;
             let nd = &model.nodes[node as usize];
             let rec = StreamTriad {
                 preset: model.label.clone(),
@@ -311,7 +344,9 @@ fn stream_triad(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), Mo
                 saturated: f.saturated,
                 simulation: sim,
             };
-            sink.push(Record::new(key, Origin::Modeled, &rec).with_warnings(saturation_warning(&f)))?;
+            sink.push(
+                Record::new(key, Origin::Modeled, &rec).with_warnings(saturation_warning(&f)),
+            )?;
             both.push(rec);
         }
         if opts.engine == Engine::Check && both.len() == 2 {
@@ -322,13 +357,28 @@ fn stream_triad(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), Mo
                 point: format!("cores {clabel}, data on node {node}"),
                 metrics: vec![
                     CheckMetric::new("bandwidth_gbps", a.bandwidth_gbps, d.bandwidth_gbps),
-                    CheckMetric::new("request_latency_ns", a.request_latency_ns, d.request_latency_ns),
-                    CheckMetric::new("packet_latency_cycles", a.packet_latency_cycles, d.packet_latency_cycles),
-                    CheckMetric::new("request_queueing_cycles", a.vns[REQ].queueing_cycles, d.vns[REQ].queueing_cycles),
+                    CheckMetric::new(
+                        "request_latency_ns",
+                        a.request_latency_ns,
+                        d.request_latency_ns,
+                    ),
+                    CheckMetric::new(
+                        "packet_latency_cycles",
+                        a.packet_latency_cycles,
+                        d.packet_latency_cycles,
+                    ),
+                    CheckMetric::new(
+                        "request_queueing_cycles",
+                        a.vns[REQ].queueing_cycles,
+                        d.vns[REQ].queueing_cycles,
+                    ),
                     CheckMetric::new("mean_hops", a.mean_hops, d.mean_hops),
                 ],
             };
-            let key = format!("model/check/stream-triad/{}/cores{clabel}/node{node}", model.label);
+            let key = format!(
+                "model/check/stream-triad/{}/cores{clabel}/node{node}",
+                model.label
+            );
             if !(sink.skip)(&key) {
                 sink.push(Record::new(key, Origin::Modeled, &c))?;
             }
@@ -369,7 +419,12 @@ fn resolve_target(model: &Model, t: Target) -> Result<(usize, Option<usize>, Sto
 }
 
 /// The latency heatmap: zero-load latency from every core to one target.
-pub fn heatmap_cells(model: &Model, target: Target, engine: &str, cfg: &DesConfig) -> Result<Vec<HeatCell>, ModelError> {
+pub fn heatmap_cells(
+    model: &Model,
+    target: Target,
+    engine: &str,
+    cfg: &DesConfig,
+) -> Result<Vec<HeatCell>, ModelError> {
     let (home, mc, _) = resolve_target(model, target)?;
     let hstop = model.slices[home].stop;
     let mut cells = Vec::new();
@@ -432,7 +487,10 @@ fn heatmap(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelEr
             continue;
         }
         let cells = heatmap_cells(model, target, engine, &opts.des)?;
-        let min = cells.iter().map(|c| c.latency_cycles).fold(f64::INFINITY, f64::min);
+        let min = cells
+            .iter()
+            .map(|c| c.latency_cycles)
+            .fold(f64::INFINITY, f64::min);
         let max = cells.iter().map(|c| c.latency_cycles).fold(0.0, f64::max);
         let mean = cells.iter().map(|c| c.latency_cycles).sum::<f64>() / cells.len() as f64;
         let (k, x, y) = model.geo.coords(tstop);
@@ -481,15 +539,26 @@ pub const DEFAULT_LOADS: &[f64] = &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9,
 pub const STABLE_LATENCY_FACTOR: f64 = 3.0;
 
 /// One point of a synthetic curve in one engine.
-pub fn traffic_point(model: &Model, t: &Synthetic, engine: &str, cfg: &DesConfig, t0: f64) -> Result<(TrafficPoint, Option<SimStats>), ModelError> {
+pub fn traffic_point(
+    model: &Model,
+    t: &Synthetic,
+    engine: &str,
+    cfg: &DesConfig,
+    t0: f64,
+) -> Result<(TrafficPoint, Option<SimStats>), ModelError> {
     let stops = f64::from(Synthetic::stops(model));
     if engine == "analytic" {
         let f = analytic::synthetic(model, t);
-        let stable = f.max_link_utilization < 1.0 && f.packet_latency_cycles < STABLE_LATENCY_FACTOR * t0;
+        let stable =
+            f.max_link_utilization < 1.0 && f.packet_latency_cycles < STABLE_LATENCY_FACTOR * t0;
         Ok((
             TrafficPoint {
                 offered: t.rate,
-                accepted: if f.max_link_utilization < 1.0 { t.rate } else { t.rate / f.max_link_utilization },
+                accepted: if f.max_link_utilization < 1.0 {
+                    t.rate
+                } else {
+                    t.rate / f.max_link_utilization
+                },
                 latency_cycles: f.packet_latency_cycles,
                 max_link_utilization: f.max_link_utilization,
                 stable,
@@ -512,7 +581,12 @@ pub fn traffic_point(model: &Model, t: &Synthetic, engine: &str, cfg: &DesConfig
     }
 }
 
-fn traffic(model: &Model, pattern: Pattern, opts: &Options, sink: &mut Sink) -> Result<(), ModelError> {
+fn traffic(
+    model: &Model,
+    pattern: Pattern,
+    opts: &Options,
+    sink: &mut Sink,
+) -> Result<(), ModelError> {
     let base = Synthetic {
         pattern,
         rate: 1e-9,
@@ -523,7 +597,9 @@ fn traffic(model: &Model, pattern: Pattern, opts: &Options, sink: &mut Sink) -> 
     let sat = analytic::saturation_rate(model, &base);
     let loads = opts.loads.clone().unwrap_or_else(|| DEFAULT_LOADS.to_vec());
     if loads.iter().any(|&l| !(l > 0.0) || l > 4.0) {
-        return Err(usage("--loads: fractions of the saturation rate must be in (0, 4]"));
+        return Err(usage(
+            "--loads: fractions of the saturation rate must be in (0, 4]",
+        ));
     }
     let name = match pattern {
         Pattern::Uniform => "uniform",
@@ -537,7 +613,10 @@ fn traffic(model: &Model, pattern: Pattern, opts: &Options, sink: &mut Sink) -> 
     let mut done = 0;
     let mut both: Vec<Traffic> = Vec::new();
     for &engine in engines {
-        let key = format!("model/traffic/{}/{engine}/{name}/flits{}", model.label, base.flits);
+        let key = format!(
+            "model/traffic/{}/{engine}/{name}/flits{}",
+            model.label, base.flits
+        );
         if (sink.skip)(&key) {
             done += loads.len();
             continue;
@@ -545,16 +624,26 @@ fn traffic(model: &Model, pattern: Pattern, opts: &Options, sink: &mut Sink) -> 
         let mut points = Vec::new();
         let mut sim_total: Option<SimStats> = None;
         for &l in &loads {
-            (sink.progress)(done, total, &format!("{name} at {:.0}% of saturation ({engine})", l * 100.0));
+            (sink.progress)(
+                done,
+                total,
+                &format!("{name} at {:.0}% of saturation ({engine})", l * 100.0),
+            );
             done += 1;
             check_interrupt()?;
             if engine == "analytic" && l >= 1.0 {
                 continue; // no steady state: queues grow without bound
             }
-            let t = Synthetic { rate: l * sat, ..base };
+            let t = Synthetic {
+                rate: l * sat,
+                ..base
+            };
             let (p, s) = traffic_point(model, &t, engine, &opts.des, t0)?;
             if let Some(s) = s {
-                let acc = sim_total.get_or_insert(SimStats { drained: true, ..Default::default() });
+                let acc = sim_total.get_or_insert(SimStats {
+                    drained: true,
+                    ..Default::default()
+                });
                 acc.cycles += s.cycles;
                 acc.routers = s.routers;
                 acc.events += s.events;
@@ -589,13 +678,19 @@ fn traffic(model: &Model, pattern: Pattern, opts: &Options, sink: &mut Sink) -> 
         for pa in &a.points {
             if let Some(pd) = d.points.iter().find(|p| p.offered == pa.offered) {
                 metrics.push(CheckMetric::new(
-                    &format!("latency_cycles at {:.0}% of saturation", 100.0 * pa.offered / sat),
+                    &format!(
+                        "latency_cycles at {:.0}% of saturation",
+                        100.0 * pa.offered / sat
+                    ),
                     pa.latency_cycles,
                     pd.latency_cycles,
                 ));
             }
         }
-        let key = format!("model/check/traffic/{}/{name}/flits{}", model.label, base.flits);
+        let key = format!(
+            "model/check/traffic/{}/{name}/flits{}",
+            model.label, base.flits
+        );
         if !(sink.skip)(&key) {
             sink.push(Record::new(
                 key,
@@ -628,8 +723,12 @@ pub fn slc_hit_ratio(model: &Model, app: &App, working_set: f64) -> f64 {
             for &c in &app.cores {
                 match app.data {
                     Data::Node { node } => per_node[node as usize] += 1.0,
-                    Data::Local | Data::Fixed { .. } => per_node[model.cores[c].node as usize] += 1.0,
-                    Data::Interleave => per_node.iter_mut().for_each(|v| *v += 1.0 / model.nodes.len() as f64),
+                    Data::Local | Data::Fixed { .. } => {
+                        per_node[model.cores[c].node as usize] += 1.0
+                    }
+                    Data::Interleave => per_node
+                        .iter_mut()
+                        .for_each(|v| *v += 1.0 / model.nodes.len() as f64),
                 }
             }
             let n: f64 = per_node.iter().sum();
@@ -667,13 +766,20 @@ fn policy(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelErr
     for v in &variants {
         let label = format!("{base}:{v}");
         let m = Model::load(&label, &opts.sets)?;
-        let cores = opts.cores.clone().unwrap_or_else(|| (0..m.cores.len()).collect());
+        let cores = opts
+            .cores
+            .clone()
+            .unwrap_or_else(|| (0..m.cores.len()).collect());
         check_cores(&m, &cores)?;
         let ws = opts
             .working_set_bytes
             .unwrap_or((2 * m.spec.slc.bytes).max(256 << 20));
         for app_name in apps {
-            let data = if app_name == "balanced" { Data::Local } else { Data::Node { node: 0 } };
+            let data = if app_name == "balanced" {
+                Data::Local
+            } else {
+                Data::Node { node: 0 }
+            };
             let mut app = App {
                 cores: cores.clone(),
                 data,
@@ -686,7 +792,9 @@ fn policy(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelErr
             };
             app.slc_hit = slc_hit_ratio(&m, &app, ws as f64);
             app.msc_hit = match m.cache_pool {
-                Some(p) => (m.pools[p].capacity_bytes as f64 / ws as f64).min(1.0),
+                Some(p) => m.pools[p]
+                    .cache_hit_ratio
+                    .unwrap_or((m.pools[p].capacity_bytes as f64 / ws as f64).min(1.0)),
                 None => 0.0,
             };
             let mut both: Vec<Policy> = Vec::new();
@@ -699,10 +807,18 @@ fn policy(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelErr
                 }
                 check_interrupt()?;
                 let (f, _) = run_app(&m, &app, engine, &opts.des)?;
-                let mains: Vec<usize> = (0..m.mcs.len()).filter(|&i| m.mcs[i].pool == m.main_pool).collect();
-                let acc: Vec<f64> = mains.iter().map(|&i| f.mc_accesses_per_cycle.get(i).copied().unwrap_or(0.0)).collect();
+                let mains: Vec<usize> = (0..m.mcs.len())
+                    .filter(|&i| m.mcs[i].pool == m.main_pool)
+                    .collect();
+                let acc: Vec<f64> = mains
+                    .iter()
+                    .map(|&i| f.mc_accesses_per_cycle.get(i).copied().unwrap_or(0.0))
+                    .collect();
                 let sum: f64 = acc.iter().sum();
-                let share: Vec<f64> = acc.iter().map(|a| if sum > 0.0 { a / sum } else { 0.0 }).collect();
+                let share: Vec<f64> = acc
+                    .iter()
+                    .map(|a| if sum > 0.0 { a / sum } else { 0.0 })
+                    .collect();
                 let mean = 1.0 / share.len() as f64;
                 let imbalance = share.iter().copied().fold(0.0, f64::max) / mean;
                 let rec = Policy {
@@ -716,12 +832,16 @@ fn policy(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelErr
                     mean_hops: f.mean_hops,
                     mc_share: share,
                     mc_imbalance: imbalance,
-                    bandwidth_gbps: f.requests_per_cycle * f64::from(m.line_bytes()) * m.spec.noc.clock_ghz,
+                    bandwidth_gbps: f.requests_per_cycle
+                        * f64::from(m.line_bytes())
+                        * m.spec.noc.clock_ghz,
                     request_latency_ns: m.ns(f.request_latency_cycles),
                     vns: f.vns.clone(),
                     saturated: f.saturated,
                 };
-                sink.push(Record::new(key, Origin::Modeled, &rec).with_warnings(saturation_warning(&f)))?;
+                sink.push(
+                    Record::new(key, Origin::Modeled, &rec).with_warnings(saturation_warning(&f)),
+                )?;
                 both.push(rec);
             }
             if both.len() == 2 {
@@ -736,8 +856,16 @@ fn policy(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelErr
                             experiment: "policy".into(),
                             point: format!("{v}, {app_name}"),
                             metrics: vec![
-                                CheckMetric::new("bandwidth_gbps", a.bandwidth_gbps, d.bandwidth_gbps),
-                                CheckMetric::new("request_latency_ns", a.request_latency_ns, d.request_latency_ns),
+                                CheckMetric::new(
+                                    "bandwidth_gbps",
+                                    a.bandwidth_gbps,
+                                    d.bandwidth_gbps,
+                                ),
+                                CheckMetric::new(
+                                    "request_latency_ns",
+                                    a.request_latency_ns,
+                                    d.request_latency_ns,
+                                ),
                                 CheckMetric::new("mean_hops", a.mean_hops, d.mean_hops),
                                 CheckMetric::new("mc_imbalance", a.mc_imbalance, d.mc_imbalance),
                             ],

@@ -81,7 +81,11 @@ pub fn core_to_target_matrix(model: &Model, placement: &Placement) -> Vec<Vec<f6
 /// through the line's home at `home`: REQ i->home, lookup, SNP home->j, DAT j->i (the
 /// owner forwards directly). With `home = None` the home sits with core j (the ideal
 /// case a core-to-core benchmark approaches when lines are homed near the writer).
-pub fn core_to_core_matrix(model: &Model, placement: &Placement, home: Option<StopId>) -> Vec<Vec<f64>> {
+pub fn core_to_core_matrix(
+    model: &Model,
+    placement: &Placement,
+    home: Option<StopId>,
+) -> Vec<Vec<f64>> {
     let g = &model.geo;
     let lookup = f64::from(model.spec.slc.lookup_cycles);
     placement

@@ -68,7 +68,10 @@ pub fn describe(model: &Model) -> Machine {
                 package: Some(ci.socket as usize),
                 die: None,
                 numa_node: Some(ci.node),
-                siblings: (0..threads).filter(|&u| u != t).map(|u| pu_of(c, u)).collect(),
+                siblings: (0..threads)
+                    .filter(|&u| u != t)
+                    .map(|u| pu_of(c, u))
+                    .collect(),
             });
         }
     }
@@ -109,7 +112,10 @@ pub fn describe(model: &Model) -> Machine {
     }
     let mut infos = BTreeMap::new();
     infos.insert("ModelPreset".to_string(), model.label.clone());
-    infos.insert("ModelDescription".to_string(), model.spec.description.clone());
+    infos.insert(
+        "ModelDescription".to_string(),
+        model.spec.description.clone(),
+    );
     let khz = (model.spec.cores.clock_ghz * 1e6).round() as u64;
     let mut m = Machine {
         schema_version: MACHINE_SCHEMA_VERSION,
@@ -186,8 +192,17 @@ fn node_distances(model: &Model) -> DistanceMatrix {
         let mut k = 0.0;
         for &c in &src.cores {
             for (i, &m) in t.mcs.iter().enumerate() {
-                let home = t.slices.get(i % t.slices.len().max(1)).copied().unwrap_or(0);
-                sum += latency::memory_read_cycles(model, model.cores[c].stop, model.slices[home].stop, m);
+                let home = t
+                    .slices
+                    .get(i % t.slices.len().max(1))
+                    .copied()
+                    .unwrap_or(0);
+                sum += latency::memory_read_cycles(
+                    model,
+                    model.cores[c].stop,
+                    model.slices[home].stop,
+                    m,
+                );
                 k += 1.0;
             }
         }
@@ -217,7 +232,14 @@ pub fn host(model: &Model) -> Host {
         cpu_model: m.cpu.model_name.clone(),
         kernel: None,
         governor: None,
-        smt: Some(if model.spec.cores.threads_per_core > 1 { "on" } else { "notsupported" }.into()),
+        smt: Some(
+            if model.spec.cores.threads_per_core > 1 {
+                "on"
+            } else {
+                "notsupported"
+            }
+            .into(),
+        ),
         hypervisor: None,
         container: None,
         topology_hash: m.topology_hash(),
@@ -239,7 +261,12 @@ mod tests {
         assert_eq!(m.pus[64].core, Some(0));
         assert_eq!(m.numa_nodes[1].subtype.as_deref(), Some("MCDRAM"));
         assert!(!m.numa_nodes[1].has_cpus);
-        assert_eq!(m.source, MachineSource::Model { preset: "knl-7210".into() });
+        assert_eq!(
+            m.source,
+            MachineSource::Model {
+                preset: "knl-7210".into()
+            }
+        );
         let d = &m.distances[0];
         assert_eq!(d.values[0][0], 10);
     }
@@ -256,6 +283,9 @@ mod tests {
         // Different presets, different hashes; same preset, same hash.
         let again = describe(&Model::load("altra-q80-2s", &[]).unwrap());
         assert_eq!(m.topology_hash(), again.topology_hash());
-        assert_ne!(m.topology_hash(), describe(&Model::load("altra-q80", &[]).unwrap()).topology_hash());
+        assert_ne!(
+            m.topology_hash(),
+            describe(&Model::load("altra-q80", &[]).unwrap()).topology_hash()
+        );
     }
 }

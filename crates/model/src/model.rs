@@ -164,20 +164,39 @@ impl Model {
         let what = l.label.as_str();
         let n = &s.noc;
         if n.cols == 0 || n.rows == 0 || n.cols > 256 || n.rows > 256 {
-            return Err(bad(what, format!("noc.cols and noc.rows must be 1-256 (got {} x {})", n.cols, n.rows)));
+            return Err(bad(
+                what,
+                format!(
+                    "noc.cols and noc.rows must be 1-256 (got {} x {})",
+                    n.cols, n.rows
+                ),
+            ));
         }
         if n.virtual_networks != 4 {
             return Err(bad(what, format!("noc.virtual_networks = {}: the model has the four CHI networks (request, snoop, response, data); set it to 4", n.virtual_networks)));
         }
-        for (k, v) in [("noc.clock_ghz", n.clock_ghz), ("cores.clock_ghz", s.cores.clock_ghz)] {
+        for (k, v) in [
+            ("noc.clock_ghz", n.clock_ghz),
+            ("cores.clock_ghz", s.cores.clock_ghz),
+        ] {
             if !(v > 0.0 && v.is_finite()) {
-                return Err(bad(what, format!("{k} must be a positive number (got {v})")));
+                return Err(bad(
+                    what,
+                    format!("{k} must be a positive number (got {v})"),
+                ));
             }
         }
         if n.link_bytes == 0 || n.links_per_vn == 0 || n.links_per_vn > 8 {
-            return Err(bad(what, "noc.link_bytes must be > 0 and noc.links_per_vn 1-8"));
+            return Err(bad(
+                what,
+                "noc.link_bytes must be > 0 and noc.links_per_vn 1-8",
+            ));
         }
-        if s.cores.per_stop == 0 || s.slc.per_stop == 0 || s.cores.max_outstanding == 0 || s.cores.threads_per_core == 0 {
+        if s.cores.per_stop == 0
+            || s.slc.per_stop == 0
+            || s.cores.max_outstanding == 0
+            || s.cores.threads_per_core == 0
+        {
             return Err(bad(what, "cores.per_stop, slc.per_stop, cores.max_outstanding and cores.threads_per_core must be at least 1"));
         }
         if s.cores.line_bytes == 0 || !s.cores.line_bytes.is_power_of_two() {
@@ -186,9 +205,21 @@ impl Model {
         let sockets = match &s.socket {
             None => 1,
             Some(k) if k.count == 1 || k.count == 2 => k.count,
-            Some(k) => return Err(bad(what, format!("socket.count = {}: 1 or 2 sockets are modeled", k.count))),
+            Some(k) => {
+                return Err(bad(
+                    what,
+                    format!("socket.count = {}: 1 or 2 sockets are modeled", k.count),
+                ))
+            }
         };
-        let mut geo = Geometry::uniform(n.cols, n.rows, n.routing, n.router_cycles, n.link_cycles_x, n.link_cycles_y);
+        let mut geo = Geometry::uniform(
+            n.cols,
+            n.rows,
+            n.routing,
+            n.router_cycles,
+            n.link_cycles_x,
+            n.link_cycles_y,
+        );
         geo.inject_cycles = n.inject_cycles;
         geo.eject_cycles = n.eject_cycles;
         if let Some(b) = &n.boundary {
@@ -199,12 +230,17 @@ impl Model {
             }
             for &r in &b.rows {
                 if r == 0 || r >= n.rows {
-                    return Err(bad(what, format!("noc.boundary.rows: {r} is not between 1 and {}", n.rows - 1)));
+                    return Err(bad(
+                        what,
+                        format!("noc.boundary.rows: {r} is not between 1 and {}", n.rows - 1),
+                    ));
                 }
             }
             for l in 0..geo.stops_per_socket() * 4 {
                 let d = Dir::from_index(l);
-                let Some(t) = geo.neighbor(l / 4, d) else { continue };
+                let Some(t) = geo.neighbor(l / 4, d) else {
+                    continue;
+                };
                 let (_, x0, y0) = geo.coords(l / 4);
                 let (_, x1, y1) = geo.coords(t);
                 let crosses = if d.horizontal() {
@@ -219,12 +255,26 @@ impl Model {
         }
         let inside = |p: [u32; 2], key: &str| -> Result<(), ModelError> {
             if p[0] >= n.cols || p[1] >= n.rows {
-                Err(bad(what, format!("{key}: stop [{}, {}] is outside the {} x {} mesh (x 0-{}, y 0-{})", p[0], p[1], n.cols, n.rows, n.cols - 1, n.rows - 1)))
+                Err(bad(
+                    what,
+                    format!(
+                        "{key}: stop [{}, {}] is outside the {} x {} mesh (x 0-{}, y 0-{})",
+                        p[0],
+                        p[1],
+                        n.cols,
+                        n.rows,
+                        n.cols - 1,
+                        n.rows - 1
+                    ),
+                ))
             } else {
                 Ok(())
             }
         };
-        let expand = |stops: &Stops, exclude: &[[u32; 2]], key: &str| -> Result<Vec<[u32; 2]>, ModelError> {
+        let expand = |stops: &Stops,
+                      exclude: &[[u32; 2]],
+                      key: &str|
+         -> Result<Vec<[u32; 2]>, ModelError> {
             for &p in exclude {
                 inside(p, &format!("{key} exclude"))?;
             }
@@ -256,36 +306,67 @@ impl Model {
         let grid: Vec<u32> = match (&s.numa.grid, s.numa.split) {
             (Some(g), _) => {
                 if g.len() != n.rows as usize || g.iter().any(|r| r.len() != n.cols as usize) {
-                    return Err(bad(what, format!("numa.grid must have {} rows of {} node numbers (grid[y][x])", n.rows, n.cols)));
+                    return Err(bad(
+                        what,
+                        format!(
+                            "numa.grid must have {} rows of {} node numbers (grid[y][x])",
+                            n.rows, n.cols
+                        ),
+                    ));
                 }
                 g.iter().flatten().copied().collect()
             }
             (None, Some([sx, sy])) => {
                 if sx == 0 || sy == 0 || sx > n.cols || sy > n.rows {
-                    return Err(bad(what, format!("numa.split = [{sx}, {sy}] does not divide a {} x {} mesh", n.cols, n.rows)));
+                    return Err(bad(
+                        what,
+                        format!(
+                            "numa.split = [{sx}, {sy}] does not divide a {} x {} mesh",
+                            n.cols, n.rows
+                        ),
+                    ));
                 }
-                (0..n.rows).flat_map(|y| (0..n.cols).map(move |x| (y * sy / n.rows) * sx + x * sx / n.cols)).collect()
+                (0..n.rows)
+                    .flat_map(|y| {
+                        (0..n.cols).map(move |x| (y * sy / n.rows) * sx + x * sx / n.cols)
+                    })
+                    .collect()
             }
             (None, None) => vec![0; (n.cols * n.rows) as usize],
         };
         let local_nodes = grid.iter().max().map_or(1, |m| m + 1);
         for id in 0..local_nodes {
             if !grid.contains(&id) {
-                return Err(bad(what, format!("numa.grid: node numbers must be 0-{} without gaps; {id} is missing", local_nodes - 1)));
+                return Err(bad(
+                    what,
+                    format!(
+                        "numa.grid: node numbers must be 0-{} without gaps; {id} is missing",
+                        local_nodes - 1
+                    ),
+                ));
             }
         }
-        let node_of = |socket: u32, p: [u32; 2]| socket * local_nodes + grid[(p[1] * n.cols + p[0]) as usize];
+        let node_of =
+            |socket: u32, p: [u32; 2]| socket * local_nodes + grid[(p[1] * n.cols + p[0]) as usize];
         let mut cores = Vec::new();
         let mut slices = Vec::new();
         for k in 0..sockets {
             for &p in &core_stops {
                 for _ in 0..s.cores.per_stop {
-                    cores.push(CoreInfo { stop: geo.stop(k, p[0], p[1]), node: node_of(k, p), socket: k });
+                    cores.push(CoreInfo {
+                        stop: geo.stop(k, p[0], p[1]),
+                        node: node_of(k, p),
+                        socket: k,
+                    });
                 }
             }
             for &p in &slice_stops {
                 for _ in 0..s.slc.per_stop {
-                    slices.push(SliceInfo { stop: geo.stop(k, p[0], p[1]), node: node_of(k, p), socket: k });
+                    slices.push(SliceInfo {
+                        stop: geo.stop(k, p[0], p[1]),
+                        node: node_of(k, p),
+                        socket: k,
+                    });
                 }
             }
         }
@@ -320,7 +401,10 @@ impl Model {
             }
             if let Some(h) = p.cache_hit_ratio {
                 if !(0.0..=1.0).contains(&h) {
-                    return Err(bad(what, format!("{key}.cache_hit_ratio = {h} is not between 0 and 1")));
+                    return Err(bad(
+                        what,
+                        format!("{key}.cache_hit_ratio = {h} is not between 0 and 1"),
+                    ));
                 }
             }
             let stops = expand(&p.controllers, &[], &format!("{key}.controllers"))?;
@@ -333,20 +417,35 @@ impl Model {
                 kind: p.kind.clone(),
                 role: p.role,
                 capacity_bytes: p.capacity_bytes,
-                peak_gbps: p.channel_gbps * f64::from(p.channels_per_controller) * stops.len() as f64,
+                peak_gbps: p.channel_gbps
+                    * f64::from(p.channels_per_controller)
+                    * stops.len() as f64,
                 cache_hit_ratio: p.cache_hit_ratio,
             });
             pool_mc_stops.push(stops);
             let _ = pi;
         }
-        let mains: Vec<usize> = pools.iter().enumerate().filter(|(_, p)| p.role == PoolRole::Main).map(|(i, _)| i).collect();
+        let mains: Vec<usize> = pools
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.role == PoolRole::Main)
+            .map(|(i, _)| i)
+            .collect();
         if mains.len() != 1 {
             return Err(bad(what, format!("exactly one enabled memory pool must have role = \"main\" (found {}: {}); enable or disable pools with memory.NAME.enabled", mains.len(), mains.iter().map(|&i| pools[i].name.as_str()).collect::<Vec<_>>().join(", "))));
         }
         let main_pool = mains[0];
-        let caches: Vec<usize> = pools.iter().enumerate().filter(|(_, p)| p.role == PoolRole::Cache).map(|(i, _)| i).collect();
+        let caches: Vec<usize> = pools
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.role == PoolRole::Cache)
+            .map(|(i, _)| i)
+            .collect();
         if caches.len() > 1 {
-            return Err(bad(what, "at most one memory pool may have role = \"cache\""));
+            return Err(bad(
+                what,
+                "at most one memory pool may have role = \"cache\"",
+            ));
         }
         let cache_pool = caches.first().copied();
         let mut mc_local = Vec::new(); // (pool, local node of its stop)
@@ -371,25 +470,53 @@ impl Model {
         for k in 0..sockets {
             for g in 0..local_nodes {
                 let id = k * local_nodes + g;
-                let node_cores: Vec<usize> = cores.iter().enumerate().filter(|(_, c)| c.node == id).map(|(i, _)| i).collect();
+                let node_cores: Vec<usize> = cores
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.node == id)
+                    .map(|(i, _)| i)
+                    .collect();
                 if node_cores.is_empty() {
                     return Err(bad(what, format!("NUMA node {id} has no cores; check numa.split/numa.grid against cores.stops")));
                 }
-                let node_slices: Vec<usize> = slices.iter().enumerate().filter(|(_, sl)| sl.node == id).map(|(i, _)| i).collect();
+                let node_slices: Vec<usize> = slices
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, sl)| sl.node == id)
+                    .map(|(i, _)| i)
+                    .collect();
                 if node_slices.is_empty() && s.slc.home_group == HomeGroup::Node {
-                    return Err(bad(what, format!("NUMA node {id} has no SLC slices but slc.home_group = \"node\"")));
+                    return Err(bad(
+                        what,
+                        format!("NUMA node {id} has no SLC slices but slc.home_group = \"node\""),
+                    ));
                 }
-                let mut own: Vec<usize> = (0..mcs.len()).filter(|&m| mcs[m].pool == main_pool && mc_local[m] == id).collect();
+                let mut own: Vec<usize> = (0..mcs.len())
+                    .filter(|&m| mcs[m].pool == main_pool && mc_local[m] == id)
+                    .collect();
                 if own.is_empty() {
                     // Nearest controllers of the socket by mean zero-load cycles from the node's cores.
                     let cost = |m: usize| -> u64 {
-                        node_cores.iter().map(|&c| u64::from(geo.path_cycles(cores[c].stop, mcs[m].stop))).sum()
+                        node_cores
+                            .iter()
+                            .map(|&c| u64::from(geo.path_cycles(cores[c].stop, mcs[m].stop)))
+                            .sum()
                     };
-                    let cands: Vec<usize> = (0..mcs.len()).filter(|&m| mcs[m].pool == main_pool && mcs[m].socket == k).collect();
+                    let cands: Vec<usize> = (0..mcs.len())
+                        .filter(|&m| mcs[m].pool == main_pool && mcs[m].socket == k)
+                        .collect();
                     let best = cands.iter().map(|&m| cost(m)).min().unwrap_or(0);
                     own = cands.into_iter().filter(|&m| cost(m) == best).collect();
                 }
-                nodes.push(NodeInfo { id, socket: k, cores: node_cores, mcs: own, pool: main_pool, slices: node_slices, memory_bytes: 0 });
+                nodes.push(NodeInfo {
+                    id,
+                    socket: k,
+                    cores: node_cores,
+                    mcs: own,
+                    pool: main_pool,
+                    slices: node_slices,
+                    memory_bytes: 0,
+                });
             }
         }
         // Memory-only nodes.
@@ -400,13 +527,23 @@ impl Model {
             for k in 0..sockets {
                 for g in 0..local_nodes {
                     let cpu_node = k * local_nodes + g;
-                    let own: Vec<usize> = (0..mcs.len()).filter(|&m| mcs[m].pool == pi && mc_local[m] == cpu_node).collect();
+                    let own: Vec<usize> = (0..mcs.len())
+                        .filter(|&m| mcs[m].pool == pi && mc_local[m] == cpu_node)
+                        .collect();
                     if own.is_empty() {
                         continue;
                     }
                     let id = nodes.len() as u32;
                     let sl = nodes[cpu_node as usize].slices.clone();
-                    nodes.push(NodeInfo { id, socket: k, cores: Vec::new(), mcs: own, pool: pi, slices: sl, memory_bytes: 0 });
+                    nodes.push(NodeInfo {
+                        id,
+                        socket: k,
+                        cores: Vec::new(),
+                        mcs: own,
+                        pool: pi,
+                        slices: sl,
+                        memory_bytes: 0,
+                    });
                 }
             }
         }
@@ -417,19 +554,43 @@ impl Model {
                 served[m] += 1;
             }
         }
-        let pool_channels: Vec<u32> = (0..pools.len()).map(|pi| mcs.iter().filter(|m| m.pool == pi && m.socket == 0).map(|m| m.channels).sum()).collect();
+        let pool_channels: Vec<u32> = (0..pools.len())
+            .map(|pi| {
+                mcs.iter()
+                    .filter(|m| m.pool == pi && m.socket == 0)
+                    .map(|m| m.channels)
+                    .sum()
+            })
+            .collect();
         for nd in &mut nodes {
-            let bytes: f64 = nd.mcs.iter().map(|&m| {
-                let p = &pools[mcs[m].pool];
-                p.capacity_bytes as f64 * f64::from(mcs[m].channels) / f64::from(pool_channels[mcs[m].pool]) / f64::from(served[m])
-            }).sum();
+            let bytes: f64 = nd
+                .mcs
+                .iter()
+                .map(|&m| {
+                    let p = &pools[mcs[m].pool];
+                    p.capacity_bytes as f64 * f64::from(mcs[m].channels)
+                        / f64::from(pool_channels[mcs[m].pool])
+                        / f64::from(served[m])
+                })
+                .sum();
             nd.memory_bytes = bytes.round() as u64;
         }
         // Regions for mc-region homing.
         let region_slices = match (s.slc.home_group, s.slc.region_split) {
-            (HomeGroup::McRegion, None) => return Err(bad(what, "slc.home_group = \"mc-region\" needs slc.region_split = [columns, rows]")),
+            (HomeGroup::McRegion, None) => {
+                return Err(bad(
+                    what,
+                    "slc.home_group = \"mc-region\" needs slc.region_split = [columns, rows]",
+                ))
+            }
             (_, Some([rx, ry])) if rx == 0 || ry == 0 || rx > n.cols || ry > n.rows => {
-                return Err(bad(what, format!("slc.region_split = [{rx}, {ry}] does not divide a {} x {} mesh", n.cols, n.rows)))
+                return Err(bad(
+                    what,
+                    format!(
+                        "slc.region_split = [{rx}, {ry}] does not divide a {} x {} mesh",
+                        n.cols, n.rows
+                    ),
+                ))
             }
             (_, split) => {
                 let [rx, ry] = split.unwrap_or([1, 1]);
@@ -438,20 +599,35 @@ impl Model {
                     let (k, x, y) = geo.coords(sl.stop);
                     v[k as usize][((y * ry / n.rows) * rx + x * rx / n.cols) as usize].push(i);
                 }
-                if s.slc.home_group == HomeGroup::McRegion && v.iter().flatten().any(|r| r.is_empty()) {
+                if s.slc.home_group == HomeGroup::McRegion
+                    && v.iter().flatten().any(|r| r.is_empty())
+                {
                     return Err(bad(what, "slc.region_split leaves a region without slices"));
                 }
                 v
             }
         };
-        let cache_mcs = (0..sockets).map(|k| (0..mcs.len()).filter(|&m| Some(mcs[m].pool) == cache_pool && mcs[m].socket == k).collect()).collect();
+        let cache_mcs = (0..sockets)
+            .map(|k| {
+                (0..mcs.len())
+                    .filter(|&m| Some(mcs[m].pool) == cache_pool && mcs[m].socket == k)
+                    .collect()
+            })
+            .collect();
         let (socket_cycles_per_flit, gateway, socket_cycles) = match &s.socket {
             Some(k) if k.count == 2 => {
                 inside(k.gateway, "socket.gateway")?;
                 if !(k.link_gbps > 0.0) || !(k.link_latency_ns >= 0.0) {
-                    return Err(bad(what, "socket.link_gbps must be positive and socket.link_latency_ns not negative"));
+                    return Err(bad(
+                        what,
+                        "socket.link_gbps must be positive and socket.link_latency_ns not negative",
+                    ));
                 }
-                (f64::from(n.link_bytes) * clock / k.link_gbps, Some(k.gateway[1] * n.cols + k.gateway[0]), (k.link_latency_ns * clock).round() as u32)
+                (
+                    f64::from(n.link_bytes) * clock / k.link_gbps,
+                    Some(k.gateway[1] * n.cols + k.gateway[0]),
+                    (k.link_latency_ns * clock).round() as u32,
+                )
             }
             _ => (0.0, None, 0),
         };
@@ -459,7 +635,13 @@ impl Model {
         geo.gateway = gateway;
         geo.socket_cycles = socket_cycles;
         let dat = s.cores.line_bytes.div_ceil(n.link_bytes);
-        let socket_slices = (0..sockets).map(|k| (0..slices.len()).filter(|&i| slices[i].socket == k).collect()).collect();
+        let socket_slices = (0..sockets)
+            .map(|k| {
+                (0..slices.len())
+                    .filter(|&i| slices[i].socket == k)
+                    .collect()
+            })
+            .collect();
         Ok(Model {
             label: l.label.clone(),
             spec: l.spec.clone(),
@@ -506,7 +688,8 @@ impl Model {
             HomeGroup::McRegion => {
                 let [rx, ry] = self.spec.slc.region_split.unwrap_or([1, 1]);
                 let (k, x, y) = self.geo.coords(self.mcs[mc].stop);
-                &self.region_slices[k as usize][((y * ry / self.geo.rows) * rx + x * rx / self.geo.cols) as usize]
+                &self.region_slices[k as usize]
+                    [((y * ry / self.geo.rows) * rx + x * rx / self.geo.cols) as usize]
             }
         };
         let home = if group.is_empty() {
@@ -523,9 +706,14 @@ impl Model {
 
     /// Total SLC bytes an address of `node` can be cached in.
     pub fn slc_reach_bytes(&self, node: u32) -> f64 {
-        let per_slice = self.spec.slc.bytes as f64 / self.slices.iter().filter(|s| s.socket == 0).count() as f64;
+        let per_slice = self.spec.slc.bytes as f64
+            / self.slices.iter().filter(|s| s.socket == 0).count() as f64;
         let n = match self.spec.slc.home_group {
-            HomeGroup::All => self.slices.iter().filter(|s| s.socket == self.nodes[node as usize].socket).count(),
+            HomeGroup::All => self
+                .slices
+                .iter()
+                .filter(|s| s.socket == self.nodes[node as usize].socket)
+                .count(),
             HomeGroup::Node => self.nodes[node as usize].slices.len(),
             HomeGroup::McRegion => {
                 let mut set: Vec<usize> = Vec::new();
@@ -544,10 +732,14 @@ impl Model {
     /// Peak bandwidth of a node's memory, GB/s (its controllers' channels).
     pub fn node_peak_gbps(&self, node: u32) -> f64 {
         let nd = &self.nodes[node as usize];
-        nd.mcs.iter().map(|&m| {
-            let mc = &self.mcs[m];
-            f64::from(mc.channels) * f64::from(self.line_bytes()) / mc.service_cycles * self.spec.noc.clock_ghz
-        }).sum()
+        nd.mcs
+            .iter()
+            .map(|&m| {
+                let mc = &self.mcs[m];
+                f64::from(mc.channels) * f64::from(self.line_bytes()) / mc.service_cycles
+                    * self.spec.noc.clock_ghz
+            })
+            .sum()
     }
 
     /// Human name of a stop, `(x,y)` or `s1(x,y)`.
@@ -613,7 +805,9 @@ mod tests {
         assert_eq!(m.pools[m.nodes[1].pool].kind, "MCDRAM");
         let m = Model::load("knl-7210:snc4", &[]).unwrap();
         assert_eq!(m.nodes.len(), 8);
-        assert!(m.nodes[4..].iter().all(|n| n.cores.is_empty() && n.mcs.len() == 2));
+        assert!(m.nodes[4..]
+            .iter()
+            .all(|n| n.cores.is_empty() && n.mcs.len() == 2));
         let m = Model::load("knl-7210:snc4,cache", &[]).unwrap();
         assert_eq!(m.nodes.len(), 4);
         assert!(m.cache_pool.is_some());
@@ -623,7 +817,11 @@ mod tests {
             let loc = m.locate(0, line);
             let (_, mx, my) = m.geo.coords(m.mcs[loc.mc].stop);
             let (_, hx, hy) = m.geo.coords(m.slices[loc.home].stop);
-            assert_eq!((mx * 2 / 6, my * 2 / 7), (hx * 2 / 6, hy * 2 / 7), "line {line}");
+            assert_eq!(
+                (mx * 2 / 6, my * 2 / 7),
+                (hx * 2 / 6, hy * 2 / 7),
+                "line {line}"
+            );
         }
     }
 
@@ -644,13 +842,33 @@ mod tests {
     fn inconsistent_presets_are_refused_with_the_key() {
         let cases: &[(&str, &[&str], &str)] = &[
             ("neoverse-v1-64", &["cores.count=60"], "cores.count = 60"),
-            ("neoverse-v1-64", &["memory.hbm.controllers=[[9, 1]]"], "outside the 8 x 8 mesh"),
-            ("neoverse-v1-64", &["memory.ddr4.enabled=true"], "exactly one enabled memory pool"),
-            ("mesh", &["numa.grid=[[0, 2]]"], "numa.grid must have 8 rows"),
+            (
+                "neoverse-v1-64",
+                &["memory.hbm.controllers=[[9, 1]]"],
+                "outside the 8 x 8 mesh",
+            ),
+            (
+                "neoverse-v1-64",
+                &["memory.ddr4.enabled=true"],
+                "exactly one enabled memory pool",
+            ),
+            (
+                "mesh",
+                &["numa.grid=[[0, 2]]"],
+                "numa.grid must have 8 rows",
+            ),
             ("mesh", &["noc.virtual_networks=2"], "four CHI networks"),
-            ("mesh", &["noc.boundary.cols=[9]", "noc.boundary.link_cycles=3"], "noc.boundary.cols"),
+            (
+                "mesh",
+                &["noc.boundary.cols=[9]", "noc.boundary.link_cycles=3"],
+                "noc.boundary.cols",
+            ),
             ("knl-7210", &["slc.region_split=[0, 1]"], "region_split"),
-            ("mesh", &["cores.stops=\"diagonal\""], "unknown stop pattern"),
+            (
+                "mesh",
+                &["cores.stops=\"diagonal\""],
+                "unknown stop pattern",
+            ),
         ];
         for (p, sets, text) in cases {
             let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
@@ -670,7 +888,10 @@ mod tests {
                 let (lo, hi) = (count.iter().min().unwrap(), count.iter().max().unwrap());
                 // Power-of-two counts are exact; for others the fold keeps 6 spare bits,
                 // so the modulo's bias is below 1/64 (3% here leaves room for that).
-                assert!(f64::from(*hi) / f64::from(*lo) < 1.03, "{hash:?} {n}: {lo}..{hi}");
+                assert!(
+                    f64::from(*hi) / f64::from(*lo) < 1.03,
+                    "{hash:?} {n}: {lo}..{hi}"
+                );
             }
         }
     }

@@ -17,7 +17,10 @@ use std::path::Path;
 /// The presets shipped with numalab: (name, TOML text).
 pub const PRESETS: &[(&str, &str)] = &[
     ("mesh", include_str!("../presets/mesh.toml")),
-    ("neoverse-v1-64", include_str!("../presets/neoverse-v1-64.toml")),
+    (
+        "neoverse-v1-64",
+        include_str!("../presets/neoverse-v1-64.toml"),
+    ),
     ("knl-7210", include_str!("../presets/knl-7210.toml")),
     ("altra-q80", include_str!("../presets/altra-q80.toml")),
     ("altra-q80-2s", include_str!("../presets/altra-q80-2s.toml")),
@@ -211,7 +214,8 @@ pub struct PoolSpec {
     pub latency_ns: f64,
     /// Capacity of the pool per socket.
     pub capacity_bytes: u64,
-    /// For `role = "cache"`: a fixed hit ratio; 0 = computed from capacity and working set.
+    /// For `role = "cache"`: a fixed hit ratio; absent = computed from the capacity and
+    /// the experiment's working set.
     #[serde(default)]
     pub cache_hit_ratio: Option<f64>,
 }
@@ -316,10 +320,7 @@ pub fn load(what: &str, sets: &[String]) -> Result<Loaded, ModelError> {
             let known: Vec<&String> = variant_tables.keys().collect();
             return Err(ModelError::Input {
                 what: what.to_string(),
-                msg: format!(
-                    "preset has no variant '{v}' (variants: {})",
-                    join(&known)
-                ),
+                msg: format!("preset has no variant '{v}' (variants: {})", join(&known)),
             });
         };
         for (key, (value, source)) in &sets.1 {
@@ -344,12 +345,13 @@ pub fn load(what: &str, sets: &[String]) -> Result<Loaded, ModelError> {
         drop_sources_under(&mut sources, key);
         record_sources(&mut sources, key, &value, "command line --set");
     }
-    let spec: Spec = toml::Value::Table(table.clone())
-        .try_into()
-        .map_err(|e: toml::de::Error| ModelError::Input {
-            what: what.to_string(),
-            msg: one_line(&e.to_string()),
-        })?;
+    let spec: Spec =
+        toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| ModelError::Input {
+                what: what.to_string(),
+                msg: one_line(&e.to_string()),
+            })?;
     let mut variants_list: Vec<Variant> = variant_tables
         .iter()
         .map(|(n, (d, s))| Variant {
@@ -469,8 +471,8 @@ fn parse_source(
             plain.insert(k, v);
             continue;
         }
-        let v = strip(&k, v, &mut sources, builtin_file, &default_source)
-            .map_err(|m| input_err(m))?;
+        let v =
+            strip(&k, v, &mut sources, builtin_file, &default_source).map_err(|m| input_err(m))?;
         plain.insert(k, v);
     }
     if let Some(base) = plain.remove("base") {
@@ -702,7 +704,11 @@ mod tests {
             ("mesh", vec!["nocc.cols=3".into()], "unknown key 'nocc'"),
             ("mesh", vec!["noc.cols=x".into()], "noc.cols"),
             ("mesh", vec!["noc.cols".into()], "expected KEY=VALUE"),
-            ("mesh", vec!["noc.routing=zz".into()], "unknown variant `zz`"),
+            (
+                "mesh",
+                vec!["noc.routing=zz".into()],
+                "unknown variant `zz`",
+            ),
         ];
         for (what, sets, text) in cases {
             let e = load(what, &sets).expect_err(what).to_string();

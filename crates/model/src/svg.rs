@@ -85,7 +85,11 @@ pub fn floorplan(model: &Model, heat: Option<&LatencyHeatmap>) -> String {
         for (d, dx, dy) in [(0u32, 1.0, 0.0), (2u32, 0.0, -1.0)] {
             if let Some(_t) = g.neighbor(stop, crate::geometry::Dir::from_index(d)) {
                 let cost = g.link_cost(stop * 4 + d);
-                let base = if d == 0 { model.spec.noc.link_cycles_x } else { model.spec.noc.link_cycles_y };
+                let base = if d == 0 {
+                    model.spec.noc.link_cycles_x
+                } else {
+                    model.spec.noc.link_cycles_y
+                };
                 let slow = cost > base;
                 let _ = writeln!(
                     s,
@@ -101,7 +105,9 @@ pub fn floorplan(model: &Model, heat: Option<&LatencyHeatmap>) -> String {
         }
     }
     // Heat range.
-    let (lo, hi) = heat.map_or((0.0, 1.0), |h| (h.min_cycles, h.max_cycles.max(h.min_cycles + 1e-9)));
+    let (lo, hi) = heat.map_or((0.0, 1.0), |h| {
+        (h.min_cycles, h.max_cycles.max(h.min_cycles + 1e-9))
+    });
     // Cores: small squares in a row at the top of the stop.
     let mut per_stop: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
     for (i, c) in model.cores.iter().enumerate() {
@@ -115,7 +121,10 @@ pub fn floorplan(model: &Model, heat: Option<&LatencyHeatmap>) -> String {
         let (fill, tip) = match heat.and_then(|h| h.cells.iter().find(|cell| cell.core == i)) {
             Some(cell) => (
                 heat_color((cell.latency_cycles - lo) / (hi - lo)),
-                format!("core {i}: {:.1} cycles, {:.1} ns", cell.latency_cycles, cell.latency_ns),
+                format!(
+                    "core {i}: {:.1} cycles, {:.1} ns",
+                    cell.latency_cycles, cell.latency_ns
+                ),
             ),
             None => ("#4a78b5".to_string(), format!("core {i}, node {}", c.node)),
         };
@@ -156,8 +165,15 @@ pub fn floorplan(model: &Model, heat: Option<&LatencyHeatmap>) -> String {
         let _ = writeln!(
             s,
             r##"<g><title>{}</title><rect x="{x:.1}" y="{y:.1}" width="10" height="12" fill="{}" stroke="#333"/></g>"##,
-            escape(&format!("memory controller {i}: {} ({}), {} channel(s)", pool.name, pool.kind, mc.channels)),
-            if pool.kind == "DRAM" { "#8e6c8a" } else { "#c0392b" }
+            escape(&format!(
+                "memory controller {i}: {} ({}), {} channel(s)",
+                pool.name, pool.kind, mc.channels
+            )),
+            if pool.kind == "DRAM" {
+                "#8e6c8a"
+            } else {
+                "#c0392b"
+            }
         );
     }
     let legend_y = height - 30.0;
@@ -171,7 +187,11 @@ pub fn floorplan(model: &Model, heat: Option<&LatencyHeatmap>) -> String {
             model.label, h.target, h.min_cycles, h.max_cycles, h.spread_cycles
         );
     }
-    let _ = writeln!(s, r#"<text x="{MARGIN}" y="{legend_y:.1}" font-size="11">{}</text>"#, escape(&legend));
+    let _ = writeln!(
+        s,
+        r#"<text x="{MARGIN}" y="{legend_y:.1}" font-size="11">{}</text>"#,
+        escape(&legend)
+    );
     s.push_str("</svg>\n");
     s
 }
@@ -192,6 +212,9 @@ mod tests {
         assert_eq!(svg.matches("memory controller ").count(), 8);
         assert_eq!(svg.matches("<title>core ").count(), 64);
         // Quadrant boundary links are drawn slow: 8 rows cross column 4, 8 columns cross row 4.
-        assert_eq!(svg.matches("stroke=\"#c0392b\" stroke-width=\"4\"").count(), 16);
+        assert_eq!(
+            svg.matches("stroke=\"#c0392b\" stroke-width=\"4\"").count(),
+            16
+        );
     }
 }

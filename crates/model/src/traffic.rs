@@ -53,7 +53,8 @@ impl Synthetic {
             Pattern::Uniform => (0..n).map(|d| (d, 1.0 / f64::from(n))).collect(),
             Pattern::Hotspot { stop, fraction } => (0..n)
                 .map(|d| {
-                    let p = (1.0 - fraction) / f64::from(n) + if d == stop { fraction } else { 0.0 };
+                    let p =
+                        (1.0 - fraction) / f64::from(n) + if d == stop { fraction } else { 0.0 };
                     (d, p)
                 })
                 .collect(),
