@@ -68,9 +68,7 @@ impl<'a> Network<'a> {
         let n_stops = model.geo.stops();
         let n_res = (n_stops * 24 + 2) as usize + model.mcs.len();
         let mut servers = vec![1.0; n_res];
-        for r in 0..(n_stops * 16) as usize {
-            servers[r] = f64::from(model.lanes);
-        }
+        servers[..(n_stops * 16) as usize].fill(f64::from(model.lanes));
         for (m, mc) in model.mcs.iter().enumerate() {
             servers[(n_stops * 24 + 2) as usize + m] = f64::from(mc.channels);
         }
@@ -188,6 +186,13 @@ impl<'a> Network<'a> {
         for r in (self.n_stops * 24) as usize..(self.n_stops * 24 + 2) as usize {
             l.tracked[r] = false;
         }
+        self.finish_waits(&mut l);
+        l
+    }
+
+    /// Waits from the accumulated loads.
+    fn finish_waits(&self, l: &mut Loads) {
+        l.saturated = false;
         for r in 0..self.n_res {
             if l.lambda[r] == 0.0 {
                 continue;
@@ -215,7 +220,6 @@ impl<'a> Network<'a> {
             }
             l.wait[r] = w;
         }
-        l
     }
 
     fn leg_wait(&self, loads: &Loads, leg: &Leg) -> f64 {
@@ -308,64 +312,83 @@ fn erlang_c(c: u32, a: f64) -> f64 {
     b / (1.0 - rho * (1.0 - b))
 }
 
-/// Open-loop synthetic traffic: latency, loads and hops at the offered rate.
-pub fn synthetic(model: &Model, traffic: &Synthetic) -> Figures {
-    let mut net = Network::new(model);
-    let mut rates: Vec<(u32, f64)> = Vec::new();
-    for src in 0..Synthetic::stops(model) {
-        for (dst, p) in traffic.destinations(model, src) {
-            if p > 0.0 {
-                let id = net.leg(src, dst, 0);
-                rates.push((id, traffic.rate * p));
-            }
-        }
-    }
-    let mut leg_rate = vec![0.0; net.legs.len()];
-    for (id, r) in rates {
-        leg_rate[id as usize] += r;
-    }
-    // Synthetic packets may be longer than the request network's 1 flit.
-    for leg in &mut net.legs {
-        leg.flits = f64::from(traffic.flits);
-        leg.t0 += f64::from(traffic.flits) - 1.0;
-    }
-    let loads = net.loads(&leg_rate, &[]);
-    net.figures(&leg_rate, &loads)
+/// A synthetic pattern's routes and per-unit-rate loads, built once; every offered rate
+/// is then a rescaling (loads are linear in the rate), so a whole latency-versus-load
+/// curve costs little more than one point.
+pub struct SyntheticCurve<'a> {
+    net: Network<'a>,
+    unit_rate: Vec<f64>,
+    unit: Loads,
 }
 
-/// The offered rate (packets per stop per cycle) at which the busiest link of the
-/// synthetic pattern reaches 100% utilization: the pattern's saturation throughput
-/// under ideal flow control.
-pub fn saturation_rate(model: &Model, traffic: &Synthetic) -> f64 {
-    let unit = Synthetic {
-        rate: 1.0,
-        ..*traffic
-    };
-    // Loads are linear in the rate; rho at rate 1 is the per-unit load.
-    let mut net = Network::new(model);
-    let mut leg_rate = Vec::new();
-    for src in 0..Synthetic::stops(model) {
-        for (dst, p) in unit.destinations(model, src) {
-            let id = net.leg(src, dst, 0) as usize;
-            if leg_rate.len() <= id {
-                leg_rate.resize(id + 1, 0.0);
+impl<'a> SyntheticCurve<'a> {
+    /// Routes every packet of the pattern (socket 0's stops, one virtual network).
+    pub fn new(model: &'a Model, traffic: &Synthetic) -> Self {
+        let mut net = Network::new(model);
+        let mut unit_rate: Vec<f64> = Vec::new();
+        for src in 0..Synthetic::stops(model) {
+            for (dst, p) in traffic.destinations(model, src) {
+                if p > 0.0 {
+                    let id = net.leg(src, dst, 0) as usize;
+                    if unit_rate.len() <= id {
+                        unit_rate.resize(id + 1, 0.0);
+                    }
+                    unit_rate[id] += p;
+                }
             }
-            leg_rate[id] += p;
+        }
+        // Synthetic packets may be longer than the request network's 1 flit.
+        for leg in &mut net.legs {
+            leg.flits = f64::from(traffic.flits);
+            leg.t0 += f64::from(traffic.flits) - 1.0;
+        }
+        let unit = net.loads(&unit_rate, &[]);
+        SyntheticCurve {
+            net,
+            unit_rate,
+            unit,
         }
     }
-    for leg in &mut net.legs {
-        leg.flits = f64::from(traffic.flits);
+
+    /// Figures at an offered rate (packets per stop per cycle).
+    pub fn at(&self, rate: f64) -> Figures {
+        let mut l = self.unit.clone();
+        for r in 0..l.lambda.len() {
+            l.lambda[r] *= rate;
+            l.rho[r] *= rate;
+            l.s2[r] *= rate;
+            for i in &mut l.inrho[r] {
+                *i *= rate;
+            }
+        }
+        self.net.finish_waits(&mut l);
+        let leg_rate: Vec<f64> = self.unit_rate.iter().map(|u| u * rate).collect();
+        self.net.figures(&leg_rate, &l)
     }
-    let loads = net.loads(&leg_rate, &[]);
-    let max = loads.rho[..(net.n_stops * 24) as usize]
-        .iter()
-        .copied()
-        .fold(0.0, f64::max);
-    if max > 0.0 {
-        1.0 / max
-    } else {
-        f64::INFINITY
+
+    /// The offered rate at which the busiest link (or port) reaches 100% utilization:
+    /// the pattern's saturation throughput under ideal flow control.
+    pub fn saturation_rate(&self) -> f64 {
+        let max = self.unit.rho[..(self.net.n_stops * 24) as usize]
+            .iter()
+            .copied()
+            .fold(0.0, f64::max);
+        if max > 0.0 {
+            1.0 / max
+        } else {
+            f64::INFINITY
+        }
     }
+}
+
+/// Open-loop synthetic traffic: latency, loads and hops at the offered rate.
+pub fn synthetic(model: &Model, traffic: &Synthetic) -> Figures {
+    SyntheticCurve::new(model, traffic).at(traffic.rate)
+}
+
+/// See [`SyntheticCurve::saturation_rate`].
+pub fn saturation_rate(model: &Model, traffic: &Synthetic) -> f64 {
+    SyntheticCurve::new(model, traffic).saturation_rate()
 }
 
 /// Per-core demand of an application: legs and memory visits per request.
@@ -607,11 +630,14 @@ pub fn app(model: &Model, app: &App) -> Figures {
             x[i] += alpha * (target - x[i]);
         }
         iter += 1;
-        if change < 1e-7 || iter >= 1000 {
+        if change < 1e-6 || iter >= 1000 {
             break;
         }
+        // Damping: back off when the rates oscillate, speed up again when they settle.
         if change > last_change {
             alpha = (alpha * 0.7).max(0.02);
+        } else {
+            alpha = (alpha * 1.1).min(0.5);
         }
         last_change = change;
     }

@@ -538,7 +538,25 @@ pub const DEFAULT_LOADS: &[f64] = &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9,
 /// under this multiple of the zero-load latency.
 pub const STABLE_LATENCY_FACTOR: f64 = 3.0;
 
-/// One point of a synthetic curve in one engine.
+fn analytic_point(curve: &analytic::SyntheticCurve, rate: f64, t0: f64) -> TrafficPoint {
+    let f = curve.at(rate);
+    let stable =
+        f.max_link_utilization < 1.0 && f.packet_latency_cycles < STABLE_LATENCY_FACTOR * t0;
+    TrafficPoint {
+        offered: rate,
+        accepted: if f.max_link_utilization < 1.0 {
+            rate
+        } else {
+            rate / f.max_link_utilization
+        },
+        latency_cycles: f.packet_latency_cycles,
+        max_link_utilization: f.max_link_utilization,
+        stable,
+    }
+}
+
+/// One point of a synthetic curve in one engine (`t0`: zero-load latency, for the
+/// stability test).
 pub fn traffic_point(
     model: &Model,
     t: &Synthetic,
@@ -546,39 +564,23 @@ pub fn traffic_point(
     cfg: &DesConfig,
     t0: f64,
 ) -> Result<(TrafficPoint, Option<SimStats>), ModelError> {
-    let stops = f64::from(Synthetic::stops(model));
     if engine == "analytic" {
-        let f = analytic::synthetic(model, t);
-        let stable =
-            f.max_link_utilization < 1.0 && f.packet_latency_cycles < STABLE_LATENCY_FACTOR * t0;
-        Ok((
-            TrafficPoint {
-                offered: t.rate,
-                accepted: if f.max_link_utilization < 1.0 {
-                    t.rate
-                } else {
-                    t.rate / f.max_link_utilization
-                },
-                latency_cycles: f.packet_latency_cycles,
-                max_link_utilization: f.max_link_utilization,
-                stable,
-            },
-            None,
-        ))
-    } else {
-        let (f, s) = des::synthetic(model, t, cfg)?;
-        let stable = s.drained && f.packet_latency_cycles < STABLE_LATENCY_FACTOR * t0;
-        Ok((
-            TrafficPoint {
-                offered: t.rate,
-                accepted: f.packets_per_cycle / stops,
-                latency_cycles: f.packet_latency_cycles,
-                max_link_utilization: f.max_link_utilization,
-                stable,
-            },
-            Some(s),
-        ))
+        let curve = analytic::SyntheticCurve::new(model, t);
+        return Ok((analytic_point(&curve, t.rate, t0), None));
     }
+    let stops = f64::from(Synthetic::stops(model));
+    let (f, s) = des::synthetic(model, t, cfg)?;
+    let stable = s.drained && f.packet_latency_cycles < STABLE_LATENCY_FACTOR * t0;
+    Ok((
+        TrafficPoint {
+            offered: t.rate,
+            accepted: f.packets_per_cycle / stops,
+            latency_cycles: f.packet_latency_cycles,
+            max_link_utilization: f.max_link_utilization,
+            stable,
+        },
+        Some(s),
+    ))
 }
 
 fn traffic(
@@ -592,11 +594,12 @@ fn traffic(
         rate: 1e-9,
         flits: opts.flits.max(1),
     };
-    let zero = analytic::synthetic(model, &base);
+    let curve = analytic::SyntheticCurve::new(model, &base);
+    let zero = curve.at(1e-9);
     let t0 = zero.packet_latency_cycles;
-    let sat = analytic::saturation_rate(model, &base);
+    let sat = curve.saturation_rate();
     let loads = opts.loads.clone().unwrap_or_else(|| DEFAULT_LOADS.to_vec());
-    if loads.iter().any(|&l| !(l > 0.0) || l > 4.0) {
+    if loads.iter().any(|&l| l.is_nan() || l <= 0.0 || l > 4.0) {
         return Err(usage(
             "--loads: fractions of the saturation rate must be in (0, 4]",
         ));
@@ -638,7 +641,11 @@ fn traffic(
                 rate: l * sat,
                 ..base
             };
-            let (p, s) = traffic_point(model, &t, engine, &opts.des, t0)?;
+            let (p, s) = if engine == "analytic" {
+                (analytic_point(&curve, t.rate, t0), None)
+            } else {
+                traffic_point(model, &t, engine, &opts.des, t0)?
+            };
             if let Some(s) = s {
                 let acc = sim_total.get_or_insert(SimStats {
                     drained: true,

@@ -208,13 +208,14 @@ fn node_distances(model: &Model) -> DistanceMatrix {
         }
         sum / k
     };
-    let mut values = vec![vec![0u64; n]; n];
-    for i in 0..n {
-        let own = lat(i, i);
-        for j in 0..n {
-            values[i][j] = (10.0 * lat(i, j) / own).round() as u64;
-        }
-    }
+    let values: Vec<Vec<u64>> = (0..n)
+        .map(|i| {
+            let own = lat(i, i);
+            (0..n)
+                .map(|j| (10.0 * lat(i, j) / own).round() as u64)
+                .collect()
+        })
+        .collect();
     DistanceMatrix {
         name: Some("ModeledLatency".into()),
         from_os: false,

@@ -179,7 +179,7 @@ impl Model {
             ("noc.clock_ghz", n.clock_ghz),
             ("cores.clock_ghz", s.cores.clock_ghz),
         ] {
-            if !(v > 0.0 && v.is_finite()) {
+            if !positive(v) {
                 return Err(bad(
                     what,
                     format!("{k} must be a positive number (got {v})"),
@@ -396,7 +396,10 @@ impl Model {
                 continue;
             }
             let key = format!("memory.{name}");
-            if !(p.channel_gbps > 0.0) || p.channels_per_controller == 0 || !(p.latency_ns >= 0.0) {
+            if !positive(p.channel_gbps)
+                || p.channels_per_controller == 0
+                || !not_negative(p.latency_ns)
+            {
                 return Err(bad(what, format!("{key}: channel_gbps and channels_per_controller must be positive, latency_ns not negative")));
             }
             if let Some(h) = p.cache_hit_ratio {
@@ -617,7 +620,7 @@ impl Model {
         let (socket_cycles_per_flit, gateway, socket_cycles) = match &s.socket {
             Some(k) if k.count == 2 => {
                 inside(k.gateway, "socket.gateway")?;
-                if !(k.link_gbps > 0.0) || !(k.link_latency_ns >= 0.0) {
+                if !positive(k.link_gbps) || !not_negative(k.link_latency_ns) {
                     return Err(bad(
                         what,
                         "socket.link_gbps must be positive and socket.link_latency_ns not negative",
@@ -751,6 +754,14 @@ impl Model {
             format!("({x},{y})")
         }
     }
+}
+
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+fn not_negative(x: f64) -> bool {
+    x.is_finite() && x >= 0.0
 }
 
 /// The slice index of `line` among `n` slices.

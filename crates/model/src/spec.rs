@@ -471,8 +471,7 @@ fn parse_source(
             plain.insert(k, v);
             continue;
         }
-        let v =
-            strip(&k, v, &mut sources, builtin_file, &default_source).map_err(|m| input_err(m))?;
+        let v = strip(&k, v, &mut sources, builtin_file, &default_source).map_err(&input_err)?;
         plain.insert(k, v);
     }
     if let Some(base) = plain.remove("base") {

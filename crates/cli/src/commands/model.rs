@@ -33,7 +33,7 @@ pub enum ModelCommand {
     /// Show a resolved preset: every value with its source.
     Show(ShowArgs),
     /// Run an experiment on a modeled machine.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
 }
 
 /// `numalab model list`.
@@ -147,7 +147,7 @@ pub fn run(args: ModelArgs) -> CliResult {
     match args.command {
         ModelCommand::List(a) => list(a),
         ModelCommand::Show(a) => show(a),
-        ModelCommand::Run(a) => run_experiment(a),
+        ModelCommand::Run(a) => run_experiment(*a),
     }
 }
 
