@@ -581,17 +581,11 @@ pub fn app(model: &Model, app: &App) -> Figures {
         })
         .collect();
     let mut x: Vec<f64> = rtt0.iter().map(|r| m / r).collect();
-    let mut leg_rate = vec![0.0; n_legs];
-    let mut mc_rate = vec![0.0; n_mcs];
-    let mut rtt = rtt0.clone();
-    let mut loads;
-    let mut alpha = 0.5;
-    let mut last_change = f64::INFINITY;
-    let mut iter = 0;
-    loop {
-        leg_rate.iter_mut().for_each(|v| *v = 0.0);
-        mc_rate.iter_mut().for_each(|v| *v = 0.0);
-        for (p, &xc) in profiles.iter().zip(&x) {
+    // Round trips (and loads) at given per-core rates.
+    let eval = |x: &[f64]| -> (Vec<f64>, Loads, Vec<f64>, Vec<f64>) {
+        let mut leg_rate = vec![0.0; n_legs];
+        let mut mc_rate = vec![0.0; n_mcs];
+        for (p, &xc) in profiles.iter().zip(x) {
             for &(l, w, _) in &p.legs {
                 leg_rate[l as usize] += xc * w;
             }
@@ -599,7 +593,7 @@ pub fn app(model: &Model, app: &App) -> Figures {
                 mc_rate[mc as usize] += xc * w;
             }
         }
-        loads = net.loads(&leg_rate, &mc_rate);
+        let loads = net.loads(&leg_rate, &mc_rate);
         let leg_lat: Vec<f64> = net
             .legs
             .iter()
@@ -612,47 +606,61 @@ pub fn app(model: &Model, app: &App) -> Figures {
                     + loads.wait[net.mc_res(mc as u32) as usize]
             })
             .collect();
-        let mut change: f64 = 0.0;
-        for (i, p) in profiles.iter().enumerate() {
-            rtt[i] = p
-                .legs
-                .iter()
-                .map(|&(l, _, c)| c * leg_lat[l as usize])
-                .sum::<f64>()
-                + p.mems
+        let rtt = profiles
+            .iter()
+            .map(|p| {
+                p.legs
                     .iter()
-                    .map(|&(mc, _, c)| c * mem_lat[mc as usize])
+                    .map(|&(l, _, c)| c * leg_lat[l as usize])
                     .sum::<f64>()
-                + p.fixed
-                + think;
-            let target = m / rtt[i];
-            change = change.max(((target - x[i]) / x[i]).abs());
-            x[i] += alpha * (target - x[i]);
-        }
-        iter += 1;
-        if change < 1e-6 || iter >= 1000 {
+                    + p.mems
+                        .iter()
+                        .map(|&(mc, _, c)| c * mem_lat[mc as usize])
+                        .sum::<f64>()
+                    + p.fixed
+                    + think
+            })
+            .collect();
+        (rtt, loads, leg_rate, mc_rate)
+    };
+    // Little's law residual: how far each core's rate is from outstanding / round trip.
+    let residual = |x: &[f64], rtt: &[f64]| -> f64 {
+        x.iter()
+            .zip(rtt)
+            .map(|(xc, r)| ((m / r - xc) / xc).abs())
+            .fold(0.0, f64::max)
+    };
+    // Fixed-point iteration with a backtracking step: move each rate toward
+    // outstanding / round trip, halving the step until the residual shrinks (the round
+    // trip is steep near a bottleneck, where full steps oscillate).
+    let (mut rtt, mut loads, mut leg_rate, mut mc_rate) = eval(&x);
+    let mut r = residual(&x, &rtt);
+    for _ in 0..300 {
+        if r < 1e-6 {
             break;
         }
-        // Damping: back off when the rates oscillate, speed up again when they settle.
-        if change > last_change {
-            alpha = (alpha * 0.7).max(0.02);
-        } else {
-            alpha = (alpha * 1.1).min(0.5);
+        let d: Vec<f64> = x.iter().zip(&rtt).map(|(xc, rt)| m / rt - xc).collect();
+        let mut alpha = 1.0;
+        loop {
+            let xt: Vec<f64> = x
+                .iter()
+                .zip(&d)
+                .map(|(xc, dc)| (xc + alpha * dc).max(xc * 1e-3))
+                .collect();
+            let (rt, lt, lr, mr) = eval(&xt);
+            let res = residual(&xt, &rt);
+            if res < r || alpha < 1e-4 {
+                x = xt;
+                rtt = rt;
+                loads = lt;
+                leg_rate = lr;
+                mc_rate = mr;
+                r = res;
+                break;
+            }
+            alpha *= 0.5;
         }
-        last_change = change;
     }
-    // Loads of the final rates.
-    leg_rate.iter_mut().for_each(|v| *v = 0.0);
-    mc_rate.iter_mut().for_each(|v| *v = 0.0);
-    for (p, &xc) in profiles.iter().zip(&x) {
-        for &(l, w, _) in &p.legs {
-            leg_rate[l as usize] += xc * w;
-        }
-        for &(mc, w, _) in &p.mems {
-            mc_rate[mc as usize] += xc * w;
-        }
-    }
-    loads = net.loads(&leg_rate, &mc_rate);
     // Waits are capped at 99.9% utilization, so a machine with more requests in flight
     // than its bottleneck can serve converges to rates beyond it: scale every core down
     // to the bottleneck's capacity (the bound of a saturated closed network), and take

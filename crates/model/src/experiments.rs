@@ -119,8 +119,8 @@ pub struct Options {
     pub flits: u32,
     /// Working set (policy; stream-triad: arrays total), bytes.
     pub working_set_bytes: Option<u64>,
-    /// Preset name without variants and the `--set` overrides, to load the policy
-    /// configurations.
+    /// The preset as the user gave it (`name[:variants]`), to load the policy
+    /// configurations on top of it (with the `--set` overrides).
     pub base_preset: String,
     /// `--set` overrides.
     pub sets: Vec<String>,
@@ -765,13 +765,18 @@ fn policy(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelErr
     let apps = ["balanced", "main-thread"];
     let total = variants.len() * apps.len() * engines.len();
     let mut done = 0;
+    // The user's preset (with any variants it already has), then each configuration.
     let base = if opts.base_preset.is_empty() {
-        model.spec.name.clone()
+        model.label.clone()
     } else {
         opts.base_preset.clone()
     };
     for v in &variants {
-        let label = format!("{base}:{v}");
+        let label = if base.contains(':') {
+            format!("{base},{v}")
+        } else {
+            format!("{base}:{v}")
+        };
         let m = Model::load(&label, &opts.sets)?;
         let cores = opts
             .cores

@@ -324,7 +324,7 @@ fn run_experiment(a: RunArgs) -> CliResult {
             drain_cycles: a.cycles,
         },
         flits: a.flits,
-        base_preset: a.preset.split(':').next().unwrap_or("").to_string(),
+        base_preset: a.preset.clone(),
         sets: a.sets.clone(),
         ..Default::default()
     };
