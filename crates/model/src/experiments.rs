@@ -819,8 +819,12 @@ fn policy(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelErr
                 }
                 check_interrupt()?;
                 let (f, _) = run_app(&m, &app, engine, &opts.des)?;
+                // Controllers that serve these accesses: main memory and, if any, the
+                // memory-side cache in front of it.
                 let mains: Vec<usize> = (0..m.mcs.len())
-                    .filter(|&i| m.mcs[i].pool == m.main_pool)
+                    .filter(|&i| {
+                        m.mcs[i].pool == m.main_pool || Some(m.mcs[i].pool) == m.cache_pool
+                    })
                     .collect();
                 let acc: Vec<f64> = mains
                     .iter()

@@ -161,11 +161,12 @@ pub struct Policy {
     pub slc_hit_ratio: f64,
     /// Mean hops per packet.
     pub mean_hops: f64,
-    /// Fraction of memory accesses at each controller of the main memory.
+    /// Fraction of memory accesses at each controller of the main memory (and of the
+    /// memory-side cache, if any), in controller order.
     pub mc_share: Vec<f64>,
     /// Busiest controller's share over the mean share (1 = perfectly balanced).
     pub mc_imbalance: f64,
-    /// Achieved bandwidth.
+    /// Line requests served per second times the line size (SLC hits included).
     pub bandwidth_gbps: f64,
     /// Mean request latency.
     pub request_latency_ns: f64,
