@@ -86,10 +86,7 @@ fn main() {
     }
 
     println!();
-    println!(
-        "analytic engine, whole experiments ({} runs each, alternating)",
-        2 * reps + 1
-    );
+    println!("analytic engine, whole experiments ({reps} runs each, alternating)");
     let k16 = Model::load("mesh:k16", &[]).unwrap();
     let v1 = Model::load("neoverse-v1-64", &[]).unwrap();
     let analytic = Options {
@@ -134,7 +131,7 @@ fn main() {
         ),
     ];
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); jobs.len()];
-    for _ in 0..2 * reps + 1 {
+    for _ in 0..reps {
         for (i, (_, m, e, o)) in jobs.iter().enumerate() {
             let start = Instant::now();
             run_experiment(m, *e, o);
