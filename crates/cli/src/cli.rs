@@ -53,6 +53,8 @@ pub enum Command {
     /// Explain a program's performance from hardware counters: metrics, a front-end /
     /// back-end decision tree with a verdict, hot spots; or analyse and compare perf stat files.
     Profile(crate::commands::profile::ProfileArgs),
+    /// Model machines you do not have: presets, what-if experiments (analytic and discrete-event).
+    Model(crate::commands::model::ModelArgs),
 }
 
 /// `numalab topo`.

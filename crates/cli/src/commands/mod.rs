@@ -6,6 +6,7 @@ pub mod evaluate;
 pub mod generate;
 pub mod harness;
 pub mod profile;
+pub mod model;
 pub mod topo;
 pub mod workload;
 
@@ -25,5 +26,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Workload(a) => workload::run(a),
         Command::C2c(a) => c2c::run(a),
         Command::Profile(a) => profile::run(a),
+        Command::Model(a) => model::run(a),
     }
 }

@@ -1,0 +1,605 @@
+//! `numalab model`: machine presets and what-if experiments on modeled machines
+//! (`list`, `show`, `run`). The model itself lives in `numalab-model`; this module parses
+//! flags, writes records through the shared [`Recorder`] (flagged as modeled, with the
+//! modeled machine as the envelope's host) and prints tables.
+
+use crate::output::{paint, print_json};
+use crate::record::{OutputArgs, Recorder};
+use crate::{CliError, CliResult};
+use clap::{Args, Subcommand, ValueEnum};
+use numalab_model::des::DesConfig;
+use numalab_model::experiments::{self, Engine, Experiment, Options, Sink, Target};
+use numalab_model::records::{Check, LatencyHeatmap, Policy, StreamTriad, Traffic};
+use numalab_model::{spec, Model, ModelError};
+use numalab_schema::{cpulist, units, ErrorClass, Origin, Record};
+use std::path::PathBuf;
+
+/// `numalab model`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab model list\n  numalab model show knl-7210:snc4,cache\n  numalab model run neoverse-v1-64 --experiment stream-triad\n  numalab model run knl-7210 --experiment latency-heatmap --target slice:0 --svg knl.svg\n  numalab model run mesh:k16 --experiment uniform --engine check\n  numalab model run altra-q80 --experiment policy --set cores.max_outstanding=24 --out results/"
+)]
+pub struct ModelArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ModelCommand,
+}
+
+/// `numalab model` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// List the shipped presets and their variants.
+    List(ListArgs),
+    /// Show a resolved preset: every value with its source.
+    Show(ShowArgs),
+    /// Run an experiment on a modeled machine.
+    Run(Box<RunArgs>),
+}
+
+/// `numalab model list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `numalab model show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Preset: NAME[:VARIANT,...] (see `model list`) or a TOML file (may say `base = "NAME"`).
+    pub preset: String,
+    /// Override a value: dotted key = TOML value, e.g. --set noc.cols=12 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Print as JSON (values, sources, variants, resolved counts).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the floorplan (cores, slices, memory controllers) as SVG.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+/// Experiments on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExperimentArg {
+    /// STREAM triad, threads on --cores, data on each node in turn (or --data-node).
+    StreamTriad,
+    /// Latency from every core to a line at --target, over the floorplan.
+    LatencyHeatmap,
+    /// Uniform random traffic: latency versus load, saturation.
+    Uniform,
+    /// Hotspot traffic (--hotspot STOP:FRACTION).
+    Hotspot,
+    /// Transpose traffic (square meshes).
+    Transpose,
+    /// The same application under the preset's NUMA/SLC configurations.
+    Policy,
+}
+
+/// Engines on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// Analytic: exact loads, queueing formulas (milliseconds).
+    Analytic,
+    /// Discrete-event simulation (seeded, deterministic).
+    Des,
+    /// Both, and a record of their differences.
+    Check,
+}
+
+/// `numalab model run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Preset: NAME[:VARIANT,...] or a TOML file.
+    pub preset: String,
+    /// The experiment.
+    #[arg(long, value_enum)]
+    pub experiment: ExperimentArg,
+    /// Engine.
+    #[arg(long, value_enum, default_value_t = EngineArg::Analytic)]
+    pub engine: EngineArg,
+    /// Override a preset value: dotted key = TOML value (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Cores running the application, e.g. 0-15 or node:1 (default: node 0's cores for
+    /// stream-triad, all cores for policy).
+    #[arg(long, value_name = "LIST")]
+    pub cores: Option<String>,
+    /// Nodes holding the data for stream-triad, e.g. 0,3 (default: each node in turn).
+    #[arg(long, value_name = "LIST")]
+    pub data_node: Option<String>,
+    /// Heatmap target: slice:N or mc:N.
+    #[arg(long, value_name = "slice:N|mc:N")]
+    pub target: Option<String>,
+    /// Hotspot: STOP:FRACTION (stop number y*cols+x, fraction of packets), default the
+    /// centre stop and 0.2.
+    #[arg(long, value_name = "STOP:FRACTION")]
+    pub hotspot: Option<String>,
+    /// Offered loads as fractions of the analytic saturation rate, e.g. 0.1,0.5,0.9.
+    #[arg(long, value_name = "LIST")]
+    pub loads: Option<String>,
+    /// Flits per synthetic packet.
+    #[arg(long, default_value_t = 1)]
+    pub flits: u32,
+    /// Working set (policy) or total array size (stream-triad), e.g. 512M.
+    #[arg(long, value_name = "SIZE")]
+    pub working_set: Option<String>,
+    /// Random seed of the discrete-event engine.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Cycles the discrete-event engine measures (after --warmup).
+    #[arg(long, default_value_t = 20_000)]
+    pub cycles: u64,
+    /// Cycles simulated and discarded before measuring.
+    #[arg(long, default_value_t = 2_000)]
+    pub warmup: u64,
+    /// Write the floorplan as SVG (with the heatmap for latency-heatmap).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Runs `numalab model`.
+pub fn run(args: ModelArgs) -> CliResult {
+    match args.command {
+        ModelCommand::List(a) => list(a),
+        ModelCommand::Show(a) => show(a),
+        ModelCommand::Run(a) => run_experiment(*a),
+    }
+}
+
+fn list(a: ListArgs) -> CliResult {
+    let mut rows = Vec::new();
+    for (name, _) in spec::PRESETS {
+        let l = spec::load(name, &[])?;
+        rows.push(serde_json::json!({
+            "name": name,
+            "description": l.spec.description,
+            "variants": l.variants,
+        }));
+    }
+    if a.json {
+        return print_json(&rows);
+    }
+    for r in &rows {
+        println!(
+            "{}  {}",
+            paint("1", r["name"].as_str().unwrap_or("")),
+            r["description"].as_str().unwrap_or("")
+        );
+        if let Some(vs) = r["variants"].as_array() {
+            for v in vs {
+                println!(
+                    "    :{:<18} {}",
+                    v["name"].as_str().unwrap_or(""),
+                    v["description"].as_str().unwrap_or("")
+                );
+            }
+        }
+    }
+    println!("\nUse NAME:VARIANT[,VARIANT] (e.g. knl-7210:snc4,cache) and --set KEY=VALUE; `numalab model show NAME` lists every value with its source.");
+    Ok(())
+}
+
+fn write_file(path: &PathBuf, text: &str) -> CliResult {
+    std::fs::write(path, text).map_err(|e| {
+        CliError::new(
+            ErrorClass::Runtime,
+            format!("{}: cannot write: {e}", path.display()),
+        )
+    })
+}
+
+fn show(a: ShowArgs) -> CliResult {
+    let loaded = spec::load(&a.preset, &a.sets)?;
+    let entries = loaded.entries();
+    let model = Model::from_loaded(loaded.clone())?;
+    if let Some(p) = &a.svg {
+        write_file(p, &numalab_model::svg::floorplan(&model, None))?;
+        eprintln!("wrote the floorplan to {}", p.display());
+    }
+    let resolved = serde_json::json!({
+        "cores": model.cores.len(),
+        "slices": model.slices.len(),
+        "memory_controllers": model.mcs.len(),
+        "numa_nodes": model.nodes.iter().map(|n| serde_json::json!({
+            "id": n.id, "cores": n.cores.len(), "memory_bytes": n.memory_bytes,
+            "kind": model.pools[n.pool].kind, "peak_gbps": model.node_peak_gbps(n.id),
+        })).collect::<Vec<_>>(),
+    });
+    if a.json {
+        let values: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|(k, v, s)| serde_json::json!({"key": k, "value": v, "source": s}))
+            .collect();
+        return print_json(&serde_json::json!({
+            "preset": loaded.label,
+            "name": loaded.spec.name,
+            "description": loaded.spec.description,
+            "variants_applied": loaded.applied,
+            "variants": loaded.variants,
+            "values": values,
+            "resolved": resolved,
+        }));
+    }
+    println!("{}  {}", paint("1", &loaded.label), loaded.spec.description);
+    if !loaded.applied.is_empty() {
+        println!("variants applied: {}", loaded.applied.join(", "));
+    }
+    let width = entries
+        .iter()
+        .map(|(k, v, _)| k.len() + v.len() + 3)
+        .max()
+        .unwrap_or(0)
+        .min(70);
+    for (k, v, s) in &entries {
+        let kv = format!("{k} = {v}");
+        println!("{kv:<width$}  # {s}");
+    }
+    println!();
+    println!(
+        "resolved: {} cores, {} slices, {} memory controllers",
+        model.cores.len(),
+        model.slices.len(),
+        model.mcs.len()
+    );
+    for n in &model.nodes {
+        println!(
+            "  node {}: {} cores, {} {}, peak {:.1} GB/s",
+            n.id,
+            n.cores.len(),
+            units::bytes(n.memory_bytes),
+            model.pools[n.pool].kind,
+            model.node_peak_gbps(n.id)
+        );
+    }
+    if !loaded.variants.is_empty() {
+        println!(
+            "variants: {}",
+            loaded
+                .variants
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn usage(msg: impl Into<String>) -> CliError {
+    CliError::new(ErrorClass::Usage, msg)
+}
+
+fn parse_cores(model: &Model, text: &str) -> Result<Vec<usize>, CliError> {
+    if let Some(n) = text.strip_prefix("node:") {
+        let n: usize = n
+            .parse()
+            .map_err(|_| usage(format!("--cores {text}: expected node:N")))?;
+        let node = model.nodes.get(n).ok_or_else(|| {
+            usage(format!(
+                "--cores {text}: {} has nodes 0-{}",
+                model.label,
+                model.nodes.len() - 1
+            ))
+        })?;
+        if node.cores.is_empty() {
+            return Err(usage(format!(
+                "--cores {text}: node {n} has no cores (memory only)"
+            )));
+        }
+        return Ok(node.cores.clone());
+    }
+    let ids = cpulist::parse(text).map_err(|e| usage(format!("--cores {text}: {e}")))?;
+    Ok(ids.into_iter().map(|i| i as usize).collect())
+}
+
+fn run_experiment(a: RunArgs) -> CliResult {
+    let model = Model::load(&a.preset, &a.sets)?;
+    let experiment = match a.experiment {
+        ExperimentArg::StreamTriad => Experiment::StreamTriad,
+        ExperimentArg::LatencyHeatmap => Experiment::LatencyHeatmap,
+        ExperimentArg::Uniform => Experiment::Uniform,
+        ExperimentArg::Hotspot => Experiment::Hotspot,
+        ExperimentArg::Transpose => Experiment::Transpose,
+        ExperimentArg::Policy => Experiment::Policy,
+    };
+    let engine = match a.engine {
+        EngineArg::Analytic => Engine::Analytic,
+        EngineArg::Des => Engine::Des,
+        EngineArg::Check => Engine::Check,
+    };
+    if a.cycles == 0 {
+        return Err(usage("--cycles must be at least 1"));
+    }
+    let mut opts = Options {
+        engine,
+        des: DesConfig {
+            seed: a.seed,
+            warmup_cycles: a.warmup,
+            measure_cycles: a.cycles,
+            drain_cycles: a.cycles,
+        },
+        flits: a.flits,
+        base_preset: a.preset.clone(),
+        sets: a.sets.clone(),
+        ..Default::default()
+    };
+    if a.flits == 0 || a.flits > 64 {
+        return Err(usage("--flits must be 1-64"));
+    }
+    if let Some(c) = &a.cores {
+        opts.cores = Some(parse_cores(&model, c)?);
+    }
+    if let Some(d) = &a.data_node {
+        let ids = cpulist::parse(d).map_err(|e| usage(format!("--data-node {d}: {e}")))?;
+        opts.data_nodes = Some(ids);
+    }
+    if let Some(t) = &a.target {
+        opts.target = Some(
+            t.parse::<Target>()
+                .map_err(|e| usage(format!("--target {e}")))?,
+        );
+    }
+    if let Some(h) = &a.hotspot {
+        let (s, f) = h.split_once(':').ok_or_else(|| {
+            usage(format!(
+                "--hotspot {h}: expected STOP:FRACTION, e.g. 27:0.2"
+            ))
+        })?;
+        let stop: u32 = s
+            .parse()
+            .map_err(|_| usage(format!("--hotspot {h}: {s} is not a stop number")))?;
+        let frac: f64 = f
+            .parse()
+            .map_err(|_| usage(format!("--hotspot {h}: {f} is not a fraction")))?;
+        opts.hotspot = Some((stop, frac));
+    }
+    if let Some(l) = &a.loads {
+        let v: Result<Vec<f64>, _> = l.split(',').map(|x| x.trim().parse::<f64>()).collect();
+        opts.loads =
+            Some(v.map_err(|_| usage(format!("--loads {l}: expected numbers like 0.1,0.5,0.9")))?);
+    }
+    if let Some(w) = &a.working_set {
+        opts.working_set_bytes =
+            Some(units::parse_bytes(w).map_err(|e| usage(format!("--working-set {w}: {e}")))?);
+    }
+    let config = serde_json::json!({
+        "preset": a.preset,
+        "sets": a.sets,
+        "experiment": experiment.name(),
+        "options": opts,
+        "sources": model.sources,
+    });
+    let rec = std::cell::RefCell::new(Recorder::new(
+        &a.output,
+        config,
+        Origin::Modeled,
+        numalab_model::machine::host(&model),
+    )?);
+    let bar = indicatif::ProgressBar::new(1);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let result = {
+        // Each record goes to the journal the moment the experiment produces it, so a
+        // killed run keeps everything finished and a rerun skips it.
+        let skip = |k: &str| rec.borrow().done(k);
+        let mut emit = |r: Record| -> Result<(), ModelError> {
+            rec.borrow_mut()
+                .push(r)
+                .map_err(|e| ModelError::Output(e.message))
+        };
+        let mut progress = |done: usize, total: usize, what: &str| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            bar.set_message(what.to_string());
+        };
+        let mut sink = Sink {
+            skip: &skip,
+            emit: &mut emit,
+            progress: &mut progress,
+        };
+        experiments::run(&model, experiment, &opts, &mut sink)
+    };
+    bar.finish_and_clear();
+    let rec = rec.into_inner();
+    result?;
+    let previous = rec.previous.clone();
+    let json = rec.json();
+    let bundle = rec.finish()?;
+    if let Some(p) = &a.svg {
+        let heat = bundle
+            .records_of::<LatencyHeatmap>()
+            .into_iter()
+            .map(|(_, h)| h)
+            .chain(
+                previous
+                    .iter()
+                    .filter_map(|r| r.decode::<LatencyHeatmap>().and_then(|x| x.ok())),
+            )
+            .next();
+        write_file(p, &numalab_model::svg::floorplan(&model, heat.as_ref()))?;
+        if !json {
+            eprintln!("wrote the floorplan to {}", p.display());
+        }
+    }
+    if !json {
+        let mut all: Vec<Record> = previous;
+        all.extend(bundle.records);
+        print_tables(&model, &all);
+    }
+    Ok(())
+}
+
+fn print_tables(model: &Model, records: &[Record]) {
+    let line = |s: &str| println!("{s}");
+    let triads: Vec<StreamTriad> = records
+        .iter()
+        .filter_map(|r| r.decode::<StreamTriad>().and_then(|x| x.ok()))
+        .collect();
+    if !triads.is_empty() {
+        line(&paint(
+            "1",
+            &format!(
+                "STREAM triad on {} (modeled), cores {}",
+                model.label,
+                fmt_cores(&triads[0].cores)
+            ),
+        ));
+        line("node  memory  engine     GB/s  % peak  latency ns  hops  queueing cycles req/snp/rsp/dat");
+        for t in &triads {
+            let q: Vec<String> = t
+                .vns
+                .iter()
+                .map(|v| format!("{:.2}", v.queueing_cycles))
+                .collect();
+            line(&format!(
+                "{:>4}  {:<6}  {:<8} {:>6.1}  {:>6.1}  {:>10.1}  {:>4.2}  {}{}",
+                t.data_node,
+                t.memory_kind,
+                t.engine,
+                t.bandwidth_gbps,
+                t.percent_of_peak,
+                t.request_latency_ns,
+                t.mean_hops,
+                q.join("/"),
+                if t.saturated { "  (at capacity)" } else { "" }
+            ));
+        }
+    }
+    for (_, h) in records.iter().filter_map(|r| {
+        r.decode::<LatencyHeatmap>()
+            .and_then(|x| x.ok())
+            .map(|h| (r, h))
+    }) {
+        line(&paint(
+            "1",
+            &format!(
+                "latency to {} on {} ({}), cycles per stop (mean of its cores)",
+                h.target, model.label, h.engine
+            ),
+        ));
+        let g = &model.geo;
+        for k in 0..g.sockets {
+            for y in (0..g.rows).rev() {
+                let mut row = String::new();
+                for x in 0..g.cols {
+                    let cells: Vec<f64> = h
+                        .cells
+                        .iter()
+                        .filter(|c| c.socket == k && c.x == x && c.y == y)
+                        .map(|c| c.latency_cycles)
+                        .collect();
+                    if cells.is_empty() {
+                        row.push_str("     .");
+                    } else {
+                        row.push_str(&format!(
+                            "{:>6.0}",
+                            cells.iter().sum::<f64>() / cells.len() as f64
+                        ));
+                    }
+                }
+                line(&row);
+            }
+            if g.sockets > 1 {
+                line("");
+            }
+        }
+        line(&format!(
+            "min {:.1}, max {:.1}, spread {:.1} cycles ({:.1} ns); mean {:.1} ns",
+            h.min_cycles, h.max_cycles, h.spread_cycles, h.spread_ns, h.mean_ns
+        ));
+    }
+    for t in records
+        .iter()
+        .filter_map(|r| r.decode::<Traffic>().and_then(|x| x.ok()))
+    {
+        line(&paint(
+            "1",
+            &format!(
+                "{} traffic on {} ({}), {} flit(s) per packet",
+                t.pattern, model.label, t.engine, t.flits
+            ),
+        ));
+        line(&format!(
+            "zero-load latency {:.2} cycles, mean hops {:.3}; saturation (busiest link at 100%) {:.4} packets/stop/cycle{}",
+            t.zero_load_latency_cycles,
+            t.mean_hops,
+            t.saturation_rate,
+            t.bisection_bound.map_or(String::new(), |b| format!(" (4/k = {b:.4})"))
+        ));
+        line("offered  accepted  latency  max link  stable");
+        for p in &t.points {
+            line(&format!(
+                "{:>7.4}  {:>8.4}  {:>7.2}  {:>8.3}  {}",
+                p.offered,
+                p.accepted,
+                p.latency_cycles,
+                p.max_link_utilization,
+                if p.stable { "yes" } else { "no" }
+            ));
+        }
+        if let Some(s) = t.saturation_observed {
+            line(&format!(
+                "highest stable load: {s:.4} ({:.0}% of the saturation rate)",
+                100.0 * s / t.saturation_rate
+            ));
+        }
+    }
+    let pol: Vec<Policy> = records
+        .iter()
+        .filter_map(|r| r.decode::<Policy>().and_then(|x| x.ok()))
+        .collect();
+    if !pol.is_empty() {
+        line(&paint(
+            "1",
+            &format!("NUMA/SLC configurations of {} (modeled)", model.spec.name),
+        ));
+        line("configuration     application  engine    nodes  SLC hit  hops  MC max/mean   GB/s  latency ns");
+        for p in &pol {
+            line(&format!(
+                "{:<17} {:<12} {:<8} {:>6}  {:>7.2}  {:>4.2}  {:>11.2}  {:>5.1}  {:>10.1}",
+                p.configuration,
+                p.application,
+                p.engine,
+                p.numa_nodes,
+                p.slc_hit_ratio,
+                p.mean_hops,
+                p.mc_imbalance,
+                p.bandwidth_gbps,
+                p.request_latency_ns
+            ));
+        }
+    }
+    for c in records
+        .iter()
+        .filter_map(|r| r.decode::<Check>().and_then(|x| x.ok()))
+    {
+        line(&paint(
+            "1",
+            &format!(
+                "check: analytic vs discrete-event, {} ({})",
+                c.experiment, c.point
+            ),
+        ));
+        for m in &c.metrics {
+            line(&format!(
+                "  {:<40} {:>10.3} {:>10.3}  {:+6.1}%",
+                m.name,
+                m.analytic,
+                m.des,
+                100.0 * m.relative_difference
+            ));
+        }
+    }
+}
+
+fn fmt_cores(cores: &[usize]) -> String {
+    let ids: Vec<u32> = cores.iter().map(|&c| c as u32).collect();
+    cpulist::format(&ids)
+}

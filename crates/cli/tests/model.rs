@@ -1,0 +1,340 @@
+//! `numalab model`: exit codes and messages for bad input, the JSON contracts of `show`
+//! and `run` (read with independent structs), resuming from a journal, the SVG.
+
+use std::process::{Command, Output};
+
+fn numalab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run numalab")
+}
+
+#[test]
+fn error_table() {
+    // (args, exit code, text expected on stderr)
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["model", "show", "nosuch"], 3, "no such preset"),
+        (
+            vec!["model", "show", "mesh:nosuch"],
+            3,
+            "no variant 'nosuch'",
+        ),
+        (
+            vec!["model", "show", "mesh", "--set", "noc.colz=3"],
+            3,
+            "unknown field `colz`",
+        ),
+        (
+            vec!["model", "show", "mesh", "--set", "nocc.cols=3"],
+            2,
+            "unknown key 'nocc'",
+        ),
+        (
+            vec!["model", "show", "mesh", "--set", "noc.cols"],
+            2,
+            "expected KEY=VALUE",
+        ),
+        (
+            vec!["model", "show", "neoverse-v1-64", "--set", "cores.count=63"],
+            3,
+            "cores.count = 63",
+        ),
+        (
+            vec!["model", "show", "/nonexistent/p.toml"],
+            3,
+            "cannot read preset file",
+        ),
+        (
+            vec!["model", "run", "mesh", "--experiment", "nope"],
+            2,
+            "invalid value",
+        ),
+        (
+            vec![
+                "model",
+                "run",
+                "knl-7210",
+                "--experiment",
+                "latency-heatmap",
+                "--target",
+                "slice:99",
+            ],
+            2,
+            "slice 99 does not exist",
+        ),
+        (
+            vec![
+                "model",
+                "run",
+                "knl-7210",
+                "--experiment",
+                "latency-heatmap",
+                "--target",
+                "tile:1",
+            ],
+            2,
+            "expected slice:N or mc:N",
+        ),
+        (
+            vec!["model", "run", "knl-7210", "--experiment", "transpose"],
+            2,
+            "square mesh",
+        ),
+        (
+            vec![
+                "model",
+                "run",
+                "mesh",
+                "--experiment",
+                "stream-triad",
+                "--cores",
+                "70",
+            ],
+            2,
+            "core 70 does not exist",
+        ),
+        (
+            vec![
+                "model",
+                "run",
+                "mesh",
+                "--experiment",
+                "stream-triad",
+                "--data-node",
+                "5",
+            ],
+            2,
+            "node 5 does not exist",
+        ),
+        (
+            vec![
+                "model",
+                "run",
+                "mesh",
+                "--experiment",
+                "uniform",
+                "--loads",
+                "x",
+            ],
+            2,
+            "--loads x",
+        ),
+    ];
+    for (args, code, text) in cases {
+        let out = numalab(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(text), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct ShowJson {
+    preset: String,
+    variants_applied: Vec<String>,
+    values: Vec<ValueJson>,
+    resolved: ResolvedJson,
+}
+
+#[derive(serde::Deserialize)]
+struct ValueJson {
+    key: String,
+    source: String,
+}
+
+#[derive(serde::Deserialize)]
+struct ResolvedJson {
+    cores: usize,
+    numa_nodes: Vec<serde_json::Value>,
+}
+
+#[test]
+fn show_json_lists_every_value_with_its_source() {
+    let out = numalab(&[
+        "model",
+        "show",
+        "knl-7210:snc4",
+        "--set",
+        "cores.max_outstanding=20",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: ShowJson = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s.preset, "knl-7210:snc4");
+    assert_eq!(s.variants_applied, vec!["snc4"]);
+    assert_eq!(s.resolved.cores, 64);
+    assert_eq!(s.resolved.numa_nodes.len(), 8);
+    assert!(s.values.len() > 30);
+    for v in &s.values {
+        assert!(
+            !v.source.is_empty() && v.source != "(no source)",
+            "{}",
+            v.key
+        );
+    }
+    let mo = s
+        .values
+        .iter()
+        .find(|v| v.key == "cores.max_outstanding")
+        .unwrap();
+    assert_eq!(mo.source, "command line --set");
+    let routing = s.values.iter().find(|v| v.key == "noc.routing").unwrap();
+    assert!(routing.source.contains("YX"), "{}", routing.source);
+}
+
+/// The bundle contract, read independently of numalab's types.
+#[derive(serde::Deserialize)]
+struct BundleJson {
+    envelope: EnvelopeJson,
+    records: Vec<RecordJson>,
+}
+#[derive(serde::Deserialize)]
+struct EnvelopeJson {
+    origin: String,
+    host: HostJson,
+}
+#[derive(serde::Deserialize)]
+struct HostJson {
+    topology: TopologyJson,
+}
+#[derive(serde::Deserialize)]
+struct TopologyJson {
+    source: serde_json::Value,
+    summary: serde_json::Value,
+}
+#[derive(serde::Deserialize)]
+struct RecordJson {
+    key: String,
+    kind: String,
+    origin: String,
+    data: serde_json::Value,
+}
+
+#[test]
+fn run_json_is_a_modeled_bundle() {
+    let out = numalab(&[
+        "model",
+        "run",
+        "neoverse-v1-64",
+        "--experiment",
+        "stream-triad",
+        "--data-node",
+        "0,3",
+        "--engine",
+        "check",
+        "--cycles",
+        "4000",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b: BundleJson = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(b.envelope.origin, "modeled");
+    assert_eq!(b.envelope.host.topology.source["kind"], "model");
+    assert_eq!(b.envelope.host.topology.source["preset"], "neoverse-v1-64");
+    assert_eq!(b.envelope.host.topology.summary["cores"], 64);
+    assert_eq!(b.envelope.host.topology.summary["numa_nodes"], 4);
+    let kinds: Vec<&str> = b.records.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "model.stream_triad").count(),
+        4
+    );
+    assert_eq!(kinds.iter().filter(|k| **k == "model.check").count(), 2);
+    for r in &b.records {
+        assert_eq!(r.origin, "modeled");
+        assert!(r.key.starts_with("model/"));
+    }
+    let t = b
+        .records
+        .iter()
+        .find(|r| r.kind == "model.stream_triad")
+        .unwrap();
+    assert!(t.data["bandwidth_gbps"].as_f64().unwrap() > 10.0);
+    assert_eq!(t.data["vns"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn rerun_with_the_same_out_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    let d = dir.to_str().unwrap();
+    let args = [
+        "model",
+        "run",
+        "mesh",
+        "--experiment",
+        "uniform",
+        "--loads",
+        "0.2,0.5",
+        "--out",
+        d,
+    ];
+    let first = numalab(&args);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let journal = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    assert_eq!(journal.lines().count(), 2, "{journal}");
+    let second = numalab(&args);
+    assert!(second.status.success());
+    let again = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    assert_eq!(again, journal, "a rerun adds nothing already there");
+    // The table is printed from the journal's records.
+    assert!(String::from_utf8_lossy(&second.stdout).contains("uniform traffic on mesh"));
+}
+
+#[test]
+fn heatmap_svg_and_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svg = tmp.path().join("knl.svg");
+    let out = numalab(&[
+        "model",
+        "run",
+        "knl-7210",
+        "--experiment",
+        "latency-heatmap",
+        "--target",
+        "slice:0",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("spread 32.0 cycles"), "{stdout}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"));
+    assert!(text.contains("heatmap to slice:0"));
+    assert_eq!(text.matches("<title>core ").count(), 64);
+}
+
+#[test]
+fn list_names_every_preset() {
+    let out = numalab(&["model", "list"]);
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    for p in [
+        "mesh",
+        "neoverse-v1-64",
+        "knl-7210",
+        "altra-q80",
+        "altra-q80-2s",
+    ] {
+        assert!(s.contains(p), "{p}");
+    }
+}

@@ -1,0 +1,148 @@
+//! Prints the model's speed figures (issue "Machine model", Performance):
+//! - discrete-event speed in simulated router-cycles per second, one thread, 8x8 and
+//!   16x16 meshes at low (10%) and high (80% of saturation) uniform load;
+//! - the analytic engine's time for whole experiments on a 16x16 mesh and on the V1
+//!   preset.
+//!
+//! Runs alternate between configurations and report medians, because the development
+//! machine is shared. Run: `cargo bench -p numalab-model`.
+
+use numalab_model::des::{self, DesConfig};
+use numalab_model::experiments::{self, Engine, Experiment, Options, Sink};
+use numalab_model::geometry::saturation_formula;
+use numalab_model::traffic::{Pattern, Synthetic};
+use numalab_model::Model;
+use std::time::Instant;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn run_experiment(m: &Model, exp: Experiment, opts: &Options) -> usize {
+    let mut n = 0;
+    let mut emit = |_r| {
+        n += 1;
+        Ok(())
+    };
+    let mut progress = |_: usize, _: usize, _: &str| {};
+    let skip = |_: &str| false;
+    let mut sink = Sink {
+        skip: &skip,
+        emit: &mut emit,
+        progress: &mut progress,
+    };
+    experiments::run(m, exp, opts, &mut sink).expect("experiment runs");
+    n
+}
+
+fn main() {
+    let reps = 5;
+    println!("discrete-event engine, uniform traffic, 1-flit packets, one thread ({reps} runs each, alternating)");
+    let configs: Vec<(u32, f64, u64)> = vec![
+        (8, 0.1, 200_000),
+        (8, 0.8, 60_000),
+        (16, 0.1, 100_000),
+        (16, 0.8, 20_000),
+    ];
+    let models: Vec<Model> = configs
+        .iter()
+        .map(|(k, _, _)| {
+            Model::load("mesh", &[format!("noc.cols={k}"), format!("noc.rows={k}")]).unwrap()
+        })
+        .collect();
+    let mut speed: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+    let mut evs: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+    for rep in 0..reps {
+        for (i, (k, load, cycles)) in configs.iter().enumerate() {
+            let t = Synthetic {
+                pattern: Pattern::Uniform,
+                rate: load * saturation_formula(*k),
+                flits: 1,
+            };
+            let cfg = DesConfig {
+                seed: rep as u64 + 1,
+                warmup_cycles: 1_000,
+                measure_cycles: *cycles,
+                drain_cycles: 10_000,
+            };
+            let start = Instant::now();
+            let (_, s) = des::synthetic(&models[i], &t, &cfg).unwrap();
+            let secs = start.elapsed().as_secs_f64();
+            speed[i].push((s.cycles * s.routers) as f64 / secs);
+            evs[i].push(s.events as f64 / secs);
+        }
+    }
+    println!("mesh   load   router-cycles/s   events/s   (min..max router-cycles/s)");
+    for (i, (k, load, _)) in configs.iter().enumerate() {
+        let lo = speed[i].iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = speed[i].iter().copied().fold(0.0, f64::max);
+        println!(
+            "{k:>2}x{k:<2}  {:>3.0}%   {:>15.3e}   {:>8.3e}   ({lo:.2e}..{hi:.2e})",
+            load * 100.0,
+            median(speed[i].clone()),
+            median(evs[i].clone())
+        );
+    }
+
+    println!();
+    println!("analytic engine, whole experiments ({reps} runs each, alternating)");
+    let k16 = Model::load("mesh:k16", &[]).unwrap();
+    let v1 = Model::load("neoverse-v1-64", &[]).unwrap();
+    let analytic = Options {
+        engine: Engine::Analytic,
+        ..Default::default()
+    };
+    let policy = Options {
+        engine: Engine::Analytic,
+        base_preset: "neoverse-v1-64".into(),
+        ..Default::default()
+    };
+    let jobs: Vec<(&str, &Model, Experiment, &Options)> = vec![
+        (
+            "16x16 uniform curve (10 loads + saturation)",
+            &k16,
+            Experiment::Uniform,
+            &analytic,
+        ),
+        (
+            "16x16 transpose curve",
+            &k16,
+            Experiment::Transpose,
+            &analytic,
+        ),
+        (
+            "16x16 stream-triad (all nodes)",
+            &k16,
+            Experiment::StreamTriad,
+            &analytic,
+        ),
+        (
+            "neoverse-v1-64 stream-triad (4 nodes)",
+            &v1,
+            Experiment::StreamTriad,
+            &analytic,
+        ),
+        (
+            "neoverse-v1-64 policy (3 configurations x 2)",
+            &v1,
+            Experiment::Policy,
+            &policy,
+        ),
+    ];
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); jobs.len()];
+    for _ in 0..reps {
+        for (i, (_, m, e, o)) in jobs.iter().enumerate() {
+            let start = Instant::now();
+            run_experiment(m, *e, o);
+            times[i].push(start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    for (i, (name, _, _, _)) in jobs.iter().enumerate() {
+        let lo = times[i].iter().copied().fold(f64::INFINITY, f64::min);
+        println!(
+            "{name:<48} median {:>8.2} ms  min {lo:>8.2} ms",
+            median(times[i].clone())
+        );
+    }
+}

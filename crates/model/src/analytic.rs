@@ -1,0 +1,751 @@
+//! The analytic engine: exact per-resource loads for a traffic matrix, zero-load
+//! latency, queueing per link and virtual network, and bandwidth ceilings. Answers in
+//! milliseconds, and is the reference the discrete-event engine is checked against.
+//!
+//! Resources: every directed mesh link of every virtual network (with `links_per_vn`
+//! parallel lanes), the injection and ejection port of every stop and network, the socket
+//! link, and every memory controller (its channels as parallel servers). A packet's
+//! latency is its zero-load latency (`t_inject + H (t_router + t_link) + t_eject +
+//! flits - 1`) plus the mean wait at each resource on its route:
+//! - one lane: `W = sum(lambda S^2) / (2 (1 - rho)) * (1 - sum_i rho_i^2 / rho^2)`: the
+//!   M/D/1 (Pollaczek-Khinchine) wait, times the finite-input correction of an output
+//!   queue fed by a few inputs that each deliver at most one flit per cycle (Karol,
+//!   Hluchyj and Morgan 1987); with many equal inputs it tends to M/D/1, with one input
+//!   it is 0 (a lone stream never waits);
+//! - c lanes or channels: M/D/c by Allen-Cunneen, half the Erlang-C M/M/c wait.
+//!
+//! Closed-loop cores (each with `outstanding` requests) are solved as a fixed point of
+//! Little's law: rate = outstanding / round trip, with round trips from the loads the
+//! rates cause. Resources at or beyond 99.9% utilization make the result a bound and
+//! are flagged (`saturated`); the discrete-event engine shows what happens there.
+
+use crate::geometry::Hop;
+use crate::model::{Model, VN_NAMES};
+use crate::traffic::{plan, App, Data, Figures, Op, Outcome, Step, Synthetic, VnFigures};
+use std::collections::HashMap;
+
+const LOCAL: usize = 4;
+const RHO_MAX: f64 = 0.999;
+
+/// Resource numbering and routes for one model.
+pub struct Network<'a> {
+    model: &'a Model,
+    n_stops: u32,
+    /// Interned legs (from, to, vn).
+    index: HashMap<(u32, u32, u8), u32>,
+    legs: Vec<Leg>,
+    route: Vec<(u32, u8)>,
+    n_res: usize,
+    servers: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Leg {
+    vn: u8,
+    hops: u32,
+    t0: f64,
+    start: u32,
+    len: u32,
+    /// Service time (cycles) this leg's packet takes at each resource kind.
+    flits: f64,
+}
+
+/// Loads and waits of every resource.
+#[derive(Debug, Clone)]
+struct Loads {
+    lambda: Vec<f64>,
+    rho: Vec<f64>,
+    s2: Vec<f64>,
+    inrho: Vec<[f64; 5]>,
+    tracked: Vec<bool>,
+    wait: Vec<f64>,
+    saturated: bool,
+}
+
+impl<'a> Network<'a> {
+    /// Resource layout for `model`.
+    pub fn new(model: &'a Model) -> Self {
+        let n_stops = model.geo.stops();
+        let n_res = (n_stops * 24 + 2) as usize + model.mcs.len();
+        let mut servers = vec![1.0; n_res];
+        servers[..(n_stops * 16) as usize].fill(f64::from(model.lanes));
+        for (m, mc) in model.mcs.iter().enumerate() {
+            servers[(n_stops * 24 + 2) as usize + m] = f64::from(mc.channels);
+        }
+        Network {
+            model,
+            n_stops,
+            index: HashMap::new(),
+            legs: Vec::new(),
+            route: Vec::new(),
+            n_res,
+            servers,
+        }
+    }
+
+    fn link_res(&self, link: u32, vn: u8) -> u32 {
+        link * 4 + u32::from(vn)
+    }
+    fn inj_res(&self, stop: u32, vn: u8) -> u32 {
+        self.n_stops * 16 + stop * 4 + u32::from(vn)
+    }
+    fn ej_res(&self, stop: u32, vn: u8) -> u32 {
+        self.n_stops * 20 + stop * 4 + u32::from(vn)
+    }
+    fn sock_res(&self, socket: u32) -> u32 {
+        self.n_stops * 24 + socket
+    }
+    /// Resource index of memory controller `m`.
+    fn mc_res(&self, m: u32) -> u32 {
+        self.n_stops * 24 + 2 + m
+    }
+
+    /// Interns the leg (from, to, vn) and returns its id.
+    fn leg(&mut self, from: u32, to: u32, vn: u8) -> u32 {
+        if let Some(&id) = self.index.get(&(from, to, vn)) {
+            return id;
+        }
+        let g = &self.model.geo;
+        let flits = self.model.flits[vn as usize];
+        let start = self.route.len() as u32;
+        self.route.push((self.inj_res(from, vn), LOCAL as u8));
+        let mut cur = from;
+        let mut inport = LOCAL as u8;
+        let mut hops = 0;
+        loop {
+            match g.next_hop(cur, to) {
+                Hop::Arrived => break,
+                Hop::Link(l) => {
+                    self.route.push((self.link_res(l, vn), inport));
+                    inport = (l & 3) as u8;
+                    cur = g.link_target(l);
+                    hops += 1;
+                }
+                Hop::Socket(k) => {
+                    self.route.push((self.sock_res(k), LOCAL as u8));
+                    inport = LOCAL as u8;
+                    cur = g.across(k);
+                }
+            }
+        }
+        self.route.push((self.ej_res(to, vn), inport));
+        let id = self.legs.len() as u32;
+        self.legs.push(Leg {
+            vn,
+            hops,
+            t0: f64::from(g.packet_cycles(from, to, flits)),
+            start,
+            len: self.route.len() as u32 - start,
+            flits: f64::from(flits),
+        });
+        self.index.insert((from, to, vn), id);
+        id
+    }
+
+    fn service(&self, res: u32, leg: &Leg) -> f64 {
+        if res >= self.n_stops * 24 && res < self.n_stops * 24 + 2 {
+            leg.flits * self.model.socket_cycles_per_flit
+        } else {
+            leg.flits
+        }
+    }
+
+    /// Loads from leg rates (packets/cycle) and memory visit rates (visits/cycle).
+    fn loads(&self, leg_rate: &[f64], mc_rate: &[f64]) -> Loads {
+        let mut l = Loads {
+            lambda: vec![0.0; self.n_res],
+            rho: vec![0.0; self.n_res],
+            s2: vec![0.0; self.n_res],
+            inrho: vec![[0.0; 5]; self.n_res],
+            tracked: vec![true; self.n_res],
+            wait: vec![0.0; self.n_res],
+            saturated: false,
+        };
+        for (i, leg) in self.legs.iter().enumerate() {
+            let lam = leg_rate[i];
+            if lam == 0.0 {
+                continue;
+            }
+            for &(r, inport) in &self.route[leg.start as usize..(leg.start + leg.len) as usize] {
+                let s = self.service(r, leg);
+                let ri = r as usize;
+                l.lambda[ri] += lam;
+                l.rho[ri] += lam * s / self.servers[ri];
+                l.s2[ri] += lam * s * s;
+                l.inrho[ri][inport as usize] += lam * s;
+            }
+        }
+        for (m, &lam) in mc_rate.iter().enumerate() {
+            let r = self.mc_res(m as u32) as usize;
+            let s = self.model.mcs[m].service_cycles;
+            l.lambda[r] += lam;
+            l.rho[r] += lam * s / self.servers[r];
+            l.s2[r] += lam * s * s;
+            l.tracked[r] = false;
+        }
+        for r in (self.n_stops * 24) as usize..(self.n_stops * 24 + 2) as usize {
+            l.tracked[r] = false;
+        }
+        self.finish_waits(&mut l);
+        l
+    }
+
+    /// Waits from the accumulated loads.
+    fn finish_waits(&self, l: &mut Loads) {
+        l.saturated = false;
+        for r in 0..self.n_res {
+            if l.lambda[r] == 0.0 {
+                continue;
+            }
+            let rho_true = l.rho[r];
+            if rho_true >= RHO_MAX {
+                l.saturated = true;
+            }
+            let rho = rho_true.min(RHO_MAX);
+            let c = self.servers[r];
+            let mean_s = l.rho[r] * c / l.lambda[r];
+            let mut w = if c <= 1.0 {
+                let base = l.s2[r] / (2.0 * (1.0 - rho));
+                if l.tracked[r] {
+                    let sq: f64 = l.inrho[r].iter().map(|x| x * x).sum();
+                    base * (1.0 - sq / (rho_true * rho_true)).max(0.0)
+                } else {
+                    base
+                }
+            } else {
+                erlang_c(c as u32, c * rho) * mean_s / (c * (1.0 - rho)) / 2.0
+            };
+            if !w.is_finite() {
+                w = 0.0;
+            }
+            l.wait[r] = w;
+        }
+    }
+
+    fn leg_wait(&self, loads: &Loads, leg: &Leg) -> f64 {
+        self.route[leg.start as usize..(leg.start + leg.len) as usize]
+            .iter()
+            .map(|&(r, _)| loads.wait[r as usize])
+            .sum()
+    }
+
+    /// Figures from leg rates and loads.
+    fn figures(&self, leg_rate: &[f64], loads: &Loads) -> Figures {
+        let mut f = Figures {
+            engine: "analytic".into(),
+            ..Default::default()
+        };
+        let mut total = 0.0;
+        let mut lat = 0.0;
+        let mut hops = 0.0;
+        let mut hist: Vec<f64> = Vec::new();
+        let mut vn_rate = [0.0; 4];
+        let mut vn_wait = [0.0; 4];
+        let mut vn_lat = [0.0; 4];
+        for (i, leg) in self.legs.iter().enumerate() {
+            let lam = leg_rate[i];
+            if lam == 0.0 {
+                continue;
+            }
+            let w = self.leg_wait(loads, leg);
+            total += lam;
+            lat += lam * (leg.t0 + w);
+            hops += lam * f64::from(leg.hops);
+            let h = leg.hops as usize;
+            if hist.len() <= h {
+                hist.resize(h + 1, 0.0);
+            }
+            hist[h] += lam;
+            let v = leg.vn as usize;
+            vn_rate[v] += lam;
+            vn_wait[v] += lam * w;
+            vn_lat[v] += lam * (leg.t0 + w);
+        }
+        let mut vn_max = [0.0f64; 4];
+        for l in 0..self.n_stops * 4 {
+            for v in 0..4u8 {
+                let r = self.link_res(l, v) as usize;
+                vn_max[v as usize] = vn_max[v as usize].max(loads.rho[r]);
+            }
+        }
+        f.packets_per_cycle = total;
+        f.packet_latency_cycles = if total > 0.0 { lat / total } else { 0.0 };
+        f.mean_hops = if total > 0.0 { hops / total } else { 0.0 };
+        f.hop_histogram = hist
+            .iter()
+            .map(|h| h / total.max(f64::MIN_POSITIVE))
+            .collect();
+        f.vns = (0..4)
+            .map(|v| VnFigures {
+                vn: VN_NAMES[v].into(),
+                packets_per_cycle: vn_rate[v],
+                queueing_cycles: if vn_rate[v] > 0.0 {
+                    vn_wait[v] / vn_rate[v]
+                } else {
+                    0.0
+                },
+                latency_cycles: if vn_rate[v] > 0.0 {
+                    vn_lat[v] / vn_rate[v]
+                } else {
+                    0.0
+                },
+                max_link_utilization: vn_max[v],
+            })
+            .collect();
+        f.max_link_utilization = vn_max.iter().copied().fold(0.0, f64::max);
+        f.saturated = loads.saturated;
+        f
+    }
+}
+
+/// Erlang C: probability of waiting in M/M/c with offered load `a` (erlangs).
+fn erlang_c(c: u32, a: f64) -> f64 {
+    // Erlang B by recursion, then C.
+    let mut b = 1.0;
+    for k in 1..=c {
+        b = a * b / (f64::from(k) + a * b);
+    }
+    let rho = a / f64::from(c);
+    if rho >= 1.0 {
+        return 1.0;
+    }
+    b / (1.0 - rho * (1.0 - b))
+}
+
+/// A synthetic pattern's routes and per-unit-rate loads, built once; every offered rate
+/// is then a rescaling (loads are linear in the rate), so a whole latency-versus-load
+/// curve costs little more than one point.
+pub struct SyntheticCurve<'a> {
+    net: Network<'a>,
+    unit_rate: Vec<f64>,
+    unit: Loads,
+}
+
+impl<'a> SyntheticCurve<'a> {
+    /// Routes every packet of the pattern (socket 0's stops, one virtual network).
+    pub fn new(model: &'a Model, traffic: &Synthetic) -> Self {
+        let mut net = Network::new(model);
+        let mut unit_rate: Vec<f64> = Vec::new();
+        for src in 0..Synthetic::stops(model) {
+            for (dst, p) in traffic.destinations(model, src) {
+                if p > 0.0 {
+                    let id = net.leg(src, dst, 0) as usize;
+                    if unit_rate.len() <= id {
+                        unit_rate.resize(id + 1, 0.0);
+                    }
+                    unit_rate[id] += p;
+                }
+            }
+        }
+        // Synthetic packets may be longer than the request network's 1 flit.
+        for leg in &mut net.legs {
+            leg.flits = f64::from(traffic.flits);
+            leg.t0 += f64::from(traffic.flits) - 1.0;
+        }
+        let unit = net.loads(&unit_rate, &[]);
+        SyntheticCurve {
+            net,
+            unit_rate,
+            unit,
+        }
+    }
+
+    /// Figures at an offered rate (packets per stop per cycle).
+    pub fn at(&self, rate: f64) -> Figures {
+        let mut l = self.unit.clone();
+        for r in 0..l.lambda.len() {
+            l.lambda[r] *= rate;
+            l.rho[r] *= rate;
+            l.s2[r] *= rate;
+            for i in &mut l.inrho[r] {
+                *i *= rate;
+            }
+        }
+        self.net.finish_waits(&mut l);
+        let leg_rate: Vec<f64> = self.unit_rate.iter().map(|u| u * rate).collect();
+        self.net.figures(&leg_rate, &l)
+    }
+
+    /// The offered rate at which the busiest link (or port) reaches 100% utilization:
+    /// the pattern's saturation throughput under ideal flow control.
+    pub fn saturation_rate(&self) -> f64 {
+        let max = self.unit.rho[..(self.net.n_stops * 24) as usize]
+            .iter()
+            .copied()
+            .fold(0.0, f64::max);
+        if max > 0.0 {
+            1.0 / max
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+/// Open-loop synthetic traffic: latency, loads and hops at the offered rate.
+pub fn synthetic(model: &Model, traffic: &Synthetic) -> Figures {
+    SyntheticCurve::new(model, traffic).at(traffic.rate)
+}
+
+/// See [`SyntheticCurve::saturation_rate`].
+pub fn saturation_rate(model: &Model, traffic: &Synthetic) -> f64 {
+    SyntheticCurve::new(model, traffic).saturation_rate()
+}
+
+/// Per-core demand of an application: legs and memory visits per request.
+struct Profile {
+    legs: Vec<(u32, f64, f64)>,
+    mems: Vec<(u32, f64, f64)>,
+    fixed: f64,
+}
+
+/// Samples of lines used to find how a node's addresses spread over homes and
+/// controllers (a multiple of every power-of-two count up to 2^14).
+const SAMPLE_LINES: u64 = 16384;
+
+/// The distribution of (home, controller) locations of a core's data.
+fn classes(model: &Model, app: &App, core: usize) -> Vec<(crate::model::Location, f64)> {
+    if let Data::Fixed { .. } = app.data {
+        return vec![(app.locate(model, core, 0), 1.0)];
+    }
+    let mut map: HashMap<(usize, usize, Option<usize>), u32> = HashMap::new();
+    for line in 0..SAMPLE_LINES {
+        let l = app.locate(model, core, line);
+        *map.entry((l.home, l.mc, l.cache_mc)).or_default() += 1;
+    }
+    let mut v: Vec<_> = map
+        .into_iter()
+        .map(|((home, mc, cache_mc), n)| {
+            (
+                crate::model::Location { home, mc, cache_mc },
+                f64::from(n) / SAMPLE_LINES as f64,
+            )
+        })
+        .collect();
+    v.sort_by_key(|(l, _)| (l.home, l.mc, l.cache_mc));
+    v
+}
+
+fn build_profile(
+    net: &mut Network,
+    app: &App,
+    core: usize,
+    cache: &mut HashMap<u32, Vec<(crate::model::Location, f64)>>,
+) -> Profile {
+    let model = net.model;
+    let key = match app.data {
+        Data::Node { node } => node,
+        Data::Interleave => u32::MAX,
+        Data::Local => model.cores[core].node,
+        Data::Fixed { .. } => u32::MAX - 1,
+    };
+    let cls = cache
+        .entry(key)
+        .or_insert_with(|| classes(model, app, core))
+        .clone();
+    let cstop = model.cores[core].stop;
+    let lookup = f64::from(model.spec.slc.lookup_cycles);
+    let mut legs: HashMap<u32, (f64, f64)> = HashMap::new();
+    let mut mems: HashMap<u32, (f64, f64)> = HashMap::new();
+    let mut fixed = 0.0;
+    let mut snoop_home: HashMap<u32, f64> = HashMap::new();
+    let fixed_hit = match app.data {
+        Data::Fixed { hit, .. } => Some(hit),
+        _ => None,
+    };
+    let n_ops = app.mix.len() as f64;
+    for (loc, p) in &cls {
+        for &op in &app.mix {
+            let w_op = p / n_ops;
+            let slc = match fixed_hit {
+                Some(h) => vec![(h, 1.0)],
+                None => vec![(true, app.slc_hit), (false, 1.0 - app.slc_hit)],
+            };
+            for (hit, ph) in slc {
+                if ph == 0.0 {
+                    continue;
+                }
+                let msc = if loc.cache_mc.is_some() && !hit {
+                    vec![(true, app.msc_hit), (false, 1.0 - app.msc_hit)]
+                } else {
+                    vec![(false, 1.0)]
+                };
+                for (mh, pm) in msc {
+                    if pm == 0.0 {
+                        continue;
+                    }
+                    let w = w_op * ph * pm;
+                    let pl = plan(
+                        model,
+                        op,
+                        cstop,
+                        *loc,
+                        Outcome {
+                            slc_hit: hit,
+                            msc_hit: mh,
+                            snoop: None,
+                        },
+                    );
+                    let mut crit = true;
+                    for st in pl.steps() {
+                        match *st {
+                            Step::Packet { from, to, vn } => {
+                                let id = net.leg(from, to, vn);
+                                let e = legs.entry(id).or_default();
+                                e.0 += w;
+                                if crit {
+                                    e.1 += w;
+                                }
+                            }
+                            Step::Lookup => {
+                                if crit {
+                                    fixed += w * lookup;
+                                }
+                            }
+                            Step::Memory { mc } => {
+                                let e = mems.entry(mc).or_default();
+                                e.0 += w;
+                                if crit {
+                                    e.1 += w;
+                                }
+                            }
+                            Step::Complete => crit = false,
+                        }
+                    }
+                    if op == Op::Read && app.snoop > 0.0 {
+                        *snoop_home.entry(model.slices[loc.home].stop).or_default() +=
+                            w * app.snoop;
+                    }
+                }
+            }
+        }
+    }
+    let others: Vec<u32> = app
+        .cores
+        .iter()
+        .filter(|&&c| c != core)
+        .map(|&c| model.cores[c].stop)
+        .collect();
+    if !others.is_empty() {
+        let share = 1.0 / others.len() as f64;
+        for (h, w) in snoop_home {
+            for &t in &others {
+                for (a, b, vn) in [
+                    (h, t, crate::model::SNP as u8),
+                    (t, h, crate::model::RSP as u8),
+                ] {
+                    let id = net.leg(a, b, vn);
+                    let e = legs.entry(id).or_default();
+                    e.0 += w * share;
+                    e.1 += w * share;
+                }
+            }
+        }
+    }
+    let mut legs: Vec<(u32, f64, f64)> = legs.into_iter().map(|(k, (a, b))| (k, a, b)).collect();
+    legs.sort_by_key(|x| x.0);
+    let mut mems: Vec<(u32, f64, f64)> = mems.into_iter().map(|(k, (a, b))| (k, a, b)).collect();
+    mems.sort_by_key(|x| x.0);
+    Profile { legs, mems, fixed }
+}
+
+/// Closed-loop application traffic: the fixed point of rates and round trips.
+pub fn app(model: &Model, app: &App) -> Figures {
+    let mut net = Network::new(model);
+    let mut cache = HashMap::new();
+    let profiles: Vec<Profile> = app
+        .cores
+        .iter()
+        .map(|&c| build_profile(&mut net, app, c, &mut cache))
+        .collect();
+    let n_legs = net.legs.len();
+    let n_mcs = model.mcs.len();
+    let m = f64::from(app.outstanding);
+    let think = f64::from(app.think_cycles);
+    // Zero-load round trips give the starting rates.
+    let rtt0: Vec<f64> = profiles
+        .iter()
+        .map(|p| {
+            p.legs
+                .iter()
+                .map(|&(l, _, c)| c * net.legs[l as usize].t0)
+                .sum::<f64>()
+                + p.mems
+                    .iter()
+                    .map(|&(mc, _, c)| {
+                        c * (model.mcs[mc as usize].service_cycles
+                            + model.mcs[mc as usize].latency_cycles)
+                    })
+                    .sum::<f64>()
+                + p.fixed
+                + think
+        })
+        .collect();
+    let mut x: Vec<f64> = rtt0.iter().map(|r| m / r).collect();
+    // Round trips (and loads) at given per-core rates.
+    let eval = |x: &[f64]| -> (Vec<f64>, Loads, Vec<f64>, Vec<f64>) {
+        let mut leg_rate = vec![0.0; n_legs];
+        let mut mc_rate = vec![0.0; n_mcs];
+        for (p, &xc) in profiles.iter().zip(x) {
+            for &(l, w, _) in &p.legs {
+                leg_rate[l as usize] += xc * w;
+            }
+            for &(mc, w, _) in &p.mems {
+                mc_rate[mc as usize] += xc * w;
+            }
+        }
+        let loads = net.loads(&leg_rate, &mc_rate);
+        let leg_lat: Vec<f64> = net
+            .legs
+            .iter()
+            .map(|leg| leg.t0 + net.leg_wait(&loads, leg))
+            .collect();
+        let mem_lat: Vec<f64> = (0..n_mcs)
+            .map(|mc| {
+                model.mcs[mc].service_cycles
+                    + model.mcs[mc].latency_cycles
+                    + loads.wait[net.mc_res(mc as u32) as usize]
+            })
+            .collect();
+        let rtt = profiles
+            .iter()
+            .map(|p| {
+                p.legs
+                    .iter()
+                    .map(|&(l, _, c)| c * leg_lat[l as usize])
+                    .sum::<f64>()
+                    + p.mems
+                        .iter()
+                        .map(|&(mc, _, c)| c * mem_lat[mc as usize])
+                        .sum::<f64>()
+                    + p.fixed
+                    + think
+            })
+            .collect();
+        (rtt, loads, leg_rate, mc_rate)
+    };
+    // Little's law residual: how far each core's rate is from outstanding / round trip.
+    let residual = |x: &[f64], rtt: &[f64]| -> f64 {
+        x.iter()
+            .zip(rtt)
+            .map(|(xc, r)| ((m / r - xc) / xc).abs())
+            .fold(0.0, f64::max)
+    };
+    // Fixed-point iteration with a backtracking step: move each rate toward
+    // outstanding / round trip, halving the step until the residual shrinks (the round
+    // trip is steep near a bottleneck, where full steps oscillate).
+    let (mut rtt, mut loads, mut leg_rate, mut mc_rate) = eval(&x);
+    let mut r = residual(&x, &rtt);
+    // Stop at 0.01% (far below the model's own error), or when steps stall: with waits
+    // capped at the ceiling, a machine past its bottleneck has no exact fixed point and
+    // is handled by the scaling below.
+    let mut stalled = 0;
+    for _ in 0..200 {
+        if r < 1e-4 || stalled >= 3 {
+            break;
+        }
+        let d: Vec<f64> = x.iter().zip(&rtt).map(|(xc, rt)| m / rt - xc).collect();
+        let mut alpha = 1.0;
+        loop {
+            let xt: Vec<f64> = x
+                .iter()
+                .zip(&d)
+                .map(|(xc, dc)| (xc + alpha * dc).max(xc * 1e-3))
+                .collect();
+            let (rt, lt, lr, mr) = eval(&xt);
+            let res = residual(&xt, &rt);
+            if res < r || alpha < 1e-4 {
+                stalled = if res < r { 0 } else { stalled + 1 };
+                x = xt;
+                rtt = rt;
+                loads = lt;
+                leg_rate = lr;
+                mc_rate = mr;
+                r = res;
+                break;
+            }
+            alpha *= 0.5;
+        }
+    }
+    // Waits are capped at 99.9% utilization, so a machine with more requests in flight
+    // than its bottleneck can serve converges to rates beyond it: scale every core down
+    // to the bottleneck's capacity (the bound of a saturated closed network), and take
+    // the round trip from Little's law.
+    let peak = loads.rho.iter().copied().fold(0.0, f64::max);
+    let bound = peak > RHO_MAX;
+    if bound {
+        let scale = RHO_MAX / peak;
+        for xc in &mut x {
+            *xc *= scale;
+        }
+        leg_rate.iter_mut().for_each(|v| *v *= scale);
+        mc_rate.iter_mut().for_each(|v| *v *= scale);
+        loads = net.loads(&leg_rate, &mc_rate);
+        for (i, xc) in x.iter().enumerate() {
+            rtt[i] = m / xc;
+        }
+    }
+    let mut f = net.figures(&leg_rate, &loads);
+    f.saturated |= bound;
+    let total: f64 = x.iter().sum();
+    f.requests_per_cycle = total;
+    f.request_latency_cycles = x
+        .iter()
+        .zip(&rtt)
+        .map(|(a, r)| a * (r - think))
+        .sum::<f64>()
+        / total;
+    f.mc_accesses_per_cycle = mc_rate.clone();
+    f.mc_utilization = (0..n_mcs)
+        .map(|mc| loads.rho[net.mc_res(mc as u32) as usize])
+        .collect();
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traffic::Pattern;
+
+    #[test]
+    fn erlang_c_known_values() {
+        // One server: the probability of waiting is the utilization.
+        assert!((erlang_c(1, 0.7) - 0.7).abs() < 1e-12);
+        // Two servers at a = 1 erlang: C = 1/3.
+        assert!((erlang_c(2, 1.0) - 1.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn uniform_saturation_is_the_bisection_bound() {
+        for k in [4u32, 8] {
+            let m =
+                Model::load("mesh", &[format!("noc.cols={k}"), format!("noc.rows={k}")]).unwrap();
+            let t = Synthetic {
+                pattern: Pattern::Uniform,
+                rate: 0.1,
+                flits: 1,
+            };
+            let s = saturation_rate(&m, &t);
+            // Even k with XY routing: the central links carry k/4 of the per-node rate.
+            assert!((s - 4.0 / f64::from(k)).abs() < 1e-9, "k={k}: {s}");
+        }
+    }
+
+    #[test]
+    fn zero_load_latency_is_the_formula() {
+        let m = Model::load("mesh", &[]).unwrap();
+        let t = Synthetic {
+            pattern: Pattern::Uniform,
+            rate: 1e-9,
+            flits: 1,
+        };
+        let f = synthetic(&m, &t);
+        let h = crate::geometry::mean_hops_formula(8);
+        // T0 = H (t_router + t_link) + t_inject + t_eject, all 1 cycle in the preset.
+        assert!(
+            (f.packet_latency_cycles - (2.0 * h + 2.0)).abs() < 1e-6,
+            "{}",
+            f.packet_latency_cycles
+        );
+        assert!((f.mean_hops - h).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,46 @@
+//! Errors of the model: bad presets and bad requests, each naming the input and the fix,
+//! classified for the binary's exit codes.
+
+use numalab_schema::{Classify, ErrorClass};
+
+/// A model error.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// A preset (shipped, user file, variant or override) is malformed or inconsistent.
+    #[error("preset {what}: {msg}")]
+    Input {
+        /// Which preset or file.
+        what: String,
+        /// What is wrong and what to do.
+        msg: String,
+    },
+    /// A request that does not fit the preset (unknown core, node, target...).
+    #[error("{msg}")]
+    Usage {
+        /// What is wrong and what to do.
+        msg: String,
+    },
+    /// Writing a result failed (journal, file).
+    #[error("{0}")]
+    Output(String),
+    /// Stopped by Ctrl-C.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl Classify for ModelError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            ModelError::Input { .. } => ErrorClass::Input,
+            ModelError::Usage { .. } => ErrorClass::Usage,
+            ModelError::Output(_) => ErrorClass::Runtime,
+            ModelError::Interrupted => ErrorClass::Interrupted,
+        }
+    }
+}
+
+/// Shorthand for a usage error.
+#[allow(dead_code)]
+pub(crate) fn usage(msg: impl Into<String>) -> ModelError {
+    ModelError::Usage { msg: msg.into() }
+}
