@@ -5,8 +5,8 @@ pub mod doctor;
 pub mod evaluate;
 pub mod generate;
 pub mod harness;
-pub mod profile;
 pub mod model;
+pub mod profile;
 pub mod topo;
 pub mod workload;
 
