@@ -38,6 +38,8 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Write the man page or shell completions to stdout.
     Generate(GenerateArgs),
+    /// Memory probes: bandwidth, latency, loaded latency, page migration (per node pair).
+    Mem(crate::commands::mem::MemArgs),
 }
 
 /// `numalab topo`.

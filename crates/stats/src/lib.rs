@@ -5,6 +5,8 @@
 //! z-score, and gives bootstrap confidence intervals whose seed is written into the
 //! output so that anyone can recompute them.
 
+pub mod knee;
+
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};

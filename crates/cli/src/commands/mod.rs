@@ -2,6 +2,7 @@
 
 pub mod doctor;
 pub mod generate;
+pub mod mem;
 pub mod topo;
 
 use crate::cli::{Cli, Command};
@@ -13,5 +14,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Topo(a) => topo::run(a),
         Command::Doctor(a) => doctor::run(a),
         Command::Generate(a) => generate::run(a),
+        Command::Mem(a) => mem::run(a),
     }
 }
