@@ -440,6 +440,25 @@ pub fn plan_matrix(
     })
 }
 
+/// The plan `numalab mem bandwidth --quick` runs (and `numalab evaluate --quick`):
+/// the quick kernels on one thread and on every PU, data first-touched locally.
+pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
+    let cpus = machine.pu_ids();
+    let threads = if cpus.len() > 1 {
+        vec![1, cpus.len()]
+    } else {
+        vec![1]
+    };
+    plan(
+        machine,
+        budgets,
+        &cpus,
+        &threads,
+        &MemPolicy::FirstTouch,
+        Options::quick(machine),
+    )
+}
+
 /// What one worker measured.
 struct WorkerTimes {
     /// Per kernel (plan order), per round: (start, end) ns.

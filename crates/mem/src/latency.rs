@@ -34,12 +34,15 @@ pub struct Options {
     pub order: Order,
     /// Seed of the random orders (recorded).
     pub seed: u64,
-    /// Line size the chain uses, bytes.
-    pub line_bytes: u64,
+    /// Distance between the chain's slots, bytes: the cache line (every line is used),
+    /// or twice it, so that only one line of each 128-byte pair is visited and an
+    /// adjacent-line prefetcher brings nothing the chain will use.
+    pub stride_bytes: u64,
 }
 
 impl Options {
-    /// Defaults for `machine`: 200 batches of 20 us, page-local order, the L1 line size.
+    /// Defaults for curves on `machine`: 200 batches of 20 us, page-local order, every
+    /// line (stride = the L1 line size), so cache capacities show where they are.
     pub fn defaults(machine: &Machine) -> Options {
         let line = machine
             .caches
@@ -52,7 +55,18 @@ impl Options {
             batch_ns: 20_000.0,
             order: Order::PageLocal,
             seed: numalab_stats::DEFAULT_SEED,
-            line_bytes: line.max(8),
+            stride_bytes: line.max(8),
+        }
+    }
+
+    /// Defaults for idle memory latency (matrix, loaded latency): as [`Options::defaults`]
+    /// but one line per pair of lines (stride 2 lines), so that adjacent-line
+    /// prefetchers cannot make memory look faster than it is.
+    pub fn idle(machine: &Machine) -> Options {
+        let d = Options::defaults(machine);
+        Options {
+            stride_bytes: 2 * d.stride_bytes,
+            ..d
         }
     }
 
@@ -89,17 +103,51 @@ pub fn sizes(min: u64, max: u64, per_octave: u32, line: u64) -> Vec<u64> {
     out
 }
 
-/// The default sweep: 4 KiB to 8x the last-level cache (at least 2x it as the
-/// issue asks; 8x so the DRAM plateau is reached even when the LLC is a victim cache).
-pub fn default_sizes(machine: &Machine, per_octave: u32, line: u64) -> Vec<u64> {
-    let (llc, _) = llc_bytes(machine);
+/// The default sweep for `cpu`: 4 KiB to 8x the last-level cache it sees (at least
+/// 2x is needed to reach memory; 8x so the DRAM plateau shows even behind a victim
+/// cache), at least 16 MiB.
+pub fn default_sizes(machine: &Machine, cpu: u32, per_octave: u32, line: u64) -> Vec<u64> {
+    let (llc, _) = crate::llc_of_cpu(machine, cpu);
     sizes(4096, (8 * llc).max(16 << 20), per_octave, line)
 }
 
-/// The default working set of the idle-latency matrix: 8x the last-level cache, at
-/// least 256 MiB.
+/// The quick sweep for `cpu`: 4 KiB to 4x the last-level cache it sees (at least
+/// 16 MiB), one point per octave.
+pub fn quick_sizes(machine: &Machine, cpu: u32, line: u64) -> Vec<u64> {
+    let (llc, _) = crate::llc_of_cpu(machine, cpu);
+    sizes(4096, (4 * llc).max(16 << 20), 1, line)
+}
+
+/// The plan `numalab mem latency --quick` runs (and `numalab evaluate --quick`): the
+/// first CPU, local memory, base and transparent huge pages, the quick sweep.
+pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
+    let opts = Options::quick(machine);
+    let cpus: Vec<u32> = machine.pu_ids().into_iter().take(1).collect();
+    let sizes = quick_sizes(
+        machine,
+        cpus.first().copied().unwrap_or(0),
+        opts.stride_bytes,
+    );
+    plan(
+        machine,
+        budgets,
+        &cpus,
+        &MemPolicy::FirstTouch,
+        &[PageRequest::Base, PageRequest::Thp],
+        sizes,
+        opts,
+    )
+}
+
+/// The default working set of idle latency (matrix, loaded latency): 8x the largest
+/// last-level cache one CPU sees, at least 256 MiB.
 pub fn default_idle_size(machine: &Machine) -> u64 {
-    let (llc, _) = llc_bytes(machine);
+    let llc = machine
+        .pu_ids()
+        .into_iter()
+        .map(|p| crate::llc_of_cpu(machine, p).0)
+        .max()
+        .unwrap_or_else(|| llc_bytes(machine).0);
     crate::round_up((8 * llc).max(256 << 20), 1 << 20)
 }
 
@@ -200,8 +248,8 @@ pub struct LatencyRecord {
     pub order: Order,
     /// Seed of the order.
     pub seed: u64,
-    /// Chain line size, bytes.
-    pub line_bytes: u64,
+    /// Distance between chain slots, bytes (the line size, or 2 lines).
+    pub stride_bytes: u64,
     /// The points, ascending working set.
     pub points: Vec<Point>,
     /// Plateaus (curves only).
@@ -504,7 +552,7 @@ fn run_cell(
                     let chain = Chain::build(
                         region,
                         ws as usize,
-                        opts.line_bytes as usize,
+                        opts.stride_bytes as usize,
                         block,
                         opts.order,
                         opts.seed ^ ws,
@@ -529,7 +577,7 @@ fn run_cell(
         pages: obtained,
         order: opts.order,
         seed: opts.seed,
-        line_bytes: opts.line_bytes,
+        stride_bytes: opts.stride_bytes,
         points,
         levels,
         steps,

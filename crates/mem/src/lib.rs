@@ -356,3 +356,17 @@ pub fn llc_bytes(machine: &numalab_schema::Machine) -> (u64, Option<String>) {
         ),
     }
 }
+
+/// The last-level cache one CPU sees (the largest data or unified cache instance that
+/// serves it): what a single chasing thread can hold. Falls back to [`llc_bytes`].
+pub fn llc_of_cpu(machine: &numalab_schema::Machine, pu: u32) -> (u64, Option<String>) {
+    use numalab_schema::machine::CacheKind;
+    machine
+        .caches
+        .iter()
+        .filter(|c| c.cpus.contains(&pu) && matches!(c.kind, CacheKind::Data | CacheKind::Unified))
+        .max_by_key(|c| (c.level, c.size_bytes))
+        .and_then(|c| c.size_bytes)
+        .filter(|&b| b > 0)
+        .map_or_else(|| llc_bytes(machine), |b| (b, None))
+}

@@ -73,8 +73,8 @@ pub struct Options {
     pub traffic: Traffic,
     /// Chaser working set, bytes.
     pub chase_bytes: u64,
-    /// Working set of each generator, bytes.
-    pub generator_bytes: u64,
+    /// Working set of all generators together, bytes (each gets its share).
+    pub generators_bytes: u64,
     /// Pages for all memory.
     pub pages: PageRequest,
     /// Chase batch target, ns.
@@ -83,18 +83,20 @@ pub struct Options {
     pub order: Order,
     /// Seed.
     pub seed: u64,
-    /// Chase line size.
-    pub line_bytes: u64,
+    /// Chase stride, bytes (two lines: see `latency::Options::idle`).
+    pub stride_bytes: u64,
     /// ISA of the generators.
     pub isa: Isa,
 }
 
 impl Options {
     /// Defaults: idle, then delays from 16 us to 0 per 4 KiB chunk, 400 ms per point,
-    /// read traffic, a chase over 8x the LLC (>= 256 MiB), 4x the LLC per generator.
+    /// transparent huge pages (one TLB entry per 2 MiB), a chase stride of two lines,
+    /// read traffic, a chase over 8x the LLC one CPU sees (>= 256 MiB), and 4x the
+    /// machine's total LLC (>= 64 MiB) shared by the generators.
     pub fn defaults(machine: &Machine) -> Options {
         let (llc, _) = llc_bytes(machine);
-        let lat = crate::latency::Options::defaults(machine);
+        let lat = crate::latency::Options::idle(machine);
         Options {
             delays_ns: std::iter::once(None)
                 .chain([16000, 8000, 4000, 2000, 1000, 500, 250, 100, 0].map(Some))
@@ -102,12 +104,12 @@ impl Options {
             point_ms: 400,
             traffic: Traffic::Read,
             chase_bytes: crate::latency::default_idle_size(machine),
-            generator_bytes: crate::round_up((4 * llc).max(64 << 20), 1 << 20),
-            pages: PageRequest::Base,
+            generators_bytes: crate::round_up((4 * llc).max(64 << 20), 1 << 20),
+            pages: PageRequest::Thp,
             batch_ns: lat.batch_ns,
             order: lat.order,
             seed: lat.seed,
-            line_bytes: lat.line_bytes,
+            stride_bytes: lat.stride_bytes,
             isa: kernels::best(),
         }
     }
@@ -220,15 +222,16 @@ pub fn plan(
         )));
     }
     let mut need = BTreeMap::new();
-    for (pu, bytes) in std::iter::once((chaser, options.chase_bytes))
-        .chain(gens.iter().map(|&g| (g, options.generator_bytes)))
-    {
+    for (pu, bytes) in std::iter::once((chaser, options.chase_bytes)).chain(
+        gens.iter()
+            .map(|&g| (g, per_generator(&options, gens.len()))),
+    ) {
         let nodes = pool::expected_nodes(machine, policy, pu);
         for nd in &nodes {
             budget::need(&mut need, *nd, bytes / nodes.len().max(1) as u64);
         }
     }
-    budgets.check(&need, "mem loaded", "--size / --generator-size")?;
+    budgets.check(&need, "mem loaded", "--size / --traffic-size")?;
     let suffix = match options.pages {
         PageRequest::Base => String::new(),
         p => format!("/{}", p.name()),
@@ -245,6 +248,35 @@ pub fn plan(
         notes: llc_bytes(machine).1.into_iter().collect(),
         options,
     })
+}
+
+/// The plan `numalab mem loaded --quick` runs (and `numalab evaluate --quick`): the
+/// first PU chases, every other PU generates read traffic, local memory. Machines with
+/// one PU cannot run it (an Unsupported error says so).
+pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
+    let cpus = machine.pu_ids();
+    if cpus.len() < 2 {
+        return Err(MemError::Unsupported(
+            "loaded latency needs at least 2 CPUs (one chasing, one generating traffic); this machine has 1".into(),
+        ));
+    }
+    plan(
+        machine,
+        budgets,
+        &cpus,
+        None,
+        &MemPolicy::FirstTouch,
+        Options::quick(machine),
+    )
+}
+
+/// Bytes of one generator's memory: its share of the total, at least 1 MiB (and a
+/// whole number of 4 KiB chunks).
+fn per_generator(opts: &Options, generators: usize) -> u64 {
+    crate::round_up(
+        (opts.generators_bytes / generators.max(1) as u64).max(1 << 20),
+        4096,
+    )
 }
 
 enum Role<'a> {
@@ -318,7 +350,7 @@ fn run_inner(
             let bytes = if i == 0 {
                 opts.chase_bytes
             } else {
-                opts.generator_bytes
+                per_generator(opts, plan.generators.len())
             };
             let p = pool::place(placer, bytes, opts.pages, &plan.policy, 0.5)?;
             info.lock().unwrap()[i] = Some((p.pages.clone(), p.obtained.clone()));
@@ -334,7 +366,7 @@ fn run_inner(
                 Role::Chaser(Chain::build(
                     &mut placed.region,
                     opts.chase_bytes as usize,
-                    opts.line_bytes as usize,
+                    opts.stride_bytes as usize,
                     block,
                     opts.order,
                     opts.seed,
@@ -475,7 +507,7 @@ fn run_inner(
         placement,
         pages: PagesObtained::merge(&obtained).expect("workers"),
         chase_bytes: opts.chase_bytes,
-        generator_bytes: opts.generator_bytes,
+        generator_bytes: per_generator(opts, plan.generators.len()),
         points,
         timer: Timer {
             check: clock.clone(),

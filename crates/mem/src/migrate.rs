@@ -449,6 +449,20 @@ pub fn plan(
     })
 }
 
+/// The plan `numalab mem migrate --quick` runs (and `numalab evaluate --quick`): the
+/// nearest and farthest pairs (node 0 -> 0 on one node), 2^8..2^11 pages of 64 KiB
+/// and of the base page, clamped to free memory.
+pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
+    plan(
+        machine,
+        budgets,
+        &PairChoice::NearestFarthest,
+        None,
+        Options::quick(),
+        false,
+    )
+}
+
 /// The reference throughput figures are compared with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reference {

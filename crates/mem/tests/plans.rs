@@ -341,3 +341,29 @@ fn one_node_machines_migrate_node_0_to_itself_as_a_baseline() {
     assert_eq!(pairs[0].role, "same-node baseline");
     assert!(notes[0].contains("sanity baseline"));
 }
+
+#[test]
+fn quick_plans_for_evaluate_build_on_every_fixture_shape() {
+    for name in [
+        TWO_NODES,
+        EIGHT_NODES,
+        MEMORY_ONLY,
+        "AMD-19h-Zen4-2xEpyc-9654.xml",
+    ] {
+        let m = fixture(name);
+        let b = roomy(&m);
+        let bw = bandwidth::quick_plan(&m, &b).unwrap();
+        assert_eq!(bw.groups.len(), 2, "{name}: one thread and all PUs");
+        assert_eq!(bw.groups[1].pus.len(), m.pus.len());
+        let lat = latency::quick_plan(&m, &b).unwrap();
+        assert_eq!(lat.cells.len(), 2, "{name}: base and THP");
+        assert!(lat.cells[0].sizes.len() >= 13);
+        numalab_mem::loaded::quick_plan(&m, &b).unwrap();
+        let mig = migrate::quick_plan(&m, &b).unwrap();
+        assert!(!mig.cells.is_empty());
+        assert!(
+            mig.clamp_note.is_none(),
+            "{name}: 64 GiB free is enough for the quick sweep"
+        );
+    }
+}

@@ -65,9 +65,10 @@ pub enum MemCommand {
 #[derive(Debug, Clone, Args)]
 pub struct Common {
     /// Pages backing the memory: base, thp (transparent huge pages), hugetlb or
-    /// hugetlb:SIZE (reserved hugetlbfs pages).
-    #[arg(long, value_name = "KIND", default_value = "base")]
-    pub pages: String,
+    /// hugetlb:SIZE (reserved hugetlbfs pages) [default: base for bandwidth, thp for
+    /// loaded].
+    #[arg(long, value_name = "KIND")]
+    pub pages: Option<String>,
     /// Where data goes: first-touch (each thread's own node), bind:N, interleave:LIST
     /// (or interleave:all), preferred:N.
     #[arg(long, value_name = "POLICY", default_value = "first-touch")]
@@ -144,6 +145,11 @@ pub struct LatencyArgs {
     /// Timed batches per point [default: 200, --quick 60].
     #[arg(long, value_name = "N")]
     pub batches: Option<usize>,
+    /// Distance between the chain's slots, bytes: the cache line (default for curves),
+    /// or two lines (default for --matrix) so that only one line of each pair is used
+    /// and an adjacent-line prefetcher cannot help.
+    #[arg(long, value_name = "BYTES")]
+    pub stride: Option<String>,
     /// Seed of the random order (recorded).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -183,9 +189,10 @@ pub struct LoadedArgs {
     /// Chaser working set [default: 8x the last-level cache, at least 256 MiB].
     #[arg(long, value_name = "BYTES")]
     pub size: Option<String>,
-    /// Working set of each generator [default: 4x the last-level cache].
+    /// Working set of all generators together, shared equally [default: 4x the
+    /// machine's total last-level cache, at least 64 MiB].
     #[arg(long, value_name = "BYTES")]
-    pub generator_size: Option<String>,
+    pub traffic_size: Option<String>,
     #[command(flatten)]
     pub common: Common,
     #[command(flatten)]
@@ -494,7 +501,7 @@ fn run_bandwidth(a: BandwidthArgs) -> CliResult {
         .as_deref()
         .map(|s| parse_size("--size", s))
         .transpose()?;
-    let pages = parse_pages(&a.common.pages)?;
+    let pages = parse_pages(a.common.pages.as_deref().unwrap_or("base"))?;
     let (isa, forced) = parse_isa(a.isa.as_deref())?;
     let machine = numalab_topo::live()?;
     let mut opts = if a.common.quick {
@@ -659,14 +666,26 @@ fn run_latency(a: LatencyArgs) -> CliResult {
         .map(|s| parse_size("--size", s))
         .transpose()?;
     let machine = numalab_topo::live()?;
-    let mut opts = if a.quick {
-        latency::Options::quick(&machine)
-    } else {
-        latency::Options::defaults(&machine)
+    let mut opts = match (a.quick, a.matrix) {
+        (true, _) => latency::Options::quick(&machine),
+        (false, true) => latency::Options::idle(&machine),
+        (false, false) => latency::Options::defaults(&machine),
     };
+    if a.matrix {
+        opts.stride_bytes = latency::Options::idle(&machine).stride_bytes;
+    }
     opts.order = order;
     if let Some(b) = a.batches {
         opts.batches = b;
+    }
+    if let Some(st) = &a.stride {
+        let b = parse_size("--stride", st)?;
+        if !b.is_power_of_two() || !(8..=4096).contains(&b) {
+            return Err(usage(format!(
+                "--stride {st}: a power of two from 8 to 4096 bytes"
+            )));
+        }
+        opts.stride_bytes = b;
     }
     if let Some(s) = a.seed {
         opts.seed = s;
@@ -682,7 +701,8 @@ fn run_latency(a: LatencyArgs) -> CliResult {
         };
         let policy = parse_policy(&a.policy, &machine)?;
         let per_octave = a.per_octave.unwrap_or(if a.quick { 1 } else { 2 });
-        let (llc, _) = numalab_mem::llc_bytes(&machine);
+        let first = *cpus.first().ok_or_else(|| usage("--cpus selects no CPU"))?;
+        let (llc, _) = numalab_mem::llc_of_cpu(&machine, first);
         let max = max.unwrap_or(if a.quick {
             (4 * llc).max(16 << 20)
         } else {
@@ -695,7 +715,7 @@ fn run_latency(a: LatencyArgs) -> CliResult {
                 units::bytes(max)
             )));
         }
-        let sizes = latency::sizes(min, max, per_octave, opts.line_bytes);
+        let sizes = latency::sizes(min, max, per_octave, opts.stride_bytes);
         latency::plan(&machine, &budgets, &cpus, &policy, &page_kinds, sizes, opts)
     }
     .map_err(mem_err)?;
@@ -851,11 +871,11 @@ fn run_loaded(a: LoadedArgs) -> CliResult {
         .map(|s| parse_size("--size", s))
         .transpose()?;
     let gsize = a
-        .generator_size
+        .traffic_size
         .as_deref()
-        .map(|s| parse_size("--generator-size", s))
+        .map(|s| parse_size("--traffic-size", s))
         .transpose()?;
-    let pages = parse_pages(&a.common.pages)?;
+    let pages = a.common.pages.as_deref().map(parse_pages).transpose()?;
     let machine = numalab_topo::live()?;
     let cpus = resolve_cpus(&a.cpus, &machine)?;
     let policy = parse_policy(&a.common.policy, &machine)?;
@@ -865,7 +885,9 @@ fn run_loaded(a: LoadedArgs) -> CliResult {
         loaded::Options::defaults(&machine)
     };
     opts.traffic = traffic;
-    opts.pages = pages;
+    if let Some(p) = pages {
+        opts.pages = p;
+    }
     if let Some(d) = delays {
         opts.delays_ns = d;
     }
@@ -876,7 +898,7 @@ fn run_loaded(a: LoadedArgs) -> CliResult {
         opts.chase_bytes = s;
     }
     if let Some(s) = gsize {
-        opts.generator_bytes = s;
+        opts.generators_bytes = s;
     }
     let budgets = Budgets::live(&machine);
     let plan =
