@@ -407,7 +407,7 @@ fn loaded_latency_runs_from_idle_to_saturation() {
         "loaded",
         "--size",
         "64MiB",
-        "--generator-size",
+        "--traffic-size",
         "32MiB",
         "--delays",
         "idle,2000,0",
