@@ -66,11 +66,16 @@ fn ours(
     kernel: Kernel,
     bytes: u64,
     cpus: &[u32],
-) -> f64 {
+    isa: kernels::Isa,
+) -> (f64, f64) {
     let mut o = bandwidth::Options::defaults(machine);
     o.kernels = vec![kernel];
+    o.isa = isa;
     o.working_set_bytes = bytes;
     o.reps = 5;
+    // Samples of at least 200 ms: about a second of timed work per run, like one
+    // likwid-bench run, so both see the same kind of noise.
+    o.min_sample_ns = 200e6;
     let budgets = Budgets::live(machine);
     let plan = bandwidth::plan(
         machine,
@@ -84,12 +89,8 @@ fn ours(
     let mut recs: Vec<Record> = Vec::new();
     let out = bandwidth::run(&plan, machine, placer, &mut recs);
     assert!(out.failed.is_empty(), "{:?}", out.failed);
-    recs[0]
-        .decode::<BandwidthRecord>()
-        .unwrap()
-        .unwrap()
-        .bandwidth_gbps
-        .median
+    let b = recs[0].decode::<BandwidthRecord>().unwrap().unwrap();
+    (b.bandwidth_gbps.median, b.slowest_thread_gbps.median)
 }
 
 fn main() {
@@ -120,8 +121,12 @@ fn main() {
                 "likwid-bench not found (Debian: apt-get install likwid): numalab figures only"
             );
         }
-        let avx512 = kernels::Isa::Avx512.available();
-        // (ours, likwid AVX, likwid AVX-512)
+        // Each tool in its 256-bit and its 512-bit variant (or only what the CPU has).
+        let isas: Vec<kernels::Isa> = [kernels::Isa::Avx2, kernels::Isa::Avx512]
+            .into_iter()
+            .filter(|i| i.available())
+            .collect();
+        // (ours, likwid 256-bit, likwid 512-bit)
         let pairs: Vec<(&str, &str, &str)> = vec![
             ("triad", "stream_avx", "stream_avx512"),
             ("copy", "copy_avx", "copy_avx512"),
@@ -129,52 +134,86 @@ fn main() {
             ("triad-nt", "stream_mem_avx", "stream_mem_avx512"),
             ("copy-nt", "copy_mem_avx", "copy_mem_avx512"),
         ];
-        let mut ours_gbps: Vec<Vec<f64>> = vec![Vec::new(); pairs.len()];
-        let mut lk_avx: Vec<Vec<f64>> = vec![Vec::new(); pairs.len()];
-        let mut lk_512: Vec<Vec<f64>> = vec![Vec::new(); pairs.len()];
+        // [kernel][variant] -> per-round GB/s (variant 0: 256-bit, 1: 512-bit).
+        let mut ours_gbps = vec![vec![Vec::<f64>::new(); 2]; pairs.len()];
+        let mut lk_gbps = vec![vec![Vec::<f64>::new(); 2]; pairs.len()];
         let mut sizes: Vec<u64> = vec![mb * 1_000_000; pairs.len()];
         for r in 0..rounds {
             for k in 0..pairs.len() {
                 let i = (k + r) % pairs.len();
-                let (ok, la, l5) = pairs[i];
-                if has_likwid {
-                    if let Some((g, size)) = likwid(la, mb, cpus.len()) {
-                        lk_avx[i].push(g);
-                        sizes[i] = size;
+                let (ok, l256, l512) = pairs[i];
+                for (v, isa) in isas.iter().enumerate() {
+                    let v = if isas.len() == 1 && *isa == kernels::Isa::Avx512 {
+                        1
+                    } else {
+                        v
+                    };
+                    let test = if v == 0 { l256 } else { l512 };
+                    if has_likwid {
+                        if let Some((g, size)) = likwid(test, mb, cpus.len()) {
+                            lk_gbps[i][v].push(g);
+                            sizes[i] = size;
+                        }
                     }
-                }
-                ours_gbps[i].push(ours(
-                    &machine,
-                    &placer,
-                    Kernel::parse(ok).unwrap(),
-                    sizes[i],
-                    &cpus,
-                ));
-                if has_likwid && avx512 {
-                    if let Some((g, _)) = likwid(l5, mb, cpus.len()) {
-                        lk_512[i].push(g);
-                    }
+                    let (team, _slowest) = ours(
+                        &machine,
+                        &placer,
+                        Kernel::parse(ok).unwrap(),
+                        sizes[i],
+                        &cpus,
+                        *isa,
+                    );
+                    ours_gbps[i][v].push(team);
                 }
             }
             eprintln!("round {} of {rounds} done", r + 1);
         }
-        println!("\n| kernel | numalab ({best}) GB/s | likwid-bench AVX GB/s | likwid-bench AVX-512 GB/s | ratio numalab / best likwid |");
-        println!("|---|---|---|---|---|");
-        for (i, (ok, la, l5)) in pairs.iter().enumerate() {
-            let o = median(ours_gbps[i].clone());
-            let a = median(lk_avx[i].clone());
-            let b = median(lk_512[i].clone());
-            let best_l = [a, b]
-                .into_iter()
-                .filter(|x| x.is_finite())
-                .fold(f64::NAN, f64::max);
+        // Per round: numalab's better variant over likwid's better variant (both tools
+        // get the same best-of-two advantage), and same-width ratios.
+        let paired = |num: &dyn Fn(usize) -> Option<f64>, den: &dyn Fn(usize) -> Option<f64>| {
+            let ratios: Vec<f64> = (0..rounds)
+                .filter_map(|r| Some(num(r)? / den(r)?))
+                .collect();
+            let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            format!("{:.2} ({lo:.2}..{hi:.2})", median(ratios))
+        };
+        let best_of = |v: &Vec<Vec<f64>>, r: usize| -> Option<f64> {
+            let x = v
+                .iter()
+                .filter_map(|s| s.get(r))
+                .fold(f64::NAN, |m: f64, x| m.max(*x));
+            x.is_finite().then_some(x)
+        };
+        println!("\n| kernel | numalab avx2 | likwid AVX | numalab avx512 | likwid AVX-512 | best / best | avx2 / AVX | avx512 / AVX-512 |");
+        println!("|---|---|---|---|---|---|---|---|");
+        for (i, (ok, l256, l512)) in pairs.iter().enumerate() {
+            let m = |v: &Vec<f64>| {
+                let x = median(v.clone());
+                if x.is_finite() {
+                    format!("{x:.2}")
+                } else {
+                    "-".into()
+                }
+            };
+            let same = |v: usize| {
+                paired(&|r| ours_gbps[i][v].get(r).copied(), &|r| {
+                    lk_gbps[i][v].get(r).copied()
+                })
+            };
             println!(
-                "| {ok} vs {la} / {l5} | {o:.2} | {a:.2} | {b:.2} | {:.2} |",
-                o / best_l
+                "| {ok} ({l256}, {l512}) | {} | {} | {} | {} | {} | {} | {} |",
+                m(&ours_gbps[i][0]),
+                m(&lk_gbps[i][0]),
+                m(&ours_gbps[i][1]),
+                m(&lk_gbps[i][1]),
+                paired(&|r| best_of(&ours_gbps[i], r), &|r| best_of(&lk_gbps[i], r)),
+                same(0),
+                same(1)
             );
         }
         println!(
-            "\nMedians over {rounds} alternating rounds; numalab: median of 5 timed rounds per run; likwid-bench: its own figure per run."
+            "\nGB/s (STREAM count, 10^9 B/s): medians over {rounds} alternating rounds (each round, per kernel: likwid 256-bit, numalab avx2, likwid 512-bit, numalab avx512). Ratios: median (range) over rounds of the per-round ratio. numalab: median of 5 timed samples of >= 200 ms per run (team time); likwid-bench: its own figure per run (1-4 s)."
         );
     }
     if !skip.contains("latency") {

@@ -164,10 +164,17 @@ pub struct BandwidthRecord {
     pub inner_iterations: u64,
     /// Discarded warm-up rounds.
     pub warmup_rounds: usize,
-    /// Raw samples: duration of each timed round, ns (earliest start to latest end).
+    /// Raw samples: duration of each timed round, ns, from the earliest thread's start
+    /// to the latest thread's end (the whole team, as STREAM times its parallel region).
     pub sample_ns: Vec<f64>,
+    /// Per round, the duration of the slowest thread alone, ns (start skew excluded:
+    /// likwid-bench's convention).
+    pub slowest_thread_ns: Vec<f64>,
     /// STREAM-counted bandwidth, GB/s (10^9 bytes/s), over the samples.
     pub bandwidth_gbps: Summary,
+    /// STREAM-counted bytes over the slowest thread's time, GB/s (likwid-bench's
+    /// convention; higher than `bandwidth_gbps` by the threads' start skew).
+    pub slowest_thread_gbps: Summary,
     /// Bandwidth in bytes actually moved, GB/s.
     pub actual_bandwidth_gbps: Summary,
     /// Median over rounds of slowest / fastest thread time (1.0 = balanced).
@@ -651,6 +658,7 @@ fn run_group(
         let per_thread = times[0].elements[ki] as u64;
         let rounds = times[0].rounds[ki].len();
         let mut sample_ns = Vec::with_capacity(rounds);
+        let mut slowest_ns = Vec::with_capacity(rounds);
         let mut imbalance = Vec::with_capacity(rounds);
         for r in 0..rounds {
             let start = times.iter().map(|t| t.rounds[ki][r].0).min().unwrap();
@@ -662,12 +670,18 @@ fn run_group(
                 .collect();
             let (lo, hi) = (*d.iter().min().unwrap(), *d.iter().max().unwrap());
             imbalance.push(hi as f64 / lo.max(1) as f64);
+            slowest_ns.push(hi.max(1) as f64);
         }
         let stream = elems * k.stream_bytes_per_element() * inner[ki];
         let actual = elems * k.actual_bytes_per_element() * inner[ki];
         let gbps =
             |bytes: u64| -> Vec<f64> { sample_ns.iter().map(|ns| bytes as f64 / ns).collect() };
-        let (Some(bw), Some(abw)) = (Summary::of(&gbps(stream)), Summary::of(&gbps(actual))) else {
+        let slowest_gbps: Vec<f64> = slowest_ns.iter().map(|ns| stream as f64 / ns).collect();
+        let (Some(bw), Some(abw), Some(tbw)) = (
+            Summary::of(&gbps(stream)),
+            Summary::of(&gbps(actual)),
+            Summary::of(&slowest_gbps),
+        ) else {
             return Err(MemError::Runtime(format!(
                 "kernel {k}: no samples were taken"
             )));
@@ -691,7 +705,9 @@ fn run_group(
                 inner_iterations: inner[ki],
                 warmup_rounds: 1,
                 sample_ns,
+                slowest_thread_ns: slowest_ns,
                 bandwidth_gbps: bw,
+                slowest_thread_gbps: tbw,
                 actual_bandwidth_gbps: abw,
                 imbalance: numalab_stats::median(&imbalance).unwrap_or(1.0),
                 timer: Timer {

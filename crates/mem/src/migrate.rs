@@ -787,7 +787,28 @@ fn one_round(
                 .copied()
                 .collect();
             let t0 = numalab_clock::now_ns();
-            let status = placer.move_region(&src, pair.dst)?;
+            let status = match placer.move_region(&src, pair.dst) {
+                Ok(s) => s,
+                Err(e) => {
+                    // Say where the pages ended up before the memory is freed.
+                    let now = placer
+                        .page_nodes(&src)
+                        .map(|n| PagePlacement::from_page_nodes(&n))
+                        .unwrap_or_default();
+                    let on = now
+                        .pages_per_node
+                        .iter()
+                        .filter(|(n, _)| *n == pair.dst)
+                        .map(|(_, c)| c)
+                        .sum::<u64>();
+                    return Err(MemError::Runtime(format!(
+                        "{e}; when it failed {on} of {} pages were on node {} (pages per node: {:?}); the test memory was then freed, nothing stays half-moved",
+                        src.pages(),
+                        pair.dst,
+                        now.pages_per_node
+                    )));
+                }
+            };
             let t1 = numalab_clock::now_ns();
             let mut on_target = 0;
             let mut not_moved = BTreeMap::new();
