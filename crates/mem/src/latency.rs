@@ -629,8 +629,11 @@ pub fn analyse(
         .iter()
         .enumerate()
         .map(|(i, p)| {
+            // The smallest cache that holds the plateau's middle working set, unless the
+            // plateau runs on to twice its size (then it is not that cache's plateau).
             let mid = (xs[p.start] * xs[p.end]).sqrt();
-            let (mut name, cache) = match caches.iter().find(|c| c.1 as f64 >= mid) {
+            let fits = |c: &&(String, u64)| c.1 as f64 >= mid && xs[p.end] < 2.0 * c.1 as f64;
+            let (mut name, cache) = match caches.iter().find(fits) {
                 Some(c) => (c.0.clone(), Some(c.1)),
                 None if !caches.is_empty() => ("memory".to_string(), None),
                 None => (format!("plateau {}", i + 1), None),
@@ -661,4 +664,72 @@ pub fn analyse(
         })
         .collect();
     (levels, steps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(ws: u64, ns: f64) -> Point {
+        Point {
+            working_set_bytes: ws,
+            lines: ws / 64,
+            loads_per_batch: 1000,
+            sample_ns: vec![ns; 5],
+            latency_ns: Summary::of(&[ns; 5]).unwrap(),
+            cycles_p50: None,
+        }
+    }
+
+    #[test]
+    fn plateaus_are_named_after_the_caches_of_the_cpu() {
+        // L1d 16 KiB, L2 2 MiB (per 2 cores), L3 6 MiB (per node) on CPU 0.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/topology/64amd64-4p2n4ca2co.xml");
+        let m = numalab_topo::machine(&numalab_topo::Input::detect(&path).unwrap()).unwrap();
+        let curve = |ws: u64| -> f64 {
+            if ws <= 16 << 10 {
+                1.0
+            } else if ws <= 2 << 20 {
+                5.0
+            } else if ws <= 6 << 20 {
+                20.0
+            } else {
+                100.0
+            }
+        };
+        let points: Vec<Point> = sizes(4096, 256 << 20, 2, 64)
+            .into_iter()
+            .map(|ws| point(ws, curve(ws)))
+            .collect();
+        let (levels, steps) = analyse(&m, 0, &points, None);
+        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, vec!["L1d", "L2", "L3", "memory"], "{levels:?}");
+        assert_eq!(levels[1].cache_bytes, Some(2 << 20));
+        assert!((levels[3].latency_ns - 100.0).abs() < 1e-9);
+        assert_eq!(steps.len(), 3);
+        assert!(
+            steps[0].at_bytes > 16 << 10 && steps[0].at_bytes <= 32 << 10,
+            "{steps:?}"
+        );
+        // A plateau running far past the last cache is memory even if its middle fits.
+        let points: Vec<Point> = sizes(4096, 256 << 20, 1, 64)
+            .into_iter()
+            .map(|ws| point(ws, if ws <= 16 << 10 { 1.0 } else { 100.0 }))
+            .collect();
+        let (levels, _) = analyse(&m, 0, &points, None);
+        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, vec!["L1d", "memory"], "{levels:?}");
+    }
+
+    #[test]
+    fn sweep_sizes_are_ascending_line_multiples_ending_at_max() {
+        let s = sizes(4096, 1 << 20, 2, 64);
+        assert_eq!(s.first(), Some(&4096));
+        assert_eq!(s.last(), Some(&(1 << 20)));
+        assert!(s.windows(2).all(|w| w[0] < w[1]));
+        assert!(s.iter().all(|b| b % 64 == 0));
+        assert_eq!(s.len(), 17);
+        assert_eq!(sizes(4096, 5000, 1, 64), vec![4096, 5056]);
+    }
 }
