@@ -55,6 +55,8 @@ pub enum Command {
     Profile(crate::commands::profile::ProfileArgs),
     /// Model machines you do not have: presets, what-if experiments (analytic and discrete-event).
     Model(crate::commands::model::ModelArgs),
+    /// Memory probes: bandwidth, latency, loaded latency, page migration (per node pair).
+    Mem(crate::commands::mem::MemArgs),
 }
 
 /// `numalab topo`.

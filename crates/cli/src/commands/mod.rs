@@ -7,6 +7,7 @@ pub mod generate;
 pub mod harness;
 pub mod model;
 pub mod profile;
+pub mod mem;
 pub mod topo;
 pub mod workload;
 
@@ -27,5 +28,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::C2c(a) => c2c::run(a),
         Command::Profile(a) => profile::run(a),
         Command::Model(a) => model::run(a),
+        Command::Mem(a) => mem::run(a),
     }
 }
