@@ -32,6 +32,7 @@ pub struct Recorder {
     /// Warnings already shown on stderr: each is shown once per run (a matrix of 64
     /// cells would otherwise repeat the same one 64 times); records keep them all.
     shown: std::collections::HashSet<String>,
+    progress: Option<indicatif::ProgressBar>,
 }
 
 impl Recorder {
@@ -83,6 +84,7 @@ impl Recorder {
             json: output.json,
             previous,
             shown: Default::default(),
+            progress: None,
         })
     }
 
@@ -105,7 +107,11 @@ impl Recorder {
     pub fn push(&mut self, record: Record) -> CliResult {
         for w in &record.warnings {
             if !self.json && self.shown.insert(w.to_string()) {
-                eprintln!("numalab: warning: {w}");
+                match &self.progress {
+                    // Printed above the bar, not through it.
+                    Some(bar) => bar.suspend(|| eprintln!("numalab: warning: {w}")),
+                    None => eprintln!("numalab: warning: {w}"),
+                }
             }
         }
         if let Some(j) = &mut self.journal {
@@ -113,6 +119,11 @@ impl Recorder {
         }
         self.records.push(record);
         Ok(())
+    }
+
+    /// Warnings are printed above this progress bar instead of through it.
+    pub fn set_progress(&mut self, bar: Option<indicatif::ProgressBar>) {
+        self.progress = bar;
     }
 
     /// Prints the bundle when `--json` was given. Returns the bundle either way.

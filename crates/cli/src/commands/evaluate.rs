@@ -105,9 +105,29 @@ pub fn steps() -> Vec<Step> {
             run: step_topology,
         },
         Step {
+            id: "bandwidth",
+            title: "memory bandwidth (thread sweep, node matrix)",
+            run: step_bandwidth,
+        },
+        Step {
+            id: "latency",
+            title: "memory latency (curve, node matrix)",
+            run: step_latency,
+        },
+        Step {
+            id: "loaded",
+            title: "loaded latency",
+            run: step_loaded,
+        },
+        Step {
             id: "c2c",
             title: "core-to-core latency and structure",
             run: step_c2c,
+        },
+        Step {
+            id: "migrate",
+            title: "page migration",
+            run: step_migrate,
         },
         Step {
             id: "pmu",
@@ -171,6 +191,190 @@ fn step_pmu(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
         ctx.rec.push(rec)?;
     }
     Ok(StepStatus::Done)
+}
+
+/// Memory probes write through this: records to the journal at once, cells already
+/// there skipped, progress on the overall bar.
+struct MemSink<'a, 'b> {
+    rec: &'a mut Recorder,
+    progress: &'b indicatif::ProgressBar,
+    title: &'static str,
+}
+
+impl numalab_mem::Sink for MemSink<'_, '_> {
+    fn done(&self, key: &str) -> bool {
+        self.rec.done(key)
+    }
+    fn push(&mut self, record: Record) -> Result<(), numalab_mem::MemError> {
+        self.rec
+            .push(record)
+            .map_err(|e| numalab_mem::MemError::Output(e.message))
+    }
+    fn progress(&mut self, label: &str, done: u64, total: u64) {
+        self.progress
+            .set_message(format!("{}: {label} {done}/{total}", self.title));
+    }
+}
+
+/// Runs mem plans in order; the step fails if every plan failed, and says which cells
+/// failed otherwise.
+fn run_mem_plans(
+    ctx: &mut Ctx<'_>,
+    title: &'static str,
+    plans: Vec<Result<MemPlan, numalab_mem::MemError>>,
+) -> Result<StepStatus, CliError> {
+    let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for plan in plans {
+        let plan = match plan {
+            Ok(p) => p,
+            // A plan the machine cannot run (no memory for it, one node) is a note, not a failure.
+            Err(e) => {
+                failures.push(e.to_string());
+                continue;
+            }
+        };
+        let mut sink = MemSink {
+            rec: ctx.rec,
+            progress: ctx.progress,
+            title,
+        };
+        let outcome = match &plan {
+            MemPlan::Bandwidth(p) => {
+                numalab_mem::bandwidth::run(p, ctx.machine, ctx.placer, &mut sink)
+            }
+            MemPlan::Latency(p) => numalab_mem::latency::run(p, ctx.machine, ctx.placer, &mut sink),
+            MemPlan::Loaded(p) => numalab_mem::loaded::run(p, ctx.machine, ctx.placer, &mut sink),
+            MemPlan::Migrate(p) => {
+                numalab_mem::migrate::run(p, ctx.machine, &budgets, ctx.placer, &mut sink)
+            }
+        };
+        if outcome.interrupted {
+            return Ok(StepStatus::Done);
+        }
+        ran += 1;
+        failures.extend(outcome.failed.iter().map(|(k, e)| format!("{k}: {e}")));
+    }
+    if ran == 0 {
+        return Ok(StepStatus::Failed {
+            error: failures.join("; "),
+        });
+    }
+    if !failures.is_empty() {
+        ctx.progress.suspend(|| {
+            for f in &failures {
+                eprintln!("numalab: {title}: {f}");
+            }
+        });
+    }
+    Ok(StepStatus::Done)
+}
+
+/// A plan of any memory probe.
+enum MemPlan {
+    Bandwidth(numalab_mem::bandwidth::Plan),
+    Latency(numalab_mem::latency::Plan),
+    Loaded(numalab_mem::loaded::Plan),
+    Migrate(numalab_mem::migrate::Plan),
+}
+
+fn multi_node(m: &Machine) -> bool {
+    m.numa_nodes.iter().filter(|n| n.memory_bytes > 0).count() > 1
+}
+
+fn step_bandwidth(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    use numalab_mem::bandwidth;
+    let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
+    let m = ctx.machine;
+    let mut plans = Vec::new();
+    if ctx.quick {
+        plans.push(bandwidth::quick_plan(m, &budgets).map(MemPlan::Bandwidth));
+    } else {
+        // 1, 2, 4, ... threads and all PUs, data first-touched locally.
+        let cpus = m.pu_ids();
+        let mut threads: Vec<usize> = std::iter::successors(Some(1usize), |t| Some(t * 2))
+            .take_while(|t| *t < cpus.len())
+            .collect();
+        threads.push(cpus.len());
+        plans.push(
+            bandwidth::plan(
+                m,
+                &budgets,
+                &cpus,
+                &threads,
+                &numalab_topo::bind::MemPolicy::FirstTouch,
+                bandwidth::Options::defaults(m),
+            )
+            .map(MemPlan::Bandwidth),
+        );
+    }
+    if multi_node(m) {
+        let opts = if ctx.quick {
+            bandwidth::Options::quick(m)
+        } else {
+            bandwidth::Options::defaults(m)
+        };
+        plans.push(bandwidth::plan_matrix(m, &budgets, &[], opts).map(MemPlan::Bandwidth));
+    }
+    run_mem_plans(ctx, "bandwidth", plans)
+}
+
+fn step_latency(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    use numalab_mem::latency;
+    let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
+    let m = ctx.machine;
+    let mut plans = vec![if ctx.quick {
+        latency::quick_plan(m, &budgets).map(MemPlan::Latency)
+    } else {
+        let opts = latency::Options::defaults(m);
+        let cpu = m.pu_ids()[0];
+        let sizes = latency::default_sizes(m, cpu, 2, opts.stride_bytes);
+        latency::plan(
+            m,
+            &budgets,
+            &[cpu],
+            &numalab_topo::bind::MemPolicy::FirstTouch,
+            &[
+                numalab_mem::PageRequest::Base,
+                numalab_mem::PageRequest::Thp,
+            ],
+            sizes,
+            opts,
+        )
+        .map(MemPlan::Latency)
+    }];
+    if multi_node(m) {
+        let size = latency::default_idle_size(m);
+        plans.push(
+            latency::plan_matrix(
+                m,
+                &budgets,
+                &[numalab_mem::PageRequest::Thp],
+                size,
+                latency::Options::idle(m),
+            )
+            .map(MemPlan::Latency),
+        );
+    }
+    run_mem_plans(ctx, "latency", plans)
+}
+
+fn step_loaded(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    if ctx.machine.pus.len() < 2 {
+        return Ok(StepStatus::Skipped {
+            reason: "one PU: no CPU is left to generate traffic".into(),
+        });
+    }
+    let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
+    let plan = numalab_mem::loaded::quick_plan(ctx.machine, &budgets).map(MemPlan::Loaded);
+    run_mem_plans(ctx, "loaded latency", vec![plan])
+}
+
+fn step_migrate(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
+    let plan = numalab_mem::migrate::quick_plan(ctx.machine, &budgets).map(MemPlan::Migrate);
+    run_mem_plans(ctx, "migrate", vec![plan])
 }
 
 fn step_c2c(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
@@ -324,6 +528,7 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             .expect("static template")
             .progress_chars("=> "),
     );
+    rec.set_progress(Some(progress.clone()));
     let mut failed = 0;
     for step in &all {
         progress.set_message(step.title);

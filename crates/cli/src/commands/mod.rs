@@ -5,9 +5,9 @@ pub mod doctor;
 pub mod evaluate;
 pub mod generate;
 pub mod harness;
+pub mod mem;
 pub mod model;
 pub mod profile;
-pub mod mem;
 pub mod topo;
 pub mod workload;
 
