@@ -71,19 +71,47 @@ pub struct Floorplan {
     pub cells: Vec<FloorCell>,
     /// Unit of the values.
     pub unit: String,
-    /// Lines of text under the plan.
+    /// Lines of text under the plan (wrapped to the picture's width).
     pub notes: Vec<String>,
+    /// Colour scale (low, high); values outside are drawn at the ends. None: the values'
+    /// own range.
+    pub range: Option<(f64, f64)>,
 }
 
 const CELL: f64 = 84.0;
+
+/// Splits text into lines of at most `width` characters at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push(line);
+    }
+    out
+}
 
 impl Floorplan {
     /// The SVG document.
     pub fn to_svg(&self) -> String {
         let (ml, mt) = (40.0, 46.0);
         let legend_w = 120.0;
-        let w = ml + CELL * f64::from(self.cols) + legend_w;
-        let notes_h = 16.0 * self.notes.len() as f64;
+        let w = (ml + CELL * f64::from(self.cols) + legend_w).max(560.0);
+        let per_line = ((w - ml - 10.0) / 6.2) as usize;
+        let lines: Vec<String> = self
+            .notes
+            .iter()
+            .flat_map(|n| wrap(n, per_line.max(20)))
+            .collect();
+        let notes_h = 16.0 * lines.len() as f64;
         let h = mt + CELL * f64::from(self.rows) + 30.0 + notes_h;
         let vals: Vec<f64> = self
             .cells
@@ -91,8 +119,13 @@ impl Floorplan {
             .flat_map(|c| c.items.iter().filter_map(|i| i.value))
             .filter(|v| v.is_finite())
             .collect();
-        let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (lo, hi) = match self.range {
+            Some(r) if !vals.is_empty() => r,
+            _ => (
+                vals.iter().copied().fold(f64::INFINITY, f64::min),
+                vals.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            ),
+        };
         let mut out = String::new();
         let _ = write!(
             out,
@@ -236,7 +269,7 @@ impl Floorplan {
                 escape(&self.unit)
             );
         }
-        for (k, n) in self.notes.iter().enumerate() {
+        for (k, n) in lines.iter().enumerate() {
             let _ = write!(
                 out,
                 "<text x=\"{ml:.1}\" y=\"{:.1}\" font-size=\"11\">{}</text>",
@@ -314,12 +347,23 @@ mod tests {
             ],
             unit: "ns".into(),
             notes: vec!["residual 0.4 ns & <more>".into()],
+            range: None,
         }
     }
 
     #[test]
     fn floorplan_snapshot() {
         insta::assert_snapshot!(plan().to_svg());
+    }
+
+    #[test]
+    fn long_notes_wrap_at_spaces() {
+        let w = wrap("aaa bbb ccc ddd", 7);
+        assert_eq!(w, vec!["aaa bbb", "ccc ddd"]);
+        assert_eq!(
+            wrap("averyveryverylongword x", 5),
+            vec!["averyveryverylongword", "x"]
+        );
     }
 
     #[test]

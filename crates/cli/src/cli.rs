@@ -55,6 +55,12 @@ pub enum Command {
     Profile(crate::commands::profile::ProfileArgs),
     /// Model machines you do not have: presets, what-if experiments (analytic and discrete-event).
     Model(crate::commands::model::ModelArgs),
+    /// Infer where cores sit on a mesh from latency matrices; check it on model ground
+    /// truth; choose cores for cooperating threads.
+    Layout(crate::commands::layout::LayoutArgs),
+    /// Schedule a mix of tasks on the cores (fair, load, optimized) from past run times;
+    /// run the schedules with binding or evaluate them on a model.
+    Schedule(crate::commands::schedule::ScheduleArgs),
 }
 
 /// `numalab topo`.

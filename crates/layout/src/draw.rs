@@ -153,13 +153,36 @@ pub fn floorplan(
             rec.r_squared
         ),
         format!(
-            "hatched: tiles left without cores (disabled, as inferred); dashed: stops that hold no core; '?': confidence below 0.9; defined up to: {}",
+            "hatched: tiles left without cores (disabled, as inferred); dashed: stops that hold no core; '?': confidence below 0.9; compared modulo: {}",
             rec.symmetries.join(", ")
         ),
     ];
+    // The source's tile mates are much faster than any other core: keep them out of the
+    // colour scale so that the mesh distances stay visible.
+    let mut range = None;
+    if let Some(Heat::From(src)) = heat {
+        let stop = rec.cores.iter().find(|c| c.cpu == *src).map(|c| c.stop);
+        let others: Vec<f64> = rec
+            .cores
+            .iter()
+            .filter(|c| Some(c.stop) != stop)
+            .filter_map(|c| values.get(&c.cpu).copied())
+            .collect();
+        if !others.is_empty() && others.len() < values.len() {
+            range = Some((
+                others.iter().copied().fold(f64::INFINITY, f64::min),
+                others.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            ));
+        }
+    }
     match heat {
         Some(Heat::From(c)) => notes.push(format!(
-            "colour: measured latency from CPU {c} (thick outline)"
+            "colour: measured latency from CPU {c} (thick outline){}",
+            if range.is_some() {
+                "; cores on its own tile are below the scale (see tooltips)"
+            } else {
+                ""
+            }
         )),
         Some(Heat::To(t)) => notes.push(format!("colour: measured latency to {t} (thick circle)")),
         None => {}
@@ -171,6 +194,7 @@ pub fn floorplan(
         cells: cells.into_values().collect(),
         unit: "ns".into(),
         notes,
+        range,
     };
     Ok(plan.to_svg())
 }

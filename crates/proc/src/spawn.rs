@@ -423,11 +423,20 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
     let keep = spec.keep_stdout_bytes;
     let stdout = std::thread::spawn(move || read_pipe(out_r, tail, keep));
     let stderr = std::thread::spawn(move || read_pipe(err_r, tail, 0));
+    // Only a gated child reads the gate. Writing to it for an ungated child races with
+    // its exec (which closes the read end): EPIPE, and SIGPIPE kills numalab, whose
+    // main() restores the default disposition.
+    let gate = if gated {
+        Some(gate_w)
+    } else {
+        drop(gate_w);
+        None
+    };
     let mut running = Running {
         pid,
         program,
         argv,
-        gate: Some(gate_w),
+        gate,
         err_pipe: Some(status_r),
         stdout: Some(stdout),
         stderr: Some(stderr),

@@ -5,8 +5,10 @@ pub mod doctor;
 pub mod evaluate;
 pub mod generate;
 pub mod harness;
-pub mod profile;
+pub mod layout;
 pub mod model;
+pub mod profile;
+pub mod schedule;
 pub mod topo;
 pub mod workload;
 
@@ -27,5 +29,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::C2c(a) => c2c::run(a),
         Command::Profile(a) => profile::run(a),
         Command::Model(a) => model::run(a),
+        Command::Layout(a) => layout::run(a),
+        Command::Schedule(a) => schedule::run(a),
     }
 }
