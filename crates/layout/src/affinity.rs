@@ -261,16 +261,13 @@ pub fn advise(c: &CostMatrix, comm: &Comm, seed: u64) -> Result<Advice, LayoutEr
         used[start] = true;
         for &t in &order[1..] {
             let mut choice = (f64::INFINITY, 0usize);
-            for p in 0..n {
-                if used[p] {
-                    continue;
-                }
-                let mut s = 0.0;
-                for u in 0..k {
-                    if pl[u] != usize::MAX {
-                        s += comm.w[t * k + u] * c.get(p, pl[u]);
-                    }
-                }
+            for (p, _) in used.iter().enumerate().filter(|(_, u)| !**u) {
+                let s: f64 = pl
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, q)| **q != usize::MAX)
+                    .map(|(u, &q)| comm.w[t * k + u] * c.get(p, q))
+                    .sum();
                 if s < choice.0 {
                     choice = (s, p);
                 }

@@ -67,12 +67,31 @@ impl Acc {
                 continue;
             }
             self.xty[i] += xi * y;
-            for j in i..p {
-                self.xtx[i][j] += xi * x[j];
+            for (j, xj) in x.iter().enumerate().take(p).skip(i) {
+                self.xtx[i][j] += xi * xj;
             }
         }
         self.yy += sign * y * y;
         self.n += sign;
+    }
+
+    /// Replaces one observation's features `old` by `new` (same y): what a move does.
+    /// The constant column does not change, so only the feature entries are touched.
+    #[inline]
+    pub fn replace(&mut self, old: &[f64], new: &[f64], y: f64) {
+        let q = self.p - 1;
+        for i in 0..q {
+            let (o, n) = (old[i], new[i]);
+            if o == 0.0 && n == 0.0 {
+                continue;
+            }
+            let d = n - o;
+            self.xty[i + 1] += d * y;
+            self.xtx[0][i + 1] += d;
+            for j in i..q {
+                self.xtx[i + 1][j + 1] += n * new[j] - o * old[j];
+            }
+        }
     }
 
     /// The least-squares solution; coefficients from index `nonneg_from` on are kept
@@ -90,8 +109,15 @@ impl Acc {
             }
         }
         loop {
-            let idx: Vec<usize> = (0..p).filter(|&i| active[i]).collect();
-            let m = idx.len();
+            let mut idx = [0usize; MAXP];
+            let mut m = 0;
+            for (i, &a) in active.iter().enumerate().take(p) {
+                if a {
+                    idx[m] = i;
+                    m += 1;
+                }
+            }
+            let idx = &idx[..m];
             let mut a = [[0.0; MAXP]; MAXP];
             let mut b = [0.0; MAXP];
             for (r, &i) in idx.iter().enumerate() {
@@ -144,7 +170,10 @@ fn eliminate(
     b: &mut [f64; MAXP],
     m: usize,
 ) -> Result<[f64; MAXP], usize> {
-    let scale: Vec<f64> = (0..m).map(|i| a[i][i].abs().max(1e-300)).collect();
+    let mut scale = [0.0; MAXP];
+    for (i, s) in scale.iter_mut().enumerate().take(m) {
+        *s = a[i][i].abs().max(1e-300);
+    }
     // Track which original column each position holds: rows are swapped, columns are not.
     for k in 0..m {
         let piv = (k..m)
@@ -155,13 +184,14 @@ fn eliminate(
         }
         a.swap(k, piv);
         b.swap(k, piv);
+        let pivot_row = a[k];
         for i in k + 1..m {
-            let f = a[i][k] / a[k][k];
+            let f = a[i][k] / pivot_row[k];
             if f == 0.0 {
                 continue;
             }
-            for j in k..m {
-                a[i][j] -= f * a[k][j];
+            for (aij, akj) in a[i][k..m].iter_mut().zip(&pivot_row[k..m]) {
+                *aij -= f * akj;
             }
             b[i] -= f * b[k];
         }
@@ -201,6 +231,18 @@ mod tests {
         assert!((s.beta[2] - 2.0).abs() < 1e-9);
         assert!((s.beta[3] - 1.0).abs() < 1e-9);
         assert!(s.sse < 1e-9);
+        // Replacing features equals removing and adding.
+        let mut r = acc;
+        r.replace(&[0.0, 4.0, 2.0], &[1.0, 0.0, 3.0], 90.0);
+        let mut q = acc;
+        q.add(&[0.0, 4.0, 2.0], 90.0, -1.0);
+        q.add(&[1.0, 0.0, 3.0], 90.0, 1.0);
+        for i in 0..4 {
+            assert!((r.xty[i] - q.xty[i]).abs() < 1e-9);
+            for j in i..4 {
+                assert!((r.xtx[i][j] - q.xtx[i][j]).abs() < 1e-9, "{i} {j}");
+            }
+        }
         // Removing an observation is the inverse of adding it.
         let mut b = acc;
         b.add(&[0.0, 6.0, 6.0], 98.0, -1.0);

@@ -121,9 +121,9 @@ pub fn generate(
             let cyc = core_to_core_matrix(model, &placement, None);
             let cpus: Vec<u32> = (0..n as u32).collect();
             let mut m = LatencyMatrix::new(cpus);
-            for i in 0..n {
-                for j in 0..i {
-                    let v = model.ns(0.5 * (cyc[i][j] + cyc[j][i])) + noise();
+            for (i, row) in cyc.iter().enumerate() {
+                for (j, &there) in row.iter().enumerate().take(i) {
+                    let v = model.ns(0.5 * (there + cyc[j][i])) + noise();
                     m.set(i, j, v.max(floor));
                 }
             }

@@ -209,6 +209,10 @@ pub struct Problem<'a> {
     core_units: usize,
     unit_of_core: Vec<u32>,
     obs_of_unit: Vec<Vec<u32>>,
+    /// Units at the two ends of each observation.
+    ends: Vec<(u32, u32)>,
+    /// Observations minus their mean.
+    yc: Vec<f64>,
     core_stops: Vec<StopId>,
     target_stops: Vec<StopId>,
     /// Mean latency (observations are centred on it).
@@ -287,6 +291,7 @@ impl<'a> Problem<'a> {
             units.push(vec![j as u32]);
         }
         let mut obs_of_unit: Vec<Vec<u32>> = vec![Vec::new(); units.len()];
+        let mut ends = Vec::with_capacity(m.obs.len());
         let mut seen_core = vec![false; n];
         for (k, o) in m.obs.iter().enumerate() {
             if o.a as usize >= n
@@ -303,6 +308,7 @@ impl<'a> Problem<'a> {
                 Kind::CoreToCore => unit_of_core[o.b as usize] as usize,
                 Kind::CoreToTarget => core_units + o.b as usize,
             };
+            ends.push((ua as u32, ub as u32));
             obs_of_unit[ua].push(k as u32);
             if ub != ua {
                 obs_of_unit[ub].push(k as u32);
@@ -330,7 +336,10 @@ impl<'a> Problem<'a> {
         }
         let offset = m.obs.iter().map(|o| o.y).sum::<f64>() / m.obs.len() as f64;
         let floor = (1e-3 * m.median()).powi(2).max(1e-12);
+        let yc = m.obs.iter().map(|o| o.y - offset).collect();
         Ok(Problem {
+            ends,
+            yc,
             grid,
             m,
             units,
@@ -569,6 +578,9 @@ impl<'a> Problem<'a> {
     }
 }
 
+/// A move with the statistics and solution it leads to.
+type Candidate = (Vec<(usize, StopId)>, Acc, Solution);
+
 /// The state of one search.
 struct State<'p, 'a> {
     p: &'p Problem<'a>,
@@ -712,31 +724,29 @@ impl<'p, 'a> State<'p, 'a> {
         }
         let mut acc = self.acc;
         let grid = self.p.grid;
-        let mut touched: Vec<u32> = Vec::new();
+        let moved = |u: u32, cur: StopId| -> StopId {
+            moves
+                .iter()
+                .find(|m| m.0 == u as usize)
+                .map_or(cur, |m| m.1)
+        };
         for &(u, _) in moves {
             for &k in &self.p.obs_of_unit[u] {
-                if self.stamp[k as usize] != self.gen {
-                    self.stamp[k as usize] = self.gen;
-                    touched.push(k);
+                if self.stamp[k as usize] == self.gen {
+                    continue;
+                }
+                self.stamp[k as usize] = self.gen;
+                let (ua, ub) = self.p.ends[k as usize];
+                let (a, b) = (self.unit_stop[ua as usize], self.unit_stop[ub as usize]);
+                let (na, nb) = (moved(ua, a), moved(ub, b));
+                if (na, nb) != (a, b) {
+                    acc.replace(
+                        grid.features(a, b),
+                        grid.features(na, nb),
+                        self.p.yc[k as usize],
+                    );
                 }
             }
-        }
-        for &k in &touched {
-            let o = &self.p.m.obs[k as usize];
-            let (a, b) = self.stops_of(o);
-            acc.add(grid.features(a, b), o.y - self.p.offset, -1.0);
-        }
-        let old: Vec<StopId> = moves.iter().map(|&(u, _)| self.unit_stop[u]).collect();
-        for &(u, st) in moves {
-            self.unit_stop[u] = st;
-        }
-        for &k in &touched {
-            let o = &self.p.m.obs[k as usize];
-            let (a, b) = self.stops_of(o);
-            acc.add(grid.features(a, b), o.y - self.p.offset, 1.0);
-        }
-        for (&(u, _), st) in moves.iter().zip(old) {
-            self.unit_stop[u] = st;
         }
         acc
     }
@@ -880,8 +890,8 @@ impl<'p, 'a> State<'p, 'a> {
     }
 
     /// Best alternative for unit u: (moves, statistics, solution) of the best other stop.
-    fn best_alternative(&mut self, u: usize) -> Option<(Vec<(usize, StopId)>, Acc, Solution)> {
-        let mut best: Option<(Vec<(usize, StopId)>, Acc, Solution)> = None;
+    fn best_alternative(&mut self, u: usize) -> Option<Candidate> {
+        let mut best: Option<Candidate> = None;
         let stops: Vec<StopId> = self.allowed(u).to_vec();
         for b in stops {
             for moves in self.candidates(u, b) {

@@ -214,6 +214,7 @@ impl RecordKind for AffinityRecord {
 
 impl InferenceRecord {
     /// Builds the record of an inference.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         input: &str,
         origin: &str,

@@ -280,6 +280,22 @@ fn run_infer(a: &InferArgs) -> CliResult {
     let loaded = input::load(&a.input)?;
     let m = &loaded.measured;
     let n = m.cpus.len();
+    // The heatmap must fit the matrix; say so before searching.
+    match (&a.heatmap_from, &a.heatmap_to, m.kind) {
+        (Some(_), _, Kind::CoreToTarget) => {
+            return Err(usage("--heatmap-from needs a core-to-core matrix; use --heatmap-to TARGET for a core x target matrix"))
+        }
+        (_, Some(_), Kind::CoreToCore) => {
+            return Err(usage("--heatmap-to needs a core x target matrix; use --heatmap-from CPU for a core-to-core matrix"))
+        }
+        (Some(c), _, _) if !m.cpus.contains(c) => {
+            return Err(usage(format!("--heatmap-from {c}: CPU {c} is not in the matrix ({n} CPUs)")))
+        }
+        (_, Some(t), _) if !m.targets.contains(t) => {
+            return Err(usage(format!("--heatmap-to {t}: no such target; the matrix has {}", m.targets.join(", "))))
+        }
+        _ => {}
+    }
     let mut notes = loaded.notes.clone();
     let hop_costs = match hop {
         Some(None) => HopCosts::Fit,
@@ -551,14 +567,13 @@ fn print_inference(r: &InferenceRecord) {
     println!();
     for y in (0..g.rows as usize).rev() {
         print!("{:<6}", format!("y={y}"));
-        for x in 0..g.cols as usize {
-            print!(" {:<width$}", cell[y][x]);
+        for c in &cell[y] {
+            print!(" {c:<width$}");
         }
         println!();
         if !r.targets.is_empty() {
             print!("      ");
-            for x in 0..g.cols as usize {
-                let t = &targets[y][x];
+            for t in &targets[y] {
                 print!(
                     " {:<width$}",
                     if t.is_empty() {

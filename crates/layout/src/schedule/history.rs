@@ -210,10 +210,11 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
         }
         a.swap(k, piv);
         b.swap(k, piv);
+        let pivot_row = a[k].clone();
         for i in k + 1..n {
-            let f = a[i][k] / a[k][k];
-            for j in k..n {
-                a[i][j] -= f * a[k][j];
+            let f = a[i][k] / pivot_row[k];
+            for (aij, akj) in a[i][k..n].iter_mut().zip(&pivot_row[k..n]) {
+                *aij -= f * akj;
             }
             b[i] -= f * b[k];
         }

@@ -42,6 +42,8 @@ pub struct TaskRun {
     pub end_s: f64,
     /// CPU time / wall time.
     pub cpus_busy: f64,
+    /// Last bytes (up to 1 KiB) of its output.
+    pub stdout_tail: String,
     /// Last bytes of stderr, when it failed.
     pub stderr_tail: Option<String>,
 }
@@ -162,6 +164,7 @@ pub fn run_plan(mix: &Mix, plan: &Plan) -> Result<ScheduleRun, LayoutError> {
             wall_s: o.wall_ns as f64 / 1e9,
             end_s: end,
             cpus_busy: o.cpus_busy(),
+            stdout_tail: last_kib(&o.stdout_tail),
             stderr_tail: (!ok).then(|| o.stderr_tail.clone()),
         });
     }
@@ -170,6 +173,14 @@ pub fn run_plan(mix: &Mix, plan: &Plan) -> Result<ScheduleRun, LayoutError> {
         ok: tasks.iter().all(|t| t.ok),
         tasks,
     })
+}
+
+fn last_kib(s: &str) -> String {
+    let start = s.len().saturating_sub(1024);
+    let start = (start..=s.len())
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(s.len());
+    s[start..].to_string()
 }
 
 /// The cores of a modeled machine: OS order, the model's nodes, and its core-to-core
