@@ -84,10 +84,7 @@ fn accuracy(preset: &str, kind: Kind, hop: HopCosts, levels: &[f64], trials: u64
             None
         };
         let correct: usize = ts.iter().map(|t| t.tile_groups_correct).sum();
-        let optimal = ts
-            .iter()
-            .filter(|t| t.inferred_sse_ns2 <= t.truth_sse_ns2 * (1.0 + 1e-9) + 1e-9)
-            .count();
+        let optimal = ts.iter().filter(|t| t.search_optimal).count();
         let mut secs: Vec<f64> = ts.iter().map(|t| t.seconds).collect();
         println!(
             "| {noise} | {:.1}% | {:.1}% | {disp:.2} | {} | {optimal}/{} | {:.2} |",

@@ -247,6 +247,9 @@ pub struct Trial {
     pub truth_sse_ns2: f64,
     /// Squared error of the inferred placement, ns^2.
     pub inferred_sse_ns2: f64,
+    /// The inferred placement fits at least as well as the true one (within rounding:
+    /// 1e-9 of the sum of squared latencies): the search did its job.
+    pub search_optimal: bool,
     /// Search time, s.
     pub seconds: f64,
 }
@@ -307,6 +310,7 @@ pub fn trial(
     );
     let truth_sol = problem.evaluate(&truth.core_stop, &truth.target_stop);
     let nobs = truth.measured.obs.len() as f64;
+    let yy: f64 = truth.measured.obs.iter().map(|o| o.y * o.y).sum();
     Ok(Trial {
         noise_ns,
         seed,
@@ -316,6 +320,7 @@ pub fn trial(
         residual_rms_ns: (inf.solution.sse / nobs).sqrt(),
         truth_sse_ns2: truth_sol.sse,
         inferred_sse_ns2: inf.solution.sse,
+        search_optimal: inf.solution.sse <= truth_sol.sse + 1e-9 * yy,
         seconds,
     })
 }

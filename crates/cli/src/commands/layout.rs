@@ -723,10 +723,7 @@ fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
                 / trials.len() as f64,
             tile_groups_correct_fraction: truth_groups
                 .map(|g| correct.min(found) as f64 / g as f64),
-            search_optimal_trials: trials
-                .iter()
-                .filter(|t| t.inferred_sse_ns2 <= t.truth_sse_ns2 * (1.0 + 1e-9) + 1e-9)
-                .count(),
+            search_optimal_trials: trials.iter().filter(|t| t.search_optimal).count(),
             seconds_median: numalab_stats::median(&secs).unwrap_or(0.0),
             trials,
             symmetries: syms.clone(),
