@@ -43,7 +43,7 @@ fn fmt_axis(v: f64, f: AxisFormat) -> String {
     }
 }
 
-fn trim(v: f64) -> String {
+pub(crate) fn trim(v: f64) -> String {
     let s = format!("{v:.3}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "-0" {
@@ -367,7 +367,7 @@ pub struct Heatmap {
     pub col_label: String,
 }
 
-fn ramp(t: f64) -> String {
+pub(crate) fn ramp(t: f64) -> String {
     // Light yellow (low) to dark blue (high).
     let t = t.clamp(0.0, 1.0);
     let a = (255.0, 247.0, 188.0);

@@ -57,6 +57,12 @@ pub enum Command {
     Model(crate::commands::model::ModelArgs),
     /// Memory probes: bandwidth, latency, loaded latency, page migration (per node pair).
     Mem(crate::commands::mem::MemArgs),
+    /// Infer where cores sit on a mesh from latency matrices; check it on model ground
+    /// truth; choose cores for cooperating threads.
+    Layout(crate::commands::layout::LayoutArgs),
+    /// Schedule a mix of tasks on the cores (fair, load, optimized) from past run times;
+    /// run the schedules with binding or evaluate them on a model.
+    Schedule(crate::commands::schedule::ScheduleArgs),
 }
 
 /// `numalab topo`.

@@ -5,9 +5,11 @@ pub mod doctor;
 pub mod evaluate;
 pub mod generate;
 pub mod harness;
+pub mod layout;
 pub mod mem;
 pub mod model;
 pub mod profile;
+pub mod schedule;
 pub mod topo;
 pub mod workload;
 
@@ -29,5 +31,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Profile(a) => profile::run(a),
         Command::Model(a) => model::run(a),
         Command::Mem(a) => mem::run(a),
+        Command::Layout(a) => layout::run(a),
+        Command::Schedule(a) => schedule::run(a),
     }
 }
