@@ -57,7 +57,7 @@ fn histories() -> Vec<Vec<Observation>> {
 fn line_resources(distance: bool) -> Resources {
     // 8 CPUs on a line, numbered in a zig-zag: CPU 0 at position 0, 1 at 7, 2 at 1, 3 at 6,
     // 4 at 2, 5 at 5, 6 at 3, 7 at 4. CPUs 0-3 on node 0, 4-7 on node 1.
-    let pos = |c: usize| if c % 2 == 0 { c / 2 } else { 7 - c / 2 } as f64;
+    let pos = |c: usize| if c.is_multiple_of(2) { c / 2 } else { 7 - c / 2 } as f64;
     let mut ns = vec![0.0; 64];
     for i in 0..8 {
         for j in 0..8 {
