@@ -97,6 +97,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Optional (x, low, high) band drawn behind the line (intervals, p10-p90).
     pub band: Vec<(f64, f64, f64)>,
+    /// Drawn dashed and without points (a reference such as "ideal speedup").
+    pub dashed: bool,
 }
 
 impl Series {
@@ -106,6 +108,15 @@ impl Series {
             name: name.into(),
             points,
             band: Vec::new(),
+            dashed: false,
+        }
+    }
+
+    /// A dashed reference line.
+    pub fn reference(name: &str, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            dashed: true,
+            ..Series::new(name, points)
         }
     }
 }
@@ -129,6 +140,8 @@ pub struct LineChart {
     pub series: Vec<Series>,
     /// Vertical marks: (x, label), e.g. cache sizes or "package 1 starts".
     pub marks: Vec<(f64, String)>,
+    /// Tick positions of the x axis (e.g. the thread counts measured); empty: automatic.
+    pub x_ticks: Vec<f64>,
 }
 
 impl LineChart {
@@ -143,6 +156,7 @@ impl LineChart {
             x_format: AxisFormat::Number,
             series: Vec::new(),
             marks: Vec::new(),
+            x_ticks: Vec::new(),
         }
     }
 
@@ -227,7 +241,13 @@ impl LineChart {
         };
         // Axes and grid.
         let _ = write!(out, "<rect x=\"{ml}\" y=\"{mt}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#999\"/>");
-        let xt = if self.x_log {
+        let xt = if !self.x_ticks.is_empty() {
+            self.x_ticks
+                .iter()
+                .copied()
+                .filter(|t| t.is_finite() && *t >= x0 && *t <= x1)
+                .collect()
+        } else if self.x_log {
             log_ticks(x0, x1, xbase)
         } else {
             linear_ticks(x0, x1)
@@ -267,8 +287,8 @@ impl LineChart {
             mt + ph / 2.0,
             escape(&self.y_label)
         );
-        // Marks.
-        for (x, label) in &self.marks {
+        // Marks (labels staggered so that close marks stay readable).
+        for (k, (x, label)) in self.marks.iter().enumerate() {
             if !(x.is_finite() && *x >= x0 && *x <= x1) {
                 continue;
             }
@@ -278,7 +298,7 @@ impl LineChart {
                 "<line x1=\"{px:.1}\" y1=\"{mt}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\">{}</text>",
                 mt + ph,
                 px + 3.0,
-                mt + 12.0,
+                mt + 12.0 + (k % 3) as f64 * 11.0,
                 escape(label)
             );
         }
@@ -320,12 +340,17 @@ impl LineChart {
                 })
                 .map(|(x, y)| format!("{:.1},{:.1}", tx(*x), ty(*y)))
                 .collect();
+            let dash = if s.dashed {
+                " stroke-dasharray=\"5 4\""
+            } else {
+                ""
+            };
             let _ = write!(
                 out,
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
+                "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>",
                 pts.join(" ")
             );
-            for p in &pts {
+            for p in pts.iter().filter(|_| !s.dashed) {
                 let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
                 let _ = write!(
                     out,
@@ -365,6 +390,10 @@ pub struct Heatmap {
     pub row_label: String,
     /// Label of the column axis.
     pub col_label: String,
+    /// Colour by this many classes on a log scale (legend: each class's lower bound)
+    /// instead of a continuous linear ramp: latencies spanning orders of magnitude
+    /// (core-to-core within a core vs across sockets) stay distinguishable.
+    pub log_classes: Option<usize>,
 }
 
 fn ramp(t: f64) -> String {
@@ -376,7 +405,64 @@ fn ramp(t: f64) -> String {
     format!("#{:02x}{:02x}{:02x}", c(a.0, b.0), c(a.1, b.1), c(a.2, b.2))
 }
 
+/// Where a value falls on a heatmap's colour scale, in [0, 1].
+#[derive(Debug, Clone, Copy)]
+struct ColorScale {
+    lo: f64,
+    hi: f64,
+    classes: Option<usize>,
+}
+
+impl ColorScale {
+    fn position(&self, v: f64) -> f64 {
+        match self.classes {
+            None => {
+                if self.hi > self.lo {
+                    (v - self.lo) / (self.hi - self.lo)
+                } else {
+                    0.5
+                }
+            }
+            Some(n) => self.class(v) as f64 / (n.max(2) - 1) as f64,
+        }
+    }
+
+    fn class(&self, v: f64) -> usize {
+        let n = self.classes.unwrap_or(10).max(2);
+        if self.hi <= self.lo || v <= self.lo || self.lo <= 0.0 {
+            return 0;
+        }
+        let t = (v.ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln());
+        ((t * n as f64).floor() as usize).min(n - 1)
+    }
+
+    fn bound(&self, class: usize) -> f64 {
+        let n = self.classes.unwrap_or(10).max(2) as f64;
+        (self.lo.ln() + (self.hi.ln() - self.lo.ln()) * class as f64 / n).exp()
+    }
+}
+
 impl Heatmap {
+    /// A heatmap with a linear colour ramp.
+    pub fn new(
+        title: &str,
+        rows: Vec<String>,
+        cols: Vec<String>,
+        values: Vec<Vec<Option<f64>>>,
+        unit: &str,
+    ) -> Self {
+        Heatmap {
+            title: title.into(),
+            rows,
+            cols,
+            values,
+            unit: unit.into(),
+            row_label: String::new(),
+            col_label: String::new(),
+            log_classes: None,
+        }
+    }
+
     /// The SVG document.
     pub fn to_svg(&self) -> String {
         let n_r = self.rows.len().max(1);
@@ -393,8 +479,17 @@ impl Heatmap {
             .copied()
             .filter(|v| v.is_finite())
             .collect();
-        let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+        let lo = vals
+            .iter()
+            .copied()
+            .filter(|v| self.log_classes.is_none() || *v > 0.0)
+            .fold(f64::INFINITY, f64::min);
         let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let scale = ColorScale {
+            lo,
+            hi,
+            classes: self.log_classes.filter(|_| lo > 0.0),
+        };
         let mut out = String::new();
         let _ = write!(
             out,
@@ -410,18 +505,15 @@ impl Heatmap {
                 let x = ml + c as f64 * cell;
                 let y = mt + r as f64 * cell;
                 let (fill, title) = match v {
-                    Some(v) if v.is_finite() => {
-                        let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
-                        (
-                            ramp(t),
-                            format!(
-                                "{} -> {}: {v:.1} {}",
-                                self.rows.get(r).cloned().unwrap_or_default(),
-                                self.cols.get(c).cloned().unwrap_or_default(),
-                                self.unit
-                            ),
-                        )
-                    }
+                    Some(v) if v.is_finite() => (
+                        ramp(scale.position(*v)),
+                        format!(
+                            "{} -> {}: {v:.1} {}",
+                            axis_item(&self.row_label, self.rows.get(r)),
+                            axis_item(&self.col_label, self.cols.get(c)),
+                            self.unit
+                        ),
+                    ),
                     _ => ("#f0f0f0".to_string(), "not measured".to_string()),
                 };
                 let _ = write!(
@@ -431,7 +523,7 @@ impl Heatmap {
                 );
                 if cell >= 30.0 {
                     if let Some(v) = v {
-                        let dark = hi > lo && (v - lo) / (hi - lo) > 0.55;
+                        let dark = hi > lo && scale.position(*v) > 0.55;
                         let _ = write!(
                             out,
                             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\" fill=\"{}\">{}</text>",
@@ -482,7 +574,21 @@ impl Heatmap {
             mt + cell * n_r as f64 + 24.0,
             escape(&self.col_label)
         );
-        if lo.is_finite() {
+        if let (true, Some(n)) = (lo.is_finite(), scale.classes) {
+            let lx = ml + cell * n_c as f64 + 20.0;
+            for k in 0..n {
+                let y = mt + k as f64 * 16.0;
+                let _ = write!(
+                    out,
+                    "<rect x=\"{lx:.1}\" y=\"{y:.1}\" width=\"14\" height=\"14\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\">&#8805; {} {}</text>",
+                    ramp(k as f64 / (n.max(2) - 1) as f64),
+                    lx + 18.0,
+                    y + 11.0,
+                    escape(&trim((scale.bound(k) * 10.0).round() / 10.0)),
+                    escape(&self.unit)
+                );
+            }
+        } else if lo.is_finite() {
             let lx = ml + cell * n_c as f64 + 20.0;
             for k in 0..10 {
                 let t = k as f64 / 9.0;
@@ -510,6 +616,16 @@ impl Heatmap {
     }
 }
 
+/// "CPU 3" from the axis label "CPU" and the item "3".
+fn axis_item(label: &str, item: Option<&String>) -> String {
+    let item = item.map(String::as_str).unwrap_or_default();
+    if label.is_empty() {
+        item.to_string()
+    } else {
+        format!("{label} {item}")
+    }
+}
+
 /// One bar with an optional interval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bar {
@@ -519,6 +635,31 @@ pub struct Bar {
     pub value: f64,
     /// Interval (low, high), if known.
     pub interval: Option<(f64, f64)>,
+    /// Drawn in the highlight colour (the best value, the recommendation).
+    pub highlight: bool,
+    /// Why there is no value (drawn instead of the bar; `value` is ignored).
+    pub missing: Option<String>,
+}
+
+impl Bar {
+    /// A bar with a value.
+    pub fn new(label: &str, value: f64, interval: Option<(f64, f64)>) -> Self {
+        Bar {
+            label: label.into(),
+            value,
+            interval,
+            highlight: false,
+            missing: None,
+        }
+    }
+
+    /// A bar without a value, and why.
+    pub fn missing(label: &str, why: &str) -> Self {
+        Bar {
+            missing: Some(why.into()),
+            ..Bar::new(label, f64::NAN, None)
+        }
+    }
 }
 
 /// Horizontal bars, e.g. ratios between two machines with a reference line at 1.
@@ -569,15 +710,29 @@ impl BarChart {
                 y + 15.0,
                 escape(&b.label)
             );
+            if let Some(why) = &b.missing {
+                let _ = write!(
+                    out,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"#a33\">{}</text>",
+                    ml + 4.0,
+                    y + 15.0,
+                    escape(why)
+                );
+                continue;
+            }
             if b.value.is_finite() {
                 // The value label goes right of both the bar and its interval.
                 let right = b.interval.map_or(b.value, |i| i.1.max(b.value));
                 let _ = write!(
                     out,
-                    "<rect x=\"{ml}\" y=\"{:.1}\" width=\"{:.1}\" height=\"16\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                    "<rect x=\"{ml}\" y=\"{:.1}\" width=\"{:.1}\" height=\"16\" fill=\"{}\"><title>{}</title></rect><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
                     y + 3.0,
                     tx(b.value) - ml,
-                    PALETTE[0],
+                    if b.highlight { PALETTE[2] } else { PALETTE[0] },
+                    escape(&match b.interval {
+                        Some((lo, hi)) => format!("{}: {} [{}, {}]", b.label, trim(b.value), trim(lo), trim(hi)),
+                        None => format!("{}: {}", b.label, trim(b.value)),
+                    }),
                     tx(right) + 4.0,
                     y + 15.0,
                     escape(&trim((b.value * 100.0).round() / 100.0))
@@ -660,6 +815,7 @@ mod tests {
             unit: "ns".into(),
             row_label: "CPU".into(),
             col_label: "CPU".into(),
+            log_classes: None,
         };
         insta::assert_snapshot!(h.to_svg());
     }
@@ -670,20 +826,86 @@ mod tests {
             title: "A / B".into(),
             x_label: "ratio".into(),
             bars: vec![
-                Bar {
-                    label: "triad bandwidth".into(),
-                    value: 1.9,
-                    interval: Some((1.8, 2.0)),
-                },
-                Bar {
-                    label: "idle latency".into(),
-                    value: 0.8,
-                    interval: None,
-                },
+                Bar::new("triad bandwidth", 1.9, Some((1.8, 2.0))),
+                Bar::new("idle latency", 0.8, None),
             ],
             reference: Some(1.0),
         };
         insta::assert_snapshot!(b.to_svg());
+    }
+
+    #[test]
+    fn log_classes_keep_small_differences_visible_and_list_bounds() {
+        // 10 ns inside a core, 100 ns across a package, 1000 ns across sockets: a
+        // linear ramp would paint the first two nearly alike.
+        let mut h = Heatmap::new(
+            "c2c",
+            vec!["0".into(), "1".into(), "2".into()],
+            vec!["0".into(), "1".into(), "2".into()],
+            vec![
+                vec![None, Some(10.0), Some(1000.0)],
+                vec![Some(10.0), None, Some(100.0)],
+                vec![Some(1000.0), Some(100.0), None],
+            ],
+            "ns",
+        );
+        h.row_label = "CPU".into();
+        h.col_label = "CPU".into();
+        let linear = h.to_svg();
+        h.log_classes = Some(4);
+        let classes = h.to_svg();
+        let fill_of = |svg: &str, tip: &str| -> String {
+            let end = svg.find(tip).unwrap();
+            let start = svg[..end].rfind("fill=\"").unwrap() + 6;
+            svg[start..start + 7].to_string()
+        };
+        let (a, b) = ("CPU 0 -&gt; CPU 1: 10.0 ns", "CPU 1 -&gt; CPU 2: 100.0 ns");
+        assert_ne!(fill_of(&classes, a), fill_of(&classes, b));
+        assert_eq!(classes.matches("&#8805; ").count(), 4);
+        assert!(classes.contains("&#8805; 10 ns") && classes.contains("&#8805; 316.2 ns"));
+        assert!(!linear.contains("&#8805;"));
+    }
+
+    #[test]
+    fn bars_highlight_and_missing_values() {
+        let mut best = Bar::new("V=<40>", 4.0, Some((3.5, 4.5)));
+        best.highlight = true;
+        let svg = BarChart {
+            title: "sweep".into(),
+            x_label: "speedup".into(),
+            bars: vec![
+                Bar::new("V=10", 1.0, None),
+                best,
+                Bar::missing("V=80", "build failed"),
+            ],
+            reference: None,
+        }
+        .to_svg();
+        assert!(svg.contains("V=&lt;40&gt;: 4 [3.5, 4.5]"));
+        assert_eq!(svg.matches(PALETTE[2]).count(), 1);
+        assert!(svg.contains(">build failed<"));
+        assert_eq!(svg.matches("<rect").count(), 2);
+    }
+
+    #[test]
+    fn dashed_references_and_explicit_ticks() {
+        let mut c = LineChart::new("speedup", "threads", "x");
+        c.x_log = true;
+        c.x_ticks = vec![1.0, 2.0, 4.0, 8.0];
+        c.series
+            .push(Series::new("measured", vec![(1.0, 1.0), (8.0, 5.0)]));
+        c.series
+            .push(Series::reference("ideal", vec![(1.0, 1.0), (8.0, 8.0)]));
+        let svg = c.to_svg();
+        assert_eq!(svg.matches("stroke-dasharray=\"5 4\"").count(), 1);
+        // Points are drawn for the measured line only.
+        assert_eq!(svg.matches("<circle").count(), 2);
+        for t in ["1", "2", "4", "8"] {
+            assert!(
+                svg.contains(&format!("text-anchor=\"middle\">{t}</text>")),
+                "{t}"
+            );
+        }
     }
 
     #[test]

@@ -198,10 +198,12 @@ impl Comparison {
             bars: self
                 .rows
                 .iter()
-                .map(|r| Bar {
-                    label: r.name.clone(),
-                    value: r.ratio,
-                    interval: r.interval.as_ref().map(|i| (i.low, i.high)),
+                .map(|r| {
+                    Bar::new(
+                        &r.name,
+                        r.ratio,
+                        r.interval.as_ref().map(|i| (i.low, i.high)),
+                    )
                 })
                 .collect(),
             reference: Some(1.0),
