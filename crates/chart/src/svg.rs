@@ -470,7 +470,6 @@ impl Heatmap {
         let cell = (560.0 / n_c.max(n_r) as f64).clamp(2.0, 48.0);
         let (ml, mt) = (60.0, 46.0);
         let w = ml + cell * n_c as f64 + 110.0;
-        let h = mt + cell * n_r as f64 + 40.0;
         let vals: Vec<f64> = self
             .values
             .iter()
@@ -488,8 +487,14 @@ impl Heatmap {
         let scale = ColorScale {
             lo,
             hi,
-            classes: self.log_classes.filter(|_| lo > 0.0),
+            // One value (or none) needs no classes: the linear legend says it.
+            classes: self.log_classes.filter(|_| lo > 0.0 && hi > lo),
         };
+        let legend_h = match scale.classes {
+            Some(n) => n as f64 * 16.0 + 10.0,
+            None => 130.0,
+        };
+        let h = (mt + cell * n_r as f64 + 40.0).max(mt + legend_h);
         let mut out = String::new();
         let _ = write!(
             out,

@@ -1,6 +1,7 @@
 //! `numalab evaluate`: the main job. Characterizes this machine step by step, writing
-//! every record to `DIR/results.jsonl` the moment it exists, then `summary.json` and a
-//! self-contained `report.html`.
+//! every record to `DIR/results.jsonl` the moment it exists, then `summary.json` (steps
+//! and findings) and a self-contained `report.html`, both rendered from the journal by
+//! the same code as `numalab report`.
 //!
 //! Resuming: each step ends with an `evaluate.step` record. A rerun with the same
 //! `--out` skips steps that have one; a step that was cut short is run again, and
@@ -11,9 +12,7 @@
 use crate::record::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
-use numalab_schema::record::RecordKind;
 use numalab_schema::{interrupt, ErrorClass, Machine, Origin, Record, Warning};
-use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -35,40 +34,7 @@ pub struct EvaluateArgs {
     pub list_steps: bool,
 }
 
-/// How a step ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "status")]
-pub enum StepStatus {
-    /// Completed.
-    Done,
-    /// Not run, and why (the machine cannot do it, or the user left it out).
-    Skipped {
-        /// Why.
-        reason: String,
-    },
-    /// Failed; the other steps went on.
-    Failed {
-        /// The error.
-        error: String,
-    },
-}
-
-/// The record closing a step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepRecord {
-    /// Step id.
-    pub step: String,
-    /// Step title.
-    pub title: String,
-    /// Outcome.
-    pub outcome: StepStatus,
-    /// Seconds spent in this run of the step.
-    pub seconds: f64,
-}
-
-impl RecordKind for StepRecord {
-    const KIND: &'static str = "evaluate.step";
-}
+pub use numalab_report::records::{PowerCheck, StepRecord, StepStatus, TopologyRecord};
 
 /// What a step gets to work with.
 pub struct Ctx<'a> {
@@ -125,23 +91,6 @@ pub fn steps() -> Vec<Step> {
             run: step_power,
         },
     ]
-}
-
-/// The machine description as a record.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TopologyRecord {
-    /// The machine.
-    pub machine: Machine,
-    /// The short summary as printed by `numalab topo`.
-    pub summary_text: String,
-}
-
-impl RecordKind for TopologyRecord {
-    const KIND: &'static str = "topo.machine";
-}
-
-impl RecordKind for super::doctor::DoctorReport {
-    const KIND: &'static str = "doctor.report";
 }
 
 fn step_topology(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
@@ -236,19 +185,6 @@ fn step_workload(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
         }
     }
     Ok(StepStatus::Done)
-}
-
-/// Sensors and frequencies found.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PowerCheck {
-    /// Readable sensors.
-    pub sensors: Vec<numalab_sensors::Sensor>,
-    /// cpufreq domains at the time of the check.
-    pub frequencies: Vec<numalab_schema::machine::FrequencyDomain>,
-}
-
-impl RecordKind for PowerCheck {
-    const KIND: &'static str = "power.check";
 }
 
 fn step_power(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
@@ -377,33 +313,44 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             format!("interrupted; everything measured so far is in {}; run the same command again to resume", args.out.display()),
         ));
     }
-    let (bundle, warnings) = numalab_schema::journal::read_bundle(&args.out)?;
-    for w in warnings {
+    // Everything below is rendered from the journal alone, as `numalab report` would.
+    let loaded = numalab_report::load(&args.out)?;
+    for w in &loaded.warnings {
         eprintln!("numalab: warning: {w}");
     }
+    let set = [loaded];
+    let bundle = &set[0].bundle;
     let steps_done: Vec<StepRecord> = bundle
         .records_of::<StepRecord>()
         .into_iter()
         .map(|(_, s)| s)
         .collect();
+    let findings = numalab_report::findings::findings(&set);
     let summary = serde_json::json!({
         "schema_version": numalab_schema::record::SCHEMA_VERSION,
         "host": bundle.envelope.host.hostname,
         "topology_hash": bundle.envelope.host.topology_hash,
         "records": bundle.records.len(),
         "steps": steps_done,
+        "findings": findings,
     });
-    let summary_path = args.out.join("summary.json");
-    std::fs::write(
-        &summary_path,
-        serde_json::to_string_pretty(&summary).expect("summary serializes"),
-    )
-    .map_err(|e| {
-        CliError::new(
-            ErrorClass::Runtime,
-            format!("{}: cannot write it: {e}", summary_path.display()),
-        )
-    })?;
+    let write = |name: &str, text: &str| -> CliResult {
+        let path = args.out.join(name);
+        std::fs::write(&path, text).map_err(|e| {
+            CliError::new(
+                ErrorClass::Runtime,
+                format!("{}: cannot write it: {e}", path.display()),
+            )
+        })
+    };
+    write(
+        "summary.json",
+        &serde_json::to_string_pretty(&summary).expect("summary serializes"),
+    )?;
+    write(
+        "report.html",
+        &numalab_report::sections::document(&set).to_html(),
+    )?;
     for s in &steps_done {
         let status = match &s.outcome {
             StepStatus::Done => "done".to_string(),
@@ -412,7 +359,21 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         };
         println!("{:<10} {status}", s.step);
     }
-    println!("results in {}", args.out.display());
+    if !findings.is_empty() {
+        println!("\nfindings:");
+        for f in &findings {
+            let tag = match f.severity {
+                numalab_report::findings::Severity::Warning => crate::output::paint("33", "warning"),
+                numalab_report::findings::Severity::Notice => crate::output::paint("36", "notice "),
+                numalab_report::findings::Severity::Info => "info   ".to_string(),
+            };
+            println!("  {tag} {}", numalab_report::table::plain(&f.text));
+        }
+    }
+    println!(
+        "\nresults in {}: results.jsonl, summary.json, report.html",
+        args.out.display()
+    );
     if failed > 0 {
         return Err(CliError::new(
             ErrorClass::Partial,

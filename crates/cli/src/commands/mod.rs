@@ -5,8 +5,9 @@ pub mod doctor;
 pub mod evaluate;
 pub mod generate;
 pub mod harness;
-pub mod profile;
 pub mod model;
+pub mod profile;
+pub mod report;
 pub mod topo;
 pub mod workload;
 
@@ -27,5 +28,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::C2c(a) => c2c::run(a),
         Command::Profile(a) => profile::run(a),
         Command::Model(a) => model::run(a),
+        Command::Report(a) => report::run(a),
+        Command::Compare(a) => report::compare(a),
     }
 }
