@@ -53,6 +53,16 @@ fn trim(v: f64) -> String {
     }
 }
 
+/// A title cut to about `width` pixels at 15 px (the whole title stays in `<title>`).
+fn fit(title: &str, width: f64) -> String {
+    let max = ((width - 20.0) / 8.0).max(10.0) as usize;
+    if title.chars().count() <= max {
+        title.to_string()
+    } else {
+        format!("{}\u{2026}", title.chars().take(max - 1).collect::<String>())
+    }
+}
+
 /// "Nice" tick positions covering [lo, hi] on a linear axis.
 fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
     if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
@@ -200,7 +210,7 @@ impl LineChart {
              <title>{}</title><text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">{}</text>",
             escape(&self.title),
             w / 2.0,
-            escape(&self.title)
+            escape(&fit(&self.title, w))
         );
         if !x0.is_finite() {
             let _ = write!(
@@ -293,15 +303,27 @@ impl LineChart {
                 continue;
             }
             let px = tx(*x);
+            // Labels of marks near the right edge go to the left of the line.
+            let (lx, anchor) = if px > ml + pw * 0.8 {
+                (px - 3.0, "end")
+            } else {
+                (px + 3.0, "start")
+            };
             let _ = write!(
                 out,
-                "<line x1=\"{px:.1}\" y1=\"{mt}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\">{}</text>",
+                "<line x1=\"{px:.1}\" y1=\"{mt}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/><text x=\"{lx:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\" text-anchor=\"{anchor}\">{}</text>",
                 mt + ph,
-                px + 3.0,
                 mt + 12.0 + (k % 3) as f64 * 11.0,
                 escape(label)
             );
         }
+        // The legend goes top left when a line ends in the top right corner.
+        let right_high = self.series.iter().any(|s| {
+            s.points
+                .iter()
+                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .any(|(x, y)| tx(*x) > ml + pw * 0.6 && ty(*y) < mt + ph * 0.35)
+        });
         // Bands, lines, legend.
         for (i, s) in self.series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
@@ -358,13 +380,15 @@ impl LineChart {
                 );
             }
             let ly = mt + 14.0 + i as f64 * 16.0;
+            let (kx, tx_, anchor) = if right_high {
+                (ml + 8.0, ml + 24.0, "start")
+            } else {
+                (ml + pw - 14.0, ml + pw - 18.0, "end")
+            };
             let _ = write!(
                 out,
-                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"12\" height=\"3\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-                ml + pw - 14.0,
+                "<rect x=\"{kx:.1}\" y=\"{:.1}\" width=\"12\" height=\"3\" fill=\"{color}\"/><text x=\"{tx_:.1}\" y=\"{ly:.1}\" text-anchor=\"{anchor}\">{}</text>",
                 ly - 4.0,
-                ml + pw - 18.0,
-                ly,
                 escape(&s.name)
             );
         }
@@ -502,7 +526,7 @@ impl Heatmap {
              <title>{}</title><text x=\"{:.1}\" y=\"20\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">{}</text>",
             escape(&self.title),
             w / 2.0,
-            escape(&self.title)
+            escape(&fit(&self.title, w))
         );
         let label_every = ((14.0 / cell).ceil() as usize).max(1);
         for (r, row) in self.values.iter().enumerate() {
@@ -704,7 +728,7 @@ impl BarChart {
              <title>{}</title><text x=\"{:.1}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">{}</text>",
             escape(&self.title),
             w / 2.0,
-            escape(&self.title)
+            escape(&fit(&self.title, w))
         );
         for (i, b) in self.bars.iter().enumerate() {
             let y = mt + i as f64 * row;

@@ -436,6 +436,10 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
         started: None,
     };
     if !gated {
+        // The child does not wait on the gate: once it has exec'd, the gate's read end
+        // is gone and a write would raise SIGPIPE, which kills numalab (its SIGPIPE is
+        // the default). Close the gate unwritten.
+        running.gate = None;
         running.release()?;
     }
     Ok(running)

@@ -145,9 +145,23 @@ pub fn findings(set: &[Loaded]) -> Vec<Finding> {
         models(l, &mut out);
         all.extend(out.list);
     }
-    // One sentence once; with several bundles, say which one each comes from.
+    // One sentence once per machine (several bundles of one host repeat host facts);
+    // with several bundles, say which one each comes from.
+    let host_of: std::collections::HashMap<&str, String> = set
+        .iter()
+        .map(|l| {
+            let h = &l.bundle.envelope.host;
+            (
+                l.label.as_str(),
+                format!("{:?}/{}", h.hostname, h.topology_hash),
+            )
+        })
+        .collect();
     let mut seen = std::collections::HashSet::new();
-    all.retain(|f| seen.insert((f.source.clone(), f.text.clone())));
+    all.retain(|f| {
+        let host = host_of.get(f.source.as_str()).cloned().unwrap_or_default();
+        seen.insert((host, f.text.clone()))
+    });
     let labels: std::collections::BTreeSet<&str> = set.iter().map(|l| l.label.as_str()).collect();
     if labels.len() > 1 {
         for f in &mut all {
@@ -615,21 +629,20 @@ fn harness(l: &Loaded, out: &mut Out<'_>) {
     }
     for (_, s) in l.records_of::<PolicySummary>() {
         let anchor = Some(anchors::policy_chart(out.b, &s.study_id));
-        out.push(
-            "policy",
-            Severity::Notice,
-            format!(
-                "memory policy of `{}`: {} {}",
-                cmd(&s.command),
-                s.classification,
-                s.recommendation
-            ),
-            anchor.clone(),
-        );
-        for f in &s.findings {
+        // The study's findings already hold its class and recommendation.
+        let lines = if s.findings.is_empty() {
+            vec![format!("{} {}", s.classification, s.recommendation)]
+        } else {
+            s.findings.clone()
+        };
+        for f in lines {
             out.push(
                 "policy",
-                Severity::Info,
+                if s.single_node {
+                    Severity::Info
+                } else {
+                    Severity::Notice
+                },
                 format!("memory policy of `{}`: {f}", cmd(&s.command)),
                 anchor.clone(),
             );
@@ -674,8 +687,9 @@ fn models(l: &Loaded, out: &mut Out<'_>) {
         };
         let text = if same.len() > 1 && best.bandwidth_gbps > 0.0 {
             format!(
-                "{}: triad with the data on node {} reaches {} the bandwidth of node {} ({:.0} vs {:.0} GB/s, {:.0}% of that memory's peak)",
+                "{} ({}): triad with the data on node {} reaches {} the bandwidth of node {} ({:.0} vs {:.0} GB/s, {:.0}% of that memory's peak)",
                 t.preset,
+                t.engine,
                 worst.data_node,
                 x(worst.bandwidth_gbps / best.bandwidth_gbps),
                 best.data_node,
@@ -685,8 +699,8 @@ fn models(l: &Loaded, out: &mut Out<'_>) {
             )
         } else {
             format!(
-                "{}: triad reaches {:.0} GB/s, {:.0}% of the peak of node {}'s memory",
-                t.preset, t.bandwidth_gbps, t.percent_of_peak, t.data_node
+                "{} ({}): triad reaches {:.0} GB/s, {:.0}% of the peak of node {}'s memory",
+                t.preset, t.engine, t.bandwidth_gbps, t.percent_of_peak, t.data_node
             )
         };
         out.modeled("model_triad", text, Some(anchors::model_triad(out.b)));

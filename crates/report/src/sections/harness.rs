@@ -46,10 +46,17 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             &anchors::id(b, &format!("scale-section-{}", sc.study_id)),
             &format!("Scaling of {}{of}", short(&sc.command)),
         );
-        s.para(format!(
-            "{} placement, {} run(s) per point, metric {} ({}).",
-            sc.placement, sc.repeat, sc.metric, sc.throughput_unit
-        ));
+        s.para(if sc.metric == sc.throughput_unit {
+            format!(
+                "{} placement, {} run(s) per point, metric {}.",
+                sc.placement, sc.repeat, sc.metric
+            )
+        } else {
+            format!(
+                "{} placement, {} run(s) per point, metric {} (throughput: {}).",
+                sc.placement, sc.repeat, sc.metric, sc.throughput_unit
+            )
+        });
         s.list(sc.findings.clone());
         s.chart(
             &anchors::scale_chart(b, &sc.study_id),
@@ -101,11 +108,13 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             &anchors::id(b, &format!("policy-section-{}", po.study_id)),
             &format!("Memory policies of {}{of}", short(&po.command)),
         );
-        s.para(format!("{} {}", po.classification, po.recommendation));
+        if po.findings.is_empty() {
+            s.para(format!("{} {}", po.classification, po.recommendation));
+        }
+        s.list(po.findings.clone());
         if let Some(c) = &po.command_line {
             s.para(format!("Command line: {c}"));
         }
-        s.list(po.findings.clone());
         s.chart(
             &anchors::policy_chart(b, &po.study_id),
             policy_svg(&po),

@@ -16,10 +16,11 @@ use numalab_pmu::sample::SampleReport;
 use numalab_pmu::tree::TreeReport;
 
 fn status(s: &EventStatus) -> Cell {
-    if s.works() {
-        Cell::text("works")
-    } else {
-        Cell::missing(format!("{s:?}"))
+    match s {
+        EventStatus::Works => Cell::text("works"),
+        EventStatus::NotSupported(why) => Cell::missing(format!("not supported here ({why})")),
+        EventStatus::Denied(why) => Cell::missing(format!("denied ({why}): see perf_event_paranoid")),
+        EventStatus::Failed(why) => Cell::missing(format!("failed ({why})")),
     }
 }
 
