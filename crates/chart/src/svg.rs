@@ -59,7 +59,10 @@ fn fit(title: &str, width: f64) -> String {
     if title.chars().count() <= max {
         title.to_string()
     } else {
-        format!("{}\u{2026}", title.chars().take(max - 1).collect::<String>())
+        format!(
+            "{}\u{2026}",
+            title.chars().take(max - 1).collect::<String>()
+        )
     }
 }
 

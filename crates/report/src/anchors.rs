@@ -111,7 +111,10 @@ mod tests {
 
     #[test]
     fn slugs_are_safe_and_stable() {
-        assert_eq!(slug("c2c/matrix/cas/first-cpu-node"), "c2c-matrix-cas-first-cpu-node");
+        assert_eq!(
+            slug("c2c/matrix/cas/first-cpu-node"),
+            "c2c-matrix-cas-first-cpu-node"
+        );
         assert_eq!(slug("\"><script>x"), "script-x");
         assert_eq!(id(0, "Topology"), "topology");
         assert_eq!(id(2, "Topology"), "b2-topology");

@@ -33,7 +33,14 @@ pub struct Metric {
 
 impl Metric {
     /// A metric from its samples.
-    pub fn new(id: &str, group: &str, name: &str, unit: &str, higher_is_better: bool, samples: Vec<f64>) -> Self {
+    pub fn new(
+        id: &str,
+        group: &str,
+        name: &str,
+        unit: &str,
+        higher_is_better: bool,
+        samples: Vec<f64>,
+    ) -> Self {
         Metric {
             id: id.into(),
             group: group.into(),
@@ -263,7 +270,10 @@ impl Comparison {
             let unknown = rows.len() - better - worse - noise;
             let detail: Vec<String> = rows
                 .iter()
-                .map(|r| format!("{} {:.2}x", r.name, r.ratio))
+                .map(|r| match &r.interval {
+                    Some(i) => format!("{} {:.2}x [{:.2}, {:.2}]", r.name, r.ratio, i.low, i.high),
+                    None => format!("{} {:.2}x", r.name, r.ratio),
+                })
                 .collect();
             let verdict = if better > 0 && worse == 0 {
                 format!("{} is better", self.other)
@@ -307,7 +317,10 @@ mod tests {
         assert_eq!(c.rows[0].verdict, Verdict::Worse);
         let mut close = m("lat.p99", false, &[101.0]);
         close.bounds = Some((96.0, 106.0));
-        assert_eq!(compare("A", &[a], "B", &[close]).rows[0].verdict, Verdict::WithinNoise);
+        assert_eq!(
+            compare("A", &[a], "B", &[close]).rows[0].verdict,
+            Verdict::WithinNoise
+        );
     }
 
     #[test]
@@ -393,7 +406,9 @@ impl Report {
             for line in c.summary() {
                 findings.push(Finding {
                     id: "compare".into(),
-                    severity: if line.contains("no difference beyond the noise") || line.contains("cannot tell") {
+                    severity: if line.contains("no difference beyond the noise")
+                        || line.contains("cannot tell")
+                    {
                         Severity::Info
                     } else {
                         Severity::Notice
@@ -436,6 +451,20 @@ impl Report {
                 s.para(format!("Only in {}: {}", c.other, c.only_other.join(", ")));
             }
             sections.push(s);
+        }
+        for line in self
+            .summary
+            .iter()
+            .filter(|l| l.contains(": not compared ("))
+        {
+            findings.push(Finding {
+                id: "compare_missing".into(),
+                severity: Severity::Info,
+                text: line.clone(),
+                anchor: Some("figures".into()),
+                modeled: false,
+                source: self.baseline.clone(),
+            });
         }
         let mut figures = Section::new("figures", "Figures of each bundle");
         for (label, ms) in metrics_of {
@@ -492,7 +521,7 @@ pub fn compare_all(set: &[(String, Vec<Metric>)], problems: Vec<String>) -> Repo
         .skip(1)
         .map(|(l, m)| compare(&base_label, base, l, m))
         .collect();
-    let summary = comparisons
+    let mut summary: Vec<String> = comparisons
         .iter()
         .flat_map(|c| {
             let prefix = if set.len() > 2 {
@@ -500,11 +529,31 @@ pub fn compare_all(set: &[(String, Vec<Metric>)], problems: Vec<String>) -> Repo
             } else {
                 String::new()
             };
-            c.summary()
-                .into_iter()
-                .map(move |s| format!("{prefix}{s}"))
+            c.summary().into_iter().map(move |s| format!("{prefix}{s}"))
         })
         .collect();
+    // The perspectives of a server evaluation that could not be compared, and why.
+    for g in crate::metrics::PERSPECTIVES {
+        if comparisons
+            .iter()
+            .any(|c| c.rows.iter().any(|r| r.group == g))
+        {
+            continue;
+        }
+        let lacking: Vec<&str> = set
+            .iter()
+            .filter(|(_, m)| !m.iter().any(|m| m.group == g))
+            .map(|(l, _)| l.as_str())
+            .collect();
+        summary.push(if lacking.is_empty() {
+            format!("{g}: not compared (the bundles measured it differently)")
+        } else {
+            format!(
+                "{g}: not compared (no such figure in {})",
+                lacking.join(", ")
+            )
+        });
+    }
     Report {
         schema_version: 1,
         baseline: base_label.clone(),

@@ -186,7 +186,9 @@ impl Document {
             page.raw(&format!("<p class=\"meta\">{}</p>", escape(line)));
         }
         if !self.problems.is_empty() {
-            let mut s = String::from("<div class=\"problems\" id=\"problems\"><strong>Reading the bundles:</strong><ul>");
+            let mut s = String::from(
+                "<div class=\"problems\" id=\"problems\"><strong>Reading the bundles:</strong><ul>",
+            );
             for p in &self.problems {
                 let _ = write!(s, "<li>{}</li>", escape(p));
             }
@@ -348,7 +350,8 @@ impl Document {
                                 out.push_str(&render(std::slice::from_ref(table), format));
                             }
                             Block::Chart { caption, .. } => {
-                                let _ = writeln!(out, "[chart in the HTML report: {}]\n", t(caption));
+                                let _ =
+                                    writeln!(out, "[chart in the HTML report: {}]\n", t(caption));
                             }
                             Block::Outline { items } => {
                                 for i in items {
@@ -363,7 +366,11 @@ impl Document {
                                 out.push('\n');
                             }
                             Block::Details { summary, .. } => {
-                                let _ = writeln!(out, "[{}: in the HTML report and the bundle]\n", t(summary));
+                                let _ = writeln!(
+                                    out,
+                                    "[{}: in the HTML report and the bundle]\n",
+                                    t(summary)
+                                );
                             }
                         }
                     }

@@ -192,10 +192,11 @@ fn host(l: &Loaded, out: &mut Out<'_>) {
         );
     }
     // The doctor's own hypervisor check says the same, with a remedy.
-    let doctor_says = l
-        .records_of::<DoctorReport>()
-        .iter()
-        .any(|(_, d)| d.checks.iter().any(|c| c.name == "hypervisor" && c.verdict != Verdict::Ok));
+    let doctor_says = l.records_of::<DoctorReport>().iter().any(|(_, d)| {
+        d.checks
+            .iter()
+            .any(|c| c.name == "hypervisor" && c.verdict != Verdict::Ok)
+    });
     if let Some(h) = env
         .host
         .hypervisor
@@ -339,7 +340,10 @@ fn pmu(l: &Loaded, out: &mut Out<'_>) {
     for (r, p) in l.records_of::<Profile>() {
         if let Some(t) = &p.tree {
             let what = if p.command.is_empty() {
-                p.source.path.clone().unwrap_or_else(|| "the profile".into())
+                p.source
+                    .path
+                    .clone()
+                    .unwrap_or_else(|| "the profile".into())
             } else {
                 format!("`{}`", cmd(&p.command))
             };
@@ -500,7 +504,10 @@ fn workload(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             .unwrap_or(0.0);
         let steal = w.worker_cpus_steal.unwrap_or(0.0);
         let cause = if others > 0.2 || steal > 0.05 {
-            let mut c = format!("the machine was shared (other processes used {} of these CPUs", pct(others));
+            let mut c = format!(
+                "the machine was shared (other processes used {} of these CPUs",
+                pct(others)
+            );
             if steal > 0.0 {
                 c.push_str(&format!(", the hypervisor stole {}", pct(steal)));
             }
@@ -574,7 +581,10 @@ fn workload(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
     // Shared against replicated data at the same load (experiments A: remote memory).
     let multi_node = m.is_some_and(|m| m.numa_nodes.iter().filter(|n| n.has_cpus).count() > 1);
     if multi_node {
-        for shared in runs.iter().filter(|r| r.mode.name() == "shared-first-touch") {
+        for shared in runs
+            .iter()
+            .filter(|r| r.mode.name() == "shared-first-touch")
+        {
             if let Some(rep) = runs
                 .iter()
                 .find(|r| r.mode.name() == "replicated" && r.threads == shared.threads)
@@ -680,8 +690,10 @@ fn models(l: &Loaded, out: &mut Out<'_>) {
             .filter(|x| (x.preset.clone(), x.engine.clone(), x.cores.clone()) == group)
             .collect();
         let (Some(best), Some(worst)) = (
-            same.iter().max_by(|a, b| a.bandwidth_gbps.total_cmp(&b.bandwidth_gbps)),
-            same.iter().min_by(|a, b| a.bandwidth_gbps.total_cmp(&b.bandwidth_gbps)),
+            same.iter()
+                .max_by(|a, b| a.bandwidth_gbps.total_cmp(&b.bandwidth_gbps)),
+            same.iter()
+                .min_by(|a, b| a.bandwidth_gbps.total_cmp(&b.bandwidth_gbps)),
         ) else {
             continue;
         };
@@ -736,11 +748,15 @@ fn models(l: &Loaded, out: &mut Out<'_>) {
         .into_iter()
         .map(|(r, p)| (r.key.clone(), p))
         .collect();
-    let apps: std::collections::BTreeSet<String> =
-        policies.iter().map(|(_, p)| p.application.clone()).collect();
+    let apps: std::collections::BTreeSet<String> = policies
+        .iter()
+        .map(|(_, p)| p.application.clone())
+        .collect();
     for app in apps {
-        let of: Vec<&(String, model::Policy)> =
-            policies.iter().filter(|(_, p)| p.application == app).collect();
+        let of: Vec<&(String, model::Policy)> = policies
+            .iter()
+            .filter(|(_, p)| p.application == app)
+            .collect();
         if of.len() < 2 {
             continue;
         }
@@ -767,11 +783,11 @@ fn models(l: &Loaded, out: &mut Out<'_>) {
         );
     }
     for (r, c) in l.records_of::<model::Check>() {
-        if let Some(worst) = c
-            .metrics
-            .iter()
-            .max_by(|a, b| a.relative_difference.abs().total_cmp(&b.relative_difference.abs()))
-        {
+        if let Some(worst) = c.metrics.iter().max_by(|a, b| {
+            a.relative_difference
+                .abs()
+                .total_cmp(&b.relative_difference.abs())
+        }) {
             out.modeled(
                 "model_check",
                 format!(

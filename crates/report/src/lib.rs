@@ -21,5 +21,5 @@ pub mod sections;
 pub mod table;
 pub mod topology;
 
-pub use numalab_chart::{escape, svg};
 pub use load::{load, Loaded};
+pub use numalab_chart::{escape, svg};

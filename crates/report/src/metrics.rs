@@ -53,19 +53,29 @@ fn percentile(
     pick: fn(&LatencySummary) -> &numalab_stats::Interval,
 ) -> Metric {
     let i = pick(l);
-    let mut m = Metric::new(
-        id,
-        RESPONSE,
-        name,
-        "ms",
-        false,
-        vec![i.estimate / 1e6],
-    );
+    let mut m = Metric::new(id, RESPONSE, name, "ms", false, vec![i.estimate / 1e6]);
     m.bounds = Some((i.low / 1e6, i.high / 1e6));
     m
 }
 
-/// Every comparable metric of a bundle.
+/// The perspectives of a server evaluation (experiments.md A), in the order a
+/// comparison reports them; then the other groups.
+pub const ORDER: [&str; 9] = [
+    PER_SERVER,
+    PER_WATT,
+    SINGLE_THREAD,
+    PER_THREAD,
+    RESPONSE,
+    C2C,
+    PLACEMENT,
+    SWEEP,
+    MODEL,
+];
+
+/// The five perspectives every server comparison should cover.
+pub const PERSPECTIVES: [&str; 5] = [PER_SERVER, PER_WATT, SINGLE_THREAD, PER_THREAD, RESPONSE];
+
+/// Every comparable metric of a bundle, grouped in [`ORDER`].
 pub fn metrics(l: &Loaded) -> Vec<Metric> {
     let mut out = Vec::new();
     workload(l, &mut out);
@@ -77,6 +87,8 @@ pub fn metrics(l: &Loaded) -> Vec<Metric> {
     // but two studies of the same command could).
     let mut seen = std::collections::HashSet::new();
     out.retain(|m| seen.insert(m.id.clone()));
+    let rank = |g: &str| ORDER.iter().position(|x| *x == g).unwrap_or(ORDER.len());
+    out.sort_by_key(|m| rank(&m.group));
     out
 }
 
@@ -100,8 +112,9 @@ fn workload(l: &Loaded, out: &mut Vec<Metric>) {
                 r.requests_per_s_slices.clone()
             }
         };
-        let per_thread =
-            |r: &WorkloadRun| -> Vec<f64> { samples(r).iter().map(|v| v / r.threads as f64).collect() };
+        let per_thread = |r: &WorkloadRun| -> Vec<f64> {
+            samples(r).iter().map(|v| v / r.threads as f64).collect()
+        };
         let id = |what: &str| format!("workload.{mode}.{what}");
         if let Some(one) = of.iter().find(|r| r.threads == 1) {
             out.push(Metric::new(
@@ -113,8 +126,18 @@ fn workload(l: &Loaded, out: &mut Vec<Metric>) {
                 samples(one),
             ));
             if let Some(lat) = &one.latency {
-                out.push(percentile(&id("single_thread.p50"), &format!("response p50, 1 thread ({mode})"), lat, |l| &l.p50_ns));
-                out.push(percentile(&id("single_thread.p99"), &format!("response p99, 1 thread ({mode})"), lat, |l| &l.p99_ns));
+                out.push(percentile(
+                    &id("single_thread.p50"),
+                    &format!("response p50, 1 thread ({mode})"),
+                    lat,
+                    |l| &l.p50_ns,
+                ));
+                out.push(percentile(
+                    &id("single_thread.p99"),
+                    &format!("response p99, 1 thread ({mode})"),
+                    lat,
+                    |l| &l.p99_ns,
+                ));
             }
         }
         let Some(full) = of.last() else { continue };
@@ -136,8 +159,18 @@ fn workload(l: &Loaded, out: &mut Vec<Metric>) {
                 per_thread(full),
             ));
             if let Some(lat) = &full.latency {
-                out.push(percentile(&id("all_cpus.p50"), &format!("response p50, all CPUs ({mode})"), lat, |l| &l.p50_ns));
-                out.push(percentile(&id("all_cpus.p99"), &format!("response p99, all CPUs ({mode})"), lat, |l| &l.p99_ns));
+                out.push(percentile(
+                    &id("all_cpus.p50"),
+                    &format!("response p50, all CPUs ({mode})"),
+                    lat,
+                    |l| &l.p50_ns,
+                ));
+                out.push(percentile(
+                    &id("all_cpus.p99"),
+                    &format!("response p99, all CPUs ({mode})"),
+                    lat,
+                    |l| &l.p99_ns,
+                ));
             }
         }
         if let Some(j) = full.requests_per_joule {
@@ -213,7 +246,10 @@ fn scale(l: &Loaded, out: &mut Vec<Metric>) {
                     PER_WATT,
                     &format!(
                         "{c}, work per joule ({})",
-                        full.stats.power_covers.as_deref().unwrap_or("power sensors")
+                        full.stats
+                            .power_covers
+                            .as_deref()
+                            .unwrap_or("power sensors")
                     ),
                     &format!("({unit}) / W"),
                     true,
@@ -338,7 +374,12 @@ fn placement(l: &Loaded, out: &mut Vec<Metric>) {
 fn models(l: &Loaded, out: &mut Vec<Metric>) {
     for (_, t) in l.records_of::<model::StreamTriad>() {
         out.push(Metric::new(
-            &format!("model.triad.{}.cores{}.node{}", t.engine, t.cores.len(), t.data_node),
+            &format!(
+                "model.triad.{}.cores{}.node{}",
+                t.engine,
+                t.cores.len(),
+                t.data_node
+            ),
             MODEL,
             &format!(
                 "triad, {} cores, data on node {} ({}, {})",
@@ -364,7 +405,10 @@ fn models(l: &Loaded, out: &mut Vec<Metric>) {
     }
     for (_, p) in l.records_of::<model::Policy>() {
         out.push(Metric::new(
-            &format!("model.policy.{}.{}.{}", p.engine, p.configuration, p.application),
+            &format!(
+                "model.policy.{}.{}.{}",
+                p.engine, p.configuration, p.application
+            ),
             MODEL,
             &format!(
                 "{} application on {} ({}, {})",
@@ -379,7 +423,10 @@ fn models(l: &Loaded, out: &mut Vec<Metric>) {
         out.push(Metric::new(
             &format!("model.traffic.{}.{}", t.engine, t.pattern),
             MODEL,
-            &format!("{} traffic saturation ({}, {})", t.pattern, t.engine, t.preset),
+            &format!(
+                "{} traffic saturation ({}, {})",
+                t.pattern, t.engine, t.preset
+            ),
             "packets/stop/cycle",
             true,
             vec![t.saturation_rate],

@@ -363,7 +363,9 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         println!("\nfindings:");
         for f in &findings {
             let tag = match f.severity {
-                numalab_report::findings::Severity::Warning => crate::output::paint("33", "warning"),
+                numalab_report::findings::Severity::Warning => {
+                    crate::output::paint("33", "warning")
+                }
                 numalab_report::findings::Severity::Notice => crate::output::paint("36", "notice "),
                 numalab_report::findings::Severity::Info => "info   ".to_string(),
             };

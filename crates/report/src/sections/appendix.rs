@@ -48,7 +48,12 @@ pub fn appendix(set: &[Loaded]) -> Section {
                 ));
             }
             s.details(
-                format!("{}: {k} ({} record{})", l.label, of.len(), if of.len() == 1 { "" } else { "s" }),
+                format!(
+                    "{}: {k} ({} record{})",
+                    l.label,
+                    of.len(),
+                    if of.len() == 1 { "" } else { "s" }
+                ),
                 text,
             );
         }

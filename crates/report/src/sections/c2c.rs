@@ -117,9 +117,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                     Evidence::Profile => "profile",
                     Evidence::Both => "both",
                 }),
-                lv.hwloc
-                    .as_ref()
-                    .map_or(Cell::text("no match"), Cell::text),
+                lv.hwloc.as_ref().map_or(Cell::text("no match"), Cell::text),
             ]);
             let mut items = Vec::new();
             for g in groups.iter().take(16) {
@@ -128,8 +126,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                     text: format!(
                         "level {i}: CPUs {} ({} inside)",
                         cpulist::format(&g.cpus),
-                        g.intra_ns
-                            .map_or("-".into(), numalab_schema::units::nanos)
+                        g.intra_ns.map_or("-".into(), numalab_schema::units::nanos)
                     ),
                     emphasis: false,
                 });
@@ -145,7 +142,8 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         s.outline(outline);
         s.list(rec.topology_comparison.clone());
         s.list(rec.notes.iter().map(|n| format!("note: {n}")).collect());
-        let of_variant: Vec<&PairRecord> = pairs.iter().filter(|p| p.variant == rec.variant).collect();
+        let of_variant: Vec<&PairRecord> =
+            pairs.iter().filter(|p| p.variant == rec.variant).collect();
         let mut pt = table(
             &anchors::id(b, &format!("c2c-pairs-{}", r.key)),
             "Pairs (first 64)",

@@ -204,7 +204,10 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     }
     let runs = l.records_of::<RunRecord>();
     if !runs.is_empty() {
-        let mut s = Section::new(&anchors::id(b, "runs"), &format!("Runs of your program{of}"));
+        let mut s = Section::new(
+            &anchors::id(b, "runs"),
+            &format!("Runs of your program{of}"),
+        );
         let mut t = table(
             &anchors::id(b, "runs-table"),
             "Every run (first 200)",
@@ -238,7 +241,8 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             ]);
         }
         if runs.len() > 200 {
-            t.notes.push(format!("{} more runs in the bundle", runs.len() - 200));
+            t.notes
+                .push(format!("{} more runs in the bundle", runs.len() - 200));
         }
         s.table(t);
         out.push(s);

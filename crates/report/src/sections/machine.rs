@@ -166,11 +166,19 @@ pub fn topology(b: usize, l: &Loaded, of: &str) -> Option<Section> {
             cols.iter().map(|(a, u)| (a.as_str(), *u)).collect();
         let name = d.name.clone().unwrap_or_else(|| d.means.clone());
         let mut t = table(
-            &format!("{}-distances-{}", anchors::topology(b), anchors::slug(&name)),
+            &format!(
+                "{}-distances-{}",
+                anchors::topology(b),
+                anchors::slug(&name)
+            ),
             &format!(
                 "Node distances: {name} ({}, {})",
                 d.means,
-                if d.from_os { "from the firmware" } else { "given by the user" }
+                if d.from_os {
+                    "from the firmware"
+                } else {
+                    "given by the user"
+                }
             ),
             &cols_ref,
         );
@@ -192,9 +200,17 @@ pub fn topology(b: usize, l: &Loaded, of: &str) -> Option<Section> {
                 "Memory attribute {} ({}, {} is better)",
                 a.name,
                 a.unit,
-                if a.higher_is_better { "higher" } else { "lower" }
+                if a.higher_is_better {
+                    "higher"
+                } else {
+                    "lower"
+                }
             ),
-            &[("initiator CPUs", None), ("target node", None), ("value", Some(a.unit.as_str()))],
+            &[
+                ("initiator CPUs", None),
+                ("target node", None),
+                ("value", Some(a.unit.as_str())),
+            ],
         );
         for v in &a.values {
             t.push(vec![
@@ -243,8 +259,9 @@ pub fn topology(b: usize, l: &Loaded, of: &str) -> Option<Section> {
         caches.push(vec![
             Cell::text(format!("L{}", c.level)),
             Cell::text(kind),
-            c.size_bytes
-                .map_or(Cell::missing("size unknown"), |b| Cell::text(units::bytes(b))),
+            c.size_bytes.map_or(Cell::missing("size unknown"), |b| {
+                Cell::text(units::bytes(b))
+            }),
             opt(c.line_bytes.map(f64::from), 0, "line size unknown"),
             opt(c.ways.map(f64::from), 0, "associativity unknown"),
             Cell::num(same.len() as f64, 0),
@@ -287,11 +304,19 @@ pub fn topology(b: usize, l: &Loaded, of: &str) -> Option<Section> {
 /// The doctor's checks.
 pub fn doctor(b: usize, l: &Loaded, of: &str) -> Option<Section> {
     let (_, d) = l.records_of::<DoctorReport>().into_iter().next()?;
-    let mut s = Section::new(&anchors::doctor(b), &format!("What this machine allows{of}"));
+    let mut s = Section::new(
+        &anchors::doctor(b),
+        &format!("What this machine allows{of}"),
+    );
     let mut t = table(
         &format!("{}-checks", anchors::doctor(b)),
         "numalab doctor",
-        &[("check", None), ("verdict", None), ("found", None), ("remedy", None)],
+        &[
+            ("check", None),
+            ("verdict", None),
+            ("found", None),
+            ("remedy", None),
+        ],
     );
     for c in &d.checks {
         t.push(vec![
@@ -317,7 +342,12 @@ pub fn power(b: usize, l: &Loaded, of: &str) -> Option<Section> {
     let mut t = table(
         &format!("{}-sensors", anchors::power(b)),
         "Sensors",
-        &[("sensor", None), ("kind", None), ("label", None), ("covers", None)],
+        &[
+            ("sensor", None),
+            ("kind", None),
+            ("label", None),
+            ("covers", None),
+        ],
     );
     for x in &p.sensors {
         t.push(vec![
@@ -338,7 +368,12 @@ pub fn power(b: usize, l: &Loaded, of: &str) -> Option<Section> {
     let mut f = table(
         &format!("{}-cpufreq", anchors::power(b)),
         "cpufreq domains",
-        &[("CPUs", None), ("current", Some("MHz")), ("max", Some("MHz")), ("governor", None)],
+        &[
+            ("CPUs", None),
+            ("current", Some("MHz")),
+            ("max", Some("MHz")),
+            ("governor", None),
+        ],
     );
     for d in &p.frequencies {
         f.push(vec![

@@ -152,7 +152,13 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         let mut t = table(
             &anchors::id(b, &format!("model-heat-table-{}", r.key)),
             "Spread",
-            &[("min", Some("cycles")), ("max", Some("cycles")), ("spread", Some("cycles")), ("mean", Some("ns")), ("spread", Some("ns"))],
+            &[
+                ("min", Some("cycles")),
+                ("max", Some("cycles")),
+                ("spread", Some("cycles")),
+                ("mean", Some("ns")),
+                ("spread", Some("ns")),
+            ],
         );
         t.push(vec![
             Cell::num(h.min_cycles, 1),
@@ -194,7 +200,13 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         let mut t = table(
             &anchors::id(b, &format!("model-traffic-table-{}", r.key)),
             "Curve",
-            &[("offered", None), ("accepted", None), ("latency", Some("cycles")), ("busiest link", None), ("stable", None)],
+            &[
+                ("offered", None),
+                ("accepted", None),
+                ("latency", Some("cycles")),
+                ("busiest link", None),
+                ("stable", None),
+            ],
         );
         for p in &tr.points {
             t.push(vec![
@@ -280,7 +292,12 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             let mut t = table(
                 &anchors::model(b, &r.key),
                 &format!("{} {} ({})", c.preset, c.experiment, c.point),
-                &[("metric", None), ("analytic", None), ("discrete-event", None), ("difference", Some("%"))],
+                &[
+                    ("metric", None),
+                    ("analytic", None),
+                    ("discrete-event", None),
+                    ("difference", Some("%")),
+                ],
             );
             for m in &c.metrics {
                 t.push(vec![

@@ -19,7 +19,9 @@ fn status(s: &EventStatus) -> Cell {
     match s {
         EventStatus::Works => Cell::text("works"),
         EventStatus::NotSupported(why) => Cell::missing(format!("not supported here ({why})")),
-        EventStatus::Denied(why) => Cell::missing(format!("denied ({why}): see perf_event_paranoid")),
+        EventStatus::Denied(why) => {
+            Cell::missing(format!("denied ({why}): see perf_event_paranoid"))
+        }
         EventStatus::Failed(why) => Cell::missing(format!("failed ({why})")),
     }
 }
@@ -87,8 +89,7 @@ pub fn tree_outline(t: &TreeReport) -> Vec<OutlineItem> {
                     format!(
                         "{}: {}",
                         m.name,
-                        m.value
-                            .map_or("n/a".into(), |v| fmt_metric(v, &m.unit))
+                        m.value.map_or("n/a".into(), |v| fmt_metric(v, &m.unit))
                     ),
                     m.notable,
                 ));
@@ -96,7 +97,11 @@ pub fn tree_outline(t: &TreeReport) -> Vec<OutlineItem> {
         }
     }
     for (name, v, unit) in &t.vendor_topdown {
-        out.push(item(1, format!("vendor topdown {name}: {}", fmt_metric(*v, unit)), false));
+        out.push(item(
+            1,
+            format!("vendor topdown {name}: {}", fmt_metric(*v, unit)),
+            false,
+        ));
     }
     out.push(item(0, format!("verdict: {}", t.verdict), true));
     if !t.sample_next.is_empty() {
@@ -127,9 +132,18 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             &[("what", None), ("result", None)],
         );
         t.push(vec![Cell::text("cycles"), status(&c.capability.cycles)]);
-        t.push(vec![Cell::text("instructions"), status(&c.capability.instructions)]);
-        t.push(vec![Cell::text("task clock"), status(&c.capability.task_clock)]);
-        t.push(vec![Cell::text("page faults"), status(&c.capability.page_faults)]);
+        t.push(vec![
+            Cell::text("instructions"),
+            status(&c.capability.instructions),
+        ]);
+        t.push(vec![
+            Cell::text("task clock"),
+            status(&c.capability.task_clock),
+        ]);
+        t.push(vec![
+            Cell::text("page faults"),
+            status(&c.capability.page_faults),
+        ]);
         t.push(vec![
             Cell::text("perf_event_paranoid"),
             opt(c.capability.paranoid.map(f64::from), 0, "not readable"),
@@ -158,7 +172,10 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     }
     for (r, p) in &profiles {
         let what = if p.command.is_empty() {
-            p.source.path.clone().unwrap_or_else(|| "imported counts".into())
+            p.source
+                .path
+                .clone()
+                .unwrap_or_else(|| "imported counts".into())
         } else {
             p.command.join(" ")
         };
@@ -171,7 +188,14 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             let mut anchor = table(
                 &anchors::pmu_tree(b, &r.key),
                 "Decision tree findings",
-                &[("metric", None), ("group", None), ("verdict", None), ("value", None), ("threshold", None), ("finding", None)],
+                &[
+                    ("metric", None),
+                    ("group", None),
+                    ("verdict", None),
+                    ("value", None),
+                    ("threshold", None),
+                    ("finding", None),
+                ],
             );
             for f in &t.findings {
                 anchor.push(vec![
@@ -198,7 +222,14 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         let mut m = table(
             &anchors::id(b, &format!("pmu-metrics-{}", r.key)),
             "Metrics",
-            &[("group", None), ("metric", None), ("value", None), ("unit", None), ("counted", None), ("why not", None)],
+            &[
+                ("group", None),
+                ("metric", None),
+                ("value", None),
+                ("unit", None),
+                ("counted", None),
+                ("why not", None),
+            ],
         );
         for v in &p.metrics {
             m.push(vec![
@@ -206,7 +237,9 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 Cell::text(&v.name),
                 match v.value {
                     Some(x) => Cell::text(fmt_metric(x, &v.unit)),
-                    None => Cell::missing(v.reason.clone().unwrap_or_else(|| "not available".into())),
+                    None => {
+                        Cell::missing(v.reason.clone().unwrap_or_else(|| "not available".into()))
+                    }
                 },
                 Cell::text(&v.unit),
                 opt(v.min_running_fraction, 2, "not counted"),
@@ -218,7 +251,12 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         let mut e = table(
             &anchors::id(b, &format!("pmu-events-{}", r.key)),
             "Events",
-            &[("event", None), ("value", None), ("counted", None), ("state", None)],
+            &[
+                ("event", None),
+                ("value", None),
+                ("counted", None),
+                ("state", None),
+            ],
         );
         for v in &p.events {
             e.push(vec![
@@ -249,7 +287,13 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         let mut t = table(
             &anchors::id(b, &format!("pmu-functions-{}", r.key)),
             "Hot functions",
-            &[("function", None), ("object", None), ("self", Some("%")), ("total", Some("%")), ("hottest line", None)],
+            &[
+                ("function", None),
+                ("object", None),
+                ("self", Some("%")),
+                ("total", Some("%")),
+                ("hottest line", None),
+            ],
         );
         for f in sr.functions.iter().take(30) {
             t.push(vec![
@@ -266,7 +310,14 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         let mut t = table(
             &anchors::id(b, &format!("pmu-comparison-{}", r.key)),
             &format!("{} against {}", c.new, c.base),
-            &[("metric", None), ("unit", None), ("before", None), ("after", None), ("change", Some("%")), ("note", None)],
+            &[
+                ("metric", None),
+                ("unit", None),
+                ("before", None),
+                ("after", None),
+                ("change", Some("%")),
+                ("note", None),
+            ],
         );
         for m in &c.metrics {
             t.push(vec![

@@ -63,7 +63,9 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             let per_thread = |r: &WorkloadRun| {
                 r.requests_per_s_interval
                     .as_ref()
-                    .map_or(r.requests_per_s_per_thread, |i| i.estimate / r.threads as f64)
+                    .map_or(r.requests_per_s_per_thread, |i| {
+                        i.estimate / r.threads as f64
+                    })
             };
             let mut series = Series::new(
                 m,
@@ -170,7 +172,12 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     let mut p = table(
         &anchors::id(b, "workload-pages"),
         "Graph pages per NUMA node",
-        &[("threads", None), ("data", None), ("pages per node", None), ("copies", None)],
+        &[
+            ("threads", None),
+            ("data", None),
+            ("pages per node", None),
+            ("copies", None),
+        ],
     );
     for r in &runs {
         p.push(vec![
