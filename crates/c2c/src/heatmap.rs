@@ -23,22 +23,33 @@ pub enum Order {
 
 /// Positions of the matrix in display order.
 pub fn order(m: &LatencyMatrix, structure: Option<&Structure>, order: Order) -> Vec<usize> {
-    let mut pos: Vec<usize> = (0..m.n()).collect();
-    if order == Order::Os {
-        return pos;
+    match (order, structure) {
+        (Order::Group, Some(s)) => {
+            let levels: Vec<Vec<Vec<u32>>> = s
+                .levels
+                .iter()
+                .map(|l| l.groups.iter().map(|g| g.cpus.clone()).collect())
+                .collect();
+            order_by_groups(m.cpus(), &levels)
+        }
+        _ => (0..m.n()).collect(),
     }
-    let Some(s) = structure else { return pos };
-    // Key: group index at each level, coarsest first, then position.
+}
+
+/// Positions of `cpus` sorted by group, coarsest level first, then matrix order.
+/// `levels` are the CPU groups of each level, finest first (as in a `c2c.matrix`
+/// record), so a saved matrix is drawn in the same order as a live one.
+pub fn order_by_groups(cpus: &[u32], levels: &[Vec<Vec<u32>>]) -> Vec<usize> {
+    let mut pos: Vec<usize> = (0..cpus.len()).collect();
     let key = |p: usize| -> Vec<usize> {
-        let cpu = m.cpus()[p];
-        let mut k: Vec<usize> = s
-            .levels
+        let cpu = cpus[p];
+        let mut k: Vec<usize> = levels
             .iter()
             .rev()
-            .map(|l| {
-                l.groups
+            .map(|groups| {
+                groups
                     .iter()
-                    .position(|g| g.cpus.contains(&cpu))
+                    .position(|g| g.contains(&cpu))
                     .unwrap_or(usize::MAX)
             })
             .collect();

@@ -115,12 +115,7 @@ fn pct(v: f64) -> String {
 }
 
 fn cmd(c: &[String]) -> String {
-    let s = c.join(" ");
-    if s.chars().count() > 60 {
-        format!("{}...", s.chars().take(57).collect::<String>())
-    } else {
-        s
-    }
+    crate::shorten(&c.join(" "), 60)
 }
 
 /// Every finding of a set of bundles, most important first.
@@ -380,21 +375,7 @@ fn groups_per_package(m: &Machine, groups: &[Vec<u32>]) -> Option<usize> {
 fn c2c(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
     for (r, rec) in l.records_of::<MatrixRecord>() {
         let anchor = Some(anchors::c2c_heatmap(out.b, &r.key));
-        let mut vals: Vec<f64> = Vec::new();
-        for (i, row) in rec.matrix_ns.iter().enumerate() {
-            for (j, v) in row.iter().enumerate() {
-                if j < i {
-                    if let Some(v) = v.filter(|v| v.is_finite()) {
-                        vals.push(v);
-                    }
-                }
-            }
-        }
-        // Symmetric matrices hold each pair once below the diagonal; asymmetric ones
-        // above too: take every measured cell if the lower half is empty.
-        if vals.is_empty() {
-            vals = rec.matrix_ns.iter().flatten().flatten().copied().collect();
-        }
+        let vals = crate::metrics::pair_values(&rec);
         let Some(s) = numalab_stats::Summary::of(&vals) else {
             continue;
         };
@@ -480,12 +461,7 @@ fn c2c(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
 }
 
 fn workload(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
-    let runs: Vec<WorkloadRun> = l
-        .records_of::<WorkloadRun>()
-        .into_iter()
-        .map(|(_, r)| r)
-        .filter(|r| !r.interrupted && r.requests > 0)
-        .collect();
+    let runs = crate::metrics::complete_runs(l);
     if runs.is_empty() {
         return;
     }

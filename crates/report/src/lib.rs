@@ -23,3 +23,15 @@ pub mod topology;
 
 pub use load::{load, Loaded};
 pub use numalab_chart::{escape, svg};
+
+/// `text` cut to `max` characters with "..." (command lines in headings and sentences).
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() > max {
+        format!(
+            "{}...",
+            text.chars().take(max.saturating_sub(3)).collect::<String>()
+        )
+    } else {
+        text.to_string()
+    }
+}

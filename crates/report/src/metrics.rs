@@ -38,12 +38,36 @@ pub const SWEEP: &str = "parameters";
 pub const MODEL: &str = "model (modeled)";
 
 fn short(cmd: &[String]) -> String {
-    let s = cmd.join(" ");
-    if s.chars().count() > 40 {
-        format!("{}...", s.chars().take(37).collect::<String>())
-    } else {
-        s
+    crate::shorten(&cmd.join(" "), 40)
+}
+
+/// The reference workload's complete runs (not cut short, at least one request).
+pub(crate) fn complete_runs(l: &Loaded) -> Vec<WorkloadRun> {
+    l.records_of::<WorkloadRun>()
+        .into_iter()
+        .map(|(_, r)| r)
+        .filter(|r| !r.interrupted && r.requests > 0)
+        .collect()
+}
+
+/// The measured pair latencies of a matrix, each pair once (the lower triangle; the
+/// whole matrix when only the upper one holds values).
+pub(crate) fn pair_values(m: &MatrixRecord) -> Vec<f64> {
+    let mut vals: Vec<f64> = Vec::new();
+    for (i, row) in m.matrix_ns.iter().enumerate() {
+        vals.extend(row.iter().take(i).flatten().filter(|v| v.is_finite()));
     }
+    if vals.is_empty() {
+        vals = m
+            .matrix_ns
+            .iter()
+            .flatten()
+            .flatten()
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect();
+    }
+    vals
 }
 
 fn percentile(
@@ -93,12 +117,7 @@ pub fn metrics(l: &Loaded) -> Vec<Metric> {
 }
 
 fn workload(l: &Loaded, out: &mut Vec<Metric>) {
-    let runs: Vec<WorkloadRun> = l
-        .records_of::<WorkloadRun>()
-        .into_iter()
-        .map(|(_, r)| r)
-        .filter(|r| !r.interrupted && r.requests > 0)
-        .collect();
+    let runs = complete_runs(l);
     let mut by_mode: BTreeMap<&str, Vec<&WorkloadRun>> = BTreeMap::new();
     for r in &runs {
         by_mode.entry(r.mode.name()).or_default().push(r);
@@ -281,15 +300,7 @@ fn c2c(l: &Loaded, out: &mut Vec<Metric>) {
         .map(|(_, p)| p)
         .collect();
     for (_, m) in l.records_of::<MatrixRecord>() {
-        let mut vals: Vec<f64> = Vec::new();
-        for (i, row) in m.matrix_ns.iter().enumerate() {
-            for v in row.iter().take(i).flatten() {
-                vals.push(*v);
-            }
-        }
-        if vals.is_empty() {
-            vals = m.matrix_ns.iter().flatten().flatten().copied().collect();
-        }
+        let vals = pair_values(&m);
         if vals.is_empty() {
             continue;
         }

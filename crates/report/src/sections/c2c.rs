@@ -12,29 +12,6 @@ use numalab_c2c::record::{MatrixRecord, PairRecord};
 use numalab_c2c::structure::{Confidence, Evidence};
 use numalab_schema::cpulist;
 
-/// Display order: by group at each level, coarsest first, then matrix order.
-fn order(rec: &MatrixRecord) -> Vec<usize> {
-    let mut pos: Vec<usize> = (0..rec.cpus.len()).collect();
-    let key = |p: usize| -> Vec<usize> {
-        let cpu = rec.cpus[p];
-        let mut k: Vec<usize> = rec
-            .groups
-            .iter()
-            .rev()
-            .map(|level| {
-                level
-                    .iter()
-                    .position(|g| g.cpus.contains(&cpu))
-                    .unwrap_or(usize::MAX)
-            })
-            .collect();
-        k.push(p);
-        k
-    };
-    pos.sort_by_key(|&p| key(p));
-    pos
-}
-
 /// The sections of the `c2c.matrix` records of a bundle.
 pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     let pairs: Vec<PairRecord> = l
@@ -49,7 +26,12 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             &format!("Core-to-core latency ({}){of}", rec.variant),
         );
         let matrix = LatencyMatrix::from_rows(rec.cpus.clone(), &rec.matrix_ns);
-        let positions = order(&rec);
+        let levels: Vec<Vec<Vec<u32>>> = rec
+            .groups
+            .iter()
+            .map(|l| l.iter().map(|g| g.cpus.clone()).collect())
+            .collect();
+        let positions = numalab_c2c::heatmap::order_by_groups(&rec.cpus, &levels);
         let title = format!(
             "core-to-core latency ({}), {} CPUs",
             rec.variant,

@@ -14,12 +14,15 @@ use numalab_harness::scale::ScaleSummary;
 use numalab_harness::sweep::SweepSummary;
 
 fn short(cmd: &[String]) -> String {
-    let s = cmd.join(" ");
-    if s.chars().count() > 70 {
-        format!("{}...", s.chars().take(67).collect::<String>())
-    } else {
-        s
-    }
+    crate::shorten(&cmd.join(" "), 70)
+}
+
+/// Why a point has no figure: its first failure.
+fn why(p: &PointStats) -> String {
+    p.failures
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "no successful run".into())
 }
 
 fn busy(p: &PointStats) -> Cell {
@@ -80,12 +83,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             ],
         );
         for p in &sc.points {
-            let why = p
-                .stats
-                .failures
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "no successful run".into());
+            let why = why(&p.stats);
             t.push(vec![
                 Cell::num(p.threads as f64, 0),
                 Cell::text(&p.cpus),
@@ -134,12 +132,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             ],
         );
         for r in &po.results {
-            let why = r
-                .stats
-                .failures
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "no successful run".into());
+            let why = why(&r.stats);
             t.push(vec![
                 Cell::text(r.policy.name()),
                 iv(r.stats.throughput.as_ref(), 1.0, 3, &why),
@@ -185,11 +178,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             let why = if p.build_failed {
                 "the build failed".to_string()
             } else {
-                p.stats
-                    .failures
-                    .first()
-                    .cloned()
-                    .unwrap_or_else(|| "no successful run".into())
+                why(&p.stats)
             };
             t.push(vec![
                 Cell::text(&p.label),

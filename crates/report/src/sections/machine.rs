@@ -404,37 +404,32 @@ pub fn warnings(set: &[Loaded]) -> Option<Section> {
         ],
     );
     for l in set {
-        let mut seen: Vec<(String, String, Option<String>, Vec<String>, usize)> = Vec::new();
+        // One row per distinct warning: the warning, the kinds that carry it, how often.
+        let mut seen: Vec<(&numalab_schema::Warning, Vec<&str>, usize)> = Vec::new();
         for r in &l.bundle.records {
             for w in &r.warnings {
                 match seen
                     .iter_mut()
-                    .find(|(c, m, _, _, _)| *c == w.code && *m == w.message)
+                    .find(|(x, _, _)| x.code == w.code && x.message == w.message)
                 {
                     Some(e) => {
-                        e.4 += 1;
-                        if !e.3.contains(&r.kind) {
-                            e.3.push(r.kind.clone());
+                        e.2 += 1;
+                        if !e.1.contains(&r.kind.as_str()) {
+                            e.1.push(&r.kind);
                         }
                     }
-                    None => seen.push((
-                        w.code.clone(),
-                        w.message.clone(),
-                        w.remedy.clone(),
-                        vec![r.kind.clone()],
-                        1,
-                    )),
+                    None => seen.push((w, vec![&r.kind], 1)),
                 }
             }
         }
-        for (code, message, remedy, kinds, n) in seen {
+        for (w, kinds, n) in seen {
             t.push(vec![
                 Cell::text(&l.label),
-                Cell::text(code),
+                Cell::text(&w.code),
                 Cell::text(kinds.join(", ")),
                 Cell::num(n as f64, 0),
-                Cell::text(message),
-                Cell::text(remedy.unwrap_or_default()),
+                Cell::text(&w.message),
+                Cell::text(w.remedy.clone().unwrap_or_default()),
             ]);
         }
     }
