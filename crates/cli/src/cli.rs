@@ -59,6 +59,8 @@ pub enum Command {
     Report(crate::commands::report::ReportArgs),
     /// Compare bundles of machines or runs: ratios with intervals per server, per watt, per thread, latency; which is better for what.
     Compare(crate::commands::report::CompareArgs),
+    /// Memory probes: bandwidth, latency, loaded latency, page migration (per node pair).
+    Mem(crate::commands::mem::MemArgs),
 }
 
 /// `numalab topo`.

@@ -29,6 +29,9 @@ pub struct Recorder {
     json: bool,
     /// Records found in the journal from an earlier run (resume).
     pub previous: Vec<Record>,
+    /// Warnings already shown on stderr: each is shown once per run (a matrix of 64
+    /// cells would otherwise repeat the same one 64 times); records keep them all.
+    shown: std::collections::HashSet<String>,
 }
 
 impl Recorder {
@@ -79,6 +82,7 @@ impl Recorder {
             records: Vec::new(),
             json: output.json,
             previous,
+            shown: Default::default(),
         })
     }
 
@@ -100,7 +104,7 @@ impl Recorder {
     /// Adds a record: written to the journal at once (if any), kept for `--json`.
     pub fn push(&mut self, record: Record) -> CliResult {
         for w in &record.warnings {
-            if !self.json {
+            if !self.json && self.shown.insert(w.to_string()) {
                 eprintln!("numalab: warning: {w}");
             }
         }

@@ -73,11 +73,6 @@ fn bad_input_is_refused_before_the_study_starts() {
             "{X} appears neither",
         ),
         (vec!["sweep", "--param", "X", "--", "true"], 2, "NAME=V1,V2"),
-        (
-            vec!["sweep", "--param", "X=1", "--profile", "--", "echo", "{X}"],
-            4,
-            "not available yet",
-        ),
     ];
     for (args, code, text) in cases {
         let out = numalab(&args);
@@ -228,4 +223,43 @@ fn failed_runs_give_the_partial_exit_code() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(5), "{stderr}");
     assert!(stdout.contains("exited with status 3"), "{stdout}");
+}
+
+#[test]
+fn sweep_attaches_a_profile_to_each_point() {
+    let out = numalab(&[
+        "sweep",
+        "--param",
+        "N=10,20",
+        "--repeat",
+        "2",
+        "--profile",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "i=0; while [ $i -lt {N} ]; do i=$((i+1)); done",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let records = v["records"].as_array().unwrap();
+    let profiles: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| r["kind"] == "pmu.profile")
+        .collect();
+    assert_eq!(profiles.len(), 2, "one profile per value");
+    // Each profile counted the point's own command (software events work everywhere).
+    for p in &profiles {
+        let key = p["key"].as_str().unwrap();
+        assert!(key.starts_with("sweep/") && key.ends_with("/hook"), "{key}");
+        let argv = serde_json::to_string(&p["data"]).unwrap();
+        assert!(
+            argv.contains("while"),
+            "the profile is not of the swept command"
+        );
+    }
 }

@@ -26,4 +26,4 @@ pub use plan::Placement;
 pub use policy::{policy, PolicyKind, PolicyPlan, PolicySummary};
 pub use run::{HarnessError, MemorySink, Progress, RunRecord, Sink, Study};
 pub use scale::{scale, ScalePlan, ScaleSummary};
-pub use sweep::{sweep, Param, SweepPlan, SweepSummary};
+pub use sweep::{sweep, sweep_with, Param, SweepPlan, SweepSummary};

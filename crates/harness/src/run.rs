@@ -477,6 +477,27 @@ pub fn run_points(
     sink: &mut dyn Sink,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Vec<Vec<RunRecord>>, HarnessError> {
+    run_points_with(study_kind, study_id, points, study, sink, progress, None).map(|(runs, _)| runs)
+}
+
+/// Called once per point, right after its last repetition (while a build step's
+/// output is still the point's): gets the record key to use and the point's process
+/// spec (command, pinning, memory policy), and returns a record to journal (e.g. a
+/// counter profile) or why there is none.
+pub type PointHook<'a> = &'a mut dyn FnMut(&str, &Spec) -> Result<Record, String>;
+
+/// [`run_points`] with a hook after each point. Returns the runs and the hook's
+/// failures, one sentence each.
+pub fn run_points_with(
+    study_kind: &str,
+    study_id: &str,
+    points: &[Point],
+    study: &Study,
+    sink: &mut dyn Sink,
+    progress: &mut dyn FnMut(&Progress),
+    mut hook: Option<PointHook<'_>>,
+) -> Result<(Vec<Vec<RunRecord>>, Vec<String>), HarnessError> {
+    let mut hook_failures = Vec::new();
     let repeat = study.repeat.max(1);
     let total = points.len() * repeat;
     let interleave = points.iter().all(|p| p.build.is_none());
@@ -562,11 +583,29 @@ pub fn run_points(
             )));
         }
         runs[pi].push(record);
+        if runs[pi].len() == repeat {
+            if let Some(h) = hook.as_mut() {
+                let hook_key = format!("{study_kind}/{study_id}/{}/hook", point.key);
+                if sink.previous(&hook_key).is_none()
+                    && !runs[pi]
+                        .iter()
+                        .any(|r| r.build.as_ref().is_some_and(|b| !b.ok))
+                {
+                    let mut spec = spec_for(&point.argv, &point.env, study);
+                    spec.cpus = point.cpus.clone();
+                    spec.mem_policy = point.mem_policy.clone();
+                    match h(&hook_key, &spec) {
+                        Ok(r) => sink.push(r).map_err(HarnessError::Sink)?,
+                        Err(e) => hook_failures.push(format!("{}: {e}", point.label)),
+                    }
+                }
+            }
+        }
     }
     for r in &mut runs {
         r.sort_by_key(|x| x.repetition);
     }
-    Ok(runs)
+    Ok((runs, hook_failures))
 }
 
 /// Response-time percentiles over a point's runs.

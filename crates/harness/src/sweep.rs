@@ -6,8 +6,7 @@
 
 use crate::plan::{self, Placement};
 use crate::run::{
-    point_stats, ratio, run_points, HarnessError, Point, PointStats, Progress, RunRecord, Sink,
-    Study,
+    point_stats, ratio, HarnessError, Point, PointStats, Progress, RunRecord, Sink, Study,
 };
 use numalab_schema::{cpulist, Machine, Origin, Record, RecordKind};
 use numalab_stats::Interval;
@@ -212,6 +211,19 @@ pub fn sweep(
     sink: &mut dyn Sink,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<SweepSummary, HarnessError> {
+    sweep_with(m, plan, study, sink, progress, None)
+}
+
+/// Runs a sweep, calling `hook` after each point (e.g. to attach a counter profile
+/// of the point's command; see [`crate::run::PointHook`]).
+pub fn sweep_with(
+    m: &Machine,
+    plan: &SweepPlan,
+    study: &Study,
+    sink: &mut dyn Sink,
+    progress: &mut dyn FnMut(&Progress),
+    hook: Option<crate::run::PointHook<'_>>,
+) -> Result<SweepSummary, HarnessError> {
     let id = study.id(
         "sweep",
         &serde_json::to_value(plan).expect("plans serialize"),
@@ -255,8 +267,14 @@ pub fn sweep(
             build,
         });
     }
-    let runs = run_points("sweep", &id, &pts, study, sink, progress)?;
-    let summary = summarize(&id, plan, study, &runs);
+    let (runs, hook_failures) =
+        crate::run::run_points_with("sweep", &id, &pts, study, sink, progress, hook)?;
+    let mut summary = summarize(&id, plan, study, &runs);
+    summary.findings.extend(
+        hook_failures
+            .into_iter()
+            .map(|f| format!("no profile for {f}")),
+    );
     sink.push(Record::new(
         format!("sweep/{id}/summary"),
         Origin::Measured,

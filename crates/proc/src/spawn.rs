@@ -133,7 +133,8 @@ pub struct Outcome {
     pub timed_out: bool,
     /// Killed because numalab was asked to stop (Ctrl-C).
     pub interrupted: bool,
-    /// Wall time from exec (or release of the gate) to exit, ns.
+    /// Wall time from fork (or, for a gated child, from the release of the gate) to
+    /// exit, ns.
     pub wall_ns: u64,
     /// User CPU time of the child and its reaped descendants, ns.
     pub user_cpu_ns: u64,
@@ -226,6 +227,28 @@ fn pipe_cloexec(program: &str) -> Result<(OwnedFd, OwnedFd), ProcError> {
         return Err(ProcError::System {
             program: program.into(),
             call: "pipe2".into(),
+            detail: errno_text(last_errno()),
+        });
+    }
+    // SAFETY: both descriptors are fresh and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn socketpair_cloexec(program: &str) -> Result<(OwnedFd, OwnedFd), ProcError> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: socketpair writes two descriptors into the array we own.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    } != 0
+    {
+        return Err(ProcError::System {
+            program: program.into(),
+            call: "socketpair".into(),
             detail: errno_text(last_errno()),
         });
     }
@@ -362,7 +385,9 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
     let (out_r, out_w) = pipe_cloexec(&program)?;
     let (err_r, err_w) = pipe_cloexec(&program)?;
     let (status_r, status_w) = pipe_cloexec(&program)?;
-    let (gate_r, gate_w) = pipe_cloexec(&program)?;
+    // The gate is a socket pair, not a pipe: releasing a child that already died must
+    // not raise SIGPIPE in numalab (send with MSG_NOSIGNAL).
+    let (gate_r, gate_w) = socketpair_cloexec(&program)?;
     let devnull = CString::new("/dev/null").expect("static");
 
     // Reap orphaned grandchildren ourselves so that none is left behind.
@@ -381,6 +406,9 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
     let gated = spec.gated;
     let set_cpus = spec.cpus.is_some();
 
+    // Wall time starts here for an ungated child: after fork it may run (even to the end)
+    // before this thread is scheduled again, so a later timestamp would undercount.
+    let before_fork = Instant::now();
     // SAFETY: fork; the child below only makes async-signal-safe system calls on data
     // prepared before the fork, then execs or _exits.
     let pid = unsafe { libc::fork() };
@@ -433,13 +461,10 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
         stderr: Some(stderr),
         timeout: spec.timeout,
         grace: spec.kill_grace,
-        started: None,
+        // A gated child cannot run before release(), which starts the clock.
+        started: (!gated).then_some(before_fork),
     };
     if !gated {
-        // The child does not wait on the gate: once it has exec'd, the gate's read end
-        // is gone and a write would raise SIGPIPE, which kills numalab (its SIGPIPE is
-        // the default). Close the gate unwritten.
-        running.gate = None;
         running.release()?;
     }
     Ok(running)
@@ -583,14 +608,17 @@ impl Running {
     pub fn release(&mut self) -> Result<(), ProcError> {
         if let Some(gate) = self.gate.take() {
             let b = [1u8];
-            // SAFETY: writing one byte to our pipe end.
+            // SAFETY: sending one byte on our socket end; MSG_NOSIGNAL turns a dead
+            // child into EPIPE instead of a SIGPIPE for numalab.
             unsafe {
                 use std::os::fd::AsRawFd;
-                libc::write(gate.as_raw_fd(), b.as_ptr().cast(), 1);
+                libc::send(gate.as_raw_fd(), b.as_ptr().cast(), 1, libc::MSG_NOSIGNAL);
             }
             drop(gate);
         }
-        self.started = Some(Instant::now());
+        if self.started.is_none() {
+            self.started = Some(Instant::now());
+        }
         // The status pipe closes on exec (CLOEXEC) or carries (stage, errno).
         if let Some(status) = self.err_pipe.take() {
             let mut f = std::fs::File::from(status);

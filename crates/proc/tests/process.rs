@@ -179,3 +179,39 @@ fn cpu_time_is_measured() {
     assert!(out.cpus_busy() > 0.3, "{}", out.cpus_busy());
     assert!(out.max_rss_bytes > 0);
 }
+
+/// Regression: releasing a gated child that already died (here: its placement failed
+/// before the gate) raised SIGPIPE and killed numalab, whose SIGPIPE is SIG_DFL.
+#[test]
+fn releasing_a_dead_gated_child_does_not_raise_sigpipe() {
+    // SAFETY: test process; restores the default disposition as the numalab binary does.
+    let old = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let mut spec = Spec::new(["true"]);
+    spec.gated = true;
+    spec.cpus = Some(vec![1000]); // refused by the kernel: the child exits before the gate
+    let mut running = spawn(&spec).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let err = running.release().unwrap_err();
+    assert!(matches!(err, ProcError::Placement { .. }), "{err}");
+    // SAFETY: restoring what was there.
+    unsafe { libc::signal(libc::SIGPIPE, old) };
+}
+
+/// Regression: wall time started after the parent was scheduled again, so a short child
+/// that ran to completion meanwhile showed more CPU time than wall time.
+#[test]
+fn wall_time_covers_cpu_time() {
+    for _ in 0..20 {
+        let out = spawn(&sh("i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done"))
+            .unwrap()
+            .wait();
+        let cpu = out.user_cpu_ns + out.sys_cpu_ns;
+        // CPU accounting and the clock differ by at most a scheduler tick (4 ms at HZ=250).
+        assert!(
+            out.wall_ns + 4_000_000 >= cpu,
+            "wall {} ns < cpu {} ns",
+            out.wall_ns,
+            cpu
+        );
+    }
+}

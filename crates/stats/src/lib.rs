@@ -6,6 +6,7 @@
 //! output so that anyone can recompute them.
 
 pub mod knee;
+pub mod plateau;
 pub mod quantiles;
 
 use rand::{RngExt, SeedableRng};

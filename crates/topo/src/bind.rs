@@ -529,6 +529,9 @@ impl Placer for HwlocPlacer {
 pub struct FakePlacer {
     /// Node of each PU (for first-touch placement).
     pu_node: HashMap<u32, u32>,
+    /// Every NUMA node of the machine, with or without CPUs (memory-only nodes such as
+    /// HBM or CXL can be bound to).
+    nodes: Vec<u32>,
     /// Every pin request, in order: (thread name or id, PUs).
     pub pins: Mutex<Vec<(String, Vec<u32>)>>,
     policies: Mutex<HashMap<usize, MemPolicy>>,
@@ -544,6 +547,7 @@ impl FakePlacer {
                 .iter()
                 .filter_map(|p| Some((p.os_index, p.numa_node?)))
                 .collect(),
+            nodes: m.numa_nodes.iter().map(|n| n.os_index).collect(),
             ..Default::default()
         }
     }
@@ -580,7 +584,8 @@ impl Placer for FakePlacer {
     }
 
     fn bind_region(&self, region: &Region, policy: &MemPolicy) -> Result<(), TopoError> {
-        let nodes: Vec<u32> = self.pu_node.values().copied().collect();
+        let mut nodes: Vec<u32> = self.pu_node.values().copied().collect();
+        nodes.extend(&self.nodes);
         let check = |n: &u32| {
             if nodes.contains(n) {
                 Ok(())
@@ -597,6 +602,8 @@ impl Placer for FakePlacer {
         }
         let mut p = self.policies.lock().unwrap();
         p.insert(region.ptr as usize, policy.clone());
+        // A new region may reuse the address of an earlier, moved one.
+        self.moved.lock().unwrap().remove(&(region.ptr as usize));
         Ok(())
     }
 

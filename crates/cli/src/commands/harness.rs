@@ -134,7 +134,8 @@ pub struct SweepArgs {
     /// How the pinned CPUs are chosen (with --threads).
     #[arg(long, default_value = "compact", value_name = "STRATEGY")]
     pub placement: Placement,
-    /// Attach a counter profile (`numalab profile`) to each point.
+    /// Attach a counter profile (`numalab profile`, default metric set) to each point,
+    /// counted in one extra run right after the point's runs (`pmu.profile` records).
     #[arg(long)]
     pub profile: bool,
     #[command(flatten)]
@@ -375,12 +376,6 @@ pub fn policy(a: PolicyArgs) -> CliResult {
 /// `numalab sweep`.
 pub fn sweep(a: SweepArgs) -> CliResult {
     let study = study(&a.study)?;
-    if a.profile {
-        return Err(CliError::new(
-            ErrorClass::Unsupported,
-            "--profile: not available yet (the `numalab profile` counter library is not part of this build); run the sweep without --profile",
-        ));
-    }
     let mut names: Vec<&str> = a.params.iter().map(|p| p.name.as_str()).collect();
     names.sort_unstable();
     if names.windows(2).any(|w| w[0] == w[1]) {
@@ -406,13 +401,34 @@ pub fn sweep(a: SweepArgs) -> CliResult {
         Origin::Measured,
         numalab_topo::system::host(&m),
     )?;
+    // --profile: a counter profile of each point's command, right after its runs.
+    let profile_config = if a.profile {
+        Some(
+            numalab_pmu::profile::ProfileConfig::for_cpu(&m.cpu)
+                .map_err(|e| CliError::new(ErrorClass::Unsupported, format!("--profile: {e}")))?,
+        )
+    } else {
+        None
+    };
+    let mut profile_point =
+        |key: &str, spec: &numalab_proc::Spec| -> Result<numalab_schema::Record, String> {
+            let config = profile_config.as_ref().expect("hook only with --profile");
+            numalab_pmu::profile::profile(spec, config)
+                .map(|p| p.into_record(key))
+                .map_err(|e| e.to_string())
+        };
     let bar = progress_bar();
-    let result = numalab_harness::sweep(
+    let result = numalab_harness::sweep_with(
         &m,
         &plan,
         &study,
         &mut RecorderSink { rec: &mut rec },
         &mut on_progress(&bar),
+        if a.profile {
+            Some(&mut profile_point)
+        } else {
+            None
+        },
     );
     bar.finish_and_clear();
     match result {

@@ -8,6 +8,7 @@ pub mod harness;
 pub mod model;
 pub mod profile;
 pub mod report;
+pub mod mem;
 pub mod topo;
 pub mod workload;
 
@@ -30,5 +31,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Model(a) => model::run(a),
         Command::Report(a) => report::run(a),
         Command::Compare(a) => report::compare(a),
+        Command::Mem(a) => mem::run(a),
     }
 }

@@ -1,0 +1,1120 @@
+//! `numalab mem`: memory bandwidth, latency, loaded latency and page migration.
+//!
+//! Flags are validated by clap without touching hardware; then each subcommand builds a
+//! checked plan from `numalab-mem` against the live topology (unknown CPUs or nodes,
+//! too many threads, sizes beyond the safe share of a node's free memory are refused
+//! here, before anything runs), runs it with the hwloc placer, and prints a table (or
+//! the JSON bundle with `--json`). Records go to the journal as each cell completes.
+
+use crate::output::paint;
+use crate::record::{OutputArgs, Recorder};
+use crate::{CliError, CliResult};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use numalab_mem::bandwidth::{self, BandwidthRecord};
+use numalab_mem::budget::Budgets;
+use numalab_mem::chase::Order;
+use numalab_mem::kernels::{self, Isa, Kernel};
+use numalab_mem::latency::{self, LatencyRecord};
+use numalab_mem::loaded::{self, LoadedRecord, Traffic};
+use numalab_mem::migrate::{self, Method, MigrateRecord, PairChoice};
+use numalab_mem::{MemError, Outcome, PageRequest, Sink};
+use numalab_schema::{cpulist, units, ErrorClass, Machine, Origin, Record};
+use numalab_topo::bind::{HwlocPlacer, MemPolicy};
+use numalab_topo::select::{resolve_nodes, CpuSelection};
+use std::collections::BTreeMap;
+
+/// `numalab mem`.
+#[derive(Debug, Args)]
+pub struct MemArgs {
+    /// What to measure.
+    #[command(subcommand)]
+    pub command: MemCommand,
+}
+
+/// The memory probes.
+#[derive(Debug, Subcommand)]
+pub enum MemCommand {
+    /// Bandwidth of STREAM-style kernels (read, write, copy, scale, add, triad), scalar
+    /// and SIMD, on pinned threads with data on chosen nodes; `--matrix` for every node pair.
+    #[command(
+        after_help = "Examples:\n  numalab mem bandwidth\n  numalab mem bandwidth --kernel triad,copy,read --threads 1,2\n  numalab mem bandwidth --cpus node:0 --policy bind:1 --size 1GiB\n  numalab mem bandwidth --matrix --kernel triad --json\n\nGB/s are 10^9 bytes/s counted the STREAM way; \"actual\" adds the write-allocate read of every plainly stored line."
+    )]
+    Bandwidth(Box<BandwidthArgs>),
+    /// Idle latency by pointer chasing over a working-set sweep, with cache levels found
+    /// on the curve; `--matrix` for every node pair.
+    #[command(
+        after_help = "Examples:\n  numalab mem latency\n  numalab mem latency --pages base,thp --max 1GiB\n  numalab mem latency --matrix --size 1GiB --pages thp"
+    )]
+    Latency(Box<LatencyArgs>),
+    /// Latency under load: one thread chases pointers while the others generate traffic
+    /// at throttled intensities from idle to saturation.
+    #[command(
+        after_help = "Examples:\n  numalab mem loaded\n  numalab mem loaded --cpus node:0 --traffic rw"
+    )]
+    Loaded(Box<LoadedArgs>),
+    /// Page migration between nodes three ways (memcpy, move_pages, streaming SIMD copy)
+    /// for 2^8..2^17 pages of 64 KiB and of the base page size.
+    #[command(
+        after_help = "Examples:\n  numalab mem migrate\n  numalab mem migrate --all --link-peak 25\n  numalab mem migrate --from 0 --to 3 --unit 64KiB --max-pages 4096\n\nOn a one-node machine the only pair is node 0 -> node 0, a sanity baseline."
+    )]
+    Migrate(Box<MigrateArgs>),
+}
+
+/// Options shared by the probes.
+#[derive(Debug, Clone, Args)]
+pub struct Common {
+    /// Pages backing the memory: base, thp (transparent huge pages), hugetlb or
+    /// hugetlb:SIZE (reserved hugetlbfs pages) [default: base for bandwidth, thp for
+    /// loaded].
+    #[arg(long, value_name = "KIND")]
+    pub pages: Option<String>,
+    /// Where data goes: first-touch (each thread's own node), bind:N, interleave:LIST
+    /// (or interleave:all), preferred:N.
+    #[arg(long, value_name = "POLICY", default_value = "first-touch")]
+    pub policy: String,
+    /// Short run for `numalab evaluate --quick` and smoke tests (fewer kernels, points
+    /// and repetitions; sizes stay large enough to measure memory).
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// `numalab mem bandwidth`.
+#[derive(Debug, Args)]
+pub struct BandwidthArgs {
+    /// Kernels, comma separated: read, write, write-nt, copy, copy-nt, scale, scale-nt,
+    /// add, add-nt, triad, triad-nt, or all [default: read, write, write-nt, copy,
+    /// scale, add, triad].
+    #[arg(long, value_name = "LIST")]
+    pub kernel: Option<String>,
+    /// Instruction set: scalar, sse2, avx2, avx512 (x86-64), neon (AArch64)
+    /// [default: the widest this CPU has].
+    #[arg(long, value_name = "ISA")]
+    pub isa: Option<String>,
+    /// Thread counts, e.g. 4 or 1,2,4,8 for a sweep; thread i runs on the i-th CPU of
+    /// --cpus [default: one per CPU].
+    #[arg(long, value_name = "N[,N...]")]
+    pub threads: Option<String>,
+    /// CPUs: 0-3,8 or node:N or package:N or core:N or all.
+    #[arg(long, value_name = "SEL", default_value = "all")]
+    pub cpus: String,
+    /// Working set of each kernel, all arrays and threads together (as likwid-bench -w)
+    /// [default: 12x the last-level cache, so each of triad's arrays is >= 4x it].
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<String>,
+    /// Every node pair: threads on node i, data bound to node j.
+    #[arg(long, conflicts_with_all = ["cpus", "policy"])]
+    pub matrix: bool,
+    /// Timed rounds per kernel [default: 10, --quick 5].
+    #[arg(long, value_name = "N")]
+    pub reps: Option<usize>,
+    #[command(flatten)]
+    pub common: Common,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `numalab mem latency`.
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    /// CPUs that chase (one curve each) [default: the first CPU].
+    #[arg(long, value_name = "SEL")]
+    pub cpus: Option<String>,
+    /// Page kinds, comma separated (one curve each): base, thp, hugetlb[:SIZE].
+    #[arg(long = "page-kinds", value_name = "LIST", default_value = "base,thp")]
+    pub page_kinds: String,
+    /// Smallest working set.
+    #[arg(long, value_name = "BYTES", default_value = "4KiB")]
+    pub min: String,
+    /// Largest working set [default: 8x the last-level cache].
+    #[arg(long, value_name = "BYTES")]
+    pub max: Option<String>,
+    /// Points per doubling of the working set [default: 2, --quick 1].
+    #[arg(long, value_name = "N")]
+    pub per_octave: Option<u32>,
+    /// Every node pair at one working set (idle latency matrix).
+    #[arg(long, conflicts_with_all = ["cpus", "policy"])]
+    pub matrix: bool,
+    /// Working set of --matrix [default: 8x the last-level cache, at least 256 MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<String>,
+    /// Line order: page (random pages, random lines in each; one TLB miss per page) or
+    /// global (uniformly random lines; measures translation too).
+    #[arg(long, value_name = "ORDER", default_value = "page")]
+    pub order: String,
+    /// Timed batches per point [default: 200, --quick 60].
+    #[arg(long, value_name = "N")]
+    pub batches: Option<usize>,
+    /// Distance between the chain's slots, bytes: the cache line (default for curves),
+    /// or two lines (default for --matrix) so that only one line of each pair is used
+    /// and an adjacent-line prefetcher cannot help.
+    #[arg(long, value_name = "BYTES")]
+    pub stride: Option<String>,
+    /// Seed of the random order (recorded).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Pages backing the memory: base, thp, hugetlb or hugetlb:SIZE (overrides
+    /// --page-kinds with one kind).
+    #[arg(long, value_name = "KIND")]
+    pub pages: Option<String>,
+    /// Where data goes: first-touch, bind:N, interleave:LIST, preferred:N.
+    #[arg(long, value_name = "POLICY", default_value = "first-touch")]
+    pub policy: String,
+    /// Short run (one point per octave, fewer batches, to 4x the last-level cache).
+    #[arg(long)]
+    pub quick: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `numalab mem loaded`.
+#[derive(Debug, Args)]
+pub struct LoadedArgs {
+    /// CPUs: the first chases, the others generate traffic.
+    #[arg(long, value_name = "SEL", default_value = "all")]
+    pub cpus: String,
+    /// How many of the other CPUs generate traffic [default: all].
+    #[arg(long, value_name = "N")]
+    pub generators: Option<usize>,
+    /// Traffic: read, or rw (copy: 1 read : 1 write).
+    #[arg(long, value_name = "KIND", default_value = "read")]
+    pub traffic: String,
+    /// Delay between 4 KiB chunks per generator, ns, comma separated; `idle` = no
+    /// traffic [default: idle,16000,8000,4000,2000,1000,500,250,100,0].
+    #[arg(long, value_name = "LIST")]
+    pub delays: Option<String>,
+    /// Duration of each point, ms [default: 400, --quick 150].
+    #[arg(long, value_name = "MS")]
+    pub point_ms: Option<u64>,
+    /// Chaser working set [default: 8x the last-level cache, at least 256 MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<String>,
+    /// Working set of all generators together, shared equally [default: 4x the
+    /// machine's total last-level cache, at least 64 MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub traffic_size: Option<String>,
+    #[command(flatten)]
+    pub common: Common,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `numalab mem migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Source node (with --to) [default: the nearest and the farthest pair by SLIT].
+    #[arg(long, value_name = "NODE", requires = "to")]
+    pub from: Option<u32>,
+    /// Target node (with --from).
+    #[arg(long, value_name = "NODE", requires = "from")]
+    pub to: Option<u32>,
+    /// Every ordered pair of distinct nodes with memory.
+    #[arg(long, conflicts_with = "from")]
+    pub all: bool,
+    /// Page units, comma separated: sizes (64KiB) or `base` [default: 64KiB,base].
+    #[arg(long, value_name = "LIST")]
+    pub unit: Option<String>,
+    /// Fewest pages (rounded to a power of two) [default: 256 = 2^8].
+    #[arg(long, value_name = "N")]
+    pub min_pages: Option<u64>,
+    /// Most pages (rounded to a power of two) [default: 131072 = 2^17, clamped to free
+    /// memory; an explicit value is checked and refused if it does not fit].
+    #[arg(long, value_name = "N")]
+    pub max_pages: Option<u64>,
+    /// Methods, comma separated: memcpy, move_pages, stream_copy [default: all].
+    #[arg(long, value_name = "LIST")]
+    pub methods: Option<String>,
+    /// Rounds per cell [default: 3, --quick 2].
+    #[arg(long, value_name = "N")]
+    pub reps: Option<usize>,
+    /// Fault the destination pages in before timing the copies (default: a copy pays
+    /// its destination's page faults, as a real migration does).
+    #[arg(long)]
+    pub prefault: bool,
+    /// Reference for percentages: the link's peak, GB/s [default: the measured local
+    /// copy bandwidth of one thread].
+    #[arg(long, value_name = "GBPS")]
+    pub link_peak: Option<f64>,
+    /// The CPU that moves the pages [default: first CPU of the target node, else of the
+    /// source node].
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<u32>,
+    /// ISA of the streaming copy [default: the widest].
+    #[arg(long, value_name = "ISA")]
+    pub isa: Option<String>,
+    /// Short run: 2^8..2^11 pages, 2 rounds.
+    #[arg(long)]
+    pub quick: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Runs `numalab mem`.
+pub fn run(args: MemArgs) -> CliResult {
+    match args.command {
+        MemCommand::Bandwidth(a) => run_bandwidth(*a),
+        MemCommand::Latency(a) => run_latency(*a),
+        MemCommand::Loaded(a) => run_loaded(*a),
+        MemCommand::Migrate(a) => run_migrate(*a),
+    }
+}
+
+fn usage(msg: impl Into<String>) -> CliError {
+    CliError::new(ErrorClass::Usage, msg)
+}
+
+fn mem_err(e: MemError) -> CliError {
+    use numalab_schema::Classify;
+    CliError::new(e.class(), e.to_string())
+}
+
+fn parse_size(flag: &str, text: &str) -> Result<u64, CliError> {
+    let b = units::parse_bytes(text).map_err(|e| usage(format!("{flag}: {e}")))?;
+    if b == 0 {
+        return Err(usage(format!("{flag} {text:?}: must be larger than 0")));
+    }
+    Ok(b)
+}
+
+fn parse_list<T>(
+    flag: &str,
+    text: &str,
+    f: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, CliError> {
+    let items: Vec<&str> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if items.is_empty() {
+        return Err(usage(format!("{flag}: the list is empty")));
+    }
+    items
+        .into_iter()
+        .map(|s| {
+            f(s).map_err(|e| {
+                usage(if e.starts_with("--") {
+                    e
+                } else {
+                    format!("{flag}: {e}")
+                })
+            })
+        })
+        .collect()
+}
+
+fn parse_pages(text: &str) -> Result<PageRequest, CliError> {
+    PageRequest::parse(text).map_err(usage)
+}
+
+/// Parses a memory policy against the machine.
+pub fn parse_policy(text: &str, machine: &Machine) -> Result<MemPolicy, CliError> {
+    let t = text.trim().to_ascii_lowercase();
+    let nodes = |rest: &str| {
+        resolve_nodes(rest, machine).map_err(|e| usage(format!("--policy {text:?}: {e}")))
+    };
+    let one = |rest: &str| -> Result<u32, CliError> {
+        let v = nodes(rest)?;
+        if v.len() != 1 {
+            return Err(usage(format!("--policy {text:?}: give exactly one node")));
+        }
+        Ok(v[0])
+    };
+    if t == "first-touch" || t == "local" || t == "default" {
+        Ok(MemPolicy::FirstTouch)
+    } else if let Some(r) = t.strip_prefix("bind:") {
+        Ok(MemPolicy::Bind(vec![one(r)?]))
+    } else if let Some(r) = t.strip_prefix("interleave:") {
+        Ok(MemPolicy::Interleave(nodes(r)?))
+    } else if let Some(r) = t.strip_prefix("preferred:") {
+        Ok(MemPolicy::Preferred(one(r)?))
+    } else {
+        Err(usage(format!(
+            "--policy {text:?}: use first-touch, bind:N, interleave:LIST (or interleave:all) or preferred:N"
+        )))
+    }
+}
+
+fn resolve_cpus(text: &str, machine: &Machine) -> Result<Vec<u32>, CliError> {
+    let sel = CpuSelection::parse(text).map_err(|e| usage(e.to_string()))?;
+    sel.resolve(machine).map_err(|e| usage(e.to_string()))
+}
+
+fn parse_isa(text: Option<&str>) -> Result<(Isa, bool), CliError> {
+    match text {
+        None => Ok((kernels::best(), false)),
+        Some(t) => {
+            let isa = Isa::parse(t).map_err(|e| usage(format!("--isa: {e}")))?;
+            if !isa.available() {
+                let have: Vec<&str> = kernels::available().iter().map(|i| i.name()).collect();
+                return Err(CliError::new(
+                    ErrorClass::Unsupported,
+                    format!(
+                        "--isa {t}: this CPU cannot run {isa} code (it has {})",
+                        have.join(", ")
+                    ),
+                ));
+            }
+            Ok((isa, true))
+        }
+    }
+}
+
+/// A [`Sink`] writing to the recorder, with a progress bar on stderr.
+struct CliSink<'a> {
+    rec: &'a mut Recorder,
+    bar: Option<ProgressBar>,
+}
+
+impl<'a> CliSink<'a> {
+    fn new(rec: &'a mut Recorder) -> Self {
+        CliSink { rec, bar: None }
+    }
+
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Sink for CliSink<'_> {
+    fn done(&self, key: &str) -> bool {
+        self.rec.done(key)
+    }
+    fn push(&mut self, record: Record) -> Result<(), MemError> {
+        if let Some(b) = &self.bar {
+            b.suspend(|| ());
+        }
+        self.rec
+            .push(record)
+            .map_err(|e| MemError::Output(e.message))
+    }
+    fn progress(&mut self, label: &str, done: u64, total: u64) {
+        let bar = self.bar.get_or_insert_with(|| {
+            let b = ProgressBar::new(total);
+            b.set_style(
+                ProgressStyle::with_template("{msg:>16} [{bar:30}] {pos}/{len} {elapsed}")
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            b
+        });
+        bar.set_length(total);
+        bar.set_message(label.to_string());
+        bar.set_position(done);
+    }
+}
+
+fn start(
+    output: &OutputArgs,
+    config: serde_json::Value,
+    machine: &Machine,
+) -> Result<Recorder, CliError> {
+    Recorder::new(
+        output,
+        config,
+        Origin::Measured,
+        numalab_topo::system::host(machine),
+    )
+}
+
+/// Ends a run: exit class from the outcome, failures on stderr.
+fn conclude(outcome: &Outcome) -> CliResult {
+    for (key, e) in &outcome.failed {
+        eprintln!("numalab: {key}: {e}");
+    }
+    if outcome.skipped > 0 {
+        eprintln!(
+            "numalab: {} result(s) were already in the journal and were not measured again",
+            outcome.skipped
+        );
+    }
+    match outcome.class() {
+        None => Ok(()),
+        Some(ErrorClass::Interrupted) => Err(CliError::new(
+            ErrorClass::Interrupted,
+            "interrupted; everything measured so far was kept",
+        )),
+        Some(ErrorClass::Partial) => Err(CliError::new(
+            ErrorClass::Partial,
+            format!(
+                "{} step(s) failed; the others produced results",
+                outcome.failed.len()
+            ),
+        )),
+        Some(class) => Err(CliError::new(
+            class,
+            outcome
+                .failed
+                .first()
+                .map(|f| f.1.to_string())
+                .unwrap_or_default(),
+        )),
+    }
+}
+
+fn note(lines: &[String], json: bool) {
+    if !json {
+        for n in lines {
+            eprintln!("numalab: note: {n}");
+        }
+    }
+}
+
+/// Records of this run and earlier runs of the same journal, for the given keys.
+fn all_records<'r>(rec: &'r Recorder, keys: &[String]) -> Vec<&'r Record> {
+    let mut by_key: BTreeMap<&str, &Record> = BTreeMap::new();
+    for r in rec.previous.iter().chain(rec.records()) {
+        by_key.insert(r.key.as_str(), r);
+    }
+    keys.iter()
+        .filter_map(|k| by_key.get(k.as_str()).copied())
+        .collect()
+}
+
+fn placement_text(p: &numalab_mem::Placement) -> String {
+    let total: u64 = p.pages_per_node.iter().map(|x| x.1).sum();
+    p.pages_per_node
+        .iter()
+        .map(|(n, c)| format!("node {n} {:.0}%", 100.0 * *c as f64 / total.max(1) as f64))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn run_bandwidth(a: BandwidthArgs) -> CliResult {
+    let kernels_list = match a.kernel.as_deref() {
+        None => None,
+        Some("all") => Some(Kernel::all()),
+        Some(t) => Some(parse_list("--kernel", t, Kernel::parse)?),
+    };
+    let threads = match &a.threads {
+        None => Vec::new(),
+        Some(t) => cpulist::parse(t)
+            .map_err(|e| usage(format!("--threads {t:?}: {}", e.reason)))?
+            .into_iter()
+            .map(|n| n as usize)
+            .collect(),
+    };
+    let size = a
+        .size
+        .as_deref()
+        .map(|s| parse_size("--size", s))
+        .transpose()?;
+    let pages = parse_pages(a.common.pages.as_deref().unwrap_or("base"))?;
+    let (isa, forced) = parse_isa(a.isa.as_deref())?;
+    let machine = numalab_topo::live()?;
+    let mut opts = if a.common.quick {
+        bandwidth::Options::quick(&machine)
+    } else {
+        bandwidth::Options::defaults(&machine)
+    };
+    if let Some(k) = kernels_list {
+        opts.kernels = k;
+    }
+    opts.isa = isa;
+    opts.isa_forced = forced;
+    if let Some(s) = size {
+        opts.working_set_bytes = s;
+    }
+    if let Some(r) = a.reps {
+        opts.reps = r;
+    }
+    opts.pages = pages;
+    let budgets = Budgets::live(&machine);
+    let plan = if a.matrix {
+        bandwidth::plan_matrix(&machine, &budgets, &threads, opts)
+    } else {
+        let cpus = resolve_cpus(&a.cpus, &machine)?;
+        let policy = parse_policy(&a.common.policy, &machine)?;
+        let threads = if threads.is_empty() && a.common.quick && cpus.len() > 1 {
+            vec![1, cpus.len()]
+        } else {
+            threads
+        };
+        bandwidth::plan(&machine, &budgets, &cpus, &threads, &policy, opts)
+    }
+    .map_err(mem_err)?;
+    let placer = HwlocPlacer::new()?;
+    let mut rec = start(
+        &a.output,
+        serde_json::to_value(&plan).unwrap_or_default(),
+        &machine,
+    )?;
+    note(&plan.notes, rec.json());
+    let mut sink = CliSink::new(&mut rec);
+    let outcome = bandwidth::run(&plan, &machine, &placer, &mut sink);
+    sink.finish();
+    if !rec.json() {
+        print_bandwidth(&plan, &all_records(&rec, &plan.keys()));
+    }
+    rec.finish()?;
+    conclude(&outcome)
+}
+
+fn print_bandwidth(plan: &bandwidth::Plan, records: &[&Record]) {
+    let rs: Vec<BandwidthRecord> = records
+        .iter()
+        .filter_map(|r| r.decode().and_then(Result::ok))
+        .collect();
+    if rs.is_empty() {
+        return;
+    }
+    let matrix = plan.groups.iter().any(|g| g.matrix.is_some());
+    if matrix {
+        for k in &plan.options.kernels {
+            let mut threads: Vec<usize> = rs
+                .iter()
+                .filter(|r| r.kernel == *k)
+                .map(|r| r.threads)
+                .collect();
+            threads.dedup();
+            for t in threads {
+                let cells: Vec<&BandwidthRecord> = rs
+                    .iter()
+                    .filter(|r| r.kernel == *k && r.threads == t)
+                    .collect();
+                let mut rows: Vec<u32> = cells
+                    .iter()
+                    .filter_map(|r| r.matrix.map(|m| m.cpu_node))
+                    .collect();
+                let mut cols: Vec<u32> = cells
+                    .iter()
+                    .filter_map(|r| r.matrix.map(|m| m.mem_node))
+                    .collect();
+                rows.sort_unstable();
+                rows.dedup();
+                cols.sort_unstable();
+                cols.dedup();
+                println!(
+                    "{}",
+                    paint("1", &format!("{k} ({}), {t} thread(s) per node, GB/s (median): rows = threads' node, columns = data node", cells[0].isa))
+                );
+                print!("{:>10}", "");
+                for c in &cols {
+                    print!("{:>10}", format!("mem {c}"));
+                }
+                println!();
+                for r in &rows {
+                    print!("{:>10}", format!("cpu {r}"));
+                    for c in &cols {
+                        let v = cells
+                            .iter()
+                            .find(|x| {
+                                x.matrix
+                                    .is_some_and(|m| m.cpu_node == *r && m.mem_node == *c)
+                            })
+                            .map(|x| format!("{:.1}", x.bandwidth_gbps.median))
+                            .unwrap_or_else(|| "-".into());
+                        print!("{v:>10}");
+                    }
+                    println!();
+                }
+                println!();
+            }
+        }
+        return;
+    }
+    println!(
+        "{}",
+        paint(
+            "1",
+            &format!(
+                "{:<9} {:<7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>11}  {}",
+                "kernel", "isa", "threads", "set", "GB/s", "min", "max", "actual GB/s", "pages on"
+            )
+        )
+    );
+    for r in &rs {
+        println!(
+            "{:<9} {:<7} {:>7} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>11.2}  {}",
+            r.kernel.name(),
+            r.isa.name(),
+            r.threads,
+            units::bytes(r.working_set_bytes),
+            r.bandwidth_gbps.median,
+            r.bandwidth_gbps.min,
+            r.bandwidth_gbps.max,
+            r.actual_bandwidth_gbps.median,
+            placement_text(&r.placement)
+        );
+    }
+    if let Some(r) = rs.first() {
+        println!(
+            "{} rounds after 1 warm-up; pages: {}; GB/s = 10^9 bytes/s, STREAM count; actual = with write-allocate",
+            r.sample_ns.len(),
+            r.pages.obtained
+        );
+    }
+}
+
+fn run_latency(a: LatencyArgs) -> CliResult {
+    let page_kinds = match &a.pages {
+        Some(p) => vec![parse_pages(p)?],
+        None => parse_list("--page-kinds", &a.page_kinds, PageRequest::parse)?,
+    };
+    let order = Order::parse(&a.order).map_err(usage)?;
+    let min = parse_size("--min", &a.min)?;
+    let max = a
+        .max
+        .as_deref()
+        .map(|s| parse_size("--max", s))
+        .transpose()?;
+    let size = a
+        .size
+        .as_deref()
+        .map(|s| parse_size("--size", s))
+        .transpose()?;
+    let machine = numalab_topo::live()?;
+    let mut opts = match (a.quick, a.matrix) {
+        (true, _) => latency::Options::quick(&machine),
+        (false, true) => latency::Options::idle(&machine),
+        (false, false) => latency::Options::defaults(&machine),
+    };
+    if a.matrix {
+        opts.stride_bytes = latency::Options::idle(&machine).stride_bytes;
+    }
+    opts.order = order;
+    if let Some(b) = a.batches {
+        opts.batches = b;
+    }
+    if let Some(st) = &a.stride {
+        let b = parse_size("--stride", st)?;
+        if !b.is_power_of_two() || !(8..=4096).contains(&b) {
+            return Err(usage(format!(
+                "--stride {st}: a power of two from 8 to 4096 bytes"
+            )));
+        }
+        opts.stride_bytes = b;
+    }
+    if let Some(s) = a.seed {
+        opts.seed = s;
+    }
+    let budgets = Budgets::live(&machine);
+    let plan = if a.matrix {
+        let size = size.unwrap_or_else(|| latency::default_idle_size(&machine));
+        latency::plan_matrix(&machine, &budgets, &page_kinds, size, opts)
+    } else {
+        let cpus = match &a.cpus {
+            Some(c) => resolve_cpus(c, &machine)?,
+            None => machine.pu_ids().into_iter().take(1).collect(),
+        };
+        let policy = parse_policy(&a.policy, &machine)?;
+        let per_octave = a.per_octave.unwrap_or(if a.quick { 1 } else { 2 });
+        let first = *cpus.first().ok_or_else(|| usage("--cpus selects no CPU"))?;
+        let (llc, _) = numalab_mem::llc_of_cpu(&machine, first);
+        let max = max.unwrap_or(if a.quick {
+            (4 * llc).max(16 << 20)
+        } else {
+            (8 * llc).max(16 << 20)
+        });
+        if min > max {
+            return Err(usage(format!(
+                "--min {} is larger than --max {}",
+                units::bytes(min),
+                units::bytes(max)
+            )));
+        }
+        let sizes = latency::sizes(min, max, per_octave, opts.stride_bytes);
+        latency::plan(&machine, &budgets, &cpus, &policy, &page_kinds, sizes, opts)
+    }
+    .map_err(mem_err)?;
+    let placer = HwlocPlacer::new()?;
+    let mut rec = start(
+        &a.output,
+        serde_json::to_value(&plan).unwrap_or_default(),
+        &machine,
+    )?;
+    note(&plan.notes, rec.json());
+    let mut sink = CliSink::new(&mut rec);
+    let outcome = latency::run(&plan, &machine, &placer, &mut sink);
+    sink.finish();
+    if !rec.json() {
+        print_latency(&plan, &all_records(&rec, &plan.keys()));
+    }
+    rec.finish()?;
+    conclude(&outcome)
+}
+
+fn print_latency(plan: &latency::Plan, records: &[&Record]) {
+    let rs: Vec<LatencyRecord> = records
+        .iter()
+        .filter_map(|r| r.decode().and_then(Result::ok))
+        .collect();
+    if rs.iter().any(|r| r.matrix.is_some()) {
+        let mut kinds: Vec<String> = rs.iter().map(|r| r.pages.requested.name()).collect();
+        kinds.dedup();
+        for kind in kinds {
+            let cells: Vec<&LatencyRecord> = rs
+                .iter()
+                .filter(|r| r.pages.requested.name() == kind)
+                .collect();
+            let mut rows: Vec<u32> = cells
+                .iter()
+                .filter_map(|r| r.matrix.map(|m| m.cpu_node))
+                .collect();
+            let mut cols: Vec<u32> = cells
+                .iter()
+                .filter_map(|r| r.matrix.map(|m| m.mem_node))
+                .collect();
+            rows.sort_unstable();
+            rows.dedup();
+            cols.sort_unstable();
+            cols.dedup();
+            let ws = cells
+                .first()
+                .and_then(|c| c.points.first())
+                .map(|p| p.working_set_bytes)
+                .unwrap_or(0);
+            println!(
+                "{}",
+                paint("1", &format!("idle latency, ns (median), {} working set, {kind} pages (obtained: {}): rows = CPU's node, columns = data node", units::bytes(ws), cells[0].pages.obtained))
+            );
+            print!("{:>10}", "");
+            for c in &cols {
+                print!("{:>10}", format!("mem {c}"));
+            }
+            println!();
+            for r in &rows {
+                print!("{:>10}", format!("cpu {r}"));
+                for c in &cols {
+                    let v = cells
+                        .iter()
+                        .find(|x| {
+                            x.matrix
+                                .is_some_and(|m| m.cpu_node == *r && m.mem_node == *c)
+                        })
+                        .and_then(|x| x.points.first())
+                        .map(|p| format!("{:.1}", p.latency_ns.median))
+                        .unwrap_or_else(|| "-".into());
+                    print!("{v:>10}");
+                }
+                println!();
+            }
+            println!();
+        }
+        return;
+    }
+    for r in &rs {
+        println!(
+            "{}",
+            paint(
+                "1",
+                &format!(
+                    "CPU {}, data {} ({}), {} pages asked, {} obtained, {} order",
+                    r.cpu,
+                    r.placement.policy,
+                    placement_text(&r.placement),
+                    r.pages.requested.name(),
+                    r.pages.obtained,
+                    r.order.name()
+                )
+            )
+        );
+        println!(
+            "{:>12} {:>10} {:>10} {:>10}",
+            "working set", "p50 ns", "p90 ns", "p99 ns"
+        );
+        for p in &r.points {
+            println!(
+                "{:>12} {:>10.2} {:>10.2} {:>10.2}",
+                units::bytes(p.working_set_bytes),
+                p.latency_ns.median,
+                p.latency_ns.p90,
+                p.latency_ns.p99
+            );
+        }
+        for l in &r.levels {
+            let cyc = l
+                .cycles
+                .map(|c| format!(" ({c:.0} cycles)"))
+                .unwrap_or_default();
+            println!(
+                "  {:<10} {:>8.2} ns{cyc}  working sets {} to {}",
+                l.name,
+                l.latency_ns,
+                units::bytes(l.from_bytes),
+                units::bytes(l.to_bytes)
+            );
+        }
+        for s in &r.steps {
+            println!(
+                "  step {} -> {} at about {} ({:.1}x)",
+                s.from,
+                s.to,
+                units::bytes(s.at_bytes),
+                s.ratio
+            );
+        }
+        println!();
+    }
+    let _ = plan;
+}
+
+fn run_loaded(a: LoadedArgs) -> CliResult {
+    let traffic = Traffic::parse(&a.traffic).map_err(usage)?;
+    let delays = match &a.delays {
+        None => None,
+        Some(t) => Some(parse_list("--delays", t, |s| {
+            if s.eq_ignore_ascii_case("idle") {
+                Ok(None)
+            } else {
+                s.parse::<u64>()
+                    .map(Some)
+                    .map_err(|_| format!("{s:?} is not a delay in ns (or idle)"))
+            }
+        })?),
+    };
+    let size = a
+        .size
+        .as_deref()
+        .map(|s| parse_size("--size", s))
+        .transpose()?;
+    let gsize = a
+        .traffic_size
+        .as_deref()
+        .map(|s| parse_size("--traffic-size", s))
+        .transpose()?;
+    let pages = a.common.pages.as_deref().map(parse_pages).transpose()?;
+    let machine = numalab_topo::live()?;
+    let cpus = resolve_cpus(&a.cpus, &machine)?;
+    let policy = parse_policy(&a.common.policy, &machine)?;
+    let mut opts = if a.common.quick {
+        loaded::Options::quick(&machine)
+    } else {
+        loaded::Options::defaults(&machine)
+    };
+    opts.traffic = traffic;
+    if let Some(p) = pages {
+        opts.pages = p;
+    }
+    if let Some(d) = delays {
+        opts.delays_ns = d;
+    }
+    if let Some(ms) = a.point_ms {
+        opts.point_ms = ms.max(1);
+    }
+    if let Some(s) = size {
+        opts.chase_bytes = s;
+    }
+    if let Some(s) = gsize {
+        opts.generators_bytes = s;
+    }
+    let budgets = Budgets::live(&machine);
+    let plan =
+        loaded::plan(&machine, &budgets, &cpus, a.generators, &policy, opts).map_err(mem_err)?;
+    let placer = HwlocPlacer::new()?;
+    let mut rec = start(
+        &a.output,
+        serde_json::to_value(&plan).unwrap_or_default(),
+        &machine,
+    )?;
+    note(&plan.notes, rec.json());
+    let mut sink = CliSink::new(&mut rec);
+    let outcome = loaded::run(&plan, &machine, &placer, &mut sink);
+    sink.finish();
+    if !rec.json() {
+        for r in all_records(&rec, std::slice::from_ref(&plan.key)) {
+            if let Some(Ok(l)) = r.decode::<LoadedRecord>() {
+                print_loaded(&l);
+            }
+        }
+    }
+    rec.finish()?;
+    conclude(&outcome)
+}
+
+fn print_loaded(r: &LoadedRecord) {
+    println!(
+        "{}",
+        paint(
+            "1",
+            &format!(
+                "CPU {} chases {}; CPUs {} generate {} traffic ({}); data {} ({})",
+                r.chaser_cpu,
+                units::bytes(r.chase_bytes),
+                cpulist::format(&r.generator_cpus),
+                r.traffic.name(),
+                r.isa,
+                r.placement.policy,
+                placement_text(&r.placement)
+            )
+        )
+    );
+    println!(
+        "{:>10} {:>12} {:>12} {:>10} {:>10} {:>10}",
+        "delay ns", "traffic GB/s", "actual GB/s", "p50 ns", "p90 ns", "p99 ns"
+    );
+    for p in &r.points {
+        println!(
+            "{:>10} {:>12.2} {:>12.2} {:>10.1} {:>10.1} {:>10.1}",
+            p.delay_ns.map_or("idle".into(), |d| d.to_string()),
+            p.traffic_gbps,
+            p.actual_traffic_gbps,
+            p.latency_ns.median,
+            p.latency_ns.p90,
+            p.latency_ns.p99
+        );
+    }
+}
+
+fn pow2_floor(n: u64) -> u64 {
+    if n == 0 {
+        0
+    } else {
+        1u64 << (63 - n.leading_zeros())
+    }
+}
+
+fn run_migrate(a: MigrateArgs) -> CliResult {
+    let base = numalab_topo::bind::base_page_size() as u64;
+    let units_list = match &a.unit {
+        None => None,
+        Some(t) => Some(parse_list("--unit", t, |s| {
+            if s.eq_ignore_ascii_case("base") {
+                Ok(base)
+            } else {
+                units::parse_bytes(s)
+            }
+        })?),
+    };
+    let methods = a
+        .methods
+        .as_deref()
+        .map(|t| parse_list("--methods", t, Method::parse))
+        .transpose()?;
+    let (isa, _) = parse_isa(a.isa.as_deref())?;
+    if let Some(p) = a.link_peak {
+        if !(p.is_finite() && p > 0.0) {
+            return Err(usage(format!(
+                "--link-peak {p}: give a positive GB/s figure"
+            )));
+        }
+    }
+    let mut opts = if a.quick {
+        migrate::Options::quick()
+    } else {
+        migrate::Options::defaults()
+    };
+    let counts_given = a.min_pages.is_some() || a.max_pages.is_some();
+    let lo = pow2_floor(
+        a.min_pages
+            .unwrap_or(*opts.counts.first().unwrap_or(&256))
+            .max(1),
+    );
+    let hi = pow2_floor(
+        a.max_pages
+            .unwrap_or(*opts.counts.last().unwrap_or(&(1 << 17)))
+            .max(1),
+    );
+    if lo > hi {
+        return Err(usage(format!(
+            "--min-pages {lo} is larger than --max-pages {hi}"
+        )));
+    }
+    opts.counts = (lo.trailing_zeros()..=hi.trailing_zeros())
+        .map(|e| 1u64 << e)
+        .collect();
+    if let Some(u) = units_list {
+        opts.unit_bytes = u;
+    }
+    if let Some(m) = methods {
+        opts.methods = m;
+    }
+    if let Some(r) = a.reps {
+        opts.reps = r;
+    }
+    opts.prefault = a.prefault;
+    opts.link_peak_gbps = a.link_peak;
+    opts.isa = isa;
+    let machine = numalab_topo::live()?;
+    let choice = match (a.from, a.to, a.all) {
+        (Some(f), Some(t), _) => PairChoice::Explicit(f, t),
+        (_, _, true) => PairChoice::All,
+        _ => PairChoice::NearestFarthest,
+    };
+    let budgets = Budgets::live(&machine);
+    let plan =
+        migrate::plan(&machine, &budgets, &choice, a.cpu, opts, counts_given).map_err(mem_err)?;
+    let placer = HwlocPlacer::new()?;
+    let mut rec = start(
+        &a.output,
+        serde_json::to_value(&plan).unwrap_or_default(),
+        &machine,
+    )?;
+    note(&plan.notes, rec.json());
+    let mut sink = CliSink::new(&mut rec);
+    let outcome = migrate::run(&plan, &machine, &budgets, &placer, &mut sink);
+    sink.finish();
+    if !rec.json() {
+        let rs: Vec<MigrateRecord> = all_records(&rec, &plan.keys())
+            .iter()
+            .filter_map(|r| r.decode().and_then(Result::ok))
+            .collect();
+        print_migrate(&rs);
+    }
+    rec.finish()?;
+    conclude(&outcome)
+}
+
+fn print_migrate(rs: &[MigrateRecord]) {
+    let mut last: Option<(u32, u32, u64)> = None;
+    let methods: Vec<Method> = rs
+        .first()
+        .map(|r| r.methods.iter().map(|m| m.method).collect())
+        .unwrap_or_default();
+    for r in rs {
+        let group = (r.src_node, r.dst_node, r.unit_bytes);
+        if last != Some(group) {
+            if last.is_some() {
+                println!();
+            }
+            println!(
+                "{}",
+                paint(
+                    "1",
+                    &format!(
+                        "node {} -> node {} ({}{}), {} pages, CPU {}; GB/s of payload (% of {} {:.2} GB/s)",
+                        r.src_node,
+                        r.dst_node,
+                        r.pair_role,
+                        r.distance.map(|d| format!(", SLIT {d}")).unwrap_or_default(),
+                        units::bytes(r.unit_bytes),
+                        r.cpu,
+                        if r.reference.kind == "link_peak" { "link peak" } else { "local 1-thread copy" },
+                        r.reference.gbps
+                    )
+                )
+            );
+            print!("{:>8} {:>10}", "pages", "bytes");
+            for m in &methods {
+                print!(" {:>18}", m.name());
+            }
+            println!("  winner");
+            last = Some(group);
+        }
+        print!("{:>8} {:>10}", r.pages, units::bytes(r.bytes));
+        for m in &r.methods {
+            let cell = match (&m.throughput_gbps, m.percent_of_reference) {
+                (Some(t), Some(p)) => format!("{:.2} ({p:.0}%)", t.median),
+                _ => format!("{:.0} ns/page*", m.ns_per_page),
+            };
+            print!(" {cell:>18}");
+        }
+        println!("  {}", r.winner.map_or("-", |w| w.name()));
+    }
+    if rs.iter().any(|r| r.same_node) {
+        println!("* same node: move_pages moved nothing; the figure is its per-page checking cost");
+    }
+    if let Some(big) = rs.iter().max_by_key(|r| r.bytes) {
+        println!(
+            "\nwhy ({} pages of {}): {}",
+            big.pages,
+            units::bytes(big.unit_bytes),
+            big.why
+        );
+    }
+    for line in migrate::conclude(rs) {
+        println!("{line}");
+    }
+}

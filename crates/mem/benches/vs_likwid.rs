@@ -1,0 +1,322 @@
+//! Memory benchmark: numalab's bandwidth kernels side by side with likwid-bench, the
+//! idle latency at 1 GiB with and without huge pages, and the local migration figures.
+//!
+//! Run: `cargo bench -p numalab-mem --bench vs_likwid` (likwid-bench from the Debian
+//! package `likwid`; without it only numalab's figures are printed). Both tools run
+//! alternately in the same process, kernel by kernel, round after round, with the same
+//! threads (the first N CPUs; likwid's `S0:SIZE:N` pins to the same hardware threads
+//! on a one-socket machine) and the same working set (likwid's `-w` size: all arrays
+//! together, MB = 10^6 bytes), so that a noisy shared machine hits both alike; medians
+//! over rounds are reported. Both count bandwidth the STREAM way (no write-allocate).
+//!
+//! Environment: NUMALAB_BENCH_MB (working set, default 1000), NUMALAB_BENCH_THREADS
+//! (default: every PU of package 0), NUMALAB_BENCH_ROUNDS (default 5),
+//! NUMALAB_BENCH_SKIP (comma list of parts to skip: bandwidth, latency, migrate).
+
+use numalab_mem::bandwidth::{self, BandwidthRecord};
+use numalab_mem::budget::Budgets;
+use numalab_mem::kernels::{self, Kernel};
+use numalab_mem::latency::{self, LatencyRecord};
+use numalab_mem::migrate::{self, MigrateRecord};
+use numalab_mem::PageRequest;
+use numalab_schema::Record;
+use numalab_topo::bind::{HwlocPlacer, MemPolicy};
+use std::process::Command;
+
+fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| x.is_finite());
+    numalab_stats::median(&v).unwrap_or(f64::NAN)
+}
+
+/// Runs likwid-bench once; returns MByte/s / 1000 (GB/s) and the working set in bytes.
+fn likwid(test: &str, mb: u64, threads: usize) -> Option<(f64, u64)> {
+    let out = Command::new("timeout")
+        .args([
+            "300",
+            "likwid-bench",
+            "-t",
+            test,
+            "-w",
+            &format!("S0:{mb}MB:{threads}"),
+        ])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |name: &str| -> Option<f64> {
+        text.lines()
+            .find(|l| l.starts_with(name))?
+            .split_whitespace()
+            .last()?
+            .parse()
+            .ok()
+    };
+    Some((field("MByte/s:")? / 1000.0, field("Size (Byte):")? as u64))
+}
+
+fn ours(
+    machine: &numalab_schema::Machine,
+    placer: &HwlocPlacer,
+    kernel: Kernel,
+    bytes: u64,
+    cpus: &[u32],
+    isa: kernels::Isa,
+) -> (f64, f64) {
+    let mut o = bandwidth::Options::defaults(machine);
+    o.kernels = vec![kernel];
+    o.isa = isa;
+    o.working_set_bytes = bytes;
+    o.reps = 5;
+    // Samples of at least 200 ms: about a second of timed work per run, like one
+    // likwid-bench run, so both see the same kind of noise.
+    o.min_sample_ns = 200e6;
+    let budgets = Budgets::live(machine);
+    let plan = bandwidth::plan(
+        machine,
+        &budgets,
+        cpus,
+        &[cpus.len()],
+        &MemPolicy::FirstTouch,
+        o,
+    )
+    .expect("a valid plan");
+    let mut recs: Vec<Record> = Vec::new();
+    let out = bandwidth::run(&plan, machine, placer, &mut recs);
+    assert!(out.failed.is_empty(), "{:?}", out.failed);
+    let b = recs[0].decode::<BandwidthRecord>().unwrap().unwrap();
+    (b.bandwidth_gbps.median, b.slowest_thread_gbps.median)
+}
+
+fn main() {
+    // `cargo bench` passes --bench; nothing else is expected.
+    let machine = numalab_topo::live().expect("the live topology");
+    let placer = HwlocPlacer::new().expect("hwloc binding");
+    let skip = std::env::var("NUMALAB_BENCH_SKIP").unwrap_or_default();
+    let pkg0: Vec<u32> = machine
+        .packages
+        .first()
+        .map(|p| p.cpus.clone())
+        .unwrap_or_else(|| machine.pu_ids());
+    let threads = env_num("NUMALAB_BENCH_THREADS", pkg0.len() as u64) as usize;
+    let cpus: Vec<u32> = pkg0.into_iter().take(threads).collect();
+    let mb = env_num("NUMALAB_BENCH_MB", 1000);
+    let rounds = env_num("NUMALAB_BENCH_ROUNDS", 5) as usize;
+    let best = kernels::best();
+    let has_likwid = Command::new("likwid-bench").arg("-h").output().is_ok();
+    println!(
+        "# numalab mem benchmark: {} ({} threads on CPUs {}, {mb} MB working set, {rounds} rounds, ISA {best})",
+        machine.cpu.model_name.clone().unwrap_or_default(),
+        cpus.len(),
+        numalab_schema::cpulist::format(&cpus)
+    );
+    if !skip.contains("bandwidth") {
+        if !has_likwid {
+            println!(
+                "likwid-bench not found (Debian: apt-get install likwid): numalab figures only"
+            );
+        }
+        // Each tool in its 256-bit and its 512-bit variant (or only what the CPU has).
+        let isas: Vec<kernels::Isa> = [kernels::Isa::Avx2, kernels::Isa::Avx512]
+            .into_iter()
+            .filter(|i| i.available())
+            .collect();
+        // (ours, likwid 256-bit, likwid 512-bit)
+        let pairs: Vec<(&str, &str, &str)> = vec![
+            ("triad", "stream_avx", "stream_avx512"),
+            ("copy", "copy_avx", "copy_avx512"),
+            ("read", "load_avx", "load_avx512"),
+            ("triad-nt", "stream_mem_avx", "stream_mem_avx512"),
+            ("copy-nt", "copy_mem_avx", "copy_mem_avx512"),
+        ];
+        // [kernel][variant] -> per-round GB/s (variant 0: 256-bit, 1: 512-bit).
+        let mut ours_gbps = vec![vec![Vec::<f64>::new(); 2]; pairs.len()];
+        let mut lk_gbps = vec![vec![Vec::<f64>::new(); 2]; pairs.len()];
+        let mut sizes: Vec<u64> = vec![mb * 1_000_000; pairs.len()];
+        for r in 0..rounds {
+            for k in 0..pairs.len() {
+                let i = (k + r) % pairs.len();
+                let (ok, l256, l512) = pairs[i];
+                for (v, isa) in isas.iter().enumerate() {
+                    let v = if isas.len() == 1 && *isa == kernels::Isa::Avx512 {
+                        1
+                    } else {
+                        v
+                    };
+                    let test = if v == 0 { l256 } else { l512 };
+                    if has_likwid {
+                        if let Some((g, size)) = likwid(test, mb, cpus.len()) {
+                            lk_gbps[i][v].push(g);
+                            sizes[i] = size;
+                        }
+                    }
+                    let (team, _slowest) = ours(
+                        &machine,
+                        &placer,
+                        Kernel::parse(ok).unwrap(),
+                        sizes[i],
+                        &cpus,
+                        *isa,
+                    );
+                    ours_gbps[i][v].push(team);
+                }
+            }
+            eprintln!("round {} of {rounds} done", r + 1);
+        }
+        // Per round: numalab's better variant over likwid's better variant (both tools
+        // get the same best-of-two advantage), and same-width ratios.
+        let paired = |num: &dyn Fn(usize) -> Option<f64>, den: &dyn Fn(usize) -> Option<f64>| {
+            let ratios: Vec<f64> = (0..rounds)
+                .filter_map(|r| Some(num(r)? / den(r)?))
+                .collect();
+            let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            format!("{:.2} ({lo:.2}..{hi:.2})", median(ratios))
+        };
+        let best_of = |v: &Vec<Vec<f64>>, r: usize| -> Option<f64> {
+            let x = v
+                .iter()
+                .filter_map(|s| s.get(r))
+                .fold(f64::NAN, |m: f64, x| m.max(*x));
+            x.is_finite().then_some(x)
+        };
+        println!("\n| kernel | numalab avx2 | likwid AVX | numalab avx512 | likwid AVX-512 | best / best | avx2 / AVX | avx512 / AVX-512 |");
+        println!("|---|---|---|---|---|---|---|---|");
+        for (i, (ok, l256, l512)) in pairs.iter().enumerate() {
+            let m = |v: &Vec<f64>| {
+                let x = median(v.clone());
+                if x.is_finite() {
+                    format!("{x:.2}")
+                } else {
+                    "-".into()
+                }
+            };
+            let same = |v: usize| {
+                paired(&|r| ours_gbps[i][v].get(r).copied(), &|r| {
+                    lk_gbps[i][v].get(r).copied()
+                })
+            };
+            println!(
+                "| {ok} ({l256}, {l512}) | {} | {} | {} | {} | {} | {} | {} |",
+                m(&ours_gbps[i][0]),
+                m(&lk_gbps[i][0]),
+                m(&ours_gbps[i][1]),
+                m(&lk_gbps[i][1]),
+                paired(&|r| best_of(&ours_gbps[i], r), &|r| best_of(&lk_gbps[i], r)),
+                same(0),
+                same(1)
+            );
+        }
+        println!(
+            "\nGB/s (STREAM count, 10^9 B/s): medians over {rounds} alternating rounds (each round, per kernel: likwid 256-bit, numalab avx2, likwid 512-bit, numalab avx512). Ratios: median (range) over rounds of the per-round ratio. numalab: median of 5 timed samples of >= 200 ms per run (team time); likwid-bench: its own figure per run (1-4 s)."
+        );
+    }
+    if !skip.contains("latency") {
+        // Idle latency at 1 GiB: base vs transparent huge pages, page-local and global
+        // order, every line or one line per pair, alternating.
+        let budgets = Budgets::live(&machine);
+        let cpu = cpus[0];
+        let mut results: Vec<(String, Vec<f64>, String)> = Vec::new();
+        let line = latency::Options::defaults(&machine).stride_bytes;
+        let mut configs = Vec::new();
+        for stride in [line, 2 * line] {
+            for order in [
+                numalab_mem::chase::Order::PageLocal,
+                numalab_mem::chase::Order::Global,
+            ] {
+                for pages in [PageRequest::Base, PageRequest::Thp] {
+                    configs.push((pages, order, stride));
+                }
+            }
+        }
+        for (p, o, st) in &configs {
+            results.push((
+                format!("{} pages, {} order, stride {st} B", p.name(), o.name()),
+                Vec::new(),
+                String::new(),
+            ));
+        }
+        for _ in 0..3 {
+            for (i, (p, o, st)) in configs.iter().enumerate() {
+                let mut opts = latency::Options::defaults(&machine);
+                opts.order = *o;
+                opts.stride_bytes = *st;
+                let plan = latency::plan(
+                    &machine,
+                    &budgets,
+                    &[cpu],
+                    &MemPolicy::FirstTouch,
+                    &[*p],
+                    vec![1 << 30],
+                    opts,
+                )
+                .expect("a valid latency plan");
+                let mut recs: Vec<Record> = Vec::new();
+                latency::run(&plan, &machine, &placer, &mut recs);
+                let l: LatencyRecord = recs[0].decode().unwrap().unwrap();
+                results[i].1.push(l.points[0].latency_ns.median);
+                results[i].2 = l.pages.obtained.clone();
+            }
+        }
+        println!(
+            "\n| idle latency, 1 GiB, CPU {cpu} | p50 ns (median of 3 runs) | pages obtained |"
+        );
+        println!("|---|---|---|");
+        for (name, v, got) in results {
+            println!("| {name} | {:.1} | {got} |", median(v));
+        }
+    }
+    if !skip.contains("migrate") {
+        let budgets = Budgets::live(&machine);
+        let plan = migrate::plan(
+            &machine,
+            &budgets,
+            &migrate::PairChoice::NearestFarthest,
+            None,
+            migrate::Options::defaults(),
+            false,
+        )
+        .expect("a valid migrate plan");
+        for n in &plan.notes {
+            println!("\nnote: {n}");
+        }
+        let mut recs: Vec<Record> = Vec::new();
+        migrate::run(&plan, &machine, &budgets, &placer, &mut recs);
+        let rs: Vec<MigrateRecord> = recs
+            .iter()
+            .filter_map(|r| r.decode().and_then(Result::ok))
+            .collect();
+        if let Some(r) = rs.first() {
+            println!("\nreference: {}", r.reference.detail);
+        }
+        println!("\n| unit | pages | memcpy GB/s (%) | move_pages | stream_copy GB/s (%) | fault ns/base page | winner |");
+        println!("|---|---|---|---|---|---|---|");
+        for r in &rs {
+            let cell = |i: usize| {
+                let m = &r.methods[i];
+                match (&m.throughput_gbps, m.percent_of_reference) {
+                    (Some(t), Some(p)) => format!("{:.2} ({p:.0}%)", t.median),
+                    _ => format!("{:.0} ns/unit, nothing moved", m.ns_per_page),
+                }
+            };
+            println!(
+                "| {} | {} | {} | {} | {} | {:.0} | {} |",
+                numalab_schema::units::bytes(r.unit_bytes),
+                r.pages,
+                cell(0),
+                cell(1),
+                cell(2),
+                r.destination_fault_ns_per_base_page.unwrap_or(f64::NAN),
+                r.winner.map_or("-", |w| w.name())
+            );
+        }
+        for line in migrate::conclude(&rs) {
+            println!("\n{line}");
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! How much memory a probe may take from a NUMA node without pushing the machine into
+//! swap or the OOM killer, decided before anything is allocated.
+//!
+//! Memory bound to node k must come from node k, so the figure that matters is node
+//! k's free memory (`/sys/devices/system/node/nodeK/meminfo`, MemFree), capped by the
+//! system's MemAvailable and by the cgroup's memory.max. Some VMs account only part
+//! of their memory to the nodes (this development VM: node 0 reports 7 GiB of 24 GiB);
+//! the node figure is then the conservative one and we keep it, and say so in the
+//! refusal, because strict binding beyond it could fail with SIGBUS or wake the OOM
+//! killer. A probe may use [`SAFE_FRACTION`] of that budget; default sweeps (migrate)
+//! stop at [`SWEEP_FRACTION`].
+
+use crate::MemError;
+use numalab_schema::units::bytes as fmt_bytes;
+use numalab_schema::Machine;
+use numalab_topo::system::SysRoot;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The largest share of a node's budget one probe may allocate.
+pub const SAFE_FRACTION: f64 = 0.5;
+
+/// The share a default sweep is clamped to (explicit requests may go to
+/// [`SAFE_FRACTION`]).
+pub const SWEEP_FRACTION: f64 = 0.25;
+
+/// What one node can give.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Node OS index.
+    pub node: u32,
+    /// Bytes free for a probe to take (before [`SAFE_FRACTION`]).
+    pub free_bytes: u64,
+    /// Where the figure comes from, in words.
+    pub source: String,
+    /// A fact worth telling with a refusal (e.g. node figures that do not add up).
+    pub note: Option<String>,
+}
+
+/// Budgets of every node with memory.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budgets {
+    /// Per node.
+    pub nodes: BTreeMap<u32, Budget>,
+}
+
+impl Budgets {
+    /// The same budget for every node of `machine` with memory (tests of plans, and
+    /// machines whose free memory cannot be read).
+    pub fn uniform(machine: &Machine, free_bytes: u64) -> Budgets {
+        Budgets {
+            nodes: machine
+                .numa_nodes
+                .iter()
+                .map(|n| {
+                    (
+                        n.os_index,
+                        Budget {
+                            node: n.os_index,
+                            free_bytes,
+                            source: "given".into(),
+                            note: None,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// Reads the budgets of the live machine from `/sys` and `/proc` under `sys`.
+    pub fn read(machine: &Machine, sys: &SysRoot) -> Budgets {
+        let available = sys.mem_available_bytes();
+        let cgroup = sys.cgroup_limits().memory_max;
+        let node_total: u64 = machine.numa_nodes.iter().map(|n| n.memory_bytes).sum();
+        let sys_total = sys.read("proc/meminfo").and_then(|t| {
+            t.lines().find_map(|l| {
+                let kb: u64 = l
+                    .strip_prefix("MemTotal:")?
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse()
+                    .ok()?;
+                Some(kb * 1024)
+            })
+        });
+        let inconsistent = sys_total
+            .filter(|&t| node_total > 0 && (node_total as f64) < 0.9 * t as f64)
+            .map(|t| {
+                format!(
+                    "the NUMA nodes account for {} of the system's {}; the rest is outside any node's accounting, so node-bound memory is limited to the node figure",
+                    fmt_bytes(node_total),
+                    fmt_bytes(t)
+                )
+            });
+        let mut nodes = BTreeMap::new();
+        for n in &machine.numa_nodes {
+            let node_free = sys.node_free_bytes(n.os_index);
+            let mut parts: Vec<(u64, String)> = Vec::new();
+            if let Some(f) = node_free {
+                parts.push((f, format!("node {} MemFree {}", n.os_index, fmt_bytes(f))));
+            }
+            if let Some(a) = available {
+                parts.push((a, format!("system MemAvailable {}", fmt_bytes(a))));
+            }
+            if let Some(c) = cgroup {
+                parts.push((c, format!("cgroup memory.max {}", fmt_bytes(c))));
+            }
+            let (free_bytes, source) = match parts.iter().min_by_key(|p| p.0) {
+                Some((b, _)) => (
+                    *b,
+                    parts
+                        .iter()
+                        .map(|p| p.1.clone())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+                None => (
+                    n.memory_bytes / 2,
+                    "half the node's memory (free memory unreadable)".into(),
+                ),
+            };
+            nodes.insert(
+                n.os_index,
+                Budget {
+                    node: n.os_index,
+                    free_bytes,
+                    source,
+                    note: inconsistent.clone(),
+                },
+            );
+        }
+        Budgets { nodes }
+    }
+
+    /// The live machine's budgets.
+    pub fn live(machine: &Machine) -> Budgets {
+        Budgets::read(machine, &SysRoot::live())
+    }
+
+    /// Bytes a probe may take from `node` ([`SAFE_FRACTION`] of its budget).
+    pub fn safe_bytes(&self, node: u32) -> u64 {
+        self.nodes
+            .get(&node)
+            .map(|b| (b.free_bytes as f64 * SAFE_FRACTION) as u64)
+            .unwrap_or(0)
+    }
+
+    /// Bytes a default sweep may take from `node`.
+    pub fn sweep_bytes(&self, node: u32) -> u64 {
+        self.nodes
+            .get(&node)
+            .map(|b| (b.free_bytes as f64 * SWEEP_FRACTION) as u64)
+            .unwrap_or(0)
+    }
+
+    /// Refuses `need` (node -> bytes) when any node would give more than its safe
+    /// share. `what` names the request and `flag` the option that sets its size.
+    pub fn check(&self, need: &BTreeMap<u32, u64>, what: &str, flag: &str) -> Result<(), MemError> {
+        for (&node, &bytes) in need {
+            let Some(b) = self.nodes.get(&node) else {
+                return Err(MemError::Usage(format!(
+                    "{what}: NUMA node {node} has no memory budget (unknown node); see `numalab topo`"
+                )));
+            };
+            let safe = self.safe_bytes(node);
+            if bytes > safe {
+                let mut msg = format!(
+                    "{what} needs {} on NUMA node {node}, more than {:.0}% of what it can give ({}: {}); ask for less with {flag} (at most {})",
+                    fmt_bytes(bytes),
+                    SAFE_FRACTION * 100.0,
+                    fmt_bytes(b.free_bytes),
+                    b.source,
+                    fmt_bytes(safe)
+                );
+                if let Some(n) = &b.note {
+                    msg.push_str(&format!("; note: {n}"));
+                }
+                return Err(MemError::Usage(msg));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Adds `bytes` to `node` in a need map.
+pub fn need(map: &mut BTreeMap<u32, u64>, node: u32, bytes: u64) {
+    *map.entry(node).or_insert(0) += bytes;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn write(root: &Path, rel: &str, content: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+
+    fn one_node_machine(mem: u64) -> Machine {
+        let mut m: Machine = serde_json::from_value(serde_json::json!({
+            "schema_version": 1,
+            "source": {"kind": "live"},
+            "summary": {"packages": 0, "numa_nodes": 0, "cores": 0, "pus": 0, "numa": []},
+            "cpu": {},
+            "packages": [], "dies": [], "groups": [],
+            "numa_nodes": [{"os_index": 0, "cpus": [0], "has_cpus": true, "memory_bytes": mem, "subtype": null, "package": null}],
+            "cores": [], "pus": [], "caches": [], "cpu_kinds": [], "distances": [],
+            "memory_attributes": [], "frequencies": [], "page_sizes": [], "software": {}, "infos": {}
+        }))
+        .unwrap();
+        m.compute_summary();
+        m
+    }
+
+    #[test]
+    fn node_figure_caps_and_inconsistency_is_explained() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        // The development VM's shape: the node holds 7 GiB of 24, 4 GiB of it free.
+        write(
+            r,
+            "proc/meminfo",
+            "MemTotal: 25165824 kB\nMemAvailable: 23068672 kB\n",
+        );
+        write(
+            r,
+            "sys/devices/system/node/node0/meminfo",
+            "Node 0 MemFree: 4194304 kB\n",
+        );
+        let m = one_node_machine(7 << 30);
+        let b = Budgets::read(&m, &SysRoot::at(r));
+        assert_eq!(b.nodes[&0].free_bytes, 4 << 30);
+        assert_eq!(b.safe_bytes(0), 2 << 30);
+        let mut want = BTreeMap::new();
+        need(&mut want, 0, 3 << 30);
+        let e = b
+            .check(&want, "mem bandwidth", "--size")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("node 0 MemFree 4 GiB"), "{e}");
+        assert!(e.contains("system MemAvailable 22 GiB"), "{e}");
+        assert!(e.contains("--size (at most 2 GiB)"), "{e}");
+        assert!(e.contains("outside any node's accounting"), "{e}");
+        let mut ok = BTreeMap::new();
+        need(&mut ok, 0, 1 << 30);
+        b.check(&ok, "x", "--size").unwrap();
+        let mut unknown = BTreeMap::new();
+        need(&mut unknown, 5, 1);
+        assert!(b
+            .check(&unknown, "x", "--size")
+            .unwrap_err()
+            .to_string()
+            .contains("node 5"));
+    }
+
+    #[test]
+    fn cgroup_limit_wins_when_smaller() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        write(
+            r,
+            "proc/meminfo",
+            "MemTotal: 8388608 kB\nMemAvailable: 8000000 kB\n",
+        );
+        write(
+            r,
+            "sys/devices/system/node/node0/meminfo",
+            "Node 0 MemFree: 7000000 kB\n",
+        );
+        write(r, "proc/self/cgroup", "0::/job\n");
+        write(r, "sys/fs/cgroup/job/memory.max", "1073741824\n");
+        let b = Budgets::read(&one_node_machine(8 << 30), &SysRoot::at(r));
+        assert_eq!(b.nodes[&0].free_bytes, 1 << 30);
+        assert!(b.nodes[&0].note.is_none());
+    }
+}

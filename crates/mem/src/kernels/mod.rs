@@ -1,0 +1,796 @@
+//! Bandwidth kernels (STREAM's copy/scale/add/triad plus read and write), each in a
+//! scalar version and in the SIMD versions this CPU has, chosen at run time.
+//!
+//! What a kernel reads and writes per element is data (`data/kernels.toml`), loaded
+//! once and checked against the code by a test that runs every kernel and looks at
+//! which arrays it depends on and which it changes. Bandwidth is then counted two
+//! ways from that table: the STREAM way (bytes of the arrays read and written) and the
+//! bytes actually moved, which add the write-allocate read of every plainly stored line
+//! (non-temporal stores skip it).
+
+pub mod scalar;
+
+#[cfg(target_arch = "x86_64")]
+pub mod x86;
+
+#[cfg(target_arch = "aarch64")]
+pub mod neon;
+
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+
+/// A kernel's operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// s += a[i]
+    Read,
+    /// a[i] = s
+    Write,
+    /// c[i] = a[i]
+    Copy,
+    /// b[i] = s * c[i]
+    Scale,
+    /// c[i] = a[i] + b[i]
+    Add,
+    /// a[i] = b[i] + s * c[i]
+    Triad,
+}
+
+impl Op {
+    /// Every operation.
+    pub const ALL: [Op; 6] = [Op::Read, Op::Write, Op::Copy, Op::Scale, Op::Add, Op::Triad];
+
+    /// Its name ("triad").
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Copy => "copy",
+            Op::Scale => "scale",
+            Op::Add => "add",
+            Op::Triad => "triad",
+        }
+    }
+}
+
+/// A kernel: an operation with plain or non-temporal stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Kernel {
+    /// The operation.
+    pub op: Op,
+    /// Non-temporal (streaming) stores.
+    pub nt: bool,
+}
+
+impl Kernel {
+    /// A kernel with plain stores.
+    pub const fn plain(op: Op) -> Kernel {
+        Kernel { op, nt: false }
+    }
+
+    /// Every kernel (each operation, and the non-temporal variant where one exists).
+    pub fn all() -> Vec<Kernel> {
+        let mut v = Vec::new();
+        for op in Op::ALL {
+            v.push(Kernel::plain(op));
+            if spec(op).nt_variant {
+                v.push(Kernel { op, nt: true });
+            }
+        }
+        v
+    }
+
+    /// The default set: STREAM's four, read, and write with both kinds of stores.
+    pub fn defaults() -> Vec<Kernel> {
+        vec![
+            Kernel::plain(Op::Read),
+            Kernel::plain(Op::Write),
+            Kernel {
+                op: Op::Write,
+                nt: true,
+            },
+            Kernel::plain(Op::Copy),
+            Kernel::plain(Op::Scale),
+            Kernel::plain(Op::Add),
+            Kernel::plain(Op::Triad),
+        ]
+    }
+
+    /// Parses "triad" or "copy-nt".
+    pub fn parse(text: &str) -> Result<Kernel, String> {
+        let t = text.trim().to_ascii_lowercase();
+        let (base, nt) = match t.strip_suffix("-nt") {
+            Some(b) => (b.to_string(), true),
+            None => (t.clone(), false),
+        };
+        let names: Vec<String> = Kernel::all().iter().map(|k| k.name()).collect();
+        let op = Op::ALL
+            .into_iter()
+            .find(|o| o.name() == base)
+            .ok_or_else(|| format!("unknown kernel {text:?} (kernels: {})", names.join(", ")))?;
+        if nt && !spec(op).nt_variant {
+            return Err(format!(
+                "kernel {text:?}: {base} stores nothing, so it has no non-temporal variant (kernels: {})",
+                names.join(", ")
+            ));
+        }
+        Ok(Kernel { op, nt })
+    }
+
+    /// Its name ("triad", "copy-nt").
+    pub fn name(&self) -> String {
+        if self.nt {
+            format!("{}-nt", self.op.name())
+        } else {
+            self.op.name().to_string()
+        }
+    }
+
+    /// Its accounting.
+    pub fn spec(&self) -> &'static Spec {
+        spec(self.op)
+    }
+
+    /// Number of distinct arrays it touches.
+    pub fn arrays(&self) -> usize {
+        self.spec().arrays().len()
+    }
+
+    /// Bytes per element counted the STREAM way (arrays read + arrays written, 8 bytes
+    /// each).
+    pub fn stream_bytes_per_element(&self) -> u64 {
+        let s = self.spec();
+        8 * (s.reads.len() + s.writes.len()) as u64
+    }
+
+    /// Bytes per element actually moved between memory and the cache hierarchy,
+    /// assuming the CPU reads every line it stores plainly before writing it
+    /// (write-allocate). Some cores detect whole-line writes and skip that read; on
+    /// those the actual traffic of plain kernels equals the STREAM count.
+    pub fn actual_bytes_per_element(&self) -> u64 {
+        let s = self.spec();
+        let write_allocate = if self.nt { 0 } else { s.writes.len() as u64 };
+        self.stream_bytes_per_element() + 8 * write_allocate
+    }
+}
+
+impl std::fmt::Display for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl Serialize for Kernel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Kernel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Kernel::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A kernel's accounting, from `data/kernels.toml`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spec {
+    /// Operation name.
+    pub name: String,
+    /// What it computes.
+    pub formula: String,
+    /// Arrays read per element ("a", "b", "c").
+    pub reads: Vec<String>,
+    /// Arrays written per element.
+    pub writes: Vec<String>,
+    /// Floating-point operations per element.
+    pub flops: u32,
+    /// Whether a non-temporal-store variant exists.
+    pub nt_variant: bool,
+}
+
+impl Spec {
+    /// The distinct arrays it touches, sorted.
+    pub fn arrays(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self
+            .reads
+            .iter()
+            .chain(&self.writes)
+            .map(String::as_str)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+#[derive(Deserialize)]
+struct Table {
+    kernel: Vec<Spec>,
+}
+
+/// The shipped accounting table.
+pub const TABLE_TOML: &str = include_str!("../../data/kernels.toml");
+
+/// Parses an accounting table and checks it: every operation exactly once, arrays
+/// named a/b/c, no array both read and written.
+pub fn parse_table(text: &str) -> Result<Vec<Spec>, String> {
+    let t: Table = toml::from_str(text).map_err(|e| format!("kernel table: {e}"))?;
+    for op in Op::ALL {
+        let n = t.kernel.iter().filter(|k| k.name == op.name()).count();
+        if n != 1 {
+            return Err(format!(
+                "kernel table: {} appears {n} times (must be once)",
+                op.name()
+            ));
+        }
+    }
+    for k in &t.kernel {
+        if !Op::ALL.iter().any(|o| o.name() == k.name) {
+            return Err(format!("kernel table: unknown kernel {:?}", k.name));
+        }
+        for a in k.reads.iter().chain(&k.writes) {
+            if !["a", "b", "c"].contains(&a.as_str()) {
+                return Err(format!("kernel table: {}: unknown array {a:?}", k.name));
+            }
+        }
+        if k.reads.iter().any(|r| k.writes.contains(r)) {
+            return Err(format!(
+                "kernel table: {}: an array is both read and written",
+                k.name
+            ));
+        }
+        if k.nt_variant && k.writes.is_empty() {
+            return Err(format!(
+                "kernel table: {}: a non-temporal variant needs stores",
+                k.name
+            ));
+        }
+    }
+    Ok(t.kernel)
+}
+
+/// The accounting of an operation.
+pub fn spec(op: Op) -> &'static Spec {
+    static TABLE: OnceLock<Vec<Spec>> = OnceLock::new();
+    let t = TABLE.get_or_init(|| {
+        parse_table(TABLE_TOML).expect("the shipped kernel table is valid (tested)")
+    });
+    t.iter()
+        .find(|k| k.name == op.name())
+        .expect("every operation is in the table (tested)")
+}
+
+/// An instruction set a kernel is written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isa {
+    /// One 8-byte access per element, any architecture.
+    Scalar,
+    /// x86-64 SSE2, 128-bit.
+    Sse2,
+    /// x86-64 AVX2 (256-bit; the kernels use AVX instructions, detection asks for AVX2).
+    Avx2,
+    /// x86-64 AVX-512F, 512-bit.
+    Avx512,
+    /// AArch64 Advanced SIMD, 128-bit.
+    Neon,
+}
+
+impl Isa {
+    /// Every ISA numalab knows, in order of preference (widest last).
+    pub const ALL: [Isa; 5] = [Isa::Scalar, Isa::Sse2, Isa::Avx2, Isa::Avx512, Isa::Neon];
+
+    /// Its name ("avx512").
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Sse2 => "sse2",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+            Isa::Neon => "neon",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(text: &str) -> Result<Isa, String> {
+        let t = text.trim().to_ascii_lowercase();
+        Isa::ALL.into_iter().find(|i| i.name() == t).ok_or_else(|| {
+            format!(
+                "unknown ISA {text:?} (known: scalar, sse2, avx2, avx512, neon; this CPU has {})",
+                available()
+                    .iter()
+                    .map(|i| i.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+    }
+
+    /// Whether this CPU (and this build's architecture) can run it.
+    pub fn available(self) -> bool {
+        match self {
+            Isa::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Sse2 => std::arch::is_x86_feature_detected!("sse2"),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx")
+                    && std::arch::is_x86_feature_detected!("avx2")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => std::arch::is_aarch64_feature_detected!("neon"),
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+
+    /// Whether it has non-temporal stores.
+    pub fn has_nt(self) -> bool {
+        match self {
+            Isa::Scalar => scalar::HAS_NT,
+            _ => true,
+        }
+    }
+
+    /// Vector width in bytes (8 for scalar).
+    pub fn width_bytes(self) -> usize {
+        match self {
+            Isa::Scalar => 8,
+            Isa::Sse2 | Isa::Neon => 16,
+            Isa::Avx2 => 32,
+            Isa::Avx512 => 64,
+        }
+    }
+}
+
+impl std::fmt::Display for Isa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The ISAs this CPU can run, narrowest first.
+pub fn available() -> Vec<Isa> {
+    Isa::ALL.into_iter().filter(|i| i.available()).collect()
+}
+
+/// The widest ISA this CPU can run.
+pub fn best() -> Isa {
+    *available().last().expect("scalar is always available")
+}
+
+/// Why a kernel cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KernelError {
+    /// The CPU lacks the ISA.
+    #[error("this CPU cannot run {0} kernels (it has: {1}); choose another --isa")]
+    IsaUnavailable(Isa, String),
+    /// No non-temporal stores in that ISA.
+    #[error("{0} has no non-temporal stores on this architecture; use a SIMD ISA for -nt kernels")]
+    NoNt(Isa),
+    /// Arrays of the wrong lengths.
+    #[error("kernel {0}: its arrays must have equal, non-zero lengths")]
+    Lengths(String),
+}
+
+/// The three arrays of a kernel run; arrays a kernel does not touch may be empty.
+#[derive(Debug)]
+pub struct Arrays<'a> {
+    /// Array a.
+    pub a: &'a mut [f64],
+    /// Array b.
+    pub b: &'a mut [f64],
+    /// Array c.
+    pub c: &'a mut [f64],
+}
+
+impl<'a> Arrays<'a> {
+    /// Splits one buffer into the arrays `kernel` uses, each `buf.len() / k` elements
+    /// rounded down to whole 64-byte lines, in the order a, b, c. The rest is unused.
+    pub fn split(buf: &'a mut [f64], kernel: Kernel) -> Arrays<'a> {
+        let names = kernel.spec().arrays();
+        let n = (buf.len() / names.len()) / 8 * 8;
+        let mut rest = buf;
+        let mut take = |want: bool| -> &'a mut [f64] {
+            if !want {
+                return &mut [];
+            }
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(n);
+            rest = tail;
+            head
+        };
+        let a = take(names.contains(&"a"));
+        let b = take(names.contains(&"b"));
+        let c = take(names.contains(&"c"));
+        Arrays { a, b, c }
+    }
+
+    /// Elements per array of `kernel` (0 if the arrays it uses differ in length).
+    pub fn elements(&self, kernel: Kernel) -> usize {
+        let lens: Vec<usize> = kernel
+            .spec()
+            .arrays()
+            .iter()
+            .map(|n| match *n {
+                "a" => self.a.len(),
+                "b" => self.b.len(),
+                _ => self.c.len(),
+            })
+            .collect();
+        if lens.windows(2).all(|w| w[0] == w[1]) {
+            lens.first().copied().unwrap_or(0)
+        } else {
+            0
+        }
+    }
+}
+
+/// Runs `kernel` once over the arrays with ISA `isa` and scalar `s`; returns the sum
+/// for `read` (0 otherwise), which callers must consume (e.g. `std::hint::black_box`).
+pub fn run(kernel: Kernel, isa: Isa, arrays: &mut Arrays<'_>, s: f64) -> Result<f64, KernelError> {
+    if !isa.available() {
+        let have = available()
+            .iter()
+            .map(|i| i.name())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(KernelError::IsaUnavailable(isa, have));
+    }
+    if kernel.nt && !isa.has_nt() {
+        return Err(KernelError::NoNt(isa));
+    }
+    let n = arrays.elements(kernel);
+    if n == 0 {
+        return Err(KernelError::Lengths(kernel.name()));
+    }
+    let Arrays { a, b, c } = arrays;
+    if isa == Isa::Scalar {
+        macro_rules! sc {
+            ($nt:literal) => {
+                match kernel.op {
+                    Op::Read => return Ok(scalar::read(a)),
+                    Op::Write => scalar::write::<$nt>(a, s),
+                    Op::Copy => scalar::copy::<$nt>(a, c),
+                    Op::Scale => scalar::scale::<$nt>(c, b, s),
+                    Op::Add => scalar::add::<$nt>(a, b, c),
+                    Op::Triad => scalar::triad::<$nt>(b, c, a, s),
+                }
+            };
+        }
+        if kernel.nt {
+            sc!(true)
+        } else {
+            sc!(false)
+        }
+        return Ok(0.0);
+    }
+    macro_rules! simd {
+        ($m:path, $nt:literal) => {{
+            use $m as m;
+            // SAFETY: the ISA is available (checked above) and every used array holds
+            // n elements (checked by `elements`); the arrays are distinct &mut slices.
+            unsafe {
+                match kernel.op {
+                    Op::Read => return Ok(m::read(a.as_ptr(), n)),
+                    Op::Write => m::write::<$nt>(a.as_mut_ptr(), n, s),
+                    Op::Copy => m::copy::<$nt>(a.as_ptr(), c.as_mut_ptr(), n),
+                    Op::Scale => m::scale::<$nt>(c.as_ptr(), b.as_mut_ptr(), n, s),
+                    Op::Add => m::add::<$nt>(a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), n),
+                    Op::Triad => m::triad::<$nt>(b.as_ptr(), c.as_ptr(), a.as_mut_ptr(), n, s),
+                }
+            }
+        }};
+    }
+    macro_rules! both {
+        ($m:path) => {
+            if kernel.nt {
+                simd!($m, true)
+            } else {
+                simd!($m, false)
+            }
+        };
+    }
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Sse2 => both!(x86::sse2),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => both!(x86::avx2),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => both!(x86::avx512),
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => both!(neon),
+        _ => unreachable!("available() is false for ISAs of other architectures"),
+    }
+    Ok(0.0)
+}
+
+/// Copies `src` into `dst` (equal lengths) with the copy kernel of `isa`, plain or
+/// streaming stores: the vectorised copy `mem migrate` uses.
+pub fn copy(isa: Isa, src: &[f64], dst: &mut [f64], nt: bool) -> Result<(), KernelError> {
+    if src.len() != dst.len() || src.is_empty() {
+        return Err(KernelError::Lengths("copy".into()));
+    }
+    if !isa.available() {
+        let have = available()
+            .iter()
+            .map(|i| i.name())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(KernelError::IsaUnavailable(isa, have));
+    }
+    if nt && !isa.has_nt() {
+        return Err(KernelError::NoNt(isa));
+    }
+    let n = dst.len();
+    macro_rules! simd {
+        ($m:path) => {{
+            use $m as m;
+            // SAFETY: the ISA is available and both slices hold n elements; a shared
+            // and a mutable borrow cannot overlap.
+            unsafe {
+                if nt {
+                    m::copy::<true>(src.as_ptr(), dst.as_mut_ptr(), n)
+                } else {
+                    m::copy::<false>(src.as_ptr(), dst.as_mut_ptr(), n)
+                }
+            }
+        }};
+    }
+    match isa {
+        Isa::Scalar if nt => scalar::copy::<true>(src, dst),
+        Isa::Scalar => scalar::copy::<false>(src, dst),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Sse2 => simd!(x86::sse2),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => simd!(x86::avx2),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => simd!(x86::avx512),
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => simd!(neon),
+        #[allow(unreachable_patterns)]
+        _ => unreachable!("available() is false for ISAs of other architectures"),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fill(len: usize, seed: f64) -> Vec<f64> {
+        (0..len).map(|i| seed + (i % 97) as f64 * 0.25).collect()
+    }
+
+    /// Runs a kernel on fresh arrays (offset by `skew` elements so that heads and
+    /// tails are exercised) and returns (result, a, b, c).
+    fn exec(k: Kernel, isa: Isa, n: usize, skew: usize) -> (f64, Vec<f64>, Vec<f64>, Vec<f64>) {
+        let mut a = fill(n + skew, 1.0);
+        let mut b = fill(n + skew, 2.0);
+        let mut c = fill(n + skew, 3.0);
+        let names = k.spec().arrays();
+        let mut arrays = Arrays {
+            a: if names.contains(&"a") {
+                &mut a[skew..]
+            } else {
+                &mut []
+            },
+            b: if names.contains(&"b") {
+                &mut b[skew..]
+            } else {
+                &mut []
+            },
+            c: if names.contains(&"c") {
+                &mut c[skew..]
+            } else {
+                &mut []
+            },
+        };
+        let r = run(k, isa, &mut arrays, 3.0).unwrap();
+        (r, a, b, c)
+    }
+
+    #[test]
+    fn the_shipped_table_is_valid() {
+        let t = parse_table(TABLE_TOML).unwrap();
+        assert_eq!(t.len(), 6);
+        assert!(parse_table("[[kernel]]\nname='read'\nformula=''\nreads=['a']\nwrites=['a']\nflops=0\nnt_variant=false").is_err());
+        assert!(parse_table("kernel = []")
+            .unwrap_err()
+            .contains("appears 0 times"));
+    }
+
+    #[test]
+    fn every_isa_here_matches_scalar_exactly() {
+        let isas = available();
+        assert!(isas.contains(&Isa::Scalar));
+        #[cfg(target_arch = "x86_64")]
+        assert!(isas.contains(&Isa::Sse2), "every x86-64 CPU has SSE2");
+        for k in Kernel::all() {
+            // Lengths around the unroll width of every ISA, and odd offsets.
+            for n in [1, 7, 8, 31, 32, 33, 64, 100, 1000, 4099] {
+                for skew in [0, 1, 3] {
+                    let want = exec(k, Isa::Scalar, n, skew);
+                    for &isa in &isas {
+                        if k.nt && !isa.has_nt() {
+                            continue;
+                        }
+                        let got = exec(k, isa, n, skew);
+                        assert_eq!(got.1, want.1, "{k} {isa} n={n} skew={skew}: a differs");
+                        assert_eq!(got.2, want.2, "{k} {isa} n={n}: b differs");
+                        assert_eq!(got.3, want.3, "{k} {isa} n={n}: c differs");
+                        // Sums are reassociated by the vector accumulators: equal to
+                        // rounding.
+                        assert!(
+                            (got.0 - want.0).abs() <= 1e-9 * want.0.abs().max(1.0),
+                            "{k} {isa} n={n}: sum {} vs {}",
+                            got.0,
+                            want.0
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn scalar_kernels_compute_the_formulas() {
+        let n = 10;
+        let a0 = fill(n, 1.0);
+        let b0 = fill(n, 2.0);
+        let c0 = fill(n, 3.0);
+        let (r, ..) = exec(Kernel::plain(Op::Read), Isa::Scalar, n, 0);
+        assert_eq!(r, a0.iter().sum::<f64>());
+        let (_, a, ..) = exec(Kernel::plain(Op::Write), Isa::Scalar, n, 0);
+        assert!(a.iter().all(|&v| v == 3.0));
+        let (_, _, _, c) = exec(Kernel::plain(Op::Copy), Isa::Scalar, n, 0);
+        assert_eq!(c, a0);
+        let (_, _, b, _) = exec(Kernel::plain(Op::Scale), Isa::Scalar, n, 0);
+        assert_eq!(b, c0.iter().map(|v| 3.0 * v).collect::<Vec<_>>());
+        let (_, _, _, c) = exec(Kernel::plain(Op::Add), Isa::Scalar, n, 0);
+        assert_eq!(
+            c,
+            a0.iter().zip(&b0).map(|(x, y)| x + y).collect::<Vec<_>>()
+        );
+        let (_, a, ..) = exec(Kernel::plain(Op::Triad), Isa::Scalar, n, 0);
+        assert_eq!(
+            a,
+            b0.iter()
+                .zip(&c0)
+                .map(|(x, y)| x + 3.0 * y)
+                .collect::<Vec<_>>()
+        );
+    }
+
+    /// The table says which arrays each kernel reads and writes; check it against the
+    /// code: an array is written iff running the kernel changes it, and read iff
+    /// changing it changes the result.
+    #[test]
+    fn accounting_matches_code() {
+        let n = 64;
+        for k in Kernel::all() {
+            let spec = k.spec();
+            let base = exec(k, Isa::Scalar, n, 0);
+            let initial = [fill(n, 1.0), fill(n, 2.0), fill(n, 3.0)];
+            let outs = [&base.1, &base.2, &base.3];
+            for (i, name) in ["a", "b", "c"].iter().enumerate() {
+                let written = outs[i] != &initial[i];
+                assert_eq!(
+                    written,
+                    spec.writes.iter().any(|w| w == name),
+                    "{k}: writes {name}?"
+                );
+            }
+            // Perturb each input array and see whether any output changes.
+            for (i, name) in ["a", "b", "c"].iter().enumerate() {
+                if !spec.arrays().contains(name) {
+                    continue;
+                }
+                let mut arr = [fill(n, 1.0), fill(n, 2.0), fill(n, 3.0)];
+                arr[i][5] += 1000.0;
+                let before = arr.clone();
+                let [a, b, c] = &mut arr;
+                let mut arrays = Arrays { a, b, c };
+                for (j, nm) in ["a", "b", "c"].iter().enumerate() {
+                    if !spec.arrays().contains(nm) {
+                        match j {
+                            0 => arrays.a = &mut [],
+                            1 => arrays.b = &mut [],
+                            _ => arrays.c = &mut [],
+                        }
+                    }
+                }
+                let r = run(k, Isa::Scalar, &mut arrays, 3.0).unwrap();
+                let changed_result = r != base.0;
+                let changed_outputs = (0..3).any(|j| {
+                    j != i
+                        && spec.writes.iter().any(|w| w == ["a", "b", "c"][j])
+                        && arr[j] != *outs[j]
+                });
+                let read = changed_result || changed_outputs;
+                assert_eq!(
+                    read,
+                    spec.reads.iter().any(|w| w == name),
+                    "{k}: reads {name}? {before:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn byte_accounting() {
+        let b = |name: &str| {
+            let k = Kernel::parse(name).unwrap();
+            (
+                k.stream_bytes_per_element(),
+                k.actual_bytes_per_element(),
+                k.arrays(),
+            )
+        };
+        assert_eq!(b("read"), (8, 8, 1));
+        assert_eq!(b("write"), (8, 16, 1));
+        assert_eq!(b("write-nt"), (8, 8, 1));
+        assert_eq!(b("copy"), (16, 24, 2));
+        assert_eq!(b("copy-nt"), (16, 16, 2));
+        assert_eq!(b("scale"), (16, 24, 2));
+        assert_eq!(b("add"), (24, 32, 3));
+        assert_eq!(b("triad"), (24, 32, 3));
+        assert_eq!(b("triad-nt"), (24, 24, 3));
+    }
+
+    #[test]
+    fn names_parse_and_errors_say_what_exists() {
+        for k in Kernel::all() {
+            assert_eq!(Kernel::parse(&k.name()).unwrap(), k);
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(serde_json::from_str::<Kernel>(&json).unwrap(), k);
+        }
+        assert!(Kernel::parse("read-nt")
+            .unwrap_err()
+            .contains("no non-temporal"));
+        assert!(Kernel::parse("stream").unwrap_err().contains("triad"));
+        assert_eq!(Isa::parse("AVX512").unwrap(), Isa::Avx512);
+        assert!(Isa::parse("sve").unwrap_err().contains("this CPU has"));
+    }
+
+    #[test]
+    fn split_gives_line_aligned_equal_arrays() {
+        let mut buf = vec![0.0f64; 1000];
+        let arr = Arrays::split(&mut buf, Kernel::plain(Op::Triad));
+        assert_eq!((arr.a.len(), arr.b.len(), arr.c.len()), (328, 328, 328));
+        let mut buf = vec![0.0f64; 1000];
+        let arr = Arrays::split(&mut buf, Kernel::plain(Op::Scale));
+        assert_eq!((arr.a.len(), arr.b.len(), arr.c.len()), (0, 496, 496));
+        assert_eq!(arr.elements(Kernel::plain(Op::Scale)), 496);
+    }
+
+    #[test]
+    fn bad_calls_are_errors_not_crashes() {
+        let mut a = vec![1.0; 8];
+        let mut c = vec![1.0; 9];
+        let mut arrays = Arrays {
+            a: &mut a,
+            b: &mut [],
+            c: &mut c,
+        };
+        assert!(matches!(
+            run(Kernel::plain(Op::Copy), Isa::Scalar, &mut arrays, 1.0),
+            Err(KernelError::Lengths(_))
+        ));
+        let missing = Isa::ALL.into_iter().find(|i| !i.available());
+        if let Some(isa) = missing {
+            assert!(matches!(
+                run(Kernel::plain(Op::Read), isa, &mut arrays, 1.0),
+                Err(KernelError::IsaUnavailable(..))
+            ));
+        }
+        let src = vec![2.5; 100];
+        let mut dst = vec![0.0; 100];
+        copy(best(), &src, &mut dst, true).unwrap();
+        assert_eq!(src, dst);
+    }
+}

@@ -1,0 +1,735 @@
+//! Idle memory latency: a dependent pointer chase, per working-set size and per node
+//! pair, with base pages and with huge pages.
+//!
+//! For each working set a random cyclic chain ([`crate::chase`]) is written into memory
+//! placed on the asked node by the pinned thread that chases it. After a warm-up walk,
+//! the chase is timed in many batches of a few thousand dependent loads (each batch
+//! lasts at least 100x the clock's resolution and read cost; one clock read is
+//! subtracted per batch); every point reports percentiles over batches. Plateaus and
+//! steps of the curve are found by `numalab_stats::plateau` and named after the caches
+//! of the CPU that chased, by size.
+
+use crate::chase::{Chain, Order};
+use crate::pool;
+use crate::{
+    bandwidth, budget, check_clock, frequency_of, llc_bytes, MemError, Outcome, PageRequest,
+    PagesObtained, Placement, Sink, Timer,
+};
+use numalab_schema::machine::CacheKind;
+use numalab_schema::{cpulist, units, Machine, Origin, Record, RecordKind, Warning};
+use numalab_stats::plateau::{self, KneeOptions};
+use numalab_stats::Summary;
+use numalab_topo::bind::{MemPolicy, Placer, Region};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// How to measure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// Timed batches per point.
+    pub batches: usize,
+    /// Target duration of one batch, ns (raised to the clock's minimum interval).
+    pub batch_ns: f64,
+    /// Visiting order.
+    pub order: Order,
+    /// Seed of the random orders (recorded).
+    pub seed: u64,
+    /// Distance between the chain's slots, bytes: the cache line (every line is used),
+    /// or twice it, so that only one line of each 128-byte pair is visited and an
+    /// adjacent-line prefetcher brings nothing the chain will use.
+    pub stride_bytes: u64,
+}
+
+impl Options {
+    /// Defaults for curves on `machine`: 200 batches of 20 us, page-local order, every
+    /// line (stride = the L1 line size), so cache capacities show where they are.
+    pub fn defaults(machine: &Machine) -> Options {
+        let line = machine
+            .caches
+            .iter()
+            .filter(|c| c.level == 1 && c.kind != CacheKind::Instruction)
+            .find_map(|c| c.line_bytes)
+            .unwrap_or(64) as u64;
+        Options {
+            batches: 200,
+            batch_ns: 20_000.0,
+            order: Order::PageLocal,
+            seed: numalab_stats::DEFAULT_SEED,
+            stride_bytes: line.max(8),
+        }
+    }
+
+    /// Defaults for idle memory latency (matrix, loaded latency): as [`Options::defaults`]
+    /// but one line per pair of lines (stride 2 lines), so that adjacent-line
+    /// prefetchers cannot make memory look faster than it is.
+    pub fn idle(machine: &Machine) -> Options {
+        let d = Options::defaults(machine);
+        Options {
+            stride_bytes: 2 * d.stride_bytes,
+            ..d
+        }
+    }
+
+    /// The quick variant: 60 batches.
+    pub fn quick(machine: &Machine) -> Options {
+        Options {
+            batches: 60,
+            ..Options::defaults(machine)
+        }
+    }
+}
+
+/// Working-set sizes from `min` to `max` (bytes), `per_octave` points per doubling,
+/// rounded to whole lines; ascending, no duplicates.
+pub fn sizes(min: u64, max: u64, per_octave: u32, line: u64) -> Vec<u64> {
+    let min = min.max(line);
+    let per_octave = per_octave.max(1);
+    let mut out = Vec::new();
+    let mut i = 0u32;
+    loop {
+        let x = min as f64 * 2f64.powf(i as f64 / per_octave as f64);
+        if x > max as f64 * 1.0001 {
+            break;
+        }
+        let b = crate::round_up(x.round() as u64, line);
+        if out.last() != Some(&b) {
+            out.push(b);
+        }
+        i += 1;
+    }
+    if out.last().is_some_and(|&l| l < max) && max >= min {
+        out.push(crate::round_up(max, line));
+    }
+    out
+}
+
+/// The default sweep for `cpu`: 4 KiB to 8x the last-level cache it sees (at least
+/// 2x is needed to reach memory; 8x so the DRAM plateau shows even behind a victim
+/// cache), at least 16 MiB.
+pub fn default_sizes(machine: &Machine, cpu: u32, per_octave: u32, line: u64) -> Vec<u64> {
+    let (llc, _) = crate::llc_of_cpu(machine, cpu);
+    sizes(4096, (8 * llc).max(16 << 20), per_octave, line)
+}
+
+/// The quick sweep for `cpu`: 4 KiB to 4x the last-level cache it sees (at least
+/// 16 MiB), one point per octave.
+pub fn quick_sizes(machine: &Machine, cpu: u32, line: u64) -> Vec<u64> {
+    let (llc, _) = crate::llc_of_cpu(machine, cpu);
+    sizes(4096, (4 * llc).max(16 << 20), 1, line)
+}
+
+/// The plan `numalab mem latency --quick` runs (and `numalab evaluate --quick`): the
+/// first CPU, local memory, base and transparent huge pages, the quick sweep.
+pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
+    let opts = Options::quick(machine);
+    let cpus: Vec<u32> = machine.pu_ids().into_iter().take(1).collect();
+    let sizes = quick_sizes(
+        machine,
+        cpus.first().copied().unwrap_or(0),
+        opts.stride_bytes,
+    );
+    plan(
+        machine,
+        budgets,
+        &cpus,
+        &MemPolicy::FirstTouch,
+        &[PageRequest::Base, PageRequest::Thp],
+        sizes,
+        opts,
+    )
+}
+
+/// The default working set of idle latency (matrix, loaded latency): 8x the largest
+/// last-level cache one CPU sees, at least 256 MiB.
+pub fn default_idle_size(machine: &Machine) -> u64 {
+    let llc = machine
+        .pu_ids()
+        .into_iter()
+        .map(|p| crate::llc_of_cpu(machine, p).0)
+        .max()
+        .unwrap_or_else(|| llc_bytes(machine).0);
+    crate::round_up((8 * llc).max(256 << 20), 1 << 20)
+}
+
+/// One curve or matrix cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Record key.
+    pub key: String,
+    /// The chasing CPU.
+    pub cpu: u32,
+    /// Where the data goes.
+    pub policy: MemPolicy,
+    /// Node pair, for matrix cells (cpu node, memory node).
+    pub matrix: Option<crate::bandwidth::MatrixCell>,
+    /// Pages asked for.
+    pub pages: PageRequest,
+    /// Working sets, ascending.
+    pub sizes: Vec<u64>,
+}
+
+/// A checked latency plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// How.
+    pub options: Options,
+    /// What.
+    pub cells: Vec<Cell>,
+    /// Facts the user should know.
+    pub notes: Vec<String>,
+}
+
+impl Plan {
+    /// Every record key, in order.
+    pub fn keys(&self) -> Vec<String> {
+        self.cells.iter().map(|c| c.key.clone()).collect()
+    }
+}
+
+/// One working-set size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Working set, bytes.
+    pub working_set_bytes: u64,
+    /// Lines in the chain.
+    pub lines: u64,
+    /// Dependent loads per timed batch.
+    pub loads_per_batch: u64,
+    /// Raw samples: ns per load of each batch (clock read cost subtracted).
+    pub sample_ns: Vec<f64>,
+    /// Over batches: p50 (median), p90, p99...
+    pub latency_ns: Summary,
+    /// Median in cycles, when the frequency is known.
+    pub cycles_p50: Option<f64>,
+}
+
+/// A plateau of the curve, named after a cache level when its sizes fit one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Level {
+    /// "L1d", "L2", "L3", "memory", or "plateau N" when no cache matches.
+    pub name: String,
+    /// Size of the matching cache, bytes.
+    pub cache_bytes: Option<u64>,
+    /// First and last working set on the plateau, bytes.
+    pub from_bytes: u64,
+    /// Last working set on the plateau.
+    pub to_bytes: u64,
+    /// Median latency on the plateau (median of the points' medians), ns.
+    pub latency_ns: f64,
+    /// The same in cycles, when the frequency is known.
+    pub cycles: Option<f64>,
+}
+
+/// A step between levels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// Level before.
+    pub from: String,
+    /// Level after.
+    pub to: String,
+    /// Working set in the middle of the step (geometric mean crossing), bytes.
+    pub at_bytes: u64,
+    /// Latency after / before.
+    pub ratio: f64,
+}
+
+/// Latency of one CPU to memory placed by one policy: a curve, or one matrix point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyRecord {
+    /// The chasing CPU.
+    pub cpu: u32,
+    /// Node pair, in a matrix.
+    pub matrix: Option<crate::bandwidth::MatrixCell>,
+    /// Where the thread and pages really were.
+    pub placement: Placement,
+    /// Pages obtained.
+    pub pages: PagesObtained,
+    /// Visiting order.
+    pub order: Order,
+    /// Seed of the order.
+    pub seed: u64,
+    /// Distance between chain slots, bytes (the line size, or 2 lines).
+    pub stride_bytes: u64,
+    /// The points, ascending working set.
+    pub points: Vec<Point>,
+    /// Plateaus (curves only).
+    pub levels: Vec<Level>,
+    /// Steps between plateaus.
+    pub steps: Vec<Step>,
+    /// Frequency used for cycles (none: cycles not given).
+    pub frequency: Option<crate::Frequency>,
+    /// Timer.
+    pub timer: Timer,
+}
+
+impl RecordKind for LatencyRecord {
+    const KIND: &'static str = "mem.latency";
+}
+
+/// Checks that a hugetlbfs pool of `size` pages has room for `bytes`.
+pub fn check_hugetlb(machine: &Machine, size: u64, bytes: u64) -> Result<(), MemError> {
+    let pools = numalab_topo::system::SysRoot::live().huge_pools();
+    let known: Vec<String> = machine
+        .page_sizes
+        .iter()
+        .skip(1)
+        .map(|p| units::bytes(p.size_bytes))
+        .collect();
+    let Some(pool) = pools.iter().find(|p| p.size_bytes == size) else {
+        return Err(MemError::Unsupported(format!(
+            "--pages hugetlb:{}: this machine has no such huge page size (it has {})",
+            units::bytes(size),
+            if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    let need = bytes.div_ceil(size);
+    if pool.free < need {
+        return Err(MemError::Unsupported(format!(
+            "--pages hugetlb:{}: {need} huge pages needed, {} free in the pool; reserve them (as root: `echo {} > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages`) or use --pages thp",
+            units::bytes(size),
+            pool.free,
+            pool.total + need - pool.free,
+            size / 1024
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes a chase region maps for a largest working set `max`.
+fn region_bytes(max: u64, pages: PageRequest) -> u64 {
+    match pages {
+        PageRequest::Base => crate::round_up(max, numalab_topo::bind::base_page_size() as u64),
+        PageRequest::Thp => crate::round_up(max.max(2 << 20), 2 << 20),
+        PageRequest::HugeTlb(s) => crate::round_up(max, s),
+    }
+}
+
+fn check_cell_memory(
+    machine: &Machine,
+    budgets: &budget::Budgets,
+    cell: &Cell,
+    flag: &str,
+) -> Result<(), MemError> {
+    let max = *cell.sizes.last().unwrap_or(&0);
+    let bytes = region_bytes(max, cell.pages);
+    let mut need = BTreeMap::new();
+    for n in pool::expected_nodes(machine, &cell.policy, cell.cpu) {
+        budget::need(&mut need, n, bytes);
+    }
+    budgets.check(&need, "mem latency", flag)?;
+    if let PageRequest::HugeTlb(s) = cell.pages {
+        check_hugetlb(machine, s, bytes)?;
+    }
+    Ok(())
+}
+
+fn check_cpu(machine: &Machine, cpu: u32) -> Result<(), MemError> {
+    if machine.pu(cpu).is_none() {
+        return Err(MemError::Usage(format!(
+            "CPU {cpu} does not exist (CPUs: {}); see `numalab topo`",
+            cpulist::format(&machine.pu_ids())
+        )));
+    }
+    Ok(())
+}
+
+/// Plans latency curves: one per CPU in `cpus` and per page request, data placed by
+/// `policy`, over `sizes`.
+pub fn plan(
+    machine: &Machine,
+    budgets: &budget::Budgets,
+    cpus: &[u32],
+    policy: &MemPolicy,
+    pages: &[PageRequest],
+    sizes: Vec<u64>,
+    options: Options,
+) -> Result<Plan, MemError> {
+    bandwidth::check_policy_nodes(machine, policy)?;
+    if sizes.is_empty() {
+        return Err(MemError::Usage(
+            "the working-set range is empty (--min must not exceed --max)".into(),
+        ));
+    }
+    if options.batches < 5 {
+        return Err(MemError::Usage("--batches must be at least 5".into()));
+    }
+    let mut cells = Vec::new();
+    for &cpu in cpus {
+        check_cpu(machine, cpu)?;
+        for &p in pages {
+            let cell = Cell {
+                key: format!("mem/latency/cpu{cpu}/{policy}/{}", p.name()),
+                cpu,
+                policy: policy.clone(),
+                matrix: None,
+                pages: p,
+                sizes: sizes.clone(),
+            };
+            check_cell_memory(machine, budgets, &cell, "--max")?;
+            cells.push(cell);
+        }
+    }
+    Ok(Plan {
+        options,
+        cells,
+        notes: llc_bytes(machine).1.into_iter().collect(),
+    })
+}
+
+/// Plans the idle-latency matrix: from the first PU of every node with CPUs to memory
+/// bound to every node with memory, at one working set.
+pub fn plan_matrix(
+    machine: &Machine,
+    budgets: &budget::Budgets,
+    pages: &[PageRequest],
+    size: u64,
+    options: Options,
+) -> Result<Plan, MemError> {
+    let rows = bandwidth::cpu_nodes(machine);
+    let cols = bandwidth::memory_nodes(machine);
+    if rows.is_empty() || cols.is_empty() {
+        return Err(MemError::Unsupported(
+            "the topology has no NUMA node with CPUs or none with memory".into(),
+        ));
+    }
+    let mut cells = Vec::new();
+    for (cpu_node, pus) in &rows {
+        for &mem_node in &cols {
+            for &p in pages {
+                let cell = Cell {
+                    key: format!(
+                        "mem/latency/matrix/cpu-node{cpu_node}/mem-node{mem_node}/{}",
+                        p.name()
+                    ),
+                    cpu: pus[0],
+                    policy: MemPolicy::Bind(vec![mem_node]),
+                    matrix: Some(crate::bandwidth::MatrixCell {
+                        cpu_node: *cpu_node,
+                        mem_node,
+                    }),
+                    pages: p,
+                    sizes: vec![size],
+                };
+                check_cell_memory(machine, budgets, &cell, "--size")?;
+                cells.push(cell);
+            }
+        }
+    }
+    Ok(Plan {
+        options,
+        cells,
+        notes: llc_bytes(machine).1.into_iter().collect(),
+    })
+}
+
+/// Runs a plan, one record per cell.
+pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn Sink) -> Outcome {
+    let mut out = Outcome::default();
+    let (clock, clock_warnings) = check_clock();
+    let total: u64 = plan.cells.iter().map(|c| c.sizes.len() as u64).sum();
+    let mut done_points = 0u64;
+    for cell in &plan.cells {
+        if numalab_schema::interrupt::requested() {
+            out.interrupted = true;
+            break;
+        }
+        if sink.done(&cell.key) {
+            out.skipped += 1;
+            done_points += cell.sizes.len() as u64;
+            continue;
+        }
+        let result = run_cell(plan, cell, machine, placer, &clock, &mut |i| {
+            sink.progress("latency", done_points + i, total)
+        });
+        done_points += cell.sizes.len() as u64;
+        match result {
+            Ok(rec) => {
+                let mut w = clock_warnings.clone();
+                w.extend(rec.placement.warning());
+                w.extend(bandwidth::pages_warning(&rec.pages));
+                if rec.frequency.is_none() {
+                    w.push(Warning::new(
+                        "no_frequency",
+                        "the CPU frequency is unknown here (no cpufreq), so latencies are given in ns only, not cycles",
+                    ));
+                }
+                let record = Record::new(cell.key.clone(), Origin::Measured, &rec).with_warnings(w);
+                match sink.push(record) {
+                    Ok(()) => out.written += 1,
+                    Err(e) => out.failed.push((cell.key.clone(), e)),
+                }
+            }
+            Err(MemError::Interrupted) => {
+                out.interrupted = true;
+                break;
+            }
+            Err(e) => out.failed.push((cell.key.clone(), e)),
+        }
+    }
+    sink.progress("latency", total, total);
+    out
+}
+
+/// Times the chase at one working set; returns the point.
+pub fn measure_point(
+    chain: &Chain<'_>,
+    bytes: u64,
+    opts: &Options,
+    clock: &numalab_clock::ClockCheck,
+    freq: Option<&crate::Frequency>,
+) -> Point {
+    let lines = chain.lines() as u64;
+    // Warm-up: the whole cycle twice when it is small, else a million steps.
+    let warm = (2 * lines).min(1 << 20).max(lines.min(1 << 20));
+    let mut p = chain.walk(chain.start(), warm);
+    // Pilot: size batches to the target duration.
+    let pilot = 2048u64;
+    let t0 = numalab_clock::now_ns();
+    p = chain.walk(p, pilot);
+    let t1 = numalab_clock::now_ns();
+    let per_load = ((t1 - t0) as f64 / pilot as f64).max(0.1);
+    let target = opts.batch_ns.max(clock.min_interval_ns());
+    let loads = ((target / per_load).ceil() as u64).clamp(256, 1 << 24);
+    let overhead = clock.read_overhead_ns;
+    let mut samples = Vec::with_capacity(opts.batches);
+    for _ in 0..opts.batches {
+        let t0 = numalab_clock::now_ns();
+        p = chain.walk(p, loads);
+        let t1 = numalab_clock::now_ns();
+        samples.push((((t1 - t0) as f64 - overhead) / loads as f64).max(0.0));
+    }
+    std::hint::black_box(p);
+    let summary = Summary::of(&samples).expect("at least 5 batches");
+    Point {
+        working_set_bytes: bytes,
+        lines,
+        loads_per_batch: loads,
+        cycles_p50: freq.map(|f| summary.median * f.khz as f64 / 1e6),
+        sample_ns: samples,
+        latency_ns: summary,
+    }
+}
+
+fn run_cell(
+    plan: &Plan,
+    cell: &Cell,
+    machine: &Machine,
+    placer: &dyn Placer,
+    clock: &numalab_clock::ClockCheck,
+    progress: &mut (dyn FnMut(u64) + Send),
+) -> Result<LatencyRecord, MemError> {
+    let opts = &plan.options;
+    let max = *cell.sizes.last().expect("sizes checked non-empty");
+    let bytes = region_bytes(max, cell.pages);
+    let freq = frequency_of(machine, cell.cpu);
+    let progress = std::sync::Mutex::new(progress);
+    let results =
+        pool::run_pinned(
+            placer,
+            &[cell.cpu],
+            |_| pool::place(placer, bytes, cell.pages, &cell.policy, 0.0),
+            |_,
+             placed,
+             _|
+             -> Result<
+                (Vec<Point>, numalab_topo::bind::PagePlacement, PagesObtained),
+                MemError,
+            > {
+                let block = match placed.obtained.obtained.as_str() {
+                    "thp" => 2 << 20,
+                    _ => placed.region.page_bytes(),
+                };
+                let region: &mut Region = &mut placed.region;
+                let mut points = Vec::new();
+                for (i, &ws) in cell.sizes.iter().enumerate() {
+                    if numalab_schema::interrupt::requested() {
+                        return Err(MemError::Interrupted);
+                    }
+                    let chain = Chain::build(
+                        region,
+                        ws as usize,
+                        opts.stride_bytes as usize,
+                        block,
+                        opts.order,
+                        opts.seed ^ ws,
+                    );
+                    points.push(measure_point(&chain, ws, opts, clock, freq.as_ref()));
+                    (progress.lock().unwrap())(i as u64 + 1);
+                }
+                Ok((points, placed.pages.clone(), placed.obtained.clone()))
+            },
+        )?;
+    let (points, pages_now, obtained) = results.into_iter().next().expect("one worker")?;
+    let (levels, steps) = if cell.sizes.len() >= 4 {
+        analyse(machine, cell.cpu, &points, freq.as_ref())
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let placement = pool::placement(machine, placer, &[cell.cpu], &cell.policy, &[pages_now]);
+    Ok(LatencyRecord {
+        cpu: cell.cpu,
+        matrix: cell.matrix,
+        placement,
+        pages: obtained,
+        order: opts.order,
+        seed: opts.seed,
+        stride_bytes: opts.stride_bytes,
+        points,
+        levels,
+        steps,
+        frequency: freq,
+        timer: Timer {
+            check: clock.clone(),
+            subtracted_ns: clock.read_overhead_ns,
+        },
+    })
+}
+
+/// Names the plateaus of a curve after the caches of `cpu`.
+pub fn analyse(
+    machine: &Machine,
+    cpu: u32,
+    points: &[Point],
+    freq: Option<&crate::Frequency>,
+) -> (Vec<Level>, Vec<Step>) {
+    let xs: Vec<f64> = points.iter().map(|p| p.working_set_bytes as f64).collect();
+    let ys: Vec<f64> = points
+        .iter()
+        .map(|p| p.latency_ns.median.max(1e-3))
+        .collect();
+    let Ok(plateaus) = plateau::plateaus(&xs, &ys, &KneeOptions::default()) else {
+        return (Vec::new(), Vec::new());
+    };
+    let transitions = plateau::transitions(&xs, &ys, &plateaus).unwrap_or_default();
+    // Caches serving this CPU (data or unified), by level.
+    let mut caches: Vec<(String, u64)> = machine
+        .caches
+        .iter()
+        .filter(|c| {
+            c.cpus.contains(&cpu)
+                && matches!(c.kind, CacheKind::Data | CacheKind::Unified)
+                && c.size_bytes.is_some()
+        })
+        .map(|c| {
+            let name = if c.kind == CacheKind::Data {
+                format!("L{}d", c.level)
+            } else {
+                format!("L{}", c.level)
+            };
+            (name, c.size_bytes.unwrap())
+        })
+        .collect();
+    caches.sort_by_key(|c| c.1);
+    let mut used: BTreeMap<String, usize> = BTreeMap::new();
+    let levels: Vec<Level> = plateaus
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            // The smallest cache that holds the plateau's middle working set, unless the
+            // plateau runs on to twice its size (then it is not that cache's plateau).
+            let mid = (xs[p.start] * xs[p.end]).sqrt();
+            let fits = |c: &&(String, u64)| c.1 as f64 >= mid && xs[p.end] < 2.0 * c.1 as f64;
+            let (mut name, cache) = match caches.iter().find(fits) {
+                Some(c) => (c.0.clone(), Some(c.1)),
+                None if !caches.is_empty() => ("memory".to_string(), None),
+                None => (format!("plateau {}", i + 1), None),
+            };
+            let n = used.entry(name.clone()).or_insert(0);
+            *n += 1;
+            if *n > 1 {
+                name = format!("{name} ({})", *n);
+            }
+            Level {
+                name,
+                cache_bytes: cache,
+                from_bytes: xs[p.start] as u64,
+                to_bytes: xs[p.end] as u64,
+                latency_ns: p.level,
+                cycles: freq.map(|f| p.level * f.khz as f64 / 1e6),
+            }
+        })
+        .collect();
+    let steps = transitions
+        .iter()
+        .zip(levels.windows(2))
+        .map(|(t, w)| Step {
+            from: w[0].name.clone(),
+            to: w[1].name.clone(),
+            at_bytes: t.x_mid as u64,
+            ratio: t.ratio,
+        })
+        .collect();
+    (levels, steps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(ws: u64, ns: f64) -> Point {
+        Point {
+            working_set_bytes: ws,
+            lines: ws / 64,
+            loads_per_batch: 1000,
+            sample_ns: vec![ns; 5],
+            latency_ns: Summary::of(&[ns; 5]).unwrap(),
+            cycles_p50: None,
+        }
+    }
+
+    #[test]
+    fn plateaus_are_named_after_the_caches_of_the_cpu() {
+        // L1d 16 KiB, L2 2 MiB (per 2 cores), L3 6 MiB (per node) on CPU 0.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/topology/64amd64-4p2n4ca2co.xml");
+        let m = numalab_topo::machine(&numalab_topo::Input::detect(&path).unwrap()).unwrap();
+        let curve = |ws: u64| -> f64 {
+            if ws <= 16 << 10 {
+                1.0
+            } else if ws <= 2 << 20 {
+                5.0
+            } else if ws <= 6 << 20 {
+                20.0
+            } else {
+                100.0
+            }
+        };
+        let points: Vec<Point> = sizes(4096, 256 << 20, 2, 64)
+            .into_iter()
+            .map(|ws| point(ws, curve(ws)))
+            .collect();
+        let (levels, steps) = analyse(&m, 0, &points, None);
+        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, vec!["L1d", "L2", "L3", "memory"], "{levels:?}");
+        assert_eq!(levels[1].cache_bytes, Some(2 << 20));
+        assert!((levels[3].latency_ns - 100.0).abs() < 1e-9);
+        assert_eq!(steps.len(), 3);
+        assert!(
+            steps[0].at_bytes > 16 << 10 && steps[0].at_bytes <= 32 << 10,
+            "{steps:?}"
+        );
+        // A plateau running far past the last cache is memory even if its middle fits.
+        let points: Vec<Point> = sizes(4096, 256 << 20, 1, 64)
+            .into_iter()
+            .map(|ws| point(ws, if ws <= 16 << 10 { 1.0 } else { 100.0 }))
+            .collect();
+        let (levels, _) = analyse(&m, 0, &points, None);
+        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, vec!["L1d", "memory"], "{levels:?}");
+    }
+
+    #[test]
+    fn sweep_sizes_are_ascending_line_multiples_ending_at_max() {
+        let s = sizes(4096, 1 << 20, 2, 64);
+        assert_eq!(s.first(), Some(&4096));
+        assert_eq!(s.last(), Some(&(1 << 20)));
+        assert!(s.windows(2).all(|w| w[0] < w[1]));
+        assert!(s.iter().all(|b| b % 64 == 0));
+        assert_eq!(s.len(), 17);
+        assert_eq!(sizes(4096, 5000, 1, 64), vec![4096, 5056]);
+    }
+}

@@ -1,0 +1,517 @@
+//! Loaded latency: how memory latency grows with the bandwidth other cores draw.
+//!
+//! One pinned thread chases pointers ([`crate::chase`]) through a DRAM-sized working
+//! set while the other selected threads generate traffic: they read (or copy) their
+//! own arrays in 4 KiB chunks and wait a fixed delay between chunks. The delay steps
+//! from "no traffic" through long pauses down to none at all (saturation), and each
+//! step gives one point: the traffic actually achieved (GB/s) and the chaser's latency
+//! percentiles over that time. This is MLC's `--loaded_latency` curve, measured with
+//! explicit throttling instead of MLC's injection-delay calibration.
+
+use crate::chase::{Chain, Order};
+use crate::kernels::{self, Arrays, Isa, Kernel, Op};
+use crate::pool;
+use crate::{
+    bandwidth, budget, check_clock, llc_bytes, MemError, Outcome, PageRequest, PagesObtained,
+    Placement, Sink, Timer,
+};
+use numalab_schema::{cpulist, Machine, Origin, Record, RecordKind, Warning};
+use numalab_stats::Summary;
+use numalab_topo::bind::{MemPolicy, Placer};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// What traffic generators do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Traffic {
+    /// Read only (sum of 4 KiB chunks).
+    Read,
+    /// Read and write 1:1 (copy of 2 KiB chunks: 2 KiB read, 2 KiB written).
+    ReadWrite,
+}
+
+impl Traffic {
+    /// Parses "read" or "rw".
+    pub fn parse(text: &str) -> Result<Traffic, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "read" | "r" => Ok(Traffic::Read),
+            "rw" | "mixed" | "read-write" => Ok(Traffic::ReadWrite),
+            _ => Err(format!("--traffic {text:?}: use read or rw")),
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Traffic::Read => "read",
+            Traffic::ReadWrite => "rw",
+        }
+    }
+
+    fn kernel(self) -> Kernel {
+        match self {
+            Traffic::Read => Kernel::plain(Op::Read),
+            Traffic::ReadWrite => Kernel::plain(Op::Copy),
+        }
+    }
+}
+
+/// Bytes of one traffic chunk (STREAM count).
+pub const CHUNK_BYTES: u64 = 4096;
+
+/// How to measure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// Delay between chunks per generator, ns, per point; `None` = generators idle.
+    pub delays_ns: Vec<Option<u64>>,
+    /// Duration of each point, ms.
+    pub point_ms: u64,
+    /// Traffic kind.
+    pub traffic: Traffic,
+    /// Chaser working set, bytes.
+    pub chase_bytes: u64,
+    /// Working set of all generators together, bytes (each gets its share).
+    pub generators_bytes: u64,
+    /// Pages for all memory.
+    pub pages: PageRequest,
+    /// Chase batch target, ns.
+    pub batch_ns: f64,
+    /// Chase order.
+    pub order: Order,
+    /// Seed.
+    pub seed: u64,
+    /// Chase stride, bytes (two lines: see `latency::Options::idle`).
+    pub stride_bytes: u64,
+    /// ISA of the generators.
+    pub isa: Isa,
+}
+
+impl Options {
+    /// Defaults: idle, then delays from 16 us to 0 per 4 KiB chunk, 400 ms per point,
+    /// transparent huge pages (one TLB entry per 2 MiB), a chase stride of two lines,
+    /// read traffic, a chase over 8x the LLC one CPU sees (>= 256 MiB), and 4x the
+    /// machine's total LLC (>= 64 MiB) shared by the generators.
+    pub fn defaults(machine: &Machine) -> Options {
+        let (llc, _) = llc_bytes(machine);
+        let lat = crate::latency::Options::idle(machine);
+        Options {
+            delays_ns: std::iter::once(None)
+                .chain([16000, 8000, 4000, 2000, 1000, 500, 250, 100, 0].map(Some))
+                .collect(),
+            point_ms: 400,
+            traffic: Traffic::Read,
+            chase_bytes: crate::latency::default_idle_size(machine),
+            generators_bytes: crate::round_up((4 * llc).max(64 << 20), 1 << 20),
+            pages: PageRequest::Thp,
+            batch_ns: lat.batch_ns,
+            order: lat.order,
+            seed: lat.seed,
+            stride_bytes: lat.stride_bytes,
+            isa: kernels::best(),
+        }
+    }
+
+    /// The quick variant: idle, 4000, 1000, 250 and 0 ns, 150 ms each.
+    pub fn quick(machine: &Machine) -> Options {
+        Options {
+            delays_ns: vec![None, Some(4000), Some(1000), Some(250), Some(0)],
+            point_ms: 150,
+            ..Options::defaults(machine)
+        }
+    }
+}
+
+/// A checked loaded-latency plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// How.
+    pub options: Options,
+    /// Record key.
+    pub key: String,
+    /// The chasing CPU.
+    pub chaser: u32,
+    /// The traffic generators' CPUs.
+    pub generators: Vec<u32>,
+    /// Where all the data goes.
+    pub policy: MemPolicy,
+    /// Facts the user should know.
+    pub notes: Vec<String>,
+}
+
+/// One intensity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadedPoint {
+    /// Delay between chunks, ns (None: generators idle).
+    pub delay_ns: Option<u64>,
+    /// Traffic of all generators, STREAM-counted, GB/s.
+    pub traffic_gbps: f64,
+    /// Traffic in bytes actually moved (write-allocate included), GB/s.
+    pub actual_traffic_gbps: f64,
+    /// Raw samples: the chaser's ns per load of each batch.
+    pub sample_ns: Vec<f64>,
+    /// Chaser latency over batches (p50, p90, p99...).
+    pub latency_ns: Summary,
+    /// Loads per batch.
+    pub loads_per_batch: u64,
+    /// Duration of the point, ns.
+    pub duration_ns: u64,
+}
+
+/// A latency-versus-bandwidth curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadedRecord {
+    /// The chasing CPU.
+    pub chaser_cpu: u32,
+    /// Generator CPUs.
+    pub generator_cpus: Vec<u32>,
+    /// Traffic kind.
+    pub traffic: Traffic,
+    /// ISA of the generators.
+    pub isa: Isa,
+    /// Placement of all threads and pages (chaser first).
+    pub placement: Placement,
+    /// Pages obtained (all regions).
+    pub pages: PagesObtained,
+    /// Chaser working set, bytes.
+    pub chase_bytes: u64,
+    /// Working set per generator, bytes.
+    pub generator_bytes: u64,
+    /// Points, from idle to saturation.
+    pub points: Vec<LoadedPoint>,
+    /// Timer.
+    pub timer: Timer,
+}
+
+impl RecordKind for LoadedRecord {
+    const KIND: &'static str = "mem.loaded";
+}
+
+/// Plans a curve: the first CPU of `cpus` chases, the others (or the first
+/// `generators` of them) generate traffic; data placed by `policy`.
+pub fn plan(
+    machine: &Machine,
+    budgets: &budget::Budgets,
+    cpus: &[u32],
+    generators: Option<usize>,
+    policy: &MemPolicy,
+    options: Options,
+) -> Result<Plan, MemError> {
+    bandwidth::check_policy_nodes(machine, policy)?;
+    if cpus.len() < 2 {
+        return Err(MemError::Usage(format!(
+            "mem loaded needs at least 2 CPUs (one chasing, the others generating traffic); --cpus gives {}",
+            cpulist::format(cpus)
+        )));
+    }
+    let chaser = cpus[0];
+    let others = &cpus[1..];
+    let n = generators.unwrap_or(others.len());
+    bandwidth::check_threads(n, others, "the CPU selection after the chasing CPU")
+        .map_err(|e| MemError::Usage(e.to_string().replace("--threads", "--generators")))?;
+    let gens = others[..n].to_vec();
+    if options.delays_ns.is_empty() {
+        return Err(MemError::Usage("--delays: no intensity given".into()));
+    }
+    if !options.isa.available() {
+        return Err(MemError::Unsupported(format!(
+            "--isa {}: this CPU cannot run it",
+            options.isa
+        )));
+    }
+    let mut need = BTreeMap::new();
+    for (pu, bytes) in std::iter::once((chaser, options.chase_bytes)).chain(
+        gens.iter()
+            .map(|&g| (g, per_generator(&options, gens.len()))),
+    ) {
+        let nodes = pool::expected_nodes(machine, policy, pu);
+        for nd in &nodes {
+            budget::need(&mut need, *nd, bytes / nodes.len().max(1) as u64);
+        }
+    }
+    budgets.check(&need, "mem loaded", "--size / --traffic-size")?;
+    let suffix = match options.pages {
+        PageRequest::Base => String::new(),
+        p => format!("/{}", p.name()),
+    };
+    Ok(Plan {
+        key: format!(
+            "mem/loaded/cpu{chaser}/gen-{}/{}/{policy}{suffix}",
+            cpulist::format(&gens),
+            options.traffic.name()
+        ),
+        chaser,
+        generators: gens,
+        policy: policy.clone(),
+        notes: llc_bytes(machine).1.into_iter().collect(),
+        options,
+    })
+}
+
+/// The plan `numalab mem loaded --quick` runs (and `numalab evaluate --quick`): the
+/// first PU chases, every other PU generates read traffic, local memory. Machines with
+/// one PU cannot run it (an Unsupported error says so).
+pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
+    let cpus = machine.pu_ids();
+    if cpus.len() < 2 {
+        return Err(MemError::Unsupported(
+            "loaded latency needs at least 2 CPUs (one chasing, one generating traffic); this machine has 1".into(),
+        ));
+    }
+    plan(
+        machine,
+        budgets,
+        &cpus,
+        None,
+        &MemPolicy::FirstTouch,
+        Options::quick(machine),
+    )
+}
+
+/// Bytes of one generator's memory: its share of the total, at least 1 MiB (and a
+/// whole number of 4 KiB chunks).
+fn per_generator(opts: &Options, generators: usize) -> u64 {
+    crate::round_up(
+        (opts.generators_bytes / generators.max(1) as u64).max(1 << 20),
+        4096,
+    )
+}
+
+enum Role<'a> {
+    Chaser(Chain<'a>),
+    Generator(&'a mut [f64]),
+}
+
+struct WorkerOut {
+    /// Chaser: per point, (samples, loads per batch, duration). Generators: empty.
+    chase: Vec<(Vec<f64>, u64, u64)>,
+    /// Generators: per point, bytes moved (STREAM count) and (start, end).
+    traffic: Vec<(u64, u64, u64)>,
+}
+
+/// Runs the plan (one record).
+pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn Sink) -> Outcome {
+    let mut out = Outcome::default();
+    if sink.done(&plan.key) {
+        out.skipped = 1;
+        return out;
+    }
+    let (clock, clock_warnings) = check_clock();
+    match run_inner(plan, machine, placer, &clock, sink) {
+        Ok(rec) => {
+            let mut w = clock_warnings;
+            w.extend(rec.placement.warning());
+            w.extend(bandwidth::pages_warning(&rec.pages));
+            if let (Some(first), Some(last)) = (rec.points.first(), rec.points.last()) {
+                if last.latency_ns.median < first.latency_ns.median * 0.95 {
+                    w.push(Warning::new(
+                        "latency_fell_under_load",
+                        "latency under full load is lower than idle: the machine was busy during the idle point, or power management raised the clock under load",
+                    ));
+                }
+            }
+            let record = Record::new(plan.key.clone(), Origin::Measured, &rec).with_warnings(w);
+            match sink.push(record) {
+                Ok(()) => out.written = 1,
+                Err(e) => out.failed.push((plan.key.clone(), e)),
+            }
+        }
+        Err(MemError::Interrupted) => out.interrupted = true,
+        Err(e) => out.failed.push((plan.key.clone(), e)),
+    }
+    out
+}
+
+fn run_inner(
+    plan: &Plan,
+    machine: &Machine,
+    placer: &dyn Placer,
+    clock: &numalab_clock::ClockCheck,
+    sink: &mut dyn Sink,
+) -> Result<LoadedRecord, MemError> {
+    let opts = &plan.options;
+    let pus: Vec<u32> = std::iter::once(plan.chaser)
+        .chain(plan.generators.iter().copied())
+        .collect();
+    let stop = AtomicBool::new(false);
+    let abort = AtomicBool::new(false);
+    let npoints = opts.delays_ns.len();
+    let info: Mutex<Vec<Option<(numalab_topo::bind::PagePlacement, PagesObtained)>>> =
+        Mutex::new(vec![None; pus.len()]);
+    let sink = Mutex::new(sink);
+    let kernel = opts.traffic.kernel();
+    let chunk_elems = (CHUNK_BYTES / 8) as usize / kernel.arrays();
+    let results = pool::run_pinned(
+        placer,
+        &pus,
+        |i| {
+            let bytes = if i == 0 {
+                opts.chase_bytes
+            } else {
+                per_generator(opts, plan.generators.len())
+            };
+            let p = pool::place(placer, bytes, opts.pages, &plan.policy, 0.5)?;
+            info.lock().unwrap()[i] = Some((p.pages.clone(), p.obtained.clone()));
+            Ok(p)
+        },
+        |i, placed, barrier| {
+            let block = if placed.obtained.obtained == "thp" {
+                2 << 20
+            } else {
+                placed.region.page_bytes()
+            };
+            let mut role = if i == 0 {
+                Role::Chaser(Chain::build(
+                    &mut placed.region,
+                    opts.chase_bytes as usize,
+                    opts.stride_bytes as usize,
+                    block,
+                    opts.order,
+                    opts.seed,
+                ))
+            } else {
+                Role::Generator(placed.region.as_mut_typed::<f64>())
+            };
+            let mut out = WorkerOut {
+                chase: Vec::new(),
+                traffic: Vec::new(),
+            };
+            let mut pos = 0usize;
+            let mut loads = 0u64;
+            let mut p = 0usize;
+            for (pi, delay) in opts.delays_ns.iter().enumerate() {
+                if i == 0 {
+                    stop.store(false, Ordering::SeqCst);
+                    abort.store(numalab_schema::interrupt::requested(), Ordering::SeqCst);
+                }
+                barrier.wait();
+                if abort.load(Ordering::SeqCst) {
+                    break;
+                }
+                match &mut role {
+                    Role::Chaser(chain) => {
+                        if pi == 0 {
+                            p = chain.walk(chain.start(), (chain.lines() as u64).min(1 << 20));
+                            let t0 = numalab_clock::now_ns();
+                            p = chain.walk(p, 2048);
+                            let per = ((numalab_clock::now_ns() - t0) as f64 / 2048.0).max(0.1);
+                            let target = opts.batch_ns.max(clock.min_interval_ns());
+                            loads = ((target / per).ceil() as u64).clamp(256, 1 << 24);
+                        }
+                        let mut samples = Vec::new();
+                        let start = numalab_clock::now_ns();
+                        let end = start + opts.point_ms * 1_000_000;
+                        loop {
+                            let t0 = numalab_clock::now_ns();
+                            p = chain.walk(p, loads);
+                            let t1 = numalab_clock::now_ns();
+                            samples.push(
+                                (((t1 - t0) as f64 - clock.read_overhead_ns) / loads as f64)
+                                    .max(0.0),
+                            );
+                            if t1 >= end && samples.len() >= 20 {
+                                break;
+                            }
+                        }
+                        let dur = numalab_clock::now_ns() - start;
+                        stop.store(true, Ordering::SeqCst);
+                        out.chase.push((samples, loads, dur));
+                        if let Ok(mut s) = sink.lock() {
+                            s.progress("loaded latency", pi as u64 + 1, npoints as u64);
+                        }
+                    }
+                    Role::Generator(buf) => {
+                        let Some(delay) = *delay else {
+                            out.traffic.push((0, 0, 0));
+                            barrier.wait();
+                            continue;
+                        };
+                        let arrays = Arrays::split(buf, kernel);
+                        let n = arrays.elements(kernel);
+                        let mut bytes = 0u64;
+                        let t_start = numalab_clock::now_ns();
+                        while !stop.load(Ordering::Relaxed) {
+                            if pos + chunk_elems > n {
+                                pos = 0;
+                            }
+                            let mut chunk = Arrays {
+                                a: &mut arrays.a[pos..pos + chunk_elems],
+                                b: &mut [],
+                                c: if arrays.c.is_empty() {
+                                    &mut []
+                                } else {
+                                    &mut arrays.c[pos..pos + chunk_elems]
+                                },
+                            };
+                            let s = kernels::run(kernel, opts.isa, &mut chunk, 1.0).unwrap_or(0.0);
+                            std::hint::black_box(s);
+                            pos += chunk_elems;
+                            bytes += CHUNK_BYTES;
+                            if delay > 0 {
+                                let until = numalab_clock::now_ns() + delay;
+                                while numalab_clock::now_ns() < until {
+                                    std::hint::spin_loop();
+                                }
+                            }
+                        }
+                        out.traffic.push((bytes, t_start, numalab_clock::now_ns()));
+                    }
+                }
+                barrier.wait();
+            }
+            std::hint::black_box(p);
+            out
+        },
+    )?;
+    if abort.load(Ordering::SeqCst) {
+        return Err(MemError::Interrupted);
+    }
+    let info = info.into_inner().unwrap();
+    let per_worker: Vec<_> = info.iter().flatten().map(|(p, _)| p.clone()).collect();
+    let obtained: Vec<_> = info.iter().flatten().map(|(_, o)| o.clone()).collect();
+    let placement = pool::placement(machine, placer, &pus, &plan.policy, &per_worker);
+    let actual_per_stream =
+        kernel.actual_bytes_per_element() as f64 / kernel.stream_bytes_per_element() as f64;
+    let mut points = Vec::new();
+    for (pi, delay) in opts.delays_ns.iter().enumerate() {
+        let (samples, loads, dur) = results[0].chase[pi].clone();
+        let gens = &results[1..];
+        let bytes: u64 = gens.iter().map(|g| g.traffic[pi].0).sum();
+        let start = gens
+            .iter()
+            .map(|g| g.traffic[pi].1)
+            .filter(|&t| t > 0)
+            .min();
+        let end = gens.iter().map(|g| g.traffic[pi].2).max();
+        let gbps = match (start, end) {
+            (Some(s), Some(e)) if e > s => bytes as f64 / (e - s) as f64,
+            _ => 0.0,
+        };
+        points.push(LoadedPoint {
+            delay_ns: *delay,
+            traffic_gbps: gbps,
+            actual_traffic_gbps: gbps * actual_per_stream,
+            latency_ns: Summary::of(&samples).expect("at least 20 batches"),
+            sample_ns: samples,
+            loads_per_batch: loads,
+            duration_ns: dur,
+        });
+    }
+    Ok(LoadedRecord {
+        chaser_cpu: plan.chaser,
+        generator_cpus: plan.generators.clone(),
+        traffic: opts.traffic,
+        isa: opts.isa,
+        placement,
+        pages: PagesObtained::merge(&obtained).expect("workers"),
+        chase_bytes: opts.chase_bytes,
+        generator_bytes: per_generator(opts, plan.generators.len()),
+        points,
+        timer: Timer {
+            check: clock.clone(),
+            subtracted_ns: clock.read_overhead_ns,
+        },
+    })
+}
