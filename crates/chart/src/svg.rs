@@ -206,10 +206,24 @@ impl LineChart {
             y0 = y0.min(y);
             y1 = y1.max(y);
         }
+        // The legend: entries in rows under the axis label, clear of the lines.
+        let mut legend = Vec::new();
+        let (mut lx, mut row) = (ml, 0usize);
+        for s in &self.series {
+            let width = 24.0 + 6.6 * s.name.chars().count() as f64;
+            if lx + width > w - mr && lx > ml {
+                row += 1;
+                lx = ml;
+            }
+            legend.push((lx, row));
+            lx += width + 14.0;
+        }
+        let rows = if self.series.is_empty() { 0 } else { row + 1 };
+        let ht = h + rows as f64 * 18.0;
         let mut out = String::new();
         let _ = write!(
             out,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" font-family=\"sans-serif\" font-size=\"12\">\
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" font-family=\"sans-serif\" font-size=\"12\">\
              <title>{}</title><text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">{}</text>",
             escape(&self.title),
             w / 2.0,
@@ -320,13 +334,6 @@ impl LineChart {
                 escape(label)
             );
         }
-        // The legend goes top left when a line ends in the top right corner.
-        let right_high = self.series.iter().any(|s| {
-            s.points
-                .iter()
-                .filter(|(x, y)| x.is_finite() && y.is_finite())
-                .any(|(x, y)| tx(*x) > ml + pw * 0.6 && ty(*y) < mt + ph * 0.35)
-        });
         // Bands, lines, legend.
         for (i, s) in self.series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
@@ -382,16 +389,15 @@ impl LineChart {
                     "<circle cx=\"{x}\" cy=\"{y}\" r=\"2.5\" fill=\"{color}\"/>"
                 );
             }
-            let ly = mt + 14.0 + i as f64 * 16.0;
-            let (kx, tx_, anchor) = if right_high {
-                (ml + 8.0, ml + 24.0, "start")
-            } else {
-                (ml + pw - 14.0, ml + pw - 18.0, "end")
-            };
+            let (kx, row) = legend[i];
+            let ly = h + 4.0 + row as f64 * 18.0;
             let _ = write!(
                 out,
-                "<rect x=\"{kx:.1}\" y=\"{:.1}\" width=\"12\" height=\"3\" fill=\"{color}\"/><text x=\"{tx_:.1}\" y=\"{ly:.1}\" text-anchor=\"{anchor}\">{}</text>",
+                "<line x1=\"{kx:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"2\"{dash}/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text>",
                 ly - 4.0,
+                kx + 16.0,
+                ly - 4.0,
+                kx + 20.0,
                 escape(&s.name)
             );
         }
@@ -496,7 +502,7 @@ impl Heatmap {
         let n_c = self.cols.len().max(1);
         let cell = (560.0 / n_c.max(n_r) as f64).clamp(2.0, 48.0);
         let (ml, mt) = (60.0, 46.0);
-        let w = ml + cell * n_c as f64 + 110.0;
+        let w = (ml + cell * n_c as f64 + 110.0).max(380.0);
         let vals: Vec<f64> = self
             .values
             .iter()
@@ -929,7 +935,10 @@ mod tests {
         c.series
             .push(Series::reference("ideal", vec![(1.0, 1.0), (8.0, 8.0)]));
         let svg = c.to_svg();
-        assert_eq!(svg.matches("stroke-dasharray=\"5 4\"").count(), 1);
+        // The reference line and its legend key are dashed, nothing else.
+        assert_eq!(svg.matches("stroke-dasharray=\"5 4\"").count(), 2);
+        // The legend sits under the plot: one row, the image 18 px taller.
+        assert!(svg.contains("viewBox=\"0 0 720 418\""));
         // Points are drawn for the measured line only.
         assert_eq!(svg.matches("<circle").count(), 2);
         for t in ["1", "2", "4", "8"] {
@@ -938,6 +947,34 @@ mod tests {
                 "{t}"
             );
         }
+    }
+
+    #[test]
+    fn long_titles_are_cut_to_the_width_and_kept_whole_in_the_tooltip() {
+        let title = "speedup of /a/very/long/path/to/a/program --with --many --options --that --go --on --and --on --forever";
+        let svg = LineChart::new(title, "x", "y").to_svg();
+        assert!(svg.contains(&format!("<title>{title}</title>")));
+        let shown = svg
+            .split("font-weight=\"600\">")
+            .nth(1)
+            .and_then(|t| t.split('<').next())
+            .unwrap();
+        assert!(
+            shown.ends_with('\u{2026}') && shown.chars().count() <= 88,
+            "{shown}"
+        );
+        let small = Heatmap::new(
+            title,
+            vec!["0".into()],
+            vec!["0".into()],
+            vec![vec![Some(1.0)]],
+            "ns",
+        )
+        .to_svg();
+        assert!(
+            small.contains("width=\"380\""),
+            "a 1x1 heatmap keeps room for its title"
+        );
     }
 
     #[test]

@@ -100,6 +100,36 @@ pub fn model_policy(b: usize) -> String {
     id(b, "model-policy-chart")
 }
 
+/// The bandwidth-against-threads chart.
+pub fn mem_bandwidth(b: usize) -> String {
+    id(b, "mem-bandwidth-chart")
+}
+
+/// The bandwidth node-pair heatmap.
+pub fn mem_bandwidth_matrix(b: usize) -> String {
+    id(b, "mem-bandwidth-matrix")
+}
+
+/// The latency curve.
+pub fn mem_latency(b: usize) -> String {
+    id(b, "mem-latency-chart")
+}
+
+/// The idle-latency node-pair heatmap.
+pub fn mem_latency_matrix(b: usize) -> String {
+    id(b, "mem-latency-matrix")
+}
+
+/// The loaded-latency chart.
+pub fn mem_loaded(b: usize) -> String {
+    id(b, "mem-loaded-chart")
+}
+
+/// The first page-migration chart.
+pub fn mem_migrate(b: usize) -> String {
+    id(b, "mem-migrate-chart")
+}
+
 /// The power section.
 pub fn power(b: usize) -> String {
     id(b, "power")

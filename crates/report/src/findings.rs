@@ -127,16 +127,19 @@ pub fn findings(set: &[Loaded]) -> Vec<Finding> {
             label: &l.label,
             list: Vec::new(),
         };
+        // Within a severity, findings keep this order: the machine and its memory
+        // first, then what ran on it, then the facts about the measurement itself.
         bundle_problems(l, &mut out);
-        host(l, &mut out);
         let machine = machine_of(l);
         topology(l, machine.as_ref(), &mut out);
-        steps(l, &mut out);
-        doctor(l, &mut out);
-        pmu(l, &mut out);
+        mem(l, machine.as_ref(), &mut out);
         c2c(l, machine.as_ref(), &mut out);
         workload(l, machine.as_ref(), &mut out);
         harness(l, &mut out);
+        pmu(l, &mut out);
+        steps(l, &mut out);
+        doctor(l, &mut out);
+        host(l, &mut out);
         models(l, &mut out);
         all.extend(out.list);
     }
@@ -352,6 +355,355 @@ fn pmu(l: &Loaded, out: &mut Out<'_>) {
     }
 }
 
+/// Diagonal and off-diagonal cells of a node-pair matrix: per CPU node, the local value
+/// and each remote one.
+struct NodeMatrix {
+    cells: Vec<(u32, u32, f64)>,
+}
+
+impl NodeMatrix {
+    fn local(&self, node: u32) -> Option<f64> {
+        self.cells
+            .iter()
+            .find(|(c, m, _)| *c == node && *m == node)
+            .map(|(_, _, v)| *v)
+    }
+
+    /// (cpu node, mem node, value, value / local) of every remote cell with a local one.
+    fn remote_ratios(&self) -> Vec<(u32, u32, f64, f64)> {
+        self.cells
+            .iter()
+            .filter(|(c, m, _)| c != m)
+            .filter_map(|(c, m, v)| {
+                let l = self.local(*c)?;
+                (l > 0.0).then_some((*c, *m, *v, v / l))
+            })
+            .collect()
+    }
+
+    fn median_local(&self) -> Option<f64> {
+        let v: Vec<f64> = self
+            .cells
+            .iter()
+            .filter(|(c, m, _)| c == m)
+            .map(|(_, _, v)| *v)
+            .collect();
+        numalab_stats::median(&v)
+    }
+}
+
+fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
+    use numalab_mem::bandwidth::BandwidthRecord;
+    use numalab_mem::latency::LatencyRecord;
+    use numalab_mem::loaded::LoadedRecord;
+    use numalab_mem::migrate::MigrateRecord;
+    let bw: Vec<BandwidthRecord> = l
+        .records_of::<BandwidthRecord>()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    let lat: Vec<LatencyRecord> = l
+        .records_of::<LatencyRecord>()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    // Remote against local, from the node-pair matrices.
+    let lat_m = NodeMatrix {
+        cells: lat
+            .iter()
+            .filter_map(|r| {
+                let mc = r.matrix?;
+                Some((
+                    mc.cpu_node,
+                    mc.mem_node,
+                    r.points.first()?.latency_ns.median,
+                ))
+            })
+            .collect(),
+    };
+    let kernel = crate::sections::mem::matrix_kernel(&bw);
+    let bw_m = NodeMatrix {
+        cells: bw
+            .iter()
+            .filter(|r| Some(r.kernel.name()) == kernel)
+            .filter_map(|r| {
+                let mc = r.matrix?;
+                Some((mc.cpu_node, mc.mem_node, r.bandwidth_gbps.median))
+            })
+            .collect(),
+    };
+    let lr = lat_m.remote_ratios();
+    let br = bw_m.remote_ratios();
+    let med = |v: Vec<f64>| numalab_stats::median(&v);
+    let lat_ratio = med(lr.iter().map(|x| x.3).collect());
+    let bw_ratio = med(br.iter().map(|x| x.3).collect());
+    let mut parts = Vec::new();
+    if let (Some(r), Some(local)) = (lat_ratio, lat_m.median_local()) {
+        parts.push(format!(
+            "{} local latency ({} vs {})",
+            x(r),
+            ns(local),
+            ns(local * r)
+        ));
+    }
+    if let (Some(r), Some(local)) = (bw_ratio, bw_m.median_local()) {
+        parts.push(format!(
+            "{} local bandwidth ({}, {:.1} vs {:.1} GB/s)",
+            x(r),
+            kernel.clone().unwrap_or_default(),
+            local,
+            local * r
+        ));
+    }
+    if !parts.is_empty() {
+        let farthest = lr
+            .iter()
+            .max_by(|a, b| a.3.total_cmp(&b.3))
+            .filter(|f| lat_ratio.is_some_and(|r| f.3 > r * 1.1))
+            .map(|f| {
+                format!(
+                    "; farthest pair node {} -> {}: {} local latency",
+                    f.0,
+                    f.1,
+                    x(f.3)
+                )
+            })
+            .unwrap_or_default();
+        out.push(
+            "remote_memory",
+            Severity::Notice,
+            format!("remote memory: {}{farthest}", parts.join(", ")),
+            Some(if lat_ratio.is_some() {
+                anchors::mem_latency_matrix(out.b)
+            } else {
+                anchors::mem_bandwidth_matrix(out.b)
+            }),
+        );
+    }
+    // The firmware's distances against the measured latency.
+    if let Some(slit) = m.and_then(|m| m.slit()) {
+        let d = |a: u32, b: u32| -> Option<u64> {
+            let i = slit.nodes.iter().position(|n| *n == a)?;
+            let j = slit.nodes.iter().position(|n| *n == b)?;
+            slit.values.get(i)?.get(j).copied()
+        };
+        let worst = lr
+            .iter()
+            .filter_map(|(c, mn, _, r)| {
+                let (s, s0) = (d(*c, *mn)?, d(*c, *c)?);
+                let sr = s as f64 / s0.max(1) as f64;
+                Some((*c, *mn, s, sr, *r, (r / sr).ln().abs()))
+            })
+            .max_by(|a, b| a.5.total_cmp(&b.5));
+        if let Some((c, mn, s, sr, r, off)) = worst {
+            let (sev, verdict) = if off > 0.25f64.ln_1p() {
+                (
+                    Severity::Notice,
+                    "the firmware's distances are an ordering, not a measurement: use the measured figures",
+                )
+            } else {
+                (Severity::Info, "they agree within 25%")
+            };
+            out.push(
+                "slit_vs_measured",
+                sev,
+                format!(
+                    "SLIT says {s} ({} local) from node {c} to node {mn}, measured remote latency is {} local: {verdict}",
+                    x(sr),
+                    x(r)
+                ),
+                Some(anchors::id(out.b, "mem-latency-slit")),
+            );
+        }
+    }
+    // Where bandwidth stops growing with threads.
+    let sweep: Vec<&BandwidthRecord> = bw.iter().filter(|r| r.matrix.is_none()).collect();
+    let k = if sweep.iter().any(|r| r.kernel.name() == "triad") {
+        Some("triad".to_string())
+    } else {
+        sweep.first().map(|r| r.kernel.name())
+    };
+    if let Some(k) = k {
+        let mut pts: Vec<(f64, f64, usize)> = sweep
+            .iter()
+            .filter(|r| r.kernel.name() == k)
+            .map(|r| {
+                (
+                    r.threads as f64,
+                    r.bandwidth_gbps.median,
+                    r.placement.cpu_nodes.len().max(1),
+                )
+            })
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
+        let ys: Vec<f64> = pts.iter().map(|p| p.1).collect();
+        let anchor = Some(anchors::mem_bandwidth(out.b));
+        if let Some(i) = numalab_stats::knee::saturation(&xs, &ys, 0.1) {
+            let per_node = (xs[i] / pts[i].2 as f64).round();
+            let last = pts.len() - 1;
+            out.push(
+                "bandwidth_saturation",
+                Severity::Notice,
+                format!(
+                    "{k} bandwidth saturates at about {per_node:.0} thread{} per node ({:.1} GB/s at {} thread{} on {} node{}; {:.1} GB/s at {})",
+                    if per_node == 1.0 { "" } else { "s" },
+                    ys[i],
+                    xs[i],
+                    if xs[i] == 1.0 { "" } else { "s" },
+                    pts[i].2,
+                    if pts[i].2 == 1 { "" } else { "s" },
+                    ys[last],
+                    xs[last]
+                ),
+                anchor,
+            );
+        } else if pts.len() >= 2 && pts[0].0 == 1.0 {
+            let last = pts.len() - 1;
+            out.push(
+                "bandwidth_one_thread",
+                Severity::Info,
+                format!(
+                    "{k} bandwidth: one thread reaches {} of what {} threads reach ({:.1} vs {:.1} GB/s)",
+                    x(ys[0] / ys[last]),
+                    xs[last],
+                    ys[0],
+                    ys[last]
+                ),
+                anchor,
+            );
+        }
+    }
+    // The latency curve's plateaus.
+    for r in lat
+        .iter()
+        .filter(|r| r.matrix.is_none() && !r.levels.is_empty())
+    {
+        let levels: Vec<String> = r
+            .levels
+            .iter()
+            .map(|lv| format!("{} {}", lv.name, ns(lv.latency_ns)))
+            .collect();
+        out.push(
+            "latency_levels",
+            Severity::Info,
+            format!(
+                "load-to-load latency of CPU {} ({} pages): {}",
+                r.cpu,
+                r.pages.obtained,
+                levels.join(", ")
+            ),
+            Some(anchors::mem_latency(out.b)),
+        );
+    }
+    // Huge pages against base pages at the largest working set.
+    let at_end = |kind: &str| {
+        lat.iter()
+            .filter(|r| r.matrix.is_none() && r.pages.obtained == kind)
+            .filter_map(|r| {
+                r.points
+                    .last()
+                    .map(|p| (p.working_set_bytes, p.latency_ns.median))
+            })
+            .next()
+    };
+    if let (Some((wb, b)), Some((wt, t))) = (at_end("base"), at_end("thp")) {
+        if wb == wt && (t / b - 1.0).abs() > 0.1 {
+            out.push(
+                "huge_pages",
+                Severity::Info,
+                format!(
+                    "at {} of working set, transparent huge pages give {} the latency of base pages ({} vs {}): {}",
+                    numalab_schema::units::bytes(wb),
+                    x(t / b),
+                    ns(t),
+                    ns(b),
+                    if t < b {
+                        "address translation (TLB misses) costs that much"
+                    } else {
+                        "huge pages did not help here"
+                    }
+                ),
+                Some(anchors::mem_latency(out.b)),
+            );
+        }
+    }
+    // Latency under load.
+    for (_, r) in l.records_of::<LoadedRecord>() {
+        let (Some(idle), Some(full)) = (
+            r.points.iter().find(|p| p.delay_ns.is_none()),
+            r.points
+                .iter()
+                .filter(|p| p.delay_ns.is_some())
+                .max_by(|a, b| a.traffic_gbps.total_cmp(&b.traffic_gbps)),
+        ) else {
+            continue;
+        };
+        let ratio = full.latency_ns.median / idle.latency_ns.median;
+        out.push(
+            "loaded_latency",
+            if ratio > 1.5 {
+                Severity::Notice
+            } else {
+                Severity::Info
+            },
+            format!(
+                "under load, memory latency goes from {} idle to {} while {} other CPU(s) move {:.1} GB/s ({})",
+                ns(idle.latency_ns.median),
+                ns(full.latency_ns.median),
+                r.generator_cpus.len(),
+                full.traffic_gbps,
+                x(ratio)
+            ),
+            Some(anchors::mem_loaded(out.b)),
+        );
+    }
+    // Page migration: the biggest cell of each pair, base-page unit first.
+    let mig: Vec<MigrateRecord> = l
+        .records_of::<MigrateRecord>()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    let mut roles: Vec<&str> = Vec::new();
+    for r in &mig {
+        if !roles.contains(&r.pair_role.as_str()) {
+            roles.push(&r.pair_role);
+        }
+    }
+    for role in roles {
+        let Some(big) = mig
+            .iter()
+            .filter(|r| r.pair_role == role)
+            .max_by_key(|r| (r.pages * r.unit_bytes, std::cmp::Reverse(r.unit_bytes)))
+        else {
+            continue;
+        };
+        let text = if big.same_node {
+            format!(
+                "page migration not measured: one NUMA node (same-node copies of {} x {} pages only: {})",
+                big.pages,
+                numalab_schema::units::bytes(big.unit_bytes),
+                big.why
+            )
+        } else {
+            format!(
+                "page migration node {} -> {} ({role}), {} x {} pages: {}",
+                big.src_node,
+                big.dst_node,
+                big.pages,
+                numalab_schema::units::bytes(big.unit_bytes),
+                big.why
+            )
+        };
+        out.push(
+            "migration",
+            Severity::Info,
+            text,
+            Some(anchors::mem_migrate(out.b)),
+        );
+    }
+}
+
 /// Groups of a level per package, if the level's groups nest inside packages.
 fn groups_per_package(m: &Machine, groups: &[Vec<u32>]) -> Option<usize> {
     if m.packages.is_empty() {
@@ -484,7 +836,7 @@ fn workload(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
                 "the machine was shared (other processes used {} of these CPUs",
                 pct(others)
             );
-            if steal > 0.0 {
+            if steal >= 0.005 {
                 c.push_str(&format!(", the hypervisor stole {}", pct(steal)));
             }
             c.push(')');

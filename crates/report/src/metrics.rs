@@ -36,6 +36,12 @@ pub const PLACEMENT: &str = "placement";
 pub const SWEEP: &str = "parameters";
 /// Modeled figures.
 pub const MODEL: &str = "model (modeled)";
+/// Memory bandwidth.
+pub const MEM_BW: &str = "memory bandwidth";
+/// Memory latency.
+pub const MEM_LAT: &str = "memory latency";
+/// Page migration.
+pub const MIGRATION: &str = "page migration";
 
 fn short(cmd: &[String]) -> String {
     crate::shorten(&cmd.join(" "), 40)
@@ -84,13 +90,16 @@ fn percentile(
 
 /// The perspectives of a server evaluation (experiments.md A), in the order a
 /// comparison reports them; then the other groups.
-pub const ORDER: [&str; 9] = [
+pub const ORDER: [&str; 12] = [
     PER_SERVER,
     PER_WATT,
     SINGLE_THREAD,
     PER_THREAD,
     RESPONSE,
+    MEM_BW,
+    MEM_LAT,
     C2C,
+    MIGRATION,
     PLACEMENT,
     SWEEP,
     MODEL,
@@ -105,6 +114,7 @@ pub fn metrics(l: &Loaded) -> Vec<Metric> {
     workload(l, &mut out);
     scale(l, &mut out);
     c2c(l, &mut out);
+    mem(l, &mut out);
     placement(l, &mut out);
     models(l, &mut out);
     // Ids are unique: the first occurrence wins (a resumed bundle never repeats keys,
@@ -442,5 +452,204 @@ fn models(l: &Loaded, out: &mut Vec<Metric>) {
             true,
             vec![t.saturation_rate],
         ));
+    }
+}
+
+/// Samples of several cells: their medians when there are 3 or more cells (the spread
+/// between node pairs), else every raw sample of the few there are.
+fn pooled(cells: &[(f64, Vec<f64>)]) -> Vec<f64> {
+    if cells.len() >= 3 {
+        cells.iter().map(|(m, _)| *m).collect()
+    } else {
+        cells.iter().flat_map(|(_, s)| s.iter().copied()).collect()
+    }
+}
+
+fn mem(l: &Loaded, out: &mut Vec<Metric>) {
+    use crate::sections::mem::round_gbps;
+    use numalab_mem::bandwidth::BandwidthRecord;
+    use numalab_mem::latency::LatencyRecord;
+    use numalab_mem::loaded::LoadedRecord;
+    use numalab_mem::migrate::MigrateRecord;
+    let bw: Vec<BandwidthRecord> = l
+        .records_of::<BandwidthRecord>()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    let mut kernels: Vec<String> = Vec::new();
+    for r in &bw {
+        if !kernels.contains(&r.kernel.name()) {
+            kernels.push(r.kernel.name());
+        }
+    }
+    for k in &kernels {
+        let sweep: Vec<&BandwidthRecord> = bw
+            .iter()
+            .filter(|r| r.matrix.is_none() && r.kernel.name() == *k)
+            .collect();
+        if let Some(one) = sweep.iter().find(|r| r.threads == 1) {
+            out.push(Metric::new(
+                &format!("mem.bandwidth.{k}.t1"),
+                MEM_BW,
+                &format!("memory bandwidth, 1 thread ({k})"),
+                "GB/s",
+                true,
+                round_gbps(one),
+            ));
+        }
+        if let Some(all) = sweep
+            .iter()
+            .filter(|r| r.threads > 1)
+            .max_by_key(|r| r.threads)
+        {
+            out.push(Metric::new(
+                &format!("mem.bandwidth.{k}.all"),
+                MEM_BW,
+                &format!("memory bandwidth, all threads ({k})"),
+                "GB/s",
+                true,
+                round_gbps(all),
+            ));
+        }
+        for (what, local) in [("local", true), ("remote", false)] {
+            let cells: Vec<(f64, Vec<f64>)> = bw
+                .iter()
+                .filter(|r| r.kernel.name() == *k)
+                .filter(|r| {
+                    r.matrix
+                        .is_some_and(|m| (m.cpu_node == m.mem_node) == local)
+                })
+                .map(|r| (r.bandwidth_gbps.median, round_gbps(r)))
+                .collect();
+            if !cells.is_empty() {
+                out.push(Metric::new(
+                    &format!("mem.bandwidth.{k}.{what}"),
+                    MEM_BW,
+                    &format!("{what} bandwidth, one node's threads ({k})"),
+                    "GB/s",
+                    true,
+                    pooled(&cells),
+                ));
+            }
+        }
+    }
+    let lat: Vec<LatencyRecord> = l
+        .records_of::<LatencyRecord>()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    for r in lat.iter().filter(|r| r.matrix.is_none()) {
+        if let Some(p) = r.points.last() {
+            let pages = r.pages.requested.name();
+            out.push(Metric::new(
+                &format!("mem.latency.curve.{pages}.largest"),
+                MEM_LAT,
+                &format!("latency at the largest working set ({pages} pages)"),
+                "ns",
+                false,
+                p.sample_ns.clone(),
+            ));
+        }
+    }
+    for (what, local) in [("local", true), ("remote", false)] {
+        let cells: Vec<(f64, Vec<f64>)> = lat
+            .iter()
+            .filter(|r| {
+                r.matrix
+                    .is_some_and(|m| (m.cpu_node == m.mem_node) == local)
+            })
+            .filter_map(|r| {
+                let p = r.points.first()?;
+                Some((p.latency_ns.median, p.sample_ns.clone()))
+            })
+            .collect();
+        if !cells.is_empty() {
+            out.push(Metric::new(
+                &format!("mem.latency.{what}"),
+                MEM_LAT,
+                &format!("idle {what} memory latency"),
+                "ns",
+                false,
+                pooled(&cells),
+            ));
+        }
+    }
+    for (_, r) in l.records_of::<LoadedRecord>() {
+        if let Some(p) = r.points.last().filter(|p| p.delay_ns.is_some()) {
+            out.push(Metric::new(
+                "mem.loaded.saturated",
+                MEM_LAT,
+                "latency with the other CPUs at full traffic",
+                "ns",
+                false,
+                p.sample_ns.clone(),
+            ));
+            out.push(Metric::new(
+                "mem.loaded.traffic",
+                MEM_BW,
+                "traffic of the other CPUs at full load",
+                "GB/s",
+                true,
+                vec![p.traffic_gbps],
+            ));
+        }
+    }
+    let mig: Vec<MigrateRecord> = l
+        .records_of::<MigrateRecord>()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    let mut done: Vec<(String, String, u64)> = Vec::new();
+    for r in &mig {
+        for m in &r.methods {
+            let key = (
+                r.pair_role.clone(),
+                m.method.name().to_string(),
+                r.unit_bytes,
+            );
+            if m.throughput_gbps.is_none() || done.contains(&key) {
+                continue;
+            }
+            done.push(key);
+            // The largest page count of this pair, method and unit.
+            let Some(big) = mig
+                .iter()
+                .filter(|x| x.pair_role == r.pair_role && x.unit_bytes == r.unit_bytes)
+                .max_by_key(|x| x.pages)
+            else {
+                continue;
+            };
+            let Some(bm) = big.methods.iter().find(|x| x.method == m.method) else {
+                continue;
+            };
+            let samples: Vec<f64> = bm
+                .sample_ns
+                .iter()
+                .filter(|ns| **ns > 0.0)
+                .map(|ns| big.bytes as f64 / ns)
+                .collect();
+            if samples.is_empty() {
+                continue;
+            }
+            out.push(Metric::new(
+                &format!(
+                    "mem.migrate.{}.{}.{}",
+                    crate::anchors::slug(&r.pair_role),
+                    m.method.name(),
+                    r.unit_bytes
+                ),
+                MIGRATION,
+                &format!(
+                    "{} of {} x {} pages ({})",
+                    m.method.name(),
+                    big.pages,
+                    numalab_schema::units::bytes(r.unit_bytes),
+                    r.pair_role
+                ),
+                "GB/s",
+                true,
+                samples,
+            ));
+        }
     }
 }

@@ -139,6 +139,18 @@ fn findings_on_the_two_node_bundle() {
             .any(|s| s.starts_with("reference workload (shared-first-touch): per-thread throughput at 16 threads is 0.38x of one thread")),
         "{scaling:?}"
     );
+    assert_eq!(
+        text("remote_memory"),
+        vec!["remote memory: 1.50x local latency (92.0 ns vs 138.0 ns), 0.35x local bandwidth (triad, 40.0 vs 14.0 GB/s)"]
+    );
+    assert_eq!(
+        text("slit_vs_measured"),
+        vec!["SLIT says 21 (2.10x local) from node 1 to node 0, measured remote latency is 1.50x local: the firmware's distances are an ordering, not a measurement: use the measured figures"]
+    );
+    assert_eq!(
+        text("bandwidth_saturation"),
+        vec!["triad bandwidth saturates at about 4 threads per node (36.0 GB/s at 4 threads on 1 node; 79.0 GB/s at 16)"]
+    );
     assert!(text("no_hardware_pmu")[0].starts_with("no hardware PMU: counters"));
     assert!(text("step_failed")[0].starts_with("the power and frequency step failed"));
     assert!(text("packages")[0].contains("CPUs 0-7 on package 0, CPUs 8-15 on package 1"));
@@ -157,11 +169,25 @@ fn findings_on_this_machine() {
         "one_numa_node",
         "step_skipped",
         "c2c_range",
+        "latency_levels",
+        "loaded_latency",
+        "migration",
     ] {
         assert!(ids.contains(&id), "{id} missing from {ids:?}");
     }
-    // One node: no remote-memory sentence, no "domains per package".
-    assert!(!ids.contains(&"workload_remote_data") && !ids.contains(&"c2c_domains"));
+    // One node: no remote-memory sentence, no "domains per package", and migration
+    // says it was not measured.
+    for id in [
+        "workload_remote_data",
+        "c2c_domains",
+        "remote_memory",
+        "slit_vs_measured",
+    ] {
+        assert!(!ids.contains(&id), "{id}");
+    }
+    assert!(f.iter().any(|x| x.id == "migration"
+        && x.text
+            .starts_with("page migration not measured: one NUMA node")));
     // The modeled machine's findings say so.
     let m = bundle("model-neoverse-v1");
     let mf = findings(std::slice::from_ref(&m));
@@ -183,6 +209,13 @@ fn metrics_of_recorded_bundles() {
         "workload.shared-first-touch.single_thread.p99",
         "workload.shared-first-touch.t2.per_thread",
         "c2c.cas.median",
+        "mem.bandwidth.triad.t1",
+        "mem.bandwidth.triad.all",
+        "mem.bandwidth.triad.local",
+        "mem.latency.curve.base.largest",
+        "mem.latency.local",
+        "mem.loaded.saturated",
+        "mem.migrate.same-node-baseline.stream_copy.4096",
     ] {
         assert!(ev.contains(&id.to_string()), "{id} not in {ev:?}");
     }

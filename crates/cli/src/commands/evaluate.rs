@@ -71,9 +71,29 @@ pub fn steps() -> Vec<Step> {
             run: step_topology,
         },
         Step {
+            id: "bandwidth",
+            title: "memory bandwidth (thread sweep and node matrix)",
+            run: step_bandwidth,
+        },
+        Step {
+            id: "latency",
+            title: "memory latency (curve and node matrix)",
+            run: step_latency,
+        },
+        Step {
+            id: "loaded",
+            title: "loaded latency",
+            run: step_loaded,
+        },
+        Step {
             id: "c2c",
             title: "core-to-core latency and structure",
             run: step_c2c,
+        },
+        Step {
+            id: "migrate",
+            title: "page migration",
+            run: step_migrate,
         },
         Step {
             id: "pmu",
@@ -120,6 +140,195 @@ fn step_pmu(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
         ctx.rec.push(rec)?;
     }
     Ok(StepStatus::Done)
+}
+
+/// The memory probes' records go to the journal as each cell completes; their progress
+/// shows in the overall bar's message.
+struct MemSink<'a, 'b> {
+    rec: &'a mut Recorder,
+    progress: &'b indicatif::ProgressBar,
+}
+
+impl numalab_mem::Sink for MemSink<'_, '_> {
+    fn done(&self, key: &str) -> bool {
+        self.rec.done(key)
+    }
+    fn push(&mut self, record: Record) -> Result<(), numalab_mem::MemError> {
+        let rec = &mut *self.rec;
+        self.progress
+            .suspend(|| rec.push(record))
+            .map_err(|e| numalab_mem::MemError::Output(e.message))
+    }
+    fn progress(&mut self, label: &str, done: u64, total: u64) {
+        self.progress.set_message(format!("{label} {done}/{total}"));
+    }
+}
+
+/// Runs memory-probe plans in turn: a plan the machine cannot do skips the step with
+/// the reason; cells that fail fail the step (a rerun retries only them).
+fn run_mem(
+    ctx: &mut Ctx<'_>,
+    plans: Vec<Result<MemPlan, numalab_mem::MemError>>,
+) -> Result<StepStatus, CliError> {
+    use numalab_mem::{bandwidth, latency, loaded, migrate, MemError};
+    let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
+    let mut failed = Vec::new();
+    let mut ran = 0;
+    let mut skipped = Vec::new();
+    for plan in plans {
+        let plan = match plan {
+            Ok(p) => p,
+            Err(e @ (MemError::Unsupported(_) | MemError::Usage(_))) => {
+                skipped.push(e.to_string());
+                continue;
+            }
+            Err(e) => return Err(CliError::from(e)),
+        };
+        let mut sink = MemSink {
+            rec: &mut *ctx.rec,
+            progress: ctx.progress,
+        };
+        let o = match &plan {
+            MemPlan::Bandwidth(p) => bandwidth::run(p, ctx.machine, ctx.placer, &mut sink),
+            MemPlan::Latency(p) => latency::run(p, ctx.machine, ctx.placer, &mut sink),
+            MemPlan::Loaded(p) => loaded::run(p, ctx.machine, ctx.placer, &mut sink),
+            MemPlan::Migrate(p) => migrate::run(p, ctx.machine, &budgets, ctx.placer, &mut sink),
+        };
+        ran += 1;
+        failed.extend(o.failed.into_iter().map(|(k, e)| format!("{k}: {e}")));
+        if o.interrupted || interrupt::requested() {
+            break;
+        }
+    }
+    if !failed.is_empty() {
+        return Ok(StepStatus::Failed {
+            error: format!("{} cell(s) failed: {}", failed.len(), failed.join("; ")),
+        });
+    }
+    if ran == 0 {
+        return Ok(StepStatus::Skipped {
+            reason: skipped.join("; "),
+        });
+    }
+    Ok(StepStatus::Done)
+}
+
+/// A memory-probe plan of any kind.
+enum MemPlan {
+    Bandwidth(numalab_mem::bandwidth::Plan),
+    Latency(numalab_mem::latency::Plan),
+    Loaded(numalab_mem::loaded::Plan),
+    Migrate(numalab_mem::migrate::Plan),
+}
+
+/// Thread counts of a full sweep: 1, 2, 4, ... and every PU.
+fn thread_sweep(pus: usize) -> Vec<usize> {
+    let mut t: Vec<usize> = std::iter::successors(Some(1usize), |x| Some(x * 2))
+        .take_while(|x| *x < pus)
+        .collect();
+    t.push(pus.max(1));
+    t
+}
+
+fn step_bandwidth(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    use numalab_mem::bandwidth::{plan, plan_matrix, quick_plan, Options};
+    let m = ctx.machine;
+    let b = numalab_mem::budget::Budgets::live(m);
+    let plans = if ctx.quick {
+        vec![
+            quick_plan(m, &b),
+            plan_matrix(m, &b, &[], Options::quick(m)),
+        ]
+    } else {
+        let cpus = m.pu_ids();
+        vec![
+            plan(
+                m,
+                &b,
+                &cpus,
+                &thread_sweep(cpus.len()),
+                &numalab_topo::bind::MemPolicy::FirstTouch,
+                Options::defaults(m),
+            ),
+            plan_matrix(m, &b, &[], Options::defaults(m)),
+        ]
+    };
+    let plans = plans
+        .into_iter()
+        .map(|p| p.map(MemPlan::Bandwidth))
+        .collect();
+    run_mem(ctx, plans)
+}
+
+fn step_latency(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    use numalab_mem::latency::{
+        default_idle_size, default_sizes, plan, plan_matrix, quick_plan, Options,
+    };
+    use numalab_mem::PageRequest;
+    let m = ctx.machine;
+    let b = numalab_mem::budget::Budgets::live(m);
+    let idle = default_idle_size(m);
+    let plans = if ctx.quick {
+        vec![
+            quick_plan(m, &b),
+            plan_matrix(m, &b, &[PageRequest::Base], idle, Options::quick(m)),
+        ]
+    } else {
+        let first = m.pu_ids().first().copied().unwrap_or(0);
+        let opts = Options::defaults(m);
+        vec![
+            plan(
+                m,
+                &b,
+                &[first],
+                &numalab_topo::bind::MemPolicy::FirstTouch,
+                &[PageRequest::Base, PageRequest::Thp],
+                default_sizes(m, first, 2, opts.stride_bytes),
+                opts,
+            ),
+            plan_matrix(m, &b, &[PageRequest::Base], idle, Options::idle(m)),
+        ]
+    };
+    let plans = plans.into_iter().map(|p| p.map(MemPlan::Latency)).collect();
+    run_mem(ctx, plans)
+}
+
+fn step_loaded(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    use numalab_mem::loaded::{plan, quick_plan, Options};
+    let m = ctx.machine;
+    let b = numalab_mem::budget::Budgets::live(m);
+    let p = if ctx.quick || m.pu_ids().len() < 2 {
+        quick_plan(m, &b)
+    } else {
+        plan(
+            m,
+            &b,
+            &m.pu_ids(),
+            None,
+            &numalab_topo::bind::MemPolicy::FirstTouch,
+            Options::defaults(m),
+        )
+    };
+    run_mem(ctx, vec![p.map(MemPlan::Loaded)])
+}
+
+fn step_migrate(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
+    use numalab_mem::migrate::{plan, quick_plan, Options, PairChoice};
+    let m = ctx.machine;
+    let b = numalab_mem::budget::Budgets::live(m);
+    let p = if ctx.quick {
+        quick_plan(m, &b)
+    } else {
+        plan(
+            m,
+            &b,
+            &PairChoice::NearestFarthest,
+            None,
+            Options::defaults(),
+            false,
+        )
+    };
+    run_mem(ctx, vec![p.map(MemPlan::Migrate)])
 }
 
 fn step_c2c(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {

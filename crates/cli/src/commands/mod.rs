@@ -5,10 +5,10 @@ pub mod doctor;
 pub mod evaluate;
 pub mod generate;
 pub mod harness;
+pub mod mem;
 pub mod model;
 pub mod profile;
 pub mod report;
-pub mod mem;
 pub mod topo;
 pub mod workload;
 

@@ -7,6 +7,7 @@ mod appendix;
 mod c2c;
 mod harness;
 mod machine;
+pub(crate) mod mem;
 mod model;
 mod pmu;
 mod workload;
@@ -47,6 +48,10 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<m::Traffic>,
         ok::<m::Policy>,
         ok::<m::Check>,
+        ok::<numalab_mem::bandwidth::BandwidthRecord>,
+        ok::<numalab_mem::latency::LatencyRecord>,
+        ok::<numalab_mem::loaded::LoadedRecord>,
+        ok::<numalab_mem::migrate::MigrateRecord>,
     ]
     .iter()
     .find_map(|f| f(r))
@@ -159,6 +164,7 @@ pub fn document(set: &[Loaded]) -> Document {
         let o = of(set, l);
         sections.extend(machine::topology(b, l, &o));
         sections.extend(machine::doctor(b, l, &o));
+        sections.extend(mem::sections(b, l, &o));
         sections.extend(c2c::sections(b, l, &o));
         sections.extend(workload::sections(b, l, &o));
         sections.extend(harness::sections(b, l, &o));
