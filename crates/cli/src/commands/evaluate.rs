@@ -154,9 +154,10 @@ impl numalab_mem::Sink for MemSink<'_, '_> {
         self.rec.done(key)
     }
     fn push(&mut self, record: Record) -> Result<(), numalab_mem::MemError> {
-        let rec = &mut *self.rec;
-        self.progress
-            .suspend(|| rec.push(record))
+        // The recorder prints warnings above the bar itself (suspending it): suspending
+        // here too would take indicatif's lock twice and hang.
+        self.rec
+            .push(record)
             .map_err(|e| numalab_mem::MemError::Output(e.message))
     }
     fn progress(&mut self, label: &str, done: u64, total: u64) {
