@@ -235,6 +235,17 @@ fn run_mem_plans(
                 continue;
             }
         };
+        let notes = match &plan {
+            MemPlan::Bandwidth(p) => &p.notes,
+            MemPlan::Latency(p) => &p.notes,
+            MemPlan::Loaded(p) => &p.notes,
+            MemPlan::Migrate(p) => &p.notes,
+        };
+        ctx.progress.suspend(|| {
+            for n in notes {
+                eprintln!("numalab: {title}: note: {n}");
+            }
+        });
         let mut sink = MemSink {
             rec: ctx.rec,
             progress: ctx.progress,
@@ -345,7 +356,9 @@ fn step_latency(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
         .map(MemPlan::Latency)
     }];
     if multi_node(m) {
-        let size = latency::default_idle_size(m);
+        // Fitted to small nodes (the plan's notes say so) rather than refused.
+        let (size, note) =
+            latency::fitted_idle_size(m, &budgets, &numalab_mem::bandwidth::memory_nodes(m));
         plans.push(
             latency::plan_matrix(
                 m,
@@ -354,7 +367,10 @@ fn step_latency(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
                 size,
                 latency::Options::idle(m),
             )
-            .map(MemPlan::Latency),
+            .map(|mut p| {
+                p.notes.extend(note);
+                MemPlan::Latency(p)
+            }),
         );
     }
     run_mem_plans(ctx, "latency", plans)
