@@ -23,22 +23,33 @@ pub enum Order {
 
 /// Positions of the matrix in display order.
 pub fn order(m: &LatencyMatrix, structure: Option<&Structure>, order: Order) -> Vec<usize> {
-    let mut pos: Vec<usize> = (0..m.n()).collect();
-    if order == Order::Os {
-        return pos;
+    match (order, structure) {
+        (Order::Group, Some(s)) => {
+            let levels: Vec<Vec<Vec<u32>>> = s
+                .levels
+                .iter()
+                .map(|l| l.groups.iter().map(|g| g.cpus.clone()).collect())
+                .collect();
+            order_by_groups(m.cpus(), &levels)
+        }
+        _ => (0..m.n()).collect(),
     }
-    let Some(s) = structure else { return pos };
-    // Key: group index at each level, coarsest first, then position.
+}
+
+/// Positions of `cpus` sorted by group, coarsest level first, then matrix order.
+/// `levels` are the CPU groups of each level, finest first (as in a `c2c.matrix`
+/// record), so a saved matrix is drawn in the same order as a live one.
+pub fn order_by_groups(cpus: &[u32], levels: &[Vec<Vec<u32>>]) -> Vec<usize> {
+    let mut pos: Vec<usize> = (0..cpus.len()).collect();
     let key = |p: usize| -> Vec<usize> {
-        let cpu = m.cpus()[p];
-        let mut k: Vec<usize> = s
-            .levels
+        let cpu = cpus[p];
+        let mut k: Vec<usize> = levels
             .iter()
             .rev()
-            .map(|l| {
-                l.groups
+            .map(|groups| {
+                groups
                     .iter()
-                    .position(|g| g.cpus.contains(&cpu))
+                    .position(|g| g.contains(&cpu))
                     .unwrap_or(usize::MAX)
             })
             .collect();
@@ -163,99 +174,27 @@ pub fn terminal(m: &LatencyMatrix, positions: &[usize], color: bool, max_cells: 
     out
 }
 
-/// Escapes text for XML/SVG content and attributes.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
+/// The one escaper every picture and page of numalab uses.
+pub use numalab_chart::escape;
+
+/// The heatmap as a chart: cells in display order, coloured by the same ten log-scale
+/// classes as the terminal map, a tooltip per cell, unmeasured pairs grey.
+pub fn chart(m: &LatencyMatrix, positions: &[usize], title: &str) -> numalab_chart::Heatmap {
+    let labels: Vec<String> = positions.iter().map(|&p| m.cpus()[p].to_string()).collect();
+    let values = positions
+        .iter()
+        .map(|&a| positions.iter().map(|&b| m.get(a, b)).collect())
+        .collect();
+    let mut h = numalab_chart::Heatmap::new(title, labels.clone(), labels, values, "ns");
+    h.row_label = "CPU".into();
+    h.col_label = "CPU".into();
+    h.log_classes = Some(10);
+    h
 }
 
 /// A self-contained SVG heatmap with a title, CPU labels, a legend and a tooltip per cell.
 pub fn svg(m: &LatencyMatrix, positions: &[usize], title: &str) -> String {
-    let n = positions.len();
-    let cell = (720 / n.max(1)).clamp(2, 24);
-    let margin = 60;
-    let side = cell * n;
-    let width = margin + side + 140;
-    let height = margin + side + 30;
-    let scale = Scale::of(m);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="10">"#
-    );
-    let _ = writeln!(out, "<title>{}</title>", escape(title));
-    let _ = writeln!(
-        out,
-        r#"<text x="{margin}" y="20" font-size="14">{}</text>"#,
-        escape(title)
-    );
-    let label_every = (14 / cell).max(1);
-    for (i, &p) in positions.iter().enumerate() {
-        if i % label_every == 0 {
-            let cpu = m.cpus()[p];
-            let _ = writeln!(
-                out,
-                r#"<text x="{}" y="{}" text-anchor="end">{cpu}</text>"#,
-                margin - 4,
-                margin + i * cell + cell / 2 + 3
-            );
-            let _ = writeln!(
-                out,
-                r#"<text x="{}" y="{}" text-anchor="middle">{cpu}</text>"#,
-                margin + i * cell + cell / 2,
-                margin - 6
-            );
-        }
-    }
-    for (r, &a) in positions.iter().enumerate() {
-        for (c, &b) in positions.iter().enumerate() {
-            let (x, y) = (margin + c * cell, margin + r * cell);
-            match (m.get(a, b), scale) {
-                (Some(v), Some(s)) => {
-                    let (red, green, blue) = rgb(s.class(v));
-                    let tip = format!("CPU {} - CPU {}: {:.1} ns", m.cpus()[a], m.cpus()[b], v);
-                    let _ = writeln!(
-                        out,
-                        r#"<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="rgb({red},{green},{blue})"><title>{}</title></rect>"#,
-                        escape(&tip)
-                    );
-                }
-                _ => {
-                    let _ = writeln!(
-                        out,
-                        r##"<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="#eeeeee"/>"##
-                    );
-                }
-            }
-        }
-    }
-    if let Some(s) = scale {
-        let lx = margin + side + 20;
-        for k in 0..10 {
-            let (red, green, blue) = rgb(k);
-            let y = margin + k * 18;
-            let _ = writeln!(
-                out,
-                r#"<rect x="{lx}" y="{y}" width="14" height="14" fill="rgb({red},{green},{blue})"/><text x="{}" y="{}">&#8805; {:.0} ns</text>"#,
-                lx + 20,
-                y + 11,
-                s.bound(k)
-            );
-        }
-    }
-    out.push_str("</svg>\n");
-    out
+    chart(m, positions, title).to_svg()
 }
 
 #[cfg(test)]
@@ -309,9 +248,11 @@ mod tests {
         let m = two_blocks();
         let pos: Vec<usize> = (0..4).collect();
         let s = svg(&m, &pos, "a <b> & \"c\" 'd'");
-        assert!(s.contains("a &lt;b&gt; &amp; &quot;c&quot; &apos;d&apos;"));
+        assert!(s.contains("a &lt;b&gt; &amp; &quot;c&quot; &#39;d&#39;"));
         assert!(!s.contains("<b>"));
         assert_eq!(s.matches("<rect").count(), 16 + 10);
-        assert!(s.contains("<title>CPU 1 - CPU 0: 100.0 ns</title>"));
+        assert!(s.contains("<title>CPU 1 -&gt; CPU 0: 100.0 ns</title>"));
+        // The two latencies fall in the first and the last class.
+        assert!(s.contains("&#8805; 10 ns") && s.contains("&#8805; 79.4 ns"));
     }
 }

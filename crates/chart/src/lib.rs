@@ -2,8 +2,10 @@
 //! studies, core-to-core heatmaps, model floorplans. One implementation, so that every
 //! picture numalab makes escapes its strings the same way and looks alike.
 
+pub mod floorplan;
 pub mod svg;
 
+pub use floorplan::{CellState, FloorCell, FloorItem, Floorplan, ItemShape};
 pub use svg::{AxisFormat, Bar, BarChart, Heatmap, LineChart, Series};
 
 /// Escapes text for HTML and SVG (element content and attribute values).

@@ -43,13 +43,26 @@ fn fmt_axis(v: f64, f: AxisFormat) -> String {
     }
 }
 
-fn trim(v: f64) -> String {
+pub(crate) fn trim(v: f64) -> String {
     let s = format!("{v:.3}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "-0" {
         "0".into()
     } else {
         s.to_string()
+    }
+}
+
+/// A title cut to about `width` pixels at 15 px (the whole title stays in `<title>`).
+fn fit(title: &str, width: f64) -> String {
+    let max = ((width - 20.0) / 8.0).max(10.0) as usize;
+    if title.chars().count() <= max {
+        title.to_string()
+    } else {
+        format!(
+            "{}\u{2026}",
+            title.chars().take(max - 1).collect::<String>()
+        )
     }
 }
 
@@ -97,6 +110,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Optional (x, low, high) band drawn behind the line (intervals, p10-p90).
     pub band: Vec<(f64, f64, f64)>,
+    /// Drawn dashed and without points (a reference such as "ideal speedup").
+    pub dashed: bool,
 }
 
 impl Series {
@@ -106,6 +121,15 @@ impl Series {
             name: name.into(),
             points,
             band: Vec::new(),
+            dashed: false,
+        }
+    }
+
+    /// A dashed reference line.
+    pub fn reference(name: &str, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            dashed: true,
+            ..Series::new(name, points)
         }
     }
 }
@@ -129,6 +153,8 @@ pub struct LineChart {
     pub series: Vec<Series>,
     /// Vertical marks: (x, label), e.g. cache sizes or "package 1 starts".
     pub marks: Vec<(f64, String)>,
+    /// Tick positions of the x axis (e.g. the thread counts measured); empty: automatic.
+    pub x_ticks: Vec<f64>,
 }
 
 impl LineChart {
@@ -143,6 +169,7 @@ impl LineChart {
             x_format: AxisFormat::Number,
             series: Vec::new(),
             marks: Vec::new(),
+            x_ticks: Vec::new(),
         }
     }
 
@@ -179,14 +206,28 @@ impl LineChart {
             y0 = y0.min(y);
             y1 = y1.max(y);
         }
+        // The legend: entries in rows under the axis label, clear of the lines.
+        let mut legend = Vec::new();
+        let (mut lx, mut row) = (ml, 0usize);
+        for s in &self.series {
+            let width = 24.0 + 6.6 * s.name.chars().count() as f64;
+            if lx + width > w - mr && lx > ml {
+                row += 1;
+                lx = ml;
+            }
+            legend.push((lx, row));
+            lx += width + 14.0;
+        }
+        let rows = if self.series.is_empty() { 0 } else { row + 1 };
+        let ht = h + rows as f64 * 18.0;
         let mut out = String::new();
         let _ = write!(
             out,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" font-family=\"sans-serif\" font-size=\"12\">\
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" font-family=\"sans-serif\" font-size=\"12\">\
              <title>{}</title><text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">{}</text>",
             escape(&self.title),
             w / 2.0,
-            escape(&self.title)
+            escape(&fit(&self.title, w))
         );
         if !x0.is_finite() {
             let _ = write!(
@@ -227,7 +268,13 @@ impl LineChart {
         };
         // Axes and grid.
         let _ = write!(out, "<rect x=\"{ml}\" y=\"{mt}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#999\"/>");
-        let xt = if self.x_log {
+        let xt = if !self.x_ticks.is_empty() {
+            self.x_ticks
+                .iter()
+                .copied()
+                .filter(|t| t.is_finite() && *t >= x0 && *t <= x1)
+                .collect()
+        } else if self.x_log {
             log_ticks(x0, x1, xbase)
         } else {
             linear_ticks(x0, x1)
@@ -267,18 +314,23 @@ impl LineChart {
             mt + ph / 2.0,
             escape(&self.y_label)
         );
-        // Marks.
-        for (x, label) in &self.marks {
+        // Marks (labels staggered so that close marks stay readable).
+        for (k, (x, label)) in self.marks.iter().enumerate() {
             if !(x.is_finite() && *x >= x0 && *x <= x1) {
                 continue;
             }
             let px = tx(*x);
+            // Labels of marks near the right edge go to the left of the line.
+            let (lx, anchor) = if px > ml + pw * 0.8 {
+                (px - 3.0, "end")
+            } else {
+                (px + 3.0, "start")
+            };
             let _ = write!(
                 out,
-                "<line x1=\"{px:.1}\" y1=\"{mt}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\">{}</text>",
+                "<line x1=\"{px:.1}\" y1=\"{mt}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/><text x=\"{lx:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\" text-anchor=\"{anchor}\">{}</text>",
                 mt + ph,
-                px + 3.0,
-                mt + 12.0,
+                mt + 12.0 + (k % 3) as f64 * 11.0,
                 escape(label)
             );
         }
@@ -320,26 +372,32 @@ impl LineChart {
                 })
                 .map(|(x, y)| format!("{:.1},{:.1}", tx(*x), ty(*y)))
                 .collect();
+            let dash = if s.dashed {
+                " stroke-dasharray=\"5 4\""
+            } else {
+                ""
+            };
             let _ = write!(
                 out,
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
+                "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>",
                 pts.join(" ")
             );
-            for p in &pts {
+            for p in pts.iter().filter(|_| !s.dashed) {
                 let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
                 let _ = write!(
                     out,
                     "<circle cx=\"{x}\" cy=\"{y}\" r=\"2.5\" fill=\"{color}\"/>"
                 );
             }
-            let ly = mt + 14.0 + i as f64 * 16.0;
+            let (kx, row) = legend[i];
+            let ly = h + 4.0 + row as f64 * 18.0;
             let _ = write!(
                 out,
-                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"12\" height=\"3\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-                ml + pw - 14.0,
+                "<line x1=\"{kx:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"2\"{dash}/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text>",
                 ly - 4.0,
-                ml + pw - 18.0,
-                ly,
+                kx + 16.0,
+                ly - 4.0,
+                kx + 20.0,
                 escape(&s.name)
             );
         }
@@ -365,9 +423,13 @@ pub struct Heatmap {
     pub row_label: String,
     /// Label of the column axis.
     pub col_label: String,
+    /// Colour by this many classes on a log scale (legend: each class's lower bound)
+    /// instead of a continuous linear ramp: latencies spanning orders of magnitude
+    /// (core-to-core within a core vs across sockets) stay distinguishable.
+    pub log_classes: Option<usize>,
 }
 
-fn ramp(t: f64) -> String {
+pub(crate) fn ramp(t: f64) -> String {
     // Light yellow (low) to dark blue (high).
     let t = t.clamp(0.0, 1.0);
     let a = (255.0, 247.0, 188.0);
@@ -376,15 +438,71 @@ fn ramp(t: f64) -> String {
     format!("#{:02x}{:02x}{:02x}", c(a.0, b.0), c(a.1, b.1), c(a.2, b.2))
 }
 
+/// Where a value falls on a heatmap's colour scale, in [0, 1].
+#[derive(Debug, Clone, Copy)]
+struct ColorScale {
+    lo: f64,
+    hi: f64,
+    classes: Option<usize>,
+}
+
+impl ColorScale {
+    fn position(&self, v: f64) -> f64 {
+        match self.classes {
+            None => {
+                if self.hi > self.lo {
+                    (v - self.lo) / (self.hi - self.lo)
+                } else {
+                    0.5
+                }
+            }
+            Some(n) => self.class(v) as f64 / (n.max(2) - 1) as f64,
+        }
+    }
+
+    fn class(&self, v: f64) -> usize {
+        let n = self.classes.unwrap_or(10).max(2);
+        if self.hi <= self.lo || v <= self.lo || self.lo <= 0.0 {
+            return 0;
+        }
+        let t = (v.ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln());
+        ((t * n as f64).floor() as usize).min(n - 1)
+    }
+
+    fn bound(&self, class: usize) -> f64 {
+        let n = self.classes.unwrap_or(10).max(2) as f64;
+        (self.lo.ln() + (self.hi.ln() - self.lo.ln()) * class as f64 / n).exp()
+    }
+}
+
 impl Heatmap {
+    /// A heatmap with a linear colour ramp.
+    pub fn new(
+        title: &str,
+        rows: Vec<String>,
+        cols: Vec<String>,
+        values: Vec<Vec<Option<f64>>>,
+        unit: &str,
+    ) -> Self {
+        Heatmap {
+            title: title.into(),
+            rows,
+            cols,
+            values,
+            unit: unit.into(),
+            row_label: String::new(),
+            col_label: String::new(),
+            log_classes: None,
+        }
+    }
+
     /// The SVG document.
     pub fn to_svg(&self) -> String {
         let n_r = self.rows.len().max(1);
         let n_c = self.cols.len().max(1);
         let cell = (560.0 / n_c.max(n_r) as f64).clamp(2.0, 48.0);
         let (ml, mt) = (60.0, 46.0);
-        let w = ml + cell * n_c as f64 + 110.0;
-        let h = mt + cell * n_r as f64 + 40.0;
+        let w = (ml + cell * n_c as f64 + 110.0).max(380.0);
         let vals: Vec<f64> = self
             .values
             .iter()
@@ -393,8 +511,23 @@ impl Heatmap {
             .copied()
             .filter(|v| v.is_finite())
             .collect();
-        let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+        let lo = vals
+            .iter()
+            .copied()
+            .filter(|v| self.log_classes.is_none() || *v > 0.0)
+            .fold(f64::INFINITY, f64::min);
         let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let scale = ColorScale {
+            lo,
+            hi,
+            // One value (or none) needs no classes: the linear legend says it.
+            classes: self.log_classes.filter(|_| lo > 0.0 && hi > lo),
+        };
+        let legend_h = match scale.classes {
+            Some(n) => n as f64 * 16.0 + 10.0,
+            None => 130.0,
+        };
+        let h = (mt + cell * n_r as f64 + 40.0).max(mt + legend_h);
         let mut out = String::new();
         let _ = write!(
             out,
@@ -402,7 +535,7 @@ impl Heatmap {
              <title>{}</title><text x=\"{:.1}\" y=\"20\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">{}</text>",
             escape(&self.title),
             w / 2.0,
-            escape(&self.title)
+            escape(&fit(&self.title, w))
         );
         let label_every = ((14.0 / cell).ceil() as usize).max(1);
         for (r, row) in self.values.iter().enumerate() {
@@ -410,18 +543,15 @@ impl Heatmap {
                 let x = ml + c as f64 * cell;
                 let y = mt + r as f64 * cell;
                 let (fill, title) = match v {
-                    Some(v) if v.is_finite() => {
-                        let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
-                        (
-                            ramp(t),
-                            format!(
-                                "{} -> {}: {v:.1} {}",
-                                self.rows.get(r).cloned().unwrap_or_default(),
-                                self.cols.get(c).cloned().unwrap_or_default(),
-                                self.unit
-                            ),
-                        )
-                    }
+                    Some(v) if v.is_finite() => (
+                        ramp(scale.position(*v)),
+                        format!(
+                            "{} -> {}: {v:.1} {}",
+                            axis_item(&self.row_label, self.rows.get(r)),
+                            axis_item(&self.col_label, self.cols.get(c)),
+                            self.unit
+                        ),
+                    ),
                     _ => ("#f0f0f0".to_string(), "not measured".to_string()),
                 };
                 let _ = write!(
@@ -431,7 +561,7 @@ impl Heatmap {
                 );
                 if cell >= 30.0 {
                     if let Some(v) = v {
-                        let dark = hi > lo && (v - lo) / (hi - lo) > 0.55;
+                        let dark = hi > lo && scale.position(*v) > 0.55;
                         let _ = write!(
                             out,
                             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\" fill=\"{}\">{}</text>",
@@ -482,7 +612,21 @@ impl Heatmap {
             mt + cell * n_r as f64 + 24.0,
             escape(&self.col_label)
         );
-        if lo.is_finite() {
+        if let (true, Some(n)) = (lo.is_finite(), scale.classes) {
+            let lx = ml + cell * n_c as f64 + 20.0;
+            for k in 0..n {
+                let y = mt + k as f64 * 16.0;
+                let _ = write!(
+                    out,
+                    "<rect x=\"{lx:.1}\" y=\"{y:.1}\" width=\"14\" height=\"14\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\">&#8805; {} {}</text>",
+                    ramp(k as f64 / (n.max(2) - 1) as f64),
+                    lx + 18.0,
+                    y + 11.0,
+                    escape(&trim((scale.bound(k) * 10.0).round() / 10.0)),
+                    escape(&self.unit)
+                );
+            }
+        } else if lo.is_finite() {
             let lx = ml + cell * n_c as f64 + 20.0;
             for k in 0..10 {
                 let t = k as f64 / 9.0;
@@ -510,6 +654,16 @@ impl Heatmap {
     }
 }
 
+/// "CPU 3" from the axis label "CPU" and the item "3".
+fn axis_item(label: &str, item: Option<&String>) -> String {
+    let item = item.map(String::as_str).unwrap_or_default();
+    if label.is_empty() {
+        item.to_string()
+    } else {
+        format!("{label} {item}")
+    }
+}
+
 /// One bar with an optional interval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bar {
@@ -519,6 +673,31 @@ pub struct Bar {
     pub value: f64,
     /// Interval (low, high), if known.
     pub interval: Option<(f64, f64)>,
+    /// Drawn in the highlight colour (the best value, the recommendation).
+    pub highlight: bool,
+    /// Why there is no value (drawn instead of the bar; `value` is ignored).
+    pub missing: Option<String>,
+}
+
+impl Bar {
+    /// A bar with a value.
+    pub fn new(label: &str, value: f64, interval: Option<(f64, f64)>) -> Self {
+        Bar {
+            label: label.into(),
+            value,
+            interval,
+            highlight: false,
+            missing: None,
+        }
+    }
+
+    /// A bar without a value, and why.
+    pub fn missing(label: &str, why: &str) -> Self {
+        Bar {
+            missing: Some(why.into()),
+            ..Bar::new(label, f64::NAN, None)
+        }
+    }
 }
 
 /// Horizontal bars, e.g. ratios between two machines with a reference line at 1.
@@ -558,7 +737,7 @@ impl BarChart {
              <title>{}</title><text x=\"{:.1}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">{}</text>",
             escape(&self.title),
             w / 2.0,
-            escape(&self.title)
+            escape(&fit(&self.title, w))
         );
         for (i, b) in self.bars.iter().enumerate() {
             let y = mt + i as f64 * row;
@@ -569,15 +748,29 @@ impl BarChart {
                 y + 15.0,
                 escape(&b.label)
             );
+            if let Some(why) = &b.missing {
+                let _ = write!(
+                    out,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"#a33\">{}</text>",
+                    ml + 4.0,
+                    y + 15.0,
+                    escape(why)
+                );
+                continue;
+            }
             if b.value.is_finite() {
                 // The value label goes right of both the bar and its interval.
                 let right = b.interval.map_or(b.value, |i| i.1.max(b.value));
                 let _ = write!(
                     out,
-                    "<rect x=\"{ml}\" y=\"{:.1}\" width=\"{:.1}\" height=\"16\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                    "<rect x=\"{ml}\" y=\"{:.1}\" width=\"{:.1}\" height=\"16\" fill=\"{}\"><title>{}</title></rect><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
                     y + 3.0,
                     tx(b.value) - ml,
-                    PALETTE[0],
+                    if b.highlight { PALETTE[2] } else { PALETTE[0] },
+                    escape(&match b.interval {
+                        Some((lo, hi)) => format!("{}: {} [{}, {}]", b.label, trim(b.value), trim(lo), trim(hi)),
+                        None => format!("{}: {}", b.label, trim(b.value)),
+                    }),
                     tx(right) + 4.0,
                     y + 15.0,
                     escape(&trim((b.value * 100.0).round() / 100.0))
@@ -660,6 +853,7 @@ mod tests {
             unit: "ns".into(),
             row_label: "CPU".into(),
             col_label: "CPU".into(),
+            log_classes: None,
         };
         insta::assert_snapshot!(h.to_svg());
     }
@@ -670,20 +864,117 @@ mod tests {
             title: "A / B".into(),
             x_label: "ratio".into(),
             bars: vec![
-                Bar {
-                    label: "triad bandwidth".into(),
-                    value: 1.9,
-                    interval: Some((1.8, 2.0)),
-                },
-                Bar {
-                    label: "idle latency".into(),
-                    value: 0.8,
-                    interval: None,
-                },
+                Bar::new("triad bandwidth", 1.9, Some((1.8, 2.0))),
+                Bar::new("idle latency", 0.8, None),
             ],
             reference: Some(1.0),
         };
         insta::assert_snapshot!(b.to_svg());
+    }
+
+    #[test]
+    fn log_classes_keep_small_differences_visible_and_list_bounds() {
+        // 10 ns inside a core, 100 ns across a package, 1000 ns across sockets: a
+        // linear ramp would paint the first two nearly alike.
+        let mut h = Heatmap::new(
+            "c2c",
+            vec!["0".into(), "1".into(), "2".into()],
+            vec!["0".into(), "1".into(), "2".into()],
+            vec![
+                vec![None, Some(10.0), Some(1000.0)],
+                vec![Some(10.0), None, Some(100.0)],
+                vec![Some(1000.0), Some(100.0), None],
+            ],
+            "ns",
+        );
+        h.row_label = "CPU".into();
+        h.col_label = "CPU".into();
+        let linear = h.to_svg();
+        h.log_classes = Some(4);
+        let classes = h.to_svg();
+        let fill_of = |svg: &str, tip: &str| -> String {
+            let end = svg.find(tip).unwrap();
+            let start = svg[..end].rfind("fill=\"").unwrap() + 6;
+            svg[start..start + 7].to_string()
+        };
+        let (a, b) = ("CPU 0 -&gt; CPU 1: 10.0 ns", "CPU 1 -&gt; CPU 2: 100.0 ns");
+        assert_ne!(fill_of(&classes, a), fill_of(&classes, b));
+        assert_eq!(classes.matches("&#8805; ").count(), 4);
+        assert!(classes.contains("&#8805; 10 ns") && classes.contains("&#8805; 316.2 ns"));
+        assert!(!linear.contains("&#8805;"));
+    }
+
+    #[test]
+    fn bars_highlight_and_missing_values() {
+        let mut best = Bar::new("V=<40>", 4.0, Some((3.5, 4.5)));
+        best.highlight = true;
+        let svg = BarChart {
+            title: "sweep".into(),
+            x_label: "speedup".into(),
+            bars: vec![
+                Bar::new("V=10", 1.0, None),
+                best,
+                Bar::missing("V=80", "build failed"),
+            ],
+            reference: None,
+        }
+        .to_svg();
+        assert!(svg.contains("V=&lt;40&gt;: 4 [3.5, 4.5]"));
+        assert_eq!(svg.matches(PALETTE[2]).count(), 1);
+        assert!(svg.contains(">build failed<"));
+        assert_eq!(svg.matches("<rect").count(), 2);
+    }
+
+    #[test]
+    fn dashed_references_and_explicit_ticks() {
+        let mut c = LineChart::new("speedup", "threads", "x");
+        c.x_log = true;
+        c.x_ticks = vec![1.0, 2.0, 4.0, 8.0];
+        c.series
+            .push(Series::new("measured", vec![(1.0, 1.0), (8.0, 5.0)]));
+        c.series
+            .push(Series::reference("ideal", vec![(1.0, 1.0), (8.0, 8.0)]));
+        let svg = c.to_svg();
+        // The reference line and its legend key are dashed, nothing else.
+        assert_eq!(svg.matches("stroke-dasharray=\"5 4\"").count(), 2);
+        // The legend sits under the plot: one row, the image 18 px taller.
+        assert!(svg.contains("viewBox=\"0 0 720 418\""));
+        // Points are drawn for the measured line only.
+        assert_eq!(svg.matches("<circle").count(), 2);
+        for t in ["1", "2", "4", "8"] {
+            assert!(
+                svg.contains(&format!("text-anchor=\"middle\">{t}</text>")),
+                "{t}"
+            );
+        }
+    }
+
+    #[test]
+    fn long_titles_are_cut_to_the_width_and_kept_whole_in_the_tooltip() {
+        let title = "speedup of /a/very/long/path/to/a/program --with --many --options --that --go --on --and --on --forever";
+        let svg = LineChart::new(title, "x", "y").to_svg();
+        assert!(svg.contains(&format!("<title>{title}</title>")));
+        let shown = svg
+            .split("font-weight=\"600\">")
+            .nth(1)
+            .and_then(|t| t.split('<').next())
+            .unwrap();
+        assert!(
+            shown.ends_with('\u{2026}') && shown.chars().count() <= 88,
+            "{shown}"
+        );
+        let small = Heatmap::new(
+            title,
+            vec!["0".into()],
+            vec!["0".into()],
+            vec![vec![Some(1.0)]],
+            "ns",
+        )
+        .to_svg();
+        assert!(
+            small.contains("width=\"380\""),
+            "a 1x1 heatmap keeps room for its title"
+        );
     }
 
     #[test]

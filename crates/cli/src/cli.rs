@@ -55,8 +55,18 @@ pub enum Command {
     Profile(crate::commands::profile::ProfileArgs),
     /// Model machines you do not have: presets, what-if experiments (analytic and discrete-event).
     Model(crate::commands::model::ModelArgs),
+    /// Render bundles as a self-contained HTML report (or Markdown, CSV, JSON, text): findings, charts, tables, raw data.
+    Report(crate::commands::report::ReportArgs),
+    /// Compare bundles of machines or runs: ratios with intervals per server, per watt, per thread, latency; which is better for what.
+    Compare(crate::commands::report::CompareArgs),
     /// Memory probes: bandwidth, latency, loaded latency, page migration (per node pair).
     Mem(crate::commands::mem::MemArgs),
+    /// Infer where cores sit on a mesh from latency matrices; check it on model ground
+    /// truth; choose cores for cooperating threads.
+    Layout(crate::commands::layout::LayoutArgs),
+    /// Schedule a mix of tasks on the cores (fair, load, optimized) from past run times;
+    /// run the schedules with binding or evaluate them on a model.
+    Schedule(crate::commands::schedule::ScheduleArgs),
 }
 
 /// `numalab topo`.

@@ -45,6 +45,7 @@ fn killed_runs_resume_without_losing_or_duplicating_records() {
     let start = Instant::now();
     assert!(evaluate(&reference).status().unwrap().success());
     let duration = start.elapsed();
+    summary_and_report_hold_the_findings(&reference);
 
     // A fixed LCG: the kill times are random but reproducible.
     let mut state: u64 = 0x2545_f491_4f6c_dd1d;
@@ -116,6 +117,54 @@ fn killed_runs_resume_without_losing_or_duplicating_records() {
         kills > 0,
         "no run was killed; the test did not test anything"
     );
+}
+
+/// summary.json as another program reads it (independent of numalab's types).
+#[derive(serde::Deserialize)]
+struct Summary {
+    schema_version: u32,
+    records: usize,
+    steps: Vec<serde_json::Value>,
+    findings: Vec<SummaryFinding>,
+}
+
+#[derive(serde::Deserialize)]
+struct SummaryFinding {
+    id: String,
+    severity: String,
+    text: String,
+    #[serde(default)]
+    anchor: Option<String>,
+}
+
+fn summary_and_report_hold_the_findings(out: &Path) {
+    let s: Summary =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s.schema_version, 1);
+    assert!(s.records > 0 && !s.steps.is_empty());
+    let ids: Vec<&str> = s.findings.iter().map(|f| f.id.as_str()).collect();
+    // True on any machine: evaluate always describes the machine and checks the PMU.
+    assert!(
+        ids.iter()
+            .any(|i| ["one_numa_node", "packages"].contains(i)),
+        "{ids:?}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<h2 id=\"findings\">Findings</h2>"));
+    for f in &s.findings {
+        assert!(["warning", "notice", "info"].contains(&f.severity.as_str()));
+        let escaped = f
+            .text
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&#39;");
+        assert!(html.contains(&escaped), "{} not in report.html", f.text);
+        if let Some(a) = &f.anchor {
+            assert!(html.contains(&format!("id=\"{a}\"")), "#{a} missing");
+        }
+    }
 }
 
 #[test]

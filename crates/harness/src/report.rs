@@ -8,22 +8,8 @@ use crate::sweep::SweepSummary;
 use numalab_stats::Interval;
 use std::fmt::Write;
 
-/// Escapes text for XML content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// The one escaper every picture and page of numalab uses.
+pub use numalab_chart::escape;
 
 /// A number with 4 significant digits and a thousands-friendly form.
 pub fn num(x: f64) -> String {
@@ -313,65 +299,10 @@ pub fn sweep_text(s: &SweepSummary) -> String {
 
 // ---------------------------------------------------------------- SVG
 
-const W: f64 = 720.0;
-const H: f64 = 360.0;
-const L: f64 = 70.0;
-const R: f64 = 20.0;
-const T: f64 = 40.0;
-const B: f64 = 60.0;
-
-fn svg_open(title: &str) -> String {
-    format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n",
-        W / 2.0,
-        escape(title)
-    )
-}
-
-fn nice_max(v: f64) -> f64 {
-    if v <= 0.0 || !v.is_finite() {
-        return 1.0;
-    }
-    let p = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if v <= m * p {
-            return m * p;
-        }
-    }
-    10.0 * p
-}
-
-fn y_axis(out: &mut String, ymax: f64, label: &str) {
-    let _ = writeln!(
-        out,
-        "<line x1=\"{L}\" y1=\"{T}\" x2=\"{L}\" y2=\"{}\" stroke=\"black\"/>",
-        H - B
-    );
-    for i in 0..=4 {
-        let v = ymax * i as f64 / 4.0;
-        let y = H - B - (H - T - B) * i as f64 / 4.0;
-        let _ = writeln!(
-            out,
-            "<line x1=\"{L}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            W - R,
-            L - 6.0,
-            y + 4.0,
-            escape(&num(v))
-        );
-    }
-    let _ = writeln!(
-        out,
-        "<text x=\"16\" y=\"{:.1}\" transform=\"rotate(-90 16 {:.1})\" text-anchor=\"middle\">{}</text>",
-        (T + H - B) / 2.0,
-        (T + H - B) / 2.0,
-        escape(label)
-    );
-}
-
-/// One point of a chart: an x label, a value and its interval.
+/// One bar of a policy or sweep chart: a label, a value and its interval.
 #[derive(Debug, Clone)]
 pub struct Bar {
-    /// Label under the bar or point.
+    /// Label of the bar.
     pub label: String,
     /// The value (None: no result).
     pub value: Option<Interval>,
@@ -379,156 +310,79 @@ pub struct Bar {
     pub highlight: bool,
 }
 
-/// A bar chart with interval whiskers.
+/// A bar chart with interval whiskers (drawn by `numalab_chart`).
 pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
-    let mut out = svg_open(title);
-    let ymax = nice_max(
-        bars.iter()
-            .filter_map(|b| b.value.as_ref().map(|v| v.high.max(v.estimate)))
-            .fold(0.0, f64::max),
-    );
-    y_axis(&mut out, ymax, y_label);
-    let n = bars.len().max(1) as f64;
-    let slot = (W - L - R) / n;
-    let y_of = |v: f64| H - B - (H - T - B) * (v / ymax).clamp(0.0, 1.0);
-    for (i, b) in bars.iter().enumerate() {
-        let x = L + slot * i as f64;
-        let cx = x + slot / 2.0;
-        if let Some(v) = &b.value {
-            let y = y_of(v.estimate);
-            let fill = if b.highlight { "#2a7" } else { "#48c" };
-            let _ = writeln!(
-                out,
-                "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{fill}\"><title>{}</title></rect>",
-                x + slot * 0.15,
-                slot * 0.7,
-                H - B - y,
-                escape(&format!("{}: {} [{}, {}]", b.label, num(v.estimate), num(v.low), num(v.high)))
-            );
-            let _ = writeln!(
-                out,
-                "<line x1=\"{cx:.1}\" y1=\"{:.1}\" x2=\"{cx:.1}\" y2=\"{:.1}\" stroke=\"black\"/>",
-                y_of(v.low),
-                y_of(v.high)
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "<text x=\"{cx:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#a33\">failed</text>",
-                H - B - 6.0
-            );
-        }
-        let _ = writeln!(
-            out,
-            "<text x=\"{cx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            H - B + 16.0,
-            escape(&b.label)
-        );
+    numalab_chart::BarChart {
+        title: title.into(),
+        x_label: y_label.into(),
+        bars: bars
+            .iter()
+            .map(|b| match &b.value {
+                Some(v) => {
+                    let mut bar =
+                        numalab_chart::Bar::new(&b.label, v.estimate, Some((v.low, v.high)));
+                    bar.highlight = b.highlight;
+                    bar
+                }
+                None => numalab_chart::Bar::missing(&b.label, "failed"),
+            })
+            .collect(),
+        reference: Some(1.0),
     }
-    out.push_str("</svg>\n");
-    out
+    .to_svg()
 }
 
-/// The scaling chart: speedup (with intervals) against threads on a log2 axis, the
+/// The scaling chart: speedup (with intervals) against threads on a log axis, the
 /// ideal line, and dashed lines at the topology boundaries.
-pub fn scale_svg(s: &ScaleSummary) -> String {
-    let mut out = svg_open(&format!(
-        "speedup of {} ({} placement)",
-        s.command.join(" "),
-        s.placement
-    ));
-    let xs: Vec<f64> = s.points.iter().map(|p| p.threads as f64).collect();
-    let xmin = xs.first().copied().unwrap_or(1.0).max(1.0).log2();
-    let xmax = xs
-        .last()
-        .copied()
-        .unwrap_or(1.0)
-        .max(2.0)
-        .log2()
-        .max(xmin + 1.0);
-    let base = s.base_threads.unwrap_or(1) as f64;
-    let ymax = nice_max(
+pub fn scale_chart(s: &ScaleSummary) -> numalab_chart::LineChart {
+    use numalab_chart::{LineChart, Series};
+    let mut c = LineChart::new(
+        &format!(
+            "speedup of {} ({} placement)",
+            s.command.join(" "),
+            s.placement
+        ),
+        "threads (log scale)",
+        "speedup (x)",
+    );
+    c.x_log = true;
+    c.x_ticks = s.points.iter().map(|p| p.threads as f64).collect();
+    let mut measured = Series::new(
+        "measured",
         s.points
             .iter()
-            .filter_map(|p| p.speedup.as_ref().map(|v| v.high))
-            .fold(xs.last().copied().unwrap_or(1.0) / base, f64::max),
+            .filter_map(|p| Some((p.threads as f64, p.speedup.as_ref()?.estimate)))
+            .collect(),
     );
-    y_axis(&mut out, ymax, "speedup (x)");
-    let x_of = |t: f64| L + (W - L - R) * ((t.max(1.0).log2() - xmin) / (xmax - xmin));
-    let y_of = |v: f64| H - B - (H - T - B) * (v / ymax).clamp(0.0, 1.0);
-    let _ = writeln!(
-        out,
-        "<line x1=\"{L}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>",
-        H - B,
-        W - R,
-        H - B
-    );
-    for p in &s.points {
-        let x = x_of(p.threads as f64);
-        let _ = writeln!(
-            out,
-            "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            H - B + 16.0,
-            p.threads
-        );
-        if !p.boundaries.is_empty() {
-            let _ = writeln!(
-                out,
-                "<line x1=\"{x:.1}\" y1=\"{T}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#c84\" stroke-dasharray=\"4 3\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#c84\" font-size=\"10\">{}</text>",
-                H - B,
-                H - B + 30.0,
-                escape(&p.boundaries.join(", "))
-            );
-        }
-    }
-    let _ = writeln!(
-        out,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">threads (log scale)</text>",
-        (L + W - R) / 2.0,
-        H - 8.0
-    );
-    // Ideal speedup.
-    let ideal: Vec<String> = xs
-        .iter()
-        .map(|&t| format!("{:.1},{:.1}", x_of(t), y_of(t / base)))
-        .collect();
-    let _ = writeln!(
-        out,
-        "<polyline points=\"{}\" fill=\"none\" stroke=\"#999\" stroke-dasharray=\"2 3\"/>",
-        ideal.join(" ")
-    );
-    let measured: Vec<String> = s
+    measured.band = s
         .points
         .iter()
         .filter_map(|p| {
             let v = p.speedup.as_ref()?;
-            Some(format!(
-                "{:.1},{:.1}",
-                x_of(p.threads as f64),
-                y_of(v.estimate)
-            ))
+            Some((p.threads as f64, v.low, v.high))
         })
         .collect();
-    let _ = writeln!(
-        out,
-        "<polyline points=\"{}\" fill=\"none\" stroke=\"#48c\" stroke-width=\"2\"/>",
-        measured.join(" ")
-    );
-    for p in &s.points {
-        if let Some(v) = &p.speedup {
-            let x = x_of(p.threads as f64);
-            let _ = writeln!(
-                out,
-                "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#48c\"/><circle cx=\"{x:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#48c\"><title>{}</title></circle>",
-                y_of(v.low),
-                y_of(v.high),
-                y_of(v.estimate),
-                escape(&format!("{} threads: {:.2}x [{:.2}, {:.2}]", p.threads, v.estimate, v.low, v.high))
-            );
-        }
-    }
-    out.push_str("</svg>\n");
-    out
+    c.series.push(measured);
+    let base = s.base_threads.unwrap_or(1).max(1) as f64;
+    c.series.push(Series::reference(
+        "ideal",
+        s.points
+            .iter()
+            .map(|p| (p.threads as f64, p.threads as f64 / base))
+            .collect(),
+    ));
+    c.marks = s
+        .points
+        .iter()
+        .filter(|p| !p.boundaries.is_empty())
+        .map(|p| (p.threads as f64, p.boundaries.join(", ")))
+        .collect();
+    c
+}
+
+/// [`scale_chart`] as an SVG document.
+pub fn scale_svg(s: &ScaleSummary) -> String {
+    scale_chart(s).to_svg()
 }
 
 /// The policy chart: throughput relative to local, per policy.
@@ -574,8 +428,8 @@ mod tests {
     #[test]
     fn escapes_markup() {
         assert_eq!(
-            escape("<a href=\"x\">&'b'\u{1}</a>"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;b&#39; &lt;/a&gt;"
+            escape("<a href=\"x\">&'b'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;b&#39;&lt;/a&gt;"
         );
     }
 
@@ -611,11 +465,8 @@ mod tests {
     }
 
     #[test]
-    fn numbers_and_nice_axes() {
+    fn numbers() {
         assert_eq!(num(1234.5678), "1234.6");
         assert_eq!(num(2.5), "2.500");
-        assert_eq!(nice_max(7.3), 10.0);
-        assert_eq!(nice_max(160.0), 200.0);
-        assert_eq!(nice_max(0.0), 1.0);
     }
 }

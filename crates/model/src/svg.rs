@@ -13,22 +13,8 @@ const NODE_COLORS: [&str; 8] = [
     "#dbe9f6", "#fde2c8", "#d9f0d3", "#eadcf2", "#f9d6d5", "#fff3bf", "#d5f0f0", "#e8e8e8",
 ];
 
-/// Escapes text for SVG/XML content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// The one escaper every picture and page of numalab uses.
+pub use numalab_chart::escape;
 
 /// A colour from blue (low) to red (high) for `t` in [0, 1].
 fn heat_color(t: f64) -> String {

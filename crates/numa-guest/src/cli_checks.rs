@@ -54,6 +54,8 @@ pub enum Assertion {
 pub struct CliCheck {
     /// Check name (unique, dotted: `area.what`).
     pub name: String,
+    /// Files written first (path, content), e.g. an input file for the command.
+    pub files: Vec<(String, String)>,
     /// Commands run first, in order; each must exit 0 (e.g. to write an input file).
     pub setup: Vec<Vec<String>>,
     /// The checked command's arguments (after `numalab`).
@@ -79,6 +81,7 @@ impl CliCheck {
     ) -> CliCheck {
         CliCheck {
             name: name.into(),
+            files: Vec::new(),
             setup: Vec::new(),
             args: strings(args),
             exit_code: 0,
@@ -95,6 +98,7 @@ impl CliCheck {
     ) -> CliCheck {
         CliCheck {
             name: name.into(),
+            files: Vec::new(),
             setup: Vec::new(),
             args: strings(args),
             exit_code: 0,
@@ -106,6 +110,12 @@ impl CliCheck {
     /// Runs `numalab ARGS` first (must exit 0).
     pub fn after<S: Into<String>>(mut self, args: impl IntoIterator<Item = S>) -> CliCheck {
         self.setup.push(strings(args));
+        self
+    }
+
+    /// Writes a file before anything runs (an input the command reads).
+    pub fn file(mut self, path: &str, content: &str) -> CliCheck {
+        self.files.push((path.to_string(), content.to_string()));
         self
     }
 
@@ -129,6 +139,9 @@ impl CliCheck {
     }
 
     fn run(&self, ctx: &Ctx) -> CheckResult {
+        for (path, content) in &self.files {
+            std::fs::write(path, content).map_err(|e| format!("writing {path}: {e}"))?;
+        }
         for s in &self.setup {
             let out = run_numalab(ctx, s, self.timeout)?;
             if out.code != Some(0) {
@@ -266,6 +279,19 @@ pub fn records<'a>(bundle: &'a Value, kind: &str) -> Result<Vec<&'a Value>, Stri
         ));
     }
     Ok(found)
+}
+
+/// One single-thread task per CPU node, each printing its memory policy (the first
+/// policy in `/proc/self/numa_maps`) and its CPU affinity.
+fn schedule_mix(layout: &Layout) -> String {
+    let mut s = String::from("timeout = \"60s\"\n");
+    for n in layout.cpu_nodes() {
+        s.push_str(&format!(
+            "[[task]]\nname = \"t{}\"\ncommand = \"grep -m1 -oE 'bind[=a-z]*:[0-9,-]+|default' /proc/self/numa_maps; grep Cpus_allowed_list /proc/self/status\"\ndata = \"1 MiB\"\nthreads = [1]\n",
+            n.id
+        ));
+    }
+    s
 }
 
 /// The table. Add checks for new multi-node commands here (see the module docs).
@@ -410,6 +436,60 @@ pub fn table(layout: &Layout) -> Vec<CliCheck> {
                 detail(binding)
             ))
         }),
+        // `numalab schedule --run`: every task pinned to its CPU; the optimized schedule
+        // binds each task's memory to its CPU's node, fair and load leave first touch.
+        // Each task prints its own policy (numa_maps shows the task policy) and affinity.
+        CliCheck::json(
+            "schedule.binding",
+            ["schedule", "--mix", "/tmp/schedule-mix.toml", "--run", "--repeat", "1", "--json"],
+            |l, v| {
+                let runs = records(v, "schedule.run")?;
+                expect(runs.len() == 3, format!("3 schedule.run records, got {}", runs.len()))?;
+                let mut seen = Vec::new();
+                for r in runs {
+                    let name = r.get("schedule").and_then(Value::as_str).unwrap_or("?");
+                    let tasks = r.get("tasks").and_then(Value::as_array).ok_or("no tasks")?;
+                    expect(tasks.len() == l.cpu_nodes().count(), format!("{name}: one task per CPU node"))?;
+                    let mut cpus = Vec::new();
+                    for t in tasks {
+                        let out = t.get("stdout_tail").and_then(Value::as_str).unwrap_or("");
+                        expect(t.get("ok") == Some(&Value::Bool(true)), format!("{name}: task ok: {t}"))?;
+                        let cpu: u32 = t
+                            .get("cpulist")
+                            .and_then(Value::as_str)
+                            .and_then(|c| c.parse().ok())
+                            .ok_or_else(|| format!("{name}: one CPU per task: {t}"))?;
+                        cpus.push(cpu);
+                        expect(
+                            out.lines().any(|x| x.trim() == format!("Cpus_allowed_list:\t{cpu}").trim()
+                                || x.split_whitespace().collect::<Vec<_>>() == ["Cpus_allowed_list:", &cpu.to_string()]),
+                            format!("{name}: the task ran on CPU {cpu} only: {out:?}"),
+                        )?;
+                        let node = l
+                            .nodes
+                            .iter()
+                            .find(|n| n.cpus.contains(&cpu))
+                            .map(|n| n.id)
+                            .ok_or_else(|| format!("CPU {cpu} in no node"))?;
+                        let policy = out.lines().next().unwrap_or("").trim();
+                        if name == "optimized" {
+                            expect(
+                                policy.starts_with("bind") && policy.rsplit(':').next() == Some(node.to_string().as_str()),
+                                format!("{name}: memory bound to node {node} (CPU {cpu}), numa_maps shows {policy:?}"),
+                            )?;
+                        } else {
+                            expect(policy == "default", format!("{name}: first touch (default policy), got {policy:?}"))?;
+                        }
+                    }
+                    cpus.sort_unstable();
+                    cpus.dedup();
+                    expect(cpus.len() == tasks.len(), format!("{name}: distinct CPUs {cpus:?}"))?;
+                    seen.push(format!("{name} on CPUs {}", cpulist::format(&cpus)));
+                }
+                Ok(format!("{}; optimized bound each task to its CPU's node", seen.join(", ")))
+            },
+        )
+        .file("/tmp/schedule-mix.toml", &schedule_mix(layout)),
         // The measuring commands on several nodes (docs/numa-guest.md): shapes and the
         // placement each result records, never speeds (every guest node is the same
         // host memory). Sizes are small and rounds few: TCG is slow.

@@ -451,11 +451,18 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
     let keep = spec.keep_stdout_bytes;
     let stdout = std::thread::spawn(move || read_pipe(out_r, tail, keep));
     let stderr = std::thread::spawn(move || read_pipe(err_r, tail, 0));
+    // Only a gated child reads the gate; an ungated one is never sent anything.
+    let gate = if gated {
+        Some(gate_w)
+    } else {
+        drop(gate_w);
+        None
+    };
     let mut running = Running {
         pid,
         program,
         argv,
-        gate: Some(gate_w),
+        gate,
         err_pipe: Some(status_r),
         stdout: Some(stdout),
         stderr: Some(stderr),

@@ -24,6 +24,33 @@ pub struct Metric {
     pub higher_is_better: bool,
     /// Raw samples (repetitions); one sample gives a ratio without an interval.
     pub samples: Vec<f64>,
+    /// A 95% interval of the value when the raw samples are not kept (response-time
+    /// percentiles): the ratio then gets the conservative interval
+    /// [low_b / high_a, high_b / low_a].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<(f64, f64)>,
+}
+
+impl Metric {
+    /// A metric from its samples.
+    pub fn new(
+        id: &str,
+        group: &str,
+        name: &str,
+        unit: &str,
+        higher_is_better: bool,
+        samples: Vec<f64>,
+    ) -> Self {
+        Metric {
+            id: id.into(),
+            group: group.into(),
+            name: name.into(),
+            unit: unit.into(),
+            higher_is_better,
+            samples,
+            bounds: None,
+        }
+    }
 }
 
 /// The verdict on one ratio.
@@ -99,9 +126,21 @@ pub fn compare(
             continue;
         }
         let ratio = sb.median / sa.median;
-        let interval = (a.samples.len() >= 3 && b.samples.len() >= 3)
-            .then(|| ratio_interval(&b.samples, &a.samples, 0.95, 2000, DEFAULT_SEED))
-            .flatten();
+        let interval = if a.samples.len() >= 3 && b.samples.len() >= 3 {
+            ratio_interval(&b.samples, &a.samples, 0.95, 2000, DEFAULT_SEED)
+        } else {
+            match (a.bounds, b.bounds) {
+                (Some((alo, ahi)), Some((blo, bhi))) if alo > 0.0 && ahi > 0.0 => Some(Interval {
+                    estimate: ratio,
+                    low: blo / ahi,
+                    high: bhi / alo,
+                    level: 0.95,
+                    resamples: 0,
+                    seed: 0,
+                }),
+                _ => None,
+            }
+        };
         let verdict = match &interval {
             None => Verdict::Unknown,
             Some(i) if i.low <= 1.0 && i.high >= 1.0 => Verdict::WithinNoise,
@@ -198,10 +237,12 @@ impl Comparison {
             bars: self
                 .rows
                 .iter()
-                .map(|r| Bar {
-                    label: r.name.clone(),
-                    value: r.ratio,
-                    interval: r.interval.as_ref().map(|i| (i.low, i.high)),
+                .map(|r| {
+                    Bar::new(
+                        &r.name,
+                        r.ratio,
+                        r.interval.as_ref().map(|i| (i.low, i.high)),
+                    )
                 })
                 .collect(),
             reference: Some(1.0),
@@ -229,7 +270,10 @@ impl Comparison {
             let unknown = rows.len() - better - worse - noise;
             let detail: Vec<String> = rows
                 .iter()
-                .map(|r| format!("{} {:.2}x", r.name, r.ratio))
+                .map(|r| match &r.interval {
+                    Some(i) => format!("{} {:.2}x [{:.2}, {:.2}]", r.name, r.ratio, i.low, i.high),
+                    None => format!("{} {:.2}x", r.name, r.ratio),
+                })
                 .collect();
             let verdict = if better > 0 && worse == 0 {
                 format!("{} is better", self.other)
@@ -253,18 +297,30 @@ mod tests {
     use super::*;
 
     fn m(id: &str, higher: bool, samples: &[f64]) -> Metric {
-        Metric {
-            id: id.into(),
-            group: if id.starts_with("bw") {
-                "memory bandwidth".into()
-            } else {
-                "latency".into()
-            },
-            name: id.into(),
-            unit: "x".into(),
-            higher_is_better: higher,
-            samples: samples.to_vec(),
-        }
+        let group = if id.starts_with("bw") {
+            "memory bandwidth"
+        } else {
+            "latency"
+        };
+        Metric::new(id, group, id, "x", higher, samples.to_vec())
+    }
+
+    #[test]
+    fn percentiles_without_samples_use_their_bounds() {
+        let mut a = m("lat.p99", false, &[100.0]);
+        a.bounds = Some((95.0, 105.0));
+        let mut b = m("lat.p99", false, &[200.0]);
+        b.bounds = Some((190.0, 210.0));
+        let c = compare("A", &[a.clone()], "B", &[b]);
+        let i = c.rows[0].interval.clone().unwrap();
+        assert!((i.low - 190.0 / 105.0).abs() < 1e-9 && (i.high - 210.0 / 95.0).abs() < 1e-9);
+        assert_eq!(c.rows[0].verdict, Verdict::Worse);
+        let mut close = m("lat.p99", false, &[101.0]);
+        close.bounds = Some((96.0, 106.0));
+        assert_eq!(
+            compare("A", &[a], "B", &[close]).rows[0].verdict,
+            Verdict::WithinNoise
+        );
     }
 
     #[test]
@@ -313,5 +369,197 @@ mod tests {
         let c = compare("A", &[m("x", true, &[1.0])], "B", &[m("y", true, &[1.0])]);
         assert!(c.is_empty());
         assert_eq!(c.only_baseline, vec!["x"]);
+    }
+}
+
+/// Several bundles compared with the first (the baseline).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Layout version of this document.
+    pub schema_version: u32,
+    /// Label of the baseline.
+    pub baseline: String,
+    /// Every bundle's label, the baseline first.
+    pub bundles: Vec<String>,
+    /// One comparison per other bundle.
+    pub comparisons: Vec<Comparison>,
+    /// "Which is better for what", one sentence per group and comparison.
+    pub summary: Vec<String>,
+    /// Problems met while reading the bundles.
+    pub problems: Vec<String>,
+}
+
+impl Report {
+    /// Whether no pair of bundles shares a metric.
+    pub fn nothing_in_common(&self) -> bool {
+        self.comparisons.iter().all(Comparison::is_empty)
+    }
+
+    /// The comparison as a document (tables, ratio charts, the summary as findings).
+    pub fn document(&self, metrics_of: &[(String, Vec<Metric>)]) -> crate::doc::Document {
+        use crate::doc::{Document, Section};
+        use crate::findings::{Finding, Severity};
+        let mut findings = Vec::new();
+        let mut sections = Vec::new();
+        for (i, c) in self.comparisons.iter().enumerate() {
+            let chart_id = format!("ratios-{}", i + 1);
+            for line in c.summary() {
+                findings.push(Finding {
+                    id: "compare".into(),
+                    severity: if line.contains("no difference beyond the noise")
+                        || line.contains("cannot tell")
+                    {
+                        Severity::Info
+                    } else {
+                        Severity::Notice
+                    },
+                    text: if self.comparisons.len() > 1 {
+                        format!("{} vs {}: {line}", c.other, c.baseline)
+                    } else {
+                        line
+                    },
+                    anchor: Some(chart_id.clone()),
+                    modeled: false,
+                    source: c.other.clone(),
+                });
+            }
+            let mut s = Section::new(
+                &format!("comparison-{}", i + 1),
+                &format!("{} relative to {}", c.other, c.baseline),
+            );
+            if c.is_empty() {
+                s.para(format!(
+                    "{} and {} share no comparable figure.",
+                    c.other, c.baseline
+                ));
+            } else {
+                s.chart(
+                    &chart_id,
+                    c.chart().to_svg(),
+                    "other / baseline for each shared figure, with the 95% interval of the ratio; the dashed line is 1 (no difference). For times (latency, response) a ratio above 1 is worse",
+                );
+                s.table(c.table());
+            }
+            if !c.only_baseline.is_empty() {
+                s.para(format!(
+                    "Only in {}: {}",
+                    c.baseline,
+                    c.only_baseline.join(", ")
+                ));
+            }
+            if !c.only_other.is_empty() {
+                s.para(format!("Only in {}: {}", c.other, c.only_other.join(", ")));
+            }
+            sections.push(s);
+        }
+        for line in self
+            .summary
+            .iter()
+            .filter(|l| l.contains(": not compared ("))
+        {
+            findings.push(Finding {
+                id: "compare_missing".into(),
+                severity: Severity::Info,
+                text: line.clone(),
+                anchor: Some("figures".into()),
+                modeled: false,
+                source: self.baseline.clone(),
+            });
+        }
+        let mut figures = Section::new("figures", "Figures of each bundle");
+        for (label, ms) in metrics_of {
+            let mut t = Table::new(
+                &format!("figures-{}", crate::anchors::slug(label)),
+                label,
+                vec![
+                    Column::new("perspective", None),
+                    Column::new("figure", None),
+                    Column::new("median", None),
+                    Column::new("unit", None),
+                    Column::new("samples", None),
+                ],
+            );
+            for m in ms {
+                let Some(s) = Summary::of(&m.samples) else {
+                    continue;
+                };
+                t.push(vec![
+                    Cell::text(&m.group),
+                    Cell::text(&m.name),
+                    Cell::num(s.median, 3),
+                    Cell::text(&m.unit),
+                    Cell::num(m.samples.len() as f64, 0),
+                ]);
+            }
+            if t.rows.is_empty() {
+                figures.para(format!("{label}: no comparable figure (no workload, scaling, core-to-core, policy, sweep or model records)."));
+            }
+            figures.table(t);
+        }
+        sections.push(figures);
+        Document {
+            title: format!("numalab comparison: {}", self.bundles.join(" vs ")),
+            subtitle: vec![format!(
+                "Baseline: {}. Ratios are other / baseline; 95% bootstrap intervals of the ratio of medians; a ratio whose interval contains 1 is within the noise.",
+                self.baseline
+            )],
+            problems: self.problems.clone(),
+            findings,
+            sections,
+        }
+    }
+}
+
+/// Compares every bundle after the first with the first.
+pub fn compare_all(set: &[(String, Vec<Metric>)], problems: Vec<String>) -> Report {
+    let (base_label, base) = match set.first() {
+        Some((l, m)) => (l.clone(), m.as_slice()),
+        None => (String::new(), &[][..]),
+    };
+    let comparisons: Vec<Comparison> = set
+        .iter()
+        .skip(1)
+        .map(|(l, m)| compare(&base_label, base, l, m))
+        .collect();
+    let mut summary: Vec<String> = comparisons
+        .iter()
+        .flat_map(|c| {
+            let prefix = if set.len() > 2 {
+                format!("{} vs {}: ", c.other, c.baseline)
+            } else {
+                String::new()
+            };
+            c.summary().into_iter().map(move |s| format!("{prefix}{s}"))
+        })
+        .collect();
+    // The perspectives of a server evaluation that could not be compared, and why.
+    for g in crate::metrics::PERSPECTIVES {
+        if comparisons
+            .iter()
+            .any(|c| c.rows.iter().any(|r| r.group == g))
+        {
+            continue;
+        }
+        let lacking: Vec<&str> = set
+            .iter()
+            .filter(|(_, m)| !m.iter().any(|m| m.group == g))
+            .map(|(l, _)| l.as_str())
+            .collect();
+        summary.push(if lacking.is_empty() {
+            format!("{g}: not compared (the bundles measured it differently)")
+        } else {
+            format!(
+                "{g}: not compared (no such figure in {})",
+                lacking.join(", ")
+            )
+        });
+    }
+    Report {
+        schema_version: 1,
+        baseline: base_label.clone(),
+        bundles: set.iter().map(|(l, _)| l.clone()).collect(),
+        comparisons,
+        summary,
+        problems,
     }
 }

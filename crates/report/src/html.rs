@@ -22,6 +22,13 @@ th,td{border:1px solid #ddd;padding:.25em .6em}th{background:#f5f5f5}td.num{text
 td.na{color:#999}ul.notes{color:#666;font-size:.9em}figure{margin:1em 0}figcaption{color:#555;font-size:.9em}
 nav ul{columns:2;list-style:none;padding-left:0}details{margin:.5em 0}pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em}
 .warn{color:#a60}.sev-high{color:#b00}
+.findings li{padding:.15em 0}.sev{display:inline-block;min-width:4.6em;font-size:.75em;font-weight:600;text-transform:uppercase;border-radius:3px;padding:0 .35em;margin-right:.3em;text-align:center}
+.sev-warning .sev{background:#fde2cf;color:#8a3b00}.sev-notice .sev{background:#e6eefb;color:#1d4f91}.sev-info .sev{background:#eee;color:#555}
+.badge{font-size:.75em;background:#f3e8ff;color:#6b2fa3;border-radius:3px;padding:0 .35em}
+p.modeled{background:#f3e8ff;border-left:4px solid #8e5bbf;padding:.4em .8em}
+.problems{background:#fff4e5;border-left:4px solid #e69f00;padding:.3em .8em;margin:1em 0}
+ul.outline{list-style:none;padding-left:.5em}ul.outline li::before{content:'\\2022  ';color:#999}ul.outline li.em{font-weight:600}
+.scroll{overflow-x:auto}svg{max-width:100%;height:auto}
 ";
 
 impl Page {

@@ -1,14 +1,37 @@
 //! Turning records into things people read.
 //!
 //! Every result numalab keeps is a typed record; this crate renders them without
-//! re-measuring anything and without parsing our own text output: [`table`] is the one
-//! interface every exporter shares (JSON, CSV, Markdown, terminal, HTML), [`svg`] draws
-//! charts as inline SVG, [`html`] assembles a self-contained page (no network request,
-//! every string escaped).
+//! re-measuring anything and without parsing our own text output: [`load`] reads
+//! bundles, [`sections`] turns each record kind into tables, charts and outlines of one
+//! [`doc::Document`], which every exporter renders ([`table`]: JSON, CSV, Markdown,
+//! terminal; [`html`]: a self-contained page, every string escaped). [`findings`]
+//! writes what the records say in sentences; [`metrics`] extracts comparable figures
+//! and [`compare`] puts bundles side by side with ratio intervals. [`records`] holds
+//! the record types of `evaluate` and `doctor`.
 
+pub mod anchors;
 pub mod compare;
+pub mod doc;
+pub mod findings;
 pub mod html;
+pub mod load;
+pub mod metrics;
+pub mod records;
+pub mod sections;
 pub mod table;
 pub mod topology;
 
+pub use load::{load, Loaded};
 pub use numalab_chart::{escape, svg};
+
+/// `text` cut to `max` characters with "..." (command lines in headings and sentences).
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() > max {
+        format!(
+            "{}...",
+            text.chars().take(max.saturating_sub(3)).collect::<String>()
+        )
+    } else {
+        text.to_string()
+    }
+}

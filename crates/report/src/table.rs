@@ -186,7 +186,22 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-fn md_field(s: &str) -> String {
+/// Text for a terminal: control characters (escape sequences a hostile string could
+/// use to rewrite the screen) become U+FFFD.
+pub fn plain(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// Text for Markdown: markup characters escaped, one line.
+pub fn md_field(s: &str) -> String {
     // Markdown passes raw HTML through, so markup characters are escaped too.
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -267,12 +282,12 @@ pub fn render(tables: &[Table], format: Format) -> String {
         }
         Format::Terminal => {
             for t in tables {
-                let _ = writeln!(out, "{}", t.title);
-                let header: Vec<String> = t.columns.iter().map(|c| c.header()).collect();
+                let _ = writeln!(out, "{}", plain(&t.title));
+                let header: Vec<String> = t.columns.iter().map(|c| plain(&c.header())).collect();
                 let cells: Vec<Vec<String>> = t
                     .rows
                     .iter()
-                    .map(|r| r.iter().map(Cell::display).collect())
+                    .map(|r| r.iter().map(|c| plain(&c.display())).collect())
                     .collect();
                 let widths: Vec<usize> = (0..header.len())
                     .map(|i| {
@@ -308,10 +323,10 @@ pub fn render(tables: &[Table], format: Format) -> String {
                     let _ = writeln!(out, "  {}", line(r));
                 }
                 for r in t.missing_reasons() {
-                    let _ = writeln!(out, "  n/a: {r}");
+                    let _ = writeln!(out, "  n/a: {}", plain(&r));
                 }
                 for n in &t.notes {
-                    let _ = writeln!(out, "  {n}");
+                    let _ = writeln!(out, "  {}", plain(n));
                 }
                 out.push('\n');
             }

@@ -388,14 +388,26 @@ impl Machine {
     /// A hash of the machine's structure (PUs, cores, packages, nodes, caches, distances).
     ///
     /// Two descriptions of the same machine have the same hash whatever their source,
-    /// current frequencies or host name; any structural difference changes it.
+    /// current frequencies, host name or node memory sizes (which change with memory
+    /// hot-plug and ballooning: a VM's node grew from 18 to 21 GiB during one
+    /// evaluation, and a resumed run was refused as "another machine"); any structural
+    /// difference changes it.
     pub fn topology_hash(&self) -> String {
+        /// A NUMA node without its memory size.
+        #[derive(Serialize)]
+        struct Node<'a> {
+            os_index: u32,
+            cpus: &'a [u32],
+            has_cpus: bool,
+            subtype: &'a Option<String>,
+            package: Option<usize>,
+        }
         #[derive(Serialize)]
         struct Structure<'a> {
             packages: &'a [Domain],
             dies: &'a [Domain],
             groups: &'a [Domain],
-            numa_nodes: &'a [NumaNode],
+            numa_nodes: Vec<Node<'a>>,
             cores: &'a [Core],
             pus: &'a [Pu],
             caches: &'a [Cache],
@@ -405,7 +417,17 @@ impl Machine {
             packages: &self.packages,
             dies: &self.dies,
             groups: &self.groups,
-            numa_nodes: &self.numa_nodes,
+            numa_nodes: self
+                .numa_nodes
+                .iter()
+                .map(|n| Node {
+                    os_index: n.os_index,
+                    cpus: &n.cpus,
+                    has_cpus: n.has_cpus,
+                    subtype: &n.subtype,
+                    package: n.package,
+                })
+                .collect(),
             cores: &self.cores,
             pus: &self.pus,
             caches: &self.caches,

@@ -14,33 +14,7 @@ use numalab_topo::bind::{HwlocPlacer, MemPolicy, PageKind, PagePlacement, Placer
 use numalab_topo::system::SysRoot;
 use serde::{Deserialize, Serialize};
 
-/// A check's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Fine for measuring.
-    Ok,
-    /// Usable, with a caveat that affects results.
-    Warn,
-    /// Something numalab needs does not work.
-    Fail,
-    /// A fact worth knowing.
-    Info,
-}
-
-/// One check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Check {
-    /// Short name ("numa", "pmu"...).
-    pub name: String,
-    /// The verdict.
-    pub verdict: Verdict,
-    /// What was found.
-    pub detail: String,
-    /// What to do about it, if anything.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub remedy: Option<String>,
-}
+pub use numalab_report::records::{Check, DoctorReport, Verdict};
 
 fn check(name: &str, verdict: Verdict, detail: impl Into<String>, remedy: Option<&str>) -> Check {
     Check {
@@ -404,17 +378,6 @@ pub fn assess(
         ));
     }
     out
-}
-
-/// The JSON document of `numalab doctor --json`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct DoctorReport {
-    /// Layout version of this document.
-    pub schema_version: u32,
-    /// Host name.
-    pub hostname: Option<String>,
-    /// The checks.
-    pub checks: Vec<Check>,
 }
 
 /// Gathers the facts of the live machine and assesses them.

@@ -1,6 +1,7 @@
 //! `numalab evaluate`: the main job. Characterizes this machine step by step, writing
-//! every record to `DIR/results.jsonl` the moment it exists, then `summary.json` and a
-//! self-contained `report.html`.
+//! every record to `DIR/results.jsonl` the moment it exists, then `summary.json` (steps
+//! and findings) and a self-contained `report.html`, both rendered from the journal by
+//! the same code as `numalab report`.
 //!
 //! Resuming: each step ends with an `evaluate.step` record. A rerun with the same
 //! `--out` skips steps that have one; a step that was cut short is run again, and
@@ -11,9 +12,7 @@
 use crate::record::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
-use numalab_schema::record::RecordKind;
 use numalab_schema::{interrupt, ErrorClass, Machine, Origin, Record, Warning};
-use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -35,40 +34,7 @@ pub struct EvaluateArgs {
     pub list_steps: bool,
 }
 
-/// How a step ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "status")]
-pub enum StepStatus {
-    /// Completed.
-    Done,
-    /// Not run, and why (the machine cannot do it, or the user left it out).
-    Skipped {
-        /// Why.
-        reason: String,
-    },
-    /// Failed; the other steps went on.
-    Failed {
-        /// The error.
-        error: String,
-    },
-}
-
-/// The record closing a step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepRecord {
-    /// Step id.
-    pub step: String,
-    /// Step title.
-    pub title: String,
-    /// Outcome.
-    pub outcome: StepStatus,
-    /// Seconds spent in this run of the step.
-    pub seconds: f64,
-}
-
-impl RecordKind for StepRecord {
-    const KIND: &'static str = "evaluate.step";
-}
+pub use numalab_report::records::{PowerCheck, StepRecord, StepStatus, TopologyRecord};
 
 /// What a step gets to work with.
 pub struct Ctx<'a> {
@@ -106,12 +72,12 @@ pub fn steps() -> Vec<Step> {
         },
         Step {
             id: "bandwidth",
-            title: "memory bandwidth (thread sweep, node matrix)",
+            title: "memory bandwidth (thread sweep and node matrix)",
             run: step_bandwidth,
         },
         Step {
             id: "latency",
-            title: "memory latency (curve, node matrix)",
+            title: "memory latency (curve and node matrix)",
             run: step_latency,
         },
         Step {
@@ -147,23 +113,6 @@ pub fn steps() -> Vec<Step> {
     ]
 }
 
-/// The machine description as a record.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TopologyRecord {
-    /// The machine.
-    pub machine: Machine,
-    /// The short summary as printed by `numalab topo`.
-    pub summary_text: String,
-}
-
-impl RecordKind for TopologyRecord {
-    const KIND: &'static str = "topo.machine";
-}
-
-impl RecordKind for super::doctor::DoctorReport {
-    const KIND: &'static str = "doctor.report";
-}
-
 fn step_topology(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
     if !ctx.rec.done("topology/machine") {
         let payload = TopologyRecord {
@@ -193,12 +142,11 @@ fn step_pmu(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
     Ok(StepStatus::Done)
 }
 
-/// Memory probes write through this: records to the journal at once, cells already
-/// there skipped, progress on the overall bar.
+/// The memory probes' records go to the journal as each cell completes; their progress
+/// shows in the overall bar's message.
 struct MemSink<'a, 'b> {
     rec: &'a mut Recorder,
     progress: &'b indicatif::ProgressBar,
-    title: &'static str,
 }
 
 impl numalab_mem::Sink for MemSink<'_, '_> {
@@ -206,34 +154,35 @@ impl numalab_mem::Sink for MemSink<'_, '_> {
         self.rec.done(key)
     }
     fn push(&mut self, record: Record) -> Result<(), numalab_mem::MemError> {
-        self.rec
-            .push(record)
+        let rec = &mut *self.rec;
+        self.progress
+            .suspend(|| rec.push(record))
             .map_err(|e| numalab_mem::MemError::Output(e.message))
     }
     fn progress(&mut self, label: &str, done: u64, total: u64) {
-        self.progress
-            .set_message(format!("{}: {label} {done}/{total}", self.title));
+        self.progress.set_message(format!("{label} {done}/{total}"));
     }
 }
 
-/// Runs mem plans in order; the step fails if every plan failed, and says which cells
-/// failed otherwise.
-fn run_mem_plans(
+/// Runs memory-probe plans in turn: a plan the machine cannot do skips the step with
+/// the reason; cells that fail fail the step (a rerun retries only them).
+fn run_mem(
     ctx: &mut Ctx<'_>,
-    title: &'static str,
     plans: Vec<Result<MemPlan, numalab_mem::MemError>>,
 ) -> Result<StepStatus, CliError> {
+    use numalab_mem::{bandwidth, latency, loaded, migrate, MemError};
     let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
-    let mut failures = Vec::new();
+    let mut failed = Vec::new();
     let mut ran = 0;
+    let mut skipped = Vec::new();
     for plan in plans {
         let plan = match plan {
             Ok(p) => p,
-            // A plan the machine cannot run (no memory for it, one node) is a note, not a failure.
-            Err(e) => {
-                failures.push(e.to_string());
+            Err(e @ (MemError::Unsupported(_) | MemError::Usage(_))) => {
+                skipped.push(e.to_string());
                 continue;
             }
+            Err(e) => return Err(CliError::from(e)),
         };
         let notes = match &plan {
             MemPlan::Bandwidth(p) => &p.notes,
@@ -243,46 +192,39 @@ fn run_mem_plans(
         };
         ctx.progress.suspend(|| {
             for n in notes {
-                eprintln!("numalab: {title}: note: {n}");
+                eprintln!("numalab: note: {n}");
             }
         });
         let mut sink = MemSink {
-            rec: ctx.rec,
+            rec: &mut *ctx.rec,
             progress: ctx.progress,
-            title,
         };
-        let outcome = match &plan {
-            MemPlan::Bandwidth(p) => {
-                numalab_mem::bandwidth::run(p, ctx.machine, ctx.placer, &mut sink)
-            }
-            MemPlan::Latency(p) => numalab_mem::latency::run(p, ctx.machine, ctx.placer, &mut sink),
-            MemPlan::Loaded(p) => numalab_mem::loaded::run(p, ctx.machine, ctx.placer, &mut sink),
-            MemPlan::Migrate(p) => {
-                numalab_mem::migrate::run(p, ctx.machine, &budgets, ctx.placer, &mut sink)
-            }
+        let o = match &plan {
+            MemPlan::Bandwidth(p) => bandwidth::run(p, ctx.machine, ctx.placer, &mut sink),
+            MemPlan::Latency(p) => latency::run(p, ctx.machine, ctx.placer, &mut sink),
+            MemPlan::Loaded(p) => loaded::run(p, ctx.machine, ctx.placer, &mut sink),
+            MemPlan::Migrate(p) => migrate::run(p, ctx.machine, &budgets, ctx.placer, &mut sink),
         };
-        if outcome.interrupted {
-            return Ok(StepStatus::Done);
-        }
         ran += 1;
-        failures.extend(outcome.failed.iter().map(|(k, e)| format!("{k}: {e}")));
+        failed.extend(o.failed.into_iter().map(|(k, e)| format!("{k}: {e}")));
+        if o.interrupted || interrupt::requested() {
+            break;
+        }
     }
-    if ran == 0 {
+    if !failed.is_empty() {
         return Ok(StepStatus::Failed {
-            error: failures.join("; "),
+            error: format!("{} cell(s) failed: {}", failed.len(), failed.join("; ")),
         });
     }
-    if !failures.is_empty() {
-        ctx.progress.suspend(|| {
-            for f in &failures {
-                eprintln!("numalab: {title}: {f}");
-            }
+    if ran == 0 {
+        return Ok(StepStatus::Skipped {
+            reason: skipped.join("; "),
         });
     }
     Ok(StepStatus::Done)
 }
 
-/// A plan of any memory probe.
+/// A memory-probe plan of any kind.
 enum MemPlan {
     Bandwidth(numalab_mem::bandwidth::Plan),
     Latency(numalab_mem::latency::Plan),
@@ -290,107 +232,123 @@ enum MemPlan {
     Migrate(numalab_mem::migrate::Plan),
 }
 
-fn multi_node(m: &Machine) -> bool {
-    m.numa_nodes.iter().filter(|n| n.memory_bytes > 0).count() > 1
+/// Thread counts of a full sweep: 1, 2, 4, ... and every PU.
+fn thread_sweep(pus: usize) -> Vec<usize> {
+    let mut t: Vec<usize> = std::iter::successors(Some(1usize), |x| Some(x * 2))
+        .take_while(|x| *x < pus)
+        .collect();
+    t.push(pus.max(1));
+    t
 }
 
 fn step_bandwidth(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
-    use numalab_mem::bandwidth;
-    let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
+    use numalab_mem::bandwidth::{plan, plan_matrix, quick_plan, Options};
     let m = ctx.machine;
-    let mut plans = Vec::new();
-    if ctx.quick {
-        plans.push(bandwidth::quick_plan(m, &budgets).map(MemPlan::Bandwidth));
+    let b = numalab_mem::budget::Budgets::live(m);
+    let plans = if ctx.quick {
+        vec![
+            quick_plan(m, &b),
+            plan_matrix(m, &b, &[], Options::quick(m)),
+        ]
     } else {
-        // 1, 2, 4, ... threads and all PUs, data first-touched locally.
         let cpus = m.pu_ids();
-        let mut threads: Vec<usize> = std::iter::successors(Some(1usize), |t| Some(t * 2))
-            .take_while(|t| *t < cpus.len())
-            .collect();
-        threads.push(cpus.len());
-        plans.push(
-            bandwidth::plan(
+        vec![
+            plan(
                 m,
-                &budgets,
+                &b,
                 &cpus,
-                &threads,
+                &thread_sweep(cpus.len()),
                 &numalab_topo::bind::MemPolicy::FirstTouch,
-                bandwidth::Options::defaults(m),
-            )
-            .map(MemPlan::Bandwidth),
-        );
-    }
-    if multi_node(m) {
-        let opts = if ctx.quick {
-            bandwidth::Options::quick(m)
-        } else {
-            bandwidth::Options::defaults(m)
-        };
-        plans.push(bandwidth::plan_matrix(m, &budgets, &[], opts).map(MemPlan::Bandwidth));
-    }
-    run_mem_plans(ctx, "bandwidth", plans)
+                Options::defaults(m),
+            ),
+            plan_matrix(m, &b, &[], Options::defaults(m)),
+        ]
+    };
+    let plans = plans
+        .into_iter()
+        .map(|p| p.map(MemPlan::Bandwidth))
+        .collect();
+    run_mem(ctx, plans)
 }
 
 fn step_latency(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
-    use numalab_mem::latency;
-    let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
+    use numalab_mem::latency::{
+        default_sizes, fitted_idle_size, plan, plan_matrix, quick_plan, Options,
+    };
+    use numalab_mem::PageRequest;
     let m = ctx.machine;
-    let mut plans = vec![if ctx.quick {
-        latency::quick_plan(m, &budgets).map(MemPlan::Latency)
+    let b = numalab_mem::budget::Budgets::live(m);
+    // The default working set fitted to small nodes (the plan's notes say so) rather
+    // than refused, so that a machine with small nodes still gets its matrix.
+    let (idle, fitted) =
+        fitted_idle_size(m, &b, &numalab_mem::bandwidth::memory_nodes(m));
+    let matrix = |o: Options| {
+        plan_matrix(m, &b, &[PageRequest::Base], idle, o).map(|mut p| {
+            p.notes.extend(fitted.clone());
+            p
+        })
+    };
+    let plans = if ctx.quick {
+        vec![
+            quick_plan(m, &b),
+            matrix(Options::quick(m)),
+        ]
     } else {
-        let opts = latency::Options::defaults(m);
-        let cpu = m.pu_ids()[0];
-        let sizes = latency::default_sizes(m, cpu, 2, opts.stride_bytes);
-        latency::plan(
-            m,
-            &budgets,
-            &[cpu],
-            &numalab_topo::bind::MemPolicy::FirstTouch,
-            &[
-                numalab_mem::PageRequest::Base,
-                numalab_mem::PageRequest::Thp,
-            ],
-            sizes,
-            opts,
-        )
-        .map(MemPlan::Latency)
-    }];
-    if multi_node(m) {
-        // Fitted to small nodes (the plan's notes say so) rather than refused.
-        let (size, note) =
-            latency::fitted_idle_size(m, &budgets, &numalab_mem::bandwidth::memory_nodes(m));
-        plans.push(
-            latency::plan_matrix(
+        let first = m.pu_ids().first().copied().unwrap_or(0);
+        let opts = Options::defaults(m);
+        vec![
+            plan(
                 m,
-                &budgets,
-                &[numalab_mem::PageRequest::Thp],
-                size,
-                latency::Options::idle(m),
-            )
-            .map(|mut p| {
-                p.notes.extend(note);
-                MemPlan::Latency(p)
-            }),
-        );
-    }
-    run_mem_plans(ctx, "latency", plans)
+                &b,
+                &[first],
+                &numalab_topo::bind::MemPolicy::FirstTouch,
+                &[PageRequest::Base, PageRequest::Thp],
+                default_sizes(m, first, 2, opts.stride_bytes),
+                opts,
+            ),
+            matrix(Options::idle(m)),
+        ]
+    };
+    let plans = plans.into_iter().map(|p| p.map(MemPlan::Latency)).collect();
+    run_mem(ctx, plans)
 }
 
 fn step_loaded(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
-    if ctx.machine.pus.len() < 2 {
-        return Ok(StepStatus::Skipped {
-            reason: "one PU: no CPU is left to generate traffic".into(),
-        });
-    }
-    let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
-    let plan = numalab_mem::loaded::quick_plan(ctx.machine, &budgets).map(MemPlan::Loaded);
-    run_mem_plans(ctx, "loaded latency", vec![plan])
+    use numalab_mem::loaded::{plan, quick_plan, Options};
+    let m = ctx.machine;
+    let b = numalab_mem::budget::Budgets::live(m);
+    let p = if ctx.quick || m.pu_ids().len() < 2 {
+        quick_plan(m, &b)
+    } else {
+        plan(
+            m,
+            &b,
+            &m.pu_ids(),
+            None,
+            &numalab_topo::bind::MemPolicy::FirstTouch,
+            Options::defaults(m),
+        )
+    };
+    run_mem(ctx, vec![p.map(MemPlan::Loaded)])
 }
 
 fn step_migrate(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
-    let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
-    let plan = numalab_mem::migrate::quick_plan(ctx.machine, &budgets).map(MemPlan::Migrate);
-    run_mem_plans(ctx, "migrate", vec![plan])
+    use numalab_mem::migrate::{plan, quick_plan, Options, PairChoice};
+    let m = ctx.machine;
+    let b = numalab_mem::budget::Budgets::live(m);
+    let p = if ctx.quick {
+        quick_plan(m, &b)
+    } else {
+        plan(
+            m,
+            &b,
+            &PairChoice::NearestFarthest,
+            None,
+            Options::defaults(),
+            false,
+        )
+    };
+    run_mem(ctx, vec![p.map(MemPlan::Migrate)])
 }
 
 fn step_c2c(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
@@ -456,19 +414,6 @@ fn step_workload(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
         }
     }
     Ok(StepStatus::Done)
-}
-
-/// Sensors and frequencies found.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PowerCheck {
-    /// Readable sensors.
-    pub sensors: Vec<numalab_sensors::Sensor>,
-    /// cpufreq domains at the time of the check.
-    pub frequencies: Vec<numalab_schema::machine::FrequencyDomain>,
-}
-
-impl RecordKind for PowerCheck {
-    const KIND: &'static str = "power.check";
 }
 
 fn step_power(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
@@ -598,33 +543,44 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             format!("interrupted; everything measured so far is in {}; run the same command again to resume", args.out.display()),
         ));
     }
-    let (bundle, warnings) = numalab_schema::journal::read_bundle(&args.out)?;
-    for w in warnings {
+    // Everything below is rendered from the journal alone, as `numalab report` would.
+    let loaded = numalab_report::load(&args.out)?;
+    for w in &loaded.warnings {
         eprintln!("numalab: warning: {w}");
     }
+    let set = [loaded];
+    let bundle = &set[0].bundle;
     let steps_done: Vec<StepRecord> = bundle
         .records_of::<StepRecord>()
         .into_iter()
         .map(|(_, s)| s)
         .collect();
+    let findings = numalab_report::findings::findings(&set);
     let summary = serde_json::json!({
         "schema_version": numalab_schema::record::SCHEMA_VERSION,
         "host": bundle.envelope.host.hostname,
         "topology_hash": bundle.envelope.host.topology_hash,
         "records": bundle.records.len(),
         "steps": steps_done,
+        "findings": findings,
     });
-    let summary_path = args.out.join("summary.json");
-    std::fs::write(
-        &summary_path,
-        serde_json::to_string_pretty(&summary).expect("summary serializes"),
-    )
-    .map_err(|e| {
-        CliError::new(
-            ErrorClass::Runtime,
-            format!("{}: cannot write it: {e}", summary_path.display()),
-        )
-    })?;
+    let write = |name: &str, text: &str| -> CliResult {
+        let path = args.out.join(name);
+        std::fs::write(&path, text).map_err(|e| {
+            CliError::new(
+                ErrorClass::Runtime,
+                format!("{}: cannot write it: {e}", path.display()),
+            )
+        })
+    };
+    write(
+        "summary.json",
+        &serde_json::to_string_pretty(&summary).expect("summary serializes"),
+    )?;
+    write(
+        "report.html",
+        &numalab_report::sections::document(&set).to_html(),
+    )?;
     for s in &steps_done {
         let status = match &s.outcome {
             StepStatus::Done => "done".to_string(),
@@ -633,7 +589,23 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         };
         println!("{:<10} {status}", s.step);
     }
-    println!("results in {}", args.out.display());
+    if !findings.is_empty() {
+        println!("\nfindings:");
+        for f in &findings {
+            let tag = match f.severity {
+                numalab_report::findings::Severity::Warning => {
+                    crate::output::paint("33", "warning")
+                }
+                numalab_report::findings::Severity::Notice => crate::output::paint("36", "notice "),
+                numalab_report::findings::Severity::Info => "info   ".to_string(),
+            };
+            println!("  {tag} {}", numalab_report::table::plain(&f.text));
+        }
+    }
+    println!(
+        "\nresults in {}: results.jsonl, summary.json, report.html",
+        args.out.display()
+    );
     if failed > 0 {
         return Err(CliError::new(
             ErrorClass::Partial,

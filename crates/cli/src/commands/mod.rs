@@ -5,9 +5,12 @@ pub mod doctor;
 pub mod evaluate;
 pub mod generate;
 pub mod harness;
+pub mod layout;
 pub mod mem;
 pub mod model;
 pub mod profile;
+pub mod report;
+pub mod schedule;
 pub mod topo;
 pub mod workload;
 
@@ -28,6 +31,10 @@ pub fn run(cli: Cli) -> CliResult {
         Command::C2c(a) => c2c::run(a),
         Command::Profile(a) => profile::run(a),
         Command::Model(a) => model::run(a),
+        Command::Report(a) => report::run(a),
+        Command::Compare(a) => report::compare(a),
         Command::Mem(a) => mem::run(a),
+        Command::Layout(a) => layout::run(a),
+        Command::Schedule(a) => schedule::run(a),
     }
 }

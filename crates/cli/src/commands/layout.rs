@@ -1,0 +1,930 @@
+//! `numalab layout`: where the cores sit on a mesh, inferred from a latency matrix
+//! (`infer`), checked against ground truth from the model (`groundtruth`), and used to
+//! place cooperating threads (`affinity`). The work is in `numalab-layout`; this module
+//! parses flags (geometry, hop costs and tiles are checked before anything is read),
+//! writes records through the shared [`Recorder`] and prints tables.
+
+use crate::output::paint;
+use crate::record::{OutputArgs, Recorder};
+use crate::{CliError, CliResult};
+use clap::{Args, Subcommand, ValueEnum};
+use numalab_layout::affinity::{self, Comm, CostMatrix};
+use numalab_layout::draw::{self, Heat};
+use numalab_layout::groundtruth::{self, preset_grid, TrialOptions};
+use numalab_layout::infer::{self, tile_groups, Problem};
+use numalab_layout::record::{AffinityRecord, GroundTruthRecord, InferenceRecord};
+use numalab_layout::{input, Grid, HopCosts, Kind, LayoutError, Options};
+use numalab_model::spec::Routing;
+use numalab_model::Model;
+use numalab_schema::record::Host;
+use numalab_schema::{cpulist, ErrorClass, Origin, Record};
+use std::path::{Path, PathBuf};
+
+/// `numalab layout`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab layout infer --input knl.csv --preset knl-7210 --svg knl.svg --heatmap-from 0\n  numalab layout infer --input results/ --geometry 8x8 --hop-cost fit\n  numalab layout groundtruth --preset knl-7210 --noise-ns 0,1,2,4 --seed 1\n  numalab layout affinity --threads 8 --layout layout-out/\n  numalab layout affinity --threads 4 --input c2c-out/ --comm traffic.txt"
+)]
+pub struct LayoutArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: LayoutCommand,
+}
+
+/// `numalab layout` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum LayoutCommand {
+    /// Infer the floorplan (core and target positions on a mesh) from a latency matrix.
+    Infer(Box<InferArgs>),
+    /// Recovery accuracy on model-generated matrices with known placements, versus noise.
+    Groundtruth(GroundtruthArgs),
+    /// Choose cores for K cooperating threads; predicted gain over scatter.
+    Affinity(AffinityArgs),
+}
+
+/// Routing on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RoutingArg {
+    /// X (columns) first.
+    Xy,
+    /// Y (rows) first (Xeon Phi).
+    Yx,
+}
+
+impl From<RoutingArg> for Routing {
+    fn from(r: RoutingArg) -> Routing {
+        match r {
+            RoutingArg::Xy => Routing::Xy,
+            RoutingArg::Yx => Routing::Yx,
+        }
+    }
+}
+
+/// `numalab layout infer`.
+#[derive(Debug, Args)]
+pub struct InferArgs {
+    /// The matrix: a c2c results folder, journal or JSON bundle (`numalab c2c --out/--json`),
+    /// model latency heatmaps, a core-to-core-latency CSV, or a core x target CSV
+    /// (header `cpu,<target>,...`).
+    #[arg(long, value_name = "PATH")]
+    pub input: PathBuf,
+    /// Mesh size, ROWSxCOLS (e.g. 7x6: 7 rows, 6 columns).
+    #[arg(
+        long,
+        value_name = "ROWSxCOLS",
+        conflicts_with = "preset",
+        required_unless_present = "preset"
+    )]
+    pub geometry: Option<String>,
+    /// Take the mesh from a model preset: size, routing, hop costs, cores per tile, which
+    /// stops are tiles (NAME[:VARIANT,...], see `numalab model list`).
+    #[arg(long, value_name = "PRESET")]
+    pub preset: Option<String>,
+    /// Dimension-order routing (default: the preset's, else xy). Only matters when link
+    /// costs differ from link to link.
+    #[arg(long, value_enum)]
+    pub routing: Option<RoutingArg>,
+    /// Hop costs in cycles as VERTICAL,HORIZONTAL (e.g. 1,2), or `fit` to fit one cost per
+    /// kind of link (default: the preset's costs; `fit` with --geometry).
+    #[arg(long, value_name = "V,H|fit")]
+    pub hop_cost: Option<String>,
+    /// Cores a tile holds (default: the preset's; with --geometry 1, or the size of the
+    /// c2c structure's finest groups when the matrix needs it).
+    #[arg(long, value_name = "N")]
+    pub cores_per_tile: Option<u32>,
+    /// Tiles known to be disabled (no cores), as column:row pairs, e.g. 2:0,3:0.
+    #[arg(long, value_name = "TILES")]
+    pub disabled: Option<String>,
+    /// Do not keep the c2c structure's finest groups (e.g. the 2 cores of a tile) together.
+    #[arg(long)]
+    pub no_tile_groups: bool,
+    /// Seed of the first restart.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Restarts (half from spectral starts, half random).
+    #[arg(long, default_value_t = 8)]
+    pub restarts: usize,
+    /// Annealing moves per unit and random restart.
+    #[arg(long, default_value_t = 400, hide = true)]
+    pub sweeps: usize,
+    /// Write the floorplan as SVG.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Colour the SVG by the measured latency from this CPU (core-to-core matrices).
+    #[arg(
+        long,
+        value_name = "CPU",
+        requires = "svg",
+        conflicts_with = "heatmap_to"
+    )]
+    pub heatmap_from: Option<u32>,
+    /// Colour the SVG by the measured latency to this target (core x target matrices).
+    #[arg(long, value_name = "TARGET", requires = "svg")]
+    pub heatmap_to: Option<String>,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Matrix kinds on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MatrixArg {
+    /// Core to core.
+    C2c,
+    /// Core to every directory slice (targets placed too).
+    Targets,
+}
+
+/// `numalab layout groundtruth`.
+#[derive(Debug, Args)]
+pub struct GroundtruthArgs {
+    /// Model preset whose mesh is used (NAME[:VARIANT,...]).
+    #[arg(long, value_name = "PRESET")]
+    pub preset: String,
+    /// Noise levels (standard deviation of Gaussian noise per cell, ns).
+    #[arg(long, value_name = "LIST", default_value = "0,0.5,1,2,4,8")]
+    pub noise_ns: String,
+    /// Seed (trial k uses seed + k: placement, disabled tiles, noise and search).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Trials per noise level.
+    #[arg(long, default_value_t = 3)]
+    pub trials: usize,
+    /// Which matrix to generate.
+    #[arg(long, value_enum, default_value_t = MatrixArg::C2c)]
+    pub matrix: MatrixArg,
+    /// Fit the hop costs instead of giving the preset's.
+    #[arg(long)]
+    pub fit_hop_costs: bool,
+    /// Tell the search which tiles are disabled.
+    #[arg(long)]
+    pub disabled_known: bool,
+    /// Restarts per inference.
+    #[arg(long, default_value_t = 4)]
+    pub restarts: usize,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `numalab layout affinity`.
+#[derive(Debug, Args)]
+pub struct AffinityArgs {
+    /// Cooperating threads.
+    #[arg(long, value_name = "K")]
+    pub threads: usize,
+    /// Communication matrix: K lines of K non-negative weights (traffic from thread i to j).
+    #[arg(long, value_name = "FILE")]
+    pub comm: Option<PathBuf>,
+    /// An inferred floorplan (`layout infer --out DIR` or `--json` output).
+    #[arg(long, value_name = "LAYOUT", required_unless_present = "input")]
+    pub layout: Option<PathBuf>,
+    /// Without a floorplan: a core-to-core matrix (c2c output or CSV); its groups fill
+    /// unmeasured pairs.
+    #[arg(long, value_name = "MATRIX", conflicts_with = "layout")]
+    pub input: Option<PathBuf>,
+    /// Seed of the search.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Runs `numalab layout`.
+pub fn run(args: LayoutArgs) -> CliResult {
+    match args.command {
+        LayoutCommand::Infer(a) => run_infer(&a),
+        LayoutCommand::Groundtruth(a) => run_groundtruth(&a),
+        LayoutCommand::Affinity(a) => run_affinity(&a),
+    }
+}
+
+/// The origin of results derived from an input of this origin ("measured", "modeled",
+/// "imported").
+fn origin_of(text: &str) -> Origin {
+    match text {
+        "measured" => Origin::Measured,
+        "modeled" => Origin::Modeled,
+        _ => Origin::Imported,
+    }
+}
+
+fn usage(msg: impl Into<String>) -> CliError {
+    CliError::new(ErrorClass::Usage, msg)
+}
+
+fn file_host(tag: &str, path: &Path) -> Host {
+    Host {
+        hostname: None,
+        cpu_model: None,
+        kernel: None,
+        governor: None,
+        smt: None,
+        hypervisor: None,
+        container: None,
+        topology_hash: format!("{tag}:{}", path.display()),
+        topology: None,
+    }
+}
+
+/// `ROWSxCOLS`.
+fn parse_geometry(text: &str) -> Result<(u32, u32), CliError> {
+    let bad = || {
+        usage(format!(
+            "--geometry {text:?}: expected ROWSxCOLS, e.g. 7x6 (7 rows, 6 columns)"
+        ))
+    };
+    let (r, c) = text
+        .to_ascii_lowercase()
+        .split_once('x')
+        .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
+        .ok_or_else(bad)?;
+    let r: u32 = r.parse().map_err(|_| bad())?;
+    let c: u32 = c.parse().map_err(|_| bad())?;
+    if r == 0 || c == 0 {
+        return Err(bad());
+    }
+    Ok((r, c))
+}
+
+/// `V,H` or `fit`.
+fn parse_hop_cost(text: &str) -> Result<Option<(u32, u32)>, CliError> {
+    if text.trim().eq_ignore_ascii_case("fit") {
+        return Ok(None);
+    }
+    let bad = || {
+        usage(format!(
+            "--hop-cost {text:?}: expected VERTICAL,HORIZONTAL cycles (e.g. 1,2) or fit"
+        ))
+    };
+    let (v, h) = text.split_once(',').ok_or_else(bad)?;
+    let v: u32 = v.trim().parse().map_err(|_| bad())?;
+    let h: u32 = h.trim().parse().map_err(|_| bad())?;
+    if v == 0 || h == 0 {
+        return Err(bad());
+    }
+    Ok(Some((v, h)))
+}
+
+fn run_infer(a: &InferArgs) -> CliResult {
+    // Flags first, without reading anything.
+    let geometry = a.geometry.as_deref().map(parse_geometry).transpose()?;
+    let hop = a.hop_cost.as_deref().map(parse_hop_cost).transpose()?;
+    if a.restarts == 0 {
+        return Err(usage("--restarts must be at least 1"));
+    }
+    if a.cores_per_tile == Some(0) {
+        return Err(usage("--cores-per-tile must be at least 1"));
+    }
+    let loaded = input::load(&a.input)?;
+    let m = &loaded.measured;
+    let n = m.cpus.len();
+    // The heatmap must fit the matrix; say so before searching.
+    match (&a.heatmap_from, &a.heatmap_to, m.kind) {
+        (Some(_), _, Kind::CoreToTarget) => {
+            return Err(usage("--heatmap-from needs a core-to-core matrix; use --heatmap-to TARGET for a core x target matrix"))
+        }
+        (_, Some(_), Kind::CoreToCore) => {
+            return Err(usage("--heatmap-to needs a core x target matrix; use --heatmap-from CPU for a core-to-core matrix"))
+        }
+        (Some(c), _, _) if !m.cpus.contains(c) => {
+            return Err(usage(format!("--heatmap-from {c}: CPU {c} is not in the matrix ({n} CPUs)")))
+        }
+        (_, Some(t), _) if !m.targets.contains(t) => {
+            return Err(usage(format!("--heatmap-to {t}: no such target; the matrix has {}", m.targets.join(", "))))
+        }
+        _ => {}
+    }
+    let mut notes = loaded.notes.clone();
+    let hop_costs = match hop {
+        Some(None) => HopCosts::Fit,
+        Some(Some(_)) => HopCosts::Fixed,
+        None if a.preset.is_some() => HopCosts::Fixed,
+        None => HopCosts::Fit,
+    };
+    let structure = loaded.c2c.as_ref().map(numalab_c2c::infer);
+    let (mut grid, preset_label) = if let Some(p) = &a.preset {
+        let mut model = Model::load(p, &[]).map_err(LayoutError::from)?;
+        if model.geo.sockets != 1 {
+            return Err(usage(format!(
+                "--preset {p}: {} sockets; layout inference fits one mesh (fit each socket's matrix with a one-socket preset)",
+                model.geo.sockets
+            )));
+        }
+        if let Some(r) = a.routing {
+            model.geo.routing = r.into();
+        }
+        if let Some(Some((v, h))) = hop {
+            let mut g = numalab_model::geometry::Geometry::uniform(
+                model.geo.cols,
+                model.geo.rows,
+                model.geo.routing,
+                0,
+                h,
+                v,
+            );
+            g.inject_cycles = model.geo.inject_cycles;
+            g.eject_cycles = model.geo.eject_cycles;
+            model.geo = g;
+        }
+        let mut grid = preset_grid(&model, hop_costs)?;
+        if let Some(c) = a.cores_per_tile {
+            grid.capacity = c;
+        }
+        if m.kind == Kind::CoreToCore || m.kind == Kind::CoreToTarget {
+            let cores = model.cores.len();
+            if n != cores {
+                return Err(CliError::new(
+                    ErrorClass::Input,
+                    format!(
+                        "{}: the matrix has {n} CPUs but {} has {cores} cores: the matrix size does not match the geometry; give one CPU per core (measure with --cpus) or use --geometry ROWSxCOLS",
+                        a.input.display(),
+                        model.label
+                    ),
+                ));
+            }
+        }
+        (grid, Some(model.label.clone()))
+    } else {
+        let (rows, cols) =
+            geometry.ok_or_else(|| usage("give --geometry ROWSxCOLS or --preset"))?;
+        let (v, h) = hop.flatten().unwrap_or((1, 1));
+        let routing: Routing = a.routing.map_or(Routing::Xy, Into::into);
+        let slots = rows as usize * cols as usize;
+        let capacity = match a.cores_per_tile {
+            Some(c) => c,
+            None if n > slots => {
+                // The matrix needs shared tiles: take the size of the finest c2c groups.
+                let k = structure
+                    .as_ref()
+                    .and_then(|s| s.levels.first())
+                    .map(|l| l.groups.iter().map(|g| g.cpus.len()).max().unwrap_or(1))
+                    .unwrap_or(1) as u32;
+                if k > 1 && n <= slots * k as usize {
+                    notes.push(format!(
+                        "{n} CPUs on {slots} stops: {k} cores per tile, the size of the finest groups of the c2c structure"
+                    ));
+                    k
+                } else {
+                    1
+                }
+            }
+            None => 1,
+        };
+        (
+            Grid::uniform(rows, cols, routing, v, h, capacity, hop_costs)?,
+            None,
+        )
+    };
+    if let Some(d) = &a.disabled {
+        let tiles = numalab_layout::grid::parse_stops(d, grid.geo.cols, grid.geo.rows)?;
+        let stops: Vec<u32> = tiles.iter().map(|&(x, y)| grid.stop(x, y)).collect();
+        grid.disable(&stops);
+        notes.push(format!("{} tiles given as disabled", stops.len()));
+    }
+    let groups = match (&structure, a.no_tile_groups) {
+        (Some(s), false) if grid.capacity > 1 => tile_groups(s, &m.cpus, grid.capacity),
+        _ => Vec::new(),
+    };
+    if !groups.is_empty() {
+        notes.push(format!(
+            "{} groups of CPUs kept on one tile each (the c2c structure's finest level)",
+            groups.len()
+        ));
+    }
+    // Sizes and constraints are checked here, before the search.
+    let problem = Problem::new(&grid, m, &groups)?;
+    let opts = Options {
+        seed: a.seed,
+        restarts: a.restarts,
+        sweeps: a.sweeps,
+        ..Options::default()
+    };
+    let config = serde_json::json!({
+        "input": a.input.display().to_string(),
+        "geometry": a.geometry, "preset": a.preset, "routing": a.routing.map(|r| format!("{r:?}").to_lowercase()),
+        "hop_cost": a.hop_cost, "cores_per_tile": grid.capacity, "disabled": a.disabled,
+        "tile_groups": !a.no_tile_groups, "seed": a.seed, "restarts": a.restarts, "sweeps": a.sweeps,
+    });
+    let origin = origin_of(&loaded.origin);
+    let mut rec = Recorder::new(&a.output, config, origin, file_host("layout", &a.input))?;
+    let bar = indicatif::ProgressBar::new(a.restarts as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed}] {bar:30} {pos}/{len} restarts",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let inf = infer::infer(&problem, &opts, &|k| bar.set_position(k as u64));
+    bar.finish_and_clear();
+    let inf = inf?;
+    if inf.interrupted {
+        notes.push(format!(
+            "interrupted: {} of {} restarts ran",
+            inf.restarts.len(),
+            a.restarts
+        ));
+    }
+    if inf.symmetries.len() > 1 {
+        notes.push(format!(
+            "the placement is defined up to {}: a mirror image explains the matrix equally well",
+            inf.symmetries
+                .iter()
+                .skip(1)
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let r = InferenceRecord::new(
+        &a.input.display().to_string(),
+        &loaded.origin,
+        &grid,
+        preset_label,
+        m,
+        &inf,
+        &groups,
+        &opts,
+        notes,
+    );
+    if let Some(path) = &a.svg {
+        let heat = match (&a.heatmap_from, &a.heatmap_to) {
+            (Some(c), _) => Some(Heat::From(*c)),
+            (_, Some(t)) => Some(Heat::To(t.clone())),
+            _ => None,
+        };
+        let svg = draw::floorplan(&r, m, heat.as_ref())?;
+        std::fs::write(path, svg).map_err(|e| {
+            CliError::new(
+                ErrorClass::Runtime,
+                format!("{}: cannot write the SVG: {e}", path.display()),
+            )
+        })?;
+    }
+    let key = format!("layout/inference/{}", a.input.display());
+    rec.push(Record::new(key, origin, &r))?;
+    if !rec.json() {
+        print_inference(&r);
+        if let Some(p) = &a.svg {
+            println!("floorplan written to {}", p.display());
+        }
+    }
+    rec.finish()?;
+    if inf.interrupted {
+        return Err(CliError::new(
+            ErrorClass::Interrupted,
+            "interrupted; the best placement of the restarts that ran was recorded",
+        ));
+    }
+    Ok(())
+}
+
+fn print_inference(r: &InferenceRecord) {
+    let g = &r.geometry;
+    let hop = match g.hop_costs {
+        HopCosts::Fixed => format!(
+            "hop costs given: vertical {:?}, horizontal {:?} cycles",
+            g.hop_cycles_vertical, g.hop_cycles_horizontal
+        ),
+        HopCosts::Fit => "hop costs fitted".to_string(),
+    };
+    println!(
+        "{} of {} CPUs on a {} x {} mesh ({} rows x {} columns{}, {} routing, {hop}, {} cores per tile)",
+        paint("1", "floorplan"),
+        r.cores.len(),
+        g.rows,
+        g.cols,
+        g.rows,
+        g.cols,
+        g.preset.as_ref().map_or(String::new(), |p| format!(", preset {p}")),
+        g.routing.to_uppercase(),
+        g.cores_per_tile
+    );
+    let consts: Vec<String> = r
+        .constants
+        .iter()
+        .map(|c| {
+            let unit = match c.name.as_str() {
+                "base" | "same_stop" => "ns",
+                "per_cycle" => "ns per cycle",
+                _ => "ns per hop",
+            };
+            format!("{} {:.2} {unit}", c.name.replace('_', " "), c.value_ns)
+        })
+        .collect();
+    println!("fit: {}", consts.join(", "));
+    println!(
+        "residual {:.2} ns rms over {} latencies (R^2 {:.3}); {} of {} restarts ended at the best placement",
+        r.residual_rms_ns,
+        r.observations,
+        r.r_squared,
+        r.restarts_same_as_best,
+        r.restarts.len()
+    );
+    // The grid, top row first.
+    let mut cell: Vec<Vec<String>> = vec![vec![String::new(); g.cols as usize]; g.rows as usize];
+    for c in &r.cores {
+        let s = &mut cell[c.y as usize][c.x as usize];
+        if !s.is_empty() {
+            s.push(',');
+        }
+        s.push_str(&c.cpu.to_string());
+        if c.confidence < 0.9 {
+            s.push('?');
+        }
+    }
+    for p in &g.no_cores {
+        let s = &mut cell[p[1] as usize][p[0] as usize];
+        if s.is_empty() {
+            *s = "#".into();
+        }
+    }
+    for p in &r.empty_tiles {
+        let s = &mut cell[p[1] as usize][p[0] as usize];
+        if s.is_empty() {
+            *s = "-".into();
+        }
+    }
+    let mut targets: Vec<Vec<Vec<String>>> =
+        vec![vec![Vec::new(); g.cols as usize]; g.rows as usize];
+    for t in &r.targets {
+        targets[t.y as usize][t.x as usize]
+            .push(t.target.rsplit(':').next().unwrap_or(&t.target).to_string());
+    }
+    let width = cell
+        .iter()
+        .flatten()
+        .map(String::len)
+        .chain(targets.iter().flatten().map(|v| v.join(",").len() + 2))
+        .max()
+        .unwrap_or(1)
+        .max(5);
+    print!("      ");
+    for x in 0..g.cols {
+        print!(" {:<width$}", format!("x={x}"));
+    }
+    println!();
+    for y in (0..g.rows as usize).rev() {
+        print!("{:<6}", format!("y={y}"));
+        for c in &cell[y] {
+            print!(" {c:<width$}");
+        }
+        println!();
+        if !r.targets.is_empty() {
+            print!("      ");
+            for t in &targets[y] {
+                print!(
+                    " {:<width$}",
+                    if t.is_empty() {
+                        String::new()
+                    } else {
+                        format!("[{}]", t.join(","))
+                    }
+                );
+            }
+            println!();
+        }
+    }
+    println!("cells: CPU ids ('?': confidence below 0.9); '-': tile left empty (disabled, as inferred); '#': holds no core{}",
+        if r.targets.is_empty() { "" } else { "; [..]: targets" });
+    if !r.low_confidence_cpus.is_empty() {
+        println!(
+            "low confidence: CPUs {} (their best other stop fits almost as well)",
+            cpulist::format(&r.low_confidence_cpus)
+        );
+    }
+    for n in &r.notes {
+        println!("note: {n}");
+    }
+}
+
+fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
+    let levels: Vec<f64> = a
+        .noise_ns
+        .split(',')
+        .map(|s| s.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            usage(format!(
+                "--noise-ns {:?}: expected numbers like 0,1,2,4",
+                a.noise_ns
+            ))
+        })?;
+    if levels.iter().any(|v| !v.is_finite() || *v < 0.0) {
+        return Err(usage("--noise-ns: noise levels must be 0 or more"));
+    }
+    if a.trials == 0 || a.restarts == 0 {
+        return Err(usage("--trials and --restarts must be at least 1"));
+    }
+    let model = Model::load(&a.preset, &[]).map_err(LayoutError::from)?;
+    if model.geo.sockets != 1 {
+        return Err(usage(format!(
+            "--preset {}: ground truth needs a one-socket preset",
+            a.preset
+        )));
+    }
+    let kind = match a.matrix {
+        MatrixArg::C2c => Kind::CoreToCore,
+        MatrixArg::Targets => Kind::CoreToTarget,
+    };
+    let hop_costs = if a.fit_hop_costs {
+        HopCosts::Fit
+    } else {
+        HopCosts::Fixed
+    };
+    let opts = TrialOptions {
+        kind,
+        hop_costs,
+        disabled_known: a.disabled_known,
+        search: Options {
+            restarts: a.restarts,
+            ..Options::default()
+        },
+    };
+    let config = serde_json::json!({"preset": a.preset, "noise_ns": levels, "seed": a.seed,
+        "trials": a.trials, "matrix": format!("{:?}", a.matrix).to_lowercase(), "fit_hop_costs": a.fit_hop_costs,
+        "disabled_known": a.disabled_known, "restarts": a.restarts});
+    let mut rec = Recorder::new(
+        &a.output,
+        config,
+        Origin::Modeled,
+        numalab_model::machine::host(&model),
+    )?;
+    let syms: Vec<String> = preset_grid(&model, hop_costs)?
+        .symmetries()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    let bar = indicatif::ProgressBar::new((levels.len() * a.trials) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed}] {bar:30} {pos}/{len} trials {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut out: Vec<GroundTruthRecord> = Vec::new();
+    for &noise in &levels {
+        let key = format!(
+            "layout/groundtruth/{}/{:?}/{:?}/{}/noise{noise}/seed{}/trials{}",
+            model.label, kind, hop_costs, a.disabled_known, a.seed, a.trials
+        );
+        if rec.done(&key) {
+            if let Some(r) = rec
+                .previous
+                .iter()
+                .find(|r| r.key == key)
+                .and_then(|r| r.decode::<GroundTruthRecord>())
+                .and_then(Result::ok)
+            {
+                out.push(r);
+            }
+            bar.inc(a.trials as u64);
+            continue;
+        }
+        let mut trials = Vec::new();
+        for k in 0..a.trials {
+            if numalab_schema::interrupt::requested() {
+                bar.finish_and_clear();
+                rec.finish()?;
+                return Err(CliError::new(ErrorClass::Interrupted, "interrupted; finished noise levels are recorded, rerun with the same --out to resume"));
+            }
+            bar.set_message(format!("noise {noise} ns"));
+            trials.push(groundtruth::trial(&model, &opts, noise, a.seed + k as u64)?);
+            bar.inc(1);
+        }
+        let ex: Vec<f64> = trials.iter().map(|t| t.accuracy.exact_fraction).collect();
+        let secs: Vec<f64> = trials.iter().map(|t| t.seconds).collect();
+        let found: usize = trials.iter().map(|t| t.tile_groups_found).sum();
+        let correct: usize = trials.iter().map(|t| t.tile_groups_correct).sum();
+        let truth_groups = if model.spec.cores.per_stop > 1 && kind == Kind::CoreToCore {
+            Some(
+                model
+                    .cores
+                    .len()
+                    .div_ceil(model.spec.cores.per_stop as usize)
+                    * a.trials,
+            )
+        } else {
+            None
+        };
+        let r = GroundTruthRecord {
+            preset: model.label.clone(),
+            kind,
+            hop_costs,
+            disabled_known: a.disabled_known,
+            noise_ns: noise,
+            exact_fraction_mean: ex.iter().sum::<f64>() / ex.len() as f64,
+            exact_fraction_min: ex.iter().copied().fold(f64::INFINITY, f64::min),
+            mean_displacement_hops: trials
+                .iter()
+                .map(|t| t.accuracy.mean_displacement_hops)
+                .sum::<f64>()
+                / trials.len() as f64,
+            tile_groups_correct_fraction: truth_groups
+                .map(|g| correct.min(found) as f64 / g as f64),
+            search_optimal_trials: trials.iter().filter(|t| t.search_optimal).count(),
+            seconds_median: numalab_stats::median(&secs).unwrap_or(0.0),
+            trials,
+            symmetries: syms.clone(),
+        };
+        rec.push(Record::new(key, Origin::Modeled, &r))?;
+        out.push(r);
+    }
+    bar.finish_and_clear();
+    if !rec.json() {
+        println!(
+            "{}: {} on {} ({} trials per level, hop costs {}, disabled tiles {}); accuracy modulo {}",
+            paint("1", "recovery accuracy"),
+            match kind { Kind::CoreToCore => "core-to-core matrices", Kind::CoreToTarget => "core x slice matrices" },
+            model.label,
+            a.trials,
+            match hop_costs { HopCosts::Fixed => "given", HopCosts::Fit => "fitted" },
+            if a.disabled_known { "given" } else { "unknown" },
+            syms.join(", ")
+        );
+        println!(
+            "{:>9}  {:>13}  {:>9}  {:>18}  {:>12}  {:>13}  {:>8}",
+            "noise ns",
+            "exact (mean)",
+            "worst",
+            "displacement hops",
+            "tile pairs",
+            "search optimal",
+            "time s"
+        );
+        for r in &out {
+            println!(
+                "{:>9}  {:>12.1}%  {:>8.1}%  {:>18.2}  {:>12}  {:>14}  {:>8.2}",
+                r.noise_ns,
+                100.0 * r.exact_fraction_mean,
+                100.0 * r.exact_fraction_min,
+                r.mean_displacement_hops,
+                r.tile_groups_correct_fraction
+                    .map_or("-".into(), |f| format!("{:.0}%", 100.0 * f)),
+                format!("{}/{}", r.search_optimal_trials, r.trials.len()),
+                r.seconds_median
+            );
+        }
+        println!("search optimal: trials where the inferred placement fits the noisy matrix at least as well as the true one (the remaining error is the noise's, not the search's)");
+    }
+    rec.finish()?;
+    Ok(())
+}
+
+fn read_layout(path: &Path) -> Result<InferenceRecord, CliError> {
+    let (bundle, _) = numalab_schema::journal::read_bundle(path).map_err(|e| {
+        CliError::new(
+            ErrorClass::Input,
+            format!("{e}; give the output of `numalab layout infer --out DIR` or `--json`"),
+        )
+    })?;
+    bundle
+        .records_of::<InferenceRecord>()
+        .into_iter()
+        .last()
+        .map(|(_, r)| r)
+        .ok_or_else(|| {
+            CliError::new(
+                ErrorClass::Input,
+                format!("{}: holds no layout.inference record; run `numalab layout infer --out DIR` first", path.display()),
+            )
+        })
+}
+
+fn run_affinity(a: &AffinityArgs) -> CliResult {
+    let comm = match &a.comm {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| {
+                CliError::new(
+                    ErrorClass::Input,
+                    format!("{}: cannot read: {e}", p.display()),
+                )
+            })?;
+            let c = Comm::parse(&text, &p.display().to_string())?;
+            if c.k != a.threads {
+                return Err(CliError::new(
+                    ErrorClass::Input,
+                    format!(
+                        "{}: a {} x {} matrix for --threads {}; give one line per thread",
+                        p.display(),
+                        c.k,
+                        c.k,
+                        a.threads
+                    ),
+                ));
+            }
+            c
+        }
+        None => Comm::uniform(a.threads),
+    };
+    let (costs, layout, source_path, origin) = match (&a.layout, &a.input) {
+        (Some(l), _) => {
+            let r = read_layout(l)?;
+            let o = origin_of(&r.input_origin);
+            (CostMatrix::from_layout(&r)?, Some(r), l.clone(), o)
+        }
+        (None, Some(i)) => {
+            let loaded = input::load(i)?;
+            let m = loaded.c2c.ok_or_else(|| {
+                CliError::new(
+                    ErrorClass::Input,
+                    format!(
+                        "{}: affinity without a layout needs a core-to-core matrix",
+                        i.display()
+                    ),
+                )
+            })?;
+            (
+                CostMatrix::from_c2c(&m),
+                None,
+                i.clone(),
+                origin_of(&loaded.origin),
+            )
+        }
+        (None, None) => {
+            return Err(usage(
+                "give --layout (from `layout infer`) or --input (a c2c matrix)",
+            ))
+        }
+    };
+    let advice = affinity::advise(&costs, &comm, a.seed)?;
+    let placement: Vec<u32> = advice.placement.iter().map(|&p| costs.cpus[p]).collect();
+    let scatter: Vec<u32> = advice.scatter.iter().map(|&p| costs.cpus[p]).collect();
+    let mut sorted = placement.clone();
+    sorted.sort_unstable();
+    let nearest_targets: Vec<Option<String>> = match &layout {
+        Some(r) if !r.targets.is_empty() => {
+            let model = r.latency_model()?;
+            placement
+                .iter()
+                .map(|cpu| {
+                    let c = r.cores.iter().find(|c| c.cpu == *cpu)?;
+                    r.targets
+                        .iter()
+                        .min_by(|x, y| {
+                            model
+                                .ns(c.stop, x.stop)
+                                .total_cmp(&model.ns(c.stop, y.stop))
+                        })
+                        .map(|t| t.target.clone())
+                })
+                .collect()
+        }
+        _ => vec![None; placement.len()],
+    };
+    let mut notes = costs.notes.clone();
+    notes.push("the gain is that of the mean latency between communicating threads, not a prediction of the program's speed-up".into());
+    let r = AffinityRecord {
+        threads: a.threads,
+        source: costs.source.clone(),
+        communication: comm.name.clone(),
+        cpulist: cpulist::format(&sorted),
+        placement: placement.clone(),
+        cost_ns: advice.cost_ns,
+        scatter_cost_ns: advice.scatter_cost_ns,
+        scatter_placement: scatter.clone(),
+        predicted_gain: advice.scatter_cost_ns / advice.cost_ns,
+        nearest_targets,
+        notes,
+    };
+    let config = serde_json::json!({"threads": a.threads, "comm": a.comm, "layout": a.layout, "input": a.input, "seed": a.seed});
+    let mut rec = Recorder::new(
+        &a.output,
+        config,
+        origin,
+        file_host("affinity", &source_path),
+    )?;
+    rec.push(Record::new(
+        format!(
+            "layout/affinity/{}/{}/{}",
+            source_path.display(),
+            a.threads,
+            comm.name
+        ),
+        origin,
+        &r,
+    ))?;
+    if !rec.json() {
+        println!("{} {}", paint("1", "cpus:"), r.cpulist);
+        println!(
+            "mean latency between communicating threads: {:.1} ns here, {:.1} ns with scatter (CPUs {}): predicted gain {:.2}x",
+            r.cost_ns,
+            r.scatter_cost_ns,
+            cpulist::format(&scatter),
+            r.predicted_gain
+        );
+        for (i, cpu) in r.placement.iter().enumerate() {
+            let t = r.nearest_targets[i]
+                .as_ref()
+                .map_or(String::new(), |t| format!("  (home its data at {t})"));
+            println!("  thread {i:>3} -> CPU {cpu}{t}");
+        }
+        println!("e.g. taskset -c {} ./program", r.cpulist);
+        for n in &r.notes {
+            println!("note: {n}");
+        }
+    }
+    rec.finish()?;
+    Ok(())
+}

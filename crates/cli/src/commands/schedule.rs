@@ -1,0 +1,374 @@
+//! `numalab schedule`: a mix of tasks on the cores, three ways (fair, load, optimized),
+//! predicted from past runs, run for real with binding (a campaign of repetitions with
+//! medians) or evaluated on the machine model. The work is in
+//! `numalab_layout::schedule`; this module reads the mix and the history, builds the
+//! cores' description (live machine or model), writes records and prints tables.
+
+use crate::output::paint;
+use crate::record::{OutputArgs, Recorder};
+use crate::{CliError, CliResult};
+use clap::Args;
+use numalab_harness::plan::{cpu_order, Placement};
+use numalab_layout::affinity::CostMatrix;
+use numalab_layout::record::InferenceRecord;
+use numalab_layout::schedule::history::{self, RuntimeModel};
+use numalab_layout::schedule::mix::Mix;
+use numalab_layout::schedule::plan::{self, Predictor, Resources};
+use numalab_layout::schedule::record::{self as srec, PlanRecord, SummaryRecord, TaskHistory};
+use numalab_layout::schedule::run::{self, model_resources};
+use numalab_layout::LayoutError;
+use numalab_model::Model;
+use numalab_schema::{ErrorClass, Origin, Record};
+use std::path::PathBuf;
+
+/// `numalab schedule`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab scale --threads 1,2,4,8 --out hist/ -- ./sort {threads}\n  numalab schedule --mix mix.toml --history hist/\n  numalab schedule --mix mix.toml --history hist/ --run --repeat 10 --out sched/\n  numalab schedule --mix mix.toml --history hist/ --model knl-7210\n\nA mix file lists [[task]]s: name, command (an argv list, or a string run by sh -c), data\n(size), threads (allowed counts), optional timeout, env, memory_bound and\ncommunication_bound (shares of run time the --model evaluation scales by latency)."
+)]
+pub struct ScheduleArgs {
+    /// The mix (TOML): the tasks, their data sizes and allowed thread counts.
+    #[arg(long, value_name = "FILE")]
+    pub mix: PathBuf,
+    /// Results of earlier runs of the tasks (`numalab scale --out DIR`), repeatable.
+    #[arg(long, value_name = "DIR", num_args = 1..)]
+    pub history: Vec<PathBuf>,
+    /// Run the three schedules on this machine (each task pinned to its cores).
+    #[arg(long, conflicts_with = "model")]
+    pub run: bool,
+    /// Evaluate the schedules on a modeled machine (preset NAME[:VARIANT,...]).
+    #[arg(long, value_name = "PRESET")]
+    pub model: Option<String>,
+    /// Runs of each schedule (campaign; outliers are discarded, medians reported).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// CPUs the schedules may use on this machine (default: all), e.g. 0-15 or node:0.
+    #[arg(long, value_name = "LIST", conflicts_with = "model")]
+    pub cpus: Option<String>,
+    /// An inferred floorplan (`numalab layout infer`) for the optimized placement here.
+    #[arg(long, value_name = "LAYOUT", conflicts_with = "model")]
+    pub layout: Option<PathBuf>,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn usage(msg: impl Into<String>) -> CliError {
+    CliError::new(ErrorClass::Usage, msg)
+}
+
+/// Runs `numalab schedule`.
+pub fn run(a: ScheduleArgs) -> CliResult {
+    if a.repeat == 0 {
+        return Err(usage("--repeat must be at least 1"));
+    }
+    let mix = Mix::read(&a.mix)?;
+    let mut bundles = Vec::new();
+    for h in &a.history {
+        let (b, warnings) = numalab_schema::journal::read_bundle(h).map_err(|e| {
+            CliError::new(
+                ErrorClass::Input,
+                format!(
+                    "--history {}: {e}; give a `numalab scale --out DIR` folder",
+                    h.display()
+                ),
+            )
+        })?;
+        for w in warnings {
+            eprintln!("numalab: warning: {w}");
+        }
+        bundles.push(b);
+    }
+    let obs = history::gather(&mix, &bundles);
+    let models: Vec<Option<RuntimeModel>> = obs.iter().map(|o| history::fit(o)).collect();
+    // The cores.
+    let (res, host, model, origin) = match &a.model {
+        Some(p) => {
+            let m = Model::load(p, &[]).map_err(LayoutError::from)?;
+            let h = numalab_model::machine::host(&m);
+            (model_resources(&m), h, Some(m), Origin::Modeled)
+        }
+        None => {
+            let machine = numalab_topo::live()?;
+            let cpus = match &a.cpus {
+                Some(t) => numalab_topo::select::CpuSelection::parse(t)?.resolve(&machine)?,
+                None => machine.pu_ids(),
+            };
+            let compact: Vec<u32> = cpu_order(&machine, Placement::Compact)
+                .into_iter()
+                .filter(|c| cpus.contains(c))
+                .collect();
+            let distance = match &a.layout {
+                Some(l) => {
+                    let (b, _) = numalab_schema::journal::read_bundle(l).map_err(|e| {
+                        CliError::new(ErrorClass::Input, format!("--layout {}: {e}", l.display()))
+                    })?;
+                    let r = b.records_of::<InferenceRecord>().into_iter().last().map(|x| x.1).ok_or_else(|| {
+                        CliError::new(ErrorClass::Input, format!("--layout {}: no layout.inference record; run `numalab layout infer --out DIR`", l.display()))
+                    })?;
+                    let c = CostMatrix::from_layout(&r)?;
+                    if let Some(x) = cpus.iter().find(|x| !c.cpus.contains(x)) {
+                        return Err(CliError::new(ErrorClass::Input, format!(
+                            "--layout {}: CPU {x} is not in the floorplan; restrict --cpus to its CPUs", l.display()
+                        )));
+                    }
+                    Some(c)
+                }
+                None => None,
+            };
+            let node_of = machine
+                .pus
+                .iter()
+                .filter_map(|p| p.numa_node.map(|n| (p.os_index, n)))
+                .collect();
+            let h = numalab_topo::system::host(&machine);
+            (
+                Resources {
+                    cpus,
+                    node_of,
+                    compact,
+                    distance,
+                    source: "this machine".into(),
+                },
+                h,
+                None,
+                Origin::Measured,
+            )
+        }
+    };
+    // Plans (a mix that cannot fit is an error here, before anything runs).
+    let pred = Predictor { models: &models };
+    let mut plans = plan::build(&mix, &res, &pred)?;
+    let predictions = match &model {
+        Some(m) => {
+            run::evaluate_on_model(&mix, &mut plans, m, &res);
+            format!("history fit scaled on model {}", m.label)
+        }
+        None => "history fit".to_string(),
+    };
+    if a.run {
+        for p in &plans {
+            run::check_commands(&mix, p)?;
+        }
+    }
+    let mut notes = Vec::new();
+    for (t, m) in mix.tasks.iter().zip(&models) {
+        if m.is_none() {
+            notes.push(format!(
+                "task {:?}: no past runs found in --history; record some with `numalab scale --out DIR -- {}`",
+                t.name,
+                t.command.join(" ")
+            ));
+        } else if let Some(m) = m.as_ref().filter(|m| m.form == "one-point") {
+            notes.push(format!(
+                "task {:?}: history at one thread count only ({}): perfect scaling assumed",
+                t.name, m.points[0].threads
+            ));
+        }
+    }
+    let mix_id = mix.id();
+    let plan_rec = PlanRecord {
+        mix: mix.source.clone(),
+        mix_id: mix_id.clone(),
+        resources: res.source.clone(),
+        cores: res.cpus.len(),
+        history: a.history.iter().map(|h| h.display().to_string()).collect(),
+        tasks: mix
+            .tasks
+            .iter()
+            .zip(&models)
+            .zip(&obs)
+            .map(|((t, m), o)| TaskHistory {
+                task: t.name.clone(),
+                runs: o.len(),
+                model: m.clone(),
+            })
+            .collect(),
+        plans: plans.clone(),
+        predictions,
+        notes,
+    };
+    let config = serde_json::json!({"mix": a.mix, "history": a.history, "run": a.run, "model": a.model,
+        "repeat": a.repeat, "cpus": a.cpus, "layout": a.layout});
+    let mut rec = Recorder::new(&a.output, config, origin, host)?;
+    let plan_key = format!(
+        "schedule/{mix_id}/plan/{}/{}",
+        res.source,
+        rec.envelope().created_utc
+    );
+    rec.push(Record::new(plan_key, origin, &plan_rec))?;
+    if !rec.json() {
+        print_plans(&plan_rec);
+    }
+    if !a.run {
+        rec.finish()?;
+        return Ok(());
+    }
+    // The campaign: repetitions interleaved across schedules, the order rotated each round
+    // so that slow drifts of the machine do not favour one schedule.
+    let total = a.repeat * plans.len();
+    let bar = indicatif::ProgressBar::new(total as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed}] {bar:30} {pos}/{len} runs {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut runs: Vec<srec::RunRecord> = rec
+        .previous
+        .iter()
+        .filter_map(|r| r.decode::<srec::RunRecord>().and_then(Result::ok))
+        .filter(|r| r.mix_id == mix_id)
+        .collect();
+    let mut interrupted = false;
+    'campaign: for k in 0..a.repeat {
+        for j in 0..plans.len() {
+            let p = &plans[(j + k) % plans.len()];
+            let key = format!("schedule/{mix_id}/{}/r{k}", p.schedule);
+            if rec.done(&key) {
+                bar.inc(1);
+                continue;
+            }
+            bar.set_message(p.schedule.clone());
+            match run::run_plan(&mix, p) {
+                Ok(r) => {
+                    let r = srec::RunRecord {
+                        mix_id: mix_id.clone(),
+                        schedule: p.schedule.clone(),
+                        repetition: k,
+                        run: r,
+                    };
+                    rec.push(Record::new(key, Origin::Measured, &r))?;
+                    runs.push(r);
+                }
+                Err(LayoutError::Interrupted) => {
+                    interrupted = true;
+                    break 'campaign;
+                }
+                Err(e) => {
+                    bar.finish_and_clear();
+                    rec.finish()?;
+                    return Err(e.into());
+                }
+            }
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let summary = srec::summarize(&mix_id, a.repeat, &plans, &runs);
+    rec.push(Record::new(
+        format!("schedule/{mix_id}/summary/{}", rec.envelope().created_utc),
+        Origin::Measured,
+        &summary,
+    ))?;
+    if !rec.json() {
+        print_summary(&summary);
+    }
+    rec.finish()?;
+    if interrupted {
+        return Err(CliError::new(
+            ErrorClass::Interrupted,
+            "interrupted; finished runs are recorded, rerun with the same --out to resume",
+        ));
+    }
+    Ok(())
+}
+
+fn secs(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.3}"))
+}
+
+fn print_plans(r: &PlanRecord) {
+    println!(
+        "{} of {} tasks on {} ({} cores); predictions: {}",
+        paint("1", "schedules"),
+        r.tasks.len(),
+        r.resources,
+        r.cores,
+        r.predictions
+    );
+    for t in &r.tasks {
+        match &t.model {
+            Some(m) => println!(
+                "  {}: {} runs, {} fit: T(t) = {:.3} + {:.3}/t{} s, residual {:.1}% ({} placement)",
+                t.task,
+                t.runs,
+                m.form,
+                m.serial_s,
+                m.parallel_s,
+                if m.overhead_s_per_thread > 0.0 {
+                    format!(" + {:.4} (t-1)", m.overhead_s_per_thread)
+                } else {
+                    String::new()
+                },
+                100.0 * m.residual_rel,
+                m.placement
+            ),
+            None => println!("  {}: no history", t.task),
+        }
+    }
+    for p in &r.plans {
+        println!(
+            "{}: predicted makespan {} s{}",
+            paint("1", &p.schedule),
+            secs(p.predicted_makespan_s),
+            p.predicted_band_s
+                .map_or(String::new(), |b| format!(" ({:.3}-{:.3})", b[0], b[1]))
+        );
+        for a in &p.assignments {
+            println!(
+                "  {:<20} {:>4} threads  cpus {:<16} memory {:<12} predicted {} s",
+                a.task,
+                a.threads,
+                a.cpulist,
+                a.mem_node
+                    .map_or("first touch".to_string(), |n| format!("node {n}")),
+                secs(a.predicted_s)
+            );
+        }
+        for n in &p.notes {
+            println!("  note: {n}");
+        }
+    }
+    for n in &r.notes {
+        println!("note: {n}");
+    }
+}
+
+fn print_summary(s: &SummaryRecord) {
+    println!(
+        "{} ({} runs per schedule asked):",
+        paint("1", "campaign"),
+        s.repeat
+    );
+    println!(
+        "  {:<10} {:>6} {:>9} {:>22} {:>12} {:>22}",
+        "schedule", "runs", "outliers", "median makespan s", "predicted s", "gain over fair"
+    );
+    for f in &s.schedules {
+        let m = f.makespan_s.as_ref().map_or("-".to_string(), |i| {
+            format!("{:.3} [{:.3}, {:.3}]", i.estimate, i.low, i.high)
+        });
+        let g = f.gain_over_fair.as_ref().map_or("-".to_string(), |i| {
+            format!("{:.2}x [{:.2}, {:.2}]", i.estimate, i.low, i.high)
+        });
+        println!(
+            "  {:<10} {:>6} {:>9} {:>22} {:>12} {:>22}",
+            f.schedule,
+            f.makespans_s.len(),
+            f.outliers.len(),
+            m,
+            secs(f.predicted_s),
+            g
+        );
+        if f.failed_runs > 0 {
+            println!(
+                "  note: {} failed run(s) of {} left out",
+                f.failed_runs, f.schedule
+            );
+        }
+    }
+    for n in &s.notes {
+        println!("note: {n}");
+    }
+}

@@ -1,0 +1,411 @@
+//! Affinity advice (experiments.md C3): which cores K cooperating threads should run on.
+//!
+//! Why: threads that pass cache lines to each other pay the core-to-core latency on every
+//! transfer. "Scatter" (thread i on OS core i, what a runtime does by default) ignores
+//! where the cores are; on a mesh, cores with adjacent numbers can be far apart. Given the
+//! latency between every two cores, predicted from an inferred floorplan or measured by
+//! `numalab c2c` (its group medians filling unmeasured pairs), we choose the K cores and
+//! the thread-to-core map that minimise the communication-weighted mean latency:
+//! `sum_{i<j} w_ij L(core_i, core_j) / sum w_ij`, with `w` all ones unless a communication
+//! matrix is given. That is a quadratic assignment problem; it is solved by a greedy
+//! start from every core followed by seeded simulated annealing over swaps and moves to
+//! unused cores. The gain reported is the scatter cost over the chosen cost: a prediction
+//! of how much faster communication gets, not of the program's speed-up.
+
+use crate::error::LayoutError;
+use crate::record::InferenceRecord;
+use numalab_c2c::LatencyMatrix;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Latency between every two CPUs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostMatrix {
+    /// CPU ids, ascending.
+    pub cpus: Vec<u32>,
+    /// Row-major n x n, ns (0 on the diagonal).
+    pub ns: Vec<f64>,
+    /// "layout" or "c2c".
+    pub source: String,
+    /// How unmeasured pairs were filled, etc.
+    pub notes: Vec<String>,
+}
+
+impl CostMatrix {
+    fn n(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// Latency between positions i and j.
+    pub fn get(&self, i: usize, j: usize) -> f64 {
+        self.ns[i * self.n() + j]
+    }
+
+    /// Predicted from an inferred floorplan.
+    pub fn from_layout(rec: &InferenceRecord) -> Result<CostMatrix, LayoutError> {
+        let model = rec.latency_model()?;
+        let mut cores: Vec<(u32, u32)> = rec.cores.iter().map(|c| (c.cpu, c.stop)).collect();
+        cores.sort_unstable();
+        let n = cores.len();
+        let mut ns = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                if i != j {
+                    ns[i * n + j] = model.ns(cores[i].1, cores[j].1);
+                }
+            }
+        }
+        Ok(CostMatrix {
+            cpus: cores.iter().map(|c| c.0).collect(),
+            ns,
+            source: "layout".into(),
+            notes: vec![format!(
+                "latencies predicted by the floorplan inferred from {} (residual {:.2} ns rms)",
+                rec.input, rec.residual_rms_ns
+            )],
+        })
+    }
+
+    /// From a core-to-core matrix; an unmeasured pair gets the median latency of the
+    /// finest c2c group holding both CPUs (else of the pairs across the top level, else of
+    /// all pairs).
+    pub fn from_c2c(m: &LatencyMatrix) -> CostMatrix {
+        let s = numalab_c2c::infer(m);
+        let mut order: Vec<usize> = (0..m.n()).collect();
+        order.sort_by_key(|&i| m.cpus()[i]);
+        let n = m.n();
+        let all = numalab_stats::median(&m.measured_values()).unwrap_or(0.0);
+        let mut filled = 0usize;
+        let mut ns = vec![0.0; n * n];
+        for (a, &i) in order.iter().enumerate() {
+            for (b, &j) in order.iter().enumerate() {
+                if a == b {
+                    continue;
+                }
+                ns[a * n + b] = match m.get(i, j) {
+                    Some(v) if v.is_finite() && v > 0.0 => v,
+                    _ => {
+                        filled += 1;
+                        let (ci, cj) = (m.cpus()[i], m.cpus()[j]);
+                        s.levels
+                            .iter()
+                            .find_map(|l| {
+                                l.groups
+                                    .iter()
+                                    .find(|g| g.cpus.contains(&ci) && g.cpus.contains(&cj))
+                                    .and_then(|g| g.intra_ns)
+                            })
+                            .or_else(|| s.levels.last().and_then(|l| l.inter_ns))
+                            .unwrap_or(all)
+                    }
+                };
+            }
+        }
+        let mut notes = vec![format!(
+            "latencies from the core-to-core matrix ({} CPUs, {} levels of groups)",
+            n,
+            s.levels.len()
+        )];
+        if filled > 0 {
+            notes.push(format!(
+                "{} unmeasured pairs took the median latency of their finest common c2c group",
+                filled / 2
+            ));
+        }
+        CostMatrix {
+            cpus: order.iter().map(|&i| m.cpus()[i]).collect(),
+            ns,
+            source: "c2c".into(),
+            notes,
+        }
+    }
+}
+
+/// Communication weights between K threads (symmetric, zero diagonal).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comm {
+    /// Threads.
+    pub k: usize,
+    /// Row-major k x k.
+    pub w: Vec<f64>,
+    /// "uniform" or the file name.
+    pub name: String,
+}
+
+impl Comm {
+    /// Every pair of threads communicates equally.
+    pub fn uniform(k: usize) -> Comm {
+        let mut w = vec![1.0; k * k];
+        for i in 0..k {
+            w[i * k + i] = 0.0;
+        }
+        Comm {
+            k,
+            w,
+            name: "uniform".into(),
+        }
+    }
+
+    /// Parses K lines of K numbers (commas or spaces); `w[i][j]` is traffic from thread i
+    /// to thread j. Both directions are added (`w_ij + w_ji`); a lower triangle is enough.
+    pub fn parse(text: &str, name: &str) -> Result<Comm, LayoutError> {
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| l.split([',', ' ', '\t']).map(str::trim).collect::<Vec<_>>())
+            .collect();
+        let k = rows.len();
+        if k < 2 {
+            return Err(LayoutError::input(
+                name,
+                "a communication matrix needs at least 2 lines (one per thread) of numbers",
+            ));
+        }
+        let mut w = vec![0.0; k * k];
+        for (i, r) in rows.iter().enumerate() {
+            let fields: Vec<&str> = r.iter().copied().filter(|f| !f.is_empty()).collect();
+            if fields.len() > k {
+                return Err(LayoutError::input(
+                    name,
+                    format!(
+                        "line {}: {} numbers for {k} threads (the matrix must be K x K)",
+                        i + 1,
+                        fields.len()
+                    ),
+                ));
+            }
+            for (j, f) in fields.iter().enumerate() {
+                let v: f64 = f.parse().map_err(|_| {
+                    LayoutError::input(name, format!("line {}: {f:?} is not a number", i + 1))
+                })?;
+                if !v.is_finite() || v < 0.0 {
+                    return Err(LayoutError::input(
+                        name,
+                        format!("line {}: {v} is not a non-negative weight", i + 1),
+                    ));
+                }
+                if i != j {
+                    w[i * k + j] += v;
+                    w[j * k + i] += v;
+                }
+            }
+        }
+        if w.iter().all(|&v| v == 0.0) {
+            return Err(LayoutError::input(
+                name,
+                "all weights are 0: no thread talks to another",
+            ));
+        }
+        Ok(Comm {
+            k,
+            w,
+            name: name.to_string(),
+        })
+    }
+
+    fn total(&self) -> f64 {
+        self.w.iter().sum::<f64>() / 2.0
+    }
+}
+
+/// Chosen cores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Advice {
+    /// Position (in `CostMatrix::cpus`) of each thread's CPU.
+    pub placement: Vec<usize>,
+    /// Weighted mean latency, ns.
+    pub cost_ns: f64,
+    /// Scatter: thread i on position i.
+    pub scatter: Vec<usize>,
+    /// Its weighted mean latency, ns.
+    pub scatter_cost_ns: f64,
+}
+
+/// Weighted mean latency of a placement.
+pub fn cost(c: &CostMatrix, comm: &Comm, placement: &[usize]) -> f64 {
+    let k = comm.k;
+    let mut s = 0.0;
+    for i in 0..k {
+        for j in 0..i {
+            s += comm.w[i * k + j] * c.get(placement[i], placement[j]);
+        }
+    }
+    s / comm.total()
+}
+
+/// Chooses cores for `comm.k` threads.
+pub fn advise(c: &CostMatrix, comm: &Comm, seed: u64) -> Result<Advice, LayoutError> {
+    let n = c.cpus.len();
+    let k = comm.k;
+    if k < 2 {
+        return Err(LayoutError::Usage(
+            "--threads must be at least 2 (one thread has no one to talk to)".into(),
+        ));
+    }
+    if k > n {
+        return Err(LayoutError::Usage(format!(
+            "{k} threads but only {n} CPUs in the {} data; give at most {n} threads",
+            c.source
+        )));
+    }
+    // Threads in decreasing total weight; each greedy start puts the heaviest on one CPU.
+    let mut order: Vec<usize> = (0..k).collect();
+    let wsum = |i: usize| comm.w[i * k..(i + 1) * k].iter().sum::<f64>();
+    order.sort_by(|&a, &b| wsum(b).total_cmp(&wsum(a)).then(a.cmp(&b)));
+    let mut best: Option<(f64, Vec<usize>)> = None;
+    for start in 0..n {
+        let mut pl = vec![usize::MAX; k];
+        let mut used = vec![false; n];
+        pl[order[0]] = start;
+        used[start] = true;
+        for &t in &order[1..] {
+            let mut choice = (f64::INFINITY, 0usize);
+            for (p, _) in used.iter().enumerate().filter(|(_, u)| !**u) {
+                let s: f64 = pl
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, q)| **q != usize::MAX)
+                    .map(|(u, &q)| comm.w[t * k + u] * c.get(p, q))
+                    .sum();
+                if s < choice.0 {
+                    choice = (s, p);
+                }
+            }
+            pl[t] = choice.1;
+            used[choice.1] = true;
+        }
+        let v = cost(c, comm, &pl);
+        if best.as_ref().is_none_or(|b| v < b.0) {
+            best = Some((v, pl));
+        }
+    }
+    let (mut cur_cost, mut pl) = best.unwrap_or((f64::INFINITY, (0..k).collect()));
+    // Annealing over swaps of two threads and moves to unused CPUs.
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let total = comm.total();
+    let mut used = vec![usize::MAX; n];
+    for (t, &p) in pl.iter().enumerate() {
+        used[p] = t;
+    }
+    let steps = 2000 * k;
+    let t0 = cur_cost * 0.05;
+    let mut best_pl = pl.clone();
+    let mut best_cost = cur_cost;
+    let contrib = |pl: &[usize], t: usize, p: usize, skip: usize| -> f64 {
+        (0..k)
+            .filter(|&u| u != t && u != skip)
+            .map(|u| comm.w[t * k + u] * c.get(p, pl[u]))
+            .sum::<f64>()
+    };
+    for step in 0..steps {
+        let temp = t0 * (1.0 - step as f64 / steps as f64) + 1e-12;
+        let t = rng.random_range(0..k);
+        let p = rng.random_range(0..n);
+        if p == pl[t] {
+            continue;
+        }
+        let other = used[p];
+        let delta = if other == usize::MAX {
+            (contrib(&pl, t, p, usize::MAX) - contrib(&pl, t, pl[t], usize::MAX)) / total
+        } else {
+            let (a, b) = (pl[t], p);
+            let before = contrib(&pl, t, a, other) + contrib(&pl, other, b, t);
+            let after = contrib(&pl, t, b, other) + contrib(&pl, other, a, t);
+            (after - before) / total
+        };
+        if delta <= 0.0 || rng.random::<f64>() < (-delta / temp).exp() {
+            let old = pl[t];
+            if other != usize::MAX {
+                pl[other] = old;
+                used[old] = other;
+            } else {
+                used[old] = usize::MAX;
+            }
+            pl[t] = p;
+            used[p] = t;
+            cur_cost += delta;
+            if cur_cost < best_cost - 1e-12 {
+                best_cost = cur_cost;
+                best_pl = pl.clone();
+            }
+        }
+    }
+    let scatter: Vec<usize> = (0..k).collect();
+    Ok(Advice {
+        cost_ns: cost(c, comm, &best_pl),
+        placement: best_pl,
+        scatter_cost_ns: cost(c, comm, &scatter),
+        scatter,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(n: usize) -> CostMatrix {
+        // CPUs numbered so that OS order zig-zags along a line: 0 at position 0, 1 at the
+        // far end, 2 next to 0, ...; latency = 10 + distance.
+        let pos: Vec<f64> = (0..n)
+            .map(|i| {
+                if i % 2 == 0 {
+                    (i / 2) as f64
+                } else {
+                    (n - 1 - i / 2) as f64
+                }
+            })
+            .collect();
+        let mut ns = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                if i != j {
+                    ns[i * n + j] = 10.0 + (pos[i] - pos[j]).abs();
+                }
+            }
+        }
+        CostMatrix {
+            cpus: (0..n as u32).collect(),
+            ns,
+            source: "test".into(),
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn four_threads_go_next_to_each_other() {
+        let c = line(8);
+        let a = advise(&c, &Comm::uniform(4), 1).unwrap();
+        // Best: 4 adjacent positions, mean distance of 4 points in a row = 10/6.
+        assert!((a.cost_ns - (10.0 + 10.0 / 6.0)).abs() < 1e-9, "{a:?}");
+        // Scatter: CPUs 0-3 at positions 0, 7, 1, 6: distances 7,1,6,6,1,5 -> mean 26/6.
+        assert!((a.scatter_cost_ns - (10.0 + 26.0 / 6.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn communication_matrix_pairs_heavy_talkers() {
+        let c = line(8);
+        // Threads 0-1 and 2-3 talk a lot, the two pairs little.
+        let comm = Comm::parse("0\n100 0\n1 1 0\n1 1 100 0\n", "comm.txt").unwrap();
+        let a = advise(&c, &comm, 7).unwrap();
+        let d = |i: usize, j: usize| c.get(a.placement[i], a.placement[j]);
+        assert_eq!(d(0, 1), 11.0);
+        assert_eq!(d(2, 3), 11.0);
+        assert!(a.cost_ns < a.scatter_cost_ns);
+    }
+
+    #[test]
+    fn bad_inputs_are_clear() {
+        let c = line(4);
+        let e = advise(&c, &Comm::uniform(5), 1).unwrap_err().to_string();
+        assert!(e.contains("only 4 CPUs"), "{e}");
+        let e = Comm::parse("0 1 2\n1 0\n", "w.txt")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("w.txt") && e.contains("K x K"), "{e}");
+        assert!(Comm::parse("0 x\n1 0\n", "w")
+            .unwrap_err()
+            .to_string()
+            .contains("not a number"));
+    }
+}

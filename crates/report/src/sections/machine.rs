@@ -1,0 +1,442 @@
+//! The machine itself: the summary at the top (bundles, steps, key figures), the
+//! topology picture with the firmware's distances and caches, the doctor's checks,
+//! power sensors, and every warning the records carry.
+
+use super::{opt, table};
+use crate::anchors;
+use crate::doc::Section;
+use crate::load::Loaded;
+use crate::metrics::metrics;
+use crate::records::{DoctorReport, PowerCheck, StepRecord, StepStatus, Verdict};
+use crate::table::Cell;
+use numalab_schema::machine::CacheKind;
+use numalab_schema::{cpulist, units};
+
+/// Bundles, evaluation steps and key figures.
+pub fn summary(set: &[Loaded]) -> Section {
+    let mut s = Section::new("summary", "Summary");
+    let mut t = table(
+        "bundles",
+        "Bundles",
+        &[
+            ("bundle", None),
+            ("origin", None),
+            ("CPU", None),
+            ("kernel", None),
+            ("hypervisor", None),
+            ("topology hash", None),
+            ("written", None),
+            ("records", None),
+        ],
+    );
+    for l in set {
+        let e = &l.bundle.envelope;
+        let h = &e.host;
+        let text = |v: &Option<String>| match v {
+            Some(v) if !v.is_empty() => Cell::text(v),
+            _ => Cell::missing("not recorded"),
+        };
+        t.push(vec![
+            Cell::text(&l.label),
+            Cell::text(match e.origin {
+                numalab_schema::Origin::Measured => "measured",
+                numalab_schema::Origin::Modeled => "modeled",
+                numalab_schema::Origin::Imported => "imported",
+            }),
+            text(&h.cpu_model),
+            text(&h.kernel),
+            match &h.hypervisor {
+                Some(v) if !v.is_empty() => Cell::text(v),
+                _ => Cell::text("none"),
+            },
+            Cell::text(&h.topology_hash),
+            Cell::text(&e.created_utc),
+            Cell::num(l.bundle.records.len() as f64, 0),
+        ]);
+    }
+    s.table(t);
+    for (b, l) in set.iter().enumerate() {
+        let steps = l.records_of::<StepRecord>();
+        if steps.is_empty() {
+            continue;
+        }
+        let mut t = table(
+            &anchors::steps(b),
+            &format!("Evaluation steps{}", super::of(set, l)),
+            &[
+                ("step", None),
+                ("what", None),
+                ("status", None),
+                ("detail", None),
+                ("time", Some("s")),
+            ],
+        );
+        for (_, st) in steps {
+            let (status, detail) = match &st.outcome {
+                StepStatus::Done => ("done", String::new()),
+                StepStatus::Skipped { reason } => ("skipped", reason.clone()),
+                StepStatus::Failed { error } => ("FAILED", error.clone()),
+            };
+            t.push(vec![
+                Cell::text(&st.step),
+                Cell::text(&st.title),
+                Cell::text(status),
+                Cell::text(detail),
+                Cell::num(st.seconds, 1),
+            ]);
+        }
+        s.table(t);
+    }
+    let mut k = table(
+        "key-figures",
+        "Key figures",
+        &[
+            ("bundle", None),
+            ("perspective", None),
+            ("figure", None),
+            ("median", None),
+            ("unit", None),
+            ("samples", None),
+        ],
+    );
+    for l in set {
+        for m in metrics(l) {
+            let Some(med) = numalab_stats::median(&m.samples) else {
+                continue;
+            };
+            let value = match (m.samples.len() >= 3, m.bounds) {
+                (true, _) => match numalab_stats::median_interval(&m.samples) {
+                    Some(i) => Cell::Interval {
+                        estimate: i.estimate,
+                        low: i.low,
+                        high: i.high,
+                        digits: 2,
+                    },
+                    None => Cell::num(med, 2),
+                },
+                (false, Some((lo, hi))) => Cell::Interval {
+                    estimate: med,
+                    low: lo,
+                    high: hi,
+                    digits: 2,
+                },
+                _ => Cell::num(med, 2),
+            };
+            k.push(vec![
+                Cell::text(&l.label),
+                Cell::text(&m.group),
+                Cell::text(&m.name),
+                value,
+                Cell::text(&m.unit),
+                Cell::num(m.samples.len() as f64, 0),
+            ]);
+        }
+    }
+    k.notes.push("medians with 95% bootstrap intervals where there are 3 or more samples (time slices of a run, repetitions, pairs); `numalab compare` puts these figures of two bundles side by side".into());
+    s.table(k);
+    s
+}
+
+/// The topology: picture, summary, distances, caches, frequencies.
+pub fn topology(b: usize, l: &Loaded, of: &str) -> Option<Section> {
+    let rec = l
+        .records_of::<crate::records::TopologyRecord>()
+        .into_iter()
+        .next()
+        .map(|(_, t)| t);
+    // Bundles of other commands carry the topology in their envelope; show it only
+    // once per report page, for bundles that set out to describe the machine.
+    let m = match &rec {
+        Some(t) => t.machine.clone(),
+        None => return None,
+    };
+    let mut s = Section::new(&anchors::topology(b), &format!("Topology{of}"));
+    if let Some(t) = &rec {
+        s.list(t.summary_text.lines().map(str::to_string).collect());
+    }
+    s.chart(
+        &format!("{}-picture", anchors::topology(b)),
+        crate::topology::picture(&m),
+        "Packages and their NUMA nodes (CPUs, memory); memory-only nodes apart",
+    );
+    for d in &m.distances {
+        let mut cols: Vec<(String, Option<&str>)> = vec![("from \\ to".into(), None)];
+        cols.extend(d.nodes.iter().map(|n| (format!("node {n}"), None)));
+        let cols_ref: Vec<(&str, Option<&str>)> =
+            cols.iter().map(|(a, u)| (a.as_str(), *u)).collect();
+        let name = d.name.clone().unwrap_or_else(|| d.means.clone());
+        let mut t = table(
+            &format!(
+                "{}-distances-{}",
+                anchors::topology(b),
+                anchors::slug(&name)
+            ),
+            &format!(
+                "Node distances: {name} ({}, {})",
+                d.means,
+                if d.from_os {
+                    "from the firmware"
+                } else {
+                    "given by the user"
+                }
+            ),
+            &cols_ref,
+        );
+        for (i, row) in d.values.iter().enumerate() {
+            let mut r = vec![Cell::text(format!(
+                "node {}",
+                d.nodes.get(i).copied().unwrap_or(0)
+            ))];
+            r.extend(row.iter().map(|v| Cell::num(*v as f64, 0)));
+            t.push(r);
+        }
+        t.notes.push("the firmware's SLIT is an ordering (10 = local), not a measurement: compare it with the measured latencies".into());
+        s.table(t);
+    }
+    for a in &m.memory_attributes {
+        let mut t = table(
+            &format!("{}-hmat-{}", anchors::topology(b), anchors::slug(&a.name)),
+            &format!(
+                "Memory attribute {} ({}, {} is better)",
+                a.name,
+                a.unit,
+                if a.higher_is_better {
+                    "higher"
+                } else {
+                    "lower"
+                }
+            ),
+            &[
+                ("initiator CPUs", None),
+                ("target node", None),
+                ("value", Some(a.unit.as_str())),
+            ],
+        );
+        for v in &a.values {
+            t.push(vec![
+                Cell::text(
+                    v.initiator_cpus
+                        .as_ref()
+                        .map_or("any".into(), |c| cpulist::format(c)),
+                ),
+                Cell::num(f64::from(v.target_node), 0),
+                Cell::num(v.value as f64, 0),
+            ]);
+        }
+        s.table(t);
+    }
+    let mut caches = table(
+        &format!("{}-caches", anchors::topology(b)),
+        "Caches",
+        &[
+            ("level", None),
+            ("kind", None),
+            ("size", None),
+            ("line", Some("B")),
+            ("ways", None),
+            ("instances", None),
+            ("CPUs per instance", None),
+        ],
+    );
+    let mut kinds: Vec<(u32, String, Option<u64>)> = Vec::new();
+    for c in &m.caches {
+        let kind = match c.kind {
+            CacheKind::Data => "data",
+            CacheKind::Instruction => "instruction",
+            CacheKind::Unified => "unified",
+            CacheKind::MemorySide => "memory-side",
+        };
+        let key = (c.level, kind.to_string(), c.size_bytes);
+        if kinds.contains(&key) {
+            continue;
+        }
+        kinds.push(key);
+        let same: Vec<_> = m
+            .caches
+            .iter()
+            .filter(|x| x.level == c.level && x.kind == c.kind && x.size_bytes == c.size_bytes)
+            .collect();
+        caches.push(vec![
+            Cell::text(format!("L{}", c.level)),
+            Cell::text(kind),
+            c.size_bytes.map_or(Cell::missing("size unknown"), |b| {
+                Cell::text(units::bytes(b))
+            }),
+            opt(c.line_bytes.map(f64::from), 0, "line size unknown"),
+            opt(c.ways.map(f64::from), 0, "associativity unknown"),
+            Cell::num(same.len() as f64, 0),
+            Cell::num(c.cpus.len() as f64, 0),
+        ]);
+    }
+    s.table(caches);
+    let mut f = table(
+        &format!("{}-frequencies", anchors::topology(b)),
+        "CPU frequencies",
+        &[
+            ("CPUs", None),
+            ("min", Some("MHz")),
+            ("max", Some("MHz")),
+            ("base", Some("MHz")),
+            ("governor", None),
+            ("from", None),
+        ],
+    );
+    for d in &m.frequencies {
+        let mhz = |v: Option<u64>| opt(v.map(|k| k as f64 / 1000.0), 0, "not reported");
+        f.push(vec![
+            Cell::text(cpulist::format(&d.cpus)),
+            mhz(d.min_khz),
+            mhz(d.max_khz),
+            mhz(d.base_khz),
+            d.governor
+                .as_ref()
+                .map_or(Cell::missing("no governor"), Cell::text),
+            Cell::text(&d.origin),
+        ]);
+    }
+    if f.rows.is_empty() {
+        s.para("CPU frequencies: not reported on this machine (no cpufreq interface), so cycles cannot be derived from times.");
+    }
+    s.table(f);
+    Some(s)
+}
+
+/// The doctor's checks.
+pub fn doctor(b: usize, l: &Loaded, of: &str) -> Option<Section> {
+    let (_, d) = l.records_of::<DoctorReport>().into_iter().next()?;
+    let mut s = Section::new(
+        &anchors::doctor(b),
+        &format!("What this machine allows{of}"),
+    );
+    let mut t = table(
+        &format!("{}-checks", anchors::doctor(b)),
+        "numalab doctor",
+        &[
+            ("check", None),
+            ("verdict", None),
+            ("found", None),
+            ("remedy", None),
+        ],
+    );
+    for c in &d.checks {
+        t.push(vec![
+            Cell::text(&c.name),
+            Cell::text(match c.verdict {
+                Verdict::Ok => "ok",
+                Verdict::Warn => "warn",
+                Verdict::Fail => "FAIL",
+                Verdict::Info => "info",
+            }),
+            Cell::text(&c.detail),
+            c.remedy.as_ref().map_or(Cell::text(""), Cell::text),
+        ]);
+    }
+    s.table(t);
+    Some(s)
+}
+
+/// Power sensors and frequency controls.
+pub fn power(b: usize, l: &Loaded, of: &str) -> Option<Section> {
+    let (_, p) = l.records_of::<PowerCheck>().into_iter().next()?;
+    let mut s = Section::new(&anchors::power(b), &format!("Power and frequency{of}"));
+    let mut t = table(
+        &format!("{}-sensors", anchors::power(b)),
+        "Sensors",
+        &[
+            ("sensor", None),
+            ("kind", None),
+            ("label", None),
+            ("covers", None),
+        ],
+    );
+    for x in &p.sensors {
+        t.push(vec![
+            Cell::text(&x.id),
+            Cell::text(match x.kind {
+                numalab_sensors::SensorKind::Energy => "energy",
+                numalab_sensors::SensorKind::Power => "power",
+                numalab_sensors::SensorKind::Temperature => "temperature",
+            }),
+            Cell::text(&x.label),
+            Cell::text(&x.covers),
+        ]);
+    }
+    if t.rows.is_empty() {
+        s.para("No readable power or temperature sensors: power figures are not available.");
+    }
+    s.table(t);
+    let mut f = table(
+        &format!("{}-cpufreq", anchors::power(b)),
+        "cpufreq domains",
+        &[
+            ("CPUs", None),
+            ("current", Some("MHz")),
+            ("max", Some("MHz")),
+            ("governor", None),
+        ],
+    );
+    for d in &p.frequencies {
+        f.push(vec![
+            Cell::text(cpulist::format(&d.cpus)),
+            opt(d.current_khz.map(|k| k as f64 / 1000.0), 0, "not reported"),
+            opt(d.max_khz.map(|k| k as f64 / 1000.0), 0, "not reported"),
+            d.governor
+                .as_ref()
+                .map_or(Cell::missing("no governor"), Cell::text),
+        ]);
+    }
+    s.table(f);
+    Some(s)
+}
+
+/// Every warning the records carry, grouped.
+pub fn warnings(set: &[Loaded]) -> Option<Section> {
+    let mut t = table(
+        "warnings-table",
+        "Warnings carried by the records",
+        &[
+            ("bundle", None),
+            ("code", None),
+            ("record kinds", None),
+            ("times", None),
+            ("message", None),
+            ("remedy", None),
+        ],
+    );
+    for l in set {
+        // One row per distinct warning: the warning, the kinds that carry it, how often.
+        let mut seen: Vec<(&numalab_schema::Warning, Vec<&str>, usize)> = Vec::new();
+        for r in &l.bundle.records {
+            for w in &r.warnings {
+                match seen
+                    .iter_mut()
+                    .find(|(x, _, _)| x.code == w.code && x.message == w.message)
+                {
+                    Some(e) => {
+                        e.2 += 1;
+                        if !e.1.contains(&r.kind.as_str()) {
+                            e.1.push(&r.kind);
+                        }
+                    }
+                    None => seen.push((w, vec![&r.kind], 1)),
+                }
+            }
+        }
+        for (w, kinds, n) in seen {
+            t.push(vec![
+                Cell::text(&l.label),
+                Cell::text(&w.code),
+                Cell::text(kinds.join(", ")),
+                Cell::num(n as f64, 0),
+                Cell::text(&w.message),
+                Cell::text(w.remedy.clone().unwrap_or_default()),
+            ]);
+        }
+    }
+    if t.rows.is_empty() {
+        return None;
+    }
+    let mut s = Section::new("warnings", "Warnings");
+    s.table(t);
+    Some(s)
+}

@@ -1,0 +1,613 @@
+//! Memory: bandwidth against threads and the node-pair matrix, the latency curve over
+//! working sets on a log axis with the CPU's cache sizes marked and the plateaus found,
+//! the idle-latency matrix beside the firmware's SLIT, latency under load, and page
+//! migration by method.
+
+use super::{opt, table};
+use crate::anchors;
+use crate::doc::Section;
+use crate::load::Loaded;
+use crate::table::Cell;
+use numalab_chart::{AxisFormat, Bar, BarChart, Heatmap, LineChart, Series};
+use numalab_mem::bandwidth::{BandwidthRecord, MatrixCell};
+use numalab_mem::latency::LatencyRecord;
+use numalab_mem::loaded::LoadedRecord;
+use numalab_mem::migrate::MigrateRecord;
+use numalab_schema::machine::CacheKind;
+use numalab_schema::{cpulist, units, Machine};
+
+/// A node-pair matrix as a heatmap: rows = the threads' node, columns = the data's node.
+pub(crate) fn node_heatmap(
+    title: &str,
+    cells: &[(MatrixCell, f64)],
+    unit: &str,
+) -> Option<Heatmap> {
+    let mut rows: Vec<u32> = cells.iter().map(|(m, _)| m.cpu_node).collect();
+    let mut cols: Vec<u32> = cells.iter().map(|(m, _)| m.mem_node).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    cols.sort_unstable();
+    cols.dedup();
+    if rows.is_empty() {
+        return None;
+    }
+    let values = rows
+        .iter()
+        .map(|r| {
+            cols.iter()
+                .map(|c| {
+                    cells
+                        .iter()
+                        .find(|(m, _)| m.cpu_node == *r && m.mem_node == *c)
+                        .map(|(_, v)| *v)
+                })
+                .collect()
+        })
+        .collect();
+    let mut h = Heatmap::new(
+        title,
+        rows.iter().map(|r| r.to_string()).collect(),
+        cols.iter().map(|c| c.to_string()).collect(),
+        values,
+        unit,
+    );
+    h.row_label = "threads on node".into();
+    h.col_label = "data on node".into();
+    Some(h)
+}
+
+/// The cache sizes a CPU sees, as chart marks ("L1d 32 KiB").
+fn cache_marks(m: Option<&Machine>, cpu: u32) -> Vec<(f64, String)> {
+    let Some(m) = m else { return Vec::new() };
+    let mut out: Vec<(f64, String)> = m
+        .caches
+        .iter()
+        .filter(|c| {
+            c.cpus.contains(&cpu)
+                && matches!(
+                    c.kind,
+                    CacheKind::Data | CacheKind::Unified | CacheKind::MemorySide
+                )
+        })
+        .filter_map(|c| {
+            let size = c.size_bytes?;
+            let kind = match c.kind {
+                CacheKind::Data => "d",
+                CacheKind::MemorySide => " (memory-side)",
+                _ => "",
+            };
+            Some((
+                size as f64,
+                format!("L{}{kind} {}", c.level, units::bytes(size)),
+            ))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out.dedup();
+    out
+}
+
+/// GB/s of each timed round of a bandwidth record.
+pub(crate) fn round_gbps(r: &BandwidthRecord) -> Vec<f64> {
+    r.sample_ns
+        .iter()
+        .filter(|ns| **ns > 0.0)
+        .map(|ns| r.stream_bytes_per_sample as f64 / ns)
+        .collect()
+}
+
+/// The kernel a matrix is shown for: triad when measured, else the first.
+pub(crate) fn matrix_kernel(recs: &[BandwidthRecord]) -> Option<String> {
+    let names: Vec<String> = recs
+        .iter()
+        .filter(|r| r.matrix.is_some())
+        .map(|r| r.kernel.name())
+        .collect();
+    if names.iter().any(|n| n == "triad") {
+        Some("triad".into())
+    } else {
+        names.first().cloned()
+    }
+}
+
+/// The memory sections of a bundle.
+pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
+    let machine = crate::findings::machine_of(l);
+    let mut out = Vec::new();
+    let bw: Vec<BandwidthRecord> = l
+        .records_of::<BandwidthRecord>()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    if !bw.is_empty() {
+        out.push(bandwidth(b, &bw, of));
+    }
+    let lat: Vec<LatencyRecord> = l
+        .records_of::<LatencyRecord>()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    if !lat.is_empty() {
+        out.push(latency(b, &lat, machine.as_ref(), of));
+    }
+    let loaded: Vec<(String, LoadedRecord)> = l
+        .records_of::<LoadedRecord>()
+        .into_iter()
+        .map(|(r, x)| (r.key.clone(), x))
+        .collect();
+    if !loaded.is_empty() {
+        out.push(loaded_section(b, &loaded, of));
+    }
+    let mig: Vec<MigrateRecord> = l
+        .records_of::<MigrateRecord>()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    if !mig.is_empty() {
+        out.push(migrate(b, &mig, of));
+    }
+    out
+}
+
+fn bandwidth(b: usize, recs: &[BandwidthRecord], of: &str) -> Section {
+    let mut s = Section::new(
+        &anchors::id(b, "mem-bandwidth"),
+        &format!("Memory bandwidth{of}"),
+    );
+    let sweep: Vec<&BandwidthRecord> = recs.iter().filter(|r| r.matrix.is_none()).collect();
+    let mut kernels: Vec<String> = sweep.iter().map(|r| r.kernel.name()).collect();
+    kernels.dedup();
+    let mut threads: Vec<f64> = sweep.iter().map(|r| r.threads as f64).collect();
+    threads.sort_by(f64::total_cmp);
+    threads.dedup();
+    if threads.len() > 1 {
+        let mut c = LineChart::new(
+            "Bandwidth against threads",
+            "threads",
+            "GB/s (STREAM-counted)",
+        );
+        c.x_log = threads.last().copied().unwrap_or(1.0) >= 8.0;
+        c.x_ticks = threads.clone();
+        let mut seen = Vec::new();
+        for k in &kernels {
+            if seen.contains(k) {
+                continue;
+            }
+            seen.push(k.clone());
+            let of_k: Vec<&&BandwidthRecord> =
+                sweep.iter().filter(|r| r.kernel.name() == *k).collect();
+            let mut series = Series::new(
+                k,
+                of_k.iter()
+                    .map(|r| (r.threads as f64, r.bandwidth_gbps.median))
+                    .collect(),
+            );
+            series.band = of_k
+                .iter()
+                .map(|r| (r.threads as f64, r.bandwidth_gbps.p10, r.bandwidth_gbps.p90))
+                .collect();
+            c.series.push(series);
+        }
+        s.chart(
+            &anchors::mem_bandwidth(b),
+            c.to_svg(),
+            "Median bandwidth over the timed rounds (bands: p10-p90) as threads are added; where a line flattens, more threads do not get more bandwidth",
+        );
+    } else if !sweep.is_empty() {
+        s.chart(
+            &anchors::mem_bandwidth(b),
+            BarChart {
+                title: "Bandwidth by kernel".into(),
+                x_label: "GB/s (STREAM-counted)".into(),
+                bars: sweep
+                    .iter()
+                    .map(|r| {
+                        Bar::new(
+                            &format!("{}, {} thread(s)", r.kernel.name(), r.threads),
+                            r.bandwidth_gbps.median,
+                            Some((r.bandwidth_gbps.p10, r.bandwidth_gbps.p90)),
+                        )
+                    })
+                    .collect(),
+                reference: None,
+            }
+            .to_svg(),
+            "Median bandwidth over the timed rounds, p10-p90",
+        );
+    }
+    if let Some(k) = matrix_kernel(recs) {
+        let cells: Vec<(MatrixCell, f64)> = recs
+            .iter()
+            .filter(|r| r.kernel.name() == k)
+            .filter_map(|r| Some((r.matrix?, r.bandwidth_gbps.median)))
+            .collect();
+        if let Some(h) = node_heatmap(
+            &format!("Bandwidth by node pair ({k}, GB/s)"),
+            &cells,
+            "GB/s",
+        ) {
+            s.chart(
+                &anchors::mem_bandwidth_matrix(b),
+                h.to_svg(),
+                format!("{k} bandwidth with the threads of one node and the data bound to another (median GB/s)"),
+            );
+        }
+    }
+    let mut t = table(
+        &anchors::id(b, "mem-bandwidth-table"),
+        "Measurements",
+        &[
+            ("kernel", None),
+            ("ISA", None),
+            ("threads", None),
+            ("CPUs", None),
+            ("data", None),
+            ("median", Some("GB/s")),
+            ("p10", Some("GB/s")),
+            ("p90", Some("GB/s")),
+            ("slowest thread", Some("GB/s")),
+            ("actual bytes", Some("GB/s")),
+            ("imbalance", None),
+            ("working set", None),
+            ("pages", None),
+            ("on expected nodes", None),
+        ],
+    );
+    for r in recs {
+        let data = match &r.matrix {
+            Some(m) => format!("node {}", m.mem_node),
+            None => r.placement.policy.to_string(),
+        };
+        t.push(vec![
+            Cell::text(r.kernel.name()),
+            Cell::text(r.isa.to_string()),
+            Cell::num(r.threads as f64, 0),
+            Cell::text(cpulist::format(&r.placement.cpus)),
+            Cell::text(data),
+            Cell::num(r.bandwidth_gbps.median, 2),
+            Cell::num(r.bandwidth_gbps.p10, 2),
+            Cell::num(r.bandwidth_gbps.p90, 2),
+            Cell::num(r.slowest_thread_gbps.median, 2),
+            Cell::num(r.actual_bandwidth_gbps.median, 2),
+            Cell::num(r.imbalance, 2),
+            Cell::text(units::bytes(r.working_set_bytes)),
+            Cell::text(&r.pages.obtained),
+            Cell::num(r.placement.fraction_expected, 3),
+        ]);
+    }
+    t.notes.push("GB/s = 10^9 bytes/s counted as STREAM does; actual bytes include the write-allocate reads of plain stores; imbalance = slowest / fastest thread".into());
+    s.table(t);
+    s
+}
+
+fn latency(b: usize, recs: &[LatencyRecord], m: Option<&Machine>, of: &str) -> Section {
+    let mut s = Section::new(
+        &anchors::id(b, "mem-latency"),
+        &format!("Memory latency{of}"),
+    );
+    let curves: Vec<&LatencyRecord> = recs
+        .iter()
+        .filter(|r| r.matrix.is_none() && r.points.len() > 1)
+        .collect();
+    if let Some(first) = curves.first() {
+        let mut c = LineChart::new(
+            "Load-to-load latency against working set",
+            "working set (log scale)",
+            "ns per load (log scale)",
+        );
+        c.x_log = true;
+        c.y_log = true;
+        c.x_format = AxisFormat::Bytes;
+        c.marks = cache_marks(m, first.cpu);
+        for r in &curves {
+            let mut series = Series::new(
+                &format!("CPU {}, {} pages", r.cpu, r.pages.obtained),
+                r.points
+                    .iter()
+                    .map(|p| (p.working_set_bytes as f64, p.latency_ns.median))
+                    .collect(),
+            );
+            series.band = r
+                .points
+                .iter()
+                .map(|p| {
+                    (
+                        p.working_set_bytes as f64,
+                        p.latency_ns.p10,
+                        p.latency_ns.p90,
+                    )
+                })
+                .collect();
+            c.series.push(series);
+        }
+        s.chart(
+            &anchors::mem_latency(b),
+            c.to_svg(),
+            "Median time per dependent load over a random cycle through the working set (bands: p10-p90 of the batches); dashed: the cache sizes of that CPU. Each step is where the working set leaves a cache",
+        );
+        let mut t = table(
+            &anchors::id(b, "mem-latency-levels"),
+            "Plateaus of the curve",
+            &[
+                ("CPU", None),
+                ("pages", None),
+                ("level", None),
+                ("cache", None),
+                ("working sets", None),
+                ("latency", Some("ns")),
+                ("cycles", None),
+            ],
+        );
+        for r in &curves {
+            for lv in &r.levels {
+                t.push(vec![
+                    Cell::num(f64::from(r.cpu), 0),
+                    Cell::text(&r.pages.obtained),
+                    Cell::text(&lv.name),
+                    lv.cache_bytes
+                        .map_or(Cell::text("-"), |c| Cell::text(units::bytes(c))),
+                    Cell::text(format!(
+                        "{} - {}",
+                        units::bytes(lv.from_bytes),
+                        units::bytes(lv.to_bytes)
+                    )),
+                    Cell::num(lv.latency_ns, 1),
+                    opt(lv.cycles, 1, "no known frequency"),
+                ]);
+            }
+        }
+        s.table(t);
+    }
+    let matrix: Vec<&LatencyRecord> = recs.iter().filter(|r| r.matrix.is_some()).collect();
+    let cells: Vec<(MatrixCell, f64)> = matrix
+        .iter()
+        .filter_map(|r| Some((r.matrix?, r.points.first()?.latency_ns.median)))
+        .collect();
+    if let Some(h) = node_heatmap("Idle latency by node pair (ns)", &cells, "ns") {
+        let ws = matrix
+            .first()
+            .and_then(|r| r.points.first())
+            .map_or(0, |p| p.working_set_bytes);
+        s.chart(
+            &anchors::mem_latency_matrix(b),
+            h.to_svg(),
+            format!("Idle latency from the first CPU of each node to memory bound to each node, {} working set (median ns)", units::bytes(ws)),
+        );
+        let slit = m.and_then(|m| m.slit().cloned());
+        let mut t = table(
+            &anchors::id(b, "mem-latency-slit"),
+            "Measured latency beside the firmware's distances (SLIT)",
+            &[
+                ("threads on node", None),
+                ("data on node", None),
+                ("latency", Some("ns")),
+                ("x local", None),
+                ("SLIT", None),
+                ("SLIT / local", None),
+            ],
+        );
+        for (mc, v) in &cells {
+            let local = cells
+                .iter()
+                .find(|(x, _)| x.cpu_node == mc.cpu_node && x.mem_node == mc.cpu_node)
+                .map(|(_, v)| *v);
+            let d = |a: u32, b: u32| -> Option<u64> {
+                let s = slit.as_ref()?;
+                let i = s.nodes.iter().position(|n| *n == a)?;
+                let j = s.nodes.iter().position(|n| *n == b)?;
+                s.values.get(i)?.get(j).copied()
+            };
+            let sl = d(mc.cpu_node, mc.mem_node);
+            let sl_local = d(mc.cpu_node, mc.cpu_node);
+            t.push(vec![
+                Cell::num(f64::from(mc.cpu_node), 0),
+                Cell::num(f64::from(mc.mem_node), 0),
+                Cell::num(*v, 1),
+                opt(local.map(|l| v / l), 2, "no local cell"),
+                opt(sl.map(|x| x as f64), 0, "no SLIT"),
+                opt(
+                    sl.zip(sl_local).map(|(a, b)| a as f64 / b as f64),
+                    2,
+                    "no SLIT",
+                ),
+            ]);
+        }
+        t.notes.push("the SLIT is the firmware's relative distance (10 = local): an ordering, not a measurement".into());
+        s.table(t);
+    }
+    s
+}
+
+fn loaded_section(b: usize, recs: &[(String, LoadedRecord)], of: &str) -> Section {
+    let mut s = Section::new(
+        &anchors::id(b, "mem-loaded"),
+        &format!("Latency under load{of}"),
+    );
+    let mut c = LineChart::new(
+        "Latency against memory traffic",
+        "traffic of the other CPUs (GB/s, STREAM-counted)",
+        "ns per load",
+    );
+    for (_, r) in recs {
+        let mut series = Series::new(
+            &format!(
+                "CPU {} chasing, {} generator(s)",
+                r.chaser_cpu,
+                r.generator_cpus.len()
+            ),
+            r.points
+                .iter()
+                .map(|p| (p.traffic_gbps, p.latency_ns.median))
+                .collect(),
+        );
+        series.band = r
+            .points
+            .iter()
+            .map(|p| (p.traffic_gbps, p.latency_ns.p10, p.latency_ns.p90))
+            .collect();
+        c.series.push(series);
+    }
+    s.chart(
+        &anchors::mem_loaded(b),
+        c.to_svg(),
+        "One CPU chases pointers while the others read memory at increasing rates, from idle to saturation (bands: p10-p90)",
+    );
+    for (key, r) in recs {
+        let mut t = table(
+            &anchors::id(b, &format!("mem-loaded-{key}")),
+            &format!(
+                "CPU {} chasing {}, generators {} ({} traffic)",
+                r.chaser_cpu,
+                units::bytes(r.chase_bytes),
+                cpulist::format(&r.generator_cpus),
+                r.traffic.name()
+            ),
+            &[
+                ("delay", Some("ns")),
+                ("traffic", Some("GB/s")),
+                ("actual traffic", Some("GB/s")),
+                ("p50", Some("ns")),
+                ("p90", Some("ns")),
+                ("p99", Some("ns")),
+            ],
+        );
+        for p in &r.points {
+            t.push(vec![
+                p.delay_ns
+                    .map_or(Cell::text("idle"), |d| Cell::num(d as f64, 0)),
+                Cell::num(p.traffic_gbps, 2),
+                Cell::num(p.actual_traffic_gbps, 2),
+                Cell::num(p.latency_ns.median, 1),
+                Cell::num(p.latency_ns.p90, 1),
+                Cell::num(p.latency_ns.p99, 1),
+            ]);
+        }
+        s.table(t);
+    }
+    s
+}
+
+fn migrate(b: usize, recs: &[MigrateRecord], of: &str) -> Section {
+    let mut s = Section::new(
+        &anchors::id(b, "mem-migrate"),
+        &format!("Page migration{of}"),
+    );
+    let mut pairs: Vec<(u32, u32, String)> = Vec::new();
+    for r in recs {
+        let p = (r.src_node, r.dst_node, r.pair_role.clone());
+        if !pairs.contains(&p) {
+            pairs.push(p);
+        }
+    }
+    for (i, (src, dst, role)) in pairs.iter().enumerate() {
+        let of_pair: Vec<&MigrateRecord> = recs
+            .iter()
+            .filter(|r| r.src_node == *src && r.dst_node == *dst)
+            .collect();
+        let mut c = LineChart::new(
+            &format!("Node {src} -> node {dst} ({role})"),
+            "pages moved (log scale)",
+            "GB/s (payload)",
+        );
+        c.x_log = true;
+        let mut names: Vec<(String, u64)> = Vec::new();
+        for r in &of_pair {
+            for m in &r.methods {
+                let n = (m.method.name().to_string(), r.unit_bytes);
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        for (method, unit) in &names {
+            let pts: Vec<(f64, f64)> = of_pair
+                .iter()
+                .filter(|r| r.unit_bytes == *unit)
+                .filter_map(|r| {
+                    let m = r.methods.iter().find(|m| m.method.name() == method)?;
+                    Some((r.pages as f64, m.throughput_gbps.as_ref()?.median))
+                })
+                .collect();
+            if !pts.is_empty() {
+                c.series.push(Series::new(
+                    &format!("{method}, {} pages", units::bytes(*unit)),
+                    pts,
+                ));
+            }
+        }
+        let id = if i == 0 {
+            anchors::mem_migrate(b)
+        } else {
+            anchors::id(b, &format!("mem-migrate-{src}-{dst}"))
+        };
+        s.chart(
+            &id,
+            c.to_svg(),
+            "Payload throughput of each method as the number of pages grows (move_pages has none when source and target are the same node)",
+        );
+    }
+    let mut t = table(
+        &anchors::id(b, "mem-migrate-table"),
+        "Cells",
+        &[
+            ("from", None),
+            ("to", None),
+            ("pair", None),
+            ("page unit", None),
+            ("pages", None),
+            ("memcpy", Some("GB/s")),
+            ("move_pages", Some("GB/s")),
+            ("stream_copy", Some("GB/s")),
+            ("winner", None),
+            ("of local copy", Some("%")),
+        ],
+    );
+    let mut whys = Vec::new();
+    for r in recs {
+        let gbps = |name: &str| -> Cell {
+            match r.methods.iter().find(|m| m.method.name() == name) {
+                Some(m) => match &m.throughput_gbps {
+                    Some(t) => Cell::num(t.median, 2),
+                    None => Cell::missing(m.note.clone().unwrap_or_else(|| "nothing moved".into())),
+                },
+                None => Cell::missing("not measured"),
+            }
+        };
+        let winner = r.winner.map(|w| w.name().to_string());
+        let pct = r
+            .methods
+            .iter()
+            .find(|m| Some(m.method) == r.winner)
+            .and_then(|m| m.percent_of_reference);
+        t.push(vec![
+            Cell::num(f64::from(r.src_node), 0),
+            Cell::num(f64::from(r.dst_node), 0),
+            Cell::text(&r.pair_role),
+            Cell::text(units::bytes(r.unit_bytes)),
+            Cell::num(r.pages as f64, 0),
+            gbps("memcpy"),
+            gbps("move_pages"),
+            gbps("stream_copy"),
+            Cell::text(winner.unwrap_or_else(|| "-".into())),
+            opt(pct, 0, "no winner"),
+        ]);
+        if !whys.contains(&r.why) && whys.len() < 8 {
+            whys.push(r.why.clone());
+        }
+    }
+    if let Some(r) = recs.first() {
+        t.notes.push(format!(
+            "reference: {} ({:.2} GB/s): {}",
+            r.reference.kind, r.reference.gbps, r.reference.detail
+        ));
+        if let Some(n) = &r.unit_note {
+            t.notes.push(n.clone());
+        }
+        if let Some(n) = &r.clamp_note {
+            t.notes.push(n.clone());
+        }
+    }
+    s.table(t);
+    s.list(whys);
+    s
+}

@@ -1,0 +1,184 @@
+//! From bundles to a [`Document`]: one builder per record kind, each turning typed
+//! records into tables, charts and sentences. Kinds this numalab does not know, and
+//! records it knows but cannot decode (a newer or damaged writer), are listed rather
+//! than dropped, and every record is in the raw-data appendix.
+
+mod appendix;
+mod c2c;
+mod harness;
+mod machine;
+pub(crate) mod mem;
+mod model;
+mod pmu;
+mod workload;
+
+use crate::doc::Document;
+use crate::findings::findings;
+use crate::load::Loaded;
+use crate::table::{Cell, Column, Table};
+use numalab_schema::{Record, RecordKind};
+use numalab_stats::Interval;
+
+/// Whether a record decodes: `Some(true)` yes, `Some(false)` a known kind that does not
+/// decode (newer or damaged), `None` a kind this numalab does not know.
+pub fn decodes(r: &Record) -> Option<bool> {
+    fn ok<T: RecordKind>(r: &Record) -> Option<bool> {
+        r.decode::<T>().map(|x| x.is_ok())
+    }
+    use crate::records::*;
+    use numalab_model::records as m;
+    [
+        ok::<TopologyRecord>,
+        ok::<DoctorReport>,
+        ok::<StepRecord>,
+        ok::<PowerCheck>,
+        ok::<numalab_c2c::record::PairRecord>,
+        ok::<numalab_c2c::record::MatrixRecord>,
+        ok::<numalab_workload::WorkloadRun>,
+        ok::<numalab_harness::run::RunRecord>,
+        ok::<numalab_harness::scale::ScaleSummary>,
+        ok::<numalab_harness::policy::PolicySummary>,
+        ok::<numalab_harness::sweep::SweepSummary>,
+        ok::<numalab_pmu::check::PmuCheck>,
+        ok::<numalab_pmu::profile::Profile>,
+        ok::<numalab_pmu::sample::SampleReport>,
+        ok::<numalab_pmu::compare::Comparison>,
+        ok::<m::StreamTriad>,
+        ok::<m::LatencyHeatmap>,
+        ok::<m::Traffic>,
+        ok::<m::Policy>,
+        ok::<m::Check>,
+        ok::<numalab_mem::bandwidth::BandwidthRecord>,
+        ok::<numalab_mem::latency::LatencyRecord>,
+        ok::<numalab_mem::loaded::LoadedRecord>,
+        ok::<numalab_mem::migrate::MigrateRecord>,
+    ]
+    .iter()
+    .find_map(|f| f(r))
+}
+
+/// Records of a bundle that cannot be shown: (kind, count, known kind that failed).
+pub fn unreadable(l: &Loaded) -> Vec<(String, usize, bool)> {
+    let mut out: Vec<(String, usize, bool)> = Vec::new();
+    for r in &l.bundle.records {
+        let damaged = match decodes(r) {
+            Some(true) => continue,
+            Some(false) => true,
+            None => false,
+        };
+        match out
+            .iter_mut()
+            .find(|(k, _, d)| *k == r.kind && *d == damaged)
+        {
+            Some(e) => e.1 += 1,
+            None => out.push((r.kind.clone(), 1, damaged)),
+        }
+    }
+    out
+}
+
+/// A number cell, or "n/a" with the reason.
+pub(crate) fn opt(v: Option<f64>, digits: usize, why: &str) -> Cell {
+    match v {
+        Some(v) => Cell::num(v, digits),
+        None => Cell::missing(why),
+    }
+}
+
+/// An interval cell (scaled by `k`), or "n/a".
+pub(crate) fn iv(v: Option<&Interval>, k: f64, digits: usize, why: &str) -> Cell {
+    match v {
+        Some(i) => Cell::Interval {
+            estimate: i.estimate * k,
+            low: i.low * k,
+            high: i.high * k,
+            digits,
+        },
+        None => Cell::missing(why),
+    }
+}
+
+/// A table with columns given as (name, unit).
+pub(crate) fn table(id: &str, title: &str, cols: &[(&str, Option<&str>)]) -> Table {
+    Table::new(
+        id,
+        title,
+        cols.iter().map(|(n, u)| Column::new(n, *u)).collect(),
+    )
+}
+
+/// The heading suffix naming the bundle when a report holds several.
+pub(crate) fn of(set: &[Loaded], l: &Loaded) -> String {
+    if set.len() > 1 {
+        format!(" ({})", l.label)
+    } else {
+        String::new()
+    }
+}
+
+/// The report of a set of bundles.
+pub fn document(set: &[Loaded]) -> Document {
+    let mut labels: Vec<&str> = Vec::new();
+    for l in set {
+        if !labels.contains(&l.label.as_str()) {
+            labels.push(&l.label);
+        }
+    }
+    let title = format!("numalab report: {}", labels.join(", "));
+    let subtitle = set
+        .iter()
+        .map(|l| {
+            let e = &l.bundle.envelope;
+            format!(
+                "{}: {} record(s), {} by numalab {} ({}, {}) on {}: {}",
+                l.label,
+                l.bundle.records.len(),
+                match e.origin {
+                    numalab_schema::Origin::Measured => "measured",
+                    numalab_schema::Origin::Modeled => "modeled",
+                    numalab_schema::Origin::Imported => "imported",
+                },
+                e.tool.version,
+                e.tool.target,
+                e.tool.profile,
+                e.created_utc,
+                e.command.join(" ")
+            )
+        })
+        .collect();
+    let mut problems = Vec::new();
+    for l in set {
+        for w in &l.warnings {
+            problems.push(format!("{}: {w}", l.label));
+        }
+        for (kind, n, damaged) in unreadable(l) {
+            problems.push(if damaged {
+                format!("{}: {n} record(s) of kind {kind} could not be decoded (written by a newer numalab, or damaged); they are in the raw-data appendix", l.label)
+            } else {
+                format!("{}: {n} record(s) of kind {kind}, which this numalab does not know (a newer one wrote them?); they are in the raw-data appendix", l.label)
+            });
+        }
+    }
+    let mut sections = vec![machine::summary(set)];
+    for (b, l) in set.iter().enumerate() {
+        let o = of(set, l);
+        sections.extend(machine::topology(b, l, &o));
+        sections.extend(machine::doctor(b, l, &o));
+        sections.extend(mem::sections(b, l, &o));
+        sections.extend(c2c::sections(b, l, &o));
+        sections.extend(workload::sections(b, l, &o));
+        sections.extend(harness::sections(b, l, &o));
+        sections.extend(pmu::sections(b, l, &o));
+        sections.extend(machine::power(b, l, &o));
+        sections.extend(model::sections(b, l, &o));
+    }
+    sections.extend(machine::warnings(set));
+    sections.push(appendix::appendix(set));
+    Document {
+        title,
+        subtitle,
+        problems,
+        findings: findings(set),
+        sections,
+    }
+}

@@ -1,0 +1,338 @@
+//! Counters: what the machine can count (`pmu.check`), profiles with their metrics,
+//! events and the front-end/back-end decision tree (`pmu.profile`), hot spots
+//! (`pmu.samples`) and before/after comparisons (`pmu.comparison`).
+
+use super::{opt, table};
+use crate::anchors;
+use crate::doc::{OutlineItem, Section};
+use crate::load::Loaded;
+use crate::table::Cell;
+use numalab_pmu::capability::EventStatus;
+use numalab_pmu::check::PmuCheck;
+use numalab_pmu::compare::Comparison;
+use numalab_pmu::metrics::{fmt_metric, EventState};
+use numalab_pmu::profile::Profile;
+use numalab_pmu::sample::SampleReport;
+use numalab_pmu::tree::TreeReport;
+
+fn status(s: &EventStatus) -> Cell {
+    match s {
+        EventStatus::Works => Cell::text("works"),
+        EventStatus::NotSupported(why) => Cell::missing(format!("not supported here ({why})")),
+        EventStatus::Denied(why) => {
+            Cell::missing(format!("denied ({why}): see perf_event_paranoid"))
+        }
+        EventStatus::Failed(why) => Cell::missing(format!("failed ({why})")),
+    }
+}
+
+/// The decision tree as an outline: IPC and stall shares, then the groups looked at on
+/// the dominant side, notable metrics emphasised, then the verdict.
+pub fn tree_outline(t: &TreeReport) -> Vec<OutlineItem> {
+    let item = |depth, text: String, emphasis| OutlineItem {
+        depth,
+        text,
+        emphasis,
+    };
+    let mut out = vec![item(
+        0,
+        format!(
+            "IPC {}",
+            t.ipc.map_or("not available".into(), |v| format!("{v:.2}"))
+        ),
+        false,
+    )];
+    for s in &t.sides {
+        let dominant = t.dominant.as_deref() == Some(s.side.as_str());
+        out.push(item(
+            1,
+            format!(
+                "{} stalls ({}): {}",
+                s.side,
+                s.metric,
+                match (s.stall_rate, &s.reason) {
+                    (Some(v), _) => format!("{:.1}% of cycles", v * 100.0),
+                    (None, Some(r)) => format!("n/a ({r})"),
+                    (None, None) => "n/a".into(),
+                }
+            ),
+            dominant,
+        ));
+        if !dominant {
+            continue;
+        }
+        for st in &t.steps {
+            out.push(item(2, st.title.clone(), false));
+            for m in &st.metrics {
+                out.push(item(
+                    3,
+                    format!(
+                        "{}: {}",
+                        m.name,
+                        match (m.value, &m.reason) {
+                            (Some(v), _) => fmt_metric(v, &m.unit),
+                            (None, Some(r)) => format!("n/a ({r})"),
+                            (None, None) => "n/a".into(),
+                        }
+                    ),
+                    m.notable,
+                ));
+            }
+        }
+    }
+    if t.dominant.is_none() {
+        for st in &t.steps {
+            out.push(item(1, st.title.clone(), false));
+            for m in &st.metrics {
+                out.push(item(
+                    2,
+                    format!(
+                        "{}: {}",
+                        m.name,
+                        m.value.map_or("n/a".into(), |v| fmt_metric(v, &m.unit))
+                    ),
+                    m.notable,
+                ));
+            }
+        }
+    }
+    for (name, v, unit) in &t.vendor_topdown {
+        out.push(item(
+            1,
+            format!("vendor topdown {name}: {}", fmt_metric(*v, unit)),
+            false,
+        ));
+    }
+    out.push(item(0, format!("verdict: {}", t.verdict), true));
+    if !t.sample_next.is_empty() {
+        out.push(item(
+            1,
+            format!("sample next: {}", t.sample_next.join(", ")),
+            false,
+        ));
+    }
+    out
+}
+
+/// The PMU sections of a bundle.
+pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
+    let checks = l.records_of::<PmuCheck>();
+    let profiles = l.records_of::<Profile>();
+    let samples = l.records_of::<SampleReport>();
+    let comparisons = l.records_of::<Comparison>();
+    if checks.is_empty() && profiles.is_empty() && samples.is_empty() && comparisons.is_empty() {
+        return Vec::new();
+    }
+    let mut s = Section::new(&anchors::pmu(b), &format!("Performance counters{of}"));
+    for (_, c) in &checks {
+        s.para(c.verdict.clone());
+        let mut t = table(
+            &anchors::id(b, "pmu-check"),
+            "PMU check",
+            &[("what", None), ("result", None)],
+        );
+        t.push(vec![Cell::text("cycles"), status(&c.capability.cycles)]);
+        t.push(vec![
+            Cell::text("instructions"),
+            status(&c.capability.instructions),
+        ]);
+        t.push(vec![
+            Cell::text("task clock"),
+            status(&c.capability.task_clock),
+        ]);
+        t.push(vec![
+            Cell::text("page faults"),
+            status(&c.capability.page_faults),
+        ]);
+        t.push(vec![
+            Cell::text("perf_event_paranoid"),
+            opt(c.capability.paranoid.map(f64::from), 0, "not readable"),
+        ]);
+        t.push(vec![
+            Cell::text("PMUs listed by the kernel"),
+            Cell::text(c.capability.pmus.join(", ")),
+        ]);
+        t.push(vec![
+            Cell::text("event catalog"),
+            match (&c.cpu, &c.cpu_problem) {
+                (Some(m), _) => Cell::text(format!("{} ({}, {})", m.catalog, m.cpu, m.how)),
+                (None, Some(p)) => Cell::missing(p),
+                (None, None) => Cell::missing("no catalog fits this CPU"),
+            },
+        ]);
+        t.push(vec![
+            Cell::text("task clock / thread CPU time"),
+            opt(c.task_clock_agreement, 4, "not measured"),
+        ]);
+        t.push(vec![
+            Cell::text("IPC of the check loop"),
+            opt(c.loop_ipc, 2, "no hardware PMU"),
+        ]);
+        s.table(t);
+    }
+    for (r, p) in &profiles {
+        let what = if p.command.is_empty() {
+            p.source
+                .path
+                .clone()
+                .unwrap_or_else(|| "imported counts".into())
+        } else {
+            p.command.join(" ")
+        };
+        s.para(format!(
+            "Profile of {what}: {} mode, catalog {} ({}), metric set {}.",
+            p.mode, p.cpu.catalog, p.cpu.cpu, p.metric_set
+        ));
+        if let Some(t) = &p.tree {
+            s.outline(tree_outline(t));
+            let mut anchor = table(
+                &anchors::pmu_tree(b, &r.key),
+                "Decision tree findings",
+                &[
+                    ("metric", None),
+                    ("group", None),
+                    ("verdict", None),
+                    ("value", None),
+                    ("threshold", None),
+                    ("finding", None),
+                ],
+            );
+            for f in &t.findings {
+                anchor.push(vec![
+                    Cell::text(&f.metric),
+                    Cell::text(&f.group),
+                    Cell::text(&f.label),
+                    Cell::num(f.value, 3),
+                    Cell::num(f.threshold, 3),
+                    Cell::text(&f.text),
+                ]);
+            }
+            if anchor.rows.is_empty() {
+                anchor.push(vec![
+                    Cell::text("-"),
+                    Cell::text("-"),
+                    Cell::text("nothing notable"),
+                    Cell::missing("no metric reached its threshold"),
+                    Cell::missing("no metric reached its threshold"),
+                    Cell::text(&t.verdict),
+                ]);
+            }
+            s.table(anchor);
+        }
+        let mut m = table(
+            &anchors::id(b, &format!("pmu-metrics-{}", r.key)),
+            "Metrics",
+            &[
+                ("group", None),
+                ("metric", None),
+                ("value", None),
+                ("unit", None),
+                ("counted", None),
+                ("why not", None),
+            ],
+        );
+        for v in &p.metrics {
+            m.push(vec![
+                Cell::text(&v.group),
+                Cell::text(&v.name),
+                match v.value {
+                    Some(x) => Cell::text(fmt_metric(x, &v.unit)),
+                    None => {
+                        Cell::missing(v.reason.clone().unwrap_or_else(|| "not available".into()))
+                    }
+                },
+                Cell::text(&v.unit),
+                opt(v.min_running_fraction, 2, "not counted"),
+                Cell::text(v.reason.clone().unwrap_or_default()),
+            ]);
+        }
+        m.notes.push("counted = the smallest share of the run its events were on a counter (multiplexed values are extrapolated)".into());
+        s.table(m);
+        let mut e = table(
+            &anchors::id(b, &format!("pmu-events-{}", r.key)),
+            "Events",
+            &[
+                ("event", None),
+                ("value", None),
+                ("counted", None),
+                ("state", None),
+            ],
+        );
+        for v in &p.events {
+            e.push(vec![
+                Cell::text(&v.name),
+                opt(v.value, 0, "no value"),
+                opt(v.running_fraction, 3, "not counted"),
+                Cell::text(match v.state {
+                    EventState::Counted => "counted",
+                    EventState::NotSupported => "not supported",
+                    EventState::NotCounted => "not scheduled",
+                    EventState::Denied => "denied",
+                    EventState::Failed => "failed",
+                }),
+            ]);
+        }
+        s.table(e);
+    }
+    for (r, sr) in &samples {
+        s.para(format!(
+            "Samples of {}: {} samples of {} ({} lost, {} attributed to a function). {}",
+            sr.command.join(" "),
+            sr.samples,
+            sr.event,
+            sr.lost,
+            sr.attributed,
+            sr.skid
+        ));
+        let mut t = table(
+            &anchors::id(b, &format!("pmu-functions-{}", r.key)),
+            "Hot functions",
+            &[
+                ("function", None),
+                ("object", None),
+                ("self", Some("%")),
+                ("total", Some("%")),
+                ("hottest line", None),
+            ],
+        );
+        for f in sr.functions.iter().take(30) {
+            t.push(vec![
+                Cell::text(&f.function),
+                Cell::text(&f.object),
+                Cell::num(f.self_pct, 1),
+                Cell::num(f.total_pct, 1),
+                Cell::text(f.hottest_line.clone().unwrap_or_default()),
+            ]);
+        }
+        s.table(t);
+    }
+    for (r, c) in &comparisons {
+        let mut t = table(
+            &anchors::id(b, &format!("pmu-comparison-{}", r.key)),
+            &format!("{} against {}", c.new, c.base),
+            &[
+                ("metric", None),
+                ("unit", None),
+                ("before", None),
+                ("after", None),
+                ("change", Some("%")),
+                ("note", None),
+            ],
+        );
+        for m in &c.metrics {
+            t.push(vec![
+                Cell::text(&m.name),
+                Cell::text(&m.unit),
+                opt(m.base, 4, "not available"),
+                opt(m.new, 4, "not available"),
+                opt(m.change_pct, 1, "not comparable"),
+                Cell::text(m.note.clone().unwrap_or_default()),
+            ]);
+        }
+        if let Some(n) = &c.note {
+            t.notes.push(n.clone());
+        }
+        s.table(t);
+    }
+    vec![s]
+}

@@ -1,0 +1,201 @@
+//! The reference request workload: throughput per run and per thread, response-time
+//! percentiles with their intervals, how busy the CPUs were (and who else used them),
+//! where the graph's pages were, and power where it could be read.
+
+use super::{iv, opt, table};
+use crate::anchors;
+use crate::doc::Section;
+use crate::load::Loaded;
+use crate::table::Cell;
+use numalab_chart::{Bar, BarChart, LineChart, Series};
+use numalab_workload::WorkloadRun;
+
+/// The workload section of a bundle.
+pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
+    let mut runs: Vec<WorkloadRun> = l
+        .records_of::<WorkloadRun>()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    if runs.is_empty() {
+        return Vec::new();
+    }
+    runs.sort_by(|a, b| (a.mode.name(), a.threads).cmp(&(b.mode.name(), b.threads)));
+    let mut s = Section::new(
+        &anchors::id(b, "workload"),
+        &format!("Reference workload{of}"),
+    );
+    let first = &runs[0];
+    s.para(format!(
+        "Route search and itinerary planning on a synthetic road network of {} intersections ({}, fingerprint {}), {:.0}% route queries; closed-loop clients pinned {}, {:.1} s measured after {:.1} s of warm-up.",
+        first.graph.nodes,
+        numalab_schema::units::bytes(first.graph.bytes),
+        first.graph.fingerprint,
+        first.route_share * 100.0,
+        first.placement.name(),
+        first.duration_s,
+        first.warmup_s
+    ));
+    // Per-thread throughput against threads, one line per data mode (when a mode has
+    // several thread counts), else bars.
+    let modes: Vec<&str> = {
+        let mut m: Vec<&str> = runs.iter().map(|r| r.mode.name()).collect();
+        m.dedup();
+        m
+    };
+    let lines = modes
+        .iter()
+        .any(|m| runs.iter().filter(|r| r.mode.name() == *m).count() > 1);
+    if lines {
+        let mut c = LineChart::new(
+            "Requests/s per thread",
+            "client threads",
+            "requests/s per thread",
+        );
+        let mut ticks: Vec<f64> = runs.iter().map(|r| r.threads as f64).collect();
+        ticks.sort_by(f64::total_cmp);
+        ticks.dedup();
+        c.x_log = ticks.last().copied().unwrap_or(1.0) >= 8.0;
+        c.x_ticks = ticks;
+        for m in &modes {
+            let of: Vec<&WorkloadRun> = runs.iter().filter(|r| r.mode.name() == *m).collect();
+            // The median time slice (what the band is an interval of), per thread.
+            let per_thread = |r: &WorkloadRun| {
+                r.requests_per_s_interval
+                    .as_ref()
+                    .map_or(r.requests_per_s_per_thread, |i| {
+                        i.estimate / r.threads as f64
+                    })
+            };
+            let mut series = Series::new(
+                m,
+                of.iter()
+                    .map(|r| (r.threads as f64, per_thread(r)))
+                    .collect(),
+            );
+            series.band = of
+                .iter()
+                .filter_map(|r| {
+                    let i = r.requests_per_s_interval.as_ref()?;
+                    let t = r.threads as f64;
+                    Some((t, i.low / t, i.high / t))
+                })
+                .collect();
+            c.series.push(series);
+            if let Some(one) = of.iter().find(|r| r.threads == 1) {
+                let y = per_thread(one);
+                let xs = [of[0].threads as f64, of[of.len() - 1].threads as f64];
+                c.series.push(Series::reference(
+                    &format!("{m}: perfect scaling"),
+                    xs.iter().map(|x| (*x, y)).collect(),
+                ));
+            }
+        }
+        s.chart(
+            &anchors::workload_chart(b),
+            c.to_svg(),
+            "Requests per second per client thread (median time slice; bands: its 95% interval). Dashed: perfect scaling from one thread; falling: each thread gets less done as threads are added",
+        );
+    } else {
+        let chart = BarChart {
+            title: "Requests/s per thread".into(),
+            x_label: "requests/s per thread".into(),
+            bars: runs
+                .iter()
+                .map(|r| {
+                    let t = r.threads as f64;
+                    Bar::new(
+                        &format!("{} thread(s), {}", r.threads, r.mode.name()),
+                        r.requests_per_s_per_thread,
+                        r.requests_per_s_interval
+                            .as_ref()
+                            .map(|i| (i.low / t, i.high / t)),
+                    )
+                })
+                .collect(),
+            reference: None,
+        };
+        s.chart(
+            &anchors::workload_chart(b),
+            chart.to_svg(),
+            "Requests per second per client thread, with the 95% interval of the median time slice",
+        );
+    }
+    let mut t = table(
+        &anchors::workload_table(b),
+        "Runs",
+        &[
+            ("threads", None),
+            ("data", None),
+            ("requests/s", None),
+            ("median slice", Some("requests/s")),
+            ("per thread", Some("requests/s")),
+            ("p50", Some("ms")),
+            ("p95", Some("ms")),
+            ("p99", Some("ms")),
+            ("CPU use", None),
+            ("CPUs busy (any process)", None),
+            ("stolen", None),
+            ("requests/J", None),
+        ],
+    );
+    for r in &runs {
+        let lat = r.latency.as_ref();
+        let why_lat = "no request completed";
+        t.push(vec![
+            Cell::num(r.threads as f64, 0),
+            Cell::text(r.mode.name()),
+            Cell::num(r.requests_per_s, 1),
+            iv(
+                r.requests_per_s_interval.as_ref(),
+                1.0,
+                1,
+                "fewer than 3 time slices",
+            ),
+            Cell::num(r.requests_per_s_per_thread, 1),
+            iv(lat.map(|l| &l.p50_ns), 1e-6, 3, why_lat),
+            iv(lat.map(|l| &l.p95_ns), 1e-6, 3, why_lat),
+            iv(lat.map(|l| &l.p99_ns), 1e-6, 3, why_lat),
+            Cell::num(r.cpu_utilization, 2),
+            opt(r.worker_cpus_busy, 2, "/proc/stat not readable"),
+            opt(r.worker_cpus_steal, 3, "/proc/stat not readable"),
+            match (r.requests_per_joule, &r.power_unavailable_reason) {
+                (Some(j), _) => Cell::num(j, 2),
+                (None, Some(why)) => Cell::missing(why),
+                (None, None) => Cell::missing("no power figure"),
+            },
+        ]);
+    }
+    t.notes.push("CPU use = process CPU time / (window x threads); CPUs busy = the clients' CPUs busy with any process (/proc/stat): a large gap means other processes shared them".into());
+    t.notes.push("requests/s = requests / measured window; median slice = median of the per-slice rates with its 95% bootstrap interval; percentiles with 95% intervals".into());
+    s.table(t);
+    let mut p = table(
+        &anchors::id(b, "workload-pages"),
+        "Graph pages per NUMA node",
+        &[
+            ("threads", None),
+            ("data", None),
+            ("pages per node", None),
+            ("copies", None),
+        ],
+    );
+    for r in &runs {
+        p.push(vec![
+            Cell::num(r.threads as f64, 0),
+            Cell::text(r.mode.name()),
+            Cell::text(
+                r.pages_per_node
+                    .iter()
+                    .map(|(n, c)| format!("node {n}: {c}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            Cell::num(r.memory.copies.len() as f64, 0),
+        ]);
+    }
+    if runs.iter().any(|r| r.memory.modes_equivalent_here) {
+        p.notes.push("one NUMA node: the data modes put every page on the same node here and differ only by noise".into());
+    }
+    s.table(p);
+    vec![s]
+}
