@@ -583,15 +583,33 @@ mod tests {
             PolicyKind::ALL
                 .iter()
                 .zip(speeds)
-                .map(|(&k, t)| (0..reps).map(|r| run(k, r, t * (1.0 + 0.01 * r as f64))).collect())
+                .map(|(&k, t)| {
+                    (0..reps)
+                        .map(|r| run(k, r, t * (1.0 + 0.01 * r as f64)))
+                        .collect()
+                })
                 .collect()
         };
         let one = summarize("x", &p, &study, &["app".into()], &runs(1));
-        assert_ne!(one.recommended, Some(PolicyKind::Bind), "{}", one.recommendation);
-        assert!(one.recommendation.contains("--repeat"), "{}", one.recommendation);
+        assert_ne!(
+            one.recommended,
+            Some(PolicyKind::Bind),
+            "{}",
+            one.recommendation
+        );
+        assert!(
+            one.recommendation.contains("--repeat"),
+            "{}",
+            one.recommendation
+        );
         // With enough runs clearly apart, the faster policy is named.
         let three = summarize("x", &p, &study, &["app".into()], &runs(3));
-        assert_eq!(three.recommended, Some(PolicyKind::Bind), "{}", three.recommendation);
+        assert_eq!(
+            three.recommended,
+            Some(PolicyKind::Bind),
+            "{}",
+            three.recommendation
+        );
         assert!(three.recommendation.contains("as fast as local"));
     }
 

@@ -738,12 +738,21 @@ mod tests {
         let plan = plan_matrix(&m, &small, &[PageRequest::Base], size, Options::idle(&m)).unwrap();
         assert_eq!(plan.cells.len(), 4);
         // The default itself is refused there: that is what the fitting is for.
-        assert!(plan_matrix(&m, &small, &[PageRequest::Base], default_idle_size(&m), Options::idle(&m)).is_err());
+        assert!(plan_matrix(
+            &m,
+            &small,
+            &[PageRequest::Base],
+            default_idle_size(&m),
+            Options::idle(&m)
+        )
+        .is_err());
         // Too little memory to stay above 8x the cache: the default is kept (and refused).
         let tiny = budget::Budgets::uniform(&m, 1 << 20);
-        assert_eq!(fitted_idle_size(&m, &tiny, &[0, 1]), (default_idle_size(&m), None));
+        assert_eq!(
+            fitted_idle_size(&m, &tiny, &[0, 1]),
+            (default_idle_size(&m), None)
+        );
     }
-
 
     fn point(ws: u64, ns: f64) -> Point {
         Point {

@@ -636,12 +636,22 @@ mod tests {
         }
         assert!(p.options.chase_bytes >= 8 * (512 << 10));
         assert!(
-            p.notes.iter().any(|n| n.contains("reduced") && n.contains("chase")),
+            p.notes
+                .iter()
+                .any(|n| n.contains("reduced") && n.contains("chase")),
             "{:?}",
             p.notes
         );
         // The same request with the default sizes as given is refused there.
-        assert!(plan(&m, &small, &m.pu_ids(), None, &MemPolicy::FirstTouch, Options::quick(&m)).is_err());
+        assert!(plan(
+            &m,
+            &small,
+            &m.pu_ids(),
+            None,
+            &MemPolicy::FirstTouch,
+            Options::quick(&m)
+        )
+        .is_err());
         // An explicit size is never changed.
         let (o, note) = fit_to_budgets(
             &m,

@@ -78,7 +78,10 @@ pub fn node_counts_at(v: &Value, path: &str) -> Result<BTreeMap<u32, u64>, Strin
         .ok_or_else(|| format!("`{path}` is not a list in {}", short(v)))?;
     let mut out = BTreeMap::new();
     for pair in list {
-        let (n, c) = (pair.get(0).and_then(Value::as_u64), pair.get(1).and_then(Value::as_u64));
+        let (n, c) = (
+            pair.get(0).and_then(Value::as_u64),
+            pair.get(1).and_then(Value::as_u64),
+        );
         match (n, c) {
             (Some(n), Some(c)) => {
                 out.insert(n as u32, c);
@@ -97,7 +100,10 @@ fn policy_text(v: &Value) -> Result<String, String> {
         Value::Number(n) => vec![n.as_u64().unwrap_or(u64::MAX) as u32],
         other => return Err(format!("policy nodes {other}")),
     };
-    Ok(format!("{kind}:{}", numalab_schema::cpulist::format(&nodes)))
+    Ok(format!(
+        "{kind}:{}",
+        numalab_schema::cpulist::format(&nodes)
+    ))
 }
 
 fn warning_codes(rec: &Value) -> Vec<String> {
@@ -142,7 +148,10 @@ fn expect_cell_placement(
     )?;
     expect(
         u32s_at(p, "cpu_nodes")? == [cpu_node],
-        format!("{what}: cpu_nodes [{cpu_node}], got {}", at(p, "cpu_nodes")?),
+        format!(
+            "{what}: cpu_nodes [{cpu_node}], got {}",
+            at(p, "cpu_nodes")?
+        ),
     )?;
     let pol = policy_text(at(p, "policy")?)?;
     expect(
@@ -185,6 +194,7 @@ pub fn bandwidth_matrix(l: &Layout, v: &Value, kernels: &[&str]) -> Res {
     )?;
     let mut seen = BTreeSet::new();
     let mut pages_seen = BTreeSet::new();
+    let mut figures = Vec::new();
     for r in &recs {
         let d = at(r, "data")?;
         let (cn, mn) = (
@@ -222,14 +232,47 @@ pub fn bandwidth_matrix(l: &Layout, v: &Value, kernels: &[&str]) -> Res {
             format!("{what}: no placement_mismatch warning"),
         )?;
         pages_seen.insert(pages);
+        figures.push((kernel, cn, mn, gbps));
     }
+    let last = kernels.last().copied().unwrap_or_default();
+    let cells: Vec<(u32, u32, f64)> = figures
+        .iter()
+        .filter(|f| f.0 == last)
+        .map(|f| (f.1, f.2, f.3))
+        .collect();
     Ok(format!(
-        "{} cells ({} CPU nodes x {} memory nodes incl. memory-only x {} kernels), each bound to its node, all pages there",
+        "{} cells ({} CPU nodes x {} memory nodes incl. memory-only x {} kernels), each bound to its node, all pages there; {last} GB/s {}",
         recs.len(),
         rows.len(),
         cols.len(),
-        kernels.len()
+        kernels.len(),
+        figure_rows(&cells, 2)
     ))
+}
+
+/// A node-pair matrix of figures as one line: `[cpu 0: 1.2 1.1 ... | cpu 1: ...]`,
+/// columns in node order. Shown in the check's detail so that a run's report carries
+/// the figures the guest measured (placement is what is asserted, not these values:
+/// every guest node is the same host memory).
+pub fn figure_rows(cells: &[(u32, u32, f64)], decimals: usize) -> String {
+    let rows: BTreeSet<u32> = cells.iter().map(|c| c.0).collect();
+    let lines: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let mut row: Vec<(u32, f64)> = cells
+                .iter()
+                .filter(|c| c.0 == *r)
+                .map(|c| (c.1, c.2))
+                .collect();
+            row.sort_by_key(|c| c.0);
+            let vals: Vec<String> = row
+                .iter()
+                .map(|c| format!("{:.*}", decimals, c.1))
+                .collect();
+            format!("cpu {r}: {}", vals.join(" "))
+        })
+        .collect();
+    format!("[{}]", lines.join(" | "))
 }
 
 /// `mem latency --matrix`: one record per (node with CPUs, node with memory, page
@@ -261,6 +304,7 @@ pub fn latency_matrix_records(
     )?;
     let mut seen = BTreeSet::new();
     let mut sizes = BTreeSet::new();
+    let mut figures = Vec::new();
     for r in recs {
         let d = at(r, "data")?;
         let (cn, mn) = (
@@ -273,39 +317,50 @@ pub fn latency_matrix_records(
             kinds.contains(&kind.as_str()),
             format!("{what}: page kind one of {kinds:?}"),
         )?;
-        expect(seen.insert((cn, mn, kind.clone())), format!("{what} only once"))?;
+        expect(
+            seen.insert((cn, mn, kind.clone())),
+            format!("{what} only once"),
+        )?;
         let cpu = u64_at(d, "cpu")? as u32;
         expect(
             l.node_of_cpu(cpu) == Some(cn),
             format!("{what}: the chasing CPU {cpu} is on node {cn}"),
         )?;
         expect_cell_placement(l, at(d, "placement")?, cn, mn, &what)?;
-        let points = at(d, "points")?
-            .as_array()
-            .ok_or("points is not a list")?;
+        let points = at(d, "points")?.as_array().ok_or("points is not a list")?;
         expect(points.len() == 1, format!("{what}: one working set"))?;
         let ws = u64_at(&points[0], "working_set_bytes")?;
         if let Some(s) = size {
             expect(ws == s, format!("{what}: working set {s}, got {ws}"))?;
         }
         sizes.insert(ws);
-        let p50 = at(&points[0], "latency_ns.median")?.as_f64().unwrap_or(f64::NAN);
+        let p50 = at(&points[0], "latency_ns.median")?
+            .as_f64()
+            .unwrap_or(f64::NAN);
         expect(
             p50.is_finite() && p50 > 0.0,
             format!("{what}: a positive latency, got {p50}"),
         )?;
+        if kind == kinds[0] {
+            figures.push((cn, mn, p50));
+        }
         expect(
             !warning_codes(r).iter().any(|w| w == "placement_mismatch"),
             format!("{what}: no placement_mismatch warning"),
         )?;
     }
-    expect(sizes.len() == 1, format!("one working set for every cell, got {sizes:?}"))?;
+    expect(
+        sizes.len() == 1,
+        format!("one working set for every cell, got {sizes:?}"),
+    )?;
     Ok(format!(
-        "{} cells ({} x {} x {kinds:?}), working set {} B, chaser and pages on the nodes asked",
+        "{} cells ({} x {} x {kinds:?}), working set {} B, chaser and pages on the nodes asked; {} ns {}",
         recs.len(),
         rows.len(),
         cols.len(),
-        sizes.iter().next().copied().unwrap_or(0)
+        sizes.iter().next().copied().unwrap_or(0),
+        kinds[0],
+        figure_rows(&figures, 0)
     ))
 }
 
@@ -318,11 +373,19 @@ pub fn latency_matrix_text(l: &Layout, out: &str, kinds: &[&str]) -> Res {
         .collect();
     expect(
         titles.len() == kinds.len(),
-        format!("{} tables (one per page kind), got {}:\n{out}", kinds.len(), titles.len()),
+        format!(
+            "{} tables (one per page kind), got {}:\n{out}",
+            kinds.len(),
+            titles.len()
+        ),
     )?;
     for k in kinds {
         expect(
-            titles.iter().filter(|t| t.contains(&format!("{k} pages"))).count() == 1,
+            titles
+                .iter()
+                .filter(|t| t.contains(&format!("{k} pages")))
+                .count()
+                == 1,
             format!("one table for {k} pages:\n{out}"),
         )?;
     }
@@ -332,11 +395,17 @@ pub fn latency_matrix_text(l: &Layout, out: &str, kinds: &[&str]) -> Res {
         .ok_or_else(|| format!("no column header:\n{out}"))?;
     let cols: Vec<&str> = header.split("mem ").skip(1).map(str::trim).collect();
     let want: Vec<String> = l.node_ids().iter().map(u32::to_string).collect();
-    expect(cols == want, format!("columns mem {want:?}, got {header:?}"))?;
+    expect(
+        cols == want,
+        format!("columns mem {want:?}, got {header:?}"),
+    )?;
     for n in l.cpu_nodes() {
         let row = format!("cpu {}", n.id);
         expect(
-            out.lines().filter(|x| x.trim_start().starts_with(&row)).count() == kinds.len(),
+            out.lines()
+                .filter(|x| x.trim_start().starts_with(&row))
+                .count()
+                == kinds.len(),
             format!("a row {row:?} in each table:\n{out}"),
         )?;
     }
@@ -381,8 +450,13 @@ fn migrate_record(l: &Layout, r: &Value, methods: &[&str]) -> Result<(u32, u32, 
         source == BTreeMap::from([(src, base)]),
         format!("{what}: all {base} source pages on node {src}, got {source:?}"),
     )?;
-    let ms = at(d, "methods")?.as_array().ok_or("methods is not a list")?;
-    let names: Vec<&str> = ms.iter().filter_map(|m| m.get("method")?.as_str()).collect();
+    let ms = at(d, "methods")?
+        .as_array()
+        .ok_or("methods is not a list")?;
+    let names: Vec<&str> = ms
+        .iter()
+        .filter_map(|m| m.get("method")?.as_str())
+        .collect();
     expect(
         names.len() == methods.len() && methods.iter().all(|m| names.contains(m)),
         format!("{what}: methods {methods:?}, got {names:?}"),
@@ -399,15 +473,22 @@ fn migrate_record(l: &Layout, r: &Value, methods: &[&str]) -> Result<(u32, u32, 
             format!("{what} {name}: pages_on_target {base}"),
         )?;
         expect(
-            at(m, "pages_not_moved")?.as_object().is_some_and(|o| o.is_empty()),
+            at(m, "pages_not_moved")?
+                .as_object()
+                .is_some_and(|o| o.is_empty()),
             format!("{what} {name}: no page left behind"),
         )?;
         expect(
             at(m, "data_verified")? == &Value::Bool(true),
             format!("{what} {name}: data verified"),
         )?;
-        let t = at(m, "throughput_gbps.median")?.as_f64().unwrap_or(f64::NAN);
-        expect(t.is_finite() && t > 0.0, format!("{what} {name}: a throughput"))?;
+        let t = at(m, "throughput_gbps.median")?
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        expect(
+            t.is_finite() && t > 0.0,
+            format!("{what} {name}: a throughput"),
+        )?;
     }
     expect(
         at(d, "winner")?.is_string(),
@@ -422,7 +503,11 @@ pub fn migrate_nearest_farthest(l: &Layout, v: &Value, units: usize) -> Res {
     let ((na, nb), (fa, fb)) = l.nearest_and_farthest();
     expect(
         recs.len() == 2 * units,
-        format!("2 pairs x {units} page unit(s) = {} records, got {}", 2 * units, recs.len()),
+        format!(
+            "2 pairs x {units} page unit(s) = {} records, got {}",
+            2 * units,
+            recs.len()
+        ),
     )?;
     let mut pairs = BTreeSet::new();
     let mut reference = None;
@@ -437,7 +522,10 @@ pub fn migrate_nearest_farthest(l: &Layout, v: &Value, units: usize) -> Res {
                 "pair {s} -> {d} is neither the nearest ({na} -> {nb}) nor the farthest ({fa} -> {fb}) by SLIT"
             ));
         };
-        expect(role == want, format!("{s} -> {d} labelled {want}, got {role}"))?;
+        expect(
+            role == want,
+            format!("{s} -> {d} labelled {want}, got {role}"),
+        )?;
         pairs.insert((s, d));
         let rk = str_at(at(r, "data")?, "reference.kind")?.to_string();
         let g = at(r, "data.reference.gbps")?.as_f64().unwrap_or(0.0);
@@ -500,7 +588,10 @@ fn expect_touch_pages(
     let page = numalab_topo::bind::base_page_size() as u64;
     expect(
         total * page == t.touched_bytes,
-        format!("{policy}: all {} touched pages resident, numa_maps counts {pages:?}", t.touched_bytes / page),
+        format!(
+            "{policy}: all {} touched pages resident, numa_maps counts {pages:?}",
+            t.touched_bytes / page
+        ),
     )?;
     match policy {
         "local" => {
@@ -508,11 +599,15 @@ fn expect_touch_pages(
             let mut want: BTreeMap<u32, u64> = BTreeMap::new();
             let share = total / threads as u64;
             for cpu in &t.cpus {
-                *want.entry(l.node_of_cpu(*cpu).ok_or("a CPU of no node")?).or_insert(0) += share;
+                *want
+                    .entry(l.node_of_cpu(*cpu).ok_or("a CPU of no node")?)
+                    .or_insert(0) += share;
             }
             expect(
                 pages == &want,
-                format!("local: the pages of each thread on its CPU's node {want:?}, got {pages:?}"),
+                format!(
+                    "local: the pages of each thread on its CPU's node {want:?}, got {pages:?}"
+                ),
             )
         }
         "interleave" => {
@@ -561,9 +656,14 @@ pub fn policy_study(
         u32s_at(summary, "plan.interleave_nodes")? == l.node_ids(),
         "interleave over every node with memory",
     )?;
-    expect(u64_at(summary, "plan.node")? as u32 == node, format!("bind/preferred node {node}"))?;
+    expect(
+        u64_at(summary, "plan.node")? as u32 == node,
+        format!("bind/preferred node {node}"),
+    )?;
     let page = numalab_topo::bind::base_page_size() as u64;
-    let results = at(summary, "results")?.as_array().ok_or("results is not a list")?;
+    let results = at(summary, "results")?
+        .as_array()
+        .ok_or("results is not a list")?;
     expect(results.len() == 4, "4 policies")?;
     let mut seen = Vec::new();
     for r in results {
@@ -609,12 +709,18 @@ pub fn policy_study(
     let got_class = str_at(summary, "class")?;
     expect(
         got_class == class,
-        format!("class {class}, got {got_class}: {}", str_at(summary, "classification")?),
+        format!(
+            "class {class}, got {got_class}: {}",
+            str_at(summary, "classification")?
+        ),
     )?;
     let rec = at(summary, "recommended")?.as_str().unwrap_or("none");
     expect(
         rec == recommended,
-        format!("recommended {recommended}, got {rec}: {}", str_at(summary, "recommendation")?),
+        format!(
+            "recommended {recommended}, got {rec}: {}",
+            str_at(summary, "recommendation")?
+        ),
     )?;
     let line = str_at(summary, "command_line")?;
     expect(
@@ -636,15 +742,23 @@ pub fn workload_mode(l: &Layout, v: &Value, mode: &str) -> Res {
     let pus = u32s_at(r, "pus")?;
     let pu_nodes = u32s_at(r, "pu_nodes")?;
     let all_cpus: Vec<u32> = l.cpu_nodes().flat_map(|n| n.cpus.clone()).collect();
-    expect(pus == all_cpus, format!("one client per CPU {all_cpus:?}, got {pus:?}"))?;
+    expect(
+        pus == all_cpus,
+        format!("one client per CPU {all_cpus:?}, got {pus:?}"),
+    )?;
     let want_nodes: Vec<u32> = pus.iter().filter_map(|c| l.node_of_cpu(*c)).collect();
-    expect(pu_nodes == want_nodes, format!("client nodes {want_nodes:?}, got {pu_nodes:?}"))?;
+    expect(
+        pu_nodes == want_nodes,
+        format!("client nodes {want_nodes:?}, got {pu_nodes:?}"),
+    )?;
     expect(
         at(r, "memory.modes_equivalent_here")? == &Value::Bool(false)
             && u64_at(r, "memory.numa_nodes")? as usize == l.nodes.len(),
         "modes not equivalent on this multi-node machine",
     )?;
-    let copies = at(r, "memory.copies")?.as_array().ok_or("copies is not a list")?;
+    let copies = at(r, "memory.copies")?
+        .as_array()
+        .ok_or("copies is not a list")?;
     let mut lines = Vec::new();
     let mut sum: BTreeMap<u32, u64> = BTreeMap::new();
     for (i, c) in copies.iter().enumerate() {
@@ -662,7 +776,10 @@ pub fn workload_mode(l: &Layout, v: &Value, mode: &str) -> Res {
         match mode {
             "shared-first-touch" => {
                 let n0 = l.node_of_cpu(pus[0]).ok_or("first client on no node")?;
-                expect(built == pus[0], format!("built by the first client's PU {}", pus[0]))?;
+                expect(
+                    built == pus[0],
+                    format!("built by the first client's PU {}", pus[0]),
+                )?;
                 expect(
                     pages == BTreeMap::from([(n0, total)]),
                     format!("first touch: every page on node {n0} (the builder's), got {pages:?}"),
@@ -694,7 +811,10 @@ pub fn workload_mode(l: &Layout, v: &Value, mode: &str) -> Res {
                     .copied()
                     .filter(|p| l.node_of_cpu(*p) == Some(n))
                     .collect();
-                expect(readers == want, format!("copy for node {n} read by {want:?}, got {readers:?}"))?;
+                expect(
+                    readers == want,
+                    format!("copy for node {n} read by {want:?}, got {readers:?}"),
+                )?;
             }
             other => return Err(format!("unknown mode {other}")),
         }
@@ -723,7 +843,11 @@ pub fn workload_mode(l: &Layout, v: &Value, mode: &str) -> Res {
     expect(bad.is_empty(), format!("no placement warning, got {bad:?}"))?;
     let rps = at(r, "requests_per_s")?.as_f64().unwrap_or(0.0);
     expect(rps > 0.0, "requests were served")?;
-    Ok(format!("{} copies, pages per node {}", copies.len(), lines.join(" ")))
+    Ok(format!(
+        "{} copies, pages per node {}",
+        copies.len(),
+        lines.join(" ")
+    ))
 }
 
 /// `numalab c2c --home-node N`: every pair's line on node N, as asked and as the kernel
@@ -733,17 +857,28 @@ pub fn c2c_home(l: &Layout, v: &Value, home: u32, cpus: &[u32]) -> Res {
     let n = cpus.len();
     expect(
         pairs.len() == n * (n - 1) / 2,
-        format!("{} pairs for CPUs {cpus:?}, got {}", n * (n - 1) / 2, pairs.len()),
+        format!(
+            "{} pairs for CPUs {cpus:?}, got {}",
+            n * (n - 1) / 2,
+            pairs.len()
+        ),
     )?;
     for p in &pairs {
         let (a, b) = (u64_at(p, "first")? as u32, u64_at(p, "second")? as u32);
-        expect(cpus.contains(&a) && cpus.contains(&b) && a != b, format!("pair {a}-{b}"))?;
         expect(
-            u64_at(p, "home_node_requested")? as u32 == home && u64_at(p, "home_node")? as u32 == home,
+            cpus.contains(&a) && cpus.contains(&b) && a != b,
+            format!("pair {a}-{b}"),
+        )?;
+        expect(
+            u64_at(p, "home_node_requested")? as u32 == home
+                && u64_at(p, "home_node")? as u32 == home,
             format!("pair {a}-{b}: line asked for and placed on node {home}, got {p}"),
         )?;
         let lat = at(p, "latency_ns")?.as_f64().unwrap_or(f64::NAN);
-        expect(lat.is_finite() && lat > 0.0, format!("pair {a}-{b}: a latency"))?;
+        expect(
+            lat.is_finite() && lat > 0.0,
+            format!("pair {a}-{b}: a latency"),
+        )?;
     }
     let m = records(v, "c2c.matrix")?[0];
     expect(
@@ -756,7 +891,10 @@ pub fn c2c_home(l: &Layout, v: &Value, home: u32, cpus: &[u32]) -> Res {
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     for s in &sentences {
-        expect(!s.contains('?'), format!("no sentence on a missing figure: {s:?}"))?;
+        expect(
+            !s.contains('?'),
+            format!("no sentence on a missing figure: {s:?}"),
+        )?;
     }
     let nodes: BTreeSet<u32> = cpus.iter().filter_map(|c| l.node_of_cpu(*c)).collect();
     Ok(format!(
@@ -785,14 +923,18 @@ pub fn evaluate_journal(l: &Layout, journal: &str, skipped: &[&str]) -> Res {
         let id = str_at(d, "step")?;
         let status = str_at(d, "outcome.status")?;
         if skipped.contains(&id) {
-            expect(status == "skipped", format!("step {id} skipped as asked, got {status}"))?;
+            expect(
+                status == "skipped",
+                format!("step {id} skipped as asked, got {status}"),
+            )?;
         } else if id == "power" {
             // The guest has no sensors: skipped with its reason, or done.
             expect(status != "failed", format!("step power not failed: {d}"))?;
         } else {
             expect(status == "done", format!("step {id} done, got {d}"))?;
         }
-        steps.push(format!("{id}:{status}"));
+        let secs = at(d, "seconds")?.as_f64().unwrap_or(f64::NAN);
+        steps.push(format!("{id}:{status}:{secs:.0}s"));
     }
     expect(steps.len() == 9, format!("9 step records, got {steps:?}"))?;
     // The bandwidth node matrix: every kernel of the quick set, every node pair.
@@ -805,14 +947,132 @@ pub fn evaluate_journal(l: &Layout, journal: &str, skipped: &[&str]) -> Res {
         .filter_map(|r| r.pointer("/data/kernel")?.as_str().map(str::to_string))
         .collect();
     let kernels: Vec<&str> = kernels.iter().map(String::as_str).collect();
-    expect(!kernels.is_empty(), "a bandwidth node matrix in the journal")?;
+    expect(
+        !kernels.is_empty(),
+        "a bandwidth node matrix in the journal",
+    )?;
     let bundle = serde_json::json!({ "records": bw });
     let b = bandwidth_matrix(l, &bundle, &kernels)?;
     let lat: Vec<&Value> = of("mem.latency")
         .into_iter()
         .filter(|r| r.pointer("/data/matrix").is_some_and(|m| !m.is_null()))
         .collect();
-    let m = latency_matrix_records(l, &lat, &["thp"], None)?;
-    expect(!of("mem.loaded").is_empty(), "a loaded-latency curve in the journal")?;
-    Ok(format!("steps {}; bandwidth: {b}; latency: {m}", steps.join(" ")))
+    let m = latency_matrix_records(l, &lat, &["base"], None)?;
+    expect(
+        !of("mem.loaded").is_empty(),
+        "a loaded-latency curve in the journal",
+    )?;
+    Ok(format!(
+        "steps {}; bandwidth: {b}; latency: {m}",
+        steps.join(" ")
+    ))
+}
+
+/// `report.html` of `numalab evaluate`: a page with the bandwidth and idle-latency
+/// node-pair heatmaps (their anchors, and a picture in each).
+pub fn evaluate_report(html: &str) -> Res {
+    expect(
+        html.trim_start()
+            .to_ascii_lowercase()
+            .starts_with("<!doctype html"),
+        "report.html is an HTML page",
+    )?;
+    let mut seen = Vec::new();
+    for anchor in ["mem-bandwidth-matrix", "mem-latency-matrix"] {
+        let at = html
+            .find(&format!("id=\"{anchor}\""))
+            .ok_or_else(|| format!("report.html has no #{anchor}"))?;
+        let rest = &html[at..];
+        let end = rest.find("</figure>").unwrap_or(rest.len());
+        expect(
+            rest[..end].contains("<svg"),
+            format!("#{anchor} holds a picture"),
+        )?;
+        seen.push(anchor);
+    }
+    Ok(format!(
+        "report.html ({} KiB) with #{}",
+        html.len() / 1024,
+        seen.join(", #")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A `mem.bandwidth` matrix cell as numalab records it, with its pages on `on`.
+    fn bw_cell(l: &Layout, cn: u32, mn: u32, on: u32) -> Value {
+        json!({"key": format!("bw/{cn}/{mn}"), "kind": "mem.bandwidth", "warnings": [], "data": {
+            "matrix": {"cpu_node": cn, "mem_node": mn},
+            "kernel": "triad",
+            "threads": l.nodes[cn as usize].cpus.len(),
+            "pages": {"total_bytes": 64 * 4096, "page_bytes": 4096},
+            "bandwidth_gbps": {"median": 1.5 + f64::from(cn) + f64::from(mn) / 10.0},
+            "placement": {
+                "cpus": l.nodes[cn as usize].cpus,
+                "cpu_nodes": [cn],
+                "policy": {"policy": "bind", "nodes": [mn]},
+                "expected_nodes": [mn],
+                "pages_per_node": [[on, 64]],
+                "pages_not_present": 0
+            }
+        }})
+    }
+
+    fn bw_bundle(l: &Layout, wrong: Option<(u32, u32)>) -> Value {
+        let mut recs = Vec::new();
+        for cn in l.cpu_nodes().map(|n| n.id) {
+            for mn in l.node_ids() {
+                let on = if wrong == Some((cn, mn)) {
+                    (mn + 1) % 5
+                } else {
+                    mn
+                };
+                recs.push(bw_cell(l, cn, mn, on));
+            }
+        }
+        json!({ "records": recs })
+    }
+
+    #[test]
+    fn a_bandwidth_matrix_passes_only_with_every_page_where_asked() {
+        let l = Layout::standard();
+        let ok = bandwidth_matrix(&l, &bw_bundle(&l, None), &["triad"]).unwrap();
+        assert!(ok.starts_with("20 cells"), "{ok}");
+        // The figures are shown row by row, columns in node order.
+        assert!(
+            ok.contains("[cpu 0: 1.50 1.60 1.70 1.80 1.90 | cpu 1: 2.50"),
+            "{ok}"
+        );
+        let e = bandwidth_matrix(&l, &bw_bundle(&l, Some((2, 4))), &["triad"]).unwrap_err();
+        assert!(
+            e.contains("cell cpu 2 / mem 4") && e.contains("every page on node 4"),
+            "{e}"
+        );
+        // A missing cell, or a kernel asked for and not measured, fails too.
+        let mut short = bw_bundle(&l, None);
+        short["records"].as_array_mut().unwrap().pop();
+        assert!(bandwidth_matrix(&l, &short, &["triad"])
+            .unwrap_err()
+            .contains("got 19"));
+        assert!(bandwidth_matrix(&l, &bw_bundle(&l, None), &["copy", "triad"]).is_err());
+    }
+
+    #[test]
+    fn the_report_must_hold_both_heatmaps() {
+        let page = |a: &str, b: &str| {
+            format!("<!DOCTYPE html>\n<html><body><figure id=\"{a}\"><svg></svg><figcaption>x</figcaption></figure><figure id=\"{b}\"><svg></svg></figure></body></html>")
+        };
+        let ok = evaluate_report(&page("mem-bandwidth-matrix", "mem-latency-matrix")).unwrap();
+        assert!(ok.contains("#mem-latency-matrix"), "{ok}");
+        let e = evaluate_report(&page("mem-bandwidth-matrix", "mem-latency-chart")).unwrap_err();
+        assert!(e.contains("no #mem-latency-matrix"), "{e}");
+        let empty = "<!DOCTYPE html><figure id=\"mem-bandwidth-matrix\"></figure><figure id=\"mem-latency-matrix\"><svg/></figure>";
+        assert!(evaluate_report(empty)
+            .unwrap_err()
+            .contains("holds a picture"));
+        assert!(evaluate_report("not html").is_err());
+    }
 }
