@@ -687,13 +687,18 @@ pub fn policy_study(
             .iter()
             .map(|(k, x)| (k.parse().unwrap_or(u32::MAX), x.as_u64().unwrap_or(0)))
             .collect();
+        // The rest of the process's anonymous memory: the main heap and, per thread, a
+        // stack and a malloc arena. Seen in the guest: 2.2 MiB beyond the buffer with
+        // 4 threads, all on the bound node.
+        let slack = (1 + threads as u64) << 20;
         for n in data.keys().chain(t.pages_per_node.keys()) {
             let theirs = t.pages_per_node.get(n).copied().unwrap_or(0) * page;
             let ours = data.get(n).copied().unwrap_or(0);
             expect(
-                ours >= theirs && ours - theirs <= 2 << 20,
+                ours >= theirs && ours - theirs <= slack,
                 format!(
-                    "{policy}: numalab's sample of node {n} ({ours} B of data) is the program's own numa_maps count ({theirs} B) plus at most 2 MiB of stacks and heap"
+                    "{policy}: numalab's sample of node {n} ({ours} B of data) is the program's own numa_maps count ({theirs} B) plus at most {} MiB of stacks and heap",
+                    slack >> 20
                 ),
             )?;
         }
@@ -958,6 +963,18 @@ pub fn evaluate_journal(l: &Layout, journal: &str, skipped: &[&str]) -> Res {
         .filter(|r| r.pointer("/data/matrix").is_some_and(|m| !m.is_null()))
         .collect();
     let m = latency_matrix_records(l, &lat, &["base"], None)?;
+    // The default idle working set (256 MiB) does not fit a quarter of these nodes'
+    // free memory: evaluate fits it to the tightest node rather than skipping the matrix.
+    let ws = lat
+        .first()
+        .and_then(|r| r.pointer("/data/points/0/working_set_bytes"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let smallest = l.nodes.iter().map(|n| n.memory_mib).min().unwrap_or(0) << 20;
+    expect(
+        ws > 0 && ws < 256 << 20 && ws <= smallest / 4,
+        format!("the latency matrix's working set fitted to the nodes (at most a quarter of the smallest, {smallest} B), got {ws} B"),
+    )?;
     expect(
         !of("mem.loaded").is_empty(),
         "a loaded-latency curve in the journal",

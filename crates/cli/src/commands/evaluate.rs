@@ -32,21 +32,6 @@ pub struct EvaluateArgs {
     /// Print the steps and exit.
     #[arg(long)]
     pub list_steps: bool,
-    /// Working set of the memory probes instead of their defaults (sized from the
-    /// caches, fitted to the nodes' free memory): the bandwidth runs, the idle-latency
-    /// node matrix, loaded latency's chase and traffic. Below a few times the
-    /// last-level cache it measures the cache, not memory: for smoke tests and
-    /// emulated machines, where only placement and completeness are in question.
-    #[arg(long, value_name = "SIZE", value_parser = parse_mem_size)]
-    pub mem_size: Option<u64>,
-}
-
-fn parse_mem_size(text: &str) -> Result<u64, String> {
-    match numalab_schema::units::parse_bytes(text) {
-        Ok(0) => Err("must be larger than 0".into()),
-        Ok(b) => Ok(b),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 pub use numalab_report::records::{PowerCheck, StepRecord, StepStatus, TopologyRecord};
@@ -59,8 +44,6 @@ pub struct Ctx<'a> {
     pub rec: &'a mut Recorder,
     /// `--quick`.
     pub quick: bool,
-    /// `--mem-size`: the memory probes' working set, if given.
-    pub mem_size: Option<u64>,
     /// The overall progress bar (steps can set its message).
     pub progress: &'a indicatif::ProgressBar,
     /// Pinning and memory placement on this machine.
@@ -263,38 +246,23 @@ fn step_bandwidth(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
     use numalab_mem::bandwidth::{plan, plan_matrix, quick_plan, Options};
     let m = ctx.machine;
     let b = numalab_mem::budget::Budgets::live(m);
-    let sized = |mut o: Options| {
-        if let Some(s) = ctx.mem_size {
-            o.working_set_bytes = s;
-        }
-        o
-    };
-    let cpus = m.pu_ids();
-    let first_touch = numalab_topo::bind::MemPolicy::FirstTouch;
     let plans = if ctx.quick {
-        let sweep = match ctx.mem_size {
-            None => quick_plan(m, &b),
-            // quick_plan's thread counts (1 and every PU) at the size asked.
-            Some(_) => {
-                let mut t = vec![1];
-                if cpus.len() > 1 {
-                    t.push(cpus.len());
-                }
-                plan(m, &b, &cpus, &t, &first_touch, sized(Options::quick(m)))
-            }
-        };
-        vec![sweep, plan_matrix(m, &b, &[], sized(Options::quick(m)))]
+        vec![
+            quick_plan(m, &b),
+            plan_matrix(m, &b, &[], Options::quick(m)),
+        ]
     } else {
+        let cpus = m.pu_ids();
         vec![
             plan(
                 m,
                 &b,
                 &cpus,
                 &thread_sweep(cpus.len()),
-                &first_touch,
-                sized(Options::defaults(m)),
+                &numalab_topo::bind::MemPolicy::FirstTouch,
+                Options::defaults(m),
             ),
-            plan_matrix(m, &b, &[], sized(Options::defaults(m))),
+            plan_matrix(m, &b, &[], Options::defaults(m)),
         ]
     };
     let plans = plans
@@ -313,10 +281,7 @@ fn step_latency(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
     let b = numalab_mem::budget::Budgets::live(m);
     // The default working set fitted to small nodes (the plan's notes say so) rather
     // than refused, so that a machine with small nodes still gets its matrix.
-    let (idle, fitted) = match ctx.mem_size {
-        Some(s) => (s, None),
-        None => fitted_idle_size(m, &b, &numalab_mem::bandwidth::memory_nodes(m)),
-    };
+    let (idle, fitted) = fitted_idle_size(m, &b, &numalab_mem::bandwidth::memory_nodes(m));
     let matrix = |o: Options| {
         plan_matrix(m, &b, &[PageRequest::Base], idle, o).map(|mut p| {
             p.notes.extend(fitted.clone());
@@ -349,28 +314,17 @@ fn step_loaded(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
     use numalab_mem::loaded::{plan, quick_plan, Options};
     let m = ctx.machine;
     let b = numalab_mem::budget::Budgets::live(m);
-    let p = match ctx.mem_size {
-        _ if m.pu_ids().len() < 2 => quick_plan(m, &b),
-        None if ctx.quick => quick_plan(m, &b),
-        _ => {
-            let mut o = if ctx.quick {
-                Options::quick(m)
-            } else {
-                Options::defaults(m)
-            };
-            if let Some(s) = ctx.mem_size {
-                o.chase_bytes = s;
-                o.generators_bytes = s;
-            }
-            plan(
-                m,
-                &b,
-                &m.pu_ids(),
-                None,
-                &numalab_topo::bind::MemPolicy::FirstTouch,
-                o,
-            )
-        }
+    let p = if ctx.quick || m.pu_ids().len() < 2 {
+        quick_plan(m, &b)
+    } else {
+        plan(
+            m,
+            &b,
+            &m.pu_ids(),
+            None,
+            &numalab_topo::bind::MemPolicy::FirstTouch,
+            Options::defaults(m),
+        )
     };
     run_mem(ctx, vec![p.map(MemPlan::Loaded)])
 }
@@ -503,8 +457,7 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         json: false,
         out: Some(args.out.clone()),
     };
-    let config =
-        serde_json::json!({ "quick": args.quick, "skip": args.skip, "mem_size": args.mem_size });
+    let config = serde_json::json!({ "quick": args.quick, "skip": args.skip });
     let mut rec = Recorder::new(
         &output,
         config,
@@ -555,7 +508,6 @@ pub fn run(args: EvaluateArgs) -> CliResult {
                 machine: &machine,
                 rec: &mut rec,
                 quick: args.quick,
-                mem_size: args.mem_size,
                 progress: &progress,
                 placer: &placer,
             };
