@@ -32,7 +32,7 @@ enum Cmd {
         #[arg(long, env = "NUMALAB_GUEST_ACCEL", default_value = "tcg")]
         accel: String,
         /// Hard time limit for the guest, seconds; QEMU is killed after it.
-        #[arg(long, env = "NUMALAB_GUEST_TIMEOUT", default_value_t = 300)]
+        #[arg(long, env = "NUMALAB_GUEST_TIMEOUT", default_value_t = 600)]
         timeout: u64,
         /// Only checks whose name contains one of these comma-separated patterns.
         #[arg(long, env = "NUMALAB_GUEST_ONLY", value_name = "PATTERNS")]
