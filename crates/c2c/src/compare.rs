@@ -245,6 +245,17 @@ pub fn compare(matrix: &LatencyMatrix, structure: &Structure, machine: &Machine)
                 }
             }
         }
+        // With one measured CPU per domain (one CPU per node, or `--cpus 0,80` across
+        // two sockets) no pair lies inside a domain: there is nothing to compare the
+        // between-domain latency with, so no claim either way.
+        if inside.is_empty() {
+            sentences.push(format!(
+                "hwloc shows {} with one measured CPU each: no pair lies inside one, so latency cannot show whether they separate ({} between them)",
+                count(h.groups.len(), h.singular, &h.plural),
+                ns(numalab_stats::median(&between))
+            ));
+            continue;
+        }
         sentences.push(format!(
             "hwloc shows {} but latency does not separate them: {} between vs {} inside",
             count(h.groups.len(), h.singular, &h.plural),
@@ -343,5 +354,35 @@ mod tests {
             c.sentences,
             vec!["hwloc shows 2 NUMA nodes but latency does not separate them: 30 ns between vs 50 ns inside".to_string()]
         );
+    }
+
+    #[test]
+    fn one_cpu_per_node_makes_no_claim_about_separation() {
+        // Found in the multi-node guest (4 nodes of 1 CPU each): the sentence said
+        // "latency does not separate them: 27 ns between vs ? ns inside" although no
+        // pair inside a node existed to compare with.
+        let cpus: Vec<u32> = (0..4).collect();
+        let mut m = LatencyMatrix::new(cpus.clone());
+        for i in 0..4 {
+            for j in 0..i {
+                m.set(i, j, 27.0);
+            }
+        }
+        let machine = machine_with(
+            vec![vec![0], vec![1], vec![2], vec![3]],
+            cpus.iter().map(|&c| vec![c]).collect(),
+        );
+        let s = Structure {
+            cpus,
+            levels: vec![],
+            confidence: Confidence::High,
+            notes: vec![],
+        };
+        let c = compare(&m, &s, &machine);
+        assert_eq!(
+            c.sentences,
+            vec!["hwloc shows 4 NUMA nodes with one measured CPU each: no pair lies inside one, so latency cannot show whether they separate (27 ns between them)".to_string()]
+        );
+        assert!(!c.sentences[0].contains('?'));
     }
 }

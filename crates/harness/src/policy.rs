@@ -258,6 +258,9 @@ impl RecordKind for PolicySummary {
     const KIND: &'static str = "harness.policy";
 }
 
+/// Runs each side of a comparison needs before a policy is called faster than local.
+pub const MIN_RUNS_FOR_A_CLAIM: usize = 2;
+
 /// Evenness of fractions over `k` nodes: 1 - total variation distance from the even
 /// split, scaled so that all pages on one node gives 0.
 pub fn evenness(fractions: &BTreeMap<u32, f64>, nodes: &[u32]) -> Option<f64> {
@@ -435,9 +438,18 @@ pub fn summarize(
         )
     } else {
         match (best, local) {
-            (Some(b), Some(_)) if b.policy != PolicyKind::Local => {
+            (Some(b), Some(l)) if b.policy != PolicyKind::Local => {
                 let v = b.vs_local.clone();
-                let significant = v.as_ref().is_some_and(|i| i.low > 1.0);
+                // One run per side gives a bootstrap "interval" of a single point: it
+                // says nothing about the noise, so it cannot make a difference real.
+                let enough_runs = b.stats.throughput_values.len() >= MIN_RUNS_FOR_A_CLAIM
+                    && l.stats.throughput_values.len() >= MIN_RUNS_FOR_A_CLAIM;
+                let significant = enough_runs && v.as_ref().is_some_and(|i| i.low > 1.0);
+                let too_few = if enough_runs {
+                    ""
+                } else {
+                    " (one run per policy cannot tell a difference from noise: use --repeat 3 or more)"
+                };
                 if significant {
                     let i = v.expect("checked");
                     (
@@ -453,22 +465,48 @@ pub fn summarize(
                 } else if class == "concentrated" {
                     (
                         Some(PolicyKind::Interleave),
-                        "interleave, by the page placement; the measured difference is within the noise (use a larger --repeat to confirm)".to_string(),
+                        if enough_runs {
+                            "interleave, by the page placement; the measured difference is within the noise (use a larger --repeat to confirm)".to_string()
+                        } else {
+                            format!("interleave, by the page placement{too_few}")
+                        },
                     )
                 } else {
                     (
                         Some(PolicyKind::Local),
                         format!(
-                            "keep the default (local first touch): {} is not measurably faster",
+                            "keep the default (local first touch): {} is not measurably faster{too_few}",
                             b.policy.name()
                         ),
                     )
                 }
             }
-            (Some(_), Some(_)) => (
-                Some(PolicyKind::Local),
-                "local first touch is the fastest policy measured".to_string(),
-            ),
+            (Some(_), Some(l)) => {
+                // Local measured fastest. For a concentrated program interleave stays
+                // the advice, by the page placement, unless it was measurably slower:
+                // otherwise the advice would follow whichever run the noise favoured.
+                let il = results.iter().find(|r| r.policy == PolicyKind::Interleave);
+                let enough_runs = l.stats.throughput_values.len() >= MIN_RUNS_FOR_A_CLAIM
+                    && il.is_none_or(|r| r.stats.throughput_values.len() >= MIN_RUNS_FOR_A_CLAIM);
+                let interleave_slower = enough_runs
+                    && il.is_some_and(|r| r.vs_local.as_ref().is_some_and(|i| i.high < 1.0));
+                let too_few = if enough_runs {
+                    ""
+                } else {
+                    " (one run per policy cannot tell a difference from noise: use --repeat 3 or more)"
+                };
+                if class == "concentrated" && il.is_some() && !interleave_slower {
+                    (
+                        Some(PolicyKind::Interleave),
+                        format!("interleave, by the page placement; local measured fastest but not measurably faster{too_few}"),
+                    )
+                } else {
+                    (
+                        Some(PolicyKind::Local),
+                        format!("local first touch is the fastest policy measured{too_few}"),
+                    )
+                }
+            }
             _ => (None, "no policy produced a result".to_string()),
         }
     };
@@ -524,6 +562,150 @@ mod tests {
         assert_eq!(evenness(&f(1.0, 0.0), &nodes), Some(0.0));
         assert!((evenness(&f(0.75, 0.25), &nodes).unwrap() - 0.5).abs() < 1e-12);
         assert_eq!(evenness(&f(1.0, 0.0), &[0]), None);
+    }
+
+    fn run(policy: PolicyKind, rep: usize, throughput: f64) -> RunRecord {
+        RunRecord {
+            study: "policy".into(),
+            study_id: "x".into(),
+            point: policy.name().into(),
+            repetition: rep,
+            argv: vec!["app".into()],
+            shell: false,
+            threads: Some(8),
+            placement: Some("compact".into()),
+            cpus: Some("0-7".into()),
+            mem_policy: None,
+            params: Default::default(),
+            ok: true,
+            failure: None,
+            outcome: None,
+            metric: "wall".into(),
+            metric_value: Some(1.0 / throughput),
+            throughput: Some(throughput),
+            response_values: vec![],
+            response_count: 0,
+            cpus_busy: Some(8.0),
+            utilisation: Some(1.0),
+            samples: Default::default(),
+            build: None,
+        }
+    }
+
+    #[test]
+    fn concentrated_pages_advise_interleave_unless_it_is_measurably_slower() {
+        // Found in the multi-node guest: a program touching all its memory from one
+        // thread (concentrated) got "interleave" when a noisy single run made bind
+        // fastest, and "local" when it made local fastest.
+        let m = numalab_topo::synthetic("pack:2 numa:1 core:4 pu:1").unwrap();
+        let p = PolicyPlan::new(&m, Some(8), Placement::Compact, Some(0), &[]).unwrap();
+        let study = Study::new(vec!["app".into()]);
+        let on_node0 = NodeBytes {
+            data: BTreeMap::from([(0, 64 << 20)]),
+            all: BTreeMap::from([(0, 64 << 20)]),
+        };
+        let runs = |reps: usize, speeds: [f64; 4]| -> Vec<Vec<RunRecord>> {
+            PolicyKind::ALL
+                .iter()
+                .zip(speeds)
+                .map(|(&k, t)| {
+                    (0..reps)
+                        .map(|r| {
+                            let mut x = run(k, r, t * (1.0 + 0.01 * r as f64));
+                            x.samples.pages = Some(crate::sample::PageFigures {
+                                samples: 1,
+                                peak: Some(on_node0.clone()),
+                                series: vec![],
+                                not_available: None,
+                            });
+                            x
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        // Local fastest on one run each: the placement decides.
+        let s = summarize(
+            "x",
+            &p,
+            &study,
+            &["app".into()],
+            &runs(1, [1.2, 1.1, 1.0, 1.0]),
+        );
+        assert_eq!(s.class, "concentrated");
+        assert_eq!(
+            s.recommended,
+            Some(PolicyKind::Interleave),
+            "{}",
+            s.recommendation
+        );
+        assert!(
+            s.recommendation.contains("--repeat"),
+            "{}",
+            s.recommendation
+        );
+        // Local clearly faster than interleave over several runs: local.
+        let s = summarize(
+            "x",
+            &p,
+            &study,
+            &["app".into()],
+            &runs(3, [1.5, 1.0, 1.0, 1.0]),
+        );
+        assert_eq!(
+            s.recommended,
+            Some(PolicyKind::Local),
+            "{}",
+            s.recommendation
+        );
+        assert!(
+            !s.recommendation.contains("--repeat"),
+            "{}",
+            s.recommendation
+        );
+    }
+
+    #[test]
+    fn one_run_per_policy_never_makes_a_policy_significantly_faster() {
+        // Found in the multi-node guest: with --repeat 1 every bootstrap interval is a
+        // single point, and bind at 1.6x local was reported as "1.60x as fast
+        // (interval 1.60-1.60)". One run cannot tell a difference from noise.
+        let m = numalab_topo::synthetic("pack:2 numa:1 core:4 pu:1").unwrap();
+        let p = PolicyPlan::new(&m, Some(8), Placement::Compact, Some(0), &[]).unwrap();
+        let study = Study::new(vec!["app".into()]);
+        let speeds = [1.0, 1.1, 1.6, 1.2];
+        let runs = |reps: usize| -> Vec<Vec<RunRecord>> {
+            PolicyKind::ALL
+                .iter()
+                .zip(speeds)
+                .map(|(&k, t)| {
+                    (0..reps)
+                        .map(|r| run(k, r, t * (1.0 + 0.01 * r as f64)))
+                        .collect()
+                })
+                .collect()
+        };
+        let one = summarize("x", &p, &study, &["app".into()], &runs(1));
+        assert_ne!(
+            one.recommended,
+            Some(PolicyKind::Bind),
+            "{}",
+            one.recommendation
+        );
+        assert!(
+            one.recommendation.contains("--repeat"),
+            "{}",
+            one.recommendation
+        );
+        // With enough runs clearly apart, the faster policy is named.
+        let three = summarize("x", &p, &study, &["app".into()], &runs(3));
+        assert_eq!(
+            three.recommended,
+            Some(PolicyKind::Bind),
+            "{}",
+            three.recommendation
+        );
+        assert!(three.recommendation.contains("as fast as local"));
     }
 
     #[test]

@@ -38,6 +38,15 @@ impl ScalePlan {
             Some(t) if !t.is_empty() => t.to_vec(),
             _ => plan::default_thread_counts(m, placement, node),
         };
+        if counts.is_empty() {
+            // No default count fits (numa-local on a node without CPUs, or on no node
+            // at all): placing one thread says why, rather than a study of nothing.
+            plan::place_all(m, placement, &[1], node)?;
+            return Err(PlanError(format!(
+                "no thread count fits --placement {} on this machine; give --threads",
+                placement.name()
+            )));
+        }
         Ok(ScalePlan {
             placement,
             node,
@@ -431,6 +440,28 @@ pub fn summarize(
 mod tests {
     use super::*;
     use crate::sample::RunSamples;
+
+    #[test]
+    fn numa_local_on_a_node_without_cpus_is_refused_not_a_study_of_nothing() {
+        // Found in the multi-node guest: `numalab scale --placement numa-local --node 4`
+        // on its memory-only node planned no thread count at all and exited 0 having
+        // run nothing (the guest suite proves the memory-only case). Without --threads
+        // it must be refused like with them; a node that does not exist took the same
+        // path.
+        let m = numalab_topo::synthetic("pack:2 numa:1 core:2 pu:1").unwrap();
+        let with = ScalePlan::new(&m, Placement::NumaLocal, Some(&[1]), Some(7)).unwrap_err();
+        let without = ScalePlan::new(&m, Placement::NumaLocal, None, Some(7)).unwrap_err();
+        assert_eq!(with.to_string(), without.to_string());
+        assert!(
+            without.to_string().contains("NUMA node 7 does not exist"),
+            "{without}"
+        );
+        let p = ScalePlan::new(&m, Placement::NumaLocal, None, Some(1)).unwrap();
+        assert_eq!(
+            p.points.iter().map(|p| p.threads).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+    }
 
     /// A successful run with a printed throughput and the CPU time it used.
     pub(crate) fn run(threads: usize, rep: usize, throughput: f64, busy: f64) -> RunRecord {

@@ -151,6 +151,55 @@ pub fn default_idle_size(machine: &Machine) -> u64 {
     crate::round_up((8 * llc).max(256 << 20), 1 << 20)
 }
 
+/// The default idle working set ([`default_idle_size`]) fitted to the memory of
+/// `nodes`: unchanged when it fits in what a default may take from each of them
+/// ([`budget::SWEEP_FRACTION`] of its free memory), else the largest whole MiB that
+/// fits in every one, as long as that stays at least 8x the largest last-level cache
+/// a CPU sees (a smaller chase would time the cache, not the memory; the default is
+/// then kept, and the plan's check refuses it with the figures). A machine whose nodes
+/// are small (or mostly in use) thus still gets its matrix, and says so: the second
+/// value is the note for the plan when the size was reduced.
+pub fn fitted_idle_size(
+    machine: &Machine,
+    budgets: &budget::Budgets,
+    nodes: &[u32],
+) -> (u64, Option<String>) {
+    let wanted = default_idle_size(machine);
+    let room = nodes
+        .iter()
+        .filter(|n| budgets.nodes.contains_key(n))
+        .map(|&n| (budgets.sweep_bytes(n), n))
+        .min();
+    let Some((room, tightest)) = room else {
+        return (wanted, None);
+    };
+    if wanted <= room {
+        return (wanted, None);
+    }
+    let llc = machine
+        .pu_ids()
+        .into_iter()
+        .map(|p| crate::llc_of_cpu(machine, p).0)
+        .max()
+        .unwrap_or_else(|| llc_bytes(machine).0);
+    let floor = crate::round_up(8 * llc, 1 << 20);
+    let fitted = room / (1 << 20) * (1 << 20);
+    if fitted < floor {
+        return (wanted, None);
+    }
+    (
+        fitted,
+        Some(format!(
+            "working set reduced from the default {} to {}: {:.0}% of the free memory of node {tightest}, the tightest; still {}x the largest last-level cache ({}), so the chase reaches memory",
+            units::bytes(wanted),
+            units::bytes(fitted),
+            budget::SWEEP_FRACTION * 100.0,
+            fitted / llc.max(1),
+            units::bytes(llc)
+        )),
+    )
+}
+
 /// One curve or matrix cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
@@ -669,6 +718,41 @@ pub fn analyse(
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn the_default_idle_size_is_fitted_to_small_nodes() {
+        // Found in the multi-node guest (nodes of 384-640 MiB): the matrix's default
+        // 256 MiB was refused on every node, so `numalab evaluate` had no latency
+        // matrix at all. A default is fitted to the nodes; an explicit size is not.
+        // Two nodes of 2 cores with a 1 MiB L2 each: 8x the cache is 8 MiB.
+        let m = numalab_topo::synthetic("pack:1 numa:2 l2:2(size=1MB) core:1 pu:1").unwrap();
+        let big = budget::Budgets::uniform(&m, 64 << 30);
+        let (size, note) = fitted_idle_size(&m, &big, &[0, 1]);
+        assert_eq!((size, note), (default_idle_size(&m), None));
+        let mut small = budget::Budgets::uniform(&m, 600 << 20);
+        small.nodes.get_mut(&1).unwrap().free_bytes = 370 << 20;
+        let (size, note) = fitted_idle_size(&m, &small, &[0, 1]);
+        assert_eq!(size, 92 << 20, "25% of node 1's 370 MiB, whole MiB");
+        let note = note.unwrap();
+        assert!(note.contains("node 1") && note.contains("92 MiB"), "{note}");
+        // The fitted size passes the plan's check on every node.
+        let plan = plan_matrix(&m, &small, &[PageRequest::Base], size, Options::idle(&m)).unwrap();
+        assert_eq!(plan.cells.len(), 4);
+        // The default itself is refused there: that is what the fitting is for.
+        assert!(plan_matrix(
+            &m,
+            &small,
+            &[PageRequest::Base],
+            default_idle_size(&m),
+            Options::idle(&m)
+        )
+        .is_err());
+        // Too little memory to stay above 8x the cache: the default is kept (and refused).
+        let tiny = budget::Budgets::uniform(&m, 1 << 20);
+        assert_eq!(
+            fitted_idle_size(&m, &tiny, &[0, 1]),
+            (default_idle_size(&m), None)
+        );
+    }
 
     fn point(ws: u64, ns: f64) -> Point {
         Point {

@@ -221,16 +221,7 @@ pub fn plan(
             options.isa
         )));
     }
-    let mut need = BTreeMap::new();
-    for (pu, bytes) in std::iter::once((chaser, options.chase_bytes)).chain(
-        gens.iter()
-            .map(|&g| (g, per_generator(&options, gens.len()))),
-    ) {
-        let nodes = pool::expected_nodes(machine, policy, pu);
-        for nd in &nodes {
-            budget::need(&mut need, *nd, bytes / nodes.len().max(1) as u64);
-        }
-    }
+    let need = need_per_node(machine, policy, chaser, &gens, &options);
     budgets.check(&need, "mem loaded", "--size / --traffic-size")?;
     let suffix = match options.pages {
         PageRequest::Base => String::new(),
@@ -250,8 +241,101 @@ pub fn plan(
     })
 }
 
+/// Bytes per node a curve takes: the chaser's working set on its node(s) and each
+/// generator's share on its own.
+fn need_per_node(
+    machine: &Machine,
+    policy: &MemPolicy,
+    chaser: u32,
+    gens: &[u32],
+    options: &Options,
+) -> BTreeMap<u32, u64> {
+    let mut need = BTreeMap::new();
+    for (pu, bytes) in std::iter::once((chaser, options.chase_bytes)).chain(
+        gens.iter()
+            .map(|&g| (g, per_generator(options, gens.len()))),
+    ) {
+        let nodes = pool::expected_nodes(machine, policy, pu);
+        for nd in &nodes {
+            budget::need(&mut need, *nd, bytes / nodes.len().max(1) as u64);
+        }
+    }
+    need
+}
+
+/// Which default sizes [`fit_to_budgets`] may reduce (the ones the user did not give).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fit {
+    /// The chaser's working set.
+    pub chase: bool,
+    /// The generators' working set.
+    pub generators: bool,
+}
+
+/// Fits default sizes to small nodes: when the curve `plan` would build from these
+/// arguments needs more of some node than a default may take
+/// ([`budget::SWEEP_FRACTION`] of its free memory), the sizes marked in `fit` are
+/// scaled down together to fit, in whole MiB, but the chase never below 8x the
+/// last-level cache its CPU sees and the generators never below 4x the machine's
+/// total (smaller sets would measure caches; the sizes are then left as they are and
+/// `plan` refuses them with the figures). Returns the options and, when they
+/// changed, a note for the plan. Arguments `plan` would refuse are returned as given.
+pub fn fit_to_budgets(
+    machine: &Machine,
+    budgets: &budget::Budgets,
+    cpus: &[u32],
+    generators: Option<usize>,
+    policy: &MemPolicy,
+    mut options: Options,
+    fit: Fit,
+) -> (Options, Option<String>) {
+    if cpus.len() < 2 || !(fit.chase || fit.generators) {
+        return (options, None);
+    }
+    let chaser = cpus[0];
+    let n = generators.unwrap_or(cpus.len() - 1).min(cpus.len() - 1);
+    let gens = &cpus[1..=n];
+    let need = need_per_node(machine, policy, chaser, gens, &options);
+    let factor = need
+        .iter()
+        .filter(|(n, b)| budgets.nodes.contains_key(n) && **b > 0)
+        .map(|(&n, &b)| budgets.sweep_bytes(n) as f64 / b as f64)
+        .fold(f64::INFINITY, f64::min);
+    if factor >= 1.0 {
+        return (options, None);
+    }
+    let mib = |b: f64| (b as u64) / (1 << 20) * (1 << 20);
+    let before = (options.chase_bytes, options.generators_bytes);
+    if fit.chase {
+        let floor = crate::round_up(8 * crate::llc_of_cpu(machine, chaser).0, 1 << 20);
+        options.chase_bytes = mib(options.chase_bytes as f64 * factor).max(floor);
+    }
+    if fit.generators {
+        let floor = crate::round_up(4 * llc_bytes(machine).0, 1 << 20);
+        options.generators_bytes = mib(options.generators_bytes as f64 * factor).max(floor);
+    }
+    let need = need_per_node(machine, policy, chaser, gens, &options);
+    if budgets.check(&need, "", "").is_err() {
+        // Even the smallest sensible sizes do not fit: keep the defaults so that the
+        // plan's refusal names the real figures.
+        options.chase_bytes = before.0;
+        options.generators_bytes = before.1;
+        return (options, None);
+    }
+    let note = format!(
+        "working sets reduced to fit {:.0}% of the free memory of the nodes used: chase {} (default {}), generators {} in all (default {})",
+        budget::SWEEP_FRACTION * 100.0,
+        numalab_schema::units::bytes(options.chase_bytes),
+        numalab_schema::units::bytes(before.0),
+        numalab_schema::units::bytes(options.generators_bytes),
+        numalab_schema::units::bytes(before.1)
+    );
+    (options, Some(note))
+}
+
 /// The plan `numalab mem loaded --quick` runs (and `numalab evaluate --quick`): the
-/// first PU chases, every other PU generates read traffic, local memory. Machines with
+/// first PU chases, every other PU generates read traffic, local memory, the default
+/// sizes fitted to small nodes ([`fit_to_budgets`]). Machines with
 /// one PU cannot run it (an Unsupported error says so).
 pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
     let cpus = machine.pu_ids();
@@ -260,14 +344,28 @@ pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, 
             "loaded latency needs at least 2 CPUs (one chasing, one generating traffic); this machine has 1".into(),
         ));
     }
-    plan(
+    let (options, note) = fit_to_budgets(
         machine,
         budgets,
         &cpus,
         None,
         &MemPolicy::FirstTouch,
         Options::quick(machine),
-    )
+        Fit {
+            chase: true,
+            generators: true,
+        },
+    );
+    let mut p = plan(
+        machine,
+        budgets,
+        &cpus,
+        None,
+        &MemPolicy::FirstTouch,
+        options,
+    )?;
+    p.notes.extend(note);
+    Ok(p)
 }
 
 /// Bytes of one generator's memory: its share of the total, at least 1 MiB (and a
@@ -514,4 +612,63 @@ fn run_inner(
             subtracted_ns: clock.read_overhead_ns,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quick_plan_fits_its_default_sizes_to_small_nodes() {
+        // Found in the multi-node guest (nodes of 384-640 MiB): the default chase of
+        // 256 MiB on the chaser's node was refused, so `numalab evaluate --quick`
+        // failed its loaded-latency step. Default sizes are fitted; explicit ones not.
+        let m = numalab_topo::synthetic("pack:1 numa:4 l2:1(size=512KB) core:1 pu:1").unwrap();
+        let big = budget::Budgets::uniform(&m, 64 << 30);
+        let p = quick_plan(&m, &big).unwrap();
+        assert_eq!(p.options.chase_bytes, crate::latency::default_idle_size(&m));
+        assert!(!p.notes.iter().any(|n| n.contains("reduced")));
+        let small = budget::Budgets::uniform(&m, 400 << 20);
+        let p = quick_plan(&m, &small).unwrap();
+        let need = need_per_node(&m, &p.policy, p.chaser, &p.generators, &p.options);
+        for (n, b) in &need {
+            assert!(*b <= small.sweep_bytes(*n), "node {n}: {b}");
+        }
+        assert!(p.options.chase_bytes >= 8 * (512 << 10));
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n.contains("reduced") && n.contains("chase")),
+            "{:?}",
+            p.notes
+        );
+        // The same request with the default sizes as given is refused there.
+        assert!(plan(
+            &m,
+            &small,
+            &m.pu_ids(),
+            None,
+            &MemPolicy::FirstTouch,
+            Options::quick(&m)
+        )
+        .is_err());
+        // An explicit size is never changed.
+        let (o, note) = fit_to_budgets(
+            &m,
+            &small,
+            &m.pu_ids(),
+            None,
+            &MemPolicy::FirstTouch,
+            Options::quick(&m),
+            Fit {
+                chase: false,
+                generators: false,
+            },
+        );
+        assert_eq!(o, Options::quick(&m));
+        assert!(note.is_none());
+        // Too little memory for sensible sizes: the defaults stay and are refused.
+        let tiny = budget::Budgets::uniform(&m, 2 << 20);
+        assert!(quick_plan(&m, &tiny).is_err());
+    }
 }

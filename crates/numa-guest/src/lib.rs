@@ -10,15 +10,19 @@
 //!
 //! - [`layout`]: the guest's NUMA layout (one source for QEMU and the expectations);
 //! - [`checks`]: the checks and their order; [`cli_checks`]: the table of `numalab`
-//!   command lines and assertions on their `--json` output (where new commands' checks go);
+//!   command lines and assertions on their `--json` output (where new commands' checks go),
+//!   [`cli_asserts`] the assertions on the measuring commands' results;
 //! - [`guest`]: the runner inside the guest; [`protocol`]: its report to the host;
-//! - [`host`]: initramfs, QEMU, timeout and cleanup.
+//! - [`host`]: initramfs, QEMU, timeout and cleanup;
+//! - [`touch`]: the memory-touching test program `numalab policy` runs in the guest.
 //!
 //! Run it with `make test-numa` or `scripts/test-numa.sh` (see docs/numa-guest.md).
 
 pub mod checks;
+pub mod cli_asserts;
 pub mod cli_checks;
 pub mod guest;
 pub mod host;
 pub mod layout;
 pub mod protocol;
+pub mod touch;

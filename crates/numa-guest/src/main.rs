@@ -1,10 +1,11 @@
 //! `numa-guest`: boots the NUMA test guest and runs the suite (`run`), lists the checks
-//! (`list`), or, inside the guest, runs them (`guest`, started by the initramfs).
+//! (`list`), or, inside the guest, runs them (`guest`, started by the initramfs); `touch`
+//! is the test program the `numalab policy` checks run.
 
 use clap::{Parser, Subcommand};
 use numalab_numa_guest::host::{self, HostRun, Options};
 use numalab_numa_guest::layout::Layout;
-use numalab_numa_guest::{checks, guest};
+use numalab_numa_guest::{checks, guest, touch};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -31,7 +32,7 @@ enum Cmd {
         #[arg(long, env = "NUMALAB_GUEST_ACCEL", default_value = "tcg")]
         accel: String,
         /// Hard time limit for the guest, seconds; QEMU is killed after it.
-        #[arg(long, env = "NUMALAB_GUEST_TIMEOUT", default_value_t = 300)]
+        #[arg(long, env = "NUMALAB_GUEST_TIMEOUT", default_value_t = 600)]
         timeout: u64,
         /// Only checks whose name contains one of these comma-separated patterns.
         #[arg(long, env = "NUMALAB_GUEST_ONLY", value_name = "PATTERNS")]
@@ -51,6 +52,19 @@ enum Cmd {
         /// Only checks whose name contains one of these comma-separated patterns.
         #[arg(long)]
         only: Option<String>,
+    },
+    /// A test program for `numalab policy`: threads pinned one per allowed CPU map and
+    /// touch memory, hold it, and print where numa_maps says it is (one JSON line).
+    Touch {
+        /// Memory to touch, all threads together, MiB.
+        #[arg(long, default_value_t = 32)]
+        mib: u64,
+        /// Threads (thread i pins itself to the i-th CPU of the process's affinity).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// How long to hold the memory after touching it, ms.
+        #[arg(long, default_value_t = 1000)]
+        hold_ms: u64,
     },
     /// Inside the guest: run the suite (started by the initramfs's /init).
     #[command(hide = true)]
@@ -112,6 +126,20 @@ fn print_run(run: &HostRun) {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Cmd::Touch {
+            mib,
+            threads,
+            hold_ms,
+        } => match touch::run(mib << 20, threads, Duration::from_millis(hold_ms)) {
+            Ok(r) => {
+                println!("{}", serde_json::to_string(&r).expect("report serializes"));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("numa-guest touch: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Cmd::Guest { config, results } => ExitCode::from(guest::run(&config, &results) as u8),
         Cmd::List { only } => {
             for name in checks::planned_names(&Layout::standard(), only.as_deref()) {

@@ -185,6 +185,17 @@ fn run_mem(
             }
             Err(e) => return Err(CliError::from(e)),
         };
+        let notes = match &plan {
+            MemPlan::Bandwidth(p) => &p.notes,
+            MemPlan::Latency(p) => &p.notes,
+            MemPlan::Loaded(p) => &p.notes,
+            MemPlan::Migrate(p) => &p.notes,
+        };
+        ctx.progress.suspend(|| {
+            for n in notes {
+                eprintln!("numalab: note: {n}");
+            }
+        });
         let mut sink = MemSink {
             rec: &mut *ctx.rec,
             progress: ctx.progress,
@@ -263,17 +274,22 @@ fn step_bandwidth(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
 
 fn step_latency(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
     use numalab_mem::latency::{
-        default_idle_size, default_sizes, plan, plan_matrix, quick_plan, Options,
+        default_sizes, fitted_idle_size, plan, plan_matrix, quick_plan, Options,
     };
     use numalab_mem::PageRequest;
     let m = ctx.machine;
     let b = numalab_mem::budget::Budgets::live(m);
-    let idle = default_idle_size(m);
+    // The default working set fitted to small nodes (the plan's notes say so) rather
+    // than refused, so that a machine with small nodes still gets its matrix.
+    let (idle, fitted) = fitted_idle_size(m, &b, &numalab_mem::bandwidth::memory_nodes(m));
+    let matrix = |o: Options| {
+        plan_matrix(m, &b, &[PageRequest::Base], idle, o).map(|mut p| {
+            p.notes.extend(fitted.clone());
+            p
+        })
+    };
     let plans = if ctx.quick {
-        vec![
-            quick_plan(m, &b),
-            plan_matrix(m, &b, &[PageRequest::Base], idle, Options::quick(m)),
-        ]
+        vec![quick_plan(m, &b), matrix(Options::quick(m))]
     } else {
         let first = m.pu_ids().first().copied().unwrap_or(0);
         let opts = Options::defaults(m);
@@ -287,7 +303,7 @@ fn step_latency(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
                 default_sizes(m, first, 2, opts.stride_bytes),
                 opts,
             ),
-            plan_matrix(m, &b, &[PageRequest::Base], idle, Options::idle(m)),
+            matrix(Options::idle(m)),
         ]
     };
     let plans = plans.into_iter().map(|p| p.map(MemPlan::Latency)).collect();

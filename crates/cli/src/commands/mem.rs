@@ -473,6 +473,17 @@ fn all_records<'r>(rec: &'r Recorder, keys: &[String]) -> Vec<&'r Record> {
         .collect()
 }
 
+/// The distinct items in the order they first appear.
+fn first_seen<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
 fn placement_text(p: &numalab_mem::Placement) -> String {
     let total: u64 = p.pages_per_node.iter().map(|x| x.1).sum();
     p.pages_per_node
@@ -563,12 +574,9 @@ fn print_bandwidth(plan: &bandwidth::Plan, records: &[&Record]) {
     let matrix = plan.groups.iter().any(|g| g.matrix.is_some());
     if matrix {
         for k in &plan.options.kernels {
-            let mut threads: Vec<usize> = rs
-                .iter()
-                .filter(|r| r.kernel == *k)
-                .map(|r| r.threads)
-                .collect();
-            threads.dedup();
+            // Records come cell by cell (row node, thread count, column node): with
+            // several rows and counts the counts interleave, so keep each once.
+            let threads = first_seen(rs.iter().filter(|r| r.kernel == *k).map(|r| r.threads));
             for t in threads {
                 let cells: Vec<&BandwidthRecord> = rs
                     .iter()
@@ -692,8 +700,20 @@ fn run_latency(a: LatencyArgs) -> CliResult {
     }
     let budgets = Budgets::live(&machine);
     let plan = if a.matrix {
-        let size = size.unwrap_or_else(|| latency::default_idle_size(&machine));
-        latency::plan_matrix(&machine, &budgets, &page_kinds, size, opts)
+        // A default that does not fit small nodes is reduced (and says so); an
+        // explicit --size is checked as given.
+        let (size, fit_note) = match size {
+            Some(s) => (s, None),
+            None => latency::fitted_idle_size(
+                &machine,
+                &budgets,
+                &numalab_mem::bandwidth::memory_nodes(&machine),
+            ),
+        };
+        latency::plan_matrix(&machine, &budgets, &page_kinds, size, opts).map(|mut p| {
+            p.notes.extend(fit_note);
+            p
+        })
     } else {
         let cpus = match &a.cpus {
             Some(c) => resolve_cpus(c, &machine)?,
@@ -742,8 +762,9 @@ fn print_latency(plan: &latency::Plan, records: &[&Record]) {
         .filter_map(|r| r.decode().and_then(Result::ok))
         .collect();
     if rs.iter().any(|r| r.matrix.is_some()) {
-        let mut kinds: Vec<String> = rs.iter().map(|r| r.pages.requested.name()).collect();
-        kinds.dedup();
+        // Cells come node pair by node pair, each with every page kind: the kinds
+        // interleave, so keep each once (one table per kind).
+        let kinds = first_seen(rs.iter().map(|r| r.pages.requested.name()));
         for kind in kinds {
             let cells: Vec<&LatencyRecord> = rs
                 .iter()
@@ -901,8 +922,23 @@ fn run_loaded(a: LoadedArgs) -> CliResult {
         opts.generators_bytes = s;
     }
     let budgets = Budgets::live(&machine);
-    let plan =
+    // Default sizes that do not fit small nodes are reduced (and say so); sizes
+    // given on the command line are checked as given.
+    let (opts, fit_note) = loaded::fit_to_budgets(
+        &machine,
+        &budgets,
+        &cpus,
+        a.generators,
+        &policy,
+        opts,
+        loaded::Fit {
+            chase: size.is_none(),
+            generators: gsize.is_none(),
+        },
+    );
+    let mut plan =
         loaded::plan(&machine, &budgets, &cpus, a.generators, &policy, opts).map_err(mem_err)?;
+    plan.notes.extend(fit_note);
     let placer = HwlocPlacer::new()?;
     let mut rec = start(
         &a.output,
@@ -1116,5 +1152,21 @@ fn print_migrate(rs: &[MigrateRecord]) {
     }
     for line in migrate::conclude(rs) {
         println!("{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_seen;
+
+    #[test]
+    fn interleaved_kinds_and_counts_are_kept_once_in_order() {
+        // A 2-node latency matrix with base and thp pages lists its records as
+        // base, thp, base, thp, ...: each kind must give one table, not one per cell.
+        let kinds = ["base", "thp", "base", "thp", "base", "thp"];
+        assert_eq!(first_seen(kinds), vec!["base", "thp"]);
+        // A bandwidth matrix with --threads 1,2 on 2 nodes: 1, 2 per row node.
+        assert_eq!(first_seen([1, 1, 2, 2, 1, 1, 2, 2]), vec![1, 2]);
+        assert!(first_seen(Vec::<u32>::new()).is_empty());
     }
 }
