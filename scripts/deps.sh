@@ -11,7 +11,7 @@ if [ "${1:-}" = "--test" ]; then
   # Keep in sync with README ("What the tests need").
   # The NUMA test guest (docs/numa-guest.md): QEMU, Debian's kernel, busybox, cpio, xz.
   pkgs+=(qemu-system-x86 linux-image-amd64 busybox-static cpio xz-utils)
-  # The HTML report in a real browser (crates/cli/tests/browser.rs).
+  # The HTML report in a real browser (crates/cli/tests/cli/browser.rs).
   pkgs+=(chromium)
 fi
 

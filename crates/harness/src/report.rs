@@ -173,15 +173,8 @@ pub fn scale_text(s: &ScaleSummary) -> String {
         s.repeat,
         s.throughput_unit
     );
-    out.push_str(&table(&headers, &rows));
     let stats: Vec<&crate::run::PointStats> = s.points.iter().map(|p| &p.stats).collect();
-    for e in extras(&stats) {
-        let _ = writeln!(out, "{e}");
-    }
-    out.push('\n');
-    for f in &s.findings {
-        let _ = writeln!(out, "- {f}");
-    }
+    push_body(&mut out, &headers, &rows, &stats, &s.findings);
     out
 }
 
@@ -233,15 +226,8 @@ pub fn policy_text(s: &PolicySummary) -> String {
         s.repeat,
         s.throughput_unit
     );
-    out.push_str(&table(&h, &rows));
     let stats: Vec<&crate::run::PointStats> = s.results.iter().map(|r| &r.stats).collect();
-    for e in extras(&stats) {
-        let _ = writeln!(out, "{e}");
-    }
-    out.push('\n');
-    for f in &s.findings {
-        let _ = writeln!(out, "- {f}");
-    }
+    push_body(&mut out, &h, &rows, &stats, &s.findings);
     if let Some(c) = &s.command_line {
         let _ = writeln!(out, "\nrun it as:\n  {c}");
     }
@@ -275,7 +261,9 @@ pub fn sweep_text(s: &SweepSummary) -> String {
         s.repeat,
         s.throughput_unit
     );
-    out.push_str(&table(
+    let stats: Vec<&crate::run::PointStats> = s.points.iter().map(|p| &p.stats).collect();
+    push_body(
+        &mut out,
         &[
             "value",
             "runs",
@@ -285,16 +273,28 @@ pub fn sweep_text(s: &SweepSummary) -> String {
             "cpus busy",
         ],
         &rows,
-    ));
-    let stats: Vec<&crate::run::PointStats> = s.points.iter().map(|p| &p.stats).collect();
-    for e in extras(&stats) {
+        &stats,
+        &s.findings,
+    );
+    out
+}
+
+/// What follows a study's heading: its table, the notes on its statistics, its findings.
+fn push_body(
+    out: &mut String,
+    headers: &[&str],
+    rows: &[Vec<String>],
+    stats: &[&crate::run::PointStats],
+    findings: &[String],
+) {
+    out.push_str(&table(headers, rows));
+    for e in extras(stats) {
         let _ = writeln!(out, "{e}");
     }
     out.push('\n');
-    for f in &s.findings {
+    for f in findings {
         let _ = writeln!(out, "- {f}");
     }
-    out
 }
 
 // ---------------------------------------------------------------- SVG

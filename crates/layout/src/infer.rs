@@ -635,12 +635,7 @@ impl<'p, 'a> State<'p, 'a> {
         for (u, &st) in unit_stops.iter().enumerate() {
             s.place(u, st);
         }
-        let mut tstops = p.target_stops.clone();
-        tstops.shuffle(rng);
-        for u in p.core_units..p.units.len() {
-            s.place(u, tstops[u - p.core_units]);
-        }
-        s.recompute();
+        s.place_targets_at_random(rng);
         s
     }
 
@@ -665,13 +660,19 @@ impl<'p, 'a> State<'p, 'a> {
             };
             s.place(u, st);
         }
+        s.place_targets_at_random(rng);
+        Ok(s)
+    }
+
+    /// Puts the target units on the target stops in a random order, then recomputes.
+    fn place_targets_at_random(&mut self, rng: &mut ChaCha8Rng) {
+        let p = self.p;
         let mut tstops = p.target_stops.clone();
         tstops.shuffle(rng);
         for u in p.core_units..p.units.len() {
-            s.place(u, tstops[u - p.core_units]);
+            self.place(u, tstops[u - p.core_units]);
         }
-        s.recompute();
-        Ok(s)
+        self.recompute();
     }
 
     fn place(&mut self, u: usize, st: StopId) {

@@ -242,17 +242,7 @@ fn history_is_matched_by_command_template() {
             command: Vec::new(),
             config: serde_json::Value::Null,
             origin: Origin::Measured,
-            host: Host {
-                hostname: None,
-                cpu_model: None,
-                kernel: None,
-                governor: None,
-                smt: None,
-                hypervisor: None,
-                container: None,
-                topology_hash: "test".into(),
-                topology: None,
-            },
+            host: Host::unknown("test"),
         },
         records,
     };

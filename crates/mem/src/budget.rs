@@ -72,18 +72,7 @@ impl Budgets {
         let available = sys.mem_available_bytes();
         let cgroup = sys.cgroup_limits().memory_max;
         let node_total: u64 = machine.numa_nodes.iter().map(|n| n.memory_bytes).sum();
-        let sys_total = sys.read("proc/meminfo").and_then(|t| {
-            t.lines().find_map(|l| {
-                let kb: u64 = l
-                    .strip_prefix("MemTotal:")?
-                    .trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse()
-                    .ok()?;
-                Some(kb * 1024)
-            })
-        });
+        let sys_total = sys.mem_total_bytes();
         let inconsistent = sys_total
             .filter(|&t| node_total > 0 && (node_total as f64) < 0.9 * t as f64)
             .map(|t| {

@@ -253,6 +253,37 @@ pub fn walk_tree(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
     report
 }
 
+/// The report when no side dominates: every branch is walked, and what stands out
+/// follows `verdict` after `notable`.
+fn undecided(
+    catalog: &Catalog,
+    metrics: &[MetricValue],
+    ipc: Option<f64>,
+    sides: Vec<SideStall>,
+    mut verdict: String,
+    notable: &str,
+) -> TreeReport {
+    let mut steps = Vec::new();
+    let mut findings = Vec::new();
+    for b in &catalog.tree.branches {
+        walk(catalog, metrics, &b.groups, &mut steps, &mut findings);
+    }
+    if !findings.is_empty() {
+        verdict.push_str(&format!("; {notable}: {}", findings_text(&findings)));
+    }
+    let sample = sample_next(&[], &findings, catalog);
+    TreeReport {
+        ipc,
+        sides,
+        dominant: None,
+        steps,
+        findings,
+        verdict,
+        sample_next: sample,
+        vendor_topdown: Vec::new(),
+    }
+}
+
 fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
     let tree = &catalog.tree;
     let ipc = find(metrics, &tree.ipc).and_then(|m| m.value);
@@ -275,8 +306,6 @@ fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
     let ipc_text = ipc
         .map(|v| format!(" (IPC {})", fmt_sig(v)))
         .unwrap_or_default();
-    let mut steps = Vec::new();
-    let mut findings = Vec::new();
 
     let all_known = sides.iter().all(|s| s.stall_rate.is_some());
     if !all_known {
@@ -292,27 +321,11 @@ fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
                 )
             })
             .collect();
-        for b in &tree.branches {
-            walk(catalog, metrics, &b.groups, &mut steps, &mut findings);
-        }
-        let mut verdict = format!(
+        let verdict = format!(
             "no front-end/back-end verdict{ipc_text}: {}",
             missing.join("; ")
         );
-        if !findings.is_empty() {
-            verdict.push_str(&format!("; notable anyway: {}", findings_text(&findings)));
-        }
-        let sample = sample_next(&[], &findings, catalog);
-        return TreeReport {
-            ipc,
-            sides,
-            dominant: None,
-            steps,
-            findings,
-            verdict,
-            sample_next: sample,
-            vendor_topdown: Vec::new(),
-        };
+        return undecided(catalog, metrics, ipc, sides, verdict, "notable anyway");
     }
 
     let (bi, best) = sides
@@ -326,36 +339,22 @@ fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
         .expect("the tree has sides");
     let best_rate = best.stall_rate.unwrap_or(0.0);
     if best_rate < tree.stall_notable {
-        for b in &tree.branches {
-            walk(catalog, metrics, &b.groups, &mut steps, &mut findings);
-        }
         let shares: Vec<String> = tree
             .branches
             .iter()
             .zip(&sides)
             .map(|(b, s)| format!("{} {}", b.words, fmt_pct(s.stall_rate.unwrap_or(0.0))))
             .collect();
-        let mut verdict = format!(
+        let verdict = format!(
             "neither side dominates: cycles stalled {}{ipc_text}; most cycles do useful work",
             shares.join(", ")
         );
-        if !findings.is_empty() {
-            verdict.push_str(&format!("; still notable: {}", findings_text(&findings)));
-        }
-        let sample = sample_next(&[], &findings, catalog);
-        return TreeReport {
-            ipc,
-            sides,
-            dominant: None,
-            steps,
-            findings,
-            verdict,
-            sample_next: sample,
-            vendor_topdown: Vec::new(),
-        };
+        return undecided(catalog, metrics, ipc, sides, verdict, "still notable");
     }
 
     let branch = &tree.branches[bi];
+    let mut steps = Vec::new();
+    let mut findings = Vec::new();
     walk(catalog, metrics, &branch.groups, &mut steps, &mut findings);
     let mut verdict = format!(
         "{}: {} of cycles stalled in the {}{ipc_text}",

@@ -392,17 +392,7 @@ mod tests {
             command: vec!["numalab".into(), "test".into()],
             config: serde_json::json!({}),
             origin: Origin::Measured,
-            host: Host {
-                hostname: None,
-                cpu_model: None,
-                kernel: None,
-                governor: None,
-                smt: None,
-                hypervisor: None,
-                container: None,
-                topology_hash: "00".into(),
-                topology: None,
-            },
+            host: Host::unknown("00"),
         }
     }
 

@@ -122,6 +122,24 @@ pub struct Host {
     pub topology: Option<Machine>,
 }
 
+impl Host {
+    /// A host known only by its topology hash (an imported file, a test): every other
+    /// fact unknown.
+    pub fn unknown(topology_hash: impl Into<String>) -> Host {
+        Host {
+            hostname: None,
+            cpu_model: None,
+            kernel: None,
+            governor: None,
+            smt: None,
+            hypervisor: None,
+            container: None,
+            topology_hash: topology_hash.into(),
+            topology: None,
+        }
+    }
+}
+
 /// The header of a bundle: what ran, where, and how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Envelope {

@@ -176,21 +176,37 @@ pub fn bootstrap(
     let mut buf = vec![0.0; values.len()];
     let mut stats = Vec::with_capacity(resamples);
     for _ in 0..resamples {
-        for slot in buf.iter_mut() {
-            *slot = values[rng.random_range(0..values.len())];
-        }
+        resample(&mut rng, values, &mut buf);
         stats.push(statistic(&buf));
     }
+    Some(percentile_interval(stats, estimate, level, resamples, seed))
+}
+
+/// Fills `into` with values drawn from `from` with replacement.
+pub(crate) fn resample(rng: &mut ChaCha8Rng, from: &[f64], into: &mut [f64]) {
+    for slot in into.iter_mut() {
+        *slot = from[rng.random_range(0..from.len())];
+    }
+}
+
+/// The percentile interval at `level` of the bootstrap statistics `stats`.
+pub(crate) fn percentile_interval(
+    mut stats: Vec<f64>,
+    estimate: f64,
+    level: f64,
+    resamples: usize,
+    seed: u64,
+) -> Interval {
     stats.sort_by(f64::total_cmp);
     let alpha = (1.0 - level) / 2.0 * 100.0;
-    Some(Interval {
+    Interval {
         estimate,
         low: percentile_sorted(&stats, alpha),
         high: percentile_sorted(&stats, 100.0 - alpha),
         level,
         resamples,
         seed,
-    })
+    }
 }
 
 /// 95% bootstrap interval of the median with 2000 resamples and the default seed.
@@ -223,24 +239,11 @@ pub fn ratio_interval(
     let mut bb = vec![0.0; b.len()];
     let mut stats = Vec::with_capacity(resamples);
     for _ in 0..resamples {
-        for s in ba.iter_mut() {
-            *s = a[rng.random_range(0..a.len())];
-        }
-        for s in bb.iter_mut() {
-            *s = b[rng.random_range(0..b.len())];
-        }
+        resample(&mut rng, a, &mut ba);
+        resample(&mut rng, b, &mut bb);
         stats.push(median(&ba)? / median(&bb)?);
     }
-    stats.sort_by(f64::total_cmp);
-    let alpha = (1.0 - level) / 2.0 * 100.0;
-    Some(Interval {
-        estimate,
-        low: percentile_sorted(&stats, alpha),
-        high: percentile_sorted(&stats, 100.0 - alpha),
-        level,
-        resamples,
-        seed,
-    })
+    Some(percentile_interval(stats, estimate, level, resamples, seed))
 }
 
 /// Distribution-free confidence interval of the `p`-th percentile (0-100) from order

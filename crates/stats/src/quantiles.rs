@@ -6,8 +6,8 @@
 //! random stream as `bootstrap`, so the results are identical) and the percentiles are
 //! read by selection (`select_nth_unstable`, linear time) instead of a sort.
 
-use crate::{percentile_sorted, Interval};
-use rand::{RngExt, SeedableRng};
+use crate::{percentile_interval, percentile_sorted, resample, Interval};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 /// Percentile `p` (0-100) of an unsorted buffer, by selection; reorders the buffer.
@@ -51,29 +51,16 @@ pub fn bootstrap_percentiles(
     let mut buf = vec![0.0; values.len()];
     let mut stats: Vec<Vec<f64>> = ps.iter().map(|_| Vec::with_capacity(resamples)).collect();
     for _ in 0..resamples {
-        for slot in buf.iter_mut() {
-            *slot = values[rng.random_range(0..values.len())];
-        }
+        resample(&mut rng, values, &mut buf);
         for (s, &p) in stats.iter_mut().zip(ps) {
             s.push(percentile_select(&mut buf, p));
         }
     }
-    let alpha = (1.0 - level) / 2.0 * 100.0;
     Some(
         stats
             .into_iter()
             .zip(estimates)
-            .map(|(mut s, estimate)| {
-                s.sort_by(f64::total_cmp);
-                Interval {
-                    estimate,
-                    low: percentile_sorted(&s, alpha),
-                    high: percentile_sorted(&s, 100.0 - alpha),
-                    level,
-                    resamples,
-                    seed,
-                }
-            })
+            .map(|(s, estimate)| percentile_interval(s, estimate, level, resamples, seed))
             .collect(),
     )
 }

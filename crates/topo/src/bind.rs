@@ -266,8 +266,7 @@ impl Region {
             }
             if inside {
                 if let Some(rest) = line.strip_prefix("AnonHugePages:") {
-                    let kb: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-                    total += kb * 1024;
+                    total += crate::system::kb_bytes(rest)?;
                 }
             }
         }

@@ -258,22 +258,37 @@ impl SysRoot {
     /// Free memory of a NUMA node in bytes, from its `meminfo`.
     pub fn node_free_bytes(&self, node: u32) -> Option<u64> {
         let text = self.read(&format!("sys/devices/system/node/node{node}/meminfo"))?;
-        text.lines().find_map(|l| {
-            let rest = l.split_once("MemFree:")?.1;
-            let kb: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-            Some(kb * 1024)
-        })
+        meminfo_bytes(&text, "MemFree")
     }
 
     /// Available memory of the whole system in bytes (`MemAvailable`).
     pub fn mem_available_bytes(&self) -> Option<u64> {
-        let text = self.read("proc/meminfo")?;
-        text.lines().find_map(|l| {
-            let rest = l.strip_prefix("MemAvailable:")?;
-            let kb: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-            Some(kb * 1024)
-        })
+        meminfo_bytes(&self.read("proc/meminfo")?, "MemAvailable")
     }
+
+    /// Memory of the whole system in bytes (`MemTotal`), nodes or not.
+    pub fn mem_total_bytes(&self) -> Option<u64> {
+        meminfo_bytes(&self.read("proc/meminfo")?, "MemTotal")
+    }
+}
+
+/// Bytes of a meminfo-style value (`  2048 kB`; the kernel's kB are KiB).
+pub fn kb_bytes(value: &str) -> Option<u64> {
+    let kb: u64 = value.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The first readable `Name: N kB` field called `name` in a meminfo-style text
+/// (`/proc/meminfo`, `smaps`, or a node's `meminfo`, whose lines start with `Node N `),
+/// in bytes.
+pub fn meminfo_bytes(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (field, value) = l.split_once(':')?;
+        if field.split_whitespace().last() != Some(name) {
+            return None;
+        }
+        kb_bytes(value)
+    })
 }
 
 fn bracketed(s: &str) -> Option<String> {
@@ -313,6 +328,30 @@ mod tests {
         let p = root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, content).unwrap();
+    }
+
+    #[test]
+    fn meminfo_fields_in_bytes() {
+        let proc = "MemTotal:       24576000 kB\nMemFree:             100 kB\nMemAvailable:   23068672 kB\nHugePages_Total:       0\n";
+        assert_eq!(meminfo_bytes(proc, "MemTotal"), Some(24576000 * 1024));
+        assert_eq!(meminfo_bytes(proc, "MemAvailable"), Some(23068672 * 1024));
+        assert_eq!(
+            meminfo_bytes(proc, "Total"),
+            None,
+            "a whole name, not a part"
+        );
+        assert_eq!(meminfo_bytes(proc, "SwapFree"), None);
+        let node = "Node 1 MemTotal:  100 kB\nNode 1 MemFree:    64 kB\n";
+        assert_eq!(meminfo_bytes(node, "MemFree"), Some(64 * 1024));
+        let smaps = "Rss:                2048 kB\nAnonHugePages:      2048 kB\n";
+        assert_eq!(meminfo_bytes(smaps, "AnonHugePages"), Some(2 << 20));
+        // The first readable one.
+        assert_eq!(
+            meminfo_bytes("MemFree: lots kB\nMemFree: 2 kB\n", "MemFree"),
+            Some(2048)
+        );
+        assert_eq!(kb_bytes(" 2048 kB"), Some(2 << 20));
+        assert_eq!(kb_bytes("kB"), None);
     }
 
     #[test]

@@ -110,17 +110,7 @@ pub fn run(args: C2cArgs) -> CliResult {
 }
 
 fn unknown_host(path: &std::path::Path) -> Host {
-    Host {
-        hostname: None,
-        cpu_model: None,
-        kernel: None,
-        governor: None,
-        smt: None,
-        hypervisor: None,
-        container: None,
-        topology_hash: format!("imported:{}", path.display()),
-        topology: None,
-    }
+    Host::unknown(format!("imported:{}", path.display()))
 }
 
 fn run_import(args: &C2cArgs, path: &std::path::Path) -> CliResult {

@@ -150,15 +150,7 @@ pub fn assess(
     } else {
         out.push(check("numa", Verdict::Ok, detail, None));
     }
-    if let Some(total) = sys.read("proc/meminfo").and_then(|t| {
-        t.lines()
-            .find_map(|l| {
-                l.strip_prefix("MemTotal:")
-                    .map(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            })
-            .flatten()
-    }) {
-        let total = total * 1024;
+    if let Some(total) = sys.mem_total_bytes() {
         if node_mem > 0 && (node_mem as f64) < 0.9 * total as f64 {
             out.push(check(
                 "numa-memory",

@@ -251,6 +251,46 @@ fn write_svg(path: &Option<PathBuf>, svg: String) -> CliResult {
     Ok(())
 }
 
+/// Opens the recorder of a study: the envelope's config names the study and holds its plan.
+fn recorder(
+    kind: &str,
+    a: &StudyArgs,
+    plan: &impl serde::Serialize,
+    m: &Machine,
+) -> Result<Recorder, CliError> {
+    Recorder::new(
+        &a.output,
+        config(kind, a, serde_json::to_value(plan).unwrap_or_default()),
+        Origin::Measured,
+        numalab_topo::system::host(m),
+    )
+}
+
+/// Runs a planned study under a progress bar, then shows it: its table (not with
+/// --json), its chart (--svg), and failed runs in the exit code.
+fn run_study<S>(
+    mut rec: Recorder,
+    svg_path: &Option<PathBuf>,
+    study: impl FnOnce(&mut dyn Sink, &mut dyn FnMut(&Progress)) -> Result<S, HarnessError>,
+    text: fn(&S) -> String,
+    svg: fn(&S) -> String,
+    failed_runs: fn(&S) -> usize,
+) -> CliResult {
+    let bar = progress_bar();
+    let result = study(&mut RecorderSink { rec: &mut rec }, &mut on_progress(&bar));
+    bar.finish_and_clear();
+    match result {
+        Ok(s) => {
+            if !rec.json() {
+                print!("{}", text(&s));
+            }
+            write_svg(svg_path, svg(&s))?;
+            finish(rec, Ok(()), failed_runs(&s))
+        }
+        Err(e) => finish(rec, Err(e), 0),
+    }
+}
+
 /// Finishes: a stopped study still prints what it has (JSON) and keeps its journal.
 fn finish(rec: Recorder, result: Result<(), HarnessError>, failed_runs: usize) -> CliResult {
     let json = rec.json();
@@ -300,35 +340,15 @@ pub fn scale(a: ScaleArgs) -> CliResult {
     let m = live()?;
     let plan = ScalePlan::new(&m, a.placement, threads.as_deref(), a.node)
         .map_err(|e| usage(format!("{e}")))?;
-    let mut rec = Recorder::new(
-        &a.study.output,
-        config(
-            "scale",
-            &a.study,
-            serde_json::to_value(&plan).unwrap_or_default(),
-        ),
-        Origin::Measured,
-        numalab_topo::system::host(&m),
-    )?;
-    let bar = progress_bar();
-    let result = numalab_harness::scale(
-        &m,
-        &plan,
-        &study,
-        &mut RecorderSink { rec: &mut rec },
-        &mut on_progress(&bar),
-    );
-    bar.finish_and_clear();
-    match result {
-        Ok(s) => {
-            if !rec.json() {
-                print!("{}", report::scale_text(&s));
-            }
-            write_svg(&a.study.svg, report::scale_svg(&s))?;
-            finish(rec, Ok(()), s.failed_runs)
-        }
-        Err(e) => finish(rec, Err(e), 0),
-    }
+    let rec = recorder("scale", &a.study, &plan, &m)?;
+    run_study(
+        rec,
+        &a.study.svg,
+        |sink, progress| numalab_harness::scale(&m, &plan, &study, sink, progress),
+        report::scale_text,
+        report::scale_svg,
+        |s| s.failed_runs,
+    )
 }
 
 /// `numalab policy`.
@@ -342,35 +362,15 @@ pub fn policy(a: PolicyArgs) -> CliResult {
     let m = live()?;
     let plan = PolicyPlan::new(&m, a.threads, a.placement, a.node, &a.policies)
         .map_err(|e| usage(format!("{e}")))?;
-    let mut rec = Recorder::new(
-        &a.study.output,
-        config(
-            "policy",
-            &a.study,
-            serde_json::to_value(&plan).unwrap_or_default(),
-        ),
-        Origin::Measured,
-        numalab_topo::system::host(&m),
-    )?;
-    let bar = progress_bar();
-    let result = numalab_harness::policy(
-        &m,
-        &plan,
-        &study,
-        &mut RecorderSink { rec: &mut rec },
-        &mut on_progress(&bar),
-    );
-    bar.finish_and_clear();
-    match result {
-        Ok(s) => {
-            if !rec.json() {
-                print!("{}", report::policy_text(&s));
-            }
-            write_svg(&a.study.svg, report::policy_svg(&s))?;
-            finish(rec, Ok(()), s.failed_runs)
-        }
-        Err(e) => finish(rec, Err(e), 0),
-    }
+    let rec = recorder("policy", &a.study, &plan, &m)?;
+    run_study(
+        rec,
+        &a.study.svg,
+        |sink, progress| numalab_harness::policy(&m, &plan, &study, sink, progress),
+        report::policy_text,
+        report::policy_svg,
+        |s| s.failed_runs,
+    )
 }
 
 /// `numalab sweep`.
@@ -391,16 +391,7 @@ pub fn sweep(a: SweepArgs) -> CliResult {
         &study,
     )
     .map_err(CliError::from)?;
-    let mut rec = Recorder::new(
-        &a.study.output,
-        config(
-            "sweep",
-            &a.study,
-            serde_json::to_value(&plan).unwrap_or_default(),
-        ),
-        Origin::Measured,
-        numalab_topo::system::host(&m),
-    )?;
+    let rec = recorder("sweep", &a.study, &plan, &m)?;
     // --profile: a counter profile of each point's command, right after its runs.
     let profile_config = if a.profile {
         Some(
@@ -417,28 +408,25 @@ pub fn sweep(a: SweepArgs) -> CliResult {
                 .map(|p| p.into_record(key))
                 .map_err(|e| e.to_string())
         };
-    let bar = progress_bar();
-    let result = numalab_harness::sweep_with(
-        &m,
-        &plan,
-        &study,
-        &mut RecorderSink { rec: &mut rec },
-        &mut on_progress(&bar),
-        if a.profile {
-            Some(&mut profile_point)
-        } else {
-            None
+    run_study(
+        rec,
+        &a.study.svg,
+        |sink, progress| {
+            numalab_harness::sweep_with(
+                &m,
+                &plan,
+                &study,
+                sink,
+                progress,
+                if a.profile {
+                    Some(&mut profile_point)
+                } else {
+                    None
+                },
+            )
         },
-    );
-    bar.finish_and_clear();
-    match result {
-        Ok(s) => {
-            if !rec.json() {
-                print!("{}", report::sweep_text(&s));
-            }
-            write_svg(&a.study.svg, report::sweep_svg(&s))?;
-            finish(rec, Ok(()), s.failed_runs)
-        }
-        Err(e) => finish(rec, Err(e), 0),
-    }
+        report::sweep_text,
+        report::sweep_svg,
+        |s| s.failed_runs,
+    )
 }

@@ -215,17 +215,7 @@ fn usage(msg: impl Into<String>) -> CliError {
 }
 
 fn file_host(tag: &str, path: &Path) -> Host {
-    Host {
-        hostname: None,
-        cpu_model: None,
-        kernel: None,
-        governor: None,
-        smt: None,
-        hypervisor: None,
-        container: None,
-        topology_hash: format!("{tag}:{}", path.display()),
-        topology: None,
-    }
+    Host::unknown(format!("{tag}:{}", path.display()))
 }
 
 /// `ROWSxCOLS`.

@@ -462,13 +462,7 @@ fn print_profile(p: &Profile) {
 
     println!();
     println!("{}", paint("1", "metrics"));
-    let w = p
-        .metrics
-        .iter()
-        .map(|m| m.name.len())
-        .max()
-        .unwrap_or(6)
-        .max(6);
+    let w = name_width(p.metrics.iter().map(|m| m.name.as_str()));
     let mut missing: Vec<(String, Vec<&str>)> = Vec::new();
     for m in &p.metrics {
         let Some(v) = m.value else {
@@ -476,10 +470,7 @@ fn print_profile(p: &Profile) {
             if p.hardware_pmu == Some(false) && why.contains("no hardware PMU here") {
                 why = "no hardware PMU here".into();
             }
-            match missing.iter_mut().find(|(r, _)| *r == why) {
-                Some((_, names)) => names.push(&m.name),
-                None => missing.push((why, vec![&m.name])),
-            }
+            group_by_reason(&mut missing, why, &m.name);
             continue;
         };
         let mut note = String::new();
@@ -508,13 +499,7 @@ fn print_profile(p: &Profile) {
 
     println!();
     println!("{}", paint("1", "events"));
-    let w = p
-        .events
-        .iter()
-        .map(|e| e.name.len())
-        .max()
-        .unwrap_or(6)
-        .max(6);
+    let w = name_width(p.events.iter().map(|e| e.name.as_str()));
     let mut absent: Vec<(String, Vec<&str>)> = Vec::new();
     for e in &p.events {
         if e.state != EventState::Counted {
@@ -526,10 +511,7 @@ fn print_profile(p: &Profile) {
                     .map(|r| format!(": {r}"))
                     .unwrap_or_default()
             );
-            match absent.iter_mut().find(|(r, _)| *r == why) {
-                Some((_, names)) => names.push(&e.name),
-                None => absent.push((why, vec![&e.name])),
-            }
+            group_by_reason(&mut absent, why, &e.name);
             continue;
         }
         let frac = match e.running_fraction {
@@ -644,6 +626,19 @@ fn print_samples(r: &SampleReport) {
     println!("  note: {}", r.skid);
 }
 
+/// Width of a name column: the longest name, at least 6.
+fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
+    names.map(str::len).max().unwrap_or(6).max(6)
+}
+
+/// Adds `name` to the names that share the reason `why` (groups in first-seen order).
+fn group_by_reason<'a>(groups: &mut Vec<(String, Vec<&'a str>)>, why: String, name: &'a str) {
+    match groups.iter_mut().find(|(r, _)| *r == why) {
+        Some((_, names)) => names.push(name),
+        None => groups.push((why, vec![name])),
+    }
+}
+
 fn print_comparison(c: &Comparison) {
     println!("{}", paint("1", &format!("{} -> {}", c.base, c.new)));
     if let Some(n) = &c.note {
@@ -654,13 +649,7 @@ fn print_comparison(c: &Comparison) {
             .unwrap_or_else(|| "n/a".into())
     };
     println!();
-    let w = c
-        .metrics
-        .iter()
-        .map(|m| m.name.len())
-        .max()
-        .unwrap_or(6)
-        .max(6);
+    let w = name_width(c.metrics.iter().map(|m| m.name.as_str()));
     println!(
         "  {:<w$}  {:>10}  {:>10}  {:>8}",
         "metric", "base", "new", "change"
@@ -684,13 +673,7 @@ fn print_comparison(c: &Comparison) {
         );
     }
     println!();
-    let w = c
-        .counts
-        .iter()
-        .map(|m| m.name.len())
-        .max()
-        .unwrap_or(6)
-        .max(6);
+    let w = name_width(c.counts.iter().map(|m| m.name.as_str()));
     println!(
         "  {:<w$}  {:>16}  {:>16}  {:>8}",
         "count", "base", "new", "change"

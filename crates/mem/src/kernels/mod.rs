@@ -430,9 +430,9 @@ impl<'a> Arrays<'a> {
     }
 }
 
-/// Runs `kernel` once over the arrays with ISA `isa` and scalar `s`; returns the sum
-/// for `read` (0 otherwise), which callers must consume (e.g. `std::hint::black_box`).
-pub fn run(kernel: Kernel, isa: Isa, arrays: &mut Arrays<'_>, s: f64) -> Result<f64, KernelError> {
+/// Refuses an ISA this CPU lacks (naming those it has), and streaming stores on an ISA
+/// without them.
+fn check_isa(isa: Isa, nt: bool) -> Result<(), KernelError> {
     if !isa.available() {
         let have = available()
             .iter()
@@ -441,9 +441,16 @@ pub fn run(kernel: Kernel, isa: Isa, arrays: &mut Arrays<'_>, s: f64) -> Result<
             .join(", ");
         return Err(KernelError::IsaUnavailable(isa, have));
     }
-    if kernel.nt && !isa.has_nt() {
+    if nt && !isa.has_nt() {
         return Err(KernelError::NoNt(isa));
     }
+    Ok(())
+}
+
+/// Runs `kernel` once over the arrays with ISA `isa` and scalar `s`; returns the sum
+/// for `read` (0 otherwise), which callers must consume (e.g. `std::hint::black_box`).
+pub fn run(kernel: Kernel, isa: Isa, arrays: &mut Arrays<'_>, s: f64) -> Result<f64, KernelError> {
+    check_isa(isa, kernel.nt)?;
     let n = arrays.elements(kernel);
     if n == 0 {
         return Err(KernelError::Lengths(kernel.name()));
@@ -515,17 +522,7 @@ pub fn copy(isa: Isa, src: &[f64], dst: &mut [f64], nt: bool) -> Result<(), Kern
     if src.len() != dst.len() || src.is_empty() {
         return Err(KernelError::Lengths("copy".into()));
     }
-    if !isa.available() {
-        let have = available()
-            .iter()
-            .map(|i| i.name())
-            .collect::<Vec<_>>()
-            .join(", ");
-        return Err(KernelError::IsaUnavailable(isa, have));
-    }
-    if nt && !isa.has_nt() {
-        return Err(KernelError::NoNt(isa));
-    }
+    check_isa(isa, nt)?;
     let n = dst.len();
     macro_rules! simd {
         ($m:path) => {{

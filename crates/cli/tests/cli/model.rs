@@ -1,15 +1,7 @@
 //! `numalab model`: exit codes and messages for bad input, the JSON contracts of `show`
 //! and `run` (read with independent structs), resuming from a journal, the SVG.
 
-use std::process::{Command, Output};
-
-fn numalab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run numalab")
-}
+use crate::common::{self, assert_ok, numalab, refused, RecordJson};
 
 #[test]
 fn error_table() {
@@ -123,11 +115,7 @@ fn error_table() {
         ),
     ];
     for (args, code, text) in cases {
-        let out = numalab(&args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
-        assert!(stderr.contains(text), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        refused(&args, code, text);
     }
 }
 
@@ -161,11 +149,7 @@ fn show_json_lists_every_value_with_its_source() {
         "cores.max_outstanding=20",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let s: ShowJson = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s.preset, "knl-7210:snc4");
     assert_eq!(s.variants_applied, vec!["snc4"]);
@@ -209,13 +193,6 @@ struct TopologyJson {
     source: serde_json::Value,
     summary: serde_json::Value,
 }
-#[derive(serde::Deserialize)]
-struct RecordJson {
-    key: String,
-    kind: String,
-    origin: String,
-    data: serde_json::Value,
-}
 
 #[test]
 fn run_json_is_a_modeled_bundle() {
@@ -233,11 +210,7 @@ fn run_json_is_a_modeled_bundle() {
         "4000",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let b: BundleJson = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(b.envelope.origin, "modeled");
     assert_eq!(b.envelope.host.topology.source["kind"], "model");
@@ -280,16 +253,12 @@ fn rerun_with_the_same_out_resumes() {
         d,
     ];
     let first = numalab(&args);
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
-    let journal = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    assert_ok(&first);
+    let journal = common::journal(&dir);
     assert_eq!(journal.lines().count(), 2, "{journal}");
     let second = numalab(&args);
     assert!(second.status.success());
-    let again = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    let again = common::journal(&dir);
     assert_eq!(again, journal, "a rerun adds nothing already there");
     // The table is printed from the journal's records.
     assert!(String::from_utf8_lossy(&second.stdout).contains("uniform traffic on mesh"));
@@ -310,11 +279,7 @@ fn heatmap_svg_and_table() {
         "--svg",
         svg.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("spread 32.0 cycles"), "{stdout}");
     let text = std::fs::read_to_string(&svg).unwrap();

@@ -4,16 +4,9 @@
 //! bandwidth, latency rising from an L1-sized to a DRAM-sized working set, placement
 //! recorded) but never for specific figures.
 
+use crate::common::{self, live_cpus, numalab, refused, RecordJson};
 use serde::Deserialize;
-use std::process::{Command, Output};
-
-fn numalab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run numalab")
-}
+use std::process::Output;
 
 #[test]
 fn error_table() {
@@ -154,11 +147,7 @@ fn error_table() {
         ),
     ];
     for (args, code, text) in cases {
-        let out = numalab(&args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
-        assert!(stderr.contains(text), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        let out = refused(&args, code, text);
         // Refused before measuring: no table on stdout.
         assert!(
             out.stdout.is_empty(),
@@ -174,7 +163,7 @@ fn error_table() {
 struct Bundle {
     schema_version: u32,
     envelope: Envelope,
-    records: Vec<Rec>,
+    records: Vec<RecordJson>,
 }
 
 #[derive(Deserialize)]
@@ -185,13 +174,6 @@ struct Envelope {
 #[derive(Deserialize)]
 struct Host {
     topology_hash: String,
-}
-
-#[derive(Deserialize)]
-struct Rec {
-    key: String,
-    kind: String,
-    data: serde_json::Value,
 }
 
 #[derive(Deserialize)]
@@ -231,9 +213,7 @@ struct Bandwidth {
 }
 
 fn bundle(out: &Output) -> Bundle {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let b: Bundle = serde_json::from_slice(&out.stdout).expect("a JSON bundle on stdout");
+    let b: Bundle = common::json(out);
     assert_eq!(b.schema_version, 1);
     assert_eq!(b.envelope.host.topology_hash.len(), 16);
     b
@@ -314,12 +294,7 @@ fn bandwidth_runs_for_real_and_resumes() {
         "2",
     ]);
     let text = String::from_utf8_lossy(&human.stdout);
-    assert_eq!(
-        human.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&human.stderr)
-    );
+    common::assert_ok(&human);
     assert!(text.contains("triad") && text.contains("GB/s"), "{text}");
 }
 
@@ -397,7 +372,7 @@ struct LoadedPoint {
 
 #[test]
 fn loaded_latency_runs_from_idle_to_saturation() {
-    let pus = numalab_topo_pus();
+    let pus = live_cpus();
     if pus < 2 {
         eprintln!("skipped: loaded latency needs 2 CPUs, this machine has {pus}");
         return;
@@ -430,12 +405,6 @@ fn loaded_latency_runs_from_idle_to_saturation() {
     for p in &l.points {
         assert!(p.latency_ns.median > 0.0 && p.latency_ns.median.is_finite());
     }
-}
-
-fn numalab_topo_pus() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
 }
 
 #[derive(Deserialize)]

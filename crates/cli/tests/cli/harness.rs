@@ -2,15 +2,7 @@
 //! and the documented exit code before anything runs; real studies write their records
 //! (read back with independent structs), tables and SVG charts.
 
-use std::process::{Command, Output};
-
-fn numalab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run numalab")
-}
+use crate::common::{assert_ok, journal, numalab, refused, BundleJson, RecordJson};
 
 #[test]
 fn bad_input_is_refused_before_the_study_starts() {
@@ -75,11 +67,7 @@ fn bad_input_is_refused_before_the_study_starts() {
         (vec!["sweep", "--param", "X", "--", "true"], 2, "NAME=V1,V2"),
     ];
     for (args, code, text) in cases {
-        let out = numalab(&args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
-        assert!(stderr.contains(text), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        refused(&args, code, text);
     }
 }
 
@@ -100,23 +88,12 @@ fn a_metric_that_never_matches_shows_the_output_and_keeps_the_record() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("nothing-useful-here"), "{stderr}");
-    let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    let journal = journal(&out_dir);
     assert_eq!(
         journal.lines().count(),
         2,
         "envelope + the failed pilot run"
     );
-}
-
-/// The records of a bundle, read with structs that share no code with numalab.
-#[derive(serde::Deserialize)]
-struct BundleJson {
-    records: Vec<RecordJson>,
-}
-#[derive(serde::Deserialize)]
-struct RecordJson {
-    kind: String,
-    data: serde_json::Value,
 }
 
 #[test]
@@ -240,11 +217,7 @@ fn sweep_attaches_a_profile_to_each_point() {
         "-c",
         "i=0; while [ $i -lt {N} ]; do i=$((i+1)); done",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let records = v["records"].as_array().unwrap();
     let profiles: Vec<&serde_json::Value> = records

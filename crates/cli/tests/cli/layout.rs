@@ -2,54 +2,10 @@
 //! matrix, ground truth, affinity from the inferred layout, a real schedule campaign on
 //! this machine, and the errors (arguments, exit code, message).
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn numalab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run numalab")
-}
+use crate::common::{self, assert_ok, field_strs, numalab, records, refused};
 
 fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/c2c")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-/// The records, read without numalab's types.
-#[derive(serde::Deserialize)]
-struct BundleJson {
-    records: Vec<RecordJson>,
-}
-
-#[derive(serde::Deserialize)]
-struct RecordJson {
-    kind: String,
-    origin: String,
-    data: serde_json::Value,
-}
-
-fn records(out: &Output, kind: &str) -> Vec<serde_json::Value> {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let b: BundleJson = serde_json::from_slice(&out.stdout).expect("a JSON bundle");
-    b.records
-        .into_iter()
-        .filter(|r| r.kind == kind)
-        .map(|r| {
-            assert!(!r.origin.is_empty());
-            r.data
-        })
-        .collect()
+    common::fixture("c2c", name)
 }
 
 #[test]
@@ -100,12 +56,7 @@ fn infers_the_published_xeon_phi_matrix_and_advises_affinity() {
         assert_eq!(cpus[0] / 2, cpus[1] / 2, "{cpus:?}");
     }
     assert_eq!(r["empty_tiles"].as_array().unwrap().len(), 6);
-    let names: Vec<&str> = r["constants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&r["constants"], "name");
     assert_eq!(names, vec!["base", "same_stop", "per_cycle"]);
     // Tile mates are faster than the mesh: a negative same-stop offset of tens of ns.
     assert!(r["same_stop_ns"].as_f64().unwrap() < -20.0);
@@ -190,11 +141,7 @@ fn schedule_campaign_runs_for_real() {
         "--",
         cmd_a,
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let mix = dir.path().join("mix.toml");
     std::fs::write(
         &mix,
@@ -204,7 +151,7 @@ fn schedule_campaign_runs_for_real() {
     )
     .unwrap();
     let sched = dir.path().join("sched");
-    let out = numalab(&[
+    let schedule = [
         "schedule",
         "--mix",
         mix.to_str().unwrap(),
@@ -218,19 +165,15 @@ fn schedule_campaign_runs_for_real() {
         "--json",
         "--out",
         sched.to_str().unwrap(),
-    ]);
+    ];
+    let out = numalab(&schedule);
     let plans = records(&out, "schedule.plan");
     assert_eq!(plans.len(), 1);
     let p = &plans[0];
     assert_eq!(p["tasks"][0]["runs"], 2);
     assert_eq!(p["tasks"][0]["model"]["form"], "one-point");
     assert!(p["tasks"][1]["model"].is_null());
-    let names: Vec<&str> = p["plans"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["schedule"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&p["plans"], "schedule");
     assert_eq!(names, vec!["fair", "load", "optimized"]);
     let runs = records(&out, "schedule.run");
     assert_eq!(runs.len(), 6);
@@ -249,21 +192,7 @@ fn schedule_campaign_runs_for_real() {
         assert!(f["makespan_s"]["estimate"].as_f64().unwrap() > 0.0);
     }
     // Resume: the same command with the same --out runs nothing new.
-    let out = numalab(&[
-        "schedule",
-        "--mix",
-        mix.to_str().unwrap(),
-        "--history",
-        hist.to_str().unwrap(),
-        "--cpus",
-        "0-1",
-        "--run",
-        "--repeat",
-        "2",
-        "--json",
-        "--out",
-        sched.to_str().unwrap(),
-    ]);
+    let out = numalab(&schedule);
     assert!(records(&out, "schedule.run").is_empty());
     let s = records(&out, "schedule.summary");
     assert_eq!(
@@ -391,11 +320,8 @@ fn errors_are_clear_and_come_first() {
         (vec!["schedule", "--mix", bad], 3, "no data size"),
     ];
     for (args, code, msg) in cases {
-        let out = numalab(&args);
+        let out = refused(&args, code, msg);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
-        assert!(err.contains(msg), "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
 }

@@ -2,15 +2,8 @@
 //! with independent structs, the metric line other harnesses parse, resuming, Ctrl-C,
 //! and the error table. Structure and sanity only, never wall-clock figures.
 
-use std::process::{Command, Output, Stdio};
-
-fn numalab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run numalab")
-}
+use crate::common::{self, assert_ok, numalab, refused, WarningJson};
+use std::process::{Command, Stdio};
 
 const SHORT: [&str; 10] = [
     "workload",
@@ -45,11 +38,6 @@ struct RecordJson {
     data: RunJson,
     #[serde(default)]
     warnings: Vec<WarningJson>,
-}
-
-#[derive(serde::Deserialize)]
-struct WarningJson {
-    code: String,
 }
 
 #[derive(serde::Deserialize)]
@@ -159,11 +147,7 @@ fn metric_line_and_human_output() {
     let mut args = SHORT.to_vec();
     args.push("--metric-line");
     let out = numalab(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 1, "exactly one line on stdout: {stdout}");
@@ -208,17 +192,13 @@ fn a_rerun_into_the_same_folder_is_skipped() {
     let mut args = SHORT.to_vec();
     args.extend(["--out", dir.to_str().unwrap(), "--metric-line"]);
     let first = numalab(&args);
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
+    assert_ok(&first);
     let again = numalab(&args);
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already in"));
     // The metric line is repeated from the journal, unchanged.
     assert_eq!(first.stdout, again.stdout);
-    let journal = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    let journal = common::journal(&dir);
     assert_eq!(
         journal
             .lines()
@@ -268,7 +248,7 @@ fn ctrl_c_keeps_the_partial_run() {
     let d = &b["records"][0]["data"];
     assert_eq!(d["interrupted"], true);
     assert!(d["measured_s"].as_f64().unwrap() < 60.0);
-    let journal = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    let journal = common::journal(&dir);
     assert!(
         journal.contains("\"interrupted\":true"),
         "the journal kept the partial record"
@@ -277,8 +257,7 @@ fn ctrl_c_keeps_the_partial_run() {
 
 #[test]
 fn error_table() {
-    let pus = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    let n = numalab_schema::cpulist::parse(pus.trim()).unwrap().len();
+    let n = common::online_pus();
     let too_many = (n + 1).to_string();
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (vec!["workload", "run", "--threads", "0"], 2, "--threads 0"),
@@ -313,10 +292,6 @@ fn error_table() {
         (vec!["workload"], 2, "Usage"),
     ];
     for (args, code, text) in cases {
-        let out = numalab(&args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
-        assert!(stderr.contains(text), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        refused(&args, code, text);
     }
 }

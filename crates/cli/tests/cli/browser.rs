@@ -19,6 +19,7 @@
 //!
 //! Needs `chromium` (scripts/deps.sh --test). NUMALAB_SKIP_BROWSER=1 skips it by hand.
 
+use crate::common::{assert_ok, fixture_path};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -165,8 +166,7 @@ fn console_messages(stderr: &str) -> Vec<&str> {
 
 /// The recorded evaluation with markup in the host name and in a warning.
 fn hostile_bundle(dir: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/bundles/vm-evaluate/results.jsonl");
+    let src = fixture_path("bundles", "vm-evaluate/results.jsonl");
     let text = std::fs::read_to_string(src).unwrap();
     let mut lines: Vec<serde_json::Value> = text
         .lines()
@@ -239,16 +239,13 @@ fn the_report_loads_in_chromium_without_errors_or_network_requests() {
     let o = Command::new(env!("CARGO_BIN_EXE_numalab"))
         .args(["report"])
         .arg(&bundle)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/bundles/vm-scale"))
-        .arg(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../tests/fixtures/bundles/model-neoverse-v1"),
-        )
+        .arg(fixture_path("bundles", "vm-scale"))
+        .arg(fixture_path("bundles", "model-neoverse-v1"))
         .arg("-o")
         .arg(&page)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_ok(&o);
     let url = format!("file://{}", page.display());
     let r = run_chromium(
         &bin,

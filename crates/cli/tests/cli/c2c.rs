@@ -1,39 +1,13 @@
 //! `numalab c2c` end to end: a real run on this machine, imports of published matrices,
 //! resume, exports, and the documented JSON contract read with independent structs.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn numalab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run numalab")
-}
+use crate::common::{self, bundle, journal, live_cpus, numalab, refused, BundleJson};
 
 fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/c2c")
-        .join(name)
-        .display()
-        .to_string()
+    common::fixture("c2c", name)
 }
 
 /// The documented contract (docs/c2c.md), independent of numalab's types.
-#[derive(serde::Deserialize)]
-struct BundleJson {
-    records: Vec<RecordJson>,
-}
-
-#[derive(serde::Deserialize)]
-struct RecordJson {
-    kind: String,
-    key: String,
-    origin: String,
-    data: serde_json::Value,
-}
-
 #[derive(serde::Deserialize)]
 struct MatrixJson {
     cpus: Vec<u32>,
@@ -71,15 +45,6 @@ struct SummaryJson {
     max: f64,
 }
 
-fn bundle(out: &Output) -> BundleJson {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON bundle")
-}
-
 fn matrix_of(b: &BundleJson) -> MatrixJson {
     let r = b
         .records
@@ -87,10 +52,6 @@ fn matrix_of(b: &BundleJson) -> MatrixJson {
         .find(|r| r.kind == "c2c.matrix")
         .expect("a c2c.matrix record");
     serde_json::from_value(r.data.clone()).expect("the documented c2c.matrix fields")
-}
-
-fn live_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[test]
@@ -186,11 +147,7 @@ fn a_rerun_with_the_same_out_resumes_instead_of_measuring_again() {
         &dir,
     ];
     let first = numalab(&args);
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
+    common::assert_ok(&first);
     let second = numalab(&args);
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(second.status.success(), "{err}");
@@ -198,7 +155,7 @@ fn a_rerun_with_the_same_out_resumes_instead_of_measuring_again() {
         !err.contains("pairs to measure"),
         "nothing left to measure: {err}"
     );
-    let journal = std::fs::read_to_string(tmp.path().join("results.jsonl")).unwrap();
+    let journal = journal(tmp.path());
     assert_eq!(journal.matches("\"kind\":\"c2c.pair\"").count(), 1);
     assert_eq!(journal.matches("\"kind\":\"c2c.matrix\"").count(), 1);
     // The human output of the resumed run still shows the pair.
@@ -239,8 +196,7 @@ fn import_with_a_topology_compares_and_exports() {
     let tmp = tempfile::tempdir().unwrap();
     let csv = tmp.path().join("out.csv");
     let svg = tmp.path().join("out.svg");
-    let topo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/topology/128arm-2pa2n8cluster4co.tar.bz2");
+    let topo = common::fixture_path("topology", "128arm-2pa2n8cluster4co.tar.bz2");
     // A 64-CPU Kunpeng matrix against a 128-CPU Kunpeng snapshot: CPUs 0-63 are one
     // package with 2 NUMA nodes of 32 and clusters of 4 there.
     let out = numalab(&[
@@ -257,11 +213,7 @@ fn import_with_a_topology_compares_and_exports() {
         "group",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     // The dies are the NUMA nodes (and L3 caches) of the snapshot; the clusters are
     // hwloc's clusters except where latency cannot tell two apart.
     assert!(stdout.contains("L3 caches = NUMA nodes"), "{stdout}");
@@ -308,10 +260,6 @@ fn errors_name_the_input_and_never_panic() {
         (vec!["c2c", "--samples", "0"], 2, "invalid value"),
     ];
     for (args, code, text) in cases {
-        let out = numalab(&args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
-        assert!(stderr.contains(text), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        refused(&args, code, text);
     }
 }

@@ -2,6 +2,7 @@
 //! then a final run; every record that was complete on disk at any kill is in the final
 //! journal exactly once and unchanged, and every step is closed exactly once.
 
+use crate::common::journal;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -82,7 +83,7 @@ fn killed_runs_resume_without_losing_or_duplicating_records() {
         let status = evaluate(&out).status().unwrap();
         assert!(status.success(), "final run: {status}");
         let final_lines = lines(&out);
-        let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+        let text = journal(&out);
         let mut counts: HashMap<String, usize> = HashMap::new();
         for line in text.lines() {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();

@@ -3,34 +3,12 @@
 //! truncated, newer-schema files, bundles with nothing in common), and the JSON output
 //! read back by independent structs (the contract other programs rely on).
 
+use crate::common::{self, numalab, p, stderr, stdout};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/bundles")
-        .join(name)
-}
-
-fn numalab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    common::fixture_path("bundles", name)
 }
 
 #[test]

@@ -2,43 +2,12 @@
 //! structs), imports, comparisons, a software-event run, clock sampling, and the error
 //! table (arguments, exit code, message).
 
+use crate::common::{self, assert_ok, bundle, numalab, refused};
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn numalab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run numalab")
-}
+use std::path::PathBuf;
 
 fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/pmu/perf-stat")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-#[derive(Deserialize)]
-struct BundleJson {
-    records: Vec<RecordJson>,
-}
-
-#[derive(Deserialize)]
-struct RecordJson {
-    kind: String,
-    origin: String,
-    data: serde_json::Value,
-    #[serde(default)]
-    warnings: Vec<WarningJson>,
-}
-
-#[derive(Deserialize)]
-struct WarningJson {
-    code: String,
+    common::fixture("pmu/perf-stat", name)
 }
 
 /// The documented `pmu.profile` fields, read without numalab's types.
@@ -78,15 +47,6 @@ struct MetricJson {
 struct TreeJson {
     verdict: String,
     sample_next: Vec<String>,
-}
-
-fn bundle(out: &Output) -> BundleJson {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON bundle")
 }
 
 #[test]
@@ -147,11 +107,7 @@ fn import_report_for_people() {
         "ampere-altra",
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     assert!(
         text.contains("Neoverse N1 (--cpu-model ampere-altra)"),
         "{text}"
@@ -176,11 +132,7 @@ fn compare_before_after() {
         &fixture("n1-pointer-chase-prefetch.csv"),
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     assert!(
         text.contains("instructions changed by +15.0%: MPKI"),
         "{text}"
@@ -197,11 +149,7 @@ fn compare_before_after() {
         "--out",
         &saved.display().to_string(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let out = numalab(&[
         "profile",
         "--json",
@@ -388,10 +336,6 @@ fn error_table() {
         ));
     }
     for (args, code, text) in cases {
-        let out = numalab(&args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
-        assert!(stderr.contains(text), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        refused(&args, code, text);
     }
 }

@@ -1,0 +1,17 @@
+//! The `numalab` binary tested as users run it, one module per area. One test binary
+//! (not one per file) so that it links once; the helpers every module needs are in
+//! `common`.
+
+mod common;
+
+mod browser;
+mod c2c;
+mod cli;
+mod evaluate;
+mod harness;
+mod layout;
+mod mem;
+mod model;
+mod profile;
+mod report;
+mod workload;
