@@ -73,21 +73,26 @@ fn strings<S: Into<String>>(args: impl IntoIterator<Item = S>) -> Vec<String> {
 }
 
 impl CliCheck {
+    /// Exit 0 expected, no files or setup, two minutes.
+    fn with(name: &str, args: Vec<String>, assert: Assertion) -> CliCheck {
+        CliCheck {
+            name: name.into(),
+            files: Vec::new(),
+            setup: Vec::new(),
+            args,
+            exit_code: 0,
+            timeout: Duration::from_secs(120),
+            assert,
+        }
+    }
+
     /// A check whose stdout is JSON.
     pub fn json<S: Into<String>>(
         name: &str,
         args: impl IntoIterator<Item = S>,
         f: impl Fn(&Layout, &Value) -> CheckResult + Send + Sync + 'static,
     ) -> CliCheck {
-        CliCheck {
-            name: name.into(),
-            files: Vec::new(),
-            setup: Vec::new(),
-            args: strings(args),
-            exit_code: 0,
-            timeout: Duration::from_secs(120),
-            assert: Assertion::Json(Box::new(f)),
-        }
+        CliCheck::with(name, strings(args), Assertion::Json(Box::new(f)))
     }
 
     /// A check on stdout as text.
@@ -96,15 +101,7 @@ impl CliCheck {
         args: impl IntoIterator<Item = S>,
         f: impl Fn(&Layout, &str) -> CheckResult + Send + Sync + 'static,
     ) -> CliCheck {
-        CliCheck {
-            name: name.into(),
-            files: Vec::new(),
-            setup: Vec::new(),
-            args: strings(args),
-            exit_code: 0,
-            timeout: Duration::from_secs(120),
-            assert: Assertion::Text(Box::new(f)),
-        }
+        CliCheck::with(name, strings(args), Assertion::Text(Box::new(f)))
     }
 
     /// Runs `numalab ARGS` first (must exit 0).

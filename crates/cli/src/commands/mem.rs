@@ -419,6 +419,35 @@ fn start(
     )
 }
 
+/// Runs a checked plan of any probe: the recorder with the plan as configuration, the
+/// plan's notes, the probe with a progress bar, its tables (text mode, from this run's and
+/// earlier runs' records of the plan's keys), then the exit class.
+fn execute<P: serde::Serialize>(
+    output: &OutputArgs,
+    machine: &Machine,
+    plan: &P,
+    notes: &[String],
+    keys: &[String],
+    run: impl FnOnce(&HwlocPlacer, &mut CliSink<'_>) -> Outcome,
+    print: impl FnOnce(&[&Record]),
+) -> CliResult {
+    let placer = HwlocPlacer::new()?;
+    let mut rec = start(
+        output,
+        serde_json::to_value(plan).unwrap_or_default(),
+        machine,
+    )?;
+    note(notes, rec.json());
+    let mut sink = CliSink::new(&mut rec);
+    let outcome = run(&placer, &mut sink);
+    sink.finish();
+    if !rec.json() {
+        print(&all_records(&rec, keys));
+    }
+    rec.finish()?;
+    conclude(&outcome)
+}
+
 /// Ends a run: exit class from the outcome, failures on stderr.
 fn conclude(outcome: &Outcome) -> CliResult {
     for (key, e) in &outcome.failed {
@@ -546,21 +575,15 @@ fn run_bandwidth(a: BandwidthArgs) -> CliResult {
         bandwidth::plan(&machine, &budgets, &cpus, &threads, &policy, opts)
     }
     .map_err(mem_err)?;
-    let placer = HwlocPlacer::new()?;
-    let mut rec = start(
+    execute(
         &a.output,
-        serde_json::to_value(&plan).unwrap_or_default(),
         &machine,
-    )?;
-    note(&plan.notes, rec.json());
-    let mut sink = CliSink::new(&mut rec);
-    let outcome = bandwidth::run(&plan, &machine, &placer, &mut sink);
-    sink.finish();
-    if !rec.json() {
-        print_bandwidth(&plan, &all_records(&rec, &plan.keys()));
-    }
-    rec.finish()?;
-    conclude(&outcome)
+        &plan,
+        &plan.notes,
+        &plan.keys(),
+        |placer, sink| bandwidth::run(&plan, &machine, placer, sink),
+        |rs| print_bandwidth(&plan, rs),
+    )
 }
 
 fn print_bandwidth(plan: &bandwidth::Plan, records: &[&Record]) {
@@ -739,21 +762,15 @@ fn run_latency(a: LatencyArgs) -> CliResult {
         latency::plan(&machine, &budgets, &cpus, &policy, &page_kinds, sizes, opts)
     }
     .map_err(mem_err)?;
-    let placer = HwlocPlacer::new()?;
-    let mut rec = start(
+    execute(
         &a.output,
-        serde_json::to_value(&plan).unwrap_or_default(),
         &machine,
-    )?;
-    note(&plan.notes, rec.json());
-    let mut sink = CliSink::new(&mut rec);
-    let outcome = latency::run(&plan, &machine, &placer, &mut sink);
-    sink.finish();
-    if !rec.json() {
-        print_latency(&plan, &all_records(&rec, &plan.keys()));
-    }
-    rec.finish()?;
-    conclude(&outcome)
+        &plan,
+        &plan.notes,
+        &plan.keys(),
+        |placer, sink| latency::run(&plan, &machine, placer, sink),
+        |rs| print_latency(&plan, rs),
+    )
 }
 
 fn print_latency(plan: &latency::Plan, records: &[&Record]) {
@@ -939,25 +956,21 @@ fn run_loaded(a: LoadedArgs) -> CliResult {
     let mut plan =
         loaded::plan(&machine, &budgets, &cpus, a.generators, &policy, opts).map_err(mem_err)?;
     plan.notes.extend(fit_note);
-    let placer = HwlocPlacer::new()?;
-    let mut rec = start(
+    execute(
         &a.output,
-        serde_json::to_value(&plan).unwrap_or_default(),
         &machine,
-    )?;
-    note(&plan.notes, rec.json());
-    let mut sink = CliSink::new(&mut rec);
-    let outcome = loaded::run(&plan, &machine, &placer, &mut sink);
-    sink.finish();
-    if !rec.json() {
-        for r in all_records(&rec, std::slice::from_ref(&plan.key)) {
-            if let Some(Ok(l)) = r.decode::<LoadedRecord>() {
-                print_loaded(&l);
+        &plan,
+        &plan.notes,
+        std::slice::from_ref(&plan.key),
+        |placer, sink| loaded::run(&plan, &machine, placer, sink),
+        |rs| {
+            for r in rs {
+                if let Some(Ok(l)) = r.decode::<LoadedRecord>() {
+                    print_loaded(&l);
+                }
             }
-        }
-    }
-    rec.finish()?;
-    conclude(&outcome)
+        },
+    )
 }
 
 fn print_loaded(r: &LoadedRecord) {
@@ -1072,25 +1085,21 @@ fn run_migrate(a: MigrateArgs) -> CliResult {
     let budgets = Budgets::live(&machine);
     let plan =
         migrate::plan(&machine, &budgets, &choice, a.cpu, opts, counts_given).map_err(mem_err)?;
-    let placer = HwlocPlacer::new()?;
-    let mut rec = start(
+    execute(
         &a.output,
-        serde_json::to_value(&plan).unwrap_or_default(),
         &machine,
-    )?;
-    note(&plan.notes, rec.json());
-    let mut sink = CliSink::new(&mut rec);
-    let outcome = migrate::run(&plan, &machine, &budgets, &placer, &mut sink);
-    sink.finish();
-    if !rec.json() {
-        let rs: Vec<MigrateRecord> = all_records(&rec, &plan.keys())
-            .iter()
-            .filter_map(|r| r.decode().and_then(Result::ok))
-            .collect();
-        print_migrate(&rs);
-    }
-    rec.finish()?;
-    conclude(&outcome)
+        &plan,
+        &plan.notes,
+        &plan.keys(),
+        |placer, sink| migrate::run(&plan, &machine, &budgets, placer, sink),
+        |rs| {
+            let rs: Vec<MigrateRecord> = rs
+                .iter()
+                .filter_map(|r| r.decode().and_then(Result::ok))
+                .collect();
+            print_migrate(&rs);
+        },
+    )
 }
 
 fn print_migrate(rs: &[MigrateRecord]) {
