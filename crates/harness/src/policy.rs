@@ -614,6 +614,7 @@ mod tests {
                             let mut x = run(k, r, t * (1.0 + 0.01 * r as f64));
                             x.samples.pages = Some(crate::sample::PageFigures {
                                 samples: 1,
+                                largest_bytes: on_node0.data_total(),
                                 peak: Some(on_node0.clone()),
                                 series: vec![],
                                 not_available: None,

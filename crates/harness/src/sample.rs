@@ -110,12 +110,32 @@ pub struct FrequencyFigures {
 pub struct PageFigures {
     /// Successful samples.
     pub samples: usize,
-    /// The sample with the most data bytes (the largest footprint seen).
+    /// The footprint at full size: the latest sample whose data bytes are within
+    /// [`FULL_SIZE_SHARE`] of the largest seen. (Not simply the largest: a sample taken
+    /// while the data was still being touched can count short-lived thread stacks and
+    /// outweigh the complete data a moment later.)
     pub peak: Option<NodeBytes>,
+    /// The largest data footprint seen, bytes.
+    #[serde(default)]
+    pub largest_bytes: u64,
     /// Data bytes over time: (ms since start, bytes per node).
     pub series: Vec<(u64, std::collections::BTreeMap<u32, u64>)>,
     /// Why there are no figures, when there are none.
     pub not_available: Option<String>,
+}
+
+/// A sample within this share of the largest footprint counts as full size.
+pub const FULL_SIZE_SHARE: f64 = 0.95;
+
+impl PageFigures {
+    /// Takes one sample into `peak` (see there) and `largest_bytes`.
+    pub fn observe(&mut self, b: NodeBytes) {
+        let total = b.data_total();
+        self.largest_bytes = self.largest_bytes.max(total);
+        if total as f64 >= FULL_SIZE_SHARE * self.largest_bytes as f64 {
+            self.peak = Some(b);
+        }
+    }
 }
 
 /// Everything sampled during one run.
@@ -383,13 +403,7 @@ impl Sampler {
                         pg.samples += 1;
                         pg.series
                             .push((started.elapsed().as_millis() as u64, b.data.clone()));
-                        if pg
-                            .peak
-                            .as_ref()
-                            .is_none_or(|p| b.data_total() > p.data_total())
-                        {
-                            pg.peak = Some(b);
-                        }
+                        pg.observe(b);
                     }
                 }
                 // Sleep in small steps so that stopping is prompt.
@@ -594,6 +608,32 @@ mod tests {
         assert_eq!(f.max_khz, Some(3_000_000));
         assert!((f.mean_khz.unwrap() - 2_850_000.0).abs() < 1e-6);
         assert_eq!(f.nominal_max_khz, Some(3_000_000));
+    }
+
+    fn on_nodes(pairs: &[(u32, u64)]) -> NodeBytes {
+        NodeBytes {
+            data: pairs.iter().copied().collect(),
+            all: pairs.iter().copied().collect(),
+        }
+    }
+
+    #[test]
+    fn the_footprint_is_the_latest_full_size_sample() {
+        let mut pg = PageFigures::default();
+        // Mid-touch with four thread stacks (100), then the complete data after the
+        // threads ended (97): the complete data is the footprint.
+        pg.observe(on_nodes(&[(0, 60), (1, 40)]));
+        pg.observe(on_nodes(&[(0, 48), (1, 49)]));
+        assert_eq!(pg.peak, Some(on_nodes(&[(0, 48), (1, 49)])));
+        assert_eq!(pg.largest_bytes, 100);
+        // A program that frees most of its memory before exiting: the full-size sample
+        // stays.
+        pg.observe(on_nodes(&[(0, 10)]));
+        assert_eq!(pg.peak, Some(on_nodes(&[(0, 48), (1, 49)])));
+        // Growth past the earlier largest: the new sample.
+        pg.observe(on_nodes(&[(0, 150)]));
+        assert_eq!(pg.peak, Some(on_nodes(&[(0, 150)])));
+        assert_eq!(pg.largest_bytes, 150);
     }
 
     #[test]
