@@ -45,6 +45,12 @@
 //! Each group then gets its median latency inside (`intra_ns`) and to the other groups
 //! of the same parent group (`inter_ns`; for the outermost level: to every other CPU).
 //!
+//! On matrices of up to [`SHUFFLE_TEST_MAX_CPUS`] CPUs, where noise alone readily forms
+//! groups (with 4 to 8 CPUs of uniform noise, 70% got a level), a level must separate
+//! better than every level found in [`SHUFFLES`] copies of the matrix with its values
+//! shuffled over the pairs (p < 0.05), unless it is a latency-view level with a clear
+//! contrast ([`CLEAR_SEPARATION`]); what is dropped is said in the notes.
+//!
 //! # Limits
 //!
 //! A mesh without clusters (most Xeons inside a socket) has no level, and none is
@@ -204,14 +210,36 @@ pub fn infer(m: &LatencyMatrix) -> Structure {
         };
     }
 
-    let lat = Dist::latency(&clean);
-    let prof = Dist::profile(&clean);
-    let tau = 2.0 * prof.nearest_neighbour_median().max(RESOLUTION);
-    let mut candidates: Vec<(Vec<Vec<usize>>, Evidence, f64)> = Vec::new();
-    for (dist, evidence) in [(&lat, Evidence::Latency), (&prof, Evidence::Profile)] {
-        for (partition, score) in levels_of(dist, tau) {
-            candidates.push((partition, evidence, score));
+    let mut candidates: Vec<(Vec<Vec<usize>>, Evidence, f64)> = candidate_levels(&clean);
+    // On small matrices noise alone forms groups (the clustering finds the best of few
+    // partitions): a level must separate better than every level found in the same
+    // values shuffled over the pairs, which have no structure, unless it separates
+    // clearly (with 4 CPUs even a 10x contrast recurs by chance in a fifth of shuffles).
+    if n <= SHUFFLE_TEST_MAX_CPUS && !candidates.is_empty() {
+        let mut null_best = [0.0f64; 2];
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ n as u64);
+        for _ in 0..SHUFFLES {
+            for (_, e, score) in candidate_levels(&shuffled(&clean, &mut rng)) {
+                let v = &mut null_best[usize::from(e != Evidence::Latency)];
+                *v = v.max(score);
+            }
         }
+        candidates.retain(|(p, e, score)| {
+            let best = null_best[usize::from(*e != Evidence::Latency)];
+            // The bypass is for latency ratios only: profile separations are ratios of
+            // RMS log-differences, which noise can make large.
+            let keep = *score > best || (*e == Evidence::Latency && *score >= CLEAR_SEPARATION);
+            if !keep {
+                notes.push(format!(
+                    "a grouping into {} groups was dropped: the same latencies shuffled over the pairs (no structure) group as clearly (separation {:.3} against up to {:.3} in {} shuffles), so it cannot be told apart from noise",
+                    p.len(),
+                    score,
+                    best,
+                    SHUFFLES
+                ));
+            }
+            keep
+        });
     }
     // A candidate made only of groups that other candidates have (part of the machine
     // at one level, the rest at another) is not a level of its own.
@@ -252,6 +280,63 @@ pub fn infer(m: &LatencyMatrix) -> Structure {
         confidence,
         notes,
     }
+}
+
+/// Matrices up to this many CPUs get the shuffle test (larger ones rarely group noise,
+/// and the clustering is O(n^3) per shuffle).
+pub const SHUFFLE_TEST_MAX_CPUS: usize = 32;
+
+/// Shuffles in the test: a level must beat all of them (p < 0.05).
+pub const SHUFFLES: usize = 19;
+
+/// A latency-view level whose typical CPU has its nearest outsider this much farther than
+/// its farthest group-mate (25%) is kept without the shuffle test: per-pair medians of the
+/// ping-pong are stable to a few percent, so a contrast this large is not noise. A
+/// convention, like the others here.
+pub const CLEAR_SEPARATION: f64 = 1.25;
+
+/// Levels of both views of a matrix: (partition, view, exp(median separation)).
+fn candidate_levels(m: &LatencyMatrix) -> Vec<(Vec<Vec<usize>>, Evidence, f64)> {
+    let lat = Dist::latency(m);
+    let prof = Dist::profile(m);
+    let tau = 2.0 * prof.nearest_neighbour_median().max(RESOLUTION);
+    let mut out = Vec::new();
+    for (dist, evidence) in [(&lat, Evidence::Latency), (&prof, Evidence::Profile)] {
+        for (partition, score) in levels_of(dist, tau) {
+            out.push((partition, evidence, score));
+        }
+    }
+    out
+}
+
+/// A small deterministic generator for the shuffles (same matrix, same answer).
+struct XorShift(u64);
+
+impl XorShift {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// The matrix with its measured values shuffled over its measured pairs.
+fn shuffled(m: &LatencyMatrix, rng: &mut XorShift) -> LatencyMatrix {
+    let n = m.n();
+    let pairs: Vec<(usize, usize)> = (0..n)
+        .flat_map(|i| (0..i).map(move |j| (i, j)))
+        .filter(|&(i, j)| m.get(i, j).is_some())
+        .collect();
+    let mut values: Vec<f64> = pairs.iter().filter_map(|&(i, j)| m.get(i, j)).collect();
+    for k in (1..values.len()).rev() {
+        values.swap(k, rng.below(k + 1));
+    }
+    let mut out = LatencyMatrix::new(m.cpus().to_vec());
+    for (&(i, j), v) in pairs.iter().zip(values) {
+        out.set(i, j, v);
+    }
+    out
 }
 
 /// A symmetric distance table with holes.
