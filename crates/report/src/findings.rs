@@ -98,6 +98,13 @@ pub fn machine_of(l: &Loaded) -> Option<Machine> {
         .or_else(|| l.bundle.envelope.host.topology.clone())
 }
 
+/// Working sets at least this large count as DRAM-sized when probes are compared.
+const DRAM_SIZED: u64 = 64 << 20;
+
+/// Medians of the same quantity from two probes further apart than this (25%) are a
+/// disagreement: beyond the run-to-run spread of one probe on a quiet machine.
+const DISAGREEMENT: f64 = 1.25;
+
 fn x(v: f64) -> String {
     if v >= 10.0 {
         format!("{v:.0}x")
@@ -628,8 +635,61 @@ fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             );
         }
     }
+    // The same quantity from different probes of one run: memory latency of local,
+    // DRAM-sized working sets (64 MiB or more), per page kind.
+    let mut dram: Vec<(String, &str, f64)> = Vec::new();
+    for r in &lat {
+        let local = r.matrix.is_none_or(|c| c.cpu_node == c.mem_node);
+        if let (true, Some(p)) = (local, r.points.last()) {
+            if p.working_set_bytes >= DRAM_SIZED {
+                let probe = if r.matrix.is_some() {
+                    "node matrix"
+                } else {
+                    "latency curve"
+                };
+                dram.push((probe.to_string(), &r.pages.obtained, p.latency_ns.median));
+            }
+        }
+    }
+    let loaded_records = l.records_of::<LoadedRecord>();
+    for (_, r) in &loaded_records {
+        if let Some(idle) = r.points.iter().find(|p| p.delay_ns.is_none()) {
+            if r.chase_bytes >= DRAM_SIZED {
+                dram.push((
+                    "loaded latency, idle point".into(),
+                    &r.pages.obtained,
+                    idle.latency_ns.median,
+                ));
+            }
+        }
+    }
+    let mut kinds: Vec<&str> = dram.iter().map(|d| d.1).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    for kind in kinds {
+        let same: Vec<&(String, &str, f64)> = dram.iter().filter(|d| d.1 == kind).collect();
+        let lo = same.iter().min_by(|a, b| a.2.total_cmp(&b.2));
+        let hi = same.iter().max_by(|a, b| a.2.total_cmp(&b.2));
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            if lo.2 > 0.0 && hi.2 / lo.2 > DISAGREEMENT {
+                out.push(
+                    "latency_disagreement",
+                    Severity::Notice,
+                    format!(
+                        "memory latency ({kind} pages, local, 64 MiB or more) was {} by the {} and {} by the {} in this run ({}): the machine's memory latency was not stable during the run (a busy host or VM), or the probes' access patterns differ; compare figures of one probe only, and rerun on an idle machine before trusting either",
+                        ns(lo.2),
+                        lo.0,
+                        ns(hi.2),
+                        hi.0,
+                        x(hi.2 / lo.2)
+                    ),
+                    Some(anchors::mem_latency(out.b)),
+                );
+            }
+        }
+    }
     // Latency under load.
-    for (_, r) in l.records_of::<LoadedRecord>() {
+    for (_, r) in loaded_records {
         let (Some(idle), Some(full)) = (
             r.points.iter().find(|p| p.delay_ns.is_none()),
             r.points
