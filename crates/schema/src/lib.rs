@@ -11,6 +11,7 @@ pub mod error;
 pub mod interrupt;
 pub mod journal;
 pub mod machine;
+pub mod midr;
 pub mod record;
 pub mod units;
 

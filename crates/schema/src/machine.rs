@@ -116,7 +116,9 @@ pub struct CpuIdentity {
     pub architecture: Option<String>,
     /// Vendor string ("GenuineIntel", "AuthenticAMD") or Arm implementer name.
     pub vendor: Option<String>,
-    /// Model name as the OS reports it.
+    /// Model name as the OS reports it; on Arm, whose kernel reports none, the name
+    /// from numalab's MIDR table ([`crate::midr`], e.g. "Arm Neoverse N1 (MIDR
+    /// 0x414fd0c1, r4p1)").
     pub model_name: Option<String>,
     /// x86 CPUID family number.
     pub family: Option<u32>,
@@ -142,6 +144,11 @@ impl CpuIdentity {
         let variant = u64::from(self.variant.unwrap_or(0));
         let revision = u64::from(self.revision.unwrap_or(0));
         Some((implementer << 24) | (variant << 20) | (0xf << 16) | (part << 4) | revision)
+    }
+
+    /// The Arm CPU's name from its MIDR fields ([`crate::midr::Midr::cpu_name`]), if Arm.
+    pub fn arm_name(&self) -> Option<String> {
+        Some(crate::midr::Midr::from_value(self.midr()?).cpu_name())
     }
 }
 
@@ -475,5 +482,10 @@ mod tests {
         };
         assert_eq!(id.midr(), Some(0x413f_d0c1));
         assert_eq!(CpuIdentity::default().midr(), None);
+        assert_eq!(
+            id.arm_name().as_deref(),
+            Some("Arm Neoverse N1 (MIDR 0x413fd0c1, r3p1)")
+        );
+        assert_eq!(CpuIdentity::default().arm_name(), None);
     }
 }
