@@ -16,6 +16,11 @@ pub mod x86;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;
 
+#[cfg(target_arch = "aarch64")]
+pub mod sve;
+
+pub mod verify;
+
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
@@ -277,11 +282,21 @@ pub enum Isa {
     Avx512,
     /// AArch64 Advanced SIMD, 128-bit.
     Neon,
+    /// AArch64 Scalable Vector Extension, 128 to 2048 bits (read at run time).
+    Sve,
 }
 
 impl Isa {
-    /// Every ISA numalab knows, in order of preference (widest last).
-    pub const ALL: [Isa; 5] = [Isa::Scalar, Isa::Sse2, Isa::Avx2, Isa::Avx512, Isa::Neon];
+    /// Every ISA numalab knows, narrowest first per architecture (see [`best`] for the
+    /// one chosen by default).
+    pub const ALL: [Isa; 6] = [
+        Isa::Scalar,
+        Isa::Sse2,
+        Isa::Avx2,
+        Isa::Avx512,
+        Isa::Neon,
+        Isa::Sve,
+    ];
 
     /// Its name ("avx512").
     pub fn name(self) -> &'static str {
@@ -291,7 +306,23 @@ impl Isa {
             Isa::Avx2 => "avx2",
             Isa::Avx512 => "avx512",
             Isa::Neon => "neon",
+            Isa::Sve => "sve",
         }
+    }
+
+    /// Its name with the vector length where that is chosen by the CPU ("sve256");
+    /// the name otherwise.
+    pub fn label(self) -> String {
+        match self {
+            Isa::Sve => format!("sve{}", self.vector_bits()),
+            _ => self.name().to_string(),
+        }
+    }
+
+    /// Vector width in bits on this CPU (64 for scalar; for SVE read at run time, 0
+    /// where this CPU has no SVE).
+    pub fn vector_bits(self) -> u32 {
+        8 * self.width_bytes() as u32
     }
 
     /// Parses a name.
@@ -299,7 +330,7 @@ impl Isa {
         let t = text.trim().to_ascii_lowercase();
         Isa::ALL.into_iter().find(|i| i.name() == t).ok_or_else(|| {
             format!(
-                "unknown ISA {text:?} (known: scalar, sse2, avx2, avx512, neon; this CPU has {})",
+                "unknown ISA {text:?} (known: scalar, sse2, avx2, avx512, neon, sve; this CPU has {})",
                 available()
                     .iter()
                     .map(|i| i.name())
@@ -324,6 +355,8 @@ impl Isa {
             Isa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
             #[cfg(target_arch = "aarch64")]
             Isa::Neon => std::arch::is_aarch64_feature_detected!("neon"),
+            #[cfg(target_arch = "aarch64")]
+            Isa::Sve => std::arch::is_aarch64_feature_detected!("sve"),
             #[allow(unreachable_patterns)]
             _ => false,
         }
@@ -337,13 +370,15 @@ impl Isa {
         }
     }
 
-    /// Vector width in bytes (8 for scalar).
+    /// Vector width in bytes (8 for scalar; for SVE this CPU's vector length, read at
+    /// run time, or 0 where this CPU has no SVE).
     pub fn width_bytes(self) -> usize {
         match self {
             Isa::Scalar => 8,
             Isa::Sse2 | Isa::Neon => 16,
             Isa::Avx2 => 32,
             Isa::Avx512 => 64,
+            Isa::Sve => sve_vector_bytes(),
         }
     }
 }
@@ -359,9 +394,29 @@ pub fn available() -> Vec<Isa> {
     Isa::ALL.into_iter().filter(|i| i.available()).collect()
 }
 
-/// The widest ISA this CPU can run.
+/// This CPU's SVE vector length in bytes, 0 without SVE.
+fn sve_vector_bytes() -> usize {
+    #[cfg(target_arch = "aarch64")]
+    if Isa::Sve.available() {
+        // SAFETY: SVE is present (checked just above).
+        return unsafe { sve::lanes() } * 8;
+    }
+    0
+}
+
+/// The ISA run by default: the widest this CPU can run, except that SVE is chosen
+/// over NEON only when its vectors are wider than NEON's 128 bits (A64FX 512,
+/// Neoverse V1 256). With 128-bit SVE (Neoverse N2, V2: Grace, Graviton 4) both move
+/// 16 bytes per instruction, and NEON's loops carry no predicate work, so NEON stays
+/// the default there; `--isa sve` runs SVE anyway.
 pub fn best() -> Isa {
-    *available().last().expect("scalar is always available")
+    let have = available();
+    if have.contains(&Isa::Sve) && Isa::Sve.width_bytes() > Isa::Neon.width_bytes() {
+        return Isa::Sve;
+    }
+    have.into_iter()
+        .rfind(|&i| i != Isa::Sve)
+        .unwrap_or(Isa::Scalar)
 }
 
 /// Why a kernel cannot run.
@@ -511,6 +566,8 @@ pub fn run(kernel: Kernel, isa: Isa, arrays: &mut Arrays<'_>, s: f64) -> Result<
         Isa::Avx512 => both!(x86::avx512),
         #[cfg(target_arch = "aarch64")]
         Isa::Neon => both!(neon),
+        #[cfg(target_arch = "aarch64")]
+        Isa::Sve => both!(sve),
         _ => unreachable!("available() is false for ISAs of other architectures"),
     }
     Ok(0.0)
@@ -549,6 +606,8 @@ pub fn copy(isa: Isa, src: &[f64], dst: &mut [f64], nt: bool) -> Result<(), Kern
         Isa::Avx512 => simd!(x86::avx512),
         #[cfg(target_arch = "aarch64")]
         Isa::Neon => simd!(neon),
+        #[cfg(target_arch = "aarch64")]
+        Isa::Sve => simd!(sve),
         #[allow(unreachable_patterns)]
         _ => unreachable!("available() is false for ISAs of other architectures"),
     }
@@ -587,6 +646,13 @@ mod tests {
                 &mut []
             },
         };
+        // Scalar code has no non-temporal stores on AArch64: the plain kernel computes
+        // the same arrays.
+        let k = if isa == Isa::Scalar && !isa.has_nt() {
+            Kernel::plain(k.op)
+        } else {
+            k
+        };
         let r = run(k, isa, &mut arrays, 3.0).unwrap();
         (r, a, b, c)
     }
@@ -607,9 +673,28 @@ mod tests {
         assert!(isas.contains(&Isa::Scalar));
         #[cfg(target_arch = "x86_64")]
         assert!(isas.contains(&Isa::Sse2), "every x86-64 CPU has SSE2");
+        #[cfg(target_arch = "aarch64")]
+        assert!(
+            isas.contains(&Isa::Neon),
+            "every AArch64 Linux CPU has NEON"
+        );
+        // Under emulation (scripts/cross-aarch64.sh: qemu-aarch64 -cpu max) SVE is
+        // there unless switched off; NUMALAB_EXPECT_SVE=1 makes its absence a failure
+        // instead of a silently smaller test.
+        if std::env::var("NUMALAB_EXPECT_SVE").is_ok_and(|v| v == "1") {
+            assert!(isas.contains(&Isa::Sve), "SVE expected but not detected");
+        }
+        eprintln!(
+            "ISAs compared with scalar: {}",
+            isas.iter()
+                .map(|i| i.label())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         for k in Kernel::all() {
             // Lengths around the unroll width of every ISA, and odd offsets.
-            for n in [1, 7, 8, 31, 32, 33, 64, 100, 1000, 4099] {
+            // (SVE at 2048 bits does 4 x 32 f64 per block: 128, 129 and 257 cover it.)
+            for n in [1, 7, 8, 31, 32, 33, 64, 100, 128, 129, 257, 1000, 4099] {
                 for skew in [0, 1, 3] {
                     let want = exec(k, Isa::Scalar, n, skew);
                     for &isa in &isas {
@@ -701,7 +786,12 @@ mod tests {
                         }
                     }
                 }
-                let r = run(k, Isa::Scalar, &mut arrays, 3.0).unwrap();
+                let plain = if Isa::Scalar.has_nt() {
+                    k
+                } else {
+                    Kernel::plain(k.op)
+                };
+                let r = run(plain, Isa::Scalar, &mut arrays, 3.0).unwrap();
                 let changed_result = r != base.0;
                 let changed_outputs = (0..3).any(|j| {
                     j != i
@@ -751,7 +841,8 @@ mod tests {
             .contains("no non-temporal"));
         assert!(Kernel::parse("stream").unwrap_err().contains("triad"));
         assert_eq!(Isa::parse("AVX512").unwrap(), Isa::Avx512);
-        assert!(Isa::parse("sve").unwrap_err().contains("this CPU has"));
+        assert!(Isa::parse("sve2").unwrap_err().contains("this CPU has"));
+        assert_eq!(Isa::parse("sve").unwrap(), Isa::Sve);
     }
 
     #[test]
