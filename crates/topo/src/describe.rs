@@ -171,6 +171,10 @@ pub fn describe(loaded: &Loaded) -> Machine {
     if let Some(root) = loaded.fsroot.as_deref() {
         fill_from_cpuinfo(&mut cpu, root);
     }
+    // Arm kernels report no model name: the core's name comes from the MIDR table.
+    if cpu.model_name.is_none() {
+        cpu.model_name = cpu.arm_name();
+    }
 
     let mut infos = BTreeMap::new();
     for i in root.infos() {
@@ -515,21 +519,11 @@ fn fill_from_cpuinfo(cpu: &mut CpuIdentity, root: &Path) {
     }
 }
 
-/// Names of Arm MIDR implementer codes (from the Arm architecture reference manual).
+/// Names of Arm MIDR implementer codes ([`numalab_schema::midr::IMPLEMENTERS`]).
 pub fn arm_implementer_name(code: u32) -> String {
-    match code {
-        0x41 => "Arm".into(),
-        0x42 => "Broadcom".into(),
-        0x43 => "Cavium".into(),
-        0x46 => "Fujitsu".into(),
-        0x48 => "HiSilicon".into(),
-        0x4e => "NVIDIA".into(),
-        0x50 => "Applied Micro".into(),
-        0x51 => "Qualcomm".into(),
-        0x61 => "Apple".into(),
-        0xc0 => "Ampere".into(),
-        other => format!("implementer 0x{other:02x}"),
-    }
+    numalab_schema::midr::implementer_name(code)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("implementer 0x{code:02x}"))
 }
 
 fn read_trim(path: &Path) -> Option<String> {

@@ -38,6 +38,109 @@ pub struct CgroupLimits {
     pub memory_max: Option<u64>,
 }
 
+/// `/sys/devices/system/cpu/smt/control`, as documented in the kernel's
+/// `Documentation/ABI/testing/sysfs-devices-system-cpu`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SmtControl {
+    /// "on": SMT enabled.
+    On,
+    /// "off": SMT disabled (sibling threads offline), can be turned back on.
+    Off,
+    /// "forceoff": SMT disabled for good (`nosmt=force`), cannot be changed.
+    ForceOff,
+    /// "notsupported": the CPU has no SMT.
+    NotSupported,
+    /// "notimplemented": the kernel has no SMT control on this architecture (e.g.
+    /// arm64 before `HOTPLUG_SMT`); says nothing about the CPU.
+    NotImplemented,
+    /// A number: SMT on with this many threads per core enabled (kernels that can
+    /// enable part of the threads).
+    Threads(u32),
+    /// A word this numalab does not know.
+    Other(String),
+}
+
+impl SmtControl {
+    /// Parses the file's content.
+    pub fn parse(word: &str) -> SmtControl {
+        match word.trim() {
+            "on" => SmtControl::On,
+            "off" => SmtControl::Off,
+            "forceoff" => SmtControl::ForceOff,
+            "notsupported" => SmtControl::NotSupported,
+            "notimplemented" => SmtControl::NotImplemented,
+            w => match w.parse::<u32>() {
+                Ok(n) => SmtControl::Threads(n),
+                Err(_) => SmtControl::Other(w.to_string()),
+            },
+        }
+    }
+
+    /// The kernel's word (stable; what scripts compare).
+    pub fn word(&self) -> String {
+        match self {
+            SmtControl::On => "on".into(),
+            SmtControl::Off => "off".into(),
+            SmtControl::ForceOff => "forceoff".into(),
+            SmtControl::NotSupported => "notsupported".into(),
+            SmtControl::NotImplemented => "notimplemented".into(),
+            SmtControl::Threads(n) => n.to_string(),
+            SmtControl::Other(w) => w.clone(),
+        }
+    }
+
+    /// What it means, in words for people.
+    pub fn meaning(&self) -> String {
+        match self {
+            SmtControl::On => "enabled (sibling hardware threads are online)".into(),
+            SmtControl::Off => {
+                "disabled by the administrator (sibling threads offline; can be switched back on)"
+                    .into()
+            }
+            SmtControl::ForceOff => {
+                "disabled for good at boot (nosmt=force; cannot be switched on at run time)".into()
+            }
+            SmtControl::NotSupported => "not supported by this CPU (one thread per core)".into(),
+            SmtControl::NotImplemented => {
+                "the kernel has no SMT switch on this architecture (it cannot turn SMT on or off)"
+                    .into()
+            }
+            SmtControl::Threads(n) => format!("enabled with {n} thread(s) per core"),
+            SmtControl::Other(w) => format!("state {w:?}, unknown to numalab"),
+        }
+    }
+}
+
+/// Whether a virtual machine's CPU is accelerated by KVM, as far as the guest can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Acceleration {
+    /// KVM runs the vCPUs on real cores (a `kvm-clock`, `KVM virtual PTP` or DMI
+    /// "KVM Virtual Machine" says so).
+    Kvm,
+    /// QEMU says it runs without KVM (DMI "QEMU Virtual Machine" of the `virt` board):
+    /// software emulation (TCG), or another accelerator such as HVF.
+    NotKvm,
+    /// Nothing tells (QEMU's software emulation and KVM look alike from inside a
+    /// device-tree guest).
+    Unknown,
+}
+
+/// A virtual machine, as seen from inside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Virtualization {
+    /// Stable id: "qemu", "kvm", "xen", "vmware", "hyper-v", "aws-nitro", "gce",
+    /// "virtualbox", "openstack", "alibaba", the word of `/sys/hypervisor/type`, or
+    /// "unknown".
+    pub id: String,
+    /// Name for people ("QEMU (virt board)", "KVM (QEMU)", "AWS Nitro (Amazon EC2)").
+    pub name: String,
+    /// KVM acceleration, if known.
+    pub acceleration: Acceleration,
+    /// The signals found.
+    pub evidence: Vec<String>,
+}
+
 impl SysRoot {
     /// The running system.
     pub fn live() -> Self {
@@ -151,13 +254,107 @@ impl SysRoot {
             .collect()
     }
 
-    /// SMT control state ("on", "off", "forceoff", "notsupported", "notimplemented").
+    /// SMT control state as the kernel words it ("on", "off", "forceoff",
+    /// "notsupported", "notimplemented", or a thread count); see [`SmtControl`].
     pub fn smt(&self) -> Option<String> {
         self.read("sys/devices/system/cpu/smt/control")
     }
 
-    /// The hypervisor we run under, if any (None on bare metal).
+    /// SMT control state, parsed.
+    pub fn smt_control(&self) -> Option<SmtControl> {
+        self.smt().map(|w| SmtControl::parse(&w))
+    }
+
+    /// The hypervisor we run under, if any (None on bare metal): the name of
+    /// [`SysRoot::virtualization`].
     pub fn hypervisor(&self) -> Option<String> {
+        self.virtualization().map(|v| v.name)
+    }
+
+    /// The strings of a device-tree property (NUL-separated), empty if absent.
+    fn dt_strings(&self, rel: &str) -> Vec<String> {
+        let base = ["sys/firmware/devicetree/base", "proc/device-tree"];
+        base.iter()
+            .find_map(|b| std::fs::read(self.root.join(b).join(rel)).ok())
+            .map(|bytes| {
+                String::from_utf8_lossy(&bytes)
+                    .split('\0')
+                    .map(|x| x.trim().to_string())
+                    .filter(|x| !x.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether we run in a virtual machine, and which, from every signal Linux gives on
+    /// x86-64 and AArch64 alike (read the same way on every architecture):
+    /// - `/sys/hypervisor/type` (Xen, and hypervisors that register there);
+    /// - the device tree (device-tree boots, typical of Arm): a `hypervisor` node with
+    ///   `compatible = "xen,xen"` (Xen's guest binding), and the root `compatible`
+    ///   `"linux,dummy-virt"` of QEMU's `virt` board;
+    /// - DMI/SMBIOS vendor and product (`/sys/class/dmi/id`, UEFI/ACPI boots and x86):
+    ///   QEMU ("KVM Virtual Machine" when QEMU's `virt` board runs with KVM, "QEMU
+    ///   Virtual Machine" without), KVM, Amazon EC2 (but not `*.metal` instances), Google
+    ///   Compute Engine, VMware, Microsoft Hyper-V, Xen, VirtualBox, OpenStack, Alibaba;
+    /// - the x86 CPUID `hypervisor` flag in `/proc/cpuinfo` (Arm has no such flag);
+    /// - hints of KVM acceleration: the `kvm-clock` clock source (x86) and the
+    ///   "KVM virtual PTP" clock (`ptp_kvm`, Arm and x86).
+    pub fn virtualization(&self) -> Option<Virtualization> {
+        let mut evidence = Vec::new();
+        // /sys/hypervisor/type and the device tree's hypervisor node.
+        let sys_type = self.read("sys/hypervisor/type");
+        if let Some(t) = &sys_type {
+            evidence.push(format!("/sys/hypervisor/type = {t}"));
+        }
+        let dt_xen = self
+            .dt_strings("hypervisor/compatible")
+            .iter()
+            .any(|c| c.starts_with("xen,"));
+        if dt_xen {
+            evidence.push("device tree node hypervisor compatible \"xen,xen\"".into());
+        }
+        // The device tree's board.
+        let dummy_virt = self
+            .dt_strings("compatible")
+            .iter()
+            .any(|c| c == "linux,dummy-virt");
+        if dummy_virt {
+            evidence.push("device tree compatible \"linux,dummy-virt\" (QEMU virt board)".into());
+        }
+        // DMI.
+        let vendor = self.read("sys/class/dmi/id/sys_vendor").unwrap_or_default();
+        let product = self
+            .read("sys/class/dmi/id/product_name")
+            .unwrap_or_default();
+        if !vendor.is_empty() || !product.is_empty() {
+            evidence.push(format!("DMI vendor {vendor:?} product {product:?}"));
+        }
+        let dmi = format!("{vendor} {product}").to_ascii_lowercase();
+        let metal = product.to_ascii_lowercase().ends_with(".metal");
+        const KNOWN: &[(&str, &str, &str)] = &[
+            ("kvm virtual machine", "kvm", "KVM (QEMU)"),
+            ("qemu virtual machine", "qemu", "QEMU"),
+            ("qemu", "qemu", "QEMU"),
+            ("kvm", "kvm", "KVM"),
+            ("vmware", "vmware", "VMware"),
+            ("virtualbox", "virtualbox", "VirtualBox"),
+            ("innotek", "virtualbox", "VirtualBox"),
+            (
+                "microsoft corporation virtual",
+                "hyper-v",
+                "Microsoft Hyper-V",
+            ),
+            ("amazon ec2", "aws-nitro", "AWS Nitro (Amazon EC2)"),
+            ("google compute engine", "gce", "Google Compute Engine"),
+            ("openstack", "openstack", "OpenStack"),
+            ("alibaba cloud ecs", "alibaba", "Alibaba Cloud ECS"),
+            ("xen", "xen", "Xen"),
+        ];
+        let named = KNOWN
+            .iter()
+            .find(|(k, _, _)| dmi.contains(k))
+            .filter(|_| !metal);
+        // x86's CPUID hypervisor bit.
         let flagged = self
             .read("proc/cpuinfo")
             .map(|c| {
@@ -166,32 +363,68 @@ impl SysRoot {
                 })
             })
             .unwrap_or(false);
-        let xen = self.read("sys/hypervisor/type");
-        let vendor = self.read("sys/class/dmi/id/sys_vendor").unwrap_or_default();
-        let product = self
-            .read("sys/class/dmi/id/product_name")
-            .unwrap_or_default();
-        let dmi = format!("{vendor} {product}").to_ascii_lowercase();
-        let known = [
-            ("kvm", "KVM"),
-            ("qemu", "QEMU"),
-            ("vmware", "VMware"),
-            ("virtualbox", "VirtualBox"),
-            ("microsoft corporation virtual", "Hyper-V"),
-            ("amazon ec2", "AWS Nitro"),
-            ("google compute engine", "Google Compute Engine"),
-            ("xen", "Xen"),
-        ];
-        let named = known
-            .iter()
-            .find(|(k, _)| dmi.contains(k))
-            .map(|(_, n)| n.to_string());
-        match (xen, named, flagged) {
-            (Some(x), _, _) => Some(x),
-            (None, Some(n), _) => Some(n),
-            (None, None, true) => Some("unknown hypervisor".into()),
-            (None, None, false) => None,
+        if flagged {
+            evidence.push("CPU flag \"hypervisor\"".into());
         }
+        // Hints of KVM acceleration.
+        let kvm_clock = self
+            .read("sys/devices/system/clocksource/clocksource0/available_clocksource")
+            .is_some_and(|c| c.split_whitespace().any(|w| w == "kvm-clock"));
+        if kvm_clock {
+            evidence.push("clock source kvm-clock".into());
+        }
+        let kvm_ptp = std::fs::read_dir(self.root.join("sys/class/ptp"))
+            .map(|d| {
+                d.filter_map(|e| e.ok()).any(|e| {
+                    std::fs::read_to_string(e.path().join("clock_name"))
+                        .is_ok_and(|n| n.trim() == "KVM virtual PTP")
+                })
+            })
+            .unwrap_or(false);
+        if kvm_ptp {
+            evidence.push("PTP clock \"KVM virtual PTP\"".into());
+        }
+        let kvm_hint = kvm_clock || kvm_ptp || dmi.contains("kvm virtual machine");
+
+        let (id, name): (String, String) = if dt_xen
+            || sys_type
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case("xen"))
+        {
+            ("xen".into(), "Xen".into())
+        } else if let Some(t) = &sys_type {
+            (t.to_ascii_lowercase(), t.clone())
+        } else if let Some((_, id, name)) = named {
+            let name = if *id == "qemu" && dummy_virt {
+                "QEMU (virt board)".to_string()
+            } else {
+                name.to_string()
+            };
+            (id.to_string(), name)
+        } else if dummy_virt {
+            ("qemu".into(), "QEMU (virt board)".into())
+        } else if flagged || kvm_clock || kvm_ptp {
+            if kvm_hint {
+                ("kvm".into(), "KVM".into())
+            } else {
+                ("unknown".into(), "unknown hypervisor".into())
+            }
+        } else {
+            return None;
+        };
+        let acceleration = if kvm_hint {
+            Acceleration::Kvm
+        } else if id == "qemu" && dmi.contains("qemu virtual machine") {
+            Acceleration::NotKvm
+        } else {
+            Acceleration::Unknown
+        };
+        Some(Virtualization {
+            id,
+            name,
+            acceleration,
+            evidence,
+        })
     }
 
     /// The container runtime we run in, if any.
@@ -352,6 +585,194 @@ mod tests {
         );
         assert_eq!(kb_bytes(" 2048 kB"), Some(2 << 20));
         assert_eq!(kb_bytes("kB"), None);
+    }
+
+    /// A tree with only the given files.
+    fn tree(files: &[(&str, &[u8])]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (rel, content) in files {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, content).unwrap();
+        }
+        dir
+    }
+
+    const N1_CPUINFO: &[u8] = b"processor\t: 0\nBogoMIPS\t: 125.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x4\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n";
+
+    #[test]
+    fn qemu_virt_device_tree_guest() {
+        // The emulated Neoverse N1 guest: device-tree boot, no DMI, no CPU flag.
+        let d = tree(&[
+            ("proc/cpuinfo", N1_CPUINFO),
+            (
+                "sys/firmware/devicetree/base/compatible",
+                b"linux,dummy-virt\0",
+            ),
+            ("sys/firmware/fdt", b"\xd0\x0d\xfe\xed"),
+            ("sys/devices/system/cpu/smt/control", b"notimplemented\n"),
+        ]);
+        let s = SysRoot::at(d.path());
+        let v = s.virtualization().expect("QEMU virt is a VM");
+        assert_eq!(v.id, "qemu");
+        assert_eq!(v.name, "QEMU (virt board)");
+        assert_eq!(v.acceleration, Acceleration::Unknown);
+        assert!(v.evidence[0].contains("linux,dummy-virt"), "{v:?}");
+        assert_eq!(s.hypervisor().as_deref(), Some("QEMU (virt board)"));
+        assert_eq!(s.smt_control(), Some(SmtControl::NotImplemented));
+    }
+
+    #[test]
+    fn dmi_names_the_hypervisor() {
+        let cases: &[(&str, &str, &str, Acceleration)] = &[
+            ("QEMU", "KVM Virtual Machine", "kvm", Acceleration::Kvm),
+            ("QEMU", "QEMU Virtual Machine", "qemu", Acceleration::NotKvm),
+            (
+                "QEMU",
+                "Standard PC (Q35 + ICH9, 2009)",
+                "qemu",
+                Acceleration::Unknown,
+            ),
+            (
+                "Amazon EC2",
+                "c6g.large",
+                "aws-nitro",
+                Acceleration::Unknown,
+            ),
+            (
+                "VMware, Inc.",
+                "VMware Virtual Platform",
+                "vmware",
+                Acceleration::Unknown,
+            ),
+            (
+                "Microsoft Corporation",
+                "Virtual Machine",
+                "hyper-v",
+                Acceleration::Unknown,
+            ),
+            ("Xen", "HVM domU", "xen", Acceleration::Unknown),
+            (
+                "Google",
+                "Google Compute Engine",
+                "gce",
+                Acceleration::Unknown,
+            ),
+        ];
+        for (vendor, product, id, acc) in cases {
+            let d = tree(&[
+                (
+                    "sys/class/dmi/id/sys_vendor",
+                    format!("{vendor}\n").as_bytes(),
+                ),
+                (
+                    "sys/class/dmi/id/product_name",
+                    format!("{product}\n").as_bytes(),
+                ),
+            ]);
+            let v = SysRoot::at(d.path())
+                .virtualization()
+                .unwrap_or_else(|| panic!("{vendor} {product}: no VM found"));
+            assert_eq!(
+                (v.id.as_str(), v.acceleration),
+                (*id, *acc),
+                "{vendor} {product}"
+            );
+        }
+        // An EC2 bare-metal instance is not a VM.
+        let d = tree(&[
+            ("sys/class/dmi/id/sys_vendor", b"Amazon EC2\n"),
+            ("sys/class/dmi/id/product_name", b"c6g.metal\n"),
+        ]);
+        assert_eq!(SysRoot::at(d.path()).virtualization(), None);
+        // Amazon EC2 on Graviton: the name.
+        let d = tree(&[
+            ("sys/class/dmi/id/sys_vendor", b"Amazon EC2\n"),
+            ("sys/class/dmi/id/product_name", b"m7g.xlarge\n"),
+            ("proc/cpuinfo", N1_CPUINFO),
+        ]);
+        assert_eq!(
+            SysRoot::at(d.path()).hypervisor().as_deref(),
+            Some("AWS Nitro (Amazon EC2)")
+        );
+    }
+
+    #[test]
+    fn xen_and_kvm_hints() {
+        let d = tree(&[("sys/hypervisor/type", b"xen\n")]);
+        assert_eq!(SysRoot::at(d.path()).virtualization().unwrap().id, "xen");
+        let d = tree(&[(
+            "proc/device-tree/hypervisor/compatible",
+            b"xen,xen-4.17\0xen,xen\0",
+        )]);
+        assert_eq!(SysRoot::at(d.path()).hypervisor().as_deref(), Some("Xen"));
+        // KVM's PTP clock on a device-tree Arm guest tells KVM from emulation.
+        let d = tree(&[
+            (
+                "sys/firmware/devicetree/base/compatible",
+                b"linux,dummy-virt\0",
+            ),
+            ("sys/class/ptp/ptp0/clock_name", b"KVM virtual PTP\n"),
+        ]);
+        let v = SysRoot::at(d.path()).virtualization().unwrap();
+        assert_eq!((v.id.as_str(), v.acceleration), ("qemu", Acceleration::Kvm));
+        // x86: the CPU flag alone, then with kvm-clock.
+        let d = tree(&[("proc/cpuinfo", b"flags : fpu hypervisor\n")]);
+        assert_eq!(
+            SysRoot::at(d.path()).virtualization().unwrap().id,
+            "unknown"
+        );
+        let d = tree(&[
+            ("proc/cpuinfo", b"flags : fpu hypervisor\n"),
+            (
+                "sys/devices/system/clocksource/clocksource0/available_clocksource",
+                b"kvm-clock tsc acpi_pm\n",
+            ),
+        ]);
+        assert_eq!(SysRoot::at(d.path()).virtualization().unwrap().id, "kvm");
+    }
+
+    #[test]
+    fn bare_metal_arm_has_no_hypervisor() {
+        // An Ampere Altra server booted with ACPI: DMI names the maker, no VM signal.
+        let d = tree(&[
+            ("proc/cpuinfo", N1_CPUINFO),
+            ("sys/class/dmi/id/sys_vendor", b"WIWYNN\n"),
+            (
+                "sys/class/dmi/id/product_name",
+                b"Mt.Jade Server System B81.03001\n",
+            ),
+            ("sys/devices/system/cpu/smt/control", b"notimplemented\n"),
+        ]);
+        assert_eq!(SysRoot::at(d.path()).virtualization(), None);
+        // Nothing at all.
+        let d = tree(&[]);
+        assert_eq!(SysRoot::at(d.path()).virtualization(), None);
+        assert_eq!(SysRoot::at(d.path()).smt_control(), None);
+    }
+
+    #[test]
+    fn every_smt_word_is_explained() {
+        for (word, parsed) in [
+            ("on", SmtControl::On),
+            ("off", SmtControl::Off),
+            ("forceoff", SmtControl::ForceOff),
+            ("notsupported", SmtControl::NotSupported),
+            ("notimplemented", SmtControl::NotImplemented),
+            ("2", SmtControl::Threads(2)),
+            ("sideways", SmtControl::Other("sideways".into())),
+        ] {
+            let p = SmtControl::parse(&format!("{word}\n"));
+            assert_eq!(p, parsed);
+            assert_eq!(p.word(), word);
+            assert!(!p.meaning().is_empty());
+        }
+        assert!(SmtControl::NotImplemented
+            .meaning()
+            .contains("no SMT switch"));
+        assert!(SmtControl::NotSupported
+            .meaning()
+            .contains("one thread per core"));
     }
 
     #[test]

@@ -129,6 +129,12 @@ fn kunpeng_snapshot_archive() {
     assert_eq!(m.cpu.implementer, Some(0x48));
     assert_eq!(m.cpu.part, Some(0xd01));
     assert_eq!(m.cpu.vendor.as_deref(), Some("HiSilicon"));
+    assert_eq!((m.cpu.variant, m.cpu.revision), (Some(1), Some(0)));
+    // Named from numalab's MIDR table (the kernel's cpuinfo has no model name on Arm).
+    assert_eq!(
+        m.cpu.model_name.as_deref(),
+        Some("HiSilicon TSV110 / Kunpeng 920 (MIDR 0x481fd010, r1p0)")
+    );
     assert_eq!(m.cpu.family, None);
     let slit = m.slit().unwrap();
     assert_eq!(slit.values[0], vec![10, 16, 32, 33]);
