@@ -171,9 +171,9 @@ pub fn describe(loaded: &Loaded) -> Machine {
     if let Some(root) = loaded.fsroot.as_deref() {
         fill_from_cpuinfo(&mut cpu, root);
     }
-    // Arm kernels report no model name: the core's name comes from the MIDR table.
+    // Arm kernels report no model name: the cores' names come from the MIDR table.
     if cpu.model_name.is_none() {
-        cpu.model_name = cpu.arm_name();
+        cpu.model_name = arm_model_name(&cpu, &cpu_kinds, loaded.fsroot.as_deref());
     }
 
     let mut infos = BTreeMap::new();
@@ -516,6 +516,73 @@ fn fill_from_cpuinfo(cpu: &mut CpuIdentity, root: &Path) {
     }
     if cpu.model_name.is_none() {
         cpu.model_name = field("model name");
+    }
+}
+
+/// The name of an Arm CPU from numalab's MIDR table ([`numalab_schema::midr`]), with
+/// every kind of core of chips that mix them (NVIDIA GB10: 10 Cortex-X925 and 10
+/// Cortex-A725), in this order of sources: hwloc's CPU kinds when they carry a
+/// `CPUPart` each, the processors of `/proc/cpuinfo` under `root`, the identity's own
+/// MIDR fields. None if the CPU is not Arm.
+fn arm_model_name(cpu: &CpuIdentity, kinds: &[CpuKind], root: Option<&Path>) -> Option<String> {
+    // (MIDR fields, number of CPUs) per kind, in order of first appearance.
+    let mut found: Vec<(CpuIdentity, usize)> = Vec::new();
+    let mut add = |id: CpuIdentity, n: usize| match found.iter_mut().find(|(f, _)| *f == id) {
+        Some((_, count)) => *count += n,
+        None => found.push((id, n)),
+    };
+    let with_parts: Vec<&CpuKind> = kinds
+        .iter()
+        .filter(|k| k.infos.contains_key("CPUPart"))
+        .collect();
+    if with_parts.len() > 1 {
+        for k in with_parts {
+            let num = |key: &str| k.infos.get(key).and_then(|v| parse_hex_or_dec(v));
+            add(
+                CpuIdentity {
+                    implementer: num("CPUImplementer").or(cpu.implementer),
+                    part: num("CPUPart"),
+                    variant: num("CPUVariant").or(cpu.variant),
+                    revision: num("CPURevision").or(cpu.revision),
+                    ..Default::default()
+                },
+                k.cpus.len(),
+            );
+        }
+    } else if let Some(text) =
+        root.and_then(|r| std::fs::read_to_string(r.join("proc/cpuinfo")).ok())
+    {
+        for block in text.split("\n\n") {
+            let field = |name: &str| -> Option<u32> {
+                block.lines().find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    (k.trim() == name).then(|| parse_hex_or_dec(v))?
+                })
+            };
+            if let (Some(implementer), Some(part)) = (field("CPU implementer"), field("CPU part")) {
+                add(
+                    CpuIdentity {
+                        implementer: Some(implementer),
+                        part: Some(part),
+                        variant: field("CPU variant"),
+                        revision: field("CPU revision"),
+                        ..Default::default()
+                    },
+                    1,
+                );
+            }
+        }
+    }
+    match found.len() {
+        0 => cpu.arm_name(),
+        1 => found[0].0.arm_name(),
+        _ => Some(
+            found
+                .iter()
+                .filter_map(|(id, n)| Some(format!("{n} x {}", id.arm_name()?)))
+                .collect::<Vec<_>>()
+                .join(" + "),
+        ),
     }
 }
 

@@ -170,6 +170,17 @@ fn dgx_gb10_has_two_cpu_kinds() {
 }
 
 #[test]
+fn arm_cpus_with_two_core_kinds_name_both() {
+    // From hwloc's CPU kinds (the XML) and from the snapshot's /proc/cpuinfo.
+    let both = "10 x Arm Cortex-A725 (MIDR 0x410fd871, r0p1) + 10 x Arm Cortex-X925 (MIDR 0x410fd851, r0p1)";
+    for f in ["nvidia-dgx-gb10.xml", "nvidia-dgx-gb10.tar.bz2"] {
+        let m = load(f);
+        assert_eq!(m.cpu.model_name.as_deref(), Some(both), "{f}");
+        assert_eq!(m.cpu.vendor.as_deref(), Some("Arm"), "{f}");
+    }
+}
+
+#[test]
 fn memory_side_caches_and_memory_only_nodes() {
     let m = load("memorysidecaches.xml");
     assert!(m.caches.iter().any(|c| c.kind == CacheKind::MemorySide));
