@@ -298,6 +298,7 @@ fn doctor(l: &Loaded, out: &mut Out<'_>) {
                 verdict,
                 detail,
                 remedy,
+                ..
             } = c;
             if name == "pmu" && has_pmu_check {
                 continue;

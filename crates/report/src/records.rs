@@ -42,6 +42,12 @@ pub struct Check {
     pub name: String,
     /// The verdict.
     pub verdict: Verdict,
+    /// What was found, as a stable word for scripts, where the check has one: `smt`
+    /// the kernel's word ("on", "off", "forceoff", "notsupported", "notimplemented",
+    /// "unavailable"), `hypervisor` an id ("none", "qemu", "kvm", "xen", "aws-nitro",
+    /// ...), `pmu-catalog` the event catalog id ("neoverse-n1", "x86-64") or "none".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
     /// What was found.
     pub detail: String,
     /// What to do about it, if anything.

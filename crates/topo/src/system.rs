@@ -100,10 +100,9 @@ impl SmtControl {
             SmtControl::ForceOff => {
                 "disabled for good at boot (nosmt=force; cannot be switched on at run time)".into()
             }
-            SmtControl::NotSupported => "not supported by this CPU (one thread per core)".into(),
+            SmtControl::NotSupported => "not supported by this CPU".into(),
             SmtControl::NotImplemented => {
-                "the kernel has no SMT switch on this architecture (it cannot turn SMT on or off)"
-                    .into()
+                "no SMT switch in this kernel for this architecture".into()
             }
             SmtControl::Threads(n) => format!("enabled with {n} thread(s) per core"),
             SmtControl::Other(w) => format!("state {w:?}, unknown to numalab"),
@@ -133,7 +132,7 @@ pub struct Virtualization {
     /// "virtualbox", "openstack", "alibaba", the word of `/sys/hypervisor/type`, or
     /// "unknown".
     pub id: String,
-    /// Name for people ("QEMU (virt board)", "KVM (QEMU)", "AWS Nitro (Amazon EC2)").
+    /// Name for people ("QEMU virt board", "KVM (QEMU)", "AWS Nitro (Amazon EC2)").
     pub name: String,
     /// KVM acceleration, if known.
     pub acceleration: Acceleration,
@@ -319,7 +318,7 @@ impl SysRoot {
             .iter()
             .any(|c| c == "linux,dummy-virt");
         if dummy_virt {
-            evidence.push("device tree compatible \"linux,dummy-virt\" (QEMU virt board)".into());
+            evidence.push("device tree compatible \"linux,dummy-virt\"".into());
         }
         // DMI.
         let vendor = self.read("sys/class/dmi/id/sys_vendor").unwrap_or_default();
@@ -396,13 +395,13 @@ impl SysRoot {
             (t.to_ascii_lowercase(), t.clone())
         } else if let Some((_, id, name)) = named {
             let name = if *id == "qemu" && dummy_virt {
-                "QEMU (virt board)".to_string()
+                "QEMU virt board".to_string()
             } else {
                 name.to_string()
             };
             (id.to_string(), name)
         } else if dummy_virt {
-            ("qemu".into(), "QEMU (virt board)".into())
+            ("qemu".into(), "QEMU virt board".into())
         } else if flagged || kvm_clock || kvm_ptp {
             if kvm_hint {
                 ("kvm".into(), "KVM".into())
@@ -615,10 +614,10 @@ mod tests {
         let s = SysRoot::at(d.path());
         let v = s.virtualization().expect("QEMU virt is a VM");
         assert_eq!(v.id, "qemu");
-        assert_eq!(v.name, "QEMU (virt board)");
+        assert_eq!(v.name, "QEMU virt board");
         assert_eq!(v.acceleration, Acceleration::Unknown);
         assert!(v.evidence[0].contains("linux,dummy-virt"), "{v:?}");
-        assert_eq!(s.hypervisor().as_deref(), Some("QEMU (virt board)"));
+        assert_eq!(s.hypervisor().as_deref(), Some("QEMU virt board"));
         assert_eq!(s.smt_control(), Some(SmtControl::NotImplemented));
     }
 

@@ -8,10 +8,11 @@ use crate::cli::DoctorArgs;
 use crate::output::{paint, print_json};
 use crate::CliResult;
 use numalab_pmu::capability::{self, Capability};
+use numalab_pmu::catalog;
 use numalab_schema::{cpulist, units, Machine};
 use numalab_sensors::{Sensor, SensorKind};
 use numalab_topo::bind::{HwlocPlacer, MemPolicy, PageKind, PagePlacement, Placer, Region};
-use numalab_topo::system::SysRoot;
+use numalab_topo::system::{Acceleration, SysRoot};
 use serde::{Deserialize, Serialize};
 
 pub use numalab_report::records::{Check, DoctorReport, Verdict};
@@ -20,9 +21,16 @@ fn check(name: &str, verdict: Verdict, detail: impl Into<String>, remedy: Option
     Check {
         name: name.into(),
         verdict,
+        value: None,
         detail: detail.into(),
         remedy: remedy.map(str::to_string),
     }
+}
+
+/// A check with a stable value for scripts ([`Check::value`]).
+fn valued(mut c: Check, value: impl Into<String>) -> Check {
+    c.value = Some(value.into());
+    c
 }
 
 /// What a real binding attempt found.
@@ -213,6 +221,8 @@ pub fn assess(
         (!pmu.hardware_pmu()).then_some("profile recorded counts offline with `numalab profile --import`; on a VM ask for PMU passthrough (KVM: -cpu host,pmu=on)"),
     ));
 
+    out.push(pmu_catalog(machine, sys));
+
     // Huge pages.
     let thp = sys.thp_mode();
     let pools = sys.huge_pools();
@@ -272,27 +282,38 @@ pub fn assess(
 
     // SMT.
     let smt_pus = machine.cores.iter().map(|c| c.pus.len()).max().unwrap_or(1);
-    out.push(check(
-        "smt",
-        Verdict::Info,
-        format!(
-            "SMT {} ({} thread(s) per core)",
-            sys.smt().unwrap_or_else(|| "control not available".into()),
-            smt_pus
+    let threads = if smt_pus == 1 {
+        "one thread per core".to_string()
+    } else {
+        format!("{smt_pus} threads per core")
+    };
+    out.push(match sys.smt_control() {
+        Some(c) => valued(
+            check(
+                "smt",
+                Verdict::Info,
+                format!(
+                    "SMT: {}; {threads} in the topology (smt/control = {})",
+                    c.meaning(),
+                    c.word()
+                ),
+                None,
+            ),
+            c.word(),
         ),
-        None,
-    ));
+        None => valued(
+            check(
+                "smt",
+                Verdict::Info,
+                format!("SMT: this kernel has no SMT control file (/sys/devices/system/cpu/smt/control); {threads} in the topology"),
+                None,
+            ),
+            "unavailable",
+        ),
+    });
 
     // Virtualization and containers.
-    match sys.hypervisor() {
-        Some(h) => out.push(check(
-            "hypervisor",
-            Verdict::Warn,
-            format!("running under {h}: vCPUs may share physical cores with other guests, and the NUMA layout is what the hypervisor shows"),
-            Some("compare figures only within one run; prefer bare metal for absolute numbers"),
-        )),
-        None => out.push(check("hypervisor", Verdict::Ok, "bare metal (no hypervisor detected)", None)),
-    }
+    out.push(hypervisor(sys));
     if let Some(c) = sys.container() {
         out.push(check(
             "container",
@@ -370,6 +391,101 @@ pub fn assess(
         ));
     }
     out
+}
+
+/// Whether this is a virtual machine, and what that means for timings.
+fn hypervisor(sys: &SysRoot) -> Check {
+    let Some(v) = sys.virtualization() else {
+        return valued(
+            check(
+                "hypervisor",
+                Verdict::Ok,
+                "bare metal (no hypervisor detected: no sign of a virtual machine in DMI, the device tree, /sys/hypervisor or the CPU flags)",
+                None,
+            ),
+            "none",
+        );
+    };
+    let timings = match v.acceleration {
+        Acceleration::Kvm => "timings are virtualised: the vCPUs run on real cores under KVM, but may share them with other guests and be descheduled at any time",
+        Acceleration::NotKvm => "timings are emulated: QEMU runs without KVM, most likely emulating the CPU in software (TCG), so durations, bandwidths and latencies measure the emulator, not the CPU it imitates",
+        Acceleration::Unknown => "timings may be emulated or virtualised: under QEMU's software emulation (TCG) durations, bandwidths and latencies measure the emulator, not the CPU it imitates; under a hardware-assisted hypervisor the vCPUs may share physical cores with other guests",
+    };
+    let evidence = if v.evidence.is_empty() {
+        String::new()
+    } else {
+        format!(" (seen: {})", v.evidence.join("; "))
+    };
+    valued(
+        check(
+            "hypervisor",
+            Verdict::Warn,
+            format!(
+                "virtual machine ({}): {timings}. Counts and placement (events counted, pages per node, CPU and node lists) remain meaningful, for the layout the hypervisor presents{evidence}",
+                v.name
+            ),
+            Some("compare timings only within one run and never as figures of the real CPU; measure absolute numbers on bare metal"),
+        ),
+        v.id,
+    )
+}
+
+/// Which event and metric catalog `numalab profile` uses for this CPU.
+fn pmu_catalog(machine: &Machine, sys: &SysRoot) -> Check {
+    let midr = catalog::midr_from_sysfs(sys.root());
+    match catalog::detect(&machine.cpu, midr) {
+        Ok(m) if m.catalog == catalog::X86_ID => valued(
+            check(
+                "pmu-catalog",
+                Verdict::Ok,
+                format!(
+                    "PMU catalog: x86-64 for {} (the kernel's generic hardware and cache events, numalab's metrics; no vendor event files; matched by {})",
+                    m.cpu, m.how
+                ),
+                None,
+            ),
+            m.catalog,
+        ),
+        Ok(m) => valued(
+            check(
+                "pmu-catalog",
+                Verdict::Ok,
+                format!(
+                    "PMU catalog: Arm {} (events and metrics from Arm's telemetry files; matched by {})",
+                    m.cpu, m.how
+                ),
+                None,
+            ),
+            m.catalog,
+        ),
+        Err(_) => {
+            let cpu = machine
+                .cpu
+                .model_name
+                .clone()
+                .or_else(|| machine.cpu.arm_name())
+                .or_else(|| machine.cpu.vendor.clone())
+                .unwrap_or_else(|| "this CPU".into());
+            let remedy = format!(
+                "`numalab profile` needs --cpu-model to borrow the closest catalog ({}) or --events with raw codes{}",
+                catalog::shipped().join(", "),
+                if machine.cpu.implementer.is_some() || midr.is_some() {
+                    " (r11 = CPU_CYCLES, r8 = INST_RETIRED on every Arm core)"
+                } else {
+                    ""
+                }
+            );
+            valued(
+                check(
+                    "pmu-catalog",
+                    Verdict::Info,
+                    format!("no vendor metrics for {cpu}: generic events only"),
+                    Some(&remedy),
+                ),
+                "none",
+            )
+        }
+    }
 }
 
 /// Gathers the facts of the live machine and assesses them.
@@ -451,6 +567,228 @@ mod tests {
             .unwrap_or_else(|| panic!("no {name} check"))
     }
 
+    /// The Kunpeng 920 snapshot: an Arm machine with one thread per core.
+    fn arm_machine() -> Machine {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/topology/128arm-2pa2n8cluster4co.tar.bz2");
+        numalab_topo::machine(&numalab_topo::Input::detect(&p).unwrap()).unwrap()
+    }
+
+    /// The CPU identity topo gives the emulated Neoverse N1 (QEMU `-cpu neoverse-n1`).
+    fn n1_identity() -> numalab_schema::machine::CpuIdentity {
+        let mut cpu = numalab_schema::machine::CpuIdentity {
+            architecture: Some("aarch64".into()),
+            vendor: Some("Arm".into()),
+            implementer: Some(0x41),
+            part: Some(0xd0c),
+            variant: Some(4),
+            revision: Some(1),
+            ..Default::default()
+        };
+        cpu.model_name = cpu.arm_name();
+        cpu
+    }
+
+    /// A /proc and /sys tree of the emulated Neoverse N1 guest (facts read inside it).
+    fn n1_guest_tree(r: &Path) {
+        write(
+            r,
+            "proc/cpuinfo",
+            "processor\t: 0\nBogoMIPS\t: 125.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x4\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n",
+        );
+        write(
+            r,
+            "sys/devices/system/cpu/cpu0/regs/identification/midr_el1",
+            "0x00000000414fd0c1\n",
+        );
+        write(r, "sys/devices/system/cpu/smt/control", "notimplemented\n");
+        write(
+            r,
+            "sys/firmware/devicetree/base/compatible",
+            "linux,dummy-virt\0",
+        );
+        write(r, "sys/firmware/fdt", "");
+        write(r, "proc/sys/kernel/perf_event_paranoid", "2\n");
+    }
+
+    fn binding_ok() -> BindingProbe {
+        BindingProbe {
+            hwloc_version: "2.9.0".into(),
+            cpu_binding: Ok(0),
+            memory_binding: Ok((0, 1.0)),
+        }
+    }
+
+    #[test]
+    fn an_emulated_neoverse_n1_guest() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        n1_guest_tree(r);
+        let mut machine = arm_machine();
+        machine.cpu = n1_identity();
+        assert_eq!(
+            machine.cpu.model_name.as_deref(),
+            Some("Arm Neoverse N1 (MIDR 0x414fd0c1, r4p1)")
+        );
+        let checks = assess(&machine, &SysRoot::at(r), &binding_ok(), &pmu(false), &[]);
+
+        let h = verdict(&checks, "hypervisor");
+        assert_eq!(h.verdict, Verdict::Warn);
+        assert_eq!(h.value.as_deref(), Some("qemu"));
+        assert!(
+            h.detail.starts_with(
+                "virtual machine (QEMU virt board): timings may be emulated or virtualised"
+            ),
+            "{}",
+            h.detail
+        );
+        assert!(h.detail.contains("Counts and placement"), "{}", h.detail);
+        assert!(h.detail.contains("linux,dummy-virt"), "{}", h.detail);
+
+        let smt = verdict(&checks, "smt");
+        assert_eq!(smt.value.as_deref(), Some("notimplemented"));
+        assert_eq!(
+            smt.detail,
+            "SMT: no SMT switch in this kernel for this architecture; one thread per core in the topology (smt/control = notimplemented)"
+        );
+
+        let c = verdict(&checks, "pmu-catalog");
+        assert_eq!(c.verdict, Verdict::Ok);
+        assert_eq!(c.value.as_deref(), Some("neoverse-n1"));
+        assert_eq!(
+            c.detail,
+            "PMU catalog: Arm Neoverse N1 (events and metrics from Arm's telemetry files; matched by MIDR 0x414fd0c1)"
+        );
+
+        // Only sysfs knows the MIDR (identity without MIDR fields): the same catalog.
+        machine.cpu = numalab_schema::machine::CpuIdentity {
+            architecture: Some("aarch64".into()),
+            ..Default::default()
+        };
+        let checks = assess(&machine, &SysRoot::at(r), &binding_ok(), &pmu(false), &[]);
+        let c = verdict(&checks, "pmu-catalog");
+        assert_eq!(c.value.as_deref(), Some("neoverse-n1"));
+    }
+
+    #[test]
+    fn an_arm_cpu_without_a_catalog() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        write(r, "sys/devices/system/cpu/smt/control", "notimplemented\n");
+        // The Kunpeng 920 snapshot: HiSilicon TSV110, no shipped event files.
+        let machine = arm_machine();
+        let checks = assess(&machine, &SysRoot::at(r), &binding_ok(), &pmu(true), &[]);
+        let c = verdict(&checks, "pmu-catalog");
+        assert_eq!(c.verdict, Verdict::Info);
+        assert_eq!(c.value.as_deref(), Some("none"));
+        assert_eq!(
+            c.detail,
+            "no vendor metrics for HiSilicon TSV110 / Kunpeng 920 (MIDR 0x481fd010, r1p0): generic events only"
+        );
+        let remedy = c.remedy.as_deref().unwrap();
+        assert!(remedy.contains("--cpu-model") && remedy.contains("r11 = CPU_CYCLES"));
+        // An unknown Arm part, named as such.
+        let mut m = arm_machine();
+        m.cpu.implementer = Some(0x41);
+        m.cpu.part = Some(0xd99);
+        m.cpu.model_name = m.cpu.arm_name();
+        let checks = assess(&m, &SysRoot::at(r), &binding_ok(), &pmu(true), &[]);
+        assert_eq!(
+            verdict(&checks, "pmu-catalog").detail,
+            "no vendor metrics for Arm part 0xd99 (unknown to numalab; MIDR 0x411fd990, r1p0): generic events only"
+        );
+    }
+
+    #[test]
+    fn arm_virtual_and_bare_metal_machines() {
+        let machine = arm_machine();
+        let hypervisor = |files: &[(&str, &str)]| -> Check {
+            let dir = tempfile::tempdir().unwrap();
+            for (rel, content) in files {
+                write(dir.path(), rel, content);
+            }
+            let checks = assess(
+                &machine,
+                &SysRoot::at(dir.path()),
+                &binding_ok(),
+                &pmu(true),
+                &[],
+            );
+            verdict(&checks, "hypervisor").clone()
+        };
+        // QEMU with UEFI/ACPI: DMI says whether KVM runs it.
+        let kvm = hypervisor(&[
+            ("sys/class/dmi/id/sys_vendor", "QEMU\n"),
+            ("sys/class/dmi/id/product_name", "KVM Virtual Machine\n"),
+        ]);
+        assert_eq!(kvm.value.as_deref(), Some("kvm"));
+        assert!(
+            kvm.detail
+                .starts_with("virtual machine (KVM (QEMU)): timings are virtualised"),
+            "{}",
+            kvm.detail
+        );
+        let tcg = hypervisor(&[
+            ("sys/class/dmi/id/sys_vendor", "QEMU\n"),
+            ("sys/class/dmi/id/product_name", "QEMU Virtual Machine\n"),
+        ]);
+        assert_eq!(tcg.value.as_deref(), Some("qemu"));
+        assert!(
+            tcg.detail.contains("timings are emulated"),
+            "{}",
+            tcg.detail
+        );
+        // AWS Graviton.
+        let ec2 = hypervisor(&[
+            ("sys/class/dmi/id/sys_vendor", "Amazon EC2\n"),
+            ("sys/class/dmi/id/product_name", "m6g.large\n"),
+        ]);
+        assert_eq!(ec2.verdict, Verdict::Warn);
+        assert_eq!(ec2.value.as_deref(), Some("aws-nitro"));
+        assert!(
+            ec2.detail
+                .starts_with("virtual machine (AWS Nitro (Amazon EC2))"),
+            "{}",
+            ec2.detail
+        );
+        // A bare-metal Arm server: no signal at all.
+        let metal = hypervisor(&[("sys/devices/system/cpu/smt/control", "notimplemented\n")]);
+        assert_eq!(metal.verdict, Verdict::Ok);
+        assert_eq!(metal.value.as_deref(), Some("none"));
+        assert!(metal.detail.starts_with("bare metal"), "{}", metal.detail);
+    }
+
+    #[test]
+    fn every_smt_word_in_words() {
+        let machine = arm_machine();
+        for (word, detail) in [
+            ("on", "SMT: enabled (sibling hardware threads are online); one thread per core in the topology (smt/control = on)"),
+            ("off", "SMT: disabled by the administrator (sibling threads offline; can be switched back on); one thread per core in the topology (smt/control = off)"),
+            ("forceoff", "SMT: disabled for good at boot (nosmt=force; cannot be switched on at run time); one thread per core in the topology (smt/control = forceoff)"),
+            ("notsupported", "SMT: not supported by this CPU; one thread per core in the topology (smt/control = notsupported)"),
+            ("notimplemented", "SMT: no SMT switch in this kernel for this architecture; one thread per core in the topology (smt/control = notimplemented)"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            write(dir.path(), "sys/devices/system/cpu/smt/control", &format!("{word}\n"));
+            let checks = assess(&machine, &SysRoot::at(dir.path()), &binding_ok(), &pmu(true), &[]);
+            let smt = verdict(&checks, "smt");
+            assert_eq!(smt.value.as_deref(), Some(word));
+            assert_eq!(smt.detail, detail);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let checks = assess(
+            &machine,
+            &SysRoot::at(dir.path()),
+            &binding_ok(),
+            &pmu(true),
+            &[],
+        );
+        assert_eq!(
+            verdict(&checks, "smt").value.as_deref(),
+            Some("unavailable")
+        );
+    }
+
     #[test]
     fn a_tuned_bare_metal_server() {
         let dir = tempfile::tempdir().unwrap();
@@ -495,6 +833,14 @@ mod tests {
         assert_eq!(verdict(&checks, "pmu").verdict, Verdict::Ok);
         assert_eq!(verdict(&checks, "frequency").verdict, Verdict::Ok);
         assert_eq!(verdict(&checks, "hypervisor").verdict, Verdict::Ok);
+        assert_eq!(
+            verdict(&checks, "hypervisor").value.as_deref(),
+            Some("none")
+        );
+        assert_eq!(
+            verdict(&checks, "pmu-catalog").value.as_deref(),
+            Some("x86-64")
+        );
         assert_eq!(verdict(&checks, "power-sensors").verdict, Verdict::Ok);
         assert_eq!(verdict(&checks, "cgroup").verdict, Verdict::Ok);
     }
