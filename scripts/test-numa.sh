@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# The multi-node NUMA suite (docs/numa-guest.md): builds numalab and the guest runner,
-# boots a QEMU guest with 5 emulated NUMA nodes (one memory-only) from Debian's kernel
-# and a busybox initramfs made now, runs the checks inside it and fails, showing the
-# guest's console, if any check fails or the guest does not finish in time.
-# Arguments go to `numa-guest run` (e.g. -v to watch the console, --only bind,interleave).
-# NUMALAB_SKIP_NUMA_GUEST=1 skips it for a developer by hand; CI (CI=true) ignores it.
+# The multi-node NUMA suite (docs/numa-guest.md) in QEMU guests booted from Debian's
+# kernels and a busybox initramfs made now; fails, showing the guest's console, if any
+# check fails or a guest does not finish in time.
+#   scripts/test-numa.sh [ARGS]                  the x86-64 guest (5 nodes, one memory-only)
+#   scripts/test-numa.sh --arch aarch64 [ARGS]   the emulated Arm server (Neoverse N1,
+#                                                4 nodes in 2 sockets), booted three ways
+#                                                (n1, n1-icount, sve), then its evaluate
+#                                                bundle rendered in headless chromium
+#   scripts/test-numa.sh --arch all              both
+# Other arguments go to `numa-guest run` (e.g. -v to watch the console, --only bind,
+# --boot n1-icount). NUMALAB_SKIP_NUMA_GUEST=1 skips it for a developer by hand; CI
+# (CI=true) ignores it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 skip="${NUMALAB_SKIP_NUMA_GUEST:-0}"
@@ -16,9 +22,82 @@ if [ "$skip" != "0" ] && [ -n "$skip" ]; then
     exit 0
   fi
 fi
+arch=x86_64
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --arch) arch="$2"; shift 2 ;;
+    --arch=*) arch="${1#--arch=}"; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+case "$arch" in
+  x86_64|aarch64|all) ;;
+  *) echo "numa-guest: --arch $arch: use x86_64, aarch64 or all" >&2; exit 2 ;;
+esac
 scripts/deps.sh --test
+tdir="${CARGO_TARGET_DIR:-target}"
 # The test profile is what `cargo test` builds, so after scripts/test.sh's cargo test
-# this only links the guest runner.
+# this only links the guest runner (which drives both architectures' guests).
 cargo build --locked --profile test -p numalab -p numalab-numa-guest
-target="${CARGO_TARGET_DIR:-target}/debug"
-exec "$target/numa-guest" run --numalab "$target/numalab" "$@"
+driver="$tdir/debug/numa-guest"
+
+run_x86() {
+  "$driver" run --numalab "$tdir/debug/numalab" ${args[@]+"${args[@]}"}
+}
+
+# The Arm guest's kernel, its two virtio modules and a static aarch64 busybox, from
+# Debian's arm64 packages (apt-get download, unpacked with dpkg-deb into a cache
+# folder; nothing else is installed for them).
+arm_assets() {
+  local cache="${NUMALAB_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/numalab-guest}/arm64"
+  local kpkg
+  kpkg=$(apt-cache depends linux-image-arm64:arm64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+  kpkg="${kpkg%:arm64}"
+  if [ -z "$kpkg" ]; then
+    echo "numa-guest: cannot find the package behind linux-image-arm64:arm64 (is arm64 added to dpkg? scripts/deps.sh --test does)" >&2
+    return 1
+  fi
+  local dir="$cache/$kpkg"
+  if [ ! -f "$dir/ready" ]; then
+    rm -rf "$dir" && mkdir -p "$dir/dl" "$dir/root"
+    (cd "$dir/dl" && apt-get download -qq "$kpkg:arm64" busybox-static:arm64 2>&1 | grep -v "unsandboxed" || true)
+    for deb in "$dir"/dl/*.deb; do dpkg-deb -x "$deb" "$dir/root"; done
+    mkdir -p "$dir/modules"
+    find "$dir/root/lib/modules" "$dir/root/usr/lib/modules" \( -name virtio_mmio.ko -o -name virtio_console.ko \) \
+      -exec cp {} "$dir/modules/" \; 2>/dev/null || true
+    rm -rf "$dir/dl"
+    touch "$dir/ready"
+  fi
+  ARM_KERNEL=$(ls "$dir"/root/boot/vmlinuz-* | head -1)
+  ARM_BUSYBOX="$dir/root/bin/busybox"
+  ARM_MODULES="$dir/modules"
+}
+
+run_arm() {
+  local t0=$SECONDS
+  scripts/cross-aarch64.sh build -p numalab -p numalab-numa-guest
+  echo "numa-guest: aarch64 binaries built in $((SECONDS - t0)) s" >&2
+  arm_assets
+  local rel="$tdir/aarch64-unknown-linux-gnu/release"
+  local export_dir
+  export_dir=$(mktemp -d "${TMPDIR:-/tmp}/numa-guest-arm-export.XXXXXX")
+  "$driver" run --arch aarch64 --numalab "$rel/numalab" --guest-exe "$rel/numa-guest" \
+    --kernel "$ARM_KERNEL" --busybox "$ARM_BUSYBOX" --modules "$ARM_MODULES" \
+    --export "$export_dir" ${args[@]+"${args[@]}"}
+  # The bundle evaluate wrote inside the Arm guest, rendered in headless chromium here.
+  if [ -f "$export_dir/n1/evaluate-report.html" ]; then
+    NUMALAB_GUEST_BUNDLE="$export_dir/n1" cargo test --locked -p numalab --test cli \
+      browser::the_arm_guest_bundle -- --ignored --exact browser::the_arm_guest_bundle_renders_in_chromium
+  elif [ -z "${args[*]+x}" ] || [[ "${args[*]}" != *--only* && "${args[*]}" != *--boot* ]]; then
+    echo "numa-guest: the Arm guest exported no evaluate bundle" >&2
+    return 1
+  fi
+  rm -rf "$export_dir"
+}
+
+case "$arch" in
+  x86_64) run_x86 ;;
+  aarch64) run_arm ;;
+  all) run_x86; run_arm ;;
+esac

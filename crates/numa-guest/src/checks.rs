@@ -10,6 +10,7 @@
 
 use crate::cli_checks;
 use crate::layout::Layout;
+use crate::platform::{Boot, Suite};
 use numalab_schema::{cpulist, Machine};
 use numalab_topo::bind::{
     base_page_size, query_page_nodes, HwlocPlacer, MemPolicy, PageKind, PagePlacement, Placer,
@@ -31,21 +32,41 @@ pub const PAGES: usize = 256;
 pub struct Ctx {
     /// The layout QEMU was started with (the expectations).
     pub layout: Layout,
+    /// The machine QEMU emulates.
+    pub boot: Boot,
     /// The `numalab` binary in the guest.
     pub numalab: PathBuf,
     placer: OnceLock<Result<HwlocPlacer, String>>,
     machine: OnceLock<Result<Machine, String>>,
+    exports: std::sync::Mutex<Vec<(String, Vec<u8>)>>,
 }
 
 impl Ctx {
-    /// A context for the guest described by `layout`.
-    pub fn new(layout: Layout, numalab: PathBuf) -> Ctx {
+    /// A context for the guest `boot` describes.
+    pub fn new(boot: Boot, numalab: PathBuf) -> Ctx {
         Ctx {
-            layout,
+            layout: boot.layout.clone(),
+            boot,
             numalab,
             placer: OnceLock::new(),
             machine: OnceLock::new(),
+            exports: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// Hands a file to the host (sent on the results port after the check ends).
+    pub fn export(&self, name: &str, content: Vec<u8>) {
+        if let Ok(mut v) = self.exports.lock() {
+            v.push((name.to_string(), content));
+        }
+    }
+
+    /// The files exported since the last call.
+    pub fn take_exports(&self) -> Vec<(String, Vec<u8>)> {
+        self.exports
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
     }
 
     /// The hwloc placer (loaded once).
@@ -89,9 +110,33 @@ impl Check {
     }
 }
 
-/// Every check for `layout`, in the order they run: the guest itself, numalab's view of
-/// it, placement through the library, then the CLI table.
-pub fn plan(layout: &Layout) -> Vec<Check> {
+/// Every check of a boot, in the order they run. The generic suite: the guest itself,
+/// numalab's view of it, placement through the library, then the CLI table; the Arm
+/// main boot adds the Arm checks ([`crate::arm_checks`]); the counting and SVE boots run
+/// the kernel's own view of the layout and their own checks only.
+pub fn plan(boot: &Boot) -> Vec<Check> {
+    let layout = &boot.layout;
+    match boot.suite {
+        Suite::Generic => generic(layout),
+        Suite::ArmMain => {
+            let mut v = generic(layout);
+            v.extend(crate::arm_checks::main(layout));
+            v
+        }
+        Suite::ArmCounting => {
+            let mut v = vec![Check::new("guest.sysfs", check_sysfs)];
+            v.extend(crate::arm_checks::counting(layout));
+            v
+        }
+        Suite::ArmSve => {
+            let mut v = vec![Check::new("guest.sysfs", check_sysfs)];
+            v.extend(crate::arm_checks::sve(layout));
+            v
+        }
+    }
+}
+
+fn generic(layout: &Layout) -> Vec<Check> {
     let mut v = vec![
         Check::new("guest.sysfs", check_sysfs),
         Check::new("topo.machine", |ctx: &Ctx| {
@@ -164,8 +209,8 @@ pub fn select(checks: Vec<Check>, only: Option<&str>) -> Vec<Check> {
 }
 
 /// The names of the checks that will run.
-pub fn planned_names(layout: &Layout, only: Option<&str>) -> Vec<String> {
-    select(plan(layout), only)
+pub fn planned_names(boot: &Boot, only: Option<&str>) -> Vec<String> {
+    select(plan(boot), only)
         .into_iter()
         .map(|c| c.name)
         .collect()
@@ -969,7 +1014,7 @@ mod tests {
 
     #[test]
     fn the_plan_covers_every_node_and_names_are_unique() {
-        let l = Layout::standard();
+        let l = Boot::x86();
         let names = planned_names(&l, None);
         for k in 0..5 {
             assert!(names.contains(&format!("bind.node{k}")), "{names:?}");
@@ -984,6 +1029,30 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), names.len(), "duplicate check names");
+        assert!(!names.iter().any(|n| n.starts_with("arm.")), "{names:?}");
+        for boot in crate::platform::Boot::all(crate::platform::Arch::Aarch64) {
+            let names = planned_names(&boot, None);
+            let mut sorted = names.clone();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(
+                sorted.len(),
+                names.len(),
+                "{}: duplicate check names",
+                boot.name
+            );
+            assert_eq!(names[0], "guest.sysfs", "{}", boot.name);
+            let arm = names.iter().filter(|n| n.starts_with("arm.")).count();
+            assert!(arm > 0, "{}: no Arm checks in {names:?}", boot.name);
+            // No memory-only node on the Arm server: no check may assume one.
+            assert!(
+                !names
+                    .iter()
+                    .any(|n| n.contains("memory-only") || n.starts_with("preferred.")),
+                "{}: {names:?}",
+                boot.name
+            );
+        }
         assert_eq!(
             planned_names(&l, Some("bind.,topo.json")),
             vec![

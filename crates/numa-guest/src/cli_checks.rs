@@ -58,6 +58,9 @@ pub struct CliCheck {
     pub files: Vec<(String, String)>,
     /// Commands run first, in order; each must exit 0 (e.g. to write an input file).
     pub setup: Vec<Vec<String>>,
+    /// Commands run after `setup` whose stdout is saved to a file the assertion reads
+    /// (e.g. a baseline run), as (arguments, path); each must exit 0.
+    pub saved: Vec<(Vec<String>, String)>,
     /// The checked command's arguments (after `numalab`).
     pub args: Vec<String>,
     /// The exit code it must return.
@@ -66,6 +69,9 @@ pub struct CliCheck {
     pub timeout: Duration,
     /// The assertion.
     pub assert: Assertion,
+    /// Files handed to the host once the check passed (see [`Ctx::export`]), as
+    /// (path in the guest, name on the host).
+    pub exports: Vec<(String, String)>,
 }
 
 fn strings<S: Into<String>>(args: impl IntoIterator<Item = S>) -> Vec<String> {
@@ -79,10 +85,12 @@ impl CliCheck {
             name: name.into(),
             files: Vec::new(),
             setup: Vec::new(),
+            saved: Vec::new(),
             args,
             exit_code: 0,
             timeout: Duration::from_secs(120),
             assert,
+            exports: Vec::new(),
         }
     }
 
@@ -110,6 +118,16 @@ impl CliCheck {
         self
     }
 
+    /// Runs `numalab ARGS` first (must exit 0) and saves its stdout at `path`.
+    pub fn save<S: Into<String>>(
+        mut self,
+        args: impl IntoIterator<Item = S>,
+        path: &str,
+    ) -> CliCheck {
+        self.saved.push((strings(args), path.to_string()));
+        self
+    }
+
     /// Writes a file before anything runs (an input the command reads).
     pub fn file(mut self, path: &str, content: &str) -> CliCheck {
         self.files.push((path.to_string(), content.to_string()));
@@ -120,6 +138,12 @@ impl CliCheck {
     /// still handed to the assertion, stderr is appended to a text assertion's input).
     pub fn exit(mut self, code: i32) -> CliCheck {
         self.exit_code = code;
+        self
+    }
+
+    /// Hands the file at `path` to the host as `name` once the check passed.
+    pub fn export(mut self, path: &str, name: &str) -> CliCheck {
+        self.exports.push((path.to_string(), name.to_string()));
         self
     }
 
@@ -150,6 +174,18 @@ impl CliCheck {
                 ));
             }
         }
+        for (s, path) in &self.saved {
+            let out = run_numalab(ctx, s, self.timeout)?;
+            if out.code != Some(0) {
+                return Err(format!(
+                    "`numalab {}` exited with {:?}: {}",
+                    s.join(" "),
+                    out.code,
+                    tail(&out.stderr)
+                ));
+            }
+            std::fs::write(path, &out.stdout).map_err(|e| format!("writing {path}: {e}"))?;
+        }
         let out = run_numalab(ctx, &self.args, self.timeout)?;
         let cmd = format!("numalab {}", self.args.join(" "));
         if out.code != Some(self.exit_code) {
@@ -176,8 +212,14 @@ impl CliCheck {
                 f(&ctx.layout, &text)
             }
         };
-        seen.map(|s| format!("`{cmd}`: {s}"))
-            .map_err(|e| format!("`{cmd}`: {e}"))
+        let seen = seen
+            .map(|s| format!("`{cmd}`: {s}"))
+            .map_err(|e| format!("`{cmd}`: {e}"))?;
+        for (path, name) in &self.exports {
+            let bytes = std::fs::read(path).map_err(|e| format!("exporting {path}: {e}"))?;
+            ctx.export(name, bytes);
+        }
+        Ok(seen)
     }
 }
 
@@ -295,11 +337,12 @@ fn schedule_mix(layout: &Layout) -> String {
 pub fn table(layout: &Layout) -> Vec<CliCheck> {
     // `layout` is there for checks generated per node or per pair (`layout.nodes`,
     // `layout.nearest_and_farthest()`); assertions get it again when they run.
-    let memory_only = layout
-        .memory_only_nodes()
-        .map(|n| n.id)
-        .next()
-        .unwrap_or_else(|| layout.nodes.last().map_or(0, |n| n.id));
+    // The memory-only node, or on a layout without one (the Arm server) the last node:
+    // the far end for the checks below that want one.
+    let memory_only_node = layout.memory_only_nodes().map(|n| n.id).next();
+    let last = layout.nodes.last().map_or(0, |n| n.id);
+    let memory_only = memory_only_node.unwrap_or(last);
+    let all_nodes = cpulist::format(&layout.node_ids());
     let wl = |mode: &str| {
         strings([
             "workload",
@@ -315,7 +358,7 @@ pub fn table(layout: &Layout) -> Vec<CliCheck> {
             "--json",
         ])
     };
-    vec![
+    let mut v = vec![
         CliCheck::json("topo.json", ["topo", "--json"], |l, v| {
             let m: Machine =
                 serde_json::from_value(v.clone()).map_err(|e| format!("not a Machine: {e}"))?;
@@ -554,10 +597,10 @@ pub fn table(layout: &Layout) -> Vec<CliCheck> {
         CliCheck::text(
             "mem.migrate.missing-node",
             ["mem", "migrate", "--from", "0", "--to", "9", "--max-pages", "256"],
-            |_, out| {
+            move |_, out| {
                 expect(
-                    out.contains("NUMA node 9 does not exist") && out.contains("0-4"),
-                    format!("node 9 named as missing, with the nodes there: {out}"),
+                    out.contains("NUMA node 9 does not exist") && out.contains(&all_nodes),
+                    format!("node 9 named as missing, with the nodes there ({all_nodes}): {out}"),
                 )
                 .map(|_| "refused before anything ran (exit 2)".into())
             },
@@ -565,7 +608,11 @@ pub fn table(layout: &Layout) -> Vec<CliCheck> {
         .exit(2),
         CliCheck::text(
             "mem.migrate.missing-cpu",
-            ["mem", "migrate", "--from", "4", "--to", "0", "--cpu", "9", "--max-pages", "256"],
+            [
+                "mem".to_string(), "migrate".into(), "--from".into(), last.to_string(),
+                "--to".into(), "0".into(), "--cpu".into(), "9".into(), "--max-pages".into(),
+                "256".into(),
+            ],
             |_, out| {
                 expect(out.contains("--cpu 9: no such CPU"), format!("--cpu 9 refused: {out}"))
                     .map(|_| "refused before anything ran (exit 2)".into())
@@ -606,21 +653,6 @@ pub fn table(layout: &Layout) -> Vec<CliCheck> {
             ],
             move |l, v| cli_asserts::policy_study(l, v, memory_only, 1, "concentrated", "interleave"),
         ),
-        CliCheck::text(
-            "scale.numa-local.memory-only-node",
-            [
-                "scale".to_string(), "--placement".into(), "numa-local".into(), "--node".into(),
-                memory_only.to_string(), "--".into(), "true".into(),
-            ],
-            move |_, out| {
-                expect(
-                    out.contains(&format!("NUMA node {memory_only} has no CPUs")),
-                    format!("threads refused on the memory-only node: {out}"),
-                )
-                .map(|_| "refused: a memory-only node cannot run threads (exit 2)".into())
-            },
-        )
-        .exit(2),
         CliCheck::json(
             "scale.numa-local.node2",
             [
@@ -667,7 +699,10 @@ pub fn table(layout: &Layout) -> Vec<CliCheck> {
         // The line on the memory-only node, far from every CPU; then on node 2 for two
         // CPUs of other nodes.
         CliCheck::json(
-            "c2c.home-node-memory-only",
+            &match memory_only_node {
+                Some(_) => "c2c.home-node-memory-only".to_string(),
+                None => format!("c2c.home-node{memory_only}"),
+            },
             ["c2c".to_string(), "--home-node".into(), memory_only.to_string(), "--json".into()],
             move |l, v| {
                 let cpus: Vec<u32> = l.cpu_nodes().flat_map(|n| n.cpus.clone()).collect();
@@ -706,8 +741,36 @@ pub fn table(layout: &Layout) -> Vec<CliCheck> {
                 Ok(format!("{j}; {r}"))
             },
         )
-        .timeout(Duration::from_secs(300)),
-    ]
+        .timeout(Duration::from_secs(300))
+        .export(&format!("{EVALUATE_OUT}/report.html"), "evaluate-report.html")
+        .export(&format!("{EVALUATE_OUT}/summary.json"), "evaluate-summary.json")
+        .export(&format!("{EVALUATE_OUT}/results.jsonl"), "evaluate-results.jsonl"),
+    ];
+    if memory_only_node.is_some() {
+        v.push(
+            CliCheck::text(
+                "scale.numa-local.memory-only-node",
+                [
+                    "scale".to_string(),
+                    "--placement".into(),
+                    "numa-local".into(),
+                    "--node".into(),
+                    memory_only.to_string(),
+                    "--".into(),
+                    "true".into(),
+                ],
+                move |_, out| {
+                    expect(
+                        out.contains(&format!("NUMA node {memory_only} has no CPUs")),
+                        format!("threads refused on the memory-only node: {out}"),
+                    )
+                    .map(|_| "refused: a memory-only node cannot run threads (exit 2)".into())
+                },
+            )
+            .exit(2),
+        );
+    }
+    v
 }
 
 #[cfg(test)]
@@ -747,7 +810,7 @@ mod tests {
     fn a_cli_check_fails_on_wrong_output_and_wrong_exit_code() {
         // The point is the runner's verdicts, so stand-ins from the base system play
         // the part of numalab.
-        let ctx = Ctx::new(Layout::standard(), "/bin/echo".into());
+        let ctx = Ctx::new(crate::platform::Boot::x86(), "/bin/echo".into());
         let ok = CliCheck::text("t.echo", ["hello"], |_, out| {
             expect(out.trim() == "hello", "hello").map(|_| "saw hello".into())
         })
@@ -763,7 +826,7 @@ mod tests {
             .exit(3)
             .into_check();
         assert!((code.run)(&ctx).unwrap_err().contains("expected 3"));
-        let ctx = Ctx::new(Layout::standard(), "/bin/sleep".into());
+        let ctx = Ctx::new(crate::platform::Boot::x86(), "/bin/sleep".into());
         let slow = CliCheck::text("t.slow", ["5"], |_, _| Ok(String::new()))
             .timeout(Duration::from_millis(200))
             .into_check();

@@ -6,7 +6,7 @@
 //! guest powers off.
 
 use crate::checks::{self, panic_message, Ctx};
-use crate::layout::Layout;
+use crate::platform::Boot;
 use crate::protocol::{Event, Outcome};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -18,8 +18,8 @@ use std::time::Instant;
 /// What the host tells the guest (written into the initramfs as JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GuestConfig {
-    /// The layout QEMU was started with.
-    pub layout: Layout,
+    /// The machine QEMU emulates (its layout and which checks run).
+    pub boot: Boot,
     /// Path of the numalab binary in the guest.
     pub numalab: PathBuf,
     /// Only checks whose name contains one of these comma-separated patterns.
@@ -69,7 +69,7 @@ pub fn run(config: &Path, results: &Path) -> i32 {
         let _ = writeln!(port, "{}", e.encode());
         let _ = port.flush();
     };
-    let plan = checks::select(checks::plan(&config.layout), config.only.as_deref());
+    let plan = checks::select(checks::plan(&config.boot), config.only.as_deref());
     emit(&Event::Start {
         uptime_s: uptime_s(),
         kernel: kernel_release(),
@@ -81,7 +81,7 @@ pub fn run(config: &Path, results: &Path) -> i32 {
         kernel_release(),
         uptime_s()
     );
-    let ctx = Ctx::new(config.layout.clone(), config.numalab.clone());
+    let ctx = Ctx::new(config.boot.clone(), config.numalab.clone());
     let (mut passed, mut failed) = (0, 0);
     for check in &plan {
         println!("numa-guest: running {}", check.name);
@@ -109,6 +109,13 @@ pub fn run(config: &Path, results: &Path) -> i32 {
             detail,
             elapsed_ms: t0.elapsed().as_millis() as u64,
         }));
+        for (name, content) in ctx.take_exports() {
+            println!("numa-guest: exporting {name} ({} bytes)", content.len());
+            emit(&Event::File {
+                name,
+                hex: crate::protocol::encode_hex(&content),
+            });
+        }
     }
     emit(&Event::End {
         uptime_s: uptime_s(),

@@ -1,16 +1,19 @@
 //! The host side: build the initramfs, boot the guest under QEMU, collect the results.
 //!
-//! Everything comes from Debian packages already on the host (qemu-system-x86,
-//! linux-image-amd64, busybox-static, cpio) and from this build (numalab and the
-//! `numa-guest` binary itself); nothing is downloaded. The initramfs holds busybox, the
-//! two binaries (debug info stripped when `strip` exists), every shared library `ldd`
-//! lists for them (plus the dynamic loader), an `/init` script and the guest's
-//! configuration. QEMU runs with a hard timeout and is killed on every exit path: on
+//! Everything comes from Debian packages already on the host (qemu-system-x86 or
+//! qemu-system-arm, linux-image-amd64, busybox-static, cpio; for the Arm guest the
+//! arm64 kernel, its two virtio modules and busybox-static:arm64 that
+//! `scripts/test-numa.sh --arch aarch64` unpacks) and from this build (numalab and the
+//! `numa-guest` binary, cross-built for an Arm guest); nothing is downloaded here. The
+//! initramfs holds busybox, the two binaries (debug info stripped when `strip` exists),
+//! every shared library they need (plus the dynamic loader: `ldd` lists them for a
+//! native guest, `readelf`'s NEEDED entries resolved in the multiarch folders for a
+//! foreign one), an `/init` script and the guest's configuration. QEMU runs with a hard timeout and is killed on every exit path: on
 //! timeout, when the driver returns or panics (a drop guard), and when the driver
 //! itself dies (PR_SET_PDEATHSIG).
 
 use crate::guest::GuestConfig;
-use crate::layout::Layout;
+use crate::platform::{Arch, Boot};
 use crate::protocol::{self, Report};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -24,10 +27,20 @@ use std::time::{Duration, Instant};
 /// How to run the guest.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The numalab binary to test.
+    /// The numalab binary to test (built for the guest's architecture).
     pub numalab: PathBuf,
-    /// The guest kernel (default: the newest Debian `/boot/vmlinuz-*`).
+    /// The `numa-guest` binary for inside the guest (default: this program; an Arm
+    /// guest needs the aarch64 build).
+    pub guest_exe: Option<PathBuf>,
+    /// The guest kernel (default on x86: the newest Debian `/boot/vmlinuz-*-amd64`;
+    /// required for an Arm guest).
     pub kernel: Option<PathBuf>,
+    /// busybox for the guest (default on x86: the host's; required for an Arm guest:
+    /// the static aarch64 build from busybox-static:arm64).
+    pub busybox: Option<PathBuf>,
+    /// A folder with the kernel modules the Arm guest loads for its results port
+    /// (`virtio_mmio.ko`, `virtio_console.ko` of the same kernel).
+    pub modules: Option<PathBuf>,
     /// QEMU accelerator: "tcg" (software, works everywhere) or "kvm".
     pub accel: String,
     /// Hard limit for the whole guest run.
@@ -38,14 +51,16 @@ pub struct Options {
     pub only: Option<String>,
     /// Echo the guest console live to stderr.
     pub verbose: bool,
-    /// The guest's NUMA layout.
-    pub layout: Layout,
+    /// Write the files the checks exported here.
+    pub export: Option<PathBuf>,
+    /// The machine to emulate (architecture, CPU, layout, checks).
+    pub boot: Boot,
 }
 
 /// The tools the run needs, found on the host.
 #[derive(Debug, Clone, Serialize)]
 pub struct Tools {
-    /// qemu-system-x86_64.
+    /// qemu-system-x86_64 or qemu-system-aarch64.
     pub qemu: PathBuf,
     /// The guest kernel.
     pub kernel: PathBuf,
@@ -55,6 +70,8 @@ pub struct Tools {
     pub cpio: PathBuf,
     /// strip (optional: without it binaries keep their debug info).
     pub strip: Option<PathBuf>,
+    /// Kernel modules loaded by `/init` (Arm: the virtio console for the results).
+    pub modules: Vec<PathBuf>,
 }
 
 /// What a run produced.
@@ -83,6 +100,10 @@ pub struct HostRun {
     pub console: String,
     /// What QEMU printed on stderr.
     pub qemu_stderr: String,
+    /// The boot that ran.
+    pub boot: String,
+    /// Files the checks exported, where the host wrote them.
+    pub exported: Vec<PathBuf>,
 }
 
 fn which(name: &str) -> Option<PathBuf> {
@@ -136,19 +157,90 @@ pub fn pick_kernel(names: &[String]) -> Option<String> {
     generic.or(cands.last()).map(|s| s.to_string())
 }
 
-/// Finds qemu, the kernel, busybox and cpio, with a remedy for each one missing.
-pub fn find_tools(kernel: Option<&Path>) -> Result<Tools, String> {
+/// The ELF machine of an executable (`e_machine`: 62 x86-64, 183 AArch64), if it is
+/// a 64-bit little-endian ELF file.
+pub fn elf_machine(path: &Path) -> Option<u16> {
+    let mut head = [0u8; 20];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    (head[..4] == *b"\x7fELF" && head[4] == 2 && head[5] == 1)
+        .then(|| u16::from_le_bytes([head[18], head[19]]))
+}
+
+/// Fails unless `path` is an executable for `arch`, naming the remedy.
+pub fn expect_arch(path: &Path, what: &str, arch: Arch) -> Result<(), String> {
+    let want = match arch {
+        Arch::X86_64 => 62,
+        Arch::Aarch64 => 183,
+    };
+    match elf_machine(path) {
+        Some(m) if m == want => Ok(()),
+        Some(m) => Err(format!(
+            "{what} {} is built for ELF machine {m}, not {}: {}",
+            path.display(),
+            arch.name(),
+            match arch {
+                Arch::Aarch64 => "cross build it with scripts/cross-aarch64.sh",
+                Arch::X86_64 => "build it natively with cargo",
+            }
+        )),
+        None => Err(format!(
+            "{what} {} is not a 64-bit little-endian ELF executable",
+            path.display()
+        )),
+    }
+}
+
+/// Finds qemu, the kernel, busybox, cpio and (Arm) the modules, with a remedy for each
+/// one missing.
+pub fn find_tools(
+    arch: Arch,
+    kernel: Option<&Path>,
+    busybox: Option<&Path>,
+    modules: Option<&Path>,
+) -> Result<Tools, String> {
     let mut missing = Vec::new();
-    let mut get = |name: &str, package: &str| match need(name, package) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            missing.push(e);
+    fn get(name: &str, package: &str, missing: &mut Vec<String>) -> Option<PathBuf> {
+        need(name, package).map_err(|e| missing.push(e)).ok()
+    }
+    let (qemu_name, qemu_pkg) = arch.qemu();
+    let qemu = get(qemu_name, qemu_pkg, &mut missing);
+    let busybox = match (busybox, arch) {
+        (Some(b), _) if b.is_file() => Some(b.to_path_buf()),
+        (Some(b), _) => {
+            missing.push(format!(
+                "busybox {} does not exist (--busybox)",
+                b.display()
+            ));
+            None
+        }
+        (None, Arch::X86_64) => get("busybox", "busybox-static", &mut missing),
+        (None, Arch::Aarch64) => {
+            missing.push("the Arm guest needs an aarch64 busybox (--busybox; scripts/test-numa.sh --arch aarch64 unpacks busybox-static:arm64)".into());
             None
         }
     };
-    let qemu = get("qemu-system-x86_64", "qemu-system-x86");
-    let busybox = get("busybox", "busybox-static");
-    let cpio = get("cpio", "cpio");
+    if let Some(b) = &busybox {
+        if let Err(e) = expect_arch(b, "busybox", arch) {
+            missing.push(e);
+        }
+    }
+    let cpio = get("cpio", "cpio", &mut missing);
+    let mut module_files = Vec::new();
+    if arch == Arch::Aarch64 {
+        match modules {
+            Some(dir) => {
+                for m in ["virtio_mmio.ko", "virtio_console.ko"] {
+                    let p = dir.join(m);
+                    if p.is_file() {
+                        module_files.push(p);
+                    } else {
+                        missing.push(format!("{} is missing: the Arm guest's results port needs it (--modules: a folder with the guest kernel's virtio_mmio.ko and virtio_console.ko)", p.display()));
+                    }
+                }
+            }
+            None => missing.push("the Arm guest needs its kernel's virtio_mmio.ko and virtio_console.ko (--modules DIR; scripts/test-numa.sh --arch aarch64 unpacks them)".into()),
+        }
+    }
     let kernel = match kernel {
         Some(k) if k.is_file() => Some(k.to_path_buf()),
         Some(k) => {
@@ -156,6 +248,10 @@ pub fn find_tools(kernel: Option<&Path>) -> Result<Tools, String> {
                 "the guest kernel {} does not exist (NUMALAB_GUEST_KERNEL / --kernel)",
                 k.display()
             ));
+            None
+        }
+        None if arch == Arch::Aarch64 => {
+            missing.push("the Arm guest needs an arm64 kernel (--kernel / NUMALAB_GUEST_KERNEL; scripts/test-numa.sh --arch aarch64 unpacks Debian's linux-image-arm64)".into());
             None
         }
         None => {
@@ -190,6 +286,7 @@ pub fn find_tools(kernel: Option<&Path>) -> Result<Tools, String> {
             busybox,
             cpio,
             strip: which("strip"),
+            modules: module_files,
         }),
         _ => Err(missing.join("\n")),
     }
@@ -233,6 +330,66 @@ fn ldd(bin: &Path) -> Result<Vec<PathBuf>, String> {
     parse_ldd(&text).map_err(|e| format!("{}: {e}", bin.display()))
 }
 
+/// The `(NEEDED)` libraries and the program interpreter in `readelf -d -l` output.
+pub fn parse_readelf(text: &str) -> (Vec<String>, Option<String>) {
+    let mut needed = Vec::new();
+    let mut interp = None;
+    for line in text.lines() {
+        if line.contains("(NEEDED)") {
+            if let Some(name) = line.split('[').nth(1).and_then(|r| r.split(']').next()) {
+                needed.push(name.to_string());
+            }
+        } else if let Some(rest) = line.split("program interpreter: ").nth(1) {
+            interp = rest.split(']').next().map(str::to_string);
+        }
+    }
+    (needed, interp)
+}
+
+/// The multiarch library folders of a foreign guest's architecture.
+fn lib_dirs(arch: Arch) -> [PathBuf; 2] {
+    let t = format!("{}-linux-gnu", arch.name());
+    [
+        PathBuf::from("/lib").join(&t),
+        PathBuf::from("/usr/lib").join(&t),
+    ]
+}
+
+/// The shared libraries (and loader) a foreign executable needs, found by following
+/// its NEEDED entries through the multiarch folders (ldd cannot run it).
+fn foreign_libs(bin: &Path, arch: Arch) -> Result<Vec<PathBuf>, String> {
+    let readelf = |p: &Path| -> Result<(Vec<String>, Option<String>), String> {
+        let out = Command::new("readelf")
+            .args(["-d", "-l", "-W"])
+            .arg(p)
+            .output()
+            .map_err(|e| format!("cannot run readelf (Debian package binutils): {e}"))?;
+        Ok(parse_readelf(&String::from_utf8_lossy(&out.stdout)))
+    };
+    let dirs = lib_dirs(arch);
+    let (mut todo, interp) = readelf(bin)?;
+    let mut out = Vec::new();
+    if let Some(i) = interp {
+        out.push(PathBuf::from(i));
+    }
+    let mut seen = BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let path = dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file()).ok_or_else(|| {
+            format!(
+                "{}: library {name} not found in {} (install the arm64 package that has it, e.g. libhwloc-dev:arm64; scripts/deps.sh --arm)",
+                bin.display(),
+                dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" or ")
+            )
+        })?;
+        todo.extend(readelf(&path)?.0);
+        out.push(path);
+    }
+    Ok(out)
+}
+
 fn copy_file(from: &Path, to: &Path, strip: Option<&Path>) -> Result<(), String> {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
@@ -255,8 +412,15 @@ fn copy_file(from: &Path, to: &Path, strip: Option<&Path>) -> Result<(), String>
         .map_err(|e| format!("{}: {e}", to.display()))
 }
 
-/// The guest's `/init`.
-pub fn init_script(lib_dirs: &[String]) -> String {
+/// The guest's `/init`: mount the kernel's filesystems, load the modules (`/lib/numa-guest-modules`,
+/// Arm: the virtio console), wait for the results port, run the suite, power off.
+pub fn init_script(lib_dirs: &[String], modules: &[String], results_port: &str) -> String {
+    let mut load = String::new();
+    for m in modules {
+        load.push_str(&format!(
+            "insmod /lib/numa-guest-modules/{m} || echo \"numa-guest: insmod {m} failed\"\n"
+        ));
+    }
     format!(
         r#"#!/bin/busybox sh
 # numalab NUMA guest: mount the kernel's filesystems, run the suite, power off.
@@ -269,11 +433,15 @@ mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
 export LD_LIBRARY_PATH={libs}
 echo "numa-guest: init running at $(cut -d' ' -f1 /proc/uptime) s"
-/bin/numa-guest guest --config /numa-guest/config.json --results /dev/ttyS1
+{load}i=0
+while [ ! -e {port} ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+[ -e {port} ] || echo "numa-guest: the results port {port} did not appear"
+/bin/numa-guest guest --config /numa-guest/config.json --results {port}
 echo "numa-guest: suite exited with status $?"
 poweroff -f
 "#,
-        libs = lib_dirs.join(":")
+        libs = lib_dirs.join(":"),
+        port = results_port,
     )
 }
 
@@ -300,6 +468,7 @@ pub fn build_initramfs(
     guest_exe: &Path,
     config: &GuestConfig,
 ) -> Result<(PathBuf, u64), String> {
+    let arch = config.boot.arch;
     let root = work.join("root");
     if root.exists() {
         std::fs::remove_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
@@ -314,7 +483,20 @@ pub fn build_initramfs(
         &numalab.to_path_buf(),
         &guest_exe.to_path_buf(),
     ] {
-        libs.extend(ldd(b)?);
+        if arch == Arch::X86_64 && cfg!(target_arch = "x86_64") {
+            libs.extend(ldd(b)?);
+        } else {
+            libs.extend(foreign_libs(b, arch)?);
+        }
+    }
+    let mut module_names = Vec::new();
+    for m in &tools.modules {
+        let name = m
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        copy_file(m, &root.join("lib/numa-guest-modules").join(&name), None)?;
+        module_names.push(name);
     }
     let mut lib_dirs = BTreeSet::new();
     for lib in &libs {
@@ -327,7 +509,11 @@ pub fn build_initramfs(
     let init = root.join("init");
     std::fs::write(
         &init,
-        init_script(&lib_dirs.into_iter().collect::<Vec<_>>()),
+        init_script(
+            &lib_dirs.into_iter().collect::<Vec<_>>(),
+            &module_names,
+            arch.results_port(),
+        ),
     )
     .map_err(|e| format!("{}: {e}", init.display()))?;
     std::fs::set_permissions(&init, std::fs::Permissions::from_mode(0o755))
@@ -473,24 +659,26 @@ pub fn extract_vmlinux(bzimage: &Path, out: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// QEMU's arguments for this layout, kernel, initramfs and results file.
+/// QEMU's arguments for this boot, kernel, initramfs and results file.
 pub fn qemu_args(
-    layout: &Layout,
+    boot: &Boot,
     accel: &str,
     kernel: &Path,
     initramfs: &Path,
     results: &Path,
 ) -> Vec<String> {
-    // No L3 in CPUID: TCG's shared L3 across nodes makes the kernel warn that cache
-    // siblings sit on different nodes.
     let cpu = if accel == "kvm" {
         "host"
     } else {
-        "max,l3-cache=off"
+        boot.cpu.as_str()
+    };
+    let machine = match boot.arch {
+        Arch::X86_64 => "q35",
+        Arch::Aarch64 => "virt",
     };
     let mut a: Vec<String> = [
         "-machine",
-        "q35",
+        machine,
         "-accel",
         accel,
         "-cpu",
@@ -503,23 +691,46 @@ pub fn qemu_args(
     .iter()
     .map(|s| s.to_string())
     .collect();
-    a.extend(layout.qemu_args());
+    if boot.icount {
+        // One instruction per virtual nanosecond, counted exactly (the emulated PMU's
+        // INST_RETIRED then counts too); sleep=off lets idle time pass at once.
+        a.extend(["-icount".to_string(), "shift=0,sleep=off".to_string()]);
+    }
+    a.extend(boot.layout.qemu_args());
+    // numa_balancing=disable: the kernel must not move pages while checks look.
+    // mitigations=off saves emulated work in a throwaway guest. x86: lpj skips the
+    // delay-loop calibration (slow and noisy under TCG; x86 delays use the TSC).
+    let mut cmdline = format!(
+        "console={} quiet panic=-1 numa_balancing=disable mitigations=off",
+        boot.arch.console()
+    );
+    if boot.arch == Arch::X86_64 {
+        cmdline.push_str(" lpj=4000000");
+    }
     a.extend([
         "-kernel".into(),
         kernel.display().to_string(),
         "-initrd".into(),
         initramfs.display().to_string(),
         "-append".into(),
-        // numa_balancing=disable: the kernel must not move pages while checks look.
-        // lpj skips the delay-loop calibration (slow and noisy under TCG; x86 delays
-        // use the TSC); mitigations=off saves emulated work in a throwaway guest.
-        "console=ttyS0 quiet panic=-1 numa_balancing=disable lpj=4000000 mitigations=off".into(),
-        // ttyS0: console on stdout; ttyS1: the results, to a file.
+        cmdline,
+        // The console on stdout.
         "-serial".into(),
         "stdio".into(),
-        "-serial".into(),
-        format!("file:{}", results.display()),
     ]);
+    match boot.arch {
+        // ttyS1: the results, to a file.
+        Arch::X86_64 => a.extend(["-serial".into(), format!("file:{}", results.display())]),
+        // virt has one UART: the results go to a virtio console (hvc0), to a file.
+        Arch::Aarch64 => a.extend([
+            "-device".into(),
+            "virtio-serial-device".into(),
+            "-chardev".into(),
+            format!("file,id=results,path={}", results.display()),
+            "-device".into(),
+            "virtconsole,chardev=results".into(),
+        ]),
+    }
     a
 }
 
@@ -538,22 +749,48 @@ impl Drop for KillOnDrop {
 /// Builds, boots and judges. `Err` means the run could not be set up (a missing tool,
 /// an unwritable folder); a guest that fails is an `Ok` whose report is not ok.
 pub fn run(opts: &Options) -> Result<HostRun, String> {
-    opts.layout.validate()?;
+    let arch = opts.boot.arch;
+    opts.boot.layout.validate()?;
     if opts.accel != "tcg" && opts.accel != "kvm" {
         return Err(format!(
             "accelerator {:?}: use tcg or kvm (NUMALAB_GUEST_ACCEL)",
             opts.accel
         ));
     }
-    let tools = find_tools(opts.kernel.as_deref())?;
-    if !opts.numalab.is_file() {
+    if opts.accel == "kvm" && arch.name() != std::env::consts::ARCH {
         return Err(format!(
-            "the numalab binary {} does not exist: build it first (`cargo build -p numalab`)",
-            opts.numalab.display()
+            "KVM cannot run a {} guest on this {} host: use tcg",
+            arch.name(),
+            std::env::consts::ARCH
         ));
     }
-    let guest_exe =
-        std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let tools = find_tools(
+        arch,
+        opts.kernel.as_deref(),
+        opts.busybox.as_deref(),
+        opts.modules.as_deref(),
+    )?;
+    if !opts.numalab.is_file() {
+        return Err(format!(
+            "the numalab binary {} does not exist: build it first (`cargo build -p numalab`{})",
+            opts.numalab.display(),
+            if arch == Arch::Aarch64 {
+                ", or scripts/cross-aarch64.sh for the Arm guest"
+            } else {
+                ""
+            }
+        ));
+    }
+    expect_arch(&opts.numalab, "the numalab binary", arch)?;
+    let guest_exe = match &opts.guest_exe {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?,
+    };
+    expect_arch(
+        &guest_exe,
+        "the numa-guest binary for the guest (--guest-exe)",
+        arch,
+    )?;
     let tmp;
     let work = match &opts.keep {
         Some(d) => {
@@ -569,7 +806,7 @@ pub fn run(opts: &Options) -> Result<HostRun, String> {
         }
     };
     let config = GuestConfig {
-        layout: opts.layout.clone(),
+        boot: opts.boot.clone(),
         numalab: "/bin/numalab".into(),
         only: opts.only.clone(),
     };
@@ -580,12 +817,15 @@ pub fn run(opts: &Options) -> Result<HostRun, String> {
     let results = work.join("results.txt");
     let _ = std::fs::remove_file(&results);
     let vmlinux = work.join("vmlinux");
-    let (kernel, kernel_boot) = match extract_vmlinux(&tools.kernel, &vmlinux) {
-        Ok(()) => (vmlinux, "pvh".to_string()),
-        Err(e) => (tools.kernel.clone(), format!("bzimage ({e})")),
+    let (kernel, kernel_boot) = match arch {
+        Arch::X86_64 => match extract_vmlinux(&tools.kernel, &vmlinux) {
+            Ok(()) => (vmlinux, "pvh".to_string()),
+            Err(e) => (tools.kernel.clone(), format!("bzimage ({e})")),
+        },
+        Arch::Aarch64 => (tools.kernel.clone(), "arm64 Image".to_string()),
     };
 
-    let args = qemu_args(&opts.layout, &opts.accel, &kernel, &image, &results);
+    let args = qemu_args(&opts.boot, &opts.accel, &kernel, &image, &results);
     let mut cmd = Command::new(&tools.qemu);
     cmd.args(&args)
         .stdin(Stdio::null())
@@ -650,7 +890,7 @@ pub fn run(opts: &Options) -> Result<HostRun, String> {
     let console = console_t.join().unwrap_or_default();
     let qemu_stderr = stderr_t.join().unwrap_or_default();
     let text = std::fs::read_to_string(&results).unwrap_or_default();
-    let expected = crate::checks::planned_names(&opts.layout, opts.only.as_deref());
+    let expected = crate::checks::planned_names(&opts.boot, opts.only.as_deref());
     let mut report = protocol::judge(&expected, &text);
     if timed_out {
         report.problems.push(format!(
@@ -660,6 +900,17 @@ pub fn run(opts: &Options) -> Result<HostRun, String> {
     }
     if let Some(keep) = &opts.keep {
         let _ = std::fs::write(keep.join("console.log"), &console);
+    }
+    let mut exported = Vec::new();
+    let files = std::mem::take(&mut report.files);
+    if !files.is_empty() {
+        let dir = opts.export.clone().unwrap_or_else(|| work.join("exported"));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for (name, bytes) in files {
+            let p = dir.join(&name);
+            std::fs::write(&p, bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+            exported.push(p);
+        }
     }
     Ok(HostRun {
         report,
@@ -673,6 +924,8 @@ pub fn run(opts: &Options) -> Result<HostRun, String> {
         qemu_wall_s,
         console,
         qemu_stderr,
+        boot: opts.boot.name.clone(),
+        exported,
     })
 }
 
@@ -735,7 +988,7 @@ mod tests {
     #[test]
     fn qemu_gets_two_serial_ports_and_the_numa_layout() {
         let a = qemu_args(
-            &Layout::standard(),
+            &Boot::x86(),
             "tcg",
             Path::new("/boot/k"),
             Path::new("/w/i.cpio"),
@@ -747,22 +1000,104 @@ mod tests {
         assert!(j.contains("numa_balancing=disable"));
         assert!(j.contains("-numa node,nodeid=4,memdev=m4"));
         let k = qemu_args(
-            &Layout::standard(),
+            &Boot::x86(),
             "kvm",
             Path::new("/k"),
             Path::new("/i"),
             Path::new("/r"),
         );
         assert!(k.join(" ").contains("-accel kvm -cpu host"));
+        assert!(j.contains("lpj=4000000") && !j.contains("-icount"), "{j}");
+    }
+
+    #[test]
+    fn the_arm_server_boots_virt_with_a_virtio_console_and_icount_when_asked() {
+        let args = |b: &Boot| {
+            qemu_args(
+                b,
+                "tcg",
+                Path::new("/k"),
+                Path::new("/i"),
+                Path::new("/w/r.txt"),
+            )
+            .join(" ")
+        };
+        let n1 = args(&Boot::n1());
+        assert!(
+            n1.starts_with("-machine virt -accel tcg -cpu neoverse-n1 "),
+            "{n1}"
+        );
+        assert!(n1.contains("-smp 4,sockets=2,cores=2,threads=1"), "{n1}");
+        assert!(
+            n1.contains("console=ttyAMA0") && !n1.contains("lpj="),
+            "{n1}"
+        );
+        assert!(
+            n1.contains(
+                "-chardev file,id=results,path=/w/r.txt -device virtconsole,chardev=results"
+            ),
+            "{n1}"
+        );
+        assert_eq!(n1.matches("-serial ").count(), 1, "{n1}");
+        assert!(!n1.contains("-icount"));
+        let counting = args(&Boot::n1_icount());
+        assert!(counting.contains("-icount shift=0,sleep=off"), "{counting}");
+        assert!(args(&Boot::sve()).contains("-cpu max,pmu=off"));
+    }
+
+    #[test]
+    fn readelf_output_gives_needed_libraries_and_the_interpreter() {
+        let text = "Program Headers:\n      [Requesting program interpreter: /lib/ld-linux-aarch64.so.1]\nDynamic section at offset 0x1 contains 30 entries:\n 0x0000000000000001 (NEEDED)             Shared library: [libhwloc.so.15]\n 0x0000000000000001 (NEEDED)             Shared library: [libc.so.6]\n 0x000000000000000e (SONAME)             Library soname: [x.so]\n";
+        let (needed, interp) = parse_readelf(text);
+        assert_eq!(needed, ["libhwloc.so.15", "libc.so.6"]);
+        assert_eq!(interp.as_deref(), Some("/lib/ld-linux-aarch64.so.1"));
+        assert_eq!(parse_readelf("static\n"), (Vec::new(), None));
+    }
+
+    #[test]
+    fn a_binary_for_the_wrong_architecture_is_refused_with_the_remedy() {
+        let me = std::env::current_exe().unwrap();
+        let native = Arch::parse(std::env::consts::ARCH).unwrap();
+        expect_arch(&me, "this test", native).unwrap();
+        let other = match native {
+            Arch::X86_64 => Arch::Aarch64,
+            Arch::Aarch64 => Arch::X86_64,
+        };
+        let e = expect_arch(&me, "this test", other).unwrap_err();
+        assert!(e.contains("ELF machine") && e.contains(other.name()), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("x");
+        std::fs::write(&f, "#!/bin/sh\n").unwrap();
+        assert!(expect_arch(&f, "x", native)
+            .unwrap_err()
+            .contains("not a 64-bit"));
     }
 
     #[test]
     fn the_init_script_runs_the_suite_and_powers_off() {
-        let s = init_script(&["/lib/x86_64-linux-gnu".into(), "/lib64".into()]);
+        let s = init_script(
+            &["/lib/x86_64-linux-gnu".into(), "/lib64".into()],
+            &[],
+            "/dev/ttyS1",
+        );
         assert!(s.starts_with("#!/bin/busybox sh\n"));
         assert!(s.contains("LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/lib64"));
         assert!(s.contains("--results /dev/ttyS1"));
+        assert!(!s.contains("insmod"));
         assert!(s.trim_end().ends_with("poweroff -f"));
+        let arm = init_script(
+            &[],
+            &["virtio_mmio.ko".into(), "virtio_console.ko".into()],
+            "/dev/hvc0",
+        );
+        let mmio = arm
+            .find("insmod /lib/numa-guest-modules/virtio_mmio.ko")
+            .unwrap();
+        let console = arm
+            .find("insmod /lib/numa-guest-modules/virtio_console.ko")
+            .unwrap();
+        let suite = arm.find("--results /dev/hvc0").unwrap();
+        assert!(mmio < console && console < suite, "{arm}");
     }
 
     /// A minimal ELF64 with one PT_NOTE segment holding one note.
@@ -816,7 +1151,20 @@ mod tests {
 
     #[test]
     fn missing_kernel_is_named_with_its_remedy() {
-        let e = find_tools(Some(Path::new("/nonexistent/vmlinuz"))).unwrap_err();
+        let e = find_tools(
+            Arch::X86_64,
+            Some(Path::new("/nonexistent/vmlinuz")),
+            None,
+            None,
+        )
+        .unwrap_err();
         assert!(e.contains("/nonexistent/vmlinuz"), "{e}");
+        let e = find_tools(Arch::Aarch64, None, None, None).unwrap_err();
+        assert!(
+            e.contains("arm64 kernel")
+                && e.contains("aarch64 busybox")
+                && e.contains("virtio_console.ko"),
+            "{e}"
+        );
     }
 }

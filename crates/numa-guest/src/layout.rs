@@ -25,6 +25,11 @@ pub struct Layout {
     pub nodes: Vec<NodeSpec>,
     /// SLIT: `distances[i][j]` from `nodes[i]` to `nodes[j]`; 10 on the diagonal.
     pub distances: Vec<Vec<u64>>,
+    /// Sockets (packages) the CPUs are split into, in CPU order, one thread per core
+    /// (`-smp N,sockets=S,cores=N/S,threads=1`); None leaves QEMU's default (one socket
+    /// per CPU on x86's q35).
+    #[serde(default)]
+    pub sockets: Option<u32>,
 }
 
 impl Layout {
@@ -53,6 +58,41 @@ impl Layout {
                 vec![23, 24, 13, 10, 34],
                 vec![31, 32, 33, 34, 10],
             ],
+            sockets: None,
+        }
+    }
+
+    /// The emulated Arm server: 4 CPUs as 2 sockets x 2 cores, one CPU and 512 MiB per
+    /// NUMA node, and the SLIT of a dual-socket machine with two nodes per socket: 10
+    /// local, 20 to the other node of the same socket, 30 across sockets. (Sizes are
+    /// equal, as on a real server's balanced DIMMs; the x86 layout is the one whose
+    /// every value differs.)
+    pub fn arm_server() -> Layout {
+        let node = |id: u32| NodeSpec {
+            id,
+            cpus: vec![id],
+            memory_mib: 512,
+        };
+        let dist = |a: u32, b: u32| match (a == b, a / 2 == b / 2) {
+            (true, _) => 10,
+            (false, true) => 20,
+            (false, false) => 30,
+        };
+        Layout {
+            nodes: (0..4).map(node).collect(),
+            distances: (0..4)
+                .map(|a| (0..4).map(|b| dist(a, b)).collect())
+                .collect(),
+            sockets: Some(2),
+        }
+    }
+
+    /// The socket of a CPU (CPUs split evenly over the sockets in order; 0 without
+    /// sockets).
+    pub fn socket_of_cpu(&self, cpu: u32) -> u32 {
+        match self.sockets {
+            Some(s) if s > 0 => cpu / (self.cpu_count() as u32 / s).max(1),
+            _ => 0,
         }
     }
 
@@ -82,6 +122,14 @@ impl Layout {
             return Err(format!(
                 "CPUs must be numbered 0..N without holes or repeats; got {cpus:?}"
             ));
+        }
+        if let Some(s) = self.sockets {
+            if s == 0 || !cpus.len().is_multiple_of(s as usize) {
+                return Err(format!(
+                    "{} CPUs cannot be split evenly into {s} sockets",
+                    cpus.len()
+                ));
+            }
         }
         if self.distances.len() != n || self.distances.iter().any(|r| r.len() != n) {
             return Err(format!("the distance matrix must be {n} x {n}"));
@@ -169,9 +217,14 @@ impl Layout {
 
     /// QEMU options for the CPUs, memory and NUMA layout (to add to machine options).
     pub fn qemu_args(&self) -> Vec<String> {
+        let n = self.cpu_count();
+        let smp = match self.sockets {
+            Some(s) => format!("{n},sockets={s},cores={},threads=1", n / s as usize),
+            None => n.to_string(),
+        };
         let mut a = vec![
             "-smp".to_string(),
-            self.cpu_count().to_string(),
+            smp,
             "-m".to_string(),
             format!("{}M", self.memory_mib()),
         ];
@@ -251,6 +304,31 @@ mod tests {
         assert!(joined.contains("dist,src=3,dst=4,val=34"));
         assert!(joined.contains("dist,src=4,dst=3,val=34"));
         assert_eq!(a.iter().filter(|s| s.starts_with("dist,")).count(), 20);
+    }
+
+    #[test]
+    fn the_arm_server_is_two_sockets_of_two_nodes() {
+        let l = Layout::arm_server();
+        l.validate().unwrap();
+        assert_eq!(l.cpu_count(), 4);
+        assert_eq!(l.memory_mib(), 2048);
+        assert_eq!(l.memory_only_nodes().count(), 0);
+        assert_eq!(l.distances[0], vec![10, 20, 30, 30]);
+        assert_eq!(l.distances[3], vec![30, 30, 20, 10]);
+        assert_eq!(
+            (0..4).map(|c| l.socket_of_cpu(c)).collect::<Vec<_>>(),
+            vec![0, 0, 1, 1]
+        );
+        let j = l.qemu_args().join(" ");
+        assert!(
+            j.starts_with("-smp 4,sockets=2,cores=2,threads=1 -m 2048M"),
+            "{j}"
+        );
+        assert!(j.contains("dist,src=1,dst=2,val=30"), "{j}");
+        assert!(j.contains("dist,src=2,dst=3,val=20"), "{j}");
+        let mut bad = Layout::arm_server();
+        bad.sockets = Some(3);
+        assert!(bad.validate().unwrap_err().contains("3 sockets"));
     }
 
     #[test]

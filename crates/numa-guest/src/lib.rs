@@ -18,11 +18,14 @@
 //!
 //! Run it with `make test-numa` or `scripts/test-numa.sh` (see docs/numa-guest.md).
 
+pub mod arm_checks;
 pub mod checks;
 pub mod cli_asserts;
 pub mod cli_checks;
 pub mod guest;
 pub mod host;
 pub mod layout;
+pub mod platform;
 pub mod protocol;
+pub mod spin;
 pub mod touch;

@@ -1,16 +1,19 @@
-//! `numa-guest`: boots the NUMA test guest and runs the suite (`run`), lists the checks
+//! `numa-guest`: boots the NUMA test guests and runs the suite (`run`), lists the checks
 //! (`list`), or, inside the guest, runs them (`guest`, started by the initramfs); `touch`
-//! is the test program the `numalab policy` checks run.
+//! is the test program the `numalab policy` checks run, `spin` the loop of known
+//! instruction count the `numalab profile` checks count.
 
 use clap::{Parser, Subcommand};
 use numalab_numa_guest::host::{self, HostRun, Options};
-use numalab_numa_guest::layout::Layout;
-use numalab_numa_guest::{checks, guest, touch};
+use numalab_numa_guest::platform::{Arch, Boot};
+use numalab_numa_guest::{checks, guest, spin, touch};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// numalab's multi-node NUMA suite in a QEMU guest (5 emulated nodes, one memory-only).
+/// numalab's multi-node NUMA suite in QEMU guests: an x86-64 guest with 5 emulated nodes
+/// (one memory-only), and an emulated Arm Neoverse N1 server with 4 nodes in 2 sockets
+/// (booted three ways: plain, with precise instruction counting, and with SVE).
 #[derive(Debug, Parser)]
 #[command(name = "numa-guest", version)]
 struct Cli {
@@ -18,16 +21,34 @@ struct Cli {
     command: Cmd,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Build the initramfs, boot the guest, run the suite, report; exit 1 on any failure.
     Run {
-        /// The numalab binary to test.
+        /// The guest's architecture: x86_64 or aarch64.
+        #[arg(long, default_value = "x86_64", value_parser = Arch::parse)]
+        arch: Arch,
+        /// Only these boots (comma-separated; aarch64: n1, n1-icount, sve).
+        #[arg(long, value_name = "NAMES")]
+        boot: Option<String>,
+        /// The numalab binary to test (built for the guest's architecture).
         #[arg(long, value_name = "PATH")]
         numalab: PathBuf,
-        /// Guest kernel (default: the newest Debian /boot/vmlinuz-*-amd64).
+        /// The numa-guest binary for inside the guest (default: this program; the Arm
+        /// guest needs the aarch64 build).
+        #[arg(long, value_name = "PATH")]
+        guest_exe: Option<PathBuf>,
+        /// Guest kernel (default on x86: the newest Debian /boot/vmlinuz-*-amd64).
         #[arg(long, env = "NUMALAB_GUEST_KERNEL", value_name = "PATH")]
         kernel: Option<PathBuf>,
+        /// busybox for the guest (default on x86: the host's; Arm: busybox-static:arm64's).
+        #[arg(long, value_name = "PATH")]
+        busybox: Option<PathBuf>,
+        /// Folder with the Arm guest kernel's virtio_mmio.ko and virtio_console.ko.
+        #[arg(long, value_name = "DIR")]
+        modules: Option<PathBuf>,
         /// QEMU accelerator: tcg (software emulation, works everywhere) or kvm.
         #[arg(long, env = "NUMALAB_GUEST_ACCEL", default_value = "tcg")]
         accel: String,
@@ -37,9 +58,12 @@ enum Cmd {
         /// Only checks whose name contains one of these comma-separated patterns.
         #[arg(long, env = "NUMALAB_GUEST_ONLY", value_name = "PATTERNS")]
         only: Option<String>,
-        /// Keep the initramfs, console log and results in DIR.
+        /// Keep the initramfs, console log and results in DIR (a folder per boot).
         #[arg(long, value_name = "DIR")]
         keep: Option<PathBuf>,
+        /// Write the files the checks export (the evaluate bundle) to DIR/BOOT/.
+        #[arg(long, value_name = "DIR")]
+        export: Option<PathBuf>,
         /// Echo the guest console live on stderr.
         #[arg(long, short)]
         verbose: bool,
@@ -49,9 +73,22 @@ enum Cmd {
     },
     /// List the checks the guest runs, in order.
     List {
+        /// The guest's architecture: x86_64 or aarch64.
+        #[arg(long, default_value = "x86_64", value_parser = Arch::parse)]
+        arch: Arch,
+        /// Only these boots (comma-separated).
+        #[arg(long, value_name = "NAMES")]
+        boot: Option<String>,
         /// Only checks whose name contains one of these comma-separated patterns.
         #[arg(long)]
         only: Option<String>,
+    },
+    /// A loop of exactly 2 instructions per iteration (the `numalab profile` checks
+    /// compare the counted instructions with it); prints the iterations done.
+    Spin {
+        /// Iterations.
+        #[arg(long, default_value_t = 100_000_000)]
+        iterations: u64,
     },
     /// A test program for `numalab policy`: threads pinned one per allowed CPU map and
     /// touch memory, hold it, and print where numa_maps says it is (one JSON line).
@@ -81,7 +118,8 @@ enum Cmd {
 fn print_run(run: &HostRun) {
     let r = &run.report;
     eprintln!(
-        "numa-guest: kernel {} ({}, booted as {}), {}, initramfs {:.1} MiB built in {:.1} s",
+        "numa-guest[{}]: kernel {} ({}, booted as {}), {}, initramfs {:.1} MiB built in {:.1} s",
+        run.boot,
         r.kernel.as_deref().unwrap_or("?"),
         run.tools.kernel.display(),
         run.kernel_boot,
@@ -100,7 +138,8 @@ fn print_run(run: &HostRun) {
     }
     let fmt = |v: Option<f64>| v.map_or("?".into(), |s| format!("{s:.1} s"));
     println!(
-        "numa-guest: boot {} (guest uptime at suite start), suite {}, QEMU wall {:.1} s",
+        "numa-guest[{}]: boot {} (guest uptime at suite start), suite {}, QEMU wall {:.1} s",
+        run.boot,
         fmt(r.boot_s),
         fmt(r.suite_s),
         run.qemu_wall_s
@@ -120,7 +159,15 @@ fn print_run(run: &HostRun) {
             println!("FAILED {}: {}", o.name, o.detail);
         }
     }
-    println!("numa-guest: {} passed, {} failed", r.passed(), r.failed());
+    for p in &run.exported {
+        println!("numa-guest[{}]: exported {}", run.boot, p.display());
+    }
+    println!(
+        "numa-guest[{}]: {} passed, {} failed",
+        run.boot,
+        r.passed(),
+        r.failed()
+    );
 }
 
 fn main() -> ExitCode {
@@ -141,53 +188,92 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Guest { config, results } => ExitCode::from(guest::run(&config, &results) as u8),
-        Cmd::List { only } => {
-            for name in checks::planned_names(&Layout::standard(), only.as_deref()) {
-                println!("{name}");
+        Cmd::Spin { iterations } => {
+            println!("{}", spin::run(iterations));
+            ExitCode::SUCCESS
+        }
+        Cmd::List { arch, boot, only } => {
+            let boots = match Boot::select(arch, boot.as_deref()) {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("numa-guest: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            for b in boots {
+                for name in checks::planned_names(&b, only.as_deref()) {
+                    println!("{} {name}", b.name);
+                }
             }
             ExitCode::SUCCESS
         }
         Cmd::Run {
+            arch,
+            boot,
             numalab,
+            guest_exe,
             kernel,
+            busybox,
+            modules,
             accel,
             timeout,
             only,
             keep,
+            export,
             verbose,
             report,
         } => {
-            let opts = Options {
-                numalab,
-                kernel,
-                accel,
-                timeout: Duration::from_secs(timeout),
-                keep,
-                only,
-                verbose,
-                layout: Layout::standard(),
-            };
-            match host::run(&opts) {
-                Ok(run) => {
-                    print_run(&run);
-                    if let Some(path) = report {
-                        let json = serde_json::to_string_pretty(&run).expect("run serializes");
-                        if let Err(e) = std::fs::write(&path, json) {
-                            eprintln!("numa-guest: cannot write {}: {e}", path.display());
-                            return ExitCode::FAILURE;
-                        }
-                    }
-                    if run.report.ok() {
-                        ExitCode::SUCCESS
-                    } else {
-                        ExitCode::FAILURE
-                    }
-                }
+            let boots = match Boot::select(arch, boot.as_deref()) {
+                Ok(b) => b,
                 Err(e) => {
-                    eprintln!("numa-guest: cannot run the NUMA guest:\n{e}");
+                    eprintln!("numa-guest: {e}");
                     println!("numa-guest: 0 passed, 1 failed");
-                    ExitCode::FAILURE
+                    return ExitCode::from(2);
                 }
+            };
+            let (mut passed, mut failed) = (0, 0);
+            let mut runs = Vec::new();
+            for b in boots {
+                let name = b.name.clone();
+                let opts = Options {
+                    numalab: numalab.clone(),
+                    guest_exe: guest_exe.clone(),
+                    kernel: kernel.clone(),
+                    busybox: busybox.clone(),
+                    modules: modules.clone(),
+                    accel: accel.clone(),
+                    timeout: Duration::from_secs(timeout),
+                    keep: keep.as_ref().map(|k| k.join(&name)),
+                    only: only.clone(),
+                    verbose,
+                    export: export.as_ref().map(|e| e.join(&name)),
+                    boot: b,
+                };
+                match host::run(&opts) {
+                    Ok(run) => {
+                        print_run(&run);
+                        passed += run.report.passed();
+                        failed += run.report.failed();
+                        runs.push(run);
+                    }
+                    Err(e) => {
+                        eprintln!("numa-guest[{name}]: cannot run the guest:\n{e}");
+                        failed += 1;
+                    }
+                }
+            }
+            if let Some(path) = report {
+                let json = serde_json::to_string_pretty(&runs).expect("runs serialize");
+                if let Err(e) = std::fs::write(&path, json) {
+                    eprintln!("numa-guest: cannot write {}: {e}", path.display());
+                    failed += 1;
+                }
+            }
+            println!("numa-guest: {passed} passed, {failed} failed");
+            if failed == 0 && passed > 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
             }
         }
     }

@@ -1,5 +1,6 @@
-//! How the guest reports to the host: one JSON event per line on the guest's second
-//! serial port (`/dev/ttyS1`), which QEMU writes to a file on the host.
+//! How the guest reports to the host: one JSON event per line on the guest's results
+//! port (the second serial port `/dev/ttyS1` on x86, a virtio console `/dev/hvc0` on
+//! Arm), which QEMU writes to a file on the host.
 //!
 //! The kernel console stays on the first port, so kernel messages never interleave with
 //! results. The host judges a run from these events alone: every planned check must
@@ -39,6 +40,14 @@ pub enum Event {
     },
     /// One check finished.
     Check(Outcome),
+    /// A file a check exported (e.g. the bundle `evaluate` wrote), for the host to check
+    /// outside the guest; the content is hex-encoded so any byte survives the port.
+    File {
+        /// File name (no folders), unique within the run.
+        name: String,
+        /// The content, hex.
+        hex: String,
+    },
     /// The suite finished.
     End {
         /// Guest uptime at the end, s.
@@ -90,6 +99,39 @@ pub struct Report {
     /// Everything wrong with the run besides failed checks (no start, no end, missing
     /// or unexpected checks, garbled lines).
     pub problems: Vec<String>,
+    /// Files the checks exported (name, content).
+    #[serde(skip)]
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// Hex of bytes (lower case).
+pub fn encode_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Bytes of hex, or None if it is not hex.
+pub fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// A file name without folders or dots of its own (`report.html`, not `../x`).
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
 }
 
 impl Report {
@@ -117,6 +159,7 @@ pub fn judge(expected: &[String], text: &str) -> Report {
         boot_s: None,
         suite_s: None,
         kernel: None,
+        files: Vec::new(),
         problems: garbled
             .into_iter()
             .map(|l| format!("garbled result line: {l}"))
@@ -136,6 +179,12 @@ pub fn judge(expected: &[String], text: &str) -> Report {
                 planned = Some(p);
             }
             Event::Check(o) => report.outcomes.push(o),
+            Event::File { name, hex } => match decode_hex(&hex) {
+                Some(bytes) if is_plain_name(&name) => report.files.push((name, bytes)),
+                _ => report.problems.push(format!(
+                    "the exported file {name:?} is garbled or badly named"
+                )),
+            },
             Event::End {
                 uptime_s,
                 passed,
@@ -187,6 +236,31 @@ pub fn judge(expected: &[String], text: &str) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exported_files_survive_the_port_and_bad_ones_are_problems() {
+        let bytes: Vec<u8> = (0..=255u8).chain(*b"\r\n numa-guest ").collect();
+        let file = Event::File {
+            name: "report.html".into(),
+            hex: encode_hex(&bytes),
+        };
+        let bad = Event::File {
+            name: "../etc/passwd".into(),
+            hex: encode_hex(b"x"),
+        };
+        let end = Event::End {
+            uptime_s: 9.0,
+            passed: 1,
+            failed: 0,
+        };
+        let text = stream(&[start(&["a"]), outcome("a", true), file, bad, end]);
+        let r = judge(&names(&["a"]), &text);
+        assert_eq!(r.files, vec![("report.html".to_string(), bytes)]);
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert!(r.problems[0].contains("../etc/passwd"));
+        assert_eq!(decode_hex("0g"), None);
+        assert_eq!(decode_hex("abc"), None);
+    }
 
     fn outcome(name: &str, passed: bool) -> Event {
         Event::Check(Outcome {

@@ -325,3 +325,90 @@ fn the_report_loads_in_chromium_without_errors_or_network_requests() {
     );
     eprintln!("screenshot: {}", shot.display());
 }
+
+/// The bundle `evaluate --quick` wrote inside the emulated Arm server (scripts/test-numa.sh
+/// --arch aarch64 exports it from the guest and runs this test with
+/// `NUMALAB_GUEST_BUNDLE=DIR`; it is not part of a plain `cargo test`): the guest's own
+/// report.html loads in chromium without a request or a console message and shows an
+/// Arm machine, and this (x86) build reads the aarch64 journal and renders it too.
+#[test]
+#[ignore = "run by scripts/test-numa.sh --arch aarch64, which sets NUMALAB_GUEST_BUNDLE"]
+fn the_arm_guest_bundle_renders_in_chromium() {
+    let dir =
+        PathBuf::from(std::env::var_os("NUMALAB_GUEST_BUNDLE").expect(
+            "NUMALAB_GUEST_BUNDLE: the folder scripts/test-numa.sh --arch aarch64 exported",
+        ));
+    let bin = chromium().expect("chromium (this test is run on purpose, not skipped)");
+    let tmp = tempfile::tempdir().unwrap();
+    let proxy = Proxy::start();
+    let check = |page: &Path, profile: &str| {
+        let r = run_chromium(
+            &bin,
+            &proxy,
+            &tmp.path().join(profile),
+            &["--dump-dom".into()],
+            &format!("file://{}", page.display()),
+        );
+        let dom = r.stdout;
+        assert!(
+            dom.contains("<h2 id=\"findings\">Findings</h2>"),
+            "{}: {}",
+            page.display(),
+            &dom[..500.min(dom.len())]
+        );
+        for id in ["summary", "topology", "doctor"] {
+            assert!(
+                dom.contains(&format!("id=\"{id}\"")),
+                "{}: section {id} missing",
+                page.display()
+            );
+        }
+        assert!(
+            dom.contains("aarch64"),
+            "{}: no aarch64 machine",
+            page.display()
+        );
+        assert!(
+            dom.contains("Neoverse N1"),
+            "{}: the CPU is not named",
+            page.display()
+        );
+        assert!(
+            dom.matches("<svg").count() >= 2,
+            "{}: charts missing",
+            page.display()
+        );
+        let console = console_messages(&r.stderr);
+        assert!(
+            console.is_empty(),
+            "{}: console messages: {console:#?}",
+            page.display()
+        );
+    };
+    // The page the guest wrote.
+    check(&dir.join("evaluate-report.html"), "guest");
+    // The same journal rendered by this build.
+    let bundle = tmp.path().join("bundle");
+    std::fs::create_dir_all(&bundle).unwrap();
+    for (from, to) in [
+        ("evaluate-results.jsonl", "results.jsonl"),
+        ("evaluate-summary.json", "summary.json"),
+    ] {
+        std::fs::copy(dir.join(from), bundle.join(to)).unwrap();
+    }
+    let page = tmp.path().join("host-report.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .arg("report")
+        .arg(&bundle)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_ok(&o);
+    check(&page, "host");
+    let requests = proxy.page_requests();
+    assert!(
+        requests.is_empty(),
+        "the reports made network requests: {requests:#?}"
+    );
+}
