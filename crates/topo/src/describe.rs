@@ -659,3 +659,62 @@ fn frequencies_from_cpu_kinds(kinds: &[CpuKind]) -> Vec<FrequencyDomain> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpuinfo_root(block: &str, cpus: usize) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        let text: String = (0..cpus)
+            .map(|i| format!("processor\t: {i}\n{block}\n"))
+            .collect();
+        std::fs::write(dir.path().join("proc/cpuinfo"), text).unwrap();
+        dir
+    }
+
+    #[test]
+    fn arm_cpus_are_named_from_cpuinfo() {
+        // The emulated Neoverse N1 guest (QEMU -cpu neoverse-n1), 4 CPUs.
+        let n1 = "BogoMIPS\t: 125.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x4\nCPU part\t: 0xd0c\nCPU revision\t: 1\n";
+        let d = cpuinfo_root(n1, 4);
+        let mut cpu = CpuIdentity::default();
+        fill_from_cpuinfo(&mut cpu, d.path());
+        assert_eq!(cpu.vendor.as_deref(), Some("Arm"));
+        assert_eq!(
+            arm_model_name(&cpu, &[], Some(d.path())).as_deref(),
+            Some("Arm Neoverse N1 (MIDR 0x414fd0c1, r4p1)")
+        );
+        // Without cpuinfo, from the identity hwloc gave.
+        assert_eq!(
+            arm_model_name(&cpu, &[], None).as_deref(),
+            Some("Arm Neoverse N1 (MIDR 0x414fd0c1, r4p1)")
+        );
+        // Several parts, a known and an unknown one.
+        for (part, name) in [
+            ("0xd49", "Arm Neoverse N2 (MIDR 0x410fd490, r0p0)"),
+            ("0xd40", "Arm Neoverse V1 (MIDR 0x410fd400, r0p0)"),
+            ("0xd4f", "Arm Neoverse V2 (MIDR 0x410fd4f0, r0p0)"),
+            (
+                "0xd99",
+                "Arm part 0xd99 (unknown to numalab; MIDR 0x410fd990, r0p0)",
+            ),
+        ] {
+            let d = cpuinfo_root(
+                &format!("CPU implementer\t: 0x41\nCPU variant\t: 0x0\nCPU part\t: {part}\nCPU revision\t: 0\n"),
+                2,
+            );
+            assert_eq!(
+                arm_model_name(&CpuIdentity::default(), &[], Some(d.path())).as_deref(),
+                Some(name)
+            );
+        }
+        // x86: no name from the table.
+        let d = cpuinfo_root("vendor_id\t: GenuineIntel\nmodel name\t: Xeon\n", 2);
+        assert_eq!(
+            arm_model_name(&CpuIdentity::default(), &[], Some(d.path())),
+            None
+        );
+    }
+}
