@@ -72,6 +72,7 @@ fn ours(
     o.kernels = vec![kernel];
     o.isa = isa;
     o.working_set_bytes = bytes;
+    o.size_given = true;
     o.reps = 5;
     // Samples of at least 200 ms: about a second of timed work per run, like one
     // likwid-bench run, so both see the same kind of noise.

@@ -12,13 +12,13 @@
 //! `--size` is the working set of each kernel (all its arrays, all threads), as in
 //! likwid-bench's `-w`: triad's three arrays share it, read's one array has it all.
 
-use crate::kernels::{self, Arrays, Isa, Kernel};
+use crate::kernels::{self, verify, Arrays, Isa, Kernel};
 use crate::pool::{self, Placed};
 use crate::{
     budget, check_clock, llc_bytes, MemError, Outcome, PageRequest, PagesObtained, Placement, Sink,
     Timer,
 };
-use numalab_schema::{cpulist, Machine, Origin, Record, RecordKind, Warning};
+use numalab_schema::{cpulist, units, Machine, Origin, Record, RecordKind, Warning};
 use numalab_stats::Summary;
 use numalab_topo::bind::{MemPolicy, Placer};
 use serde::{Deserialize, Serialize};
@@ -37,6 +37,10 @@ pub struct Options {
     pub isa_forced: bool,
     /// Working set of each kernel, all arrays and threads, bytes.
     pub working_set_bytes: u64,
+    /// Whether the working set was given (`--size`): it is then refused when it does not
+    /// fit; a default one is reduced to fit the nodes' budgets, with a note.
+    #[serde(default)]
+    pub size_given: bool,
     /// Timed rounds.
     pub reps: usize,
     /// Shortest timed sample, ns (small working sets repeat the kernel inside a sample).
@@ -56,6 +60,7 @@ impl Options {
             isa: kernels::best(),
             isa_forced: false,
             working_set_bytes: default_working_set(llc),
+            size_given: false,
             reps: 10,
             min_sample_ns: 20e6,
             pages: PageRequest::Base,
@@ -181,6 +186,38 @@ pub struct BandwidthRecord {
     pub imbalance: f64,
     /// Timer.
     pub timer: Timer,
+    /// Vector width of the ISA that ran, bits (SVE: this CPU's vector length, read at
+    /// run time; scalar: 64). Absent in records of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_bits: Option<u32>,
+    /// Whether the kernel's results were checked and right ([`Verification`]); a wrong
+    /// result fails the cell, so a written record says `true`. Absent in records of
+    /// older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
+    /// The result check made after the timed rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
+}
+
+/// The result check of a bandwidth cell ([`crate::kernels::verify`]): after the timed
+/// rounds every thread sets its arrays to known values, runs the measured kernel (same
+/// ISA, lengths, alignment) and compares every element with the closed-form values the
+/// formula must give.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    /// How, in words.
+    pub method: String,
+    /// Kernel runs before the comparison.
+    pub repetitions: u32,
+    /// Elements compared, all arrays and threads.
+    pub elements_checked: u64,
+    /// Sum of the output arrays found, all threads (`read`: the sums it returned).
+    pub checksum: f64,
+    /// Its closed-form value.
+    pub expected_checksum: f64,
+    /// Relative error allowed per element and on the checksum.
+    pub tolerance: f64,
 }
 
 impl RecordKind for BandwidthRecord {
@@ -212,7 +249,7 @@ fn check_kernels(opts: &Options) -> Result<(), MemError> {
 }
 
 /// Bytes one worker maps.
-fn per_worker_bytes(opts: &Options, threads: usize) -> u64 {
+pub fn per_worker_bytes(opts: &Options, threads: usize) -> u64 {
     let page = match opts.pages {
         PageRequest::HugeTlb(b) => b,
         _ => numalab_topo::bind::base_page_size() as u64,
@@ -223,13 +260,13 @@ fn per_worker_bytes(opts: &Options, threads: usize) -> u64 {
     )
 }
 
-fn check_memory(
+/// Bytes per node the workers of a group map.
+fn memory_need(
     machine: &Machine,
-    budgets: &budget::Budgets,
     opts: &Options,
     pus: &[u32],
     policy: &MemPolicy,
-) -> Result<(), MemError> {
+) -> BTreeMap<u32, u64> {
     let each = per_worker_bytes(opts, pus.len());
     let mut need = BTreeMap::new();
     for &pu in pus {
@@ -238,11 +275,110 @@ fn check_memory(
             budget::need(&mut need, *n, each / nodes.len().max(1) as u64);
         }
     }
+    need
+}
+
+fn check_memory(
+    machine: &Machine,
+    budgets: &budget::Budgets,
+    opts: &Options,
+    pus: &[u32],
+    policy: &MemPolicy,
+) -> Result<(), MemError> {
+    let need = memory_need(machine, opts, pus, policy);
     budgets.check(&need, "mem bandwidth", "--size")?;
     if let PageRequest::HugeTlb(size) = opts.pages {
+        let each = per_worker_bytes(opts, pus.len());
         crate::latency::check_hugetlb(machine, size, each * pus.len() as u64)?;
     }
     Ok(())
+}
+
+/// Fits a default working set (not given with `--size`) to the machine: when some
+/// group would need more of a node than its safe share, the working set becomes the
+/// largest whole number of MiB every group fits in, and the notes say so, and how far
+/// past the last-level cache it still is (below 4x the cache the figures are
+/// cache-influenced). When not even 1 MiB fits, nothing changes and the plan's check
+/// refuses with the figures. An explicit size is never changed.
+fn fit_working_set(
+    machine: &Machine,
+    budgets: &budget::Budgets,
+    opts: &mut Options,
+    groups: &[(Vec<u32>, MemPolicy)],
+) -> Vec<String> {
+    const MIB: u64 = 1 << 20;
+    if opts.size_given || groups.is_empty() {
+        return Vec::new();
+    }
+    let fits = |ws: u64| {
+        let mut o = opts.clone();
+        o.working_set_bytes = ws;
+        groups.iter().all(|(pus, policy)| {
+            budgets
+                .check(&memory_need(machine, &o, pus, policy), "", "")
+                .is_ok()
+        })
+    };
+    let wanted = opts.working_set_bytes;
+    if fits(wanted) {
+        return Vec::new();
+    }
+    // Largest whole MiB that fits: lo fits (0: none does), hi does not.
+    let (mut lo, mut hi) = (0u64, wanted / MIB);
+    while hi > lo + 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid * MIB) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    if lo == 0 {
+        return Vec::new();
+    }
+    let fitted = lo * MIB;
+    // The node that limits: the largest need relative to its safe share at the wanted
+    // size.
+    let tightest = groups
+        .iter()
+        .flat_map(|(pus, policy)| memory_need(machine, opts, pus, policy))
+        .filter(|(n, _)| budgets.nodes.contains_key(n))
+        .max_by(|(na, a), (nb, b)| {
+            let ra = *a as f64 / budgets.safe_bytes(*na).max(1) as f64;
+            let rb = *b as f64 / budgets.safe_bytes(*nb).max(1) as f64;
+            ra.total_cmp(&rb)
+        })
+        .map(|(n, _)| n);
+    opts.working_set_bytes = fitted;
+    let why = match tightest.and_then(|n| budgets.nodes.get(&n)) {
+        Some(b) => format!(
+            "{:.0}% of what NUMA node {} can give ({}: {})",
+            budget::SAFE_FRACTION * 100.0,
+            b.node,
+            units::bytes(b.free_bytes),
+            b.source
+        ),
+        None => "the nodes' memory budgets".into(),
+    };
+    let mut notes = vec![format!(
+        "working set reduced from the default {} to {} to fit {why}; --size sets it (and is refused beyond that)",
+        units::bytes(wanted),
+        units::bytes(fitted)
+    )];
+    let (llc, _) = llc_bytes(machine);
+    let ratio = fitted as f64 / llc.max(1) as f64;
+    if fitted < 4 * llc {
+        notes.push(format!(
+            "the working set is only {ratio:.1}x the last-level cache ({}): the figures are cache-influenced (part of the traffic is served by the cache), not the memory's bandwidth",
+            units::bytes(llc)
+        ));
+    } else if fitted < 12 * llc {
+        notes.push(format!(
+            "still {ratio:.1}x the last-level cache ({}), so the kernels stream from memory, but below STREAM's rule (each of triad's three arrays 4x the cache, 12x in all)",
+            units::bytes(llc)
+        ));
+    }
+    notes
 }
 
 fn policy_name(p: &MemPolicy) -> String {
@@ -291,6 +427,18 @@ pub fn plan(
     };
     for &t in &threads {
         check_threads(t, cpus, "the CPU selection")?;
+    }
+    let mut options = options;
+    let fit_notes = fit_working_set(
+        machine,
+        budgets,
+        &mut options,
+        &threads
+            .iter()
+            .map(|&t| (cpus[..t].to_vec(), policy.clone()))
+            .collect::<Vec<_>>(),
+    );
+    for &t in &threads {
         let pus = cpus[..t].to_vec();
         check_memory(machine, budgets, &options, &pus, policy)?;
         groups.push(Group {
@@ -305,8 +453,10 @@ pub fn plan(
             matrix: None,
         });
     }
+    let mut notes = default_notes(machine);
+    notes.extend(fit_notes);
     Ok(Plan {
-        notes: default_notes(machine),
+        notes,
         options,
         groups,
     })
@@ -408,7 +558,7 @@ pub fn plan_matrix(
             "the topology has no NUMA node with CPUs or none with memory".into(),
         ));
     }
-    let mut groups = Vec::new();
+    let mut cells = Vec::new();
     for (cpu_node, pus_all) in &rows {
         let counts: Vec<usize> = if threads.is_empty() {
             vec![pus_all.len()]
@@ -417,26 +567,38 @@ pub fn plan_matrix(
         };
         for &t in &counts {
             check_threads(t, pus_all, &format!("NUMA node {cpu_node}"))?;
-            let pus = pus_all[..t].to_vec();
             for &mem_node in &cols {
-                let policy = MemPolicy::Bind(vec![mem_node]);
-                check_memory(machine, budgets, &options, &pus, &policy)?;
-                groups.push(Group {
-                    key_prefix: format!(
-                        "mem/bandwidth/matrix/cpu-node{cpu_node}/mem-node{mem_node}{}/t{t}",
-                        pages_suffix(options.pages)
-                    ),
-                    pus: pus.clone(),
-                    policy,
-                    matrix: Some(MatrixCell {
-                        cpu_node: *cpu_node,
-                        mem_node,
-                    }),
-                });
+                cells.push((*cpu_node, pus_all[..t].to_vec(), mem_node));
             }
         }
     }
+    let mut options = options;
+    let fit_notes = fit_working_set(
+        machine,
+        budgets,
+        &mut options,
+        &cells
+            .iter()
+            .map(|(_, pus, m)| (pus.clone(), MemPolicy::Bind(vec![*m])))
+            .collect::<Vec<_>>(),
+    );
+    let mut groups = Vec::new();
+    for (cpu_node, pus, mem_node) in cells {
+        let t = pus.len();
+        let policy = MemPolicy::Bind(vec![mem_node]);
+        check_memory(machine, budgets, &options, &pus, &policy)?;
+        groups.push(Group {
+            key_prefix: format!(
+                "mem/bandwidth/matrix/cpu-node{cpu_node}/mem-node{mem_node}{}/t{t}",
+                pages_suffix(options.pages)
+            ),
+            pus,
+            policy,
+            matrix: Some(MatrixCell { cpu_node, mem_node }),
+        });
+    }
     let mut notes = default_notes(machine);
+    notes.extend(fit_notes);
     if cols.len() == 1 && rows.len() == 1 {
         notes.push("one NUMA node: the matrix is 1x1 (local only)".into());
     }
@@ -472,8 +634,37 @@ struct WorkerTimes {
     rounds: Vec<Vec<(u64, u64)>>,
     /// Per kernel, elements per array of this worker.
     elements: Vec<usize>,
+    /// Per kernel, the result check after the timed rounds (None when interrupted).
+    checks: Vec<Option<Result<verify::Checked, String>>>,
     sink: f64,
 }
+
+/// The scalar every kernel is run with.
+const SCALAR: f64 = 3.0;
+
+/// Tests only: makes the result check of groups whose key prefix is set here see a
+/// wrong kernel (one output element changed after the real kernel ran).
+#[cfg(test)]
+pub(crate) static CORRUPT_FOR_TEST: Mutex<Option<String>> = Mutex::new(None);
+
+#[cfg(test)]
+fn corrupt_for_test(prefix: &str, k: Kernel, arr: &mut Arrays<'_>) {
+    if CORRUPT_FOR_TEST.lock().unwrap().as_deref() != Some(prefix) {
+        return;
+    }
+    let out = match k.spec().writes.first().map(String::as_str) {
+        Some("a") => &mut *arr.a,
+        Some("b") => &mut *arr.b,
+        Some(_) => &mut *arr.c,
+        None => return,
+    };
+    if let Some(v) = out.last_mut() {
+        *v += 1.0;
+    }
+}
+
+#[cfg(not(test))]
+fn corrupt_for_test(_: &str, _: Kernel, _: &mut Arrays<'_>) {}
 
 /// Runs a plan: each group in turn, records to `sink` as each completes. A group that
 /// fails is reported in the outcome and the others go on.
@@ -502,6 +693,13 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
             Ok(records) => {
                 for (k, rec) in records {
                     let key = plan.key(group, k);
+                    let rec = match rec {
+                        Ok(r) => r,
+                        Err(e) => {
+                            out.failed.push((key, e));
+                            continue;
+                        }
+                    };
                     let mut warnings = clock_warnings.clone();
                     warnings.extend(rec.placement.warning());
                     warnings.extend(pages_warning(&rec.pages));
@@ -559,6 +757,9 @@ pub fn pages_warning(p: &PagesObtained) -> Option<Warning> {
     None
 }
 
+/// A kernel's record, or why it has none (a failed result check).
+type CellResult = (Kernel, Result<BandwidthRecord, MemError>);
+
 fn run_group(
     plan: &Plan,
     group: &Group,
@@ -566,7 +767,7 @@ fn run_group(
     machine: &Machine,
     placer: &dyn Placer,
     clock: &numalab_clock::ClockCheck,
-) -> Result<Vec<(Kernel, BandwidthRecord)>, MemError> {
+) -> Result<Vec<CellResult>, MemError> {
     let opts = &plan.options;
     let threads = group.pus.len();
     let bytes = per_worker_bytes(opts, threads);
@@ -598,7 +799,7 @@ fn run_group(
                 barrier.wait();
                 let t0 = numalab_clock::now_ns();
                 let mut arr = Arrays::split(buf, k);
-                sink += kernels::run(k, opts.isa, &mut arr, 3.0).unwrap_or(0.0);
+                sink += kernels::run(k, opts.isa, &mut arr, SCALAR).unwrap_or(0.0);
                 let t1 = numalab_clock::now_ns();
                 warm.lock().unwrap()[ki][i] = t1 - t0;
             }
@@ -629,16 +830,33 @@ fn run_group(
                     let t0 = numalab_clock::now_ns();
                     for _ in 0..inner[ki] {
                         let mut arr = Arrays::split(buf, k);
-                        sink += kernels::run(k, opts.isa, &mut arr, 3.0).unwrap_or(0.0);
+                        sink += kernels::run(k, opts.isa, &mut arr, SCALAR).unwrap_or(0.0);
                     }
                     let t1 = numalab_clock::now_ns();
                     rounds[ki].push((t0, t1));
                 }
             }
             std::hint::black_box(sink);
+            // The result check, untimed: known values in, the measured kernel, every
+            // element compared with the closed form.
+            let checks = kernels
+                .iter()
+                .map(|&k| {
+                    if stop.load(Ordering::SeqCst) {
+                        return None;
+                    }
+                    let mut arr = Arrays::split(buf, k);
+                    Some(verify::verify_with(k, &mut arr, SCALAR, |arr| {
+                        let r = kernels::run(k, opts.isa, arr, SCALAR);
+                        corrupt_for_test(&group.key_prefix, k, arr);
+                        r
+                    }))
+                })
+                .collect();
             WorkerTimes {
                 rounds,
                 elements,
+                checks,
                 sink,
             }
         },
@@ -687,9 +905,36 @@ fn run_group(
             )));
         };
         std::hint::black_box(times.iter().map(|t| t.sink).sum::<f64>());
+        let mut checked: Option<verify::Checked> = None;
+        let mut wrong = None;
+        for (t, pu) in times.iter().zip(&group.pus) {
+            match &t.checks[ki] {
+                Some(Ok(c)) => match &mut checked {
+                    Some(all) => all.merge(c),
+                    None => checked = Some(c.clone()),
+                },
+                Some(Err(e)) => {
+                    wrong.get_or_insert_with(|| format!("thread on PU {pu}: {e}"));
+                }
+                None => {}
+            }
+        }
+        if let Some(e) = wrong {
+            out.push((
+                k,
+                Err(MemError::Runtime(format!(
+                    "kernel {k} ({}) failed its result check, so no bandwidth is reported: {e}; rerun with another --isa to compare, and report this as a bug",
+                    opts.isa.label()
+                ))),
+            ));
+            continue;
+        }
+        let Some(checked) = checked else {
+            return Err(MemError::Interrupted);
+        };
         out.push((
             k,
-            BandwidthRecord {
+            Ok(BandwidthRecord {
                 kernel: k,
                 formula: k.spec().formula.clone(),
                 isa: opts.isa,
@@ -714,8 +959,165 @@ fn run_group(
                     check: clock.clone(),
                     subtracted_ns: 0.0,
                 },
-            },
+                vector_bits: Some(opts.isa.vector_bits()),
+                verified: Some(true),
+                verification: Some(Verification {
+                    method: "closed form: after the timed rounds each thread set its arrays to known values, ran the measured kernel and compared every element with the values the formula must give (inputs unchanged)".into(),
+                    repetitions: verify::REPETITIONS,
+                    elements_checked: checked.elements,
+                    checksum: checked.checksum,
+                    expected_checksum: checked.expected_checksum,
+                    tolerance: verify::TOLERANCE,
+                }),
+            }),
         ));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_topo::bind::FakePlacer;
+    use std::path::Path;
+
+    fn fixture(name: &str) -> Machine {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/topology")
+            .join(name);
+        numalab_topo::machine(&numalab_topo::Input::detect(&p).unwrap()).unwrap()
+    }
+
+    fn small(machine: &Machine) -> Options {
+        let mut o = Options::defaults(machine);
+        o.kernels = Kernel::all()
+            .into_iter()
+            .filter(|k| !k.nt || o.isa.has_nt())
+            .collect();
+        o.working_set_bytes = 192 << 10;
+        o.size_given = true;
+        o.reps = 2;
+        o.min_sample_ns = 10_000.0;
+        o
+    }
+
+    /// Every kernel's record says it was verified, with the ISA's vector width; a
+    /// kernel whose result check sees a wrong element fails its cell with a clear error
+    /// and writes no figure.
+    #[test]
+    fn results_are_verified_and_a_wrong_kernel_fails_its_cell() {
+        let m = fixture("32em64t-2n8c+dax+nvme+mic+dimms.xml");
+        let b = budget::Budgets::uniform(&m, 64 << 30);
+        let placer = FakePlacer::for_machine(&m);
+        let good = plan(&m, &b, &[0, 1], &[2], &MemPolicy::FirstTouch, small(&m)).unwrap();
+        let mut recs: Vec<Record> = Vec::new();
+        let out = run(&good, &m, &placer, &mut recs);
+        assert!(out.failed.is_empty(), "{:?}", out.failed);
+        assert_eq!(out.written, good.options.kernels.len());
+        for r in &recs {
+            let json = serde_json::to_value(r).unwrap();
+            let data = &json["data"];
+            assert_eq!(data["verified"], true, "{json}");
+            assert_eq!(
+                data["vector_bits"],
+                good.options.isa.vector_bits(),
+                "{json}"
+            );
+            let v: Verification = serde_json::from_value(data["verification"].clone()).unwrap();
+            assert!(v.elements_checked > 0);
+            assert_eq!(v.checksum, v.expected_checksum);
+        }
+        // A corrupted check on another group (its own key prefix: tests run in
+        // parallel).
+        let bad = plan(&m, &b, &[2, 3], &[2], &MemPolicy::FirstTouch, small(&m)).unwrap();
+        *CORRUPT_FOR_TEST.lock().unwrap() = Some(bad.groups[0].key_prefix.clone());
+        let mut recs: Vec<Record> = Vec::new();
+        let out = run(&bad, &m, &placer, &mut recs);
+        *CORRUPT_FOR_TEST.lock().unwrap() = None;
+        // read writes nothing, so it cannot be corrupted this way; every other kernel
+        // fails.
+        let writing = bad
+            .options
+            .kernels
+            .iter()
+            .filter(|k| !k.spec().writes.is_empty())
+            .count();
+        assert_eq!(out.failed.len(), writing, "{:?}", out.failed);
+        assert_eq!(out.written, bad.options.kernels.len() - writing);
+        for (key, e) in &out.failed {
+            let e = e.to_string();
+            assert!(e.contains("failed its result check"), "{key}: {e}");
+            assert!(e.contains("no bandwidth is reported"), "{e}");
+            assert!(e.contains("expected"), "{e}");
+            assert!(e.contains(&bad.options.isa.label()), "{e}");
+        }
+        assert!(recs.iter().all(|r| r.key.ends_with("/read")));
+    }
+
+    /// Like the emulated Arm server: 4 NUMA nodes of 512 MiB (about 400 MiB free each) and a
+    /// last-level cache hwloc does not know (32 MiB assumed: a 384 MiB default). Quick
+    /// and default plans shrink the working set to fit 50% of a node, and say so; an
+    /// explicit --size beyond it is refused with the figures.
+    #[test]
+    fn default_sizes_fit_small_nodes_and_explicit_ones_are_refused() {
+        // (An hwloc XML fixture with 4 NUMA nodes: the arm64 hwloc under qemu-user
+        // cannot load sysfs snapshots such as the Kunpeng one.)
+        let mut m = fixture("llnl-cascade-lake-ap-snl-hwloc1.xml");
+        assert_eq!(m.numa_nodes.len(), 4);
+        for n in &mut m.numa_nodes {
+            n.memory_bytes = 512 << 20;
+        }
+        let with_llc = m.clone();
+        m.caches.clear();
+        let b = budget::Budgets::uniform(&m, 400 << 20);
+        let p = quick_plan(&m, &b).unwrap();
+        assert_eq!(p.options.working_set_bytes, 200 << 20, "{:?}", p.notes);
+        assert!(p.notes.iter().any(|n| n.contains(
+            "working set reduced from the default 384 MiB to 200 MiB to fit 50% of what NUMA node 0 can give"
+        )), "{:?}", p.notes);
+        assert!(
+            p.notes.iter().any(|n| n.contains("below STREAM's rule")),
+            "{:?}",
+            p.notes
+        );
+        // Default (not quick) plans and matrices too.
+        let cpus = m.pu_ids();
+        let d = plan(
+            &m,
+            &b,
+            &cpus,
+            &[1],
+            &MemPolicy::FirstTouch,
+            Options::defaults(&m),
+        )
+        .unwrap();
+        assert_eq!(d.options.working_set_bytes, 200 << 20);
+        let x = plan_matrix(&m, &b, &[1], Options::quick(&m)).unwrap();
+        assert_eq!(x.options.working_set_bytes, 200 << 20);
+        assert_eq!(x.groups.len(), 16);
+        // Room enough: nothing changes, no note.
+        let roomy = budget::Budgets::uniform(&m, 4 << 30);
+        let p = quick_plan(&m, &roomy).unwrap();
+        assert_eq!(p.options.working_set_bytes, 384 << 20);
+        assert!(!p.notes.iter().any(|n| n.contains("reduced")));
+        // With the real caches (4 x 32 MiB L3) 200 MiB cannot get well past them.
+        let p = quick_plan(&with_llc, &b).unwrap();
+        assert!(
+            p.notes.iter().any(|n| n.contains("cache-influenced")),
+            "{:?}",
+            p.notes
+        );
+        // An explicit size is checked as given.
+        let mut o = Options::quick(&m);
+        o.working_set_bytes = 384 << 20;
+        o.size_given = true;
+        let e = plan(&m, &b, &cpus, &[1], &MemPolicy::FirstTouch, o)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs 384 MiB on NUMA node 0"), "{e}");
+        assert!(e.contains("--size (at most 200 MiB)"), "{e}");
+        // Nothing fits: the refusal, not a silent 0.
+        let tiny = budget::Budgets::uniform(&m, 1 << 20);
+        assert!(quick_plan(&m, &tiny).is_err());
+    }
 }

@@ -260,6 +260,7 @@ fn refusals_come_before_anything_runs() {
     // Too large for half of a node's free memory.
     let mut o = small_bandwidth(&m);
     o.working_set_bytes = 1 << 30;
+    o.size_given = true;
     let e = bandwidth::plan(&m, &small, &[0, 1], &[2], &MemPolicy::Bind(vec![1]), o).unwrap_err();
     assert_eq!(e.class(), ErrorClass::Usage);
     assert!(
