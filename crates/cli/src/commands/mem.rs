@@ -87,8 +87,9 @@ pub struct BandwidthArgs {
     /// scale, add, triad].
     #[arg(long, value_name = "LIST")]
     pub kernel: Option<String>,
-    /// Instruction set: scalar, sse2, avx2, avx512 (x86-64), neon (AArch64)
-    /// [default: the widest this CPU has].
+    /// Instruction set: scalar, sse2, avx2, avx512 (x86-64), neon, sve (AArch64)
+    /// [default: the widest this CPU has; on AArch64 SVE only when its vectors are
+    /// wider than NEON's 128 bits].
     #[arg(long, value_name = "ISA")]
     pub isa: Option<String>,
     /// Thread counts, e.g. 4 or 1,2,4,8 for a sweep; thread i runs on the i-th CPU of
@@ -556,6 +557,7 @@ fn run_bandwidth(a: BandwidthArgs) -> CliResult {
     opts.isa_forced = forced;
     if let Some(s) = size {
         opts.working_set_bytes = s;
+        opts.size_given = true;
     }
     if let Some(r) = a.reps {
         opts.reps = r;
@@ -619,7 +621,7 @@ fn print_bandwidth(plan: &bandwidth::Plan, records: &[&Record]) {
                 cols.dedup();
                 println!(
                     "{}",
-                    paint("1", &format!("{k} ({}), {t} thread(s) per node, GB/s (median): rows = threads' node, columns = data node", cells[0].isa))
+                    paint("1", &format!("{k} ({}), {t} thread(s) per node, GB/s (median): rows = threads' node, columns = data node", isa_label(cells[0])))
                 );
                 print!("{:>10}", "");
                 for c in &cols {
@@ -660,7 +662,7 @@ fn print_bandwidth(plan: &bandwidth::Plan, records: &[&Record]) {
         println!(
             "{:<9} {:<7} {:>7} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>11.2}  {}",
             r.kernel.name(),
-            r.isa.name(),
+            isa_label(r),
             r.threads,
             units::bytes(r.working_set_bytes),
             r.bandwidth_gbps.median,
@@ -676,6 +678,36 @@ fn print_bandwidth(plan: &bandwidth::Plan, records: &[&Record]) {
             r.sample_ns.len(),
             r.pages.obtained
         );
+    }
+    println!("{}", verified_text(&rs));
+}
+
+/// The ISA with its vector length where the CPU chooses it ("sve512").
+fn isa_label(r: &BandwidthRecord) -> String {
+    match (r.isa, r.vector_bits) {
+        (Isa::Sve, Some(bits)) => format!("sve{bits}"),
+        (isa, _) => isa.name().to_string(),
+    }
+}
+
+/// One line on the result checks of the records shown.
+fn verified_text(rs: &[BandwidthRecord]) -> String {
+    let checked: Vec<&BandwidthRecord> = rs.iter().filter(|r| r.verified == Some(true)).collect();
+    let elements: u64 = checked
+        .iter()
+        .filter_map(|r| r.verification.as_ref())
+        .map(|v| v.elements_checked)
+        .sum();
+    if checked.len() == rs.len() {
+        format!(
+            "results verified: every kernel's arrays matched the closed-form values ({elements} elements compared)"
+        )
+    } else {
+        format!(
+            "results verified for {} of {} records (the others come from an older version)",
+            checked.len(),
+            rs.len()
+        )
     }
 }
 

@@ -15,7 +15,7 @@ fn error_table() {
     } else {
         "avx2"
     };
-    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+    let mut cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (vec!["mem"], 2, "Usage"),
         (
             vec!["mem", "bandwidth", "--kernel", "stream"],
@@ -58,7 +58,7 @@ fn error_table() {
             2,
             "unknown size suffix",
         ),
-        (vec!["mem", "bandwidth", "--isa", "sve"], 2, "unknown ISA"),
+        (vec!["mem", "bandwidth", "--isa", "sve2"], 2, "unknown ISA"),
         (
             vec!["mem", "bandwidth", "--isa", arch_isa],
             4,
@@ -146,6 +146,14 @@ fn error_table() {
             "larger than",
         ),
     ];
+    // SVE is known everywhere, runnable only where the CPU has it.
+    if !cfg!(target_arch = "aarch64") {
+        cases.push((
+            vec!["mem", "bandwidth", "--isa", "sve"],
+            4,
+            "this CPU cannot run sve code",
+        ));
+    }
     for (args, code, text) in cases {
         let out = refused(&args, code, text);
         // Refused before measuring: no table on stdout.
@@ -210,6 +218,17 @@ struct Bandwidth {
     bandwidth_gbps: Summary,
     actual_bandwidth_gbps: Summary,
     timer: Timer,
+    vector_bits: u32,
+    verified: bool,
+    verification: Verification,
+}
+
+#[derive(Deserialize)]
+struct Verification {
+    elements_checked: u64,
+    checksum: f64,
+    expected_checksum: f64,
+    tolerance: f64,
 }
 
 fn bundle(out: &Output) -> Bundle {
@@ -269,6 +288,28 @@ fn bandwidth_runs_for_real_and_resumes() {
             assert_eq!(d.actual_bandwidth_gbps.median, d.bandwidth_gbps.median);
         }
         assert!(!d.isa.is_empty());
+        // The result check: every element of every array of each thread.
+        assert!(d.verified, "{}", r.key);
+        assert!(
+            d.vector_bits >= 64 && d.vector_bits <= 2048,
+            "{}",
+            d.vector_bits
+        );
+        let arrays = match d.kernel.as_str() {
+            "read" | "write-nt" => 1,
+            "copy" => 2,
+            _ => 3,
+        };
+        assert_eq!(
+            d.verification.elements_checked * 8,
+            d.working_set_bytes,
+            "{}: {arrays} arrays",
+            r.key
+        );
+        assert!(
+            (d.verification.checksum - d.verification.expected_checksum).abs()
+                <= d.verification.tolerance * d.verification.expected_checksum.abs()
+        );
         assert!(d.pages.get("obtained").is_some());
         assert!(d.timer.check.get("read_overhead_ns").is_some());
     }
@@ -296,6 +337,10 @@ fn bandwidth_runs_for_real_and_resumes() {
     let text = String::from_utf8_lossy(&human.stdout);
     common::assert_ok(&human);
     assert!(text.contains("triad") && text.contains("GB/s"), "{text}");
+    assert!(
+        text.contains("results verified: every kernel's arrays matched the closed-form values"),
+        "{text}"
+    );
 }
 
 #[derive(Deserialize)]
