@@ -771,7 +771,7 @@ mod tests {
             .contains("no SMT switch"));
         assert!(SmtControl::NotSupported
             .meaning()
-            .contains("one thread per core"));
+            .contains("not supported by this CPU"));
     }
 
     #[test]
