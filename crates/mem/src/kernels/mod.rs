@@ -719,6 +719,27 @@ mod tests {
         }
     }
 
+    /// SVE is the default only when wider than NEON; NEON stays available.
+    #[test]
+    fn the_default_isa_follows_the_documented_rule() {
+        let b = best();
+        assert!(b.available());
+        if cfg!(target_arch = "aarch64") {
+            assert!(Isa::Neon.available());
+            let sve_wider = Isa::Sve.available() && Isa::Sve.vector_bits() > 128;
+            assert_eq!(b, if sve_wider { Isa::Sve } else { Isa::Neon });
+        } else {
+            assert_eq!(b, *available().last().unwrap());
+            assert_eq!(Isa::Sve.vector_bits(), 0);
+        }
+        assert_eq!(Isa::Scalar.label(), "scalar");
+        if Isa::Sve.available() {
+            assert_eq!(Isa::Sve.label(), format!("sve{}", Isa::Sve.vector_bits()));
+            assert!((128..=2048).contains(&Isa::Sve.vector_bits()));
+            assert_eq!(Isa::Sve.vector_bits() % 128, 0);
+        }
+    }
+
     #[test]
     fn scalar_kernels_compute_the_formulas() {
         let n = 10;
