@@ -11,6 +11,11 @@
 //!
 //! `--size` is the working set of each kernel (all its arrays, all threads), as in
 //! likwid-bench's `-w`: triad's three arrays share it, read's one array has it all.
+//! Without `--size` the default is fitted to the nodes' memory budgets (with notes).
+//!
+//! After the timed rounds every worker checks each kernel's results against the closed
+//! form ([`crate::kernels::verify`]); a wrong result fails the cell instead of giving a
+//! figure, and records say `verified`.
 
 use crate::kernels::{self, verify, Arrays, Isa, Kernel};
 use crate::pool::{self, Placed};
