@@ -235,6 +235,7 @@ mod tests {
                 unit: None,
                 software: false,
                 run: None,
+                advertised: None,
             })
             .collect();
         let names = c.select_metrics("ipc,l1d_mpki,l1d_miss_rate").unwrap();
@@ -257,6 +258,7 @@ mod tests {
             runs: vec![],
             spread: vec![],
             tree: None,
+            coverage: None,
         }
     }
 

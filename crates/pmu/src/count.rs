@@ -299,6 +299,10 @@ pub fn plan_exact(
 pub struct OpenOptions {
     /// Count kernel-mode work too (needs perf_event_paranoid <= 1 or CAP_PERFMON).
     pub include_kernel: bool,
+    /// perf_event_attr.type for raw events: the core PMU's dynamic type from sysfs
+    /// (Arm: `armv8_pmuv3*/type`); None: PERF_TYPE_RAW, which the kernel hands to the
+    /// first CPU PMU that accepts it (on big.LITTLE, only one of them).
+    pub raw_type: Option<u32>,
 }
 
 /// The outcome of opening one event.
@@ -347,7 +351,7 @@ struct PerfSession {
 
 fn builder_for(e: &EventRef, pid: i32, opts: OpenOptions) -> Option<Builder<'static>> {
     let (ty, config) = match e.encoding {
-        Encoding::Raw(c) => (perf_event_open_sys_type::RAW, c),
+        Encoding::Raw(c) => (opts.raw_type.unwrap_or(perf_event_open_sys_type::RAW), c),
         Encoding::Hardware(c) => (perf_event_open_sys_type::HARDWARE, c),
         Encoding::Cache(c) => (perf_event_open_sys_type::HW_CACHE, c),
         Encoding::Software(c) => (perf_event_open_sys_type::SOFTWARE, c),
@@ -493,6 +497,8 @@ pub struct ReplayBackend {
     pub opened: usize,
     /// The groups asked for, per run (to check plans).
     pub asked: Vec<Vec<Vec<String>>>,
+    /// The raw-event PMU type asked for, per run.
+    pub raw_types: Vec<Option<u32>>,
 }
 
 impl ReplayBackend {
@@ -525,6 +531,7 @@ impl Backend for ReplayBackend {
     fn open(&mut self, _pid: i32, groups: &[Vec<EventRef>], opts: OpenOptions) -> Box<dyn Session> {
         let factor = self.run_factors.get(self.opened).copied().unwrap_or(1.0);
         self.opened += 1;
+        self.raw_types.push(opts.raw_type);
         self.asked.push(
             groups
                 .iter()

@@ -424,6 +424,7 @@ pub fn to_events(catalog: &Catalog, lines: &[PerfLine]) -> (Vec<EventValue>, Vec
                 .or_else(|| (!l.unit.is_empty()).then(|| l.unit.clone())),
             software: encoding.is_some_and(|e| e.is_software()),
             run: None,
+            advertised: None,
         };
         match events.iter_mut().find(|e| e.name == name) {
             None => events.push(ev),

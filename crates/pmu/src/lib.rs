@@ -11,6 +11,7 @@
 //! profiles, [`sample`] finds hot spots; [`profile`] ties it together for
 //! `numalab profile` and for other commands (`sweep --profile`, `evaluate`).
 
+pub mod advertised;
 pub mod capability;
 pub mod catalog;
 pub mod check;
@@ -22,3 +23,4 @@ pub mod metrics;
 pub mod profile;
 pub mod sample;
 pub mod tree;
+pub mod trust;

@@ -24,6 +24,10 @@ pub enum EventState {
     Denied,
     /// Another error.
     Failed,
+    /// Counted, but read exactly 0 where real hardware must count (an emulated or
+    /// virtualised PMU that accepts the event and never increments it): not counted
+    /// here, never a zero (`trust`).
+    Untrusted,
 }
 
 /// One event's value.
@@ -63,6 +67,10 @@ pub struct EventValue {
     /// `--exact`: the run (0-based) it was counted in.
     #[serde(default)]
     pub run: Option<usize>,
+    /// Live Arm runs: how the event stands against the core PMU's sysfs list
+    /// (`listed`, `on_trust`, `not_listed`); absent when nothing was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advertised: Option<crate::advertised::Advertised>,
 }
 
 impl EventValue {
@@ -81,9 +89,14 @@ impl EventValue {
             EventState::NotCounted => "never scheduled on a counter",
             EventState::Denied => "denied (perf_event_paranoid)",
             EventState::Failed => "could not be counted",
+            EventState::Untrusted => "not counted here (read 0)",
         };
-        match &self.reason {
-            Some(r) if !r.is_empty() => format!("{what} ({r})"),
+        // The short words only: the long reason is in the event's record and is said
+        // once per event, not once per metric. Errors keep their detail.
+        match (&self.reason, self.state) {
+            (Some(r), EventState::Denied | EventState::Failed) if !r.is_empty() => {
+                format!("{what} ({r})")
+            }
             _ => what.to_string(),
         }
     }
@@ -273,6 +286,7 @@ mod tests {
                 unit: None,
                 software: false,
                 run: None,
+                advertised: None,
             },
             EventValue {
                 name: "CPU_CYCLES".into(),
@@ -288,6 +302,7 @@ mod tests {
                 unit: None,
                 software: false,
                 run: None,
+                advertised: None,
             },
         ];
         let m = evaluate_all(&c, &["ipc".into(), "l1d_mpki".into()], &events);

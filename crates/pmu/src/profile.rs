@@ -5,6 +5,7 @@
 //! [`profile_with`] (live) or [`from_import`] (offline), so every profile in a bundle
 //! has the same shape whatever produced it.
 
+use crate::advertised::{self, Advertised, CorePmu};
 use crate::capability::{self, Capability, EventStatus};
 use crate::catalog::{self, Catalog, CatalogError, CpuMatch, EventRef};
 use crate::count::{self, Backend, OpenOptions, PerfBackend, Plan};
@@ -14,7 +15,8 @@ use crate::tree::{self, TreeReport};
 use numalab_proc::{Outcome, ProcError, Spec};
 use numalab_schema::{Classify, ErrorClass, Origin, Record, RecordKind, Warning};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// Where the counts came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,6 +115,61 @@ pub struct Profile {
     /// The decision tree.
     #[serde(default)]
     pub tree: Option<TreeReport>,
+    /// What could and could not be counted, said once: events not supported, not
+    /// trusted, never scheduled; metrics not computable grouped by cause.
+    #[serde(default)]
+    pub coverage: Option<Coverage>,
+}
+
+/// What the profile could count, each fact once.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// Live Arm runs: the core PMU raw events were opened on (sysfs).
+    #[serde(default)]
+    pub core_pmu: Option<CorePmu>,
+    /// Live Arm runs: core PMUs found (more than one on big.LITTLE).
+    #[serde(default)]
+    pub core_pmus: usize,
+    /// perf_event_attr.type raw events were opened with (None: PERF_TYPE_RAW, 4).
+    #[serde(default)]
+    pub raw_type: Option<u32>,
+    /// Whether the core PMU advertises the architecture's required common events
+    /// (then unlisted IMPLEMENTATION DEFINED events are counted on trust).
+    #[serde(default)]
+    pub common_set_complete: Option<bool>,
+    /// Hardware events asked for.
+    pub hardware_asked: usize,
+    /// Hardware events counted and trusted.
+    pub hardware_counted: usize,
+    /// Events not supported by this PMU (not advertised, or refused by the kernel).
+    pub unsupported: Vec<String>,
+    /// Events that read 0 where hardware must count: not counted here.
+    pub untrusted: Vec<String>,
+    /// Events opened but never scheduled on a counter.
+    pub not_scheduled: Vec<String>,
+    /// Events denied or failed.
+    #[serde(default)]
+    pub denied_or_failed: Vec<String>,
+    /// IMPLEMENTATION DEFINED events counted although the PMU does not list them.
+    #[serde(default)]
+    pub on_trust: Vec<String>,
+    /// Metrics without a value, grouped by cause.
+    pub not_computable: Vec<NotComputable>,
+}
+
+/// Metrics that share the cause of having no value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotComputable {
+    /// `no_hardware`, `unsupported`, `untrusted`, `not_scheduled`, `denied`,
+    /// `failed`, `not_counted` (not selected), or `other`.
+    pub cause: String,
+    /// One line: "14 metrics not computable: their events are not counted by this PMU
+    /// (BR_RETIRED, ...)".
+    pub text: String,
+    /// The metrics.
+    pub metrics: Vec<String>,
+    /// The events behind the cause.
+    pub events: Vec<String>,
 }
 
 impl RecordKind for Profile {
@@ -165,6 +222,9 @@ pub struct ProfileConfig {
     pub exact: bool,
     /// Programmable counters (None: from the catalog).
     pub counters: Option<usize>,
+    /// The filesystem root holding `sys/` (normally `/`): the core PMU's advertised
+    /// events and type are read under it (tests use fake trees).
+    pub sysroot: PathBuf,
 }
 
 impl ProfileConfig {
@@ -183,6 +243,7 @@ impl ProfileConfig {
             events: Vec::new(),
             exact: false,
             counters: None,
+            sysroot: PathBuf::from("/"),
         }
     }
 }
@@ -321,6 +382,42 @@ pub fn profile_with(
             .with_remedy("run on a machine with a PMU, or analyse counts recorded there with --import"),
         );
     }
+    // What the core PMU advertises (Arm): unlisted events are not opened.
+    let sys = if catalog.arch == catalog::Arch::Arm {
+        advertised::read(&config.sysroot)
+    } else {
+        advertised::PmuSysfs::default()
+    };
+    let core = sys.primary().cloned();
+    let raw_type = core.as_ref().and_then(|c| c.pmu_type);
+    if hardware {
+        if let Some(w) = sys.heterogeneous() {
+            warnings.push(
+                Warning::new("pmu.heterogeneous", w)
+                    .with_remedy("pin the command to one kind of core (taskset -c CPUS) so every count covers the whole run"),
+            );
+        }
+    }
+    let standing: BTreeMap<String, (Advertised, String)> = match &core {
+        Some(c) if hardware => plan
+            .groups
+            .iter()
+            .flat_map(|g| &g.events)
+            .filter_map(|e| match e.encoding {
+                catalog::Encoding::Raw(code) => {
+                    Some((e.name.clone(), (c.advertises(code), c.why_not(code))))
+                }
+                _ => None,
+            })
+            .collect(),
+        _ => BTreeMap::new(),
+    };
+    let blocked = |e: &EventRef| {
+        standing
+            .get(&e.name)
+            .filter(|(a, _)| *a == Advertised::NotListed)
+            .map(|(_, why)| why.clone())
+    };
     let mut include_kernel = cap.privileged || cap.paranoid.is_some_and(|p| p <= 1);
     if !include_kernel {
         warnings.push(Warning::new(
@@ -348,10 +445,24 @@ pub fn profile_with(
             .filter(|(_, g)| g.run == run)
             .collect();
         // What to open: hardware groups (if a PMU exists), then software singles.
+        // Events the PMU does not advertise are left out (and reported by name).
         let mut to_open: Vec<Vec<EventRef>> = Vec::new();
+        let mut opened_hw: Vec<usize> = Vec::new(); // plan group k -> index in to_open
         if hardware {
-            to_open.extend(run_groups.iter().map(|(_, g)| g.events.clone()));
+            for (k, (_, g)) in run_groups.iter().enumerate() {
+                let open: Vec<EventRef> = g
+                    .events
+                    .iter()
+                    .filter(|e| blocked(e).is_none())
+                    .cloned()
+                    .collect();
+                if !open.is_empty() {
+                    opened_hw.push(k);
+                    to_open.push(open);
+                }
+            }
         }
+        let hw_opened = to_open.len();
         let sw_counted: Vec<&EventRef> = plan
             .software
             .iter()
@@ -362,7 +473,11 @@ pub fn profile_with(
         let mut child_spec = spec.clone();
         child_spec.gated = true;
         let mut running = numalab_proc::spawn(&child_spec)?;
-        let mut session = backend.open(running.pid(), &to_open, OpenOptions { include_kernel });
+        let opts = |include_kernel| OpenOptions {
+            include_kernel,
+            raw_type,
+        };
+        let mut session = backend.open(running.pid(), &to_open, opts(include_kernel));
         let statuses = session.statuses();
         let denied = statuses
             .iter()
@@ -376,7 +491,7 @@ pub fn profile_with(
                 "pmu.user_only",
                 "kernel-mode counting was denied: counting user space only",
             ));
-            session = backend.open(running.pid(), &to_open, OpenOptions { include_kernel });
+            session = backend.open(running.pid(), &to_open, opts(include_kernel));
         }
         let statuses = session.statuses();
         if statuses
@@ -396,15 +511,24 @@ pub fn profile_with(
         let outcome = running.wait();
         let readings = session.read();
 
-        // Hardware groups.
-        let hw_count = if hardware { run_groups.len() } else { 0 };
+        // Hardware groups, with the events left out put back in plan order.
+        let hw_count = hw_opened;
         for (k, (gi, g)) in run_groups.iter().enumerate() {
             let (reading, st) = if hardware {
-                (Some(&readings[k]), Some(&statuses[k]))
+                let opened = opened_hw
+                    .iter()
+                    .position(|x| *x == k)
+                    .map(|i| (&readings[i], &statuses[i]));
+                let (r, s) = expand(&g.events, opened, &blocked);
+                (Some(r), Some(s))
             } else {
                 (None, None)
             };
-            groups_out.push(group_record(*gi, g, reading, st, &hw_reason, run));
+            let mut rec = group_record(*gi, g, reading.as_ref(), st.as_ref(), &hw_reason, run);
+            for v in &mut rec.values {
+                v.advertised = standing.get(&v.name).map(|(a, _)| *a);
+            }
+            groups_out.push(rec);
         }
         // Software events.
         let mut sw_values = Vec::new();
@@ -483,8 +607,15 @@ pub fn profile_with(
         spread: Vec::new(),
         metrics: Vec::new(),
         tree: None,
+        coverage: None,
     };
     profile.events = summarize_events(&profile.groups, &software);
+    // Zeros where hardware must count are not counted here (never fed to a metric).
+    {
+        let mut group_values: Vec<&mut Vec<EventValue>> =
+            profile.groups.iter_mut().map(|g| &mut g.values).collect();
+        crate::trust::mark(&mut profile.events, &mut group_values);
+    }
     if config.exact {
         profile.spread = spreads(&catalog, &profile.groups);
         for s in &profile.spread {
@@ -516,11 +647,188 @@ pub fn profile_with(
         config.exact,
     );
     let mut tree = tree_over(&catalog, &profile.metrics, extra);
+    let mut coverage = coverage_of(&profile);
+    coverage.core_pmu = core.clone();
+    coverage.core_pmus = sys.core.len();
+    coverage.raw_type = raw_type;
+    coverage.common_set_complete = core.as_ref().map(CorePmu::common_set_complete);
     if !hardware {
-        tree.verdict = "no verdict: this machine exposes no hardware PMU, so there is no cycle accounting (import counts recorded on a machine with one: --import FILE)".into();
+        tree.refuse("this machine exposes no hardware PMU, so there is no cycle accounting (import counts recorded on a machine with one: --import FILE)");
+    } else if coverage.hardware_asked > 0 && coverage.hardware_counted == 0 {
+        tree.refuse("no hardware event could be counted here (every one is unsupported, not trusted or never scheduled), so there is no cycle accounting");
     }
     profile.tree = Some(tree);
+    profile.coverage = Some(coverage);
     Ok(Profiled { profile, warnings })
+}
+
+/// The statuses and reading of a planned group whose events `blocked` were not opened:
+/// the opened subset's results put back in plan order, the others not supported.
+fn expand(
+    events: &[EventRef],
+    opened: Option<(&Result<count::GroupReading, String>, &Vec<EventStatus>)>,
+    blocked: &dyn Fn(&EventRef) -> Option<String>,
+) -> (Result<count::GroupReading, String>, Vec<EventStatus>) {
+    let mut statuses = Vec::with_capacity(events.len());
+    let mut counts = Vec::with_capacity(events.len());
+    let mut j = 0;
+    for e in events {
+        if let Some(why) = blocked(e) {
+            statuses.push(EventStatus::NotSupported(why));
+            counts.push(None);
+            continue;
+        }
+        let st = opened
+            .and_then(|(_, st)| st.get(j).cloned())
+            .unwrap_or_else(|| EventStatus::Failed("not opened".into()));
+        let c = match opened {
+            Some((Ok(r), _)) => r.counts.get(j).copied().flatten(),
+            _ => None,
+        };
+        statuses.push(st);
+        counts.push(c);
+        j += 1;
+    }
+    let reading = match opened {
+        Some((Ok(r), _)) => Ok(count::GroupReading {
+            time_enabled_ns: r.time_enabled_ns,
+            time_running_ns: r.time_running_ns,
+            counts,
+        }),
+        Some((Err(e), _)) => Err(e.clone()),
+        None => Err("no event of the group was opened".into()),
+    };
+    (reading, statuses)
+}
+
+/// The cause of a metric's missing value, from its inputs' states (first match wins).
+fn missing_cause(m: &MetricValue, events: &[EventValue], no_hw: bool) -> (String, Vec<String>) {
+    let by = |st: EventState| -> Vec<String> {
+        m.events
+            .iter()
+            .filter(|n| events.iter().any(|e| &e.name == *n && e.state == st))
+            .cloned()
+            .collect()
+    };
+    if no_hw {
+        return ("no_hardware".into(), by(EventState::NotSupported));
+    }
+    for (st, cause) in [
+        (EventState::NotSupported, "unsupported"),
+        (EventState::Untrusted, "untrusted"),
+        (EventState::NotCounted, "not_scheduled"),
+        (EventState::Denied, "denied"),
+        (EventState::Failed, "failed"),
+    ] {
+        let evs = by(st);
+        if !evs.is_empty() {
+            return (cause.into(), evs);
+        }
+    }
+    let absent: Vec<String> = m
+        .events
+        .iter()
+        .filter(|n| !events.iter().any(|e| &e.name == *n))
+        .cloned()
+        .collect();
+    if !absent.is_empty() {
+        return ("not_counted".into(), absent);
+    }
+    ("other".into(), Vec::new())
+}
+
+/// Metrics without a value, grouped by cause, each group one line.
+pub fn not_computable(
+    metrics: &[MetricValue],
+    events: &[EventValue],
+    no_hw: bool,
+) -> Vec<NotComputable> {
+    let mut out: Vec<NotComputable> = Vec::new();
+    for m in metrics.iter().filter(|m| m.value.is_none()) {
+        let (cause, evs) = missing_cause(m, events, no_hw);
+        // "other" causes (a zero denominator...) group by their own reason.
+        let key = if cause == "other" {
+            m.reason.clone().unwrap_or_else(|| "no value".into())
+        } else {
+            String::new()
+        };
+        let slot = out
+            .iter_mut()
+            .find(|g| g.cause == cause && (cause != "other" || g.text == key));
+        let g = match slot {
+            Some(g) => g,
+            None => {
+                out.push(NotComputable {
+                    cause: cause.clone(),
+                    text: key.clone(),
+                    metrics: Vec::new(),
+                    events: Vec::new(),
+                });
+                out.last_mut().expect("just pushed")
+            }
+        };
+        g.metrics.push(m.name.clone());
+        for e in evs {
+            if !g.events.contains(&e) {
+                g.events.push(e);
+            }
+        }
+    }
+    for g in &mut out {
+        let n = g.metrics.len();
+        let (head, their) = if n == 1 {
+            ("1 metric not computable".to_string(), "its events")
+        } else {
+            (format!("{n} metrics not computable"), "their events")
+        };
+        let list = g.events.join(", ");
+        g.text = match g.cause.as_str() {
+            "no_hardware" => format!("{head}: no hardware PMU here"),
+            "unsupported" => format!("{head}: {their} are not counted by this PMU ({list})"),
+            "untrusted" => format!(
+                "{head}: {their} read 0 where hardware must count, so they are not counted here ({list})"
+            ),
+            "not_scheduled" => {
+                format!("{head}: {their} were never scheduled on a counter ({list})")
+            }
+            "denied" => format!("{head}: {their} were denied (perf_event_paranoid) ({list})"),
+            "failed" => format!("{head}: {their} could not be counted ({list})"),
+            "not_counted" => format!("{head}: {their} were not counted ({list})"),
+            _ => format!("{head}: {}", g.text),
+        };
+    }
+    out
+}
+
+/// The coverage of a profile (the core PMU fields are filled in by the caller).
+fn coverage_of(profile: &Profile) -> Coverage {
+    let hw: Vec<&EventValue> = profile.events.iter().filter(|e| !e.software).collect();
+    let named = |st: EventState| -> Vec<String> {
+        hw.iter()
+            .filter(|e| e.state == st)
+            .map(|e| e.name.clone())
+            .collect()
+    };
+    let no_hw = profile.hardware_pmu == Some(false);
+    Coverage {
+        hardware_asked: hw.len(),
+        hardware_counted: hw.iter().filter(|e| e.state == EventState::Counted).count(),
+        unsupported: named(EventState::NotSupported),
+        untrusted: named(EventState::Untrusted),
+        not_scheduled: named(EventState::NotCounted),
+        denied_or_failed: hw
+            .iter()
+            .filter(|e| matches!(e.state, EventState::Denied | EventState::Failed))
+            .map(|e| e.name.clone())
+            .collect(),
+        on_trust: hw
+            .iter()
+            .filter(|e| e.state == EventState::Counted && e.advertised == Some(Advertised::OnTrust))
+            .map(|e| e.name.clone())
+            .collect(),
+        not_computable: not_computable(&profile.metrics, &profile.events, no_hw),
+        ..Default::default()
+    }
 }
 
 fn state_of(s: &EventStatus) -> (EventState, Option<String>) {
@@ -564,6 +872,7 @@ fn values_of(
                 },
                 software: e.encoding.is_software(),
                 run: Some(run),
+                advertised: None,
             };
             let (Some(reading), Some(st)) = (reading, statuses) else {
                 return v;
@@ -649,6 +958,7 @@ fn wall_value(outcome: &Outcome, run: usize) -> EventValue {
         unit: Some("ns".into()),
         software: true,
         run: Some(run),
+        advertised: None,
     }
 }
 
@@ -845,6 +1155,21 @@ fn unsupported_warning(profile: &Profile, hardware: bool, warnings: &mut Vec<War
             ),
         ));
     }
+    let untrusted: Vec<&str> = profile
+        .events
+        .iter()
+        .filter(|e| e.state == EventState::Untrusted)
+        .map(|e| e.name.as_str())
+        .collect();
+    if !untrusted.is_empty() {
+        warnings.push(Warning::new(
+            "pmu.untrusted",
+            format!(
+                "read 0 where real hardware must count, so not counted here (kept in the record, left out of every metric and the verdict): {}",
+                untrusted.join(", ")
+            ),
+        ));
+    }
     let never: Vec<&str> = profile
         .events
         .iter()
@@ -936,7 +1261,18 @@ pub fn from_import(
         spread: Vec::new(),
         metrics: Vec::new(),
         tree: None,
+        coverage: None,
     };
+    let untrusted = crate::trust::mark(&mut profile.events, &mut []);
+    if !untrusted.is_empty() {
+        warnings.push(Warning::new(
+            "pmu.untrusted",
+            format!(
+                "read 0 where real hardware must count, so not counted there (left out of every metric and the verdict): {}",
+                untrusted.join(", ")
+            ),
+        ));
+    }
     profile.metrics = metrics::evaluate_all(&catalog, &names, &profile.events);
     multiplex_warnings(&profile, &mut warnings);
     let extra = metrics::evaluate_all(
@@ -945,5 +1281,6 @@ pub fn from_import(
         &profile.events,
     );
     profile.tree = Some(tree_over(&catalog, &profile.metrics, extra));
+    profile.coverage = Some(coverage_of(&profile));
     Ok(Profiled { profile, warnings })
 }

@@ -97,6 +97,44 @@ pub struct TreeReport {
     /// (metric, value, unit).
     #[serde(default)]
     pub vendor_topdown: Vec<(String, f64, String)>,
+    /// Why there is no verdict (then `verdict` starts with "no verdict"); None when the
+    /// tree reached one.
+    #[serde(default)]
+    pub no_verdict: Option<String>,
+    /// Parts of the tree that could not be evaluated (no metric of them computable).
+    #[serde(default)]
+    pub unevaluated: Vec<Unevaluated>,
+}
+
+/// A part of the tree that could not be evaluated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unevaluated {
+    /// "cycle accounting", or a group name ("branch", "l1d").
+    pub part: String,
+    /// Why (the metrics' shared reason, or their names).
+    pub reason: String,
+}
+
+impl TreeReport {
+    /// Replaces the verdict by "no verdict: {why}" (nothing is concluded from partial
+    /// or untrusted data); findings are dropped from the verdict.
+    pub fn refuse(&mut self, why: &str) {
+        self.verdict = format!("no verdict: {why}");
+        self.no_verdict = Some(why.to_string());
+        self.dominant = None;
+    }
+}
+
+/// Groups walked whose metrics all lack a value.
+fn unevaluated_steps(steps: &[TreeStep]) -> Vec<Unevaluated> {
+    steps
+        .iter()
+        .filter(|s| !s.metrics.is_empty() && s.metrics.iter().all(|m| m.value.is_none()))
+        .map(|s| Unevaluated {
+            part: s.group.clone(),
+            reason: "no metric computable".into(),
+        })
+        .collect()
 }
 
 fn find<'a>(metrics: &'a [MetricValue], name: &str) -> Option<&'a MetricValue> {
@@ -272,15 +310,18 @@ fn undecided(
         verdict.push_str(&format!("; {notable}: {}", findings_text(&findings)));
     }
     let sample = sample_next(&[], &findings, catalog);
+    let unevaluated = unevaluated_steps(&steps);
     TreeReport {
         ipc,
         sides,
         dominant: None,
         steps,
         findings,
+        unevaluated,
         verdict,
         sample_next: sample,
         vendor_topdown: Vec::new(),
+        no_verdict: None,
     }
 }
 
@@ -321,11 +362,33 @@ fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
                 )
             })
             .collect();
-        let verdict = format!(
-            "no front-end/back-end verdict{ipc_text}: {}",
+        let why = format!(
+            "front-end/back-end stall shares not available{ipc_text}: {}",
             missing.join("; ")
         );
-        return undecided(catalog, metrics, ipc, sides, verdict, "notable anyway");
+        let mut r = undecided(
+            catalog,
+            metrics,
+            ipc,
+            sides,
+            format!("no verdict: {why}"),
+            "notable anyway",
+        );
+        r.no_verdict = Some(why);
+        let stalls: Vec<String> = r
+            .sides
+            .iter()
+            .filter(|s| s.stall_rate.is_none())
+            .map(|s| s.metric.clone())
+            .collect();
+        r.unevaluated.insert(
+            0,
+            Unevaluated {
+                part: "cycle accounting".into(),
+                reason: format!("no metric computable ({})", stalls.join(", ")),
+            },
+        );
+        return r;
     }
 
     let (bi, best) = sides
@@ -371,15 +434,18 @@ fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
         verdict.push_str(&format!("; {}", findings_text(&findings)));
     }
     let sample = sample_next(&branch.sample, &findings, catalog);
+    let unevaluated = unevaluated_steps(&steps);
     TreeReport {
         ipc,
         sides,
         dominant: Some(branch.side.clone()),
         steps,
         findings,
+        unevaluated,
         verdict,
         sample_next: sample,
         vendor_topdown: Vec::new(),
+        no_verdict: None,
     }
 }
 
@@ -406,6 +472,7 @@ mod tests {
                 unit: None,
                 software: false,
                 run: None,
+                advertised: None,
             })
             .collect()
     }
@@ -547,7 +614,9 @@ mod tests {
         }
         let r = walk_tree(&c, &evaluate_all(&c, &names, &ev));
         assert_eq!(r.dominant, None);
-        assert!(r.verdict.starts_with("no front-end/back-end verdict (IPC 0.500): frontend_stall_rate missing input: STALLED_CYCLES_FRONTEND not supported by this PMU"), "{}", r.verdict);
+        assert!(r.verdict.starts_with("no verdict: front-end/back-end stall shares not available (IPC 0.500): frontend_stall_rate missing input: STALLED_CYCLES_FRONTEND not supported by this PMU"), "{}", r.verdict);
+        assert!(r.no_verdict.is_some());
+        assert_eq!(r.unevaluated[0].part, "cycle accounting");
         assert!(r.verdict.contains("notable anyway: memory bound: 80% of last-level reads miss, last-level read MPKI 16.0"), "{}", r.verdict);
     }
 

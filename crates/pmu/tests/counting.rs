@@ -140,7 +140,7 @@ fn default_mode_scales_multiplexed_groups_and_warns() {
     backend
         .events
         .insert("L1D_CACHE_RD".into(), Replay::NotSupported);
-    let mut cfg = ProfileConfig::new(catalog::resolve_model("neoverse-n1").unwrap());
+    let mut cfg = n1_config(None);
     cfg.metrics = "cycles,l1d_mpki,l1d_miss_rate,ll_read_miss_rate".into();
     cfg.events = vec!["L1D_CACHE_RD".into()];
     let p = profile::profile_with(
@@ -195,7 +195,7 @@ fn default_mode_scales_multiplexed_groups_and_warns() {
 fn exact_mode_runs_once_per_group_and_reports_the_spread() {
     let mut backend = ReplayBackend::with_counts(N1_COUNTS);
     backend.run_factors = vec![1.0, 1.02, 0.98, 1.0];
-    let mut cfg = ProfileConfig::new(catalog::resolve_model("neoverse-n1").unwrap());
+    let mut cfg = n1_config(None);
     cfg.metrics = "ipc,l1d_mpki,l1d_miss_rate,ll_read_miss_rate".into();
     cfg.exact = true;
     // Two counters: INST_RETIRED takes one (cycles is fixed), leaving one per run, so
@@ -248,7 +248,7 @@ fn kernel_counting_denied_falls_back_to_user_space() {
             .events
             .insert(n.to_string(), Replay::DeniedWithKernel { value: *v });
     }
-    let mut cfg = ProfileConfig::new(catalog::resolve_model("neoverse-n1").unwrap());
+    let mut cfg = n1_config(None);
     cfg.metrics = "cycles".into();
     let p = profile::profile_with(
         &Spec::new(["true"]),
@@ -306,6 +306,7 @@ fn real_backend_reads_an_inherited_group() {
         &[group],
         OpenOptions {
             include_kernel: false,
+            raw_type: None,
         },
     );
     assert!(
@@ -329,4 +330,423 @@ fn real_backend_reads_an_inherited_group() {
     );
     assert!(r.counts[1].unwrap() > 10, "{r:?}");
     assert!(r.counts[2].is_some());
+}
+
+/// The N1 catalog, with the core PMU read under `sysroot` (None: a root with no sysfs,
+/// so nothing is filtered whatever machine runs the test).
+fn n1_config(sysroot: Option<&std::path::Path>) -> ProfileConfig {
+    let mut cfg = ProfileConfig::new(catalog::resolve_model("neoverse-n1").unwrap());
+    cfg.sysroot = sysroot
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| "/nonexistent-numalab-sysroot".into());
+    cfg
+}
+
+/// Writes a fake Arm core PMU under `root` (as the kernel's arm_pmuv3 driver shows it).
+fn fake_pmu(root: &std::path::Path, name: &str, ty: u32, events: &[(&str, u64)]) {
+    let d = root.join("sys/bus/event_source/devices").join(name);
+    std::fs::create_dir_all(d.join("events")).unwrap();
+    std::fs::write(d.join("type"), format!("{ty}\n")).unwrap();
+    std::fs::write(d.join("cpus"), "0-1\n").unwrap();
+    for (n, c) in events {
+        std::fs::write(d.join("events").join(n), format!("event=0x{c:04x}\n")).unwrap();
+    }
+}
+
+/// What QEMU `-cpu neoverse-n1` shows (without -icount).
+const EMULATED_N1: &[(&str, u64)] = &[
+    ("cpu_cycles", 0x11),
+    ("stall_frontend", 0x23),
+    ("stall_backend", 0x24),
+];
+
+/// A backend where every catalog event opens and reads 0 (what the emulated PMU did),
+/// except cycles (1e8) and the software events.
+fn emulator_backend() -> ReplayBackend {
+    let c = catalog::load("neoverse-n1").unwrap();
+    let mut b = ReplayBackend::default();
+    for e in &c.events {
+        b.events.insert(
+            e.name.clone(),
+            Replay::Count {
+                value: 0,
+                fraction: 1.0,
+            },
+        );
+    }
+    for (n, v) in [
+        ("CPU_CYCLES", 100_000_000u64),
+        ("TASK_CLOCK", 45_000_000),
+        ("CONTEXT_SWITCHES", 1),
+        ("PAGE_FAULTS", 150),
+    ] {
+        b.events.insert(
+            n.into(),
+            Replay::Count {
+                value: v,
+                fraction: 1.0,
+            },
+        );
+    }
+    b
+}
+
+#[test]
+fn emulated_n1_unlisted_events_are_not_opened_and_zero_stalls_are_not_trusted() {
+    let root = tempfile::tempdir().unwrap();
+    fake_pmu(root.path(), "armv8_pmuv3", 8, EMULATED_N1);
+    let mut backend = emulator_backend();
+    let cfg = n1_config(Some(root.path()));
+    let p = profile::profile_with(
+        &Spec::new(["true"]),
+        &cfg,
+        &mut backend,
+        &pmu_capability(),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let prof = &p.profile;
+    // Only the advertised events were opened, with the PMU's own type.
+    let opened: std::collections::BTreeSet<String> =
+        backend.asked[0].iter().flatten().cloned().collect();
+    let hw: Vec<&String> = opened
+        .iter()
+        .filter(|n| {
+            ![
+                "TASK_CLOCK",
+                "CONTEXT_SWITCHES",
+                "CPU_MIGRATIONS",
+                "PAGE_FAULTS",
+            ]
+            .contains(&n.as_str())
+        })
+        .collect();
+    assert_eq!(
+        hw,
+        ["CPU_CYCLES", "STALL_BACKEND", "STALL_FRONTEND"],
+        "{opened:?}"
+    );
+    assert_eq!(backend.raw_types, [Some(8)]);
+
+    // Not advertised: named unsupported, never a zero.
+    for n in ["BR_RETIRED", "L1D_CACHE", "INST_RETIRED", "LD_SPEC"] {
+        let e = prof.event(n).unwrap_or_else(|| panic!("{n} in the record"));
+        assert_eq!(e.state, EventState::NotSupported, "{n}: {e:?}");
+        assert_eq!(e.value, None, "{n}");
+        assert!(
+            e.reason
+                .as_deref()
+                .unwrap()
+                .contains("not advertised by armv8_pmuv3"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.advertised,
+            Some(numalab_pmu::advertised::Advertised::NotListed)
+        );
+    }
+    // Listed but 0 over 1e8 cycles: not trusted, kept with its raw count.
+    for n in ["STALL_FRONTEND", "STALL_BACKEND"] {
+        let e = prof.event(n).unwrap();
+        assert_eq!(e.state, EventState::Untrusted, "{n}: {e:?}");
+        assert_eq!((e.value, e.raw_count), (None, Some(0)));
+        assert!(
+            e.reason
+                .as_deref()
+                .unwrap()
+                .contains("read 0 over 100,000,000 cycles"),
+            "{e:?}"
+        );
+    }
+    let cyc = prof.event("CPU_CYCLES").unwrap();
+    assert_eq!(cyc.state, EventState::Counted);
+    assert_eq!(cyc.value, Some(1e8));
+
+    let cov = prof.coverage.as_ref().unwrap();
+    assert_eq!(cov.untrusted, ["STALL_FRONTEND", "STALL_BACKEND"]);
+    assert!(cov.unsupported.contains(&"BR_RETIRED".to_string()));
+    assert_eq!(cov.hardware_counted, 1);
+    assert_eq!(cov.raw_type, Some(8));
+    assert_eq!(cov.common_set_complete, Some(false));
+    assert_eq!(cov.core_pmu.as_ref().unwrap().name, "armv8_pmuv3");
+
+    // No metric computed from a zero that stands for "not counted".
+    assert!(
+        prof.metrics
+            .iter()
+            .filter(|m| m.origin != numalab_pmu::catalog::MetricOrigin::Software)
+            .all(|m| m.value.is_none()),
+        "{:?}",
+        prof.metrics
+    );
+    // Not computable, grouped by cause, each cause once.
+    let causes: Vec<&str> = cov
+        .not_computable
+        .iter()
+        .map(|g| g.cause.as_str())
+        .collect();
+    assert_eq!(
+        causes,
+        ["unsupported", "untrusted"],
+        "{:?}",
+        cov.not_computable
+    );
+    let unsup = &cov.not_computable[0];
+    assert!(unsup.metrics.len() > 5, "{unsup:?}");
+    assert!(
+        unsup.text.starts_with(&format!(
+            "{} metrics not computable: their events are not counted by this PMU (",
+            unsup.metrics.len()
+        )),
+        "{}",
+        unsup.text
+    );
+    assert!(
+        cov.not_computable[1]
+            .text
+            .contains("STALL_FRONTEND, STALL_BACKEND"),
+        "{:?}",
+        cov.not_computable[1]
+    );
+    // A metric's own reason is short (the long one is said once, on the event).
+    for m in &prof.metrics {
+        if let Some(r) = &m.reason {
+            assert!(!r.contains("advertised") && r.len() < 90, "{}: {r}", m.name);
+        }
+    }
+    // No verdict from partial data.
+    let t = prof.tree.as_ref().unwrap();
+    assert_eq!(t.dominant, None);
+    assert!(t.findings.is_empty());
+    assert!(t.verdict.starts_with("no verdict: "), "{}", t.verdict);
+    assert!(!t.verdict.contains("useful work"), "{}", t.verdict);
+    assert!(t.no_verdict.is_some());
+    assert_eq!(t.unevaluated[0].part, "cycle accounting");
+    assert!(
+        t.unevaluated.iter().any(|u| u.part == "branch"),
+        "{:?}",
+        t.unevaluated
+    );
+    // Said once each.
+    let count = |c: &str| p.warnings.iter().filter(|w| w.code == c).count();
+    assert_eq!((count("pmu.untrusted"), count("pmu.unsupported")), (1, 1));
+}
+
+#[test]
+fn emulated_pmu_with_icount_counts_instructions_and_still_no_verdict() {
+    let root = tempfile::tempdir().unwrap();
+    let mut ev = EMULATED_N1.to_vec();
+    ev.push(("inst_retired", 0x08));
+    fake_pmu(root.path(), "armv8_pmuv3", 8, &ev);
+    let mut backend = emulator_backend();
+    backend.events.insert(
+        "INST_RETIRED".into(),
+        Replay::Count {
+            value: 50_000_000,
+            fraction: 1.0,
+        },
+    );
+    let p = profile::profile_with(
+        &Spec::new(["true"]),
+        &n1_config(Some(root.path())),
+        &mut backend,
+        &pmu_capability(),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let prof = &p.profile;
+    assert!((prof.metric("ipc").unwrap().value.unwrap() - 0.5).abs() < 1e-12);
+    let t = prof.tree.as_ref().unwrap();
+    assert!(
+        t.verdict
+            .starts_with("no verdict: front-end/back-end stall shares not available (IPC 0.500)"),
+        "{}",
+        t.verdict
+    );
+    assert_eq!(prof.coverage.as_ref().unwrap().hardware_counted, 2);
+}
+
+#[test]
+fn pmu_that_lists_no_event_counts_no_hardware_event() {
+    let root = tempfile::tempdir().unwrap();
+    fake_pmu(root.path(), "armv8_pmuv3_0", 10, &[]);
+    let mut backend = emulator_backend();
+    let p = profile::profile_with(
+        &Spec::new(["true"]),
+        &n1_config(Some(root.path())),
+        &mut backend,
+        &pmu_capability(),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let cov = p.profile.coverage.as_ref().unwrap();
+    assert_eq!(cov.hardware_counted, 0);
+    assert!(cov.hardware_asked > 10);
+    // Nothing hardware was opened at all.
+    assert!(backend.asked[0]
+        .iter()
+        .flatten()
+        .all(|n| !n.contains("CYCLES")));
+    let t = p.profile.tree.as_ref().unwrap();
+    assert!(
+        t.verdict
+            .starts_with("no verdict: no hardware event could be counted here"),
+        "{}",
+        t.verdict
+    );
+}
+
+#[test]
+fn real_n1_sysfs_changes_nothing_and_counts_impdef_events_on_trust() {
+    let mut counts = N1_COUNTS.to_vec();
+    counts.extend([
+        ("INST_SPEC", 260_000_000),
+        ("LD_SPEC", 60_000_000),
+        ("ST_SPEC", 20_000_000),
+        ("DP_SPEC", 100_000_000),
+        ("ASE_SPEC", 0), // a scalar loop: 0 is believable
+        ("VFP_SPEC", 0),
+        ("CRYPTO_SPEC", 0),
+        ("REMOTE_ACCESS", 0), // one socket
+        ("BR_IMMED_SPEC", 30_000_000),
+        ("BR_INDIRECT_SPEC", 1_000_000),
+        ("BR_RETIRED", 31_000_000),
+        ("BR_MIS_PRED_RETIRED", 100_000),
+    ]);
+    let run = |root: Option<&std::path::Path>| {
+        let mut backend = ReplayBackend::with_counts(&counts);
+        let p = profile::profile_with(
+            &Spec::new(["true"]),
+            &n1_config(root),
+            &mut backend,
+            &pmu_capability(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        (p, backend)
+    };
+    let root = tempfile::tempdir().unwrap();
+    let listed: Vec<(&str, u64)> = vec![
+        ("sw_incr", 0x00),
+        ("l1i_cache_refill", 0x01),
+        ("l1i_tlb_refill", 0x02),
+        ("l1d_cache_refill", 0x03),
+        ("l1d_cache", 0x04),
+        ("l1d_tlb_refill", 0x05),
+        ("inst_retired", 0x08),
+        ("br_mis_pred", 0x10),
+        ("cpu_cycles", 0x11),
+        ("br_pred", 0x12),
+        ("mem_access", 0x13),
+        ("l1i_cache", 0x14),
+        ("l2d_cache", 0x16),
+        ("l2d_cache_refill", 0x17),
+        ("inst_spec", 0x1b),
+        ("l2d_cache_allocate", 0x20),
+        ("br_retired", 0x21),
+        ("br_mis_pred_retired", 0x22),
+        ("stall_frontend", 0x23),
+        ("stall_backend", 0x24),
+        ("l1d_tlb", 0x25),
+        ("l1i_tlb", 0x26),
+        ("l3d_cache_allocate", 0x29),
+        ("l3d_cache_refill", 0x2a),
+        ("l3d_cache", 0x2b),
+        ("l2d_tlb_refill", 0x2d),
+        ("l2d_tlb", 0x2f),
+        ("remote_access", 0x31),
+        ("dtlb_walk", 0x34),
+        ("itlb_walk", 0x35),
+        ("ll_cache_rd", 0x36),
+        ("ll_cache_miss_rd", 0x37),
+    ];
+    fake_pmu(root.path(), "armv8_pmuv3_0", 8, &listed);
+    let (with, backend) = run(Some(root.path()));
+    let (without, _) = run(None);
+    assert_eq!(backend.raw_types, [Some(8)]);
+    let (a, b) = (&with.profile, &without.profile);
+    assert_eq!(
+        a.tree.as_ref().unwrap().verdict,
+        b.tree.as_ref().unwrap().verdict
+    );
+    assert!(
+        a.tree
+            .as_ref()
+            .unwrap()
+            .verdict
+            .starts_with("back-end bound: 83% of cycles stalled"),
+        "{}",
+        a.tree.as_ref().unwrap().verdict
+    );
+    for (x, y) in a.metrics.iter().zip(&b.metrics) {
+        if x.origin == numalab_pmu::catalog::MetricOrigin::Software {
+            continue; // wall time differs between the two runs
+        }
+        assert_eq!((&x.name, x.value), (&y.name, y.value));
+    }
+    let cov = a.coverage.as_ref().unwrap();
+    assert_eq!(cov.common_set_complete, Some(true));
+    assert!(cov.untrusted.is_empty(), "{:?}", cov.untrusted);
+    for n in ["LD_SPEC", "DP_SPEC"] {
+        assert!(
+            cov.on_trust.contains(&n.to_string()),
+            "{n}: {:?}",
+            cov.on_trust
+        );
+    }
+    // Zeros of events that may be 0 stay zeros.
+    for n in ["ASE_SPEC", "REMOTE_ACCESS"] {
+        let e = a.event(n).unwrap();
+        assert_eq!((e.state, e.value), (EventState::Counted, Some(0.0)), "{n}");
+    }
+    assert_eq!(
+        a.event("REMOTE_ACCESS").unwrap().advertised,
+        Some(numalab_pmu::advertised::Advertised::Listed)
+    );
+}
+
+/// The codes in Arm's recorded event files are the raw configs numalab opens and the
+/// numbers the kernel writes in sysfs (`event=0x0011`).
+#[test]
+fn arm_event_codes_map_to_raw_configs() {
+    use numalab_pmu::catalog::Encoding;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/pmu");
+    for id in ["neoverse-n1", "neoverse-n2", "neoverse-v1"] {
+        let c = catalog::load(id).unwrap();
+        let t: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("arm-telemetry/{id}.json"))).unwrap(),
+        )
+        .unwrap();
+        let p: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("arm-data/{id}.json"))).unwrap(),
+        )
+        .unwrap();
+        let mut checked = 0;
+        for (name, e) in t["events"].as_object().unwrap() {
+            let code = e["code"].as_str().unwrap(); // "0x0011"
+            let sysfs = format!("event={code}");
+            let n = numalab_pmu::advertised::parse_event_term(&sysfs).unwrap();
+            assert_eq!(
+                c.event(name).unwrap().encoding,
+                Encoding::Raw(n),
+                "{id} {name}"
+            );
+            checked += 1;
+        }
+        for e in p["events"].as_array().unwrap() {
+            if let Some(def) = c.event(e["name"].as_str().unwrap()) {
+                assert_eq!(def.encoding, Encoding::Raw(e["code"].as_u64().unwrap()));
+            }
+        }
+        assert!(checked > 50, "{id}: {checked}");
+        assert_eq!(c.event("CPU_CYCLES").unwrap().encoding, Encoding::Raw(0x11));
+        assert_eq!(
+            c.event("STALL_FRONTEND").unwrap().encoding,
+            Encoding::Raw(0x23)
+        );
+        assert_eq!(
+            c.event("INST_RETIRED").unwrap().raw_code().as_deref(),
+            Some("r8")
+        );
+    }
 }
