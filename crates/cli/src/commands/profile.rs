@@ -242,6 +242,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
     let mode = if args.exact { "exact" } else { "default" };
     let key = format!("profile:{mode}:{}", args.command.join(" "));
     let mut failure: Option<CliError> = None;
+    let mut no_hardware: Option<CliError> = None;
     if rec.done(&key) {
         eprintln!(
             "numalab: {key} is already in the --out folder; choose another folder to measure again"
@@ -264,6 +265,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
             events: events.clone(),
             exact: args.exact,
             counters: args.counters.map(|c| c as usize),
+            sysroot: PathBuf::from("/"),
         };
         let bar = progress_bar(args.exact);
         let result = profile::profile_with(
@@ -284,6 +286,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
         }
         let p: Profiled = result?;
         failure = workload_failure(&p.profile, &args.command);
+        no_hardware = no_hardware_counted(&p.profile);
         let shown = p.profile.clone();
         rec.push(p.into_record(key))?;
         if !rec.json() {
@@ -321,10 +324,50 @@ pub fn run(args: ProfileArgs) -> CliResult {
         }
     }
     rec.finish()?;
-    match failure {
+    match failure.or(no_hardware) {
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Exit 4 (this machine cannot do what was asked) when hardware events were asked for
+/// and not one was counted: the record with the software events is kept.
+fn no_hardware_counted(p: &Profile) -> Option<CliError> {
+    let c = p.coverage.as_ref()?;
+    if c.hardware_asked == 0 || c.hardware_counted > 0 {
+        return None;
+    }
+    let why = if p.hardware_pmu == Some(false) {
+        "the kernel exposes no hardware counters".to_string()
+    } else {
+        let mut parts = Vec::new();
+        if !c.unsupported.is_empty() {
+            parts.push(format!("{} not supported", c.unsupported.len()));
+        }
+        if !c.untrusted.is_empty() {
+            parts.push(format!(
+                "{} read 0 where hardware must count",
+                c.untrusted.len()
+            ));
+        }
+        if !c.not_scheduled.is_empty() {
+            parts.push(format!("{} never scheduled", c.not_scheduled.len()));
+        }
+        if !c.denied_or_failed.is_empty() {
+            parts.push(format!("{} denied or failed", c.denied_or_failed.len()));
+        }
+        format!(
+            "of {} hardware events asked for, {}",
+            c.hardware_asked,
+            parts.join(", ")
+        )
+    };
+    Some(CliError::new(
+        ErrorClass::Unsupported,
+        format!(
+            "not one hardware event could be counted ({why}); the software events were counted and recorded, and offline analysis works (--import a perf stat file from a machine with a PMU)"
+        ),
+    ))
 }
 
 fn progress_bar(exact: bool) -> Option<indicatif::ProgressBar> {
@@ -410,6 +453,7 @@ fn value_text(v: &EventValue) -> String {
         (EventState::NotSupported, _) => "not supported".into(),
         (EventState::NotCounted, _) => "not counted".into(),
         (EventState::Denied, _) => "denied".into(),
+        (EventState::Untrusted, _) => "not counted here (read 0)".into(),
         _ => "n/a".into(),
     }
 }
@@ -493,8 +537,18 @@ fn print_profile(p: &Profile) {
             note
         );
     }
-    for (why, names) in &missing {
-        println!("  n/a: {} ({why})", names.join(", "));
+    match &p.coverage {
+        // One line per cause, not one per metric.
+        Some(c) if !c.not_computable.is_empty() => {
+            for g in &c.not_computable {
+                println!("  n/a: {}", g.text);
+            }
+        }
+        _ => {
+            for (why, names) in &missing {
+                println!("  n/a: {} ({why})", names.join(", "));
+            }
+        }
     }
 
     println!();
@@ -579,6 +633,13 @@ fn print_profile(p: &Profile) {
                 .map(|(n, v, u)| format!("{n} {}", fmt_metric(*v, u)))
                 .collect();
             println!("     vendor topdown (slots): {}", parts.join(", "));
+        }
+        if !t.unevaluated.is_empty() {
+            let parts: Vec<&str> = t.unevaluated.iter().map(|u| u.part.as_str()).collect();
+            println!(
+                "     not evaluated (no metric computable): {}",
+                parts.join(", ")
+            );
         }
         println!("  {}", paint("1", &format!("verdict: {}", t.verdict)));
         if !t.sample_next.is_empty() {

@@ -20,6 +20,26 @@ struct ProfileJson {
     tree: TreeJson,
     #[serde(default)]
     hardware_pmu: Option<bool>,
+    #[serde(default)]
+    coverage: Option<CoverageJson>,
+}
+
+/// What could not be counted, each fact once (docs/profile.md, "Records").
+#[derive(Deserialize)]
+struct CoverageJson {
+    hardware_asked: usize,
+    hardware_counted: usize,
+    unsupported: Vec<String>,
+    untrusted: Vec<String>,
+    not_scheduled: Vec<String>,
+    not_computable: Vec<NotComputableJson>,
+}
+
+#[derive(Deserialize)]
+struct NotComputableJson {
+    cause: String,
+    text: String,
+    metrics: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -47,6 +67,8 @@ struct MetricJson {
 struct TreeJson {
     verdict: String,
     sample_next: Vec<String>,
+    #[serde(default)]
+    no_verdict: Option<String>,
 }
 
 #[test]
@@ -162,6 +184,13 @@ fn compare_before_after() {
     assert_eq!(b.records[0].data["mpki_comparable"], false);
 }
 
+/// The bundle of a run that may exit 4 (no hardware event counted): printed all the same.
+fn bundle_any(out: &std::process::Output) -> common::BundleJson {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{stderr}");
+    serde_json::from_slice(&out.stdout).expect("one JSON document on stdout")
+}
+
 #[test]
 fn software_run_of_a_real_command() {
     let cap = numalab_pmu::capability::probe();
@@ -173,7 +202,7 @@ fn software_run_of_a_real_command() {
         "-c",
         "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done",
     ]);
-    let b = bundle(&out);
+    let b = bundle_any(&out);
     let r = &b.records[0];
     assert_eq!(
         (r.kind.as_str(), r.origin.as_str()),
@@ -185,21 +214,79 @@ fn software_run_of_a_real_command() {
     let task = p.events.iter().find(|e| e.name == "TASK_CLOCK").unwrap();
     assert_eq!(task.state, "counted");
     assert!(task.value.unwrap() > 0.0);
+    let cov = p.coverage.expect("coverage");
+    assert!(cov.hardware_asked > 0);
+    // Exit 4 exactly when not one hardware event was counted (README exit codes).
+    let expected = if cov.hardware_counted == 0 { 4 } else { 0 };
+    assert_eq!(out.status.code(), Some(expected));
     if !cap.hardware_pmu() {
+        assert_eq!(cov.hardware_counted, 0);
         // Said once, in one line.
         assert!(r.warnings.iter().any(|w| w.code == "pmu.no_hardware"));
         assert!(p
             .tree
             .verdict
             .starts_with("no verdict: this machine exposes no hardware PMU"));
+        assert!(p.tree.no_verdict.is_some());
+        // Every hardware metric not computable, for one reason, said once.
+        let hw_groups: Vec<&NotComputableJson> = cov
+            .not_computable
+            .iter()
+            .filter(|g| g.cause == "no_hardware")
+            .collect();
+        assert_eq!(
+            hw_groups.len(),
+            1,
+            "{:?}",
+            cov.not_computable
+                .iter()
+                .map(|g| &g.text)
+                .collect::<Vec<_>>()
+        );
+        assert!(hw_groups[0].metrics.contains(&"ipc".to_string()));
+        assert!(hw_groups[0]
+            .text
+            .ends_with("metrics not computable: no hardware PMU here"));
         let text = numalab(&["profile", "--", "true"]);
+        assert_eq!(text.status.code(), Some(4));
         let stderr2 = String::from_utf8_lossy(&text.stderr);
         assert_eq!(
             stderr2.matches("no hardware PMU here").count(),
             1,
             "{stderr2}"
         );
+        assert!(
+            stderr2.contains("not one hardware event could be counted"),
+            "{stderr2}"
+        );
+        let stdout2 = String::from_utf8_lossy(&text.stdout);
+        assert_eq!(
+            stdout2.matches("metrics not computable").count(),
+            1,
+            "{stdout2}"
+        );
+        assert!(stdout2.contains("verdict: no verdict"), "{stdout2}");
     }
+    let _ = (&cov.unsupported, &cov.untrusted, &cov.not_scheduled);
+}
+
+/// Software events only: nothing hardware was asked for, so nothing is missing (exit 0).
+#[test]
+fn software_events_alone_succeed_without_a_pmu() {
+    let out = numalab(&[
+        "profile",
+        "--json",
+        "--metrics",
+        "none",
+        "--events",
+        "TASK_CLOCK,PAGE_FAULTS",
+        "--",
+        "true",
+    ]);
+    let b = bundle(&out);
+    let p: ProfileJson = serde_json::from_value(b.records[0].data.clone()).unwrap();
+    let cov = p.coverage.unwrap();
+    assert_eq!((cov.hardware_asked, cov.hardware_counted), (0, 0));
 }
 
 #[test]

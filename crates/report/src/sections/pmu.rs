@@ -11,7 +11,7 @@ use numalab_pmu::capability::EventStatus;
 use numalab_pmu::check::PmuCheck;
 use numalab_pmu::compare::Comparison;
 use numalab_pmu::metrics::{fmt_metric, EventState};
-use numalab_pmu::profile::Profile;
+use numalab_pmu::profile::{Coverage, Profile};
 use numalab_pmu::sample::SampleReport;
 use numalab_pmu::tree::TreeReport;
 
@@ -24,6 +24,44 @@ fn status(s: &EventStatus) -> Cell {
         }
         EventStatus::Failed(why) => Cell::missing(format!("failed ({why})")),
     }
+}
+
+/// What a profile could not count, each fact once: events by state, then the metrics
+/// not computable grouped by cause.
+pub fn coverage_lines(c: &Coverage) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(pmu) = &c.core_pmu {
+        out.push(format!(
+            "Core PMU {} (type {}, CPUs {}): {} events advertised{}.",
+            pmu.name,
+            pmu.pmu_type.map_or("unknown".into(), |t| t.to_string()),
+            pmu.cpus.as_deref().unwrap_or("unknown"),
+            pmu.events.len(),
+            if c.common_set_complete == Some(true) {
+                "; IMPLEMENTATION DEFINED events are counted on trust"
+            } else {
+                ", not the architecture's required set: unlisted events are not opened"
+            }
+        ));
+    }
+    for (what, names) in [
+        ("Not supported by this PMU", &c.unsupported),
+        (
+            "Not counted here (read 0 where hardware must count)",
+            &c.untrusted,
+        ),
+        ("Never scheduled on a counter", &c.not_scheduled),
+        ("Denied or failed", &c.denied_or_failed),
+        ("Counted on trust (not advertised)", &c.on_trust),
+    ] {
+        if !names.is_empty() {
+            out.push(format!("{what}: {}.", names.join(", ")));
+        }
+    }
+    for g in &c.not_computable {
+        out.push(format!("{}.", g.text));
+    }
+    out
 }
 
 /// The decision tree as an outline: IPC and stall shares, then the groups looked at on
@@ -100,6 +138,14 @@ pub fn tree_outline(t: &TreeReport) -> Vec<OutlineItem> {
         out.push(item(
             1,
             format!("vendor topdown {name}: {}", fmt_metric(*v, unit)),
+            false,
+        ));
+    }
+    if !t.unevaluated.is_empty() {
+        let parts: Vec<&str> = t.unevaluated.iter().map(|u| u.part.as_str()).collect();
+        out.push(item(
+            1,
+            format!("not evaluated (no metric computable): {}", parts.join(", ")),
             false,
         ));
     }
@@ -183,6 +229,11 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             "Profile of {what}: {} mode, catalog {} ({}), metric set {}.",
             p.mode, p.cpu.catalog, p.cpu.cpu, p.metric_set
         ));
+        if let Some(c) = &p.coverage {
+            for line in coverage_lines(c) {
+                s.para(line);
+            }
+        }
         if let Some(t) = &p.tree {
             s.outline(tree_outline(t));
             let mut anchor = table(
@@ -269,6 +320,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                     EventState::NotCounted => "not scheduled",
                     EventState::Denied => "denied",
                     EventState::Failed => "failed",
+                    EventState::Untrusted => "not counted here (read 0)",
                 }),
             ]);
         }
