@@ -359,7 +359,10 @@ pub fn profile_with(
         count::plan_default(&catalog, &names, &extra, counters)
     };
     let mut warnings = std::mem::take(&mut plan.warnings);
-    let hardware = cap.hardware_pmu();
+    // A PMU that counts either anchor is a hardware PMU here: an emulated Arm PMU
+    // without `inst_retired` (QEMU without -icount) refuses the generic instructions
+    // event but counts cycles; what it does not advertise is sorted out per event below.
+    let hardware = cap.cycles.works() || cap.instructions.works();
     if !hardware && !cap.task_clock.works() {
         return Err(ProfileError::Unsupported(format!(
             "no counting is possible here: {}",

@@ -750,3 +750,31 @@ fn arm_event_codes_map_to_raw_configs() {
         );
     }
 }
+
+/// QEMU without -icount: the generic instructions event is refused (INST_RETIRED is not
+/// in PMCEID) but cycles count, so this is a PMU, not "no PMU".
+#[test]
+fn pmu_counting_cycles_only_is_still_a_pmu() {
+    let root = tempfile::tempdir().unwrap();
+    fake_pmu(root.path(), "armv8_pmuv3", 8, EMULATED_N1);
+    let mut cap = pmu_capability();
+    cap.instructions = EventStatus::NotSupported("No such file or directory".into());
+    let mut backend = emulator_backend();
+    let p = profile::profile_with(
+        &Spec::new(["true"]),
+        &n1_config(Some(root.path())),
+        &mut backend,
+        &cap,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(p.profile.hardware_pmu, Some(true));
+    assert!(!p.warnings.iter().any(|w| w.code == "pmu.no_hardware"));
+    let cov = p.profile.coverage.as_ref().unwrap();
+    assert_eq!(cov.hardware_counted, 1);
+    assert!(cov.unsupported.contains(&"INST_RETIRED".to_string()));
+    assert_eq!(
+        p.profile.event("CPU_CYCLES").unwrap().state,
+        EventState::Counted
+    );
+}

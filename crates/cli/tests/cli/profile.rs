@@ -210,7 +210,10 @@ fn software_run_of_a_real_command() {
     );
     let p: ProfileJson = serde_json::from_value(r.data.clone()).unwrap();
     assert_eq!(p.mode, "default");
-    assert_eq!(p.hardware_pmu, Some(cap.hardware_pmu()));
+    assert_eq!(
+        p.hardware_pmu,
+        Some(cap.cycles.works() || cap.instructions.works())
+    );
     let task = p.events.iter().find(|e| e.name == "TASK_CLOCK").unwrap();
     assert_eq!(task.state, "counted");
     assert!(task.value.unwrap() > 0.0);
@@ -219,7 +222,7 @@ fn software_run_of_a_real_command() {
     // Exit 4 exactly when not one hardware event was counted (README exit codes).
     let expected = if cov.hardware_counted == 0 { 4 } else { 0 };
     assert_eq!(out.status.code(), Some(expected));
-    if !cap.hardware_pmu() {
+    if !cap.cycles.works() && !cap.instructions.works() {
         assert_eq!(cov.hardware_counted, 0);
         // Said once, in one line.
         assert!(r.warnings.iter().any(|w| w.code == "pmu.no_hardware"));
