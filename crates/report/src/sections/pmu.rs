@@ -388,3 +388,36 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     }
     vec![s]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_pmu::profile::NotComputable;
+
+    #[test]
+    fn coverage_is_said_once_per_fact() {
+        let c = Coverage {
+            hardware_asked: 30,
+            hardware_counted: 1,
+            unsupported: vec!["BR_RETIRED".into(), "L1D_CACHE".into()],
+            untrusted: vec!["STALL_FRONTEND".into(), "STALL_BACKEND".into()],
+            common_set_complete: Some(false),
+            not_computable: vec![NotComputable {
+                cause: "unsupported".into(),
+                text: "2 metrics not computable: their events are not counted by this PMU (BR_RETIRED, L1D_CACHE)".into(),
+                metrics: vec!["branch_pki".into(), "l1d_miss_rate".into()],
+                events: vec!["BR_RETIRED".into(), "L1D_CACHE".into()],
+            }],
+            ..Default::default()
+        };
+        let lines = coverage_lines(&c);
+        assert_eq!(
+            lines,
+            [
+                "Not supported by this PMU: BR_RETIRED, L1D_CACHE.",
+                "Not counted here (read 0 where hardware must count): STALL_FRONTEND, STALL_BACKEND.",
+                "2 metrics not computable: their events are not counted by this PMU (BR_RETIRED, L1D_CACHE).",
+            ]
+        );
+    }
+}
