@@ -679,10 +679,16 @@ mod tests {
             "every AArch64 Linux CPU has NEON"
         );
         // Under emulation (scripts/cross-aarch64.sh: qemu-aarch64 -cpu max) SVE is
-        // there unless switched off; NUMALAB_EXPECT_SVE=1 makes its absence a failure
-        // instead of a silently smaller test.
-        if std::env::var("NUMALAB_EXPECT_SVE").is_ok_and(|v| v == "1") {
-            assert!(isas.contains(&Isa::Sve), "SVE expected but not detected");
+        // there unless switched off (sve=off): its absence is then a failure, not a
+        // silently smaller test; NUMALAB_EXPECT_SVE=1 asks for it anywhere.
+        let runner =
+            std::env::var("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER").unwrap_or_default();
+        let emulated_max = runner.contains("qemu-aarch64 -cpu max") && !runner.contains("sve=off");
+        if emulated_max || std::env::var("NUMALAB_EXPECT_SVE").is_ok_and(|v| v == "1") {
+            assert!(
+                isas.contains(&Isa::Sve),
+                "SVE expected but not detected ({runner})"
+            );
         }
         eprintln!(
             "ISAs compared with scalar: {}",
