@@ -319,6 +319,7 @@ mod tests {
             levels: vec![level(vec![(0..4).collect(), (4..8).collect()], 75.0, 150.0)],
             confidence: Confidence::High,
             notes: vec![],
+            gradients: vec![],
         };
         let c = compare(&m, &s, &machine);
         assert_eq!(c.level_names, vec![None]);
@@ -344,6 +345,7 @@ mod tests {
             levels: vec![level(vec![vec![0, 1], vec![2, 3]], 10.0, 50.0)],
             confidence: Confidence::High,
             notes: vec![],
+            gradients: vec![],
         };
         let c = compare(&m, &s, &machine);
         assert_eq!(
@@ -377,6 +379,7 @@ mod tests {
             levels: vec![],
             confidence: Confidence::High,
             notes: vec![],
+            gradients: vec![],
         };
         let c = compare(&m, &s, &machine);
         assert_eq!(

@@ -8,60 +8,74 @@
 //!
 //! # Method
 //!
-//! A *level* is a partition of the CPUs into groups such that, for most CPUs, every
-//! group-mate is nearer than every outsider. "Near" is read in two views:
+//! A *level* is a partition of the CPUs into groups that is a **step holding for every
+//! member**: the slowest pairs inside the groups are clearly below the fastest pairs
+//! between groups. A gradient (latency growing smoothly with the distance on a mesh to
+//! the line's home) is no level, however it is cut; it is reported as a [`Gradient`].
+//! "Near" is read in two views:
 //!
 //! - **latency**: the half round-trip time itself. SMT siblings, cores sharing an L2/L3,
 //!   a die or a socket form latency *bands*.
-//! - **profile**: how alike two CPUs see the rest of the machine, the root mean square of
-//!   `ln D[i][k] - ln D[j][k]` over every other CPU `k`. Some groups are not faster
-//!   inside than outside, but their members are interchangeable: the 4-core clusters of
-//!   a Kunpeng 920, where the latency between two clusters depends on which clusters they
-//!   are and not on which core of the cluster runs.
+//! - **profile**: how differently two CPUs see the rest of the machine, the standard
+//!   deviation over every other CPU `k` of `D[i][k] - D[j][k]`, relative to the median
+//!   latency. Centred: a CPU uniformly farther from everyone (farther from the line's
+//!   home on a mesh) is not different. Some groups are not faster inside than outside
+//!   but their members are interchangeable: the 4-core E-core modules of an i9-12900K.
 //!
 //! For each view, average-linkage (UPGMA) clustering of the distances gives a sequence
-//! of nested partitions, from one group per CPU to a single group. Each partition is
-//! scored CPU by CPU: `s_i = ln(nearest outsider of i / farthest group-mate of i)`. A
-//! CPU is *separated* when `s_i` exceeds a noise margin `tau`; a CPU alone in its group
-//! never is. The margin comes from the matrix itself: `tau = 2 sigma`, where `sigma` is
-//! the median over CPUs of the profile distance to the most similar other CPU (what two
-//! interchangeable CPUs, such as SMT siblings, differ by: the measurement noise; on
-//! machines without such pairs it overestimates the noise, which only makes the test
-//! stricter), floored at [`RESOLUTION`].
-//!
-//! Along the sequence, the fraction of separated CPUs rises to a peak at each true level
-//! (every CPU is in a complete group of that level) and falls between levels (CPUs in
-//! half-merged groups have a group-mate farther than an outsider). A level is a peak
-//! where more than half of the CPUs are separated and which stands out, by at least a
-//! quarter of the CPUs, from the lowest point toward any higher peak (its topographic
-//! prominence); among equal peak values, the partition with the largest median `s_i`.
-//! A level must also separate its typical CPU by more than twice the margin.
+//! of nested partitions, from one group per CPU to a single group. Every partition of
+//! the sequence in which at least half of the CPUs share a group with another gets the
+//! **step test**: `hi`, the slowest pair inside groups, and `lo`, the fastest pair
+//! between groups, each after dropping [`TRIM`] (2%) of the number of pairs inside
+//! (outliers: a preempted measurement, a pair off by 30%), must be a gap apart of at
+//! least `max(floor, GAP_SIGMAS x sigma)`, where `sigma` is the noise inside the groups
+//! (1.4826 x the median absolute deviation of the pairs of each group of 3 or more CPUs
+//! from their group's median). In the latency view the gap is `ln(lo / hi)` and the
+//! floor [`MIN_GAP`] (5%); in the profile view the gap is `lo - hi` and the floor twice
+//! the median profile distance of a CPU to its most similar other CPU (the matrix's own
+//! noise). Consecutive passing partitions whose merges only moved pairs the trimming
+//! had left out are the same step (a few CPUs not merged yet); the one with the fewest
+//! pairs on the wrong side of the gap's midpoint is kept, then the latest.
 //!
 //! Levels of both views are combined into one hierarchy: identical partitions merge
 //! ([`Evidence::Both`]); a candidate made only of groups of other candidates (half of
-//! the machine at one level, the rest at another) is dropped; then, strongest first
-//! (median separation), a level is kept if it nests with every level kept so far.
+//! the machine at one level, the rest at another) is dropped, and so is one that is
+//! another candidate with just two groups merged (two groups nearer each other than the
+//! rest are not a level of the machine); then, strongest first (the ratio `lo / hi`), a
+//! level is kept if it nests with every level kept so far.
+//!
+//! The separation peaks of the earlier method (the fraction of CPUs whose nearest
+//! outsider is farther than their farthest group-mate, with a prominence of a quarter of
+//! the CPUs) still propose groupings; those that fail the step test are named in the
+//! notes.
 //!
 //! Each group then gets its median latency inside (`intra_ns`) and to the other groups
 //! of the same parent group (`inter_ns`; for the outermost level: to every other CPU).
 //!
+//! **Gradients.** Between the groups of each level inside the groups of the next
+//! (between single CPUs below the finest level, across the whole machine above the
+//! coarsest), the pairs have no step. When their spread, the 95th over the 5th
+//! percentile of each pair relative to the median of its parent group, exceeds
+//! [`GRADIENT_SPREAD`] (10%) and four times the noise of one pair, it is reported as a
+//! [`Gradient`] with its range in ns, and a note: "no discrete level ...".
+//!
 //! On matrices of up to [`SHUFFLE_TEST_MAX_CPUS`] CPUs, where noise alone readily forms
-//! groups (with 4 to 8 CPUs of uniform noise, 70% got a level), a level must separate
-//! better than every level found in [`SHUFFLES`] copies of the matrix with its values
-//! shuffled over the pairs (p < 0.05), unless it is a latency-view level with a clear
-//! contrast ([`CLEAR_SEPARATION`]); what is dropped is said in the notes.
+//! groups, a level must also separate better than every level found in [`SHUFFLES`]
+//! copies of the matrix with its values shuffled over the pairs (p < 0.05), unless it is
+//! a latency-view level with a clear contrast ([`CLEAR_SEPARATION`]); what is dropped is
+//! said in the notes.
 //!
 //! # Limits
 //!
-//! A mesh without clusters (most Xeons inside a socket) has no level, and none is
-//! reported. Groups smaller than 2 CPUs are not levels. When two groups of a level are
-//! much closer to each other than the rest (two CCDs next to each other on the I/O die,
-//! two Kunpeng clusters whose latencies differ by under 1 ns), the level may show them
-//! merged. A sampled matrix (holes) is handled (averages and extremes use the measured
-//! pairs), but sparse samples weaken the evidence; [`Structure::confidence`] says so.
-//! The quarter-of-the-CPUs prominence and the factor 2 on the margin are conventions
-//! (like the 1.5 of Tukey's fences), checked on 29 published matrices from 8-core
-//! desktops to 256-thread dual EPYCs, not fitted to any one of them.
+//! A mesh without clusters (most Xeons inside a socket) has no level; its gradient is
+//! reported. Groups smaller than 2 CPUs are not levels. Groups whose members differ only
+//! by a uniform offset (the Kunpeng 920 clusters in the published file) are not found.
+//! A sampled matrix (holes) is handled (quantiles use the measured pairs), but sparse
+//! samples weaken the evidence; [`Structure::confidence`] says so. The 2% trim, the 5%
+//! gap, the one deviation of margin, the 10% spread are conventions (like the 1.5 of
+//! Tukey's fences), chosen from what per-pair medians resolve and what outliers
+//! measurements show, then checked on 29 published matrices from 8-core desktops to
+//! 256-thread dual EPYCs; none was fitted to any one of them.
 
 use crate::matrix::LatencyMatrix;
 use serde::{Deserialize, Serialize};
@@ -156,6 +170,29 @@ pub struct Structure {
     pub confidence: Confidence,
     /// Why the confidence is low, and other facts about the input, in sentences.
     pub notes: Vec<String>,
+    /// Bands of pairs whose latency spreads widely without a step: gradients (a mesh, a
+    /// ring), reported as such rather than cut into levels.
+    #[serde(default)]
+    pub gradients: Vec<Gradient>,
+}
+
+/// Pairs whose latency spreads over a wide range with no step that separates a partition
+/// of their CPUs: a gradient (distance on a mesh or ring, to the line's home), not a level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gradient {
+    /// The pairs lie inside the groups of this level (index into [`Structure::levels`]);
+    /// `None`: anywhere in the machine.
+    pub within: Option<usize>,
+    /// The pairs lie between different groups of this level; `None`: between any two CPUs.
+    pub between: Option<usize>,
+    /// Measured pairs in the band.
+    pub pairs: usize,
+    /// 5th percentile of their latency (ns).
+    pub low_ns: f64,
+    /// Median (ns).
+    pub median_ns: f64,
+    /// 95th percentile (ns).
+    pub high_ns: f64,
 }
 
 /// Infers the latency structure of a matrix. Pure: matrix in, structure out.
@@ -207,10 +244,12 @@ pub fn infer(m: &LatencyMatrix) -> Structure {
             levels: Vec::new(),
             confidence,
             notes,
+            gradients: Vec::new(),
         };
     }
 
-    let mut candidates: Vec<(Vec<Vec<usize>>, Evidence, f64)> = candidate_levels(&clean);
+    let (mut candidates, refused) = candidate_levels(&clean);
+    notes.extend(refused);
     // On small matrices noise alone forms groups (the clustering finds the best of few
     // partitions): a level must separate better than every level found in the same
     // values shuffled over the pairs, which have no structure, unless it separates
@@ -219,7 +258,7 @@ pub fn infer(m: &LatencyMatrix) -> Structure {
         let mut null_best = [0.0f64; 2];
         let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ n as u64);
         for _ in 0..SHUFFLES {
-            for (_, e, score) in candidate_levels(&shuffled(&clean, &mut rng)) {
+            for (_, e, score) in candidate_levels(&shuffled(&clean, &mut rng)).0 {
                 let v = &mut null_best[usize::from(e != Evidence::Latency)];
                 *v = v.max(score);
             }
@@ -250,9 +289,13 @@ pub fn infer(m: &LatencyMatrix) -> Structure {
             .filter(|g| g.len() > 1)
             .all(|g| others.iter().any(|p| p.contains(g)))
     });
+    // A partition that is another candidate with just two of its groups merged is not a
+    // level of the machine: two groups nearer each other than the rest are.
+    let all_groups: Vec<Vec<Vec<usize>>> = candidates.iter().map(|c| c.0.clone()).collect();
+    candidates.retain(|c| !all_groups.iter().any(|f| one_merge_apart(f, &c.0, n)));
     // Strongest first; keep a level if it nests with every kept one.
     candidates.sort_by(|a, b| b.2.total_cmp(&a.2));
-    let mut kept: Vec<(Vec<Vec<usize>>, Evidence, f64)> = Vec::new();
+    let mut kept: Vec<Candidate> = Vec::new();
     for (p, e, s) in candidates {
         if let Some(k) = kept.iter_mut().find(|k| k.0 == p) {
             if k.1 != e {
@@ -274,11 +317,19 @@ pub fn infer(m: &LatencyMatrix) -> Structure {
         .zip(parents)
         .map(|((p, e, s), parent)| describe(&clean, p, *e, *s, parent.as_deref()))
         .collect();
+    let partitions: Vec<Vec<Vec<usize>>> = kept.into_iter().map(|k| k.0).collect();
+    // The noise of one pair, relative: two CPUs that see the machine alike differ by
+    // about sqrt(2) times it (median over CPUs of the profile distance to the most
+    // similar other CPU).
+    let noise = Dist::profile(&clean).nearest_neighbour_median() / std::f64::consts::SQRT_2;
+    let gradients = gradients(&clean, &partitions, noise);
+    notes.extend(gradients.iter().map(gradient_note));
     Structure {
         cpus: m.cpus().to_vec(),
         levels,
         confidence,
         notes,
+        gradients,
     }
 }
 
@@ -295,18 +346,308 @@ pub const SHUFFLES: usize = 19;
 /// convention, like the others here.
 pub const CLEAR_SEPARATION: f64 = 1.25;
 
-/// Levels of both views of a matrix: (partition, view, exp(median separation)).
-fn candidate_levels(m: &LatencyMatrix) -> Vec<(Vec<Vec<usize>>, Evidence, f64)> {
+/// A candidate level: partition (positions), view, and its step ratio (trimmed fastest
+/// between over trimmed slowest inside).
+type Candidate = (Vec<Vec<usize>>, Evidence, f64);
+
+/// Levels of both views of a matrix: (partition, view, step ratio), and a sentence for each
+/// grouping the separation peaks proposed but the step test refused.
+fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>) {
+    let n = m.n();
     let lat = Dist::latency(m);
     let prof = Dist::profile(m);
     let tau = 2.0 * prof.nearest_neighbour_median().max(RESOLUTION);
     let mut out = Vec::new();
+    let mut refused = Vec::new();
     for (dist, evidence) in [(&lat, Evidence::Latency), (&prof, Evidence::Profile)] {
-        for (partition, score) in levels_of(dist, tau) {
-            out.push((partition, evidence, score));
+        // Latency steps are relative (log latency); profile distances are already relative
+        // to the median latency, and their steps are read in those units.
+        let linear = evidence == Evidence::Profile;
+        // The smallest gap: 5% in latency; in the profile view twice what a CPU and its
+        // most similar other CPU differ by (median over CPUs): the matrix's own noise.
+        let floor = if linear {
+            2.0 * prof.nearest_neighbour_median()
+        } else {
+            MIN_GAP.ln_1p()
+        };
+        let lnd = if linear { dist.d.clone() } else { dist.logs() };
+        let (proposals, seq) = levels_of(dist, tau);
+        let accepted = step_levels(&lnd, n, &seq, floor);
+        for (partition, _) in &proposals {
+            if accepted.iter().any(|(p, _)| p == partition) {
+                continue;
+            }
+            let Some(st) = step(&lnd, n, &membership(partition, n), floor).filter(|st| !st.holds())
+            else {
+                continue;
+            };
+            let shape = |v: f64| match evidence {
+                Evidence::Profile => format!("profile distance {:.2}%", 100.0 * v),
+                _ => format!("{:.1} ns", v.exp()),
+            };
+            let pct = |v: f64| {
+                if linear {
+                    format!("{:+.2} points", 100.0 * v)
+                } else {
+                    format!("{:+.1}%", 100.0 * v.exp_m1())
+                }
+            };
+            refused.push(format!(
+                "a grouping into {} groups ({} view) was dropped: its slowest pairs inside groups ({}) are not clearly below its fastest pairs between groups ({}): a gap of {} where {} is required, so it cannot be told apart from noise or a gradient",
+                partition.len(),
+                match evidence {
+                    Evidence::Profile => "profile",
+                    _ => "latency",
+                },
+                shape(st.hi),
+                shape(st.lo),
+                pct(st.gap()),
+                pct(st.required),
+            ));
+        }
+        for (partition, st) in accepted {
+            let ratio = if linear {
+                st.lo / st.hi.max(RESOLUTION)
+            } else {
+                st.gap().exp()
+            };
+            out.push((partition, evidence, ratio));
+        }
+    }
+    (out, refused)
+}
+
+/// Pairs allowed on the wrong side of a step: 2% of the pairs inside the groups (outliers,
+/// a preempted measurement). A convention.
+pub const TRIM: f64 = 0.02;
+
+/// The smallest gap that makes a step, relative (5%): per-pair medians of the ping-pong are
+/// stable to a few percent, so a smaller gap is not evidence. A convention.
+pub const MIN_GAP: f64 = 0.05;
+
+/// The gap must also exceed this many standard deviations of the noise inside the groups
+/// (1.4826 MAD of the pairs inside a group around the group's median). One is enough: the
+/// trimmed extremes the gap is measured between already lie about two deviations out on
+/// each side, so the two bands' centres must be about five deviations apart. A convention.
+pub const GAP_SIGMAS: f64 = 1.0;
+
+/// Pairs without a step whose spread (95th over 5th percentile, each pair relative to the
+/// median of its scope) exceeds this (10%) and four times the noise of one pair are
+/// reported as a gradient: noise alone spreads pairs by about 3.3 deviations between
+/// those percentiles. A convention.
+pub const GRADIENT_SPREAD: f64 = 0.10;
+
+/// The step test of one partition, in log distance.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    /// Trimmed maximum inside groups.
+    hi: f64,
+    /// Trimmed minimum between groups.
+    lo: f64,
+    /// Gap required (noise margin).
+    required: f64,
+    /// Pairs on the wrong side of the midpoint of the gap, untrimmed.
+    violations: usize,
+}
+
+impl Step {
+    fn gap(&self) -> f64 {
+        self.lo - self.hi
+    }
+    fn holds(&self) -> bool {
+        self.gap() >= self.required
+    }
+}
+
+/// Is the partition (group of each position) a step: are the slowest pairs inside its
+/// groups clearly below the fastest pairs between them? `lnd` holds log distances. Both
+/// sides are trimmed by [`TRIM`] of the pairs inside (not of the pairs between: on a big
+/// machine most pairs between are far, and 2% of them would hide the nearest groups).
+fn step(lnd: &[Option<f64>], n: usize, group_of: &[usize], floor: f64) -> Option<Step> {
+    let mut inside = Vec::new();
+    let mut between = Vec::new();
+    let mut per_group: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for i in 0..n {
+        for j in 0..i {
+            if let Some(v) = lnd[i * n + j] {
+                if group_of[i] == group_of[j] {
+                    inside.push(v);
+                    per_group[group_of[i]].push(v);
+                } else {
+                    between.push(v);
+                }
+            }
+        }
+    }
+    if inside.is_empty() || between.is_empty() {
+        return None;
+    }
+    let k = (TRIM * inside.len() as f64).floor() as usize;
+    let hi_at = inside.len() - 1 - k.min(inside.len() - 1);
+    let hi = *inside.select_nth_unstable_by(hi_at, f64::total_cmp).1;
+    let lo_at = k.min(between.len() - 1);
+    let lo = *between.select_nth_unstable_by(lo_at, f64::total_cmp).1;
+    // Noise: spread of the pairs of a group around the group's median, for groups with
+    // at least 3 pairs (one pair has no spread).
+    let mut dev = Vec::new();
+    for g in per_group.iter().filter(|g| g.len() >= 3) {
+        if let Some(med) = numalab_stats::median(g) {
+            dev.extend(g.iter().map(|v| (v - med).abs()));
+        }
+    }
+    let sigma = 1.4826 * numalab_stats::median(&dev).unwrap_or(0.0);
+    let required = floor.max(GAP_SIGMAS * sigma);
+    let t = 0.5 * (hi + lo);
+    let violations =
+        inside.iter().filter(|&&v| v > t).count() + between.iter().filter(|&&v| v < t).count();
+    Some(Step {
+        hi,
+        lo,
+        required,
+        violations,
+    })
+}
+
+/// Every partition along the clustering's merges that passes the step test. Consecutive
+/// passing partitions whose merges only moved pairs the trimming had left out (a few CPUs
+/// not yet merged) are the same step; of them, the one with the fewest pairs on the wrong
+/// side, then the latest. A merge that lifts the inside above the previous gap and still
+/// passes is another level.
+fn step_levels(
+    lnd: &[Option<f64>],
+    n: usize,
+    seq: &[(usize, usize)],
+    floor: f64,
+) -> Vec<(Vec<Vec<usize>>, Step)> {
+    let mut group_of: Vec<usize> = (0..n).collect();
+    let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+    let mut chosen: Vec<(usize, Step)> = Vec::new();
+    let mut current: Option<(usize, Step)> = None;
+    let mut previous: Option<Step> = None;
+    let mut in_multi = 0usize;
+    for (k, &(a, b)) in seq.iter().enumerate() {
+        in_multi += usize::from(members[a].len() == 1) + usize::from(members[b].len() == 1);
+        let moved = std::mem::take(&mut members[b]);
+        for &x in &moved {
+            group_of[x] = a;
+        }
+        members[a].extend(moved);
+        let groups = n - (k + 1);
+        // A level has at least 2 groups, and most CPUs are in a group of several.
+        let st = if groups >= 2 && 2 * in_multi >= n {
+            step(lnd, n, &group_of, floor).filter(Step::holds)
+        } else {
+            None
+        };
+        match st {
+            Some(st) => {
+                // The merge moved only pairs the previous partition's trimmed minimum
+                // between already left out (a CPU or a group that had not joined yet):
+                // the same step. Otherwise the inside now reaches above the previous
+                // gap: another step.
+                if previous.is_some_and(|p| st.hi > p.lo) {
+                    chosen.extend(current.take());
+                }
+                previous = Some(st);
+                // Fewest pairs on the wrong side; among equals the later partition, the
+                // one with every CPU of the step merged (a CPU left out of its group sits
+                // in the gap and can make it look wider).
+                let better = current
+                    .as_ref()
+                    .is_none_or(|(_, c)| st.violations <= c.violations);
+                if better {
+                    current = Some((k + 1, st));
+                }
+            }
+            None => {
+                previous = None;
+                chosen.extend(current.take());
+            }
+        }
+    }
+    chosen.extend(current.take());
+    // Rebuild the chosen partitions by replaying the merges.
+    let mut groups: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+    let mut out = Vec::new();
+    for (k, &(a, b)) in seq.iter().enumerate() {
+        let moved = std::mem::take(&mut groups[b]);
+        groups[a].extend(moved);
+        if let Some((_, st)) = chosen.iter().find(|(at, _)| *at == k + 1) {
+            out.push((canonical(&groups), *st));
         }
     }
     out
+}
+
+/// Bands of pairs without a level whose latency spreads widely: between the groups of
+/// each level inside the groups of the next (single CPUs below the finest level, the
+/// whole machine above the coarsest).
+fn gradients(m: &LatencyMatrix, kept: &[Vec<Vec<usize>>], noise: f64) -> Vec<Gradient> {
+    let n = m.n();
+    let mem: Vec<Vec<usize>> = kept.iter().map(|p| membership(p, n)).collect();
+    let top = kept.len();
+    let mut out = Vec::new();
+    for b in 0..=top {
+        // Pairs of the band, by scope (group of level b; the whole machine above the top).
+        let mut by_scope: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
+        for i in 0..n {
+            for j in 0..i {
+                let same_parent = b == top || mem[b][i] == mem[b][j];
+                let diff_child = b == 0 || mem[b - 1][i] != mem[b - 1][j];
+                if same_parent && diff_child {
+                    if let Some(x) = m.get(i, j) {
+                        let scope = if b == top { 0 } else { mem[b][i] };
+                        by_scope.entry(scope).or_default().push(x);
+                    }
+                }
+            }
+        }
+        let mut v: Vec<f64> = Vec::new();
+        let mut rel: Vec<f64> = Vec::new();
+        for pairs in by_scope.values() {
+            let Some(med) = numalab_stats::median(pairs) else {
+                continue;
+            };
+            v.extend(pairs);
+            rel.extend(pairs.iter().map(|x| (x / med).ln()));
+        }
+        if v.len() < 10 {
+            continue;
+        }
+        v.sort_by(f64::total_cmp);
+        rel.sort_by(f64::total_cmp);
+        let q = |s: &[f64], p: f64| s[((s.len() - 1) as f64 * p).round() as usize];
+        let spread = q(&rel, 0.95) - q(&rel, 0.05);
+        if spread >= GRADIENT_SPREAD.ln_1p().max(4.0 * noise) {
+            out.push(Gradient {
+                within: (b < top).then_some(b),
+                between: b.checked_sub(1),
+                pairs: v.len(),
+                low_ns: q(&v, 0.05),
+                median_ns: q(&v, 0.5),
+                high_ns: q(&v, 0.95),
+            });
+        }
+    }
+    out
+}
+
+/// The sentence for a gradient (levels numbered from 1, finest first, as printed).
+fn gradient_note(g: &Gradient) -> String {
+    let scope = match (g.within, g.between) {
+        (None, None) => "between any two CPUs".to_string(),
+        (None, Some(b)) => format!("between the groups of level {}", b + 1),
+        (Some(w), None) => format!("inside the groups of level {}", w + 1),
+        (Some(w), Some(b)) => format!(
+            "between the groups of level {} inside those of level {}",
+            b + 1,
+            w + 1
+        ),
+    };
+    format!(
+        "no discrete level {scope}: latency spreads from {:.1} to {:.1} ns (5th to 95th percentile of {} pairs, median {:.1} ns) with no step that separates the CPUs into groups; it grows smoothly, e.g. with the distance on a mesh or ring to the line's home: a gradient, not a level",
+        g.low_ns, g.high_ns, g.pairs, g.median_ns
+    )
 }
 
 /// A small deterministic generator for the shuffles (same matrix, same answer).
@@ -374,27 +715,34 @@ impl Dist {
         numalab_stats::median(&nn).unwrap_or(0.0)
     }
 
-    /// RMS of log-latency differences over the CPUs measured with both.
+    /// How differently two CPUs see the others: the standard deviation over the other CPUs
+    /// `k` of `D[i][k] - D[j][k]` (centred: a CPU that is uniformly farther from everyone,
+    /// as on a mesh where latency adds the distance of each core to the line's home, is
+    /// not different), relative to the median latency.
     fn profile(m: &LatencyMatrix) -> Dist {
         let n = m.n();
-        let logs: Vec<Option<f64>> = (0..n * n)
-            .map(|x| m.get(x / n, x % n).map(f64::ln))
-            .collect();
+        let scale = numalab_stats::median(&m.measured_values())
+            .filter(|v| *v > 0.0)
+            .unwrap_or(1.0);
+        let vals: Vec<Option<f64>> = (0..n * n).map(|x| m.get(x / n, x % n)).collect();
         let mut d = vec![None; n * n];
         for i in 0..n {
             for j in 0..i {
-                let (mut ss, mut c) = (0.0, 0usize);
+                let (mut s1, mut s2, mut c) = (0.0, 0.0, 0usize);
                 for k in 0..n {
                     if k == i || k == j {
                         continue;
                     }
-                    if let (Some(a), Some(b)) = (logs[i * n + k], logs[j * n + k]) {
-                        ss += (a - b) * (a - b);
+                    if let (Some(a), Some(b)) = (vals[i * n + k], vals[j * n + k]) {
+                        let x = (a - b) / scale;
+                        s1 += x;
+                        s2 += x * x;
                         c += 1;
                     }
                 }
                 if c > 0 {
-                    let v = (ss / c as f64).sqrt();
+                    let mean = s1 / c as f64;
+                    let v = (s2 / c as f64 - mean * mean).max(0.0).sqrt();
                     d[i * n + j] = Some(v);
                     d[j * n + i] = Some(v);
                 }
@@ -402,11 +750,20 @@ impl Dist {
         }
         Dist { n, d }
     }
+
+    /// Log distances.
+    fn logs(&self) -> Vec<Option<f64>> {
+        self.d
+            .iter()
+            .map(|v| v.map(|x| x.max(f64::MIN_POSITIVE).ln()))
+            .collect()
+    }
 }
 
-/// Average-linkage clustering; returns the partitions after each merge, scored, and
-/// picks one level per run of partitions scoring above 1.
-fn levels_of(dist: &Dist, tau: f64) -> Vec<(Vec<Vec<usize>>, f64)> {
+/// Average-linkage clustering: the merges, in order, and the partitions along them that
+/// the separation peaks propose (scored by their median separation).
+#[allow(clippy::type_complexity)]
+fn levels_of(dist: &Dist, tau: f64) -> (Vec<(Vec<Vec<usize>>, f64)>, Vec<(usize, usize)>) {
     let n = dist.n;
     // Cluster-pair sums and counts of measured distances.
     let mut sum = vec![0.0f64; n * n];
@@ -529,7 +886,7 @@ fn levels_of(dist: &Dist, tau: f64) -> Vec<(Vec<Vec<usize>>, f64)> {
     // A partition into one group is not a level; nor is one whose typical CPU is
     // separated by less than twice the noise margin.
     out.retain(|(p, s)| p.len() > 1 && p.iter().any(|g| g.len() > 1) && s.ln() > 2.0 * tau);
-    out
+    (out, seq)
 }
 
 /// Per-CPU separation: ln((nearest outsider) / (farthest group-mate)), 0 for CPUs alone
@@ -580,6 +937,14 @@ fn canonical(members: &[Vec<usize>]) -> Vec<Vec<usize>> {
         .collect();
     p.sort();
     p
+}
+
+/// Whether `coarse` is `fine` with exactly two groups merged.
+fn one_merge_apart(fine: &[Vec<usize>], coarse: &[Vec<usize>], n: usize) -> bool {
+    fine.len() == coarse.len() + 1 && nested(fine, coarse, n) && {
+        let new: Vec<&Vec<usize>> = coarse.iter().filter(|g| !fine.contains(g)).collect();
+        new.len() == 1
+    }
 }
 
 /// Group index of each position.

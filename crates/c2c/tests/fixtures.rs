@@ -119,30 +119,25 @@ fn threadripper_3960x_has_groups_of_3_cores() {
 }
 
 #[test]
-fn kunpeng_920_has_4_core_clusters_inside_2_dies() {
+fn kunpeng_920_has_2_dies_and_no_level_cuts_a_4_core_cluster() {
     let s = structure_of("hisilicon-kunpeng-920-6426-2.6ghz.csv");
     check_invariants(&s);
     let dies = vec![(0..32).collect::<Vec<u32>>(), (32..64).collect()];
     let die_level = find(&s, &dies).unwrap_or_else(|| panic!("{}", describe(&s)));
     assert!(die_level.inter_ns.unwrap() > 2.0 * die_level.intra_ns.unwrap());
-    // The clusters are not faster inside than between (cluster 1 sees 38 ns everywhere in
-    // its die): they show as CPUs that see the machine alike. In this file clusters 0-3
-    // and 24-27 differ by under 1 ns toward one cluster only, so they may come out
-    // merged; every other cluster must be found exactly, and no group may cross one.
-    let finer = s
-        .levels
-        .iter()
-        .find(|l| l.groups.len() > 2)
-        .unwrap_or_else(|| panic!("no level below the dies: {}", describe(&s)));
-    let found = groups(finer);
-    let clusters: Vec<Vec<u32>> = (0..16).map(|c| (c * 4..c * 4 + 4).collect()).collect();
-    let exact = clusters.iter().filter(|c| found.contains(c)).count();
-    assert!(exact >= 14, "{exact} exact clusters in {found:?}");
-    for g in &found {
-        assert!(
-            g.len() % 4 == 0 && g.iter().all(|x| g.contains(&(x / 4 * 4))),
-            "{g:?}"
-        );
+    // The 4-core clusters are real (hwloc shows them) but in this file they are no step:
+    // cluster 1 sees 38.0 ns everywhere in its die, itself included, clusters 3 and 5
+    // 36.4 and 35.7 ns; clusters differ mostly by a uniform offset (how far they are
+    // from the lines' homes), a gradient. They are not asserted as a level any more; but
+    // whatever level is reported must not cut a cluster.
+    for l in &s.levels {
+        for g in groups(l) {
+            assert!(
+                g.len() % 4 == 0 && g.iter().all(|x| g.contains(&(x / 4 * 4))),
+                "{g:?} cuts a cluster: {}",
+                describe(&s)
+            );
+        }
     }
 }
 
@@ -162,21 +157,25 @@ fn xeon_phi_7210_has_2_core_tiles() {
 fn i9_12900k_keeps_performance_and_efficiency_cores_apart() {
     let s = structure_of("intel-core-i9-12900k.csv");
     check_invariants(&s);
-    // CPUs 0-15: 8 P-cores with SMT siblings adjacent; 16-23: 8 E-cores.
-    let p_e = s
+    // CPUs 0-15: 8 P-cores with SMT siblings adjacent; 16-23: 8 E-cores in two 4-core
+    // modules (each sharing an L2): 50 ns inside a module, 44 ns between the modules,
+    // 37-40 ns to the P-cores. The 8 E-cores together are no step (they are nearer the
+    // P-cores than each other); the modules are CPUs that see the machine alike.
+    let level = s
         .levels
         .iter()
         .find(|l| {
             l.groups
                 .iter()
-                .any(|g| g.cpus == (16..24).collect::<Vec<u32>>())
+                .any(|g| g.cpus == (16..20).collect::<Vec<u32>>())
         })
         .unwrap_or_else(|| panic!("{}", describe(&s)));
-    for g in &p_e.groups {
-        let p = g.cpus.iter().filter(|&&c| c < 16).count();
-        assert!(p == 0 || p == g.cpus.len(), "P and E mixed in {:?}", g.cpus);
-    }
-    // No level mixes them either.
+    let mut want: Vec<Vec<u32>> = (0..8).map(|c| vec![2 * c, 2 * c + 1]).collect();
+    want.push((16..20).collect());
+    want.push((20..24).collect());
+    want.sort();
+    assert_eq!(groups(level), want, "{}", describe(&s));
+    // No level mixes P and E cores.
     for l in &s.levels {
         for g in &l.groups {
             let p = g.cpus.iter().filter(|&&c| c < 16).count();
