@@ -248,7 +248,7 @@ pub fn infer(m: &LatencyMatrix) -> Structure {
         };
     }
 
-    let (mut candidates, refused) = candidate_levels(&clean);
+    let (mut candidates, refused, nearest_profile) = candidate_levels(&clean);
     notes.extend(refused);
     // On small matrices noise alone forms groups (the clustering finds the best of few
     // partitions): a level must separate better than every level found in the same
@@ -321,7 +321,7 @@ pub fn infer(m: &LatencyMatrix) -> Structure {
     // The noise of one pair, relative: two CPUs that see the machine alike differ by
     // about sqrt(2) times it (median over CPUs of the profile distance to the most
     // similar other CPU).
-    let noise = Dist::profile(&clean).nearest_neighbour_median() / std::f64::consts::SQRT_2;
+    let noise = nearest_profile / std::f64::consts::SQRT_2;
     let gradients = gradients(&clean, &partitions, noise);
     notes.extend(gradients.iter().map(gradient_note));
     Structure {
@@ -350,9 +350,10 @@ pub const CLEAR_SEPARATION: f64 = 1.25;
 /// between over trimmed slowest inside).
 type Candidate = (Vec<Vec<usize>>, Evidence, f64);
 
-/// Levels of both views of a matrix: (partition, view, step ratio), and a sentence for each
-/// grouping the separation peaks proposed but the step test refused.
-fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>) {
+/// Levels of both views of a matrix: (partition, view, step ratio), a sentence for each
+/// grouping the separation peaks proposed but the step test refused, and the median
+/// profile distance of a CPU to its most similar other CPU.
+fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>, f64) {
     let n = m.n();
     let lat = Dist::latency(m);
     let prof = Dist::profile(m);
@@ -414,7 +415,7 @@ fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>) {
             out.push((partition, evidence, ratio));
         }
     }
-    (out, refused)
+    (out, refused, prof.nearest_neighbour_median())
 }
 
 /// Pairs allowed on the wrong side of a step: 2% of the pairs inside the groups (outliers,
@@ -465,14 +466,12 @@ impl Step {
 /// machine most pairs between are far, and 2% of them would hide the nearest groups).
 fn step(lnd: &[Option<f64>], n: usize, group_of: &[usize], floor: f64) -> Option<Step> {
     let mut inside = Vec::new();
-    let mut between = Vec::new();
-    let mut per_group: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut between = Vec::with_capacity(n * n / 2);
     for i in 0..n {
         for j in 0..i {
             if let Some(v) = lnd[i * n + j] {
                 if group_of[i] == group_of[j] {
                     inside.push(v);
-                    per_group[group_of[i]].push(v);
                 } else {
                     between.push(v);
                 }
@@ -487,8 +486,27 @@ fn step(lnd: &[Option<f64>], n: usize, group_of: &[usize], floor: f64) -> Option
     let hi = *inside.select_nth_unstable_by(hi_at, f64::total_cmp).1;
     let lo_at = k.min(between.len() - 1);
     let lo = *between.select_nth_unstable_by(lo_at, f64::total_cmp).1;
+    if lo - hi < floor {
+        // Fails whatever the noise: no need to estimate it.
+        return Some(Step {
+            hi,
+            lo,
+            required: floor,
+            violations: 0,
+        });
+    }
     // Noise: spread of the pairs of a group around the group's median, for groups with
     // at least 3 pairs (one pair has no spread).
+    let mut per_group: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for i in 0..n {
+        for j in 0..i {
+            if group_of[i] == group_of[j] {
+                if let Some(v) = lnd[i * n + j] {
+                    per_group[group_of[i]].push(v);
+                }
+            }
+        }
+    }
     let mut dev = Vec::new();
     for g in per_group.iter().filter(|g| g.len() >= 3) {
         if let Some(med) = numalab_stats::median(g) {
