@@ -57,7 +57,10 @@
 //! coarsest), the pairs have no step. When their spread, the 95th over the 5th
 //! percentile of each pair relative to the median of its parent group, exceeds
 //! [`GRADIENT_SPREAD`] (10%) and four times the noise of one pair, it is reported as a
-//! [`Gradient`] with its range in ns, and a note: "no discrete level ...".
+//! [`Gradient`] with its range in ns, and a note: "no discrete level ...". The note says
+//! whether latency grows with where the CPUs are ([`Gradient::positional`] at least
+//! [`GRADIENT_POSITION`]: a mesh with a fixed home, the published Xeon meshes) or depends
+//! on the pair only (a home hashed per pair, noise).
 //!
 //! On matrices of up to [`SHUFFLE_TEST_MAX_CPUS`] CPUs, where noise alone readily forms
 //! groups, a level must also separate better than every level found in [`SHUFFLES`]
@@ -193,6 +196,14 @@ pub struct Gradient {
     pub median_ns: f64,
     /// 95th percentile (ns).
     pub high_ns: f64,
+    /// How much the CPUs' mean latencies in the band differ, against independent scatter
+    /// of the pairs: mean number of partners x variance of the CPUs' means / variance of
+    /// the pairs (log latency relative to the scope's median). About 1 when every pair
+    /// scatters on its own (noise, or a line home hashed per pair); at least
+    /// [`GRADIENT_POSITION`] when latency grows with where the CPUs are (a fixed home on
+    /// a mesh gives up to about half the number of partners).
+    #[serde(default)]
+    pub positional: f64,
 }
 
 /// Infers the latency structure of a matrix. Pure: matrix in, structure out.
@@ -607,7 +618,8 @@ fn gradients(m: &LatencyMatrix, kept: &[Vec<Vec<usize>>], noise: f64) -> Vec<Gra
     let mut out = Vec::new();
     for b in 0..=top {
         // Pairs of the band, by scope (group of level b; the whole machine above the top).
-        let mut by_scope: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
+        let mut by_scope: std::collections::BTreeMap<usize, Vec<(usize, usize, f64)>> =
+            Default::default();
         for i in 0..n {
             for j in 0..i {
                 let same_parent = b == top || mem[b][i] == mem[b][j];
@@ -615,40 +627,81 @@ fn gradients(m: &LatencyMatrix, kept: &[Vec<Vec<usize>>], noise: f64) -> Vec<Gra
                 if same_parent && diff_child {
                     if let Some(x) = m.get(i, j) {
                         let scope = if b == top { 0 } else { mem[b][i] };
-                        by_scope.entry(scope).or_default().push(x);
+                        by_scope.entry(scope).or_default().push((i, j, x));
                     }
                 }
             }
         }
         let mut v: Vec<f64> = Vec::new();
-        let mut rel: Vec<f64> = Vec::new();
+        let mut rel: Vec<(usize, usize, f64)> = Vec::new();
         for pairs in by_scope.values() {
-            let Some(med) = numalab_stats::median(pairs) else {
+            let xs: Vec<f64> = pairs.iter().map(|p| p.2).collect();
+            let Some(med) = numalab_stats::median(&xs) else {
                 continue;
             };
-            v.extend(pairs);
-            rel.extend(pairs.iter().map(|x| (x / med).ln()));
+            v.extend(&xs);
+            rel.extend(pairs.iter().map(|&(i, j, x)| (i, j, (x / med).ln())));
         }
         if v.len() < 10 {
             continue;
         }
         v.sort_by(f64::total_cmp);
-        rel.sort_by(f64::total_cmp);
         let q = |s: &[f64], p: f64| s[((s.len() - 1) as f64 * p).round() as usize];
-        let spread = q(&rel, 0.95) - q(&rel, 0.05);
-        if spread >= GRADIENT_SPREAD.ln_1p().max(4.0 * noise) {
-            out.push(Gradient {
-                within: (b < top).then_some(b),
-                between: b.checked_sub(1),
-                pairs: v.len(),
-                low_ns: q(&v, 0.05),
-                median_ns: q(&v, 0.5),
-                high_ns: q(&v, 0.95),
-            });
+        let mut r: Vec<f64> = rel.iter().map(|t| t.2).collect();
+        r.sort_by(f64::total_cmp);
+        let spread = q(&r, 0.95) - q(&r, 0.05);
+        if spread < GRADIENT_SPREAD.ln_1p().max(4.0 * noise) {
+            continue;
         }
+        out.push(Gradient {
+            within: (b < top).then_some(b),
+            between: b.checked_sub(1),
+            pairs: v.len(),
+            low_ns: q(&v, 0.05),
+            median_ns: q(&v, 0.5),
+            high_ns: q(&v, 0.95),
+            positional: positional(&rel, n),
+        });
     }
     out
 }
+
+/// How much the CPUs' mean latencies in a band differ, against what independent scatter
+/// of the pairs would make them differ (see [`Gradient::positional`]).
+fn positional(rel: &[(usize, usize, f64)], n: usize) -> f64 {
+    let mut sum = vec![0.0; n];
+    let mut cnt = vec![0usize; n];
+    for &(i, j, x) in rel {
+        for c in [i, j] {
+            sum[c] += x;
+            cnt[c] += 1;
+        }
+    }
+    let means: Vec<f64> = (0..n)
+        .filter(|&c| cnt[c] > 0)
+        .map(|c| sum[c] / cnt[c] as f64)
+        .collect();
+    if means.len() < 3 || rel.len() < 3 {
+        return 0.0;
+    }
+    let var = |v: &[f64]| {
+        let mu = v.iter().sum::<f64>() / v.len() as f64;
+        v.iter().map(|x| (x - mu) * (x - mu)).sum::<f64>() / (v.len() - 1) as f64
+    };
+    let pairs: Vec<f64> = rel.iter().map(|t| t.2).collect();
+    let var_pairs = var(&pairs);
+    if var_pairs <= 0.0 {
+        return 0.0;
+    }
+    let degree = cnt.iter().sum::<usize>() as f64 / means.len() as f64;
+    degree * var(&means) / var_pairs
+}
+
+/// A spread band is called a gradient with position when its CPUs' mean latencies differ
+/// this many times more than independent scatter of the pairs would make them (see
+/// [`Gradient::positional`]): latency depends on where the CPUs are. A convention (for
+/// pure noise the ratio is about 1, give or take sqrt(2 / CPUs)).
+pub const GRADIENT_POSITION: f64 = 3.0;
 
 /// The sentence for a gradient (levels numbered from 1, finest first, as printed).
 fn gradient_note(g: &Gradient) -> String {
@@ -662,8 +715,19 @@ fn gradient_note(g: &Gradient) -> String {
             w + 1
         ),
     };
+    let what = if g.positional >= GRADIENT_POSITION {
+        format!(
+            "it grows with where the CPUs are (their mean latencies differ {:.1} times more than scatter alone would make them), e.g. with the distance on a mesh or ring to the line's home: a gradient, not a level",
+            g.positional
+        )
+    } else {
+        format!(
+            "no CPU is consistently nearer or farther than the others ({:.1} times the scatter of independent pairs): it depends on the pair (where each line's home is, or noise), not a level",
+            g.positional
+        )
+    };
     format!(
-        "no discrete level {scope}: latency spreads from {:.1} to {:.1} ns (5th to 95th percentile of {} pairs, median {:.1} ns) with no step that separates the CPUs into groups; it grows smoothly, e.g. with the distance on a mesh or ring to the line's home: a gradient, not a level",
+        "no discrete level {scope}: latency spreads from {:.1} to {:.1} ns (5th to 95th percentile of {} pairs, median {:.1} ns) with no step that separates the CPUs into groups; {what}",
         g.low_ns, g.high_ns, g.pairs, g.median_ns
     )
 }

@@ -7,7 +7,7 @@
 //! neighbouring complexes with a noisy step (not merged).
 
 use numalab_c2c::matrix::LatencyMatrix;
-use numalab_c2c::structure::{infer, Level, Structure};
+use numalab_c2c::structure::{infer, Level, Structure, GRADIENT_POSITION};
 
 /// xorshift64* with Box-Muller normals: deterministic, no dependency.
 struct Rng(u64);
@@ -135,6 +135,12 @@ fn a_mesh_gradient_is_no_level_and_is_reported() {
                         continue;
                     };
                     assert!(g.low_ns < g.high_ns && g.low_ns > 30.0, "{case}: {g:?}");
+                    // With the home fixed, latency is a sum of each core's distance to
+                    // it: the gradient follows the cores' positions. Hashed per pair,
+                    // it mostly depends on the pair; either way the spread is reported.
+                    if name != "hashed" && g.positional < GRADIENT_POSITION {
+                        failures.push(format!("{case}: not positional: {g:?}"));
+                    }
                     assert!(
                         s.notes.iter().any(|n| n.contains("no discrete level")),
                         "{case}: {:?}",
@@ -281,6 +287,31 @@ fn two_neighbouring_complexes_with_a_noisy_step_are_not_merged() {
                     g.cpus,
                     describe(&s)
                 );
+            }
+        }
+    }
+}
+
+#[test]
+fn noise_alone_is_neither_a_level_nor_a_gradient_with_position() {
+    for seed in 40..60u64 {
+        for n in [8usize, 16, 48, 64] {
+            let mut rng = Rng(seed * 31 + n as u64);
+            // 3% Gaussian noise around 50 ns, no structure at all.
+            let m = matrix(n, |_, _| 50.0 * (1.0 + 0.03 * rng.normal()));
+            let s = infer(&m);
+            assert!(
+                s.levels.is_empty(),
+                "{n} CPUs, seed {seed}: {}",
+                describe(&s)
+            );
+            // A spread may be reported, but never as growing with where the CPUs are.
+            for g in &s.gradients {
+                assert!(
+                    g.positional < GRADIENT_POSITION,
+                    "{n} CPUs, seed {seed}: {g:?}"
+                );
+                assert!(s.notes.iter().any(|x| x.contains("depends on the pair")));
             }
         }
     }
