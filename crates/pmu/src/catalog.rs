@@ -51,10 +51,14 @@ const ARM: &[ArmFiles] = &[
 /// The catalog id of the x86-64 generic catalog.
 pub const X86_ID: &str = "x86-64";
 
+/// The catalog id for Arm cores without vendor event files: the kernel's generic events.
+pub const ARM_GENERIC_ID: &str = "arm-generic";
+
 /// Ids of every shipped catalog.
 pub fn shipped() -> Vec<&'static str> {
     let mut v: Vec<&str> = ARM.iter().map(|a| a.id).collect();
     v.push(X86_ID);
+    v.push(ARM_GENERIC_ID);
     v
 }
 
@@ -128,6 +132,10 @@ pub enum Arch {
     Arm,
     /// x86-64, events through the kernel's generic events.
     X86,
+    /// Any architecture without a vendor catalog (an Arm core numalab has no event
+    /// files for): the kernel's generic hardware and cache events, by the same names as
+    /// on x86-64, which the kernel's PMU driver maps to the core's own events.
+    Generic,
 }
 
 /// How an event is asked of the kernel.
@@ -679,6 +687,9 @@ pub fn load(id: &str) -> Result<Catalog, CatalogError> {
     if id == X86_ID {
         return load_x86(None);
     }
+    if id == ARM_GENERIC_ID {
+        return load_arm_generic();
+    }
     let files = ARM
         .iter()
         .find(|a| a.id == id)
@@ -852,6 +863,22 @@ fn load_arm(files: &ArmFiles) -> Result<Catalog, CatalogError> {
 }
 
 /// Loads the x86-64 catalog, adjusted for a vendor ("GenuineIntel", "AuthenticAMD").
+/// The catalog of an Arm core numalab has no event files for: the kernel's generic
+/// hardware and cache events (the arm64 PMU driver maps cycles, instructions, branches,
+/// stalls and L1/LLC/TLB accesses to the core's architected events) with numalab's
+/// metrics and no vendor metric. Six programmable counters (Neoverse N1/V1 and most
+/// Armv8 cores; the architecture allows up to 31: --counters overrides it) and the
+/// dedicated cycle counter (PMCCNTR_EL0).
+pub fn load_arm_generic() -> Result<Catalog, CatalogError> {
+    let mut c = load_x86(None)?;
+    c.id = ARM_GENERIC_ID.into();
+    c.name = "Arm (kernel generic events; no vendor metrics)".into();
+    c.arch = Arch::Generic;
+    c.counters = 6;
+    c.fixed = vec!["CYCLES".into()];
+    Ok(c)
+}
+
 pub fn load_x86(vendor: Option<&str>) -> Result<Catalog, CatalogError> {
     let f = "data/x86/generic.toml";
     let x = parse_toml(f, X86_EVENTS_TOML)?;
@@ -1254,7 +1281,7 @@ impl Catalog {
     pub fn anchors(&self) -> [&str; 2] {
         match self.arch {
             Arch::Arm => ["CPU_CYCLES", "INST_RETIRED"],
-            Arch::X86 => ["CYCLES", "INSTRUCTIONS"],
+            Arch::X86 | Arch::Generic => ["CYCLES", "INSTRUCTIONS"],
         }
     }
 }
@@ -1356,12 +1383,17 @@ pub fn detect(cpu: &CpuIdentity, midr: Option<u64>) -> Result<CpuMatch, CatalogE
                 });
             }
         }
-        let known = arm_cpu_name(implementer, part)
-            .map(|n| format!("{n} ({how})"))
-            .unwrap_or_else(|| format!("an Arm core with {how}"));
-        return Err(CatalogError::NoCatalog(format!(
-            "this CPU is {known}; numalab ships event files for Neoverse N1, N2 and V1 only. Use --cpu-model to pick the closest, or --events with raw codes (r11 = CPU_CYCLES, r8 = INST_RETIRED on every Arm core)"
-        )));
+        // No vendor files for this core: the kernel's generic events, said so.
+        let name = arm_cpu_name(implementer, part).unwrap_or_else(|| {
+            format!("Arm core (implementer 0x{implementer:02x}, part 0x{part:03x})")
+        });
+        return Ok(CpuMatch {
+            catalog: ARM_GENERIC_ID.into(),
+            cpu: name,
+            how: format!(
+                "{how}; no vendor metrics for this core (numalab ships event files for Neoverse N1, N2 and V1): the kernel's generic events only; --cpu-model borrows the closest catalog, --events takes raw codes (r11 = CPU_CYCLES, r8 = INST_RETIRED on every Arm core)"
+            ),
+        });
     }
     let arch = cpu.architecture.as_deref().unwrap_or("");
     let vendor = cpu.vendor.as_deref();
@@ -1700,11 +1732,20 @@ mod tests {
         // From sysfs alone.
         let m = detect(&CpuIdentity::default(), Some(0x410fd400)).unwrap();
         assert_eq!(m.catalog, "neoverse-v1");
-        // Grace (Neoverse V2) is named, not silently mapped.
-        let e = detect(&CpuIdentity::default(), Some(0x410fd4f0))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("Neoverse V2"), "{e}");
+        // Grace (Neoverse V2) is named, not silently mapped to another core's files:
+        // the kernel's generic events, said so.
+        let m = detect(&CpuIdentity::default(), Some(0x410fd4f0)).unwrap();
+        assert_eq!(m.catalog, ARM_GENERIC_ID);
+        assert!(m.cpu.contains("Neoverse V2"), "{m:?}");
+        assert!(m.how.contains("no vendor metrics for this core"), "{m:?}");
+        let c = load_match(&m).unwrap();
+        assert_eq!(c.arch, Arch::Generic);
+        assert_eq!(c.anchors(), ["CYCLES", "INSTRUCTIONS"]);
+        assert!(c.event("STALLED_CYCLES_FRONTEND").is_some());
+        // QEMU's `max` CPU (implementer 0x00) too.
+        let m = detect(&CpuIdentity::default(), Some(0x000f0510)).unwrap();
+        assert_eq!(m.catalog, ARM_GENERIC_ID);
+        assert!(m.cpu.contains("implementer 0x00"), "{m:?}");
         let amd = CpuIdentity {
             architecture: Some("x86_64".into()),
             vendor: Some("AuthenticAMD".into()),

@@ -498,7 +498,12 @@ pub fn guess_catalog(lines: &[PerfLine]) -> Option<CpuMatch> {
     // names at all.
     let mut by_name: Vec<(usize, &str)> = Vec::new();
     let mut by_code: Vec<(usize, &str)> = Vec::new();
-    for id in catalog::shipped() {
+    // The generic Arm catalog holds the same generic events as x86-64: names cannot tell
+    // them apart, so it is never guessed (--cpu-model arm-generic picks it).
+    for id in catalog::shipped()
+        .into_iter()
+        .filter(|id| *id != catalog::ARM_GENERIC_ID)
+    {
         let Ok(c) = catalog::load(id) else { continue };
         let (mut names, mut codes) = (0, 0);
         for l in lines {

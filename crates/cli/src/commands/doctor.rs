@@ -446,6 +446,26 @@ fn pmu_catalog(machine: &Machine, sys: &SysRoot) -> Check {
             ),
             m.catalog,
         ),
+        Ok(m) if m.catalog == catalog::ARM_GENERIC_ID => valued(
+            check(
+                "pmu-catalog",
+                Verdict::Info,
+                format!(
+                    "no vendor metrics for {}: generic events only",
+                    machine
+                        .cpu
+                        .model_name
+                        .clone()
+                        .or_else(|| machine.cpu.arm_name())
+                        .unwrap_or(m.cpu)
+                ),
+                Some(&format!(
+                    "`numalab profile` counts the kernel's generic hardware and cache events here with numalab's metrics; --cpu-model borrows the closest vendor catalog ({}), --events counts raw codes (r11 = CPU_CYCLES, r8 = INST_RETIRED on every Arm core)",
+                    catalog::shipped().join(", ")
+                )),
+            ),
+            m.catalog,
+        ),
         Ok(m) => valued(
             check(
                 "pmu-catalog",
@@ -680,7 +700,7 @@ mod tests {
         let checks = assess(&machine, &SysRoot::at(r), &binding_ok(), &pmu(true), &[]);
         let c = verdict(&checks, "pmu-catalog");
         assert_eq!(c.verdict, Verdict::Info);
-        assert_eq!(c.value.as_deref(), Some("none"));
+        assert_eq!(c.value.as_deref(), Some("arm-generic"));
         assert_eq!(
             c.detail,
             "no vendor metrics for HiSilicon TSV110 / Kunpeng 920 (MIDR 0x481fd010, r1p0): generic events only"
