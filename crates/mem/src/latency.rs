@@ -156,9 +156,12 @@ pub fn default_idle_size(machine: &Machine) -> u64 {
 /// ([`budget::SWEEP_FRACTION`] of its free memory), else the largest whole MiB that
 /// fits in every one, as long as that stays at least 8x the largest last-level cache
 /// a CPU sees (a smaller chase would time the cache, not the memory; the default is
-/// then kept, and the plan's check refuses it with the figures). A machine whose nodes
-/// are small (or mostly in use) thus still gets its matrix, and says so: the second
-/// value is the note for the plan when the size was reduced.
+/// then kept, and the plan's check refuses it with the figures). When no CPU's cache
+/// size is known (hwloc reports none, as in an emulated Arm server), the floor cannot
+/// be checked: the size is fitted all the same and the note says the figure may be a
+/// cache's if the machine has a last-level cache above an eighth of it. A machine whose
+/// nodes are small (or mostly in use) thus still gets its matrix, and says so: the
+/// second value is the note for the plan when the size was reduced.
 pub fn fitted_idle_size(
     machine: &Machine,
     budgets: &budget::Budgets,
@@ -176,14 +179,31 @@ pub fn fitted_idle_size(
     if wanted <= room {
         return (wanted, None);
     }
-    let llc = machine
+    let caches: Vec<(u64, Option<String>)> = machine
         .pu_ids()
         .into_iter()
-        .map(|p| crate::llc_of_cpu(machine, p).0)
+        .map(|p| crate::llc_of_cpu(machine, p))
+        .collect();
+    let llc_known = caches.iter().any(|(_, assumed)| assumed.is_none());
+    let llc = caches
+        .iter()
+        .map(|c| c.0)
         .max()
         .unwrap_or_else(|| llc_bytes(machine).0);
     let floor = crate::round_up(8 * llc, 1 << 20);
     let fitted = room / (1 << 20) * (1 << 20);
+    if !llc_known && fitted >= 1 << 20 {
+        return (
+            fitted,
+            Some(format!(
+                "working set reduced from the default {} to {}: {:.0}% of the free memory of node {tightest}, the tightest; no cache size is known here, so if this machine's last-level cache is larger than {} the figures are a cache's, not memory's",
+                units::bytes(wanted),
+                units::bytes(fitted),
+                budget::SWEEP_FRACTION * 100.0,
+                units::bytes(fitted / 8)
+            )),
+        );
+    }
     if fitted < floor {
         return (wanted, None);
     }
@@ -750,6 +770,29 @@ mod tests {
         let tiny = budget::Budgets::uniform(&m, 1 << 20);
         assert_eq!(
             fitted_idle_size(&m, &tiny, &[0, 1]),
+            (default_idle_size(&m), None)
+        );
+    }
+
+    #[test]
+    fn without_a_known_cache_the_default_is_fitted_with_a_warning_note() {
+        // Found in the emulated Arm server: hwloc reports no cache sizes there, the
+        // floor (8x an assumed 32 MiB) exceeded every 512 MiB node, and the latency
+        // matrix was refused. Fitted now, saying what the unknown cache means.
+        let m = numalab_topo::synthetic("pack:1 numa:2 core:1 pu:1").unwrap();
+        assert!(m.caches.iter().all(|c| c.size_bytes.is_none()));
+        let small = budget::Budgets::uniform(&m, 420 << 20);
+        let (size, note) = fitted_idle_size(&m, &small, &[0, 1]);
+        assert_eq!(size, 105 << 20, "25% of 420 MiB");
+        let note = note.unwrap();
+        assert!(
+            note.contains("no cache size is known") && note.contains("13.1 MiB"),
+            "{note}"
+        );
+        // Nothing fits: the default is kept (and refused by the plan).
+        let none = budget::Budgets::uniform(&m, 2 << 20);
+        assert_eq!(
+            fitted_idle_size(&m, &none, &[0, 1]),
             (default_idle_size(&m), None)
         );
     }
