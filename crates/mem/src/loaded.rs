@@ -306,12 +306,26 @@ pub fn fit_to_budgets(
     }
     let mib = |b: f64| (b as u64) / (1 << 20) * (1 << 20);
     let before = (options.chase_bytes, options.generators_bytes);
+    // The floors keep the chase 8x and the traffic 4x past the last-level cache; where
+    // no cache size is known (hwloc reports none, as in an emulated Arm server) they
+    // cannot be checked, and the note says what that means instead.
+    let (chase_llc, chase_assumed) = crate::llc_of_cpu(machine, chaser);
+    let (llc, llc_assumed) = llc_bytes(machine);
+    let unknown = chase_assumed.is_some() && llc_assumed.is_some();
     if fit.chase {
-        let floor = crate::round_up(8 * crate::llc_of_cpu(machine, chaser).0, 1 << 20);
+        let floor = if unknown {
+            1 << 20
+        } else {
+            crate::round_up(8 * chase_llc, 1 << 20)
+        };
         options.chase_bytes = mib(options.chase_bytes as f64 * factor).max(floor);
     }
     if fit.generators {
-        let floor = crate::round_up(4 * llc_bytes(machine).0, 1 << 20);
+        let floor = if unknown {
+            1 << 20
+        } else {
+            crate::round_up(4 * llc, 1 << 20)
+        };
         options.generators_bytes = mib(options.generators_bytes as f64 * factor).max(floor);
     }
     let need = need_per_node(machine, policy, chaser, gens, &options);
@@ -322,7 +336,7 @@ pub fn fit_to_budgets(
         options.generators_bytes = before.1;
         return (options, None);
     }
-    let note = format!(
+    let mut note = format!(
         "working sets reduced to fit {:.0}% of the free memory of the nodes used: chase {} (default {}), generators {} in all (default {})",
         budget::SWEEP_FRACTION * 100.0,
         numalab_schema::units::bytes(options.chase_bytes),
@@ -330,6 +344,12 @@ pub fn fit_to_budgets(
         numalab_schema::units::bytes(options.generators_bytes),
         numalab_schema::units::bytes(before.1)
     );
+    if unknown {
+        note.push_str(&format!(
+            "; no cache size is known here, so if this machine's last-level cache is larger than {} the idle point is a cache's latency, not memory's",
+            numalab_schema::units::bytes(options.chase_bytes / 8)
+        ));
+    }
     (options, Some(note))
 }
 
@@ -652,6 +672,17 @@ mod tests {
             Options::quick(&m)
         )
         .is_err());
+        // No cache size known (the emulated Arm server): fitted all the same, said so.
+        let bare = numalab_topo::synthetic("pack:1 numa:2 core:2 pu:1").unwrap();
+        assert!(bare.caches.iter().all(|c| c.size_bytes.is_none()));
+        let small = budget::Budgets::uniform(&bare, 380 << 20);
+        let p = quick_plan(&bare, &small).unwrap();
+        assert!(p.options.chase_bytes < crate::latency::default_idle_size(&bare));
+        let note = p.notes.join(" ");
+        assert!(
+            note.contains("reduced") && note.contains("no cache size is known"),
+            "{note}"
+        );
         // An explicit size is never changed.
         let (o, note) = fit_to_budgets(
             &m,

@@ -82,6 +82,37 @@ fn check_cpu(ctx: &crate::checks::Ctx) -> CheckResult {
     ))
 }
 
+/// The kernels of `mem bandwidth --json` output, each checked: run with `isa` at
+/// `bits`-bit vectors, its result verified against the closed form (the checksum equal
+/// to the expected one), a finite positive bandwidth.
+fn verified_kernels(v: &Value, isa: &str, bits: u64) -> Result<Vec<String>, String> {
+    let recs = records(v, "mem.bandwidth")?;
+    expect(!recs.is_empty(), "bandwidth records")?;
+    let mut kernels = Vec::new();
+    for d in &recs {
+        let kernel = str_at(d, "kernel")?;
+        let ran = str_at(d, "isa")?;
+        expect(ran == isa, format!("{kernel}: isa {isa}, got {ran}"))?;
+        let recorded = u64_at(d, "vector_bits")?;
+        expect(
+            recorded == bits,
+            format!("{kernel}: {bits}-bit vectors, recorded {recorded}"),
+        )?;
+        expect(
+            at(d, "verified")? == &Value::Bool(true)
+                && at(d, "verification.checksum")? == at(d, "verification.expected_checksum")?,
+            format!("{kernel}: result verified, checksum equal to the closed form: {d}"),
+        )?;
+        let gbps = at(d, "bandwidth_gbps.median")?.as_f64().unwrap_or(f64::NAN);
+        expect(
+            gbps.is_finite() && gbps > 0.0,
+            format!("{kernel}: a bandwidth"),
+        )?;
+        kernels.push(kernel.to_string());
+    }
+    Ok(kernels)
+}
+
 /// The checks of the `n1` boot, after the generic ones.
 pub fn main(layout: &Layout) -> Vec<Check> {
     let sockets = layout.sockets.unwrap_or(1) as usize;
@@ -174,32 +205,7 @@ pub fn main(layout: &Layout) -> Vec<Check> {
             "arm.mem.bandwidth.neon",
             ["mem", "bandwidth", "--quick", "--threads", "1", "--json"],
             |_, v| {
-                let recs = records(v, "mem.bandwidth")?;
-                expect(!recs.is_empty(), "bandwidth records")?;
-                let mut kernels = Vec::new();
-                for d in &recs {
-                    let isa = str_at(d, "isa")?;
-                    let kernel = str_at(d, "kernel")?;
-                    expect(isa == "neon", format!("{kernel}: isa neon, got {isa}"))?;
-                    expect(
-                        u64_at(d, "vector_bits")? == 128,
-                        format!("{kernel}: 128-bit vectors recorded, got {d}"),
-                    )?;
-                    expect(
-                        at(d, "verification.checksum")? == at(d, "verification.expected_checksum")?,
-                        format!("{kernel}: checksum equal to the closed form: {d}"),
-                    )?;
-                    expect(
-                        at(d, "verified")? == &Value::Bool(true),
-                        format!("{kernel}: result verified, got {d}"),
-                    )?;
-                    let gbps = at(d, "bandwidth_gbps.median")?.as_f64().unwrap_or(f64::NAN);
-                    expect(
-                        gbps.is_finite() && gbps > 0.0,
-                        format!("{kernel}: a bandwidth"),
-                    )?;
-                    kernels.push(kernel.to_string());
-                }
+                let kernels = verified_kernels(v, "neon", 128)?;
                 let notes = at(v, "envelope.config.notes")?.to_string();
                 expect(
                     notes.contains("working set reduced"),
@@ -414,32 +420,24 @@ pub fn sve(_layout: &Layout) -> Vec<Check> {
         CliCheck::json(
             "arm.sve.bandwidth",
             [
-                "mem", "bandwidth", "--isa", "sve", "--threads", "1", "--size", "16MiB",
-                "--reps", "2", "--json",
+                "mem",
+                "bandwidth",
+                "--isa",
+                "sve",
+                "--threads",
+                "1",
+                "--size",
+                "16MiB",
+                "--reps",
+                "2",
+                "--json",
             ],
             |_, v| {
                 let vl_bytes: u64 = read("/proc/sys/abi/sve_default_vector_length")?
                     .trim()
                     .parse()
                     .map_err(|e| format!("sve_default_vector_length: {e}"))?;
-                let recs = records(v, "mem.bandwidth")?;
-                expect(!recs.is_empty(), "bandwidth records")?;
-                let mut kernels = Vec::new();
-                for d in &recs {
-                    let isa = str_at(d, "isa")?;
-                    let kernel = str_at(d, "kernel")?;
-                    expect(isa == "sve", format!("{kernel}: isa sve, got {isa}"))?;
-                    let bits = u64_at(d, "vector_bits")?;
-                    expect(
-                        bits == vl_bytes * 8,
-                        format!("{kernel}: vector length {} bits (the kernel's default), recorded {bits}", vl_bytes * 8),
-                    )?;
-                    expect(
-                        at(d, "verified")? == &Value::Bool(true),
-                        format!("{kernel}: result verified, got {d}"),
-                    )?;
-                    kernels.push(kernel.to_string());
-                }
+                let kernels = verified_kernels(v, "sve", vl_bytes * 8)?;
                 Ok(format!(
                     "{} SVE kernels at {} bits verified: {}",
                     kernels.len(),
