@@ -88,7 +88,7 @@ run_arm() {
   # The bundle evaluate wrote inside the Arm guest, rendered in headless chromium here.
   if [ -f "$export_dir/n1/evaluate-report.html" ]; then
     NUMALAB_GUEST_BUNDLE="$export_dir/n1" cargo test --locked -p numalab --test cli \
-      browser::the_arm_guest_bundle -- --ignored --exact browser::the_arm_guest_bundle_renders_in_chromium
+      -- --ignored --exact browser::the_arm_guest_bundle_renders_in_chromium
   elif [ -z "${args[*]+x}" ] || [[ "${args[*]}" != *--only* && "${args[*]}" != *--boot* ]]; then
     echo "numa-guest: the Arm guest exported no evaluate bundle" >&2
     return 1
