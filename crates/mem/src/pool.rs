@@ -227,20 +227,8 @@ mod tests {
         assert!(r.unwrap_err().to_string().contains("worker 1 failed"));
     }
 
-    /// Whether this test binary runs under qemu user-mode emulation (the runner of
-    /// scripts/cross-aarch64.sh), which does not implement mbind(2).
-    fn under_qemu_user() -> bool {
-        std::env::vars().any(|(k, v)| {
-            k.starts_with("CARGO_TARGET_") && k.ends_with("_RUNNER") && v.contains("qemu-")
-        })
-    }
-
     #[test]
     fn workers_are_pinned_and_memory_is_where_the_kernel_says() {
-        if under_qemu_user() {
-            eprintln!("skipped: qemu user-mode emulation has no mbind(2); the Arm guest (scripts/test-numa.sh) checks binding under a real kernel");
-            return;
-        }
         let machine = numalab_topo::live().unwrap();
         let placer = HwlocPlacer::new().unwrap();
         let pus = machine.pu_ids();
