@@ -29,6 +29,8 @@ pub struct Recorder {
     json: bool,
     /// Records found in the journal from an earlier run (resume).
     pub previous: Vec<Record>,
+    /// The envelope of the run that created the journal, when this run resumes one.
+    pub previous_envelope: Option<Envelope>,
     /// Warnings already shown on stderr: each is shown once per run (a matrix of 64
     /// cells would otherwise repeat the same one 64 times); records keep them all.
     shown: std::collections::HashSet<String>,
@@ -53,6 +55,7 @@ impl Recorder {
             host,
         };
         let mut previous = Vec::new();
+        let mut previous_envelope = None;
         let journal = match &output.out {
             Some(dir) => {
                 let opened = Journal::open(dir, &envelope)?;
@@ -73,6 +76,9 @@ impl Recorder {
                     eprintln!("numalab: warning: {w}");
                 }
                 previous = opened.records;
+                if opened.resumed {
+                    previous_envelope = Some(opened.envelope);
+                }
                 Some(opened.journal)
             }
             None => None,
@@ -83,6 +89,7 @@ impl Recorder {
             records: Vec::new(),
             json: output.json,
             previous,
+            previous_envelope,
             shown: Default::default(),
             progress: None,
         })

@@ -269,7 +269,9 @@ fn topology(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
 
 fn steps(l: &Loaded, out: &mut Out<'_>) {
     let anchor = Some(anchors::steps(out.b));
-    for (_, s) in l.records_of::<StepRecord>() {
+    let latest =
+        crate::records::latest_steps(l.records_of::<StepRecord>().into_iter().map(|(_, s)| s));
+    for s in latest {
         match &s.outcome {
             StepStatus::Done => {}
             StepStatus::Failed { error } => out.push(

@@ -8,6 +8,12 @@
 //! inside it every unit of work (a matrix cell, a pair) whose record is already in the
 //! journal is skipped, so nothing measured is lost or duplicated, whatever the moment
 //! the previous run was killed.
+//!
+//! A resumption is exact: each run writes an `evaluate.run` record with its options and
+//! every step record names its run. A step that failed, or that an earlier run left out
+//! with `--skip`, is run again by the next run that does not leave it out. A run whose
+//! `--quick` differs from the folder's first run is refused (the two would mix sizes
+//! under one name) unless `--fresh` moves the old results aside first.
 
 use crate::record::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
@@ -18,7 +24,11 @@ use std::time::Instant;
 
 /// `numalab evaluate`.
 #[derive(Debug, Args)]
-#[command(after_help = "A rerun with the same --out folder resumes where the last run stopped.")]
+#[command(
+    after_help = "A rerun with the same --out folder resumes where the last run stopped: it runs the \
+steps that are missing, failed, or were left out with --skip before. It must use the same --quick \
+as the run that created the folder; --fresh moves earlier results aside and starts over."
+)]
 pub struct EvaluateArgs {
     /// Short measurements (about a minute on a small machine).
     #[arg(long)]
@@ -32,9 +42,15 @@ pub struct EvaluateArgs {
     /// Print the steps and exit.
     #[arg(long)]
     pub list_steps: bool,
+    /// Start over: move the results already in --out into DIR/replaced-TIME/ (nothing
+    /// is deleted), then run every step.
+    #[arg(long)]
+    pub fresh: bool,
 }
 
-pub use numalab_report::records::{PowerCheck, StepRecord, StepStatus, TopologyRecord};
+pub use numalab_report::records::{
+    PowerCheck, RunRecord, StepRecord, StepStatus, TopologyRecord, LEFT_OUT,
+};
 
 /// What a step gets to work with.
 pub struct Ctx<'a> {
@@ -456,6 +472,9 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             ));
         }
     }
+    if args.fresh {
+        set_aside(&args.out)?;
+    }
     let machine = numalab_topo::live()?;
     let output = OutputArgs {
         json: false,
@@ -468,21 +487,59 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         Origin::Measured,
         numalab_topo::system::host(&machine),
     )?;
-    let finished: Vec<String> = rec
+    if let Some(previous) = rec.previous_envelope.clone() {
+        check_same_options(&args, &previous)?;
+    }
+    let latest = numalab_report::records::latest_steps(
+        rec.previous
+            .iter()
+            .filter_map(|r| r.decode::<StepRecord>().and_then(Result::ok)),
+    );
+    let finished: Vec<String> = latest
+        .iter()
+        .filter(|s| s.finished())
+        .map(|s| s.step.clone())
+        .collect();
+    let run_no = 1 + rec
         .previous
         .iter()
-        .filter_map(|r| r.decode::<StepRecord>().and_then(Result::ok))
-        .filter(|s| !matches!(s.outcome, StepStatus::Failed { .. }))
-        .map(|s| s.step)
-        .collect();
-    if !rec.previous.is_empty() {
+        .filter(|r| r.kind == <RunRecord as numalab_schema::RecordKind>::KIND)
+        .count() as u32;
+    if rec.previous_envelope.is_some() {
         eprintln!(
-            "numalab: resuming {}: {} record(s) kept, {} step(s) already finished",
+            "numalab: resuming {} (run {run_no} in this folder): {} record(s) kept, {} step(s) already finished",
             args.out.display(),
             rec.previous.len(),
             finished.len()
         );
+        for s in &latest {
+            let again = !s.finished() && !args.skip.contains(&s.step);
+            match &s.outcome {
+                StepStatus::Failed { error } if again => {
+                    eprintln!(
+                        "numalab: running step {} again: it failed last time ({error})",
+                        s.step
+                    )
+                }
+                StepStatus::Skipped { .. } if again => eprintln!(
+                    "numalab: filling in step {}, left out with --skip before",
+                    s.step
+                ),
+                _ => {}
+            }
+        }
     }
+    rec.push(Record::new(
+        format!("evaluate/run/{run_no}"),
+        Origin::Measured,
+        &RunRecord {
+            run: run_no,
+            command: std::env::args().collect(),
+            quick: args.quick,
+            skip: args.skip.clone(),
+            started_utc: numalab_schema::record::now_utc(),
+        },
+    ))?;
     let placer = numalab_topo::bind::HwlocPlacer::new()?;
     let progress = indicatif::ProgressBar::new(all.len() as u64);
     progress.set_style(
@@ -497,15 +554,24 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         if interrupt::requested() {
             break;
         }
-        let key = format!("evaluate/step/{}", step.id);
-        if finished.iter().any(|s| s == step.id) || rec.done(&key) {
+        let previous = latest.iter().find(|s| s.step == step.id);
+        let leave_out = args.skip.iter().any(|s| s == step.id);
+        if finished.iter().any(|s| s == step.id)
+            || (leave_out && previous.is_some_and(StepRecord::left_out))
+        {
             progress.inc(1);
             continue;
         }
+        // The first closing record of a step has the plain key; one that replaces a
+        // failed or left-out outcome is keyed by its run, so no record is overwritten.
+        let mut key = format!("evaluate/step/{}", step.id);
+        if rec.done(&key) {
+            key = format!("evaluate/step/{}/run-{run_no}", step.id);
+        }
         let start = Instant::now();
-        let outcome = if args.skip.iter().any(|s| s == step.id) {
+        let outcome = if leave_out {
             StepStatus::Skipped {
-                reason: "left out with --skip".into(),
+                reason: LEFT_OUT.into(),
             }
         } else {
             let mut ctx = Ctx {
@@ -533,6 +599,7 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             title: step.title.into(),
             outcome,
             seconds: start.elapsed().as_secs_f64(),
+            run: Some(run_no),
         };
         rec.push(Record::new(key, Origin::Measured, &record))?;
         progress.inc(1);
@@ -551,11 +618,12 @@ pub fn run(args: EvaluateArgs) -> CliResult {
     }
     let set = [loaded];
     let bundle = &set[0].bundle;
-    let steps_done: Vec<StepRecord> = bundle
-        .records_of::<StepRecord>()
-        .into_iter()
-        .map(|(_, s)| s)
-        .collect();
+    let steps_done: Vec<StepRecord> = numalab_report::records::latest_steps(
+        bundle
+            .records_of::<StepRecord>()
+            .into_iter()
+            .map(|(_, s)| s),
+    );
     let findings = numalab_report::findings::findings(&set);
     let summary = serde_json::json!({
         "schema_version": numalab_schema::record::SCHEMA_VERSION,
@@ -613,5 +681,100 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             format!("{failed} step(s) failed; the others produced results"),
         ));
     }
+    Ok(())
+}
+
+/// Refuses a resumption whose options would mix differently measured records in one
+/// folder. `--skip` may differ (left-out steps are filled in later); `--quick` may not.
+fn check_same_options(args: &EvaluateArgs, previous: &numalab_schema::Envelope) -> CliResult {
+    let dir = args.out.display();
+    let remedy = format!(
+        "choose another --out folder, or add --fresh to move the results in {dir} aside (into {dir}/replaced-TIME/) and start over"
+    );
+    if !previous.command.iter().skip(1).any(|c| c == "evaluate") {
+        return Err(CliError::new(
+            ErrorClass::Usage,
+            format!(
+                "{dir}: holds the results of another command ({}), not of numalab evaluate; {remedy}",
+                previous.command.join(" ")
+            ),
+        ));
+    }
+    let quick = previous
+        .config
+        .get("quick")
+        .and_then(|q| q.as_bool())
+        .unwrap_or(false);
+    if quick != args.quick {
+        let (then, now) = if quick {
+            ("with --quick", "without --quick")
+        } else {
+            ("without --quick", "with --quick")
+        };
+        return Err(CliError::new(
+            ErrorClass::Usage,
+            format!(
+                "{dir}: holds an evaluation run {then} (started {}), and this run is {now}: their measurements use different sizes and cannot be mixed in one report. To resume it, run it {then}; otherwise {remedy}",
+                previous.created_utc
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `--fresh`: moves the journal, summary and report in `dir` into `dir/replaced-TIME/`.
+fn set_aside(dir: &std::path::Path) -> CliResult {
+    let names = [
+        numalab_schema::journal::JOURNAL_FILE,
+        "summary.json",
+        "report.html",
+    ];
+    let present: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| dir.join(n).exists())
+        .collect();
+    if present.is_empty() {
+        return Ok(());
+    }
+    // A journal another numalab is still writing is not moved from under it.
+    let journal = dir.join(numalab_schema::journal::JOURNAL_FILE);
+    if let Ok(f) = std::fs::File::open(&journal) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a valid open descriptor; no memory is passed. The lock is
+        // released when `f` is dropped at the end of this block.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            return Err(CliError::new(
+                ErrorClass::Usage,
+                format!(
+                    "{}: another numalab process is writing this journal; wait for it or choose another --out folder",
+                    journal.display()
+                ),
+            ));
+        }
+    }
+    let stamp = numalab_schema::record::now_utc().replace(':', "-");
+    let mut aside = dir.join(format!("replaced-{stamp}"));
+    let mut n = 1;
+    while aside.exists() {
+        n += 1;
+        aside = dir.join(format!("replaced-{stamp}-{n}"));
+    }
+    let fail = |what: &std::path::Path, e: std::io::Error| {
+        CliError::new(
+            ErrorClass::Runtime,
+            format!("--fresh: cannot move {} aside: {e}", what.display()),
+        )
+    };
+    std::fs::create_dir(&aside).map_err(|e| fail(&aside, e))?;
+    for n in present {
+        let from = dir.join(n);
+        std::fs::rename(&from, aside.join(n)).map_err(|e| fail(&from, e))?;
+    }
+    eprintln!(
+        "numalab: --fresh: earlier results moved to {}",
+        aside.display()
+    );
     Ok(())
 }

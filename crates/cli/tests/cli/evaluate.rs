@@ -179,3 +179,194 @@ fn unknown_step_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such step"));
 }
+
+/// Every step but these is left out, so that a run takes about a second.
+fn only(steps: &[&str]) -> String {
+    [
+        "topology",
+        "bandwidth",
+        "latency",
+        "loaded",
+        "c2c",
+        "migrate",
+        "pmu",
+        "workload",
+        "power",
+    ]
+    .iter()
+    .filter(|s| !steps.contains(s))
+    .copied()
+    .collect::<Vec<_>>()
+    .join(",")
+}
+
+fn run_evaluate(out: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .arg("evaluate")
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// The journal's records of one kind, in order.
+fn records_of(out: &Path, kind: &str) -> Vec<serde_json::Value> {
+    journal(out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("kind").and_then(|k| k.as_str()) == Some(kind))
+        .collect()
+}
+
+/// The latest outcome of `step` in summary.json.
+fn summary_status(out: &Path, step: &str) -> String {
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let steps = s["steps"].as_array().unwrap();
+    let of: Vec<&serde_json::Value> = steps.iter().filter(|x| x["step"] == step).collect();
+    assert_eq!(of.len(), 1, "summary lists {step} once: {steps:?}");
+    of[0]["outcome"]["status"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_step_left_out_is_filled_in_by_a_later_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("e");
+    let first = run_evaluate(&out, &["--quick", "--skip", &only(&["topology"])]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert_eq!(summary_status(&out, "pmu"), "skipped");
+    assert!(records_of(&out, "pmu.check").is_empty());
+
+    // The same folder, now with the PMU step: it is run, not kept as "skipped".
+    let second = run_evaluate(&out, &["--quick", "--skip", &only(&["topology", "pmu"])]);
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{err}");
+    assert!(err.contains("filling in step pmu"), "{err}");
+    assert_eq!(summary_status(&out, "pmu"), "done");
+    assert_eq!(records_of(&out, "pmu.check").len(), 1);
+    // Both outcomes stay in the journal, each naming the run that wrote it, and each
+    // run's options are recorded.
+    let pmu_steps: Vec<_> = records_of(&out, "evaluate.step")
+        .into_iter()
+        .filter(|r| r["data"]["step"] == "pmu")
+        .collect();
+    assert_eq!(pmu_steps.len(), 2, "{pmu_steps:?}");
+    assert_eq!(pmu_steps[0]["data"]["run"], 1);
+    assert_eq!(pmu_steps[0]["data"]["outcome"]["status"], "skipped");
+    assert_eq!(pmu_steps[1]["data"]["run"], 2);
+    assert_eq!(pmu_steps[1]["data"]["outcome"]["status"], "done");
+    let runs = records_of(&out, "evaluate.run");
+    assert_eq!(runs.len(), 2);
+    assert!(runs[0]["data"]["skip"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s == "pmu"));
+    assert!(!runs[1]["data"]["skip"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s == "pmu"));
+    // The report shows the step's latest outcome only.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        !html.contains("not measured: PMU check"),
+        "stale skip in the report"
+    );
+
+    // Nothing left to do: a third run adds its run record and no step record.
+    let steps_before = records_of(&out, "evaluate.step").len();
+    let third = run_evaluate(&out, &["--quick", "--skip", &only(&["topology", "pmu"])]);
+    assert!(third.status.success());
+    assert_eq!(records_of(&out, "evaluate.step").len(), steps_before);
+    assert_eq!(records_of(&out, "evaluate.run").len(), 3);
+    // Leaving the step out again does not undo it.
+    let fourth = run_evaluate(&out, &["--quick", "--skip", &only(&["topology"])]);
+    assert!(fourth.status.success());
+    assert_eq!(summary_status(&out, "pmu"), "done");
+}
+
+#[test]
+fn a_resumption_with_other_options_is_refused_until_fresh() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("e");
+    let skip = only(&["topology"]);
+    assert!(run_evaluate(&out, &["--quick", "--skip", &skip])
+        .status
+        .success());
+    let before = journal(&out);
+
+    // A full run into a quick run's folder: refused, the difference and remedies named,
+    // nothing written.
+    let full = run_evaluate(&out, &["--skip", &skip]);
+    let err = String::from_utf8_lossy(&full.stderr);
+    assert_eq!(full.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("with --quick") && err.contains("without --quick"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--fresh") && err.contains("another --out"),
+        "{err}"
+    );
+    assert_eq!(journal(&out), before, "a refused run wrote to the journal");
+
+    // --fresh moves the quick results aside, whole, and starts over.
+    let fresh = run_evaluate(&out, &["--fresh", "--skip", &skip]);
+    let err = String::from_utf8_lossy(&fresh.stderr);
+    assert!(fresh.status.success(), "{err}");
+    let aside: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert!(aside[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("replaced-"));
+    assert_eq!(
+        std::fs::read_to_string(aside[0].join("results.jsonl")).unwrap(),
+        before
+    );
+    assert!(aside[0].join("summary.json").exists() && aside[0].join("report.html").exists());
+    let runs = records_of(&out, "evaluate.run");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["data"]["quick"], false);
+    assert!(err.contains("moved to"), "{err}");
+}
+
+#[test]
+fn evaluate_refuses_a_folder_of_another_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().display().to_string();
+    // A journal written by `scale` (whose pilot run finds no metric: exit 2, but the
+    // envelope and the pilot's record are on disk).
+    crate::common::numalab(&[
+        "scale",
+        "--metric",
+        "regex:rps=([0-9]+)",
+        "--out",
+        &dir,
+        "--",
+        "echo",
+        "none",
+    ]);
+    let before = journal(tmp.path());
+    assert!(before.contains("\"scale\""), "{before}");
+    let e = run_evaluate(tmp.path(), &["--quick", "--skip", &only(&["topology"])]);
+    let err = String::from_utf8_lossy(&e.stderr);
+    assert_eq!(e.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("another command") && err.contains("scale"),
+        "{err}"
+    );
+    assert_eq!(journal(tmp.path()), before);
+}

@@ -56,7 +56,8 @@ pub fn summary(set: &[Loaded]) -> Section {
     }
     s.table(t);
     for (b, l) in set.iter().enumerate() {
-        let steps = l.records_of::<StepRecord>();
+        let steps =
+            crate::records::latest_steps(l.records_of::<StepRecord>().into_iter().map(|(_, s)| s));
         if steps.is_empty() {
             continue;
         }
@@ -71,7 +72,7 @@ pub fn summary(set: &[Loaded]) -> Section {
                 ("time", Some("s")),
             ],
         );
-        for (_, st) in steps {
+        for st in steps {
             let (status, detail) = match &st.outcome {
                 StepStatus::Done => ("done", String::new()),
                 StepStatus::Skipped { reason } => ("skipped", reason.clone()),

@@ -31,6 +31,7 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<TopologyRecord>,
         ok::<DoctorReport>,
         ok::<StepRecord>,
+        ok::<RunRecord>,
         ok::<PowerCheck>,
         ok::<numalab_c2c::record::PairRecord>,
         ok::<numalab_c2c::record::MatrixRecord>,
