@@ -29,6 +29,10 @@ pub struct Metric {
     /// [low_b / high_a, high_b / low_a].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounds: Option<(f64, f64)>,
+    /// The parameters the figure depends on that a user or mode chose (e.g. "8192
+    /// pages"): figures with different setups are never compared under one label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
 }
 
 impl Metric {
@@ -49,7 +53,23 @@ impl Metric {
             higher_is_better,
             samples,
             bounds: None,
+            setup: None,
         }
+    }
+
+    /// The name with the setup, for tables of figures ("memcpy of 64 KiB pages
+    /// (same-node baseline), 2048 pages").
+    pub fn label(&self) -> String {
+        match &self.setup {
+            Some(s) => format!("{}, {s}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// The same metric with the parameters it depends on.
+    pub fn with_setup(mut self, setup: impl Into<String>) -> Self {
+        self.setup = Some(setup.into());
+        self
     }
 }
 
@@ -65,6 +85,91 @@ pub enum Verdict {
     WithinNoise,
     /// Too few samples for an interval.
     Unknown,
+    /// Measured with different parameters (see the row's `not_comparable`).
+    NotComparable,
+}
+
+/// How the run-to-run noise behind a row's interval is known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum RunNoise {
+    /// From the spread between runs (two or more runs on at least one side): the
+    /// standard deviation of the runs' log values, a relative spread.
+    Measured {
+        /// Pooled standard deviation of ln(value) between runs.
+        spread: f64,
+        /// Runs of the baseline.
+        runs_baseline: usize,
+        /// Runs of the other side.
+        runs_other: usize,
+    },
+    /// One run per side: the spread between runs is unknown, so this relative
+    /// run-to-run spread (standard deviation of one run's value) was assumed and the
+    /// within-run interval widened by it.
+    Assumed {
+        /// The assumed relative standard deviation of a run's value.
+        spread: f64,
+    },
+}
+
+/// Options of a comparison.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// The run-to-run relative standard deviation assumed when a side has one run
+    /// (`compare --run-noise`).
+    pub assumed_run_spread: f64,
+}
+
+/// The default [`Options::assumed_run_spread`]: 10%, what repeated runs of cloud VMs
+/// and of page migration show; bare-metal servers are often at 1-3% (say so with
+/// `--run-noise`, or better, give several runs per side).
+pub const DEFAULT_RUN_SPREAD: f64 = 0.10;
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            assumed_run_spread: DEFAULT_RUN_SPREAD,
+        }
+    }
+}
+
+/// One side of a comparison: a machine (or configuration) and its runs, each run the
+/// metrics of one bundle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Side {
+    /// Label for people.
+    pub label: String,
+    /// The metrics of each run.
+    pub runs: Vec<Vec<Metric>>,
+}
+
+impl Side {
+    /// A side of one run.
+    pub fn single(label: &str, metrics: Vec<Metric>) -> Self {
+        Side {
+            label: label.into(),
+            runs: vec![metrics],
+        }
+    }
+
+    /// Metric ids in first-seen order over the runs.
+    fn ids(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = Vec::new();
+        for m in self.runs.iter().flatten() {
+            if !ids.contains(&m.id.as_str()) {
+                ids.push(&m.id);
+            }
+        }
+        ids
+    }
+
+    /// The metric `id` in each run that has it.
+    fn of(&self, id: &str) -> Vec<&Metric> {
+        self.runs
+            .iter()
+            .filter_map(|r| r.iter().find(|m| m.id == id))
+            .collect()
+    }
 }
 
 /// One metric compared between the baseline and another bundle.
@@ -90,6 +195,12 @@ pub struct Row {
     pub interval: Option<Interval>,
     /// The verdict.
     pub verdict: Verdict,
+    /// How the run-to-run noise was known (absent in comparisons written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_noise: Option<RunNoise>,
+    /// Why the figures cannot be compared ("8192 pages vs 2048 pages").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_comparable: Option<String>,
 }
 
 /// A comparison of one bundle against the baseline.
@@ -107,41 +218,172 @@ pub struct Comparison {
     pub only_other: Vec<String>,
 }
 
-/// Compares `other` with `baseline`.
+/// Compares `other` with `baseline`, one run each, with the default options.
 pub fn compare(
     baseline_label: &str,
     baseline: &[Metric],
     other_label: &str,
     other: &[Metric],
 ) -> Comparison {
+    compare_sides(
+        &Side::single(baseline_label, baseline.to_vec()),
+        &Side::single(other_label, other.to_vec()),
+        Options::default(),
+    )
+}
+
+fn log_mean(v: &[f64]) -> f64 {
+    v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64
+}
+
+/// The interval of other/baseline from within-run samples (one run per side): a
+/// bootstrap of the ratio of medians with 3 or more samples each, else the
+/// conservative ratio of the given bounds, else none.
+fn within_run_interval(a: &Metric, b: &Metric, ratio: f64) -> Option<Interval> {
+    if a.samples.len() >= 3 && b.samples.len() >= 3 {
+        ratio_interval(&b.samples, &a.samples, 0.95, 2000, DEFAULT_SEED)
+    } else {
+        match (a.bounds, b.bounds) {
+            (Some((alo, ahi)), Some((blo, bhi))) if alo > 0.0 && ahi > 0.0 => Some(Interval {
+                estimate: ratio,
+                low: blo / ahi,
+                high: bhi / alo,
+                level: 0.95,
+                resamples: 0,
+                seed: 0,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Compares the other side with the baseline, metric by metric.
+///
+/// With one run per side the spread between runs is unknown: the within-run interval
+/// is widened by the assumed run-to-run spread `s` (by exp(±1.96·s·√2), the 95% range of
+/// the difference of two runs). With two or more runs on a side, the runs' medians give
+/// the spread: a t interval on the difference of the mean log values (pooled variance),
+/// joined with the within-run interval of the pooled samples so that it is never
+/// narrower than what one run already shows.
+pub fn compare_sides(baseline: &Side, other: &Side, opts: Options) -> Comparison {
     let mut rows = Vec::new();
-    for a in baseline {
-        let Some(b) = other.iter().find(|m| m.id == a.id) else {
-            continue;
-        };
-        let (Some(sa), Some(sb)) = (Summary::of(&a.samples), Summary::of(&b.samples)) else {
-            continue;
-        };
-        if sa.median == 0.0 {
+    for id in baseline.ids() {
+        let ra = baseline.of(id);
+        let rb = other.of(id);
+        if rb.is_empty() {
             continue;
         }
-        let ratio = sb.median / sa.median;
-        let interval = if a.samples.len() >= 3 && b.samples.len() >= 3 {
-            ratio_interval(&b.samples, &a.samples, 0.95, 2000, DEFAULT_SEED)
+        let a = ra[0];
+        // A run's value is the median of its samples.
+        let values = |runs: &[&Metric]| -> Vec<f64> {
+            runs.iter()
+                .filter_map(|m| Summary::of(&m.samples).map(|s| s.median))
+                .filter(|v| *v > 0.0 && v.is_finite())
+                .collect()
+        };
+        let (va, vb) = (values(&ra), values(&rb));
+        if va.is_empty() || vb.is_empty() {
+            continue;
+        }
+        let (ka, kb) = (va.len(), vb.len());
+        // Different parameters: shown, never compared.
+        let setups = |runs: &[&Metric]| -> Vec<String> {
+            let mut v: Vec<String> = Vec::new();
+            for s in runs.iter().filter_map(|m| m.setup.clone()) {
+                if !v.contains(&s) {
+                    v.push(s);
+                }
+            }
+            v
+        };
+        let (sa, sb) = (setups(&ra), setups(&rb));
+        let mut all = sa.clone();
+        for s in &sb {
+            if !all.contains(s) {
+                all.push(s.clone());
+            }
+        }
+        let not_comparable = (all.len() > 1).then(|| {
+            format!(
+                "{} ({}) vs {} ({})",
+                if sa.is_empty() {
+                    "unknown".to_string()
+                } else {
+                    sa.join(" / ")
+                },
+                baseline.label,
+                if sb.is_empty() {
+                    "unknown".to_string()
+                } else {
+                    sb.join(" / ")
+                },
+                other.label
+            )
+        });
+        let (base_value, other_value, ratio, interval, run_noise) = if ka == 1 && kb == 1 {
+            let (ma, mb) = (va[0], vb[0]);
+            let ratio = mb / ma;
+            let widen = (1.96 * opts.assumed_run_spread * std::f64::consts::SQRT_2).exp();
+            let interval = within_run_interval(a, rb[0], ratio).map(|i| Interval {
+                low: i.low / widen,
+                high: i.high * widen,
+                ..i
+            });
+            (
+                ma,
+                mb,
+                ratio,
+                interval,
+                RunNoise::Assumed {
+                    spread: opts.assumed_run_spread,
+                },
+            )
         } else {
-            match (a.bounds, b.bounds) {
-                (Some((alo, ahi)), Some((blo, bhi))) if alo > 0.0 && ahi > 0.0 => Some(Interval {
+            let (la, lb) = (log_mean(&va), log_mean(&vb));
+            let ss = |v: &[f64], m: f64| v.iter().map(|x| (x.ln() - m).powi(2)).sum::<f64>();
+            let df = (ka - 1) + (kb - 1);
+            let spread = ((ss(&va, la) + ss(&vb, lb)) / df as f64).sqrt();
+            let half = numalab_stats::t_quantile(0.975, df)
+                * spread
+                * (1.0 / ka as f64 + 1.0 / kb as f64).sqrt();
+            let d = lb - la;
+            let ratio = d.exp();
+            let pooled = |runs: &[&Metric]| -> Vec<f64> {
+                runs.iter()
+                    .flat_map(|m| m.samples.iter().copied())
+                    .collect()
+            };
+            let within = if ra.iter().chain(&rb).all(|m| m.samples.len() >= 3) {
+                ratio_interval(&pooled(&rb), &pooled(&ra), 0.95, 2000, DEFAULT_SEED)
+            } else {
+                None
+            };
+            let (mut low, mut high) = ((d - half).exp(), (d + half).exp());
+            if let Some(w) = &within {
+                low = low.min(w.low);
+                high = high.max(w.high);
+            }
+            (
+                la.exp(),
+                lb.exp(),
+                ratio,
+                Some(Interval {
                     estimate: ratio,
-                    low: blo / ahi,
-                    high: bhi / alo,
+                    low,
+                    high,
                     level: 0.95,
                     resamples: 0,
                     seed: 0,
                 }),
-                _ => None,
-            }
+                RunNoise::Measured {
+                    spread,
+                    runs_baseline: ka,
+                    runs_other: kb,
+                },
+            )
         };
         let verdict = match &interval {
+            _ if not_comparable.is_some() => Verdict::NotComparable,
             None => Verdict::Unknown,
             Some(i) if i.low <= 1.0 && i.high >= 1.0 => Verdict::WithinNoise,
             Some(_) => {
@@ -158,22 +400,26 @@ pub fn compare(
             name: a.name.clone(),
             unit: a.unit.clone(),
             higher_is_better: a.higher_is_better,
-            baseline: sa.median,
-            other: sb.median,
+            baseline: base_value,
+            other: other_value,
             ratio,
             interval,
             verdict,
+            run_noise: Some(run_noise),
+            not_comparable,
         });
     }
-    let ids = |v: &[Metric], w: &[Metric]| -> Vec<String> {
-        v.iter()
-            .filter(|m| !w.iter().any(|x| x.id == m.id))
-            .map(|m| m.id.clone())
+    let ids = |v: &Side, w: &Side| -> Vec<String> {
+        let theirs = w.ids();
+        v.ids()
+            .into_iter()
+            .filter(|id| !theirs.contains(id))
+            .map(String::from)
             .collect()
     };
     Comparison {
-        baseline: baseline_label.into(),
-        other: other_label.into(),
+        baseline: baseline.label.clone(),
+        other: other.label.clone(),
         rows,
         only_baseline: ids(baseline, other),
         only_other: ids(other, baseline),
@@ -202,6 +448,7 @@ impl Comparison {
         );
         for r in &self.rows {
             let ratio = match &r.interval {
+                _ if r.verdict == Verdict::NotComparable => Cell::text("-"),
                 Some(i) => Cell::Interval {
                     estimate: r.ratio,
                     low: i.low,
@@ -211,10 +458,16 @@ impl Comparison {
                 None => Cell::num(r.ratio, 3),
             };
             let verdict = match r.verdict {
-                Verdict::Better => "better",
-                Verdict::Worse => "worse",
-                Verdict::WithinNoise => "within noise",
-                Verdict::Unknown => "single sample: noise unknown",
+                Verdict::Better => "better".to_string(),
+                Verdict::Worse => "worse".to_string(),
+                Verdict::WithinNoise => "within noise".to_string(),
+                Verdict::Unknown => "single sample: noise unknown".to_string(),
+                Verdict::NotComparable => format!(
+                    "not comparable: {}",
+                    r.not_comparable
+                        .as_deref()
+                        .unwrap_or("different parameters")
+                ),
             };
             t.push(vec![
                 Cell::text(&r.name),
@@ -225,8 +478,41 @@ impl Comparison {
                 Cell::text(verdict),
             ]);
         }
-        t.notes.push("ratio = other / baseline; intervals are 95% bootstrap intervals of the ratio of medians".into());
+        t.notes
+            .push("ratio = other / baseline (for times, above 1 is worse); 95% intervals".into());
+        if let Some(n) = self.run_noise_note() {
+            t.notes.push(n);
+        }
         t
+    }
+
+    /// How run-to-run noise entered the intervals, for people.
+    pub fn run_noise_note(&self) -> Option<String> {
+        let mut assumed = None;
+        let mut measured = None;
+        for r in &self.rows {
+            match &r.run_noise {
+                Some(RunNoise::Assumed { spread }) => assumed = Some(*spread),
+                Some(RunNoise::Measured {
+                    runs_baseline,
+                    runs_other,
+                    ..
+                }) => measured = Some((*runs_baseline, *runs_other)),
+                None => {}
+            }
+        }
+        if let Some(s) = assumed {
+            let widen = (1.96 * s * std::f64::consts::SQRT_2).exp();
+            Some(format!(
+                "run-to-run noise unknown: one run per side, so each within-run interval (bootstrap of the ratio of medians) is widened by x{widen:.2} for an assumed {:.0}% run-to-run spread (--run-noise); give several runs per side (A1,A2,A3 B1,B2,B3) to measure it",
+                s * 100.0
+            ))
+        } else {
+            measured.map(|(a, b)| format!(
+                "run-to-run noise measured from {a} run(s) of {} and {b} of {}: values are geometric means of the runs' medians, intervals t intervals of the difference of the runs' log values joined with the within-run interval",
+                self.baseline, self.other
+            ))
+        }
     }
 
     /// Ratio bars with intervals and a line at 1.
@@ -237,6 +523,7 @@ impl Comparison {
             bars: self
                 .rows
                 .iter()
+                .filter(|r| r.verdict != Verdict::NotComparable)
                 .map(|r| {
                     Bar::new(
                         &r.name,
@@ -267,10 +554,21 @@ impl Comparison {
                 .iter()
                 .filter(|r| r.verdict == Verdict::WithinNoise)
                 .count();
-            let unknown = rows.len() - better - worse - noise;
+            let apart = rows
+                .iter()
+                .filter(|r| r.verdict == Verdict::NotComparable)
+                .count();
+            let unknown = rows.len() - better - worse - noise - apart;
             let detail: Vec<String> = rows
                 .iter()
                 .map(|r| match &r.interval {
+                    _ if r.verdict == Verdict::NotComparable => format!(
+                        "{}: not comparable, {}",
+                        r.name,
+                        r.not_comparable
+                            .as_deref()
+                            .unwrap_or("different parameters")
+                    ),
                     Some(i) => format!("{} {:.2}x [{:.2}, {:.2}]", r.name, r.ratio, i.low, i.high),
                     None => format!("{} {:.2}x", r.name, r.ratio),
                 })
@@ -283,6 +581,10 @@ impl Comparison {
                 "mixed".to_string()
             } else if noise > 0 && unknown == 0 {
                 "no difference beyond the noise".to_string()
+            } else if noise > 0 {
+                format!("no difference beyond the noise ({unknown} single-sample figure(s) without an interval)")
+            } else if noise + unknown == 0 {
+                "not comparable (measured with different parameters)".to_string()
             } else {
                 "cannot tell (single samples, no interval)".to_string()
             };
@@ -311,10 +613,19 @@ mod tests {
         a.bounds = Some((95.0, 105.0));
         let mut b = m("lat.p99", false, &[200.0]);
         b.bounds = Some((190.0, 210.0));
-        let c = compare("A", &[a.clone()], "B", &[b]);
+        let exact = Options {
+            assumed_run_spread: 0.0,
+        };
+        let one = |label: &str, m: &Metric| Side::single(label, vec![m.clone()]);
+        let c = compare_sides(&one("A", &a), &one("B", &b), exact);
         let i = c.rows[0].interval.clone().unwrap();
         assert!((i.low - 190.0 / 105.0).abs() < 1e-9 && (i.high - 210.0 / 95.0).abs() < 1e-9);
         assert_eq!(c.rows[0].verdict, Verdict::Worse);
+        // With the default assumed run-to-run spread, the interval widens around it.
+        let wide = compare("A", &[a.clone()], "B", &[b]);
+        let w = wide.rows[0].interval.clone().unwrap();
+        assert!(w.low < i.low && w.high > i.high);
+        assert_eq!(wide.rows[0].verdict, Verdict::Worse);
         let mut close = m("lat.p99", false, &[101.0]);
         close.bounds = Some((96.0, 106.0));
         assert_eq!(
@@ -339,7 +650,15 @@ mod tests {
             m("lat.single", false, &[40.0]),
             m("only.b", true, &[1.0]),
         ];
-        let c = compare("A", &a, "B", &b);
+        // Within-run noise only (as if the runs were known to repeat exactly).
+        let exact = Options {
+            assumed_run_spread: 0.0,
+        };
+        let c = compare_sides(
+            &Side::single("A", a.clone()),
+            &Side::single("B", b.clone()),
+            exact,
+        );
         let row = |id: &str| c.rows.iter().find(|r| r.id == id).unwrap();
         assert!((row("bw.triad").ratio - 2.0).abs() < 0.02);
         assert_eq!(row("bw.triad").verdict, Verdict::Better);
@@ -362,6 +681,112 @@ mod tests {
         assert!(!c.is_empty());
         assert_eq!(c.table().rows.len(), 4);
         assert_eq!(c.chart().bars.len(), 4);
+    }
+
+    /// Three runs per side whose medians spread by about 3% between runs, each run
+    /// with its own within-run samples; `other` is `factor` times the baseline.
+    fn runs(id: &str, higher: bool, factor: f64) -> Vec<Vec<Metric>> {
+        [1.0, 1.03, 0.97]
+            .iter()
+            .map(|run| {
+                let v = 100.0 * run * factor;
+                vec![m(
+                    id,
+                    higher,
+                    &[v * 0.995, v, v * 1.005, v * 0.998, v * 1.002],
+                )]
+            })
+            .collect()
+    }
+
+    fn side(label: &str, runs: Vec<Vec<Metric>>) -> Side {
+        Side {
+            label: label.into(),
+            runs,
+        }
+    }
+
+    #[test]
+    fn run_to_run_noise_decides_with_several_runs() {
+        let base = side("A", runs("bw.triad", true, 1.0));
+        let ten = compare_sides(
+            &base,
+            &side("B", runs("bw.triad", true, 1.10)),
+            Options::default(),
+        );
+        let r = &ten.rows[0];
+        assert_eq!(r.verdict, Verdict::Better, "{r:?}");
+        assert!((r.ratio - 1.10).abs() < 1e-9);
+        match &r.run_noise {
+            Some(RunNoise::Measured {
+                spread,
+                runs_baseline: 3,
+                runs_other: 3,
+            }) => assert!((0.025..0.035).contains(spread), "{spread}"),
+            other => panic!("{other:?}"),
+        }
+        // 2% is inside the 3% spread between runs, though each run alone is tight
+        // (within-run noise 0.5%): no difference.
+        let two = compare_sides(
+            &base,
+            &side("B", runs("bw.triad", true, 1.02)),
+            Options::default(),
+        );
+        assert_eq!(
+            two.rows[0].verdict,
+            Verdict::WithinNoise,
+            "{:?}",
+            two.rows[0]
+        );
+        // The same 2% between two single runs looks significant from within-run noise
+        // alone; with run-to-run noise unknown (assumed 10%) it is not called.
+        let single = |f: f64| {
+            compare(
+                "A",
+                &[m("bw.triad", true, &[100.0, 100.5, 99.5, 100.2, 99.8])],
+                "B",
+                &[m(
+                    "bw.triad",
+                    true,
+                    &[100.0 * f, 100.5 * f, 99.5 * f, 100.2 * f, 99.8 * f],
+                )],
+            )
+        };
+        assert_eq!(single(1.02).rows[0].verdict, Verdict::WithinNoise);
+        assert!(single(1.02)
+            .run_noise_note()
+            .unwrap()
+            .contains("run-to-run noise unknown"));
+        assert!(single(1.02).summary()[0].contains("no difference beyond the noise"));
+        // A large difference is still found from one run per side.
+        assert_eq!(single(2.0).rows[0].verdict, Verdict::Better);
+        assert!(ten
+            .run_noise_note()
+            .unwrap()
+            .contains("measured from 3 run(s)"));
+    }
+
+    #[test]
+    fn figures_of_different_setups_are_not_compared() {
+        let a = m("mig.memcpy", true, &[2.0, 2.1, 1.9]).with_setup("8192 pages");
+        let b = m("mig.memcpy", true, &[4.0, 4.1, 3.9]).with_setup("2048 pages");
+        let c = compare("A", std::slice::from_ref(&a), "B", &[b]);
+        let r = &c.rows[0];
+        assert_eq!(r.verdict, Verdict::NotComparable);
+        assert_eq!(
+            r.not_comparable.as_deref(),
+            Some("8192 pages (A) vs 2048 pages (B)")
+        );
+        assert!(c.chart().bars.is_empty());
+        let s = c.summary();
+        assert!(s[0].contains("not comparable"), "{s:?}");
+        assert!(!s[0].contains("better"), "{s:?}");
+        // The same setup compares.
+        let same = m("mig.memcpy", true, &[4.0, 4.1, 3.9]).with_setup("8192 pages");
+        assert_eq!(
+            compare("A", &[a], "B", &[same]).rows[0].verdict,
+            Verdict::Better
+        );
     }
 
     #[test]
@@ -408,6 +833,7 @@ impl Report {
                     id: "compare".into(),
                     severity: if line.contains("no difference beyond the noise")
                         || line.contains("cannot tell")
+                        || line.contains("not comparable (")
                     {
                         Severity::Info
                     } else {
@@ -417,6 +843,20 @@ impl Report {
                         format!("{} vs {}: {line}", c.other, c.baseline)
                     } else {
                         line
+                    },
+                    anchor: Some(chart_id.clone()),
+                    modeled: false,
+                    source: c.other.clone(),
+                });
+            }
+            if let Some(note) = c.run_noise_note() {
+                findings.push(Finding {
+                    id: "compare_noise".into(),
+                    severity: Severity::Info,
+                    text: if self.comparisons.len() > 1 {
+                        format!("{} vs {}: {note}", c.other, c.baseline)
+                    } else {
+                        note
                     },
                     anchor: Some(chart_id.clone()),
                     modeled: false,
@@ -485,7 +925,7 @@ impl Report {
                 };
                 t.push(vec![
                     Cell::text(&m.group),
-                    Cell::text(&m.name),
+                    Cell::text(m.label()),
                     Cell::num(s.median, 3),
                     Cell::text(&m.unit),
                     Cell::num(m.samples.len() as f64, 0),
@@ -500,7 +940,7 @@ impl Report {
         Document {
             title: format!("numalab comparison: {}", self.bundles.join(" vs ")),
             subtitle: vec![format!(
-                "Baseline: {}. Ratios are other / baseline; 95% bootstrap intervals of the ratio of medians; a ratio whose interval contains 1 is within the noise.",
+                "Baseline: {}. Ratios are other / baseline, with 95% intervals that include run-to-run noise (measured from several runs per side, or assumed when a side has one run); a ratio whose interval contains 1 is within the noise.",
                 self.baseline
             )],
             problems: self.problems.clone(),
@@ -510,26 +950,39 @@ impl Report {
     }
 }
 
-/// Compares every bundle after the first with the first.
+/// Compares every bundle after the first with the first, one run per bundle.
 pub fn compare_all(set: &[(String, Vec<Metric>)], problems: Vec<String>) -> Report {
-    let (base_label, base) = match set.first() {
-        Some((l, m)) => (l.clone(), m.as_slice()),
-        None => (String::new(), &[][..]),
+    let sides: Vec<Side> = set
+        .iter()
+        .map(|(l, m)| Side::single(l, m.clone()))
+        .collect();
+    compare_groups(&sides, problems, Options::default())
+}
+
+/// Compares every side after the first with the first.
+pub fn compare_groups(sides: &[Side], problems: Vec<String>, opts: Options) -> Report {
+    let empty = Side {
+        label: String::new(),
+        runs: Vec::new(),
     };
-    let comparisons: Vec<Comparison> = set
+    let base = sides.first().unwrap_or(&empty);
+    let comparisons: Vec<Comparison> = sides
         .iter()
         .skip(1)
-        .map(|(l, m)| compare(&base_label, base, l, m))
+        .map(|o| compare_sides(base, o, opts))
         .collect();
     let mut summary: Vec<String> = comparisons
         .iter()
         .flat_map(|c| {
-            let prefix = if set.len() > 2 {
+            let prefix = if sides.len() > 2 {
                 format!("{} vs {}: ", c.other, c.baseline)
             } else {
                 String::new()
             };
-            c.summary().into_iter().map(move |s| format!("{prefix}{s}"))
+            c.summary()
+                .into_iter()
+                .chain(c.run_noise_note())
+                .map(move |s| format!("{prefix}{s}"))
         })
         .collect();
     // The perspectives of a server evaluation that could not be compared, and why.
@@ -540,10 +993,10 @@ pub fn compare_all(set: &[(String, Vec<Metric>)], problems: Vec<String>) -> Repo
         {
             continue;
         }
-        let lacking: Vec<&str> = set
+        let lacking: Vec<&str> = sides
             .iter()
-            .filter(|(_, m)| !m.iter().any(|m| m.group == g))
-            .map(|(l, _)| l.as_str())
+            .filter(|s| !s.runs.iter().flatten().any(|m| m.group == g))
+            .map(|s| s.label.as_str())
             .collect();
         summary.push(if lacking.is_empty() {
             format!("{g}: not compared (the bundles measured it differently)")
@@ -556,8 +1009,8 @@ pub fn compare_all(set: &[(String, Vec<Metric>)], problems: Vec<String>) -> Repo
     }
     Report {
         schema_version: 1,
-        baseline: base_label.clone(),
-        bundles: set.iter().map(|(l, _)| l.clone()).collect(),
+        baseline: base.label.clone(),
+        bundles: sides.iter().map(|s| s.label.clone()).collect(),
         comparisons,
         summary,
         problems,

@@ -330,6 +330,59 @@ fn compare_two_recorded_bundles() {
 }
 
 #[test]
+fn two_quick_runs_of_one_machine_differ_in_nothing() {
+    // Two `evaluate --quick` runs of this 2-vCPU VM, one after the other: within-run
+    // intervals alone called 4 of 9 groups better or worse; with the run-to-run noise
+    // unknown (one run per side), no group may be called better, worse or mixed.
+    let a = bundle("vm-quick-run-1");
+    let b = bundle("vm-quick-run-2");
+    let set = vec![
+        (a.label.clone(), metrics(&a)),
+        (b.label.clone(), metrics(&b)),
+    ];
+    let r = compare_all(&set, Vec::new());
+    let c = &r.comparisons[0];
+    assert!(c.rows.len() >= 20, "{} shared figures", c.rows.len());
+    for row in &c.rows {
+        assert!(
+            matches!(row.verdict, Verdict::WithinNoise | Verdict::Unknown),
+            "{} {:.2}x: {:?}",
+            row.name,
+            row.ratio,
+            row.verdict
+        );
+    }
+    for line in &r.summary {
+        assert!(
+            !line.contains(" is better") && !line.contains("mixed"),
+            "{line}"
+        );
+    }
+    assert!(
+        r.summary
+            .iter()
+            .any(|l| l.contains("run-to-run noise unknown")),
+        "{:#?}",
+        r.summary
+    );
+    // Every group that has figures says "no difference" or "cannot tell".
+    for g in [
+        "memory bandwidth",
+        "memory latency",
+        "core-to-core",
+        "per server",
+    ] {
+        assert!(
+            r.summary
+                .iter()
+                .any(|l| l.starts_with(&format!("{g}: no difference"))),
+            "{g}: {:#?}",
+            r.summary
+        );
+    }
+}
+
+#[test]
 fn nothing_in_common() {
     let a = bundle("vm-sweep");
     let b = bundle("model-neoverse-v1");

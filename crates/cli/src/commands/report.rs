@@ -75,9 +75,19 @@ pub struct ReportArgs {
 )]
 pub struct CompareArgs {
     /// Two or more bundles (output folders, results.jsonl files or bundle files); the
-    /// first is the baseline.
-    #[arg(required = true, num_args = 2.., value_name = "BUNDLE")]
+    /// first is the baseline. Several runs of one machine form one side when joined
+    /// with commas (A1,A2,A3 B1,B2): their spread gives the run-to-run noise.
+    #[arg(required = true, num_args = 2.., value_name = "BUNDLE[,BUNDLE...]")]
     pub bundles: Vec<PathBuf>,
+    /// Group the bundles into sides by machine (host name and topology fingerprint)
+    /// instead of by argument: each machine's runs form one side, in order of first
+    /// appearance.
+    #[arg(long)]
+    pub by_machine: bool,
+    /// Run-to-run spread (relative standard deviation of one run's figure, in percent)
+    /// assumed when a side has a single run: its intervals are widened by it.
+    #[arg(long, value_name = "PCT", default_value_t = 10.0)]
+    pub run_noise: f64,
     /// Write to FILE (default: stdout). The format follows the extension (.html, .md,
     /// .csv, .json, .txt) unless --format is given.
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -187,13 +197,53 @@ pub fn compare(args: CompareArgs) -> CliResult {
         .format
         .or_else(|| args.output.as_deref().and_then(FormatArg::of_path))
         .unwrap_or(FormatArg::Terminal);
-    let (set, errors) = load_all(&args.bundles);
+    if !(0.0..=100.0).contains(&args.run_noise) || !args.run_noise.is_finite() {
+        return Err(CliError::new(
+            ErrorClass::Usage,
+            format!(
+                "--run-noise {}: a percentage from 0 to 100 (the run-to-run spread assumed for single runs; 10 is the default)",
+                args.run_noise
+            ),
+        ));
+    }
+    // Each argument is a side; commas join runs of one side (unless the whole argument
+    // is an existing path).
+    let mut groups: Vec<Vec<PathBuf>> = Vec::new();
+    for b in &args.bundles {
+        let text = b.to_string_lossy();
+        if !b.exists() && text.contains(',') {
+            groups.push(
+                text.split(',')
+                    .filter(|p| !p.is_empty())
+                    .map(PathBuf::from)
+                    .collect(),
+            );
+        } else {
+            groups.push(vec![b.clone()]);
+        }
+    }
+    let paths: Vec<PathBuf> = groups.iter().flatten().cloned().collect();
+    let mut set = Vec::new();
+    let mut group_of = Vec::new();
+    let mut errors = Vec::new();
+    for (g, group) in groups.iter().enumerate() {
+        for p in group {
+            match load(p) {
+                Ok(l) => {
+                    set.push(l);
+                    group_of.push(g);
+                }
+                Err(e) => errors.push(CliError::from(e)),
+            }
+        }
+    }
+    unique_labels(&mut set);
     if set.len() < 2 {
         let mut msg: Vec<String> = errors.iter().map(|e| e.message.clone()).collect();
         msg.push(format!(
             "compare needs two readable bundles; {} of {} could be read",
             set.len(),
-            args.bundles.len()
+            paths.len()
         ));
         return Err(CliError::new(ErrorClass::Input, msg.join("\n")));
     }
@@ -202,11 +252,82 @@ pub fn compare(args: CompareArgs) -> CliResult {
         .iter()
         .map(|l| (l.label.clone(), numalab_report::metrics::metrics(l)))
         .collect();
+    // Which side each readable bundle belongs to.
+    let side_of: Vec<String> = if args.by_machine {
+        set.iter()
+            .map(|l| {
+                let h = &l.bundle.envelope.host;
+                format!(
+                    "{} [{}]",
+                    h.hostname.as_deref().unwrap_or("unknown host"),
+                    h.topology_hash
+                )
+            })
+            .collect()
+    } else {
+        group_of.iter().map(|g| format!("#{g}")).collect()
+    };
+    let mut sides: Vec<numalab_report::compare::Side> = Vec::new();
+    let mut keys: Vec<&str> = Vec::new();
+    for (k, (label, m)) in side_of.iter().zip(&metrics) {
+        match keys.iter().position(|x| x == k) {
+            Some(i) => sides[i].runs.push(m.clone()),
+            None => {
+                keys.push(k);
+                sides.push(numalab_report::compare::Side {
+                    label: label.clone(),
+                    runs: vec![m.clone()],
+                });
+            }
+        }
+    }
+    // A side of several runs is named by its host: "vm (3 runs)", or by its first run
+    // when two sides would share that name.
+    let hosts: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            let first = side_of.iter().position(|x| x == k).unwrap_or(0);
+            set[first]
+                .bundle
+                .envelope
+                .host
+                .hostname
+                .clone()
+                .unwrap_or_else(|| set[first].label.clone())
+        })
+        .collect();
+    for (i, s) in sides.iter_mut().enumerate() {
+        let n = s.runs.len();
+        if n > 1 {
+            let unique = hosts.iter().filter(|h| **h == hosts[i]).count() == 1;
+            s.label = if unique {
+                format!("{} ({n} runs)", hosts[i])
+            } else {
+                format!("{} and {} more run(s)", s.label, n - 1)
+            };
+        }
+    }
+    if sides.len() < 2 {
+        return Err(CliError::new(
+            ErrorClass::Input,
+            format!(
+                "all {} bundles are runs of one machine ({}): nothing to compare them with; give runs of another machine too, or leave out --by-machine to compare the runs with each other",
+                set.len(),
+                sides.first().map(|s| s.label.as_str()).unwrap_or("?")
+            ),
+        ));
+    }
     let problems: Vec<String> = set
         .iter()
         .flat_map(|l| l.warnings.iter().map(move |w| format!("{}: {w}", l.label)))
         .collect();
-    let report = numalab_report::compare::compare_all(&metrics, problems);
+    let report = numalab_report::compare::compare_groups(
+        &sides,
+        problems,
+        numalab_report::compare::Options {
+            assumed_run_spread: args.run_noise / 100.0,
+        },
+    );
     let text = match format {
         FormatArg::Json => {
             serde_json::to_string_pretty(&report).expect("comparison serializes") + "\n"

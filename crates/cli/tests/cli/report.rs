@@ -223,6 +223,57 @@ fn compare_json_contract_and_formats() {
 }
 
 #[test]
+fn compare_groups_runs_into_sides_and_measures_their_noise() {
+    let (r1, r2, ev) = (
+        fixture("vm-quick-run-1"),
+        fixture("vm-quick-run-2"),
+        fixture("vm-evaluate"),
+    );
+    // Two runs of one machine, one side each: run-to-run noise unknown, said so.
+    let o = numalab(&["compare", p(&r1), p(&r2), "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["comparisons"][0]["rows"].as_array().unwrap();
+    assert!(rows
+        .iter()
+        .all(|r| r["run_noise"]["kind"] == "assumed" && r["run_noise"]["spread"] == 0.1));
+    assert!(rows
+        .iter()
+        .all(|r| r["verdict"] != "better" && r["verdict"] != "worse"));
+    // --run-noise changes the assumption.
+    let o = numalab(&[
+        "compare",
+        p(&r1),
+        p(&r2),
+        "--run-noise",
+        "2",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["comparisons"][0]["rows"][0]["run_noise"]["spread"], 0.02);
+    // Comma-joined runs form one side; the noise is measured from them.
+    let joined = format!("{},{}", p(&r1), p(&r2));
+    let o = numalab(&["compare", &joined, p(&ev), "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["bundles"].as_array().unwrap().len(), 2, "{v}");
+    // Both sides are hosts named "vm": the side is named by its first run.
+    assert_eq!(v["baseline"], "vm (vm-quick-run-1) and 1 more run(s)");
+    let row = &v["comparisons"][0]["rows"][0];
+    assert_eq!(row["run_noise"]["kind"], "measured", "{row}");
+    assert_eq!(row["run_noise"]["runs_baseline"], 2);
+    assert_eq!(row["run_noise"]["runs_other"], 1);
+    // --by-machine: these are all one machine, so there is nothing to compare.
+    let o = numalab(&["compare", "--by-machine", p(&r1), p(&r2)]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("runs of one machine"), "{}", stderr(&o));
+    // A bad --run-noise is a usage error.
+    let o = numalab(&["compare", p(&r1), p(&r2), "--run-noise", "-5"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
 fn compare_with_nothing_in_common_says_so_and_shows_each_bundle() {
     let o = numalab(&[
         "compare",

@@ -126,7 +126,7 @@ pub fn summary(set: &[Loaded]) -> Section {
             k.push(vec![
                 Cell::text(&l.label),
                 Cell::text(&m.group),
-                Cell::text(&m.name),
+                Cell::text(m.label()),
                 value,
                 Cell::text(&m.unit),
                 Cell::num(m.samples.len() as f64, 0),
