@@ -743,7 +743,7 @@ fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
         };
         let text = if big.same_node {
             format!(
-                "page migration not measured: one NUMA node (same-node copies of {} x {} pages only: {})",
+                "page migration between nodes not measured (one NUMA node); same-node copies of {} x {} pages, a baseline only: {}",
                 big.pages,
                 numalab_schema::units::bytes(big.unit_bytes),
                 big.why

@@ -187,7 +187,7 @@ fn findings_on_this_machine() {
     }
     assert!(f.iter().any(|x| x.id == "migration"
         && x.text
-            .starts_with("page migration not measured: one NUMA node")));
+            .starts_with("page migration between nodes not measured (one NUMA node)")));
     // This recording's base-page memory latency was 82.0 ns in the node matrix and
     // 129.0 ns on the latency curve: said, with both figures; its THP figures (131.7 and
     // 148.0 ns) are within 25% of each other and are not.

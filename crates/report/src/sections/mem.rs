@@ -591,8 +591,27 @@ fn migrate(b: usize, recs: &[MigrateRecord], of: &str) -> Section {
             Cell::text(winner.unwrap_or_else(|| "-".into())),
             opt(pct, 0, "no winner"),
         ]);
-        if !whys.contains(&r.why) && whys.len() < 8 {
-            whys.push(r.why.clone());
+    }
+    // One sentence per pair role: the conclusion at its largest cell (most pages of the
+    // largest unit), as the findings state it; the table holds every cell.
+    let mut roles: Vec<&str> = Vec::new();
+    for r in recs {
+        if !roles.contains(&r.pair_role.as_str()) {
+            roles.push(&r.pair_role);
+        }
+    }
+    for role in roles {
+        if let Some(big) = recs
+            .iter()
+            .filter(|r| r.pair_role == role)
+            .max_by_key(|r| (r.pages * r.unit_bytes, std::cmp::Reverse(r.unit_bytes)))
+        {
+            whys.push(format!(
+                "{role}, {} x {} pages: {}",
+                big.pages,
+                units::bytes(big.unit_bytes),
+                big.why
+            ));
         }
     }
     if let Some(r) = recs.first() {
