@@ -279,6 +279,16 @@ fn a_step_left_out_is_filled_in_by_a_later_run() {
         !html.contains("not measured: PMU check"),
         "stale skip in the report"
     );
+    // The top of the report names the machine and each run's options.
+    assert!(
+        html.contains("CPU(s),") && html.contains("NUMA node(s)"),
+        "machine not named"
+    );
+    assert!(html.contains("evaluate run 1 at "), "runs not listed");
+    assert!(
+        html.contains("(--quick; left out: bandwidth"),
+        "run options not shown"
+    );
 
     // Nothing left to do: a third run adds its run record and no step record.
     let steps_before = records_of(&out, "evaluate.step").len();

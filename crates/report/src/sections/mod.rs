@@ -126,7 +126,7 @@ pub fn document(set: &[Loaded]) -> Document {
         }
     }
     let title = format!("numalab report: {}", labels.join(", "));
-    let subtitle = set
+    let mut subtitle: Vec<String> = set
         .iter()
         .map(|l| {
             let e = &l.bundle.envelope;
@@ -147,6 +147,45 @@ pub fn document(set: &[Loaded]) -> Document {
             )
         })
         .collect();
+    // The machine's name and the options of every run, at the top.
+    for l in set {
+        let h = &l.bundle.envelope.host;
+        let mut what: Vec<String> = Vec::new();
+        if let Some(m) = &h.cpu_model {
+            what.push(m.clone());
+        }
+        if let Some(t) = &h.topology {
+            what.push(format!(
+                "{} CPU(s), {} package(s), {} NUMA node(s)",
+                t.pu_ids().len(),
+                t.packages.len().max(1),
+                t.numa_nodes.len().max(1)
+            ));
+        }
+        match (&l.bundle.envelope.origin, &h.hypervisor) {
+            (numalab_schema::Origin::Modeled, _) => what.push("a modeled machine".into()),
+            (numalab_schema::Origin::Imported, _) => {
+                what.push("imported figures, not measured by numalab".into())
+            }
+            (_, Some(v)) => what.push(format!("virtual machine ({v})")),
+            (_, None) => what.push("no hypervisor detected".into()),
+        }
+        let runs = l.records_of::<crate::records::RunRecord>();
+        if !runs.is_empty() {
+            let each: Vec<String> = runs
+                .iter()
+                .map(|(_, r)| {
+                    let mut o = vec![if r.quick { "--quick" } else { "full" }.to_string()];
+                    if !r.skip.is_empty() {
+                        o.push(format!("left out: {}", r.skip.join(", ")));
+                    }
+                    format!("run {} at {} ({})", r.run, r.started_utc, o.join("; "))
+                })
+                .collect();
+            what.push(format!("evaluate {}", each.join(", ")));
+        }
+        subtitle.push(format!("{}: {}", l.label, what.join("; ")));
+    }
     let mut problems = Vec::new();
     for l in set {
         for w in &l.warnings {
