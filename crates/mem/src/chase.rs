@@ -6,13 +6,18 @@
 //! per step is the load-to-use latency of wherever the lines live.
 //!
 //! Two orders:
-//! - [`Order::PageLocal`] (default): pages in random order, and the lines of each page
-//!   in random order before moving to the next page. Randomized within and across
-//!   pages, but one TLB miss per page, not per load: this measures the memory, not
-//!   the page walker (the way MLC and lmbench's `lat_mem_rd` randomize).
-//! - [`Order::Global`]: every line in uniformly random order; nearly every load of a
-//!   large working set also misses the TLB. The difference between the two, and
-//!   between base and huge pages, is the translation cost.
+//! - [`Order::Global`] (default): every line in uniformly random order, what a
+//!   performance engineer means by memory latency. With a working set well past the
+//!   last-level cache nearly every load misses it, lands on a random DRAM row and, past
+//!   the TLB's reach, also walks the page tables: the difference between base and huge
+//!   pages in this order is the translation cost.
+//! - [`Order::PageLocal`]: blocks of [`BLOCK_BYTES`] (4 KiB, whatever the page size) in
+//!   random order, and the lines of each block in random order before moving to the
+//!   next. Consecutive loads stay in one DRAM row and one page, so open rows,
+//!   adjacent-line and streaming prefetchers and the TLB all help: a row-buffer- and
+//!   prefetch-friendly order, faster than [`Order::Global`] by up to 3x, reported under
+//!   its own name and never as memory latency. The block size is fixed so that base
+//!   and huge pages are measured in the same order.
 
 use numalab_topo::bind::Region;
 use rand::seq::SliceRandom;
@@ -20,21 +25,25 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+/// Bytes of a block of [`Order::PageLocal`]: a 4 KiB base page on x86 and most Arm
+/// kernels, and the same on every page kind, so that an order means one thing.
+pub const BLOCK_BYTES: u64 = 4096;
+
 /// The order in which lines are visited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Order {
-    /// Random pages, random lines within each page.
+    /// Random 4 KiB blocks, random lines within each block.
     PageLocal,
     /// Uniformly random over all lines.
     Global,
 }
 
 impl Order {
-    /// Parses "page" / "page-local" or "global".
+    /// Parses "page" / "page-local" / "block" or "global".
     pub fn parse(text: &str) -> Result<Order, String> {
         match text.trim().to_ascii_lowercase().as_str() {
-            "page" | "page-local" => Ok(Order::PageLocal),
+            "page" | "page-local" | "block" => Ok(Order::PageLocal),
             "global" => Ok(Order::Global),
             _ => Err(format!("--order {text:?}: use page or global")),
         }
@@ -45,6 +54,17 @@ impl Order {
         match self {
             Order::PageLocal => "page-local",
             Order::Global => "global",
+        }
+    }
+
+    /// What it is, in words ("random over the working set", "random within 4 KiB blocks").
+    pub fn describe(self, block_bytes: Option<u64>) -> String {
+        match self {
+            Order::Global => "random over the working set".into(),
+            Order::PageLocal => format!(
+                "random within {} blocks",
+                numalab_schema::units::bytes(block_bytes.unwrap_or(BLOCK_BYTES))
+            ),
         }
     }
 }

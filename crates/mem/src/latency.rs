@@ -1,8 +1,11 @@
 //! Idle memory latency: a dependent pointer chase, per working-set size and per node
 //! pair, with base pages and with huge pages.
 //!
-//! For each working set a random cyclic chain ([`crate::chase`]) is written into memory
-//! placed on the asked node by the pinned thread that chases it. After a warm-up walk,
+//! For each working set a random cyclic chain ([`crate::chase`]; by default every line
+//! in uniformly random order, the one order of every memory-latency figure) is written
+//! into memory placed on the asked node by the pinned thread that chases it. Each record
+//! names what its figures are ([`Kind`]: idle or loaded, order, pages, locality, the
+//! last-level cache the working set is set against). After a warm-up walk,
 //! the chase is timed in many batches of a few thousand dependent loads (each batch
 //! lasts at least 100x the clock's resolution and read cost; one clock read is
 //! subtracted per batch); every point reports percentiles over batches. Plateaus and
@@ -41,8 +44,10 @@ pub struct Options {
 }
 
 impl Options {
-    /// Defaults for curves on `machine`: 200 batches of 20 us, page-local order, every
-    /// line (stride = the L1 line size), so cache capacities show where they are.
+    /// Defaults on `machine`: 200 batches of 20 us, every line (stride = the L1 line
+    /// size) in uniformly random order over the working set ([`Order::Global`]), the
+    /// order every memory-latency figure of numalab uses (curves, node matrices, the
+    /// loaded-latency probe), so that one name means one measurement.
     pub fn defaults(machine: &Machine) -> Options {
         let line = machine
             .caches
@@ -53,21 +58,19 @@ impl Options {
         Options {
             batches: 200,
             batch_ns: 20_000.0,
-            order: Order::PageLocal,
+            order: Order::Global,
             seed: numalab_stats::DEFAULT_SEED,
             stride_bytes: line.max(8),
         }
     }
 
-    /// Defaults for idle memory latency (matrix, loaded latency): as [`Options::defaults`]
-    /// but one line per pair of lines (stride 2 lines), so that adjacent-line
-    /// prefetchers cannot make memory look faster than it is.
+    /// Defaults for idle memory latency (matrix, loaded latency): the same as
+    /// [`Options::defaults`]. In uniformly random order an adjacent-line prefetcher
+    /// brings a line the chase uses only if the chase reaches it while it is still
+    /// cached, which over a working set 8x the last-level cache is rare, so every line
+    /// is used, as in a plain C pointer chase.
     pub fn idle(machine: &Machine) -> Options {
-        let d = Options::defaults(machine);
-        Options {
-            stride_bytes: 2 * d.stride_bytes,
-            ..d
-        }
+        Options::defaults(machine)
     }
 
     /// The quick variant: 60 batches.
@@ -319,6 +322,11 @@ pub struct LatencyRecord {
     pub seed: u64,
     /// Distance between chain slots, bytes (the line size, or 2 lines).
     pub stride_bytes: u64,
+    /// What the figures are (idle, order, pages, locality, the last-level cache they
+    /// are set against); absent in records written before numalab 0.9, see
+    /// [`LatencyRecord::kind`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Kind>,
     /// The points, ascending working set.
     pub points: Vec<Point>,
     /// Plateaus (curves only).
@@ -333,6 +341,207 @@ pub struct LatencyRecord {
 
 impl RecordKind for LatencyRecord {
     const KIND: &'static str = "mem.latency";
+}
+
+impl LatencyRecord {
+    /// What its figures are: the recorded kind, or for an older record the one its
+    /// fields imply (page-local blocks were then the page size: 2 MiB with THP).
+    pub fn kind(&self) -> Kind {
+        self.kind.clone().unwrap_or_else(|| Kind {
+            load: Load::Idle,
+            order: self.order,
+            block_bytes: (self.order == Order::PageLocal).then(|| {
+                if self.pages.obtained == "thp" {
+                    2 << 20
+                } else {
+                    self.pages.page_bytes
+                }
+            }),
+            stride_bytes: self.stride_bytes,
+            pages: self.pages.obtained.clone(),
+            locality: Locality::of(&self.placement),
+            llc_bytes: None,
+        })
+    }
+}
+
+/// Idle or under load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Load {
+    /// Nothing else runs on purpose.
+    Idle,
+    /// Other CPUs move data at the same time.
+    Loaded,
+}
+
+/// Where the chased memory is, seen from the chasing CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Locality {
+    /// All pages on the chasing CPU's node.
+    Local,
+    /// All pages on other nodes.
+    Remote,
+    /// Some here, some elsewhere (interleave, or a placement that went astray).
+    Mixed,
+}
+
+impl Locality {
+    /// From where the pages were found, against the CPUs' nodes.
+    pub fn of(p: &Placement) -> Locality {
+        let total: u64 = p.pages_per_node.iter().map(|(_, c)| c).sum();
+        let local: u64 = p
+            .pages_per_node
+            .iter()
+            .filter(|(n, _)| p.cpu_nodes.contains(n))
+            .map(|(_, c)| c)
+            .sum();
+        if total == 0 {
+            // Nothing found where the pages are: judge by the nodes asked for.
+            if p.expected_nodes.iter().all(|n| p.cpu_nodes.contains(n)) {
+                Locality::Local
+            } else if p.expected_nodes.iter().all(|n| !p.cpu_nodes.contains(n)) {
+                Locality::Remote
+            } else {
+                Locality::Mixed
+            }
+        } else if local as f64 >= 0.99 * total as f64 {
+            Locality::Local
+        } else if local as f64 <= 0.01 * total as f64 {
+            Locality::Remote
+        } else {
+            Locality::Mixed
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Locality::Local => "local",
+            Locality::Remote => "remote",
+            Locality::Mixed => "mixed local and remote",
+        }
+    }
+}
+
+/// What a latency figure is: everything besides the machine that changes it. Two
+/// figures are the same quantity only if their kinds (and working sets) are equal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Kind {
+    /// Idle, or with traffic from other CPUs.
+    pub load: Load,
+    /// The visiting order.
+    pub order: Order,
+    /// Block of [`Order::PageLocal`], bytes (None for [`Order::Global`]).
+    pub block_bytes: Option<u64>,
+    /// Distance between the chain's slots, bytes.
+    pub stride_bytes: u64,
+    /// Pages obtained: "base", "thp", "thp-partial", "hugetlb".
+    pub pages: String,
+    /// Local, remote or mixed memory.
+    pub locality: Locality,
+    /// The last-level cache the chasing CPU sees, bytes, when known.
+    pub llc_bytes: Option<u64>,
+}
+
+impl Kind {
+    /// The kind of a chase by `opts` whose pages and placement are known.
+    pub fn measured(
+        load: Load,
+        order: Order,
+        stride_bytes: u64,
+        pages: &PagesObtained,
+        placement: &Placement,
+        llc_bytes: Option<u64>,
+    ) -> Kind {
+        Kind {
+            load,
+            order,
+            block_bytes: (order == Order::PageLocal).then_some(crate::chase::BLOCK_BYTES),
+            stride_bytes,
+            pages: pages.obtained.clone(),
+            locality: Locality::of(placement),
+            llc_bytes,
+        }
+    }
+
+    /// Pages in words: "huge pages (THP)", "base pages".
+    pub fn pages_text(&self) -> String {
+        match self.pages.as_str() {
+            "thp" => "huge pages (THP)".into(),
+            "thp-partial" => "partly huge pages (THP)".into(),
+            "base" => "base pages".into(),
+            p if p.starts_with("hugetlb") => format!("huge pages ({p})"),
+            p => format!("{p} pages"),
+        }
+    }
+
+    /// True for huge pages, whole (THP or hugetlbfs).
+    pub fn huge(&self) -> bool {
+        self.pages == "thp" || self.pages.starts_with("hugetlb")
+    }
+
+    /// The working set in words, set against the last-level cache: "256 MiB (8x LLC)".
+    pub fn size_text(&self, working_set_bytes: u64) -> String {
+        let size = units::bytes(working_set_bytes);
+        match self.llc_bytes.filter(|&l| l > 0) {
+            Some(l) => {
+                let r = working_set_bytes as f64 / l as f64;
+                if r >= 1.95 {
+                    format!("{size} ({r:.0}x LLC)")
+                } else if r >= 0.5 {
+                    format!("{size} ({r:.1}x LLC)")
+                } else {
+                    format!("{size} (1/{:.0} of LLC)", 1.0 / r)
+                }
+            }
+            None => size,
+        }
+    }
+
+    /// The whole kind in words, for a working set:
+    /// "idle, random over 256 MiB (8x LLC), huge pages (THP), local".
+    pub fn label(&self, working_set_bytes: u64) -> String {
+        let order = match self.order {
+            Order::Global => format!("random over {}", self.size_text(working_set_bytes)),
+            Order::PageLocal => format!(
+                "random within {} blocks of {}",
+                units::bytes(self.block_bytes.unwrap_or(crate::chase::BLOCK_BYTES)),
+                self.size_text(working_set_bytes)
+            ),
+        };
+        let load = match self.load {
+            Load::Idle => "idle",
+            Load::Loaded => "loaded",
+        };
+        format!(
+            "{load}, {order}, {}, {}",
+            self.pages_text(),
+            self.locality.name()
+        )
+    }
+
+    /// The same quantity as `other` but for the page kind: same load, order, block,
+    /// stride and locality.
+    pub fn same_but_pages(&self, other: &Kind) -> bool {
+        self.load == other.load
+            && self.order == other.order
+            && self.block_bytes == other.block_bytes
+            && self.stride_bytes == other.stride_bytes
+            && self.locality == other.locality
+    }
+
+    /// Is this what a performance engineer calls memory latency: uniformly random
+    /// over a working set at least 4x the last-level cache (unknown cache: at least
+    /// 64 MiB)?
+    pub fn is_memory(&self, working_set_bytes: u64) -> bool {
+        self.order == Order::Global
+            && match self.llc_bytes.filter(|&l| l > 0) {
+                Some(l) => working_set_bytes >= 4 * l,
+                None => working_set_bytes >= 64 << 20,
+            }
+    }
 }
 
 /// Checks that a hugetlbfs pool of `size` pages has room for `bytes`.
@@ -608,10 +817,7 @@ fn run_cell(
                 (Vec<Point>, numalab_topo::bind::PagePlacement, PagesObtained),
                 MemError,
             > {
-                let block = match placed.obtained.obtained.as_str() {
-                    "thp" => 2 << 20,
-                    _ => placed.region.page_bytes(),
-                };
+                let block = crate::chase::BLOCK_BYTES as usize;
                 let region: &mut Region = &mut placed.region;
                 let mut points = Vec::new();
                 for (i, &ws) in cell.sizes.iter().enumerate() {
@@ -639,6 +845,15 @@ fn run_cell(
         (Vec::new(), Vec::new())
     };
     let placement = pool::placement(machine, placer, &[cell.cpu], &cell.policy, &[pages_now]);
+    let (llc, llc_assumed) = crate::llc_of_cpu(machine, cell.cpu);
+    let kind = Kind::measured(
+        Load::Idle,
+        opts.order,
+        opts.stride_bytes,
+        &obtained,
+        &placement,
+        llc_assumed.is_none().then_some(llc),
+    );
     Ok(LatencyRecord {
         cpu: cell.cpu,
         matrix: cell.matrix,
@@ -647,6 +862,7 @@ fn run_cell(
         order: opts.order,
         seed: opts.seed,
         stride_bytes: opts.stride_bytes,
+        kind: Some(kind),
         points,
         levels,
         steps,
@@ -738,6 +954,77 @@ pub fn analyse(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn kind(order: Order, pages: &str, llc: Option<u64>) -> Kind {
+        Kind {
+            load: Load::Idle,
+            order,
+            block_bytes: (order == Order::PageLocal).then_some(4096),
+            stride_bytes: 64,
+            pages: pages.into(),
+            locality: Locality::Local,
+            llc_bytes: llc,
+        }
+    }
+
+    #[test]
+    fn a_kind_names_everything_that_makes_the_figure() {
+        let k = kind(Order::Global, "thp", Some(32 << 20));
+        assert_eq!(
+            k.label(256 << 20),
+            "idle, random over 256 MiB (8x LLC), huge pages (THP), local"
+        );
+        let p = kind(Order::PageLocal, "base", Some(32 << 20));
+        assert_eq!(
+            p.label(16 << 20),
+            "idle, random within 4 KiB blocks of 16 MiB (0.5x LLC), base pages, local"
+        );
+        assert_eq!(
+            kind(Order::Global, "base", None).size_text(1 << 30),
+            "1 GiB"
+        );
+        assert_eq!(k.size_text(1 << 20), "1 MiB (1/32 of LLC)");
+        // Memory latency: random over the whole buffer, well past the LLC.
+        assert!(k.is_memory(128 << 20));
+        assert!(!k.is_memory(64 << 20), "2x the LLC is not enough");
+        assert!(
+            !p.is_memory(1 << 30),
+            "a block order is never memory latency"
+        );
+        assert!(kind(Order::Global, "base", None).is_memory(64 << 20));
+        // Only the page kind may differ for a translation comparison.
+        let b = kind(Order::Global, "base", Some(32 << 20));
+        assert!(b.same_but_pages(&k));
+        assert!(!p.same_but_pages(&k));
+        let remote = Kind {
+            locality: Locality::Remote,
+            ..b.clone()
+        };
+        assert!(!remote.same_but_pages(&k));
+        assert!(k.huge() && !b.huge());
+    }
+
+    #[test]
+    fn locality_comes_from_where_the_pages_are() {
+        let mut p = Placement {
+            backend: "fake".into(),
+            cpus: vec![0],
+            cpu_nodes: vec![0],
+            policy: MemPolicy::Bind(vec![1]),
+            expected_nodes: vec![1],
+            pages_per_node: vec![(1, 100)],
+            pages_not_present: 0,
+            fraction_expected: 1.0,
+        };
+        assert_eq!(Locality::of(&p), Locality::Remote);
+        p.pages_per_node = vec![(0, 100)];
+        assert_eq!(Locality::of(&p), Locality::Local);
+        p.pages_per_node = vec![(0, 50), (1, 50)];
+        assert_eq!(Locality::of(&p), Locality::Mixed);
+        // Nothing found: by the nodes asked for.
+        p.pages_per_node = vec![];
+        assert_eq!(Locality::of(&p), Locality::Remote);
+    }
     #[test]
     fn the_default_idle_size_is_fitted_to_small_nodes() {
         // Found in the multi-node guest (nodes of 384-640 MiB): the matrix's default

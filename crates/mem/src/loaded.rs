@@ -83,7 +83,7 @@ pub struct Options {
     pub order: Order,
     /// Seed.
     pub seed: u64,
-    /// Chase stride, bytes (two lines: see `latency::Options::idle`).
+    /// Chase stride, bytes (one line: see `latency::Options::idle`).
     pub stride_bytes: u64,
     /// ISA of the generators.
     pub isa: Isa,
@@ -91,8 +91,8 @@ pub struct Options {
 
 impl Options {
     /// Defaults: idle, then delays from 16 us to 0 per 4 KiB chunk, 400 ms per point,
-    /// transparent huge pages (one TLB entry per 2 MiB), a chase stride of two lines,
-    /// read traffic, a chase over 8x the LLC one CPU sees (>= 256 MiB), and 4x the
+    /// transparent huge pages (one TLB entry per 2 MiB), the chase of idle memory
+    /// latency (every line, uniformly random over the working set), read traffic, a chase over 8x the LLC one CPU sees (>= 256 MiB), and 4x the
     /// machine's total LLC (>= 64 MiB) shared by the generators.
     pub fn defaults(machine: &Machine) -> Options {
         let (llc, _) = llc_bytes(machine);
@@ -179,6 +179,11 @@ pub struct LoadedRecord {
     pub chase_bytes: u64,
     /// Working set per generator, bytes.
     pub generator_bytes: u64,
+    /// What the chaser's figures are (order, pages, locality, last-level cache); the
+    /// idle point is [`Load::Idle`](crate::latency::Load), the others loaded. Absent in
+    /// records written before numalab 0.9, see [`LoadedRecord::kind`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::latency::Kind>,
     /// Points, from idle to saturation.
     pub points: Vec<LoadedPoint>,
     /// Timer.
@@ -187,6 +192,36 @@ pub struct LoadedRecord {
 
 impl RecordKind for LoadedRecord {
     const KIND: &'static str = "mem.loaded";
+}
+
+impl LoadedRecord {
+    /// What the chaser's figures are under load: the recorded kind, or for an older
+    /// record the one its fields imply (a page-local chase, blocks of its pages, two
+    /// lines apart). [`LoadedRecord::idle_kind`] for the idle point.
+    pub fn kind(&self) -> crate::latency::Kind {
+        use crate::latency::{Kind, Load, Locality};
+        self.kind.clone().unwrap_or_else(|| Kind {
+            load: Load::Loaded,
+            order: Order::PageLocal,
+            block_bytes: Some(if self.pages.obtained == "thp" {
+                2 << 20
+            } else {
+                self.pages.page_bytes
+            }),
+            stride_bytes: 128,
+            pages: self.pages.obtained.clone(),
+            locality: Locality::of(&self.placement),
+            llc_bytes: None,
+        })
+    }
+
+    /// The kind of the idle point (generators idle).
+    pub fn idle_kind(&self) -> crate::latency::Kind {
+        crate::latency::Kind {
+            load: crate::latency::Load::Idle,
+            ..self.kind()
+        }
+    }
 }
 
 /// Plans a curve: the first CPU of `cpus` chases, the others (or the first
@@ -475,11 +510,7 @@ fn run_inner(
             Ok(p)
         },
         |i, placed, barrier| {
-            let block = if placed.obtained.obtained == "thp" {
-                2 << 20
-            } else {
-                placed.region.page_bytes()
-            };
+            let block = crate::chase::BLOCK_BYTES as usize;
             let mut role = if i == 0 {
                 Role::Chaser(Chain::build(
                     &mut placed.region,
@@ -590,6 +621,28 @@ fn run_inner(
     let per_worker: Vec<_> = info.iter().flatten().map(|(p, _)| p.clone()).collect();
     let obtained: Vec<_> = info.iter().flatten().map(|(_, o)| o.clone()).collect();
     let placement = pool::placement(machine, placer, &pus, &plan.policy, &per_worker);
+    // The chaser's own pages make its figures' kind.
+    let kind = match (info.first().and_then(|i| i.as_ref()), per_worker.first()) {
+        (Some((_, chaser_pages)), Some(first)) => {
+            let chaser_placement = pool::placement(
+                machine,
+                placer,
+                &[plan.chaser],
+                &plan.policy,
+                std::slice::from_ref(first),
+            );
+            let (llc, assumed) = crate::llc_of_cpu(machine, plan.chaser);
+            Some(crate::latency::Kind::measured(
+                crate::latency::Load::Loaded,
+                opts.order,
+                opts.stride_bytes,
+                chaser_pages,
+                &chaser_placement,
+                assumed.is_none().then_some(llc),
+            ))
+        }
+        _ => None,
+    };
     let actual_per_stream =
         kernel.actual_bytes_per_element() as f64 / kernel.stream_bytes_per_element() as f64;
     let mut points = Vec::new();
@@ -626,6 +679,7 @@ fn run_inner(
         pages: PagesObtained::merge(&obtained).expect("workers"),
         chase_bytes: opts.chase_bytes,
         generator_bytes: per_generator(opts, plan.generators.len()),
+        kind,
         points,
         timer: Timer {
             check: clock.clone(),

@@ -1089,7 +1089,7 @@ pub fn verdict(
         let r = ratio(s, m);
         if !apart(Method::StreamCopy, Method::Memcpy) {
             why.push(format!(
-                "the streaming copy and memcpy are not clearly different on this run ({r:.2}x in medians, but their samples overlap)"
+                "the streaming copy and memcpy are not clearly different on this run (streaming copy / memcpy = {r:.2}x in medians, but their samples overlap)"
             ));
         } else if r > 1.05 {
             why.push(format!(

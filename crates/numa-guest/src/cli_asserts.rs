@@ -962,7 +962,42 @@ pub fn evaluate_journal(l: &Layout, journal: &str, skipped: &[&str]) -> Res {
         .into_iter()
         .filter(|r| r.pointer("/data/matrix").is_some_and(|m| !m.is_null()))
         .collect();
-    let m = latency_matrix_records(l, &lat, &["base"], None)?;
+    // The headline matrix on THP for every pair, the local pairs again on base pages
+    // (the page-walk share); every cell names its kind, with the locality the kernel's
+    // page placement gives (local on the diagonal, remote elsewhere).
+    let asked = |r: &Value, k: &str| {
+        r.pointer("/data/pages/requested/kind")
+            .and_then(Value::as_str)
+            == Some(k)
+    };
+    let huge: Vec<&Value> = lat.iter().copied().filter(|r| asked(r, "thp")).collect();
+    let base: Vec<&Value> = lat.iter().copied().filter(|r| asked(r, "base")).collect();
+    let m = latency_matrix_records(l, &huge, &["thp"], None)?;
+    let cpu_nodes: Vec<u32> = l.cpu_nodes().map(|n| n.id).collect();
+    let diagonal = |r: &Value| {
+        let c = r.pointer("/data/matrix/cpu_node").and_then(Value::as_u64);
+        let n = r.pointer("/data/matrix/mem_node").and_then(Value::as_u64);
+        c.is_some() && c == n
+    };
+    expect(
+        base.len() == cpu_nodes.len() && base.iter().all(|r| diagonal(r)),
+        format!(
+            "one base-page cell per CPU node, on the diagonal ({} nodes), got {}",
+            cpu_nodes.len(),
+            base.len()
+        ),
+    )?;
+    for r in huge.iter().chain(&base) {
+        let k = at(at(r, "data")?, "kind")?;
+        let want = if diagonal(r) { "local" } else { "remote" };
+        expect(
+            str_at(k, "order")? == "global" && str_at(k, "locality")? == want,
+            format!(
+                "{}: kind order global, locality {want}, got {k}",
+                str_at(r, "key")?
+            ),
+        )?;
+    }
     // The default idle working set (256 MiB) does not fit a quarter of these nodes'
     // free memory: evaluate fits it to the tightest node rather than skipping the matrix.
     let ws = lat

@@ -397,7 +397,13 @@ pub fn compare_sides(baseline: &Side, other: &Side, opts: Options) -> Comparison
         rows.push(Row {
             id: a.id.clone(),
             group: a.group.clone(),
-            name: a.name.clone(),
+            // The setup belongs to the name when both sides share it; when they do
+            // not, `not_comparable` names both.
+            name: if not_comparable.is_some() {
+                a.name.clone()
+            } else {
+                a.label()
+            },
             unit: a.unit.clone(),
             higher_is_better: a.higher_is_better,
             baseline: base_value,

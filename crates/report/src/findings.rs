@@ -98,9 +98,6 @@ pub fn machine_of(l: &Loaded) -> Option<Machine> {
         .or_else(|| l.bundle.envelope.host.topology.clone())
 }
 
-/// Working sets at least this large count as DRAM-sized when probes are compared.
-const DRAM_SIZED: u64 = 64 << 20;
-
 /// Medians of the same quantity from two probes further apart than this (25%) are a
 /// disagreement: beyond the run-to-run spread of one probe on a quiet machine.
 const DISAGREEMENT: f64 = 1.25;
@@ -338,7 +335,7 @@ fn pmu(l: &Loaded, out: &mut Out<'_>) {
                 "pmu_clock_disagrees",
                 Severity::Warning,
                 format!(
-                    "the perf task clock disagrees with the thread's CPU-time clock ({}): counts from this machine are suspect",
+                    "the perf task clock disagrees with the thread's CPU-time clock ({} of it): counts from this machine are suspect",
                     x(a)
                 ),
                 anchor.clone(),
@@ -417,9 +414,10 @@ fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
         .into_iter()
         .map(|(_, r)| r)
         .collect();
-    // Remote against local, from the node-pair matrices.
+    // Remote against local, from the node-pair matrices (the headline kind only).
+    let headline = crate::sections::mem::headline_matrix(&lat);
     let lat_m = NodeMatrix {
-        cells: lat
+        cells: headline
             .iter()
             .filter_map(|r| {
                 let mc = r.matrix?;
@@ -431,6 +429,15 @@ fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             })
             .collect(),
     };
+    let headline_what = headline
+        .first()
+        .and_then(|r| {
+            Some(crate::sections::mem::latency_kind_text(
+                &r.kind(),
+                r.points.first()?.working_set_bytes,
+            ))
+        })
+        .unwrap_or_default();
     let kernel = crate::sections::mem::matrix_kernel(&bw);
     let bw_m = NodeMatrix {
         cells: bw
@@ -450,7 +457,7 @@ fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
     let mut parts = Vec::new();
     if let (Some(r), Some(local)) = (lat_ratio, lat_m.median_local()) {
         parts.push(format!(
-            "{} local latency ({} vs {})",
+            "{} local latency ({} vs {}, idle, {headline_what})",
             x(r),
             ns(local),
             ns(local * r)
@@ -594,97 +601,196 @@ fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             .iter()
             .map(|lv| format!("{} {}", lv.name, ns(lv.latency_ns)))
             .collect();
+        let k = r.kind();
         out.push(
             "latency_levels",
             Severity::Info,
             format!(
-                "load-to-load latency of CPU {} ({} pages): {}",
+                "load-to-load latency of CPU {} ({}, {}): {}",
                 r.cpu,
-                r.pages.obtained,
+                r.order.describe(k.block_bytes),
+                k.pages_text(),
                 levels.join(", ")
             ),
             Some(anchors::mem_latency(out.b)),
         );
     }
-    // Huge pages against base pages at the largest working set.
-    let at_end = |kind: &str| {
+    // Huge pages against base pages at the largest working set of the curves, the
+    // same order and working set only: then the difference is translation.
+    let curve_end = |huge: bool| {
         lat.iter()
-            .filter(|r| r.matrix.is_none() && r.pages.obtained == kind)
-            .filter_map(|r| {
+            .filter(|r| {
+                r.matrix.is_none() && r.kind().huge() == huge && r.pages.obtained != "thp-partial"
+            })
+            .find_map(|r| {
                 r.points
                     .last()
-                    .map(|p| (p.working_set_bytes, p.latency_ns.median))
+                    .map(|p| (r.kind(), p.working_set_bytes, p.latency_ns.median))
             })
-            .next()
     };
-    if let (Some((wb, b)), Some((wt, t))) = (at_end("base"), at_end("thp")) {
-        if wb == wt && (t / b - 1.0).abs() > 0.1 {
+    if let (Some((kb, wb, b)), Some((kt, wt, t))) = (curve_end(false), curve_end(true)) {
+        if wb == wt && kb.same_but_pages(&kt) && (t / b - 1.0).abs() > 0.1 {
             out.push(
                 "huge_pages",
                 Severity::Info,
                 format!(
-                    "at {} of working set, transparent huge pages give {} the latency of base pages ({} vs {}): {}",
-                    numalab_schema::units::bytes(wb),
+                    "{}: huge pages give {} the latency of base pages ({} vs {}): {}",
+                    crate::sections::mem::latency_kind_text(&kt, wt)
+                        .replace(&format!(", {}", kt.pages_text()), ""),
                     x(t / b),
                     ns(t),
                     ns(b),
                     if t < b {
-                        "address translation (TLB misses) costs that much"
+                        "address translation (TLB misses and page walks) costs that much on base pages"
                     } else {
-                        "huge pages did not help here"
+                        "slower on huge pages in the same order, which translation cannot explain: the machine was not steady (a busy host or VM); rerun before trusting either"
                     }
                 ),
                 Some(anchors::mem_latency(out.b)),
             );
         }
     }
-    // The same quantity from different probes of one run: memory latency of local,
-    // DRAM-sized working sets (64 MiB or more), per page kind.
-    let mut dram: Vec<(String, &str, f64)> = Vec::new();
+    // Page walks: the headline's local cells against the same cells on base pages.
+    let mut walks: Vec<(u32, f64, f64, u64)> = Vec::new();
+    for h in headline.iter().filter(|r| r.kind().huge()) {
+        let (Some(mc), Some(hp)) = (h.matrix, h.points.first()) else {
+            continue;
+        };
+        if mc.cpu_node != mc.mem_node {
+            continue;
+        }
+        let base = lat.iter().find(|r| {
+            r.matrix == Some(mc)
+                && r.pages.obtained == "base"
+                && r.kind().same_but_pages(&h.kind())
+                && r.points.first().map(|p| p.working_set_bytes) == Some(hp.working_set_bytes)
+        });
+        if let Some(bp) = base.and_then(|r| r.points.first()) {
+            walks.push((
+                mc.cpu_node,
+                hp.latency_ns.median,
+                bp.latency_ns.median,
+                hp.working_set_bytes,
+            ));
+        }
+    }
+    if let Some(&(node, huge, base, ws)) = walks.first() {
+        let hk = headline[0].kind();
+        let what = crate::sections::mem::latency_kind_text(&hk, ws)
+            .replace(&format!(", {}", hk.pages_text()), "");
+        let more = if walks.len() > 1 {
+            format!(" (node {node}; {} local pairs measured)", walks.len())
+        } else {
+            String::new()
+        };
+        let text = if base > huge * 1.02 {
+            format!(
+                "page walks: idle local memory latency ({what}) is {} on huge pages and {} on base pages{more}: on base pages {} ({:.0}%) of each load is translation (TLB misses and page walks); the headline figure uses huge pages",
+                ns(huge),
+                ns(base),
+                ns(base - huge),
+                (base - huge) / base * 100.0
+            )
+        } else {
+            format!(
+                "page walks: idle local memory latency ({what}) is {} on huge pages and {} on base pages{more}: no translation cost shows beyond the noise",
+                ns(huge),
+                ns(base)
+            )
+        };
+        out.push(
+            "page_walks",
+            Severity::Info,
+            text,
+            Some(anchors::id(out.b, "mem-latency-kinds")),
+        );
+    }
+    // In a VM, nested paging inflates memory latency even on the guest's huge pages.
+    let virtual_machine = l
+        .bundle
+        .envelope
+        .host
+        .hypervisor
+        .as_deref()
+        .filter(|h| !h.is_empty() && *h != "none");
+    let memory_measured = lat.iter().any(|r| {
+        r.points
+            .iter()
+            .any(|p| r.kind().is_memory(p.working_set_bytes))
+    });
+    if let (Some(hv), true) = (virtual_machine, memory_measured) {
+        out.push(
+            "memory_latency_vm",
+            Severity::Notice,
+            format!(
+                "this is a virtual machine ({hv}): with nested paging a TLB miss walks the guest's and the host's page tables, and the host's page size cannot be seen from inside, so memory latency here is higher than the bare machine's, even on huge pages"
+            ),
+            Some(anchors::mem_latency(out.b)),
+        );
+    }
+    // The same quantity from different probes of one run: idle memory latency of one
+    // kind (order, pages, locality) and working set, by every probe that measured it.
+    let mut dram: Vec<(String, numalab_mem::latency::Kind, u64, f64)> = Vec::new();
     for r in &lat {
         let local = r.matrix.is_none_or(|c| c.cpu_node == c.mem_node);
-        if let (true, Some(p)) = (local, r.points.last()) {
-            if p.working_set_bytes >= DRAM_SIZED {
+        let p = if r.matrix.is_some() {
+            r.points.first()
+        } else {
+            r.points.last()
+        };
+        if let (true, Some(p)) = (local, p) {
+            if r.kind().is_memory(p.working_set_bytes) {
                 let probe = if r.matrix.is_some() {
                     "node matrix"
                 } else {
                     "latency curve"
                 };
-                dram.push((probe.to_string(), &r.pages.obtained, p.latency_ns.median));
+                dram.push((
+                    probe.to_string(),
+                    r.kind(),
+                    p.working_set_bytes,
+                    p.latency_ns.median,
+                ));
             }
         }
     }
     let loaded_records = l.records_of::<LoadedRecord>();
     for (_, r) in &loaded_records {
         if let Some(idle) = r.points.iter().find(|p| p.delay_ns.is_none()) {
-            if r.chase_bytes >= DRAM_SIZED {
+            if r.idle_kind().is_memory(r.chase_bytes) {
                 dram.push((
                     "loaded latency, idle point".into(),
-                    &r.pages.obtained,
+                    r.idle_kind(),
+                    r.chase_bytes,
                     idle.latency_ns.median,
                 ));
             }
         }
     }
-    let mut kinds: Vec<&str> = dram.iter().map(|d| d.1).collect();
-    kinds.sort_unstable();
-    kinds.dedup();
-    for kind in kinds {
-        let same: Vec<&(String, &str, f64)> = dram.iter().filter(|d| d.1 == kind).collect();
-        let lo = same.iter().min_by(|a, b| a.2.total_cmp(&b.2));
-        let hi = same.iter().max_by(|a, b| a.2.total_cmp(&b.2));
+    let mut groups: Vec<(numalab_mem::latency::Kind, u64)> = Vec::new();
+    for d in &dram {
+        if !groups.contains(&(d.1.clone(), d.2)) {
+            groups.push((d.1.clone(), d.2));
+        }
+    }
+    for (kind, ws) in groups {
+        let same: Vec<&(String, numalab_mem::latency::Kind, u64, f64)> =
+            dram.iter().filter(|d| d.1 == kind && d.2 == ws).collect();
+        let lo = same.iter().min_by(|a, b| a.3.total_cmp(&b.3));
+        let hi = same.iter().max_by(|a, b| a.3.total_cmp(&b.3));
         if let (Some(lo), Some(hi)) = (lo, hi) {
-            if lo.2 > 0.0 && hi.2 / lo.2 > DISAGREEMENT {
+            if lo.3 > 0.0 && hi.3 / lo.3 > DISAGREEMENT {
                 out.push(
                     "latency_disagreement",
                     Severity::Notice,
                     format!(
-                        "memory latency ({kind} pages, local, 64 MiB or more) was {} by the {} and {} by the {} in this run ({}): the machine's memory latency was not stable during the run (a busy host or VM), or the probes' access patterns differ; compare figures of one probe only, and rerun on an idle machine before trusting either",
-                        ns(lo.2),
+                        "memory latency ({}) was {} by the {} and {} by the {} in this run ({} the lower): the same measurement gave different figures, so the machine's memory latency was not stable during the run (a busy host or VM); rerun on an idle machine before trusting either",
+                        kind.label(ws),
+                        ns(lo.3),
                         lo.0,
-                        ns(hi.2),
+                        ns(hi.3),
                         hi.0,
-                        x(hi.2 / lo.2)
+                        x(hi.3 / lo.3)
                     ),
                     Some(anchors::mem_latency(out.b)),
                 );
@@ -711,7 +817,13 @@ fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
                 Severity::Info
             },
             format!(
-                "under load, memory latency goes from {} idle to {} while {} other CPU(s) move {:.1} GB/s ({})",
+                "under load, {} ({}) goes from {} idle to {} while {} other CPU(s) move {:.1} GB/s ({} idle)",
+                if r.idle_kind().is_memory(r.chase_bytes) {
+                    "memory latency"
+                } else {
+                    "the chaser's latency"
+                },
+                crate::sections::mem::latency_kind_text(&r.kind(), r.chase_bytes),
                 ns(idle.latency_ns.median),
                 ns(full.latency_ns.median),
                 r.generator_cpus.len(),
@@ -945,7 +1057,7 @@ fn workload(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             (
                 Severity::Notice,
                 format!(
-                    "reference workload ({mode}): per-thread throughput at {} threads is {} of one thread ({} the total){}",
+                    "reference workload ({mode}): per-thread throughput at {} threads is {} of one thread's (total requests/s: {} one thread's){}",
                     full.threads,
                     x(per),
                     x(total),
@@ -960,7 +1072,7 @@ fn workload(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             (
                 Severity::Info,
                 format!(
-                    "reference workload ({mode}): {} threads give {} the requests/s of one thread ({} per thread)",
+                    "reference workload ({mode}): {} threads give {} the requests/s of one thread ({} of one thread's per thread)",
                     full.threads,
                     x(total),
                     x(per)

@@ -541,55 +541,120 @@ fn mem(l: &Loaded, out: &mut Vec<Metric>) {
     for r in lat.iter().filter(|r| r.matrix.is_none()) {
         if let Some(p) = r.points.last() {
             let pages = r.pages.requested.name();
+            // The order, pages and working set make the figure: figures of two bundles
+            // that differ in any of them are not comparable.
             out.push(
                 Metric::new(
                     &format!("mem.latency.curve.{pages}.largest"),
                     MEM_LAT,
-                    &format!("latency at the largest working set ({pages} pages)"),
+                    "latency curve, largest working set",
                     "ns",
                     false,
                     p.sample_ns.clone(),
                 )
-                .with_setup(format!(
-                    "{} working set",
-                    numalab_schema::units::bytes(p.working_set_bytes)
+                .with_setup(crate::sections::mem::latency_kind_text(
+                    &r.kind(),
+                    p.working_set_bytes,
                 )),
             );
         }
     }
+    // Idle memory latency of the node matrix: the headline kind (huge pages where
+    // obtained), then the local pairs on base pages when measured beside it.
+    let headline = crate::sections::mem::headline_matrix(&lat);
+    // "memory latency" only for what is: random over a working set past the LLC.
+    let memory = |recs: &[&LatencyRecord]| {
+        recs.iter().all(|r| {
+            r.points
+                .first()
+                .is_some_and(|p| r.kind().is_memory(p.working_set_bytes))
+        })
+    };
+    let cells_of =
+        |recs: &[&LatencyRecord], local: bool| -> (Vec<(f64, Vec<f64>)>, Option<String>) {
+            let of: Vec<&&LatencyRecord> = recs
+                .iter()
+                .filter(|r| {
+                    r.matrix
+                        .is_some_and(|m| (m.cpu_node == m.mem_node) == local)
+                })
+                .collect();
+            let setup = of.first().and_then(|r| {
+                Some(crate::sections::mem::latency_kind_text(
+                    &r.kind(),
+                    r.points.first()?.working_set_bytes,
+                ))
+            });
+            let cells = of
+                .iter()
+                .filter_map(|r| {
+                    let p = r.points.first()?;
+                    Some((p.latency_ns.median, p.sample_ns.clone()))
+                })
+                .collect();
+            (cells, setup)
+        };
     for (what, local) in [("local", true), ("remote", false)] {
-        let cells: Vec<(f64, Vec<f64>)> = lat
-            .iter()
-            .filter(|r| {
-                r.matrix
-                    .is_some_and(|m| (m.cpu_node == m.mem_node) == local)
-            })
-            .filter_map(|r| {
-                let p = r.points.first()?;
-                Some((p.latency_ns.median, p.sample_ns.clone()))
-            })
-            .collect();
+        let (cells, setup) = cells_of(&headline, local);
         if !cells.is_empty() {
-            out.push(Metric::new(
+            let m = Metric::new(
                 &format!("mem.latency.{what}"),
                 MEM_LAT,
-                &format!("idle {what} memory latency"),
+                &if memory(&headline) {
+                    format!("idle {what} memory latency")
+                } else {
+                    format!("idle {what} latency, node matrix")
+                },
                 "ns",
                 false,
                 pooled(&cells),
-            ));
+            );
+            out.push(match setup {
+                Some(s) => m.with_setup(s),
+                None => m,
+            });
         }
+    }
+    let base: Vec<&LatencyRecord> = lat
+        .iter()
+        .filter(|r| r.matrix.is_some() && r.pages.obtained == "base")
+        .filter(|r| !headline.iter().any(|h| std::ptr::eq(*h, *r)))
+        .collect();
+    let (cells, setup) = cells_of(&base, true);
+    if !cells.is_empty() {
+        let m = Metric::new(
+            "mem.latency.local.base",
+            MEM_LAT,
+            if memory(&base) {
+                "idle local memory latency"
+            } else {
+                "idle local latency, node matrix"
+            },
+            "ns",
+            false,
+            pooled(&cells),
+        );
+        out.push(match setup {
+            Some(s) => m.with_setup(s),
+            None => m,
+        });
     }
     for (_, r) in l.records_of::<LoadedRecord>() {
         if let Some(p) = r.points.last().filter(|p| p.delay_ns.is_some()) {
-            out.push(Metric::new(
-                "mem.loaded.saturated",
-                MEM_LAT,
-                "latency with the other CPUs at full traffic",
-                "ns",
-                false,
-                p.sample_ns.clone(),
-            ));
+            out.push(
+                Metric::new(
+                    "mem.loaded.saturated",
+                    MEM_LAT,
+                    "latency with the other CPUs at full traffic",
+                    "ns",
+                    false,
+                    p.sample_ns.clone(),
+                )
+                .with_setup(crate::sections::mem::latency_kind_text(
+                    &r.kind(),
+                    r.chase_bytes,
+                )),
+            );
             out.push(Metric::new(
                 "mem.loaded.traffic",
                 MEM_BW,

@@ -141,7 +141,7 @@ fn findings_on_the_two_node_bundle() {
     );
     assert_eq!(
         text("remote_memory"),
-        vec!["remote memory: 1.50x local latency (92.0 ns vs 138.0 ns), 0.35x local bandwidth (triad, 40.0 vs 14.0 GB/s)"]
+        vec!["remote memory: 1.50x local latency (92.0 ns vs 138.0 ns, idle, random within 4 KiB blocks of 256 MiB, base pages), 0.35x local bandwidth (triad, 40.0 vs 14.0 GB/s)"]
     );
     assert_eq!(
         text("slit_vs_measured"),
@@ -188,19 +188,30 @@ fn findings_on_this_machine() {
     assert!(f.iter().any(|x| x.id == "migration"
         && x.text
             .starts_with("page migration between nodes not measured (one NUMA node)")));
-    // This recording's base-page memory latency was 82.0 ns in the node matrix and
-    // 129.0 ns on the latency curve: said, with both figures; its THP figures (131.7 and
-    // 148.0 ns) are within 25% of each other and are not.
-    let dis: Vec<&str> = f
+    // This recording (numalab 0.8) chased the node matrix in 4 KiB blocks two lines
+    // apart (82.0 ns) and the curve in 4 KiB blocks line by line (129.0 ns, base pages)
+    // or in 2 MiB blocks (THP): three different quantities, once put side by side as
+    // "memory latency" disagreeing and as "huge pages give 1.38x the latency of base
+    // pages". No finding compares figures of different kinds now, and none of these is
+    // called memory latency (none is random over the whole buffer).
+    for id in ["latency_disagreement", "huge_pages", "page_walks"] {
+        assert!(!ids.contains(&id), "{id}: {f:#?}");
+    }
+    let levels: Vec<&str> = f
         .iter()
-        .filter(|x| x.id == "latency_disagreement")
+        .filter(|x| x.id == "latency_levels")
         .map(|x| x.text.as_str())
         .collect();
-    assert_eq!(dis.len(), 1, "{dis:?}");
     assert!(
-        dis[0].starts_with("memory latency (base pages, local, 64 MiB or more) was 82.0 ns by the node matrix and 129.0 ns by the latency curve"),
-        "{}",
-        dis[0]
+        levels.iter().any(|t| t
+            .starts_with("load-to-load latency of CPU 0 (random within 4 KiB blocks, base pages)")),
+        "{levels:?}"
+    );
+    assert!(
+        levels.iter().any(|t| t.starts_with(
+            "load-to-load latency of CPU 0 (random within 2 MiB blocks, huge pages (THP))"
+        )),
+        "{levels:?}"
     );
     // The modeled machine's findings say so.
     let m = bundle("model-neoverse-v1");
@@ -209,6 +220,110 @@ fn findings_on_this_machine() {
     assert!(mf.iter().any(|x| x.id == "model_policy"
         && x.text
             .starts_with("main-thread application: numa1 gives the most bandwidth")));
+}
+
+#[test]
+fn memory_latency_is_named_and_compared_like_with_like() {
+    // A quick evaluate of this VM with every latency in one order: the node matrix on
+    // THP (the headline) with its local cell again on base pages, the curve and the
+    // loaded-latency probe in the same order.
+    let l = bundle("vm-quick-run-1");
+    let f = findings(std::slice::from_ref(&l));
+    let text = |id: &str| -> Vec<String> {
+        f.iter()
+            .filter(|x| x.id == id)
+            .map(|x| x.text.clone())
+            .collect()
+    };
+    let walks = text("page_walks");
+    assert_eq!(walks.len(), 1, "{f:#?}");
+    assert!(
+        walks[0].starts_with("page walks: idle local memory latency (random over 256 MiB (8x LLC)) is 148.3 ns on huge pages and 157.0 ns on base pages"),
+        "{}",
+        walks[0]
+    );
+    assert!(
+        walks[0].contains("(6%) of each load is translation"),
+        "{}",
+        walks[0]
+    );
+    // The VM is flagged: nested paging inflates these figures.
+    assert!(text("memory_latency_vm")[0]
+        .starts_with("this is a virtual machine (KVM): with nested paging"));
+    // The curve names its order; the loaded probe names its kind.
+    assert!(text("latency_levels")
+        .iter()
+        .all(|t| t.starts_with("load-to-load latency of CPU 0 (random over the working set, ")));
+    assert!(text("loaded_latency")[0].starts_with(
+        "under load, memory latency (random over 256 MiB (8x LLC), huge pages (THP)) goes from"
+    ));
+    // Same kind, same figure: no disagreement in this run.
+    assert!(text("latency_disagreement").is_empty());
+    // Key figures: the headline and the base-page figure carry their kinds.
+    let ms = metrics(&l);
+    let label = |id: &str| ms.iter().find(|m| m.id == id).map(|m| m.label());
+    assert_eq!(
+        label("mem.latency.local").as_deref(),
+        Some("idle local memory latency, random over 256 MiB (8x LLC), huge pages (THP)")
+    );
+    assert_eq!(
+        label("mem.latency.local.base").as_deref(),
+        Some("idle local memory latency, random over 256 MiB (8x LLC), base pages")
+    );
+
+    // The same kind of figure from two probes 1.5x apart is a disagreement, named by
+    // its kind; moving the loaded probe to another working set makes it a different
+    // quantity, compared with nothing.
+    let mut odd = bundle("vm-quick-run-1");
+    for r in &mut odd.bundle.records {
+        if r.kind == "mem.loaded" {
+            let p = &mut r.data["points"][0];
+            let v = p["latency_ns"]["median"].as_f64().unwrap();
+            p["latency_ns"]["median"] = serde_json::json!(v * 1.5);
+        }
+    }
+    let f = findings(std::slice::from_ref(&odd));
+    let dis: Vec<&str> = f
+        .iter()
+        .filter(|x| x.id == "latency_disagreement")
+        .map(|x| x.text.as_str())
+        .collect();
+    assert_eq!(dis.len(), 1, "{dis:?}");
+    assert!(
+        dis[0].starts_with("memory latency (idle, random over 256 MiB (8x LLC), huge pages (THP), local) was 148.3 ns by the node matrix and"),
+        "{}",
+        dis[0]
+    );
+    for r in &mut odd.bundle.records {
+        if r.kind == "mem.loaded" {
+            r.data["chase_bytes"] = serde_json::json!(512u64 << 20);
+        }
+    }
+    let f = findings(std::slice::from_ref(&odd));
+    assert!(f.iter().all(|x| x.id != "latency_disagreement"));
+
+    // Across bundles: the old recording's matrix chased in 4 KiB blocks two lines
+    // apart (82 ns); the new one randomly over the buffer (148 ns). Not comparable.
+    let (old, new) = (bundle("vm-evaluate"), bundle("vm-quick-run-1"));
+    let set = vec![
+        ("old".to_string(), metrics(&old)),
+        ("new".to_string(), metrics(&new)),
+    ];
+    let c = compare_all(&set, Vec::new());
+    let row = c.comparisons[0]
+        .rows
+        .iter()
+        .find(|r| r.id == "mem.latency.local")
+        .unwrap();
+    assert_eq!(row.verdict, Verdict::NotComparable, "{row:?}");
+    assert!(
+        row.not_comparable
+            .as_deref()
+            .unwrap()
+            .starts_with("random within 4 KiB blocks of 256 MiB, base pages (old) vs random over 256 MiB (8x LLC), huge pages (THP) (new)"),
+        "{:?}",
+        row.not_comparable
+    );
 }
 
 #[test]

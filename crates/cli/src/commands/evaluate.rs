@@ -302,10 +302,20 @@ fn step_latency(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
     // The default working set fitted to small nodes (the plan's notes say so) rather
     // than refused, so that a machine with small nodes still gets its matrix.
     let (idle, fitted) = fitted_idle_size(m, &b, &numalab_mem::bandwidth::memory_nodes(m));
+    // Memory latency as the field means it: every node pair, uniformly random over a
+    // working set 8x the last-level cache, on huge pages (THP) so that the TLB's reach
+    // covers it; and the local pairs again on base pages, whose difference is the
+    // cost of page walks.
     let matrix = |o: Options| {
-        plan_matrix(m, &b, &[PageRequest::Base], idle, o).map(|mut p| {
-            p.notes.extend(fitted.clone());
-            p
+        let huge = plan_matrix(m, &b, &[PageRequest::Thp], idle, o.clone());
+        let base = plan_matrix(m, &b, &[PageRequest::Base], idle, o);
+        huge.and_then(|mut h| {
+            let mut base = base?;
+            base.cells
+                .retain(|c| c.matrix.is_some_and(|x| x.cpu_node == x.mem_node));
+            h.cells.extend(base.cells);
+            h.notes.extend(fitted.clone());
+            Ok(h)
         })
     };
     let plans = if ctx.quick {

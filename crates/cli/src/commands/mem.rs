@@ -139,16 +139,17 @@ pub struct LatencyArgs {
     /// Working set of --matrix [default: 8x the last-level cache, at least 256 MiB].
     #[arg(long, value_name = "BYTES")]
     pub size: Option<String>,
-    /// Line order: page (random pages, random lines in each; one TLB miss per page) or
-    /// global (uniformly random lines; measures translation too).
-    #[arg(long, value_name = "ORDER", default_value = "page")]
+    /// Line order: global (uniformly random over the working set: memory latency as
+    /// the field means it, translation included) or page (random 4 KiB blocks, random
+    /// lines in each: row-buffer- and prefetch-friendly, reported under its own name).
+    #[arg(long, value_name = "ORDER", default_value = "global")]
     pub order: String,
     /// Timed batches per point [default: 200, --quick 60].
     #[arg(long, value_name = "N")]
     pub batches: Option<usize>,
-    /// Distance between the chain's slots, bytes: the cache line (default for curves),
-    /// or two lines (default for --matrix) so that only one line of each pair is used
-    /// and an adjacent-line prefetcher cannot help.
+    /// Distance between the chain's slots, bytes [default: the cache line, every line
+    /// used]; two lines leave the other line of each pair unused, for studying an
+    /// adjacent-line prefetcher.
     #[arg(long, value_name = "BYTES")]
     pub stride: Option<String>,
     /// Seed of the random order (recorded).
@@ -734,9 +735,6 @@ fn run_latency(a: LatencyArgs) -> CliResult {
         (false, true) => latency::Options::idle(&machine),
         (false, false) => latency::Options::defaults(&machine),
     };
-    if a.matrix {
-        opts.stride_bytes = latency::Options::idle(&machine).stride_bytes;
-    }
     opts.order = order;
     if let Some(b) = a.batches {
         opts.batches = b;
@@ -805,6 +803,14 @@ fn run_latency(a: LatencyArgs) -> CliResult {
     )
 }
 
+/// The order over a working set in words: "random over 256 MiB (8x LLC)".
+fn order_text(k: &latency::Kind, ws: u64) -> String {
+    match k.order {
+        Order::Global => format!("random over {}", k.size_text(ws)),
+        Order::PageLocal => format!("{} of {}", k.order.describe(k.block_bytes), k.size_text(ws)),
+    }
+}
+
 fn print_latency(plan: &latency::Plan, records: &[&Record]) {
     let rs: Vec<LatencyRecord> = records
         .iter()
@@ -836,9 +842,10 @@ fn print_latency(plan: &latency::Plan, records: &[&Record]) {
                 .and_then(|c| c.points.first())
                 .map(|p| p.working_set_bytes)
                 .unwrap_or(0);
+            let k = cells[0].kind();
             println!(
                 "{}",
-                paint("1", &format!("idle latency, ns (median), {} working set, {kind} pages (obtained: {}): rows = CPU's node, columns = data node", units::bytes(ws), cells[0].pages.obtained))
+                paint("1", &format!("idle latency, ns (median), {kind} pages asked (obtained: {}): {}; rows = CPU's node, columns = data node", cells[0].pages.obtained, order_text(&k, ws)))
             );
             print!("{:>10}", "");
             for c in &cols {
@@ -871,13 +878,13 @@ fn print_latency(plan: &latency::Plan, records: &[&Record]) {
             paint(
                 "1",
                 &format!(
-                    "CPU {}, data {} ({}), {} pages asked, {} obtained, {} order",
+                    "CPU {}, data {} ({}), {} pages asked, {} obtained; idle, {}",
                     r.cpu,
                     r.placement.policy,
                     placement_text(&r.placement),
                     r.pages.requested.name(),
                     r.pages.obtained,
-                    r.order.name()
+                    r.order.describe(r.kind().block_bytes)
                 )
             )
         );
@@ -1011,9 +1018,10 @@ fn print_loaded(r: &LoadedRecord) {
         paint(
             "1",
             &format!(
-                "CPU {} chases {}; CPUs {} generate {} traffic ({}); data {} ({})",
+                "CPU {} chases {}, {}; CPUs {} generate {} traffic ({}); data {} ({})",
                 r.chaser_cpu,
-                units::bytes(r.chase_bytes),
+                order_text(&r.kind(), r.chase_bytes),
+                r.kind().pages_text(),
                 cpulist::format(&r.generator_cpus),
                 r.traffic.name(),
                 r.isa,

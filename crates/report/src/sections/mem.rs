@@ -110,6 +110,44 @@ pub(crate) fn matrix_kernel(recs: &[BandwidthRecord]) -> Option<String> {
     }
 }
 
+/// The node-matrix cells of the headline memory latency: one page kind asked for, the
+/// one whose cells all got huge pages (THP or hugetlbfs) when there is one, else the
+/// kind with the most cells. Cells of other page kinds (the local pairs again on base
+/// pages) measure the translation cost beside it.
+pub(crate) fn headline_matrix(lat: &[LatencyRecord]) -> Vec<&LatencyRecord> {
+    let matrix: Vec<&LatencyRecord> = lat.iter().filter(|r| r.matrix.is_some()).collect();
+    let mut asked: Vec<String> = Vec::new();
+    for r in &matrix {
+        let n = r.pages.requested.name();
+        if !asked.contains(&n) {
+            asked.push(n);
+        }
+    }
+    let of = |n: &str| -> Vec<&LatencyRecord> {
+        matrix
+            .iter()
+            .copied()
+            .filter(|r| r.pages.requested.name() == n)
+            .collect()
+    };
+    let pick = asked
+        .iter()
+        .find(|n| of(n).iter().all(|r| r.kind().huge()))
+        .or_else(|| asked.iter().max_by_key(|n| of(n).len()));
+    pick.map(|n| of(n)).unwrap_or_default()
+}
+
+/// A latency record's figure at working set `ws` in words, without the locality (the
+/// node pair says it): "random over 256 MiB (8x LLC), huge pages (THP)".
+pub(crate) fn latency_kind_text(k: &numalab_mem::latency::Kind, ws: u64) -> String {
+    let label = k.label(ws);
+    // "idle, ORDER, PAGES, LOCALITY" -> "ORDER, PAGES"
+    let parts: Vec<&str> = label.splitn(2, ", ").collect();
+    let rest = parts.get(1).copied().unwrap_or(&label);
+    rest.rsplit_once(", ")
+        .map_or(rest.to_string(), |(a, _)| a.to_string())
+}
+
 /// The memory sections of a bundle.
 pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     let machine = crate::findings::machine_of(l);
@@ -301,7 +339,12 @@ fn latency(b: usize, recs: &[LatencyRecord], m: Option<&Machine>, of: &str) -> S
         c.marks = cache_marks(m, first.cpu);
         for r in &curves {
             let mut series = Series::new(
-                &format!("CPU {}, {} pages", r.cpu, r.pages.obtained),
+                &format!(
+                    "CPU {}, {}, {}",
+                    r.cpu,
+                    r.order.describe(r.kind().block_bytes),
+                    r.kind().pages_text()
+                ),
                 r.points
                     .iter()
                     .map(|p| (p.working_set_bytes as f64, p.latency_ns.median))
@@ -323,13 +366,14 @@ fn latency(b: usize, recs: &[LatencyRecord], m: Option<&Machine>, of: &str) -> S
         s.chart(
             &anchors::mem_latency(b),
             c.to_svg(),
-            "Median time per dependent load over a random cycle through the working set (bands: p10-p90 of the batches); dashed: the cache sizes of that CPU. Each step is where the working set leaves a cache",
+            "Median time per dependent load over a random cycle through the working set, in the order each series names (bands: p10-p90 of the batches); dashed: the cache sizes of that CPU. Each step is where the working set leaves a cache; on base pages, random order past the TLB's reach adds page walks",
         );
         let mut t = table(
             &anchors::id(b, "mem-latency-levels"),
             "Plateaus of the curve",
             &[
                 ("CPU", None),
+                ("order", None),
                 ("pages", None),
                 ("level", None),
                 ("cache", None),
@@ -342,6 +386,7 @@ fn latency(b: usize, recs: &[LatencyRecord], m: Option<&Machine>, of: &str) -> S
             for lv in &r.levels {
                 t.push(vec![
                     Cell::num(f64::from(r.cpu), 0),
+                    Cell::text(r.order.describe(r.kind().block_bytes)),
                     Cell::text(&r.pages.obtained),
                     Cell::text(&lv.name),
                     lv.cache_bytes
@@ -358,20 +403,25 @@ fn latency(b: usize, recs: &[LatencyRecord], m: Option<&Machine>, of: &str) -> S
         }
         s.table(t);
     }
-    let matrix: Vec<&LatencyRecord> = recs.iter().filter(|r| r.matrix.is_some()).collect();
+    let matrix = headline_matrix(recs);
     let cells: Vec<(MatrixCell, f64)> = matrix
         .iter()
         .filter_map(|r| Some((r.matrix?, r.points.first()?.latency_ns.median)))
         .collect();
-    if let Some(h) = node_heatmap("Idle latency by node pair (ns)", &cells, "ns") {
-        let ws = matrix
+    if let Some(h) = node_heatmap("Idle memory latency by node pair (ns)", &cells, "ns") {
+        let what = matrix
             .first()
-            .and_then(|r| r.points.first())
-            .map_or(0, |p| p.working_set_bytes);
+            .and_then(|r| {
+                Some(latency_kind_text(
+                    &r.kind(),
+                    r.points.first()?.working_set_bytes,
+                ))
+            })
+            .unwrap_or_default();
         s.chart(
             &anchors::mem_latency_matrix(b),
             h.to_svg(),
-            format!("Idle latency from the first CPU of each node to memory bound to each node, {} working set (median ns)", units::bytes(ws)),
+            format!("Idle latency from the first CPU of each node to memory bound to each node: {what} (median ns)"),
         );
         let slit = m.and_then(|m| m.slit().cloned());
         let mut t = table(
@@ -415,6 +465,43 @@ fn latency(b: usize, recs: &[LatencyRecord], m: Option<&Machine>, of: &str) -> S
         t.notes.push("the SLIT is the firmware's relative distance (10 = local): an ordering, not a measurement".into());
         s.table(t);
     }
+    // Every figure with what it is, so that none is read as another.
+    let mut t = table(
+        &anchors::id(b, "mem-latency-kinds"),
+        "What each latency figure is",
+        &[
+            ("probe", None),
+            ("CPU", None),
+            ("data", None),
+            ("kind", None),
+            ("median", Some("ns")),
+            ("p10", Some("ns")),
+            ("p90", Some("ns")),
+        ],
+    );
+    for r in recs {
+        let (probe, p) = match r.matrix {
+            Some(_) => ("node matrix", r.points.first()),
+            None => ("curve, largest working set", r.points.last()),
+        };
+        let Some(p) = p else { continue };
+        let data = match r.matrix {
+            Some(m) => format!("node {}", m.mem_node),
+            None => r.placement.policy.to_string(),
+        };
+        let k = r.kind();
+        t.push(vec![
+            Cell::text(probe),
+            Cell::num(f64::from(r.cpu), 0),
+            Cell::text(data),
+            Cell::text(k.label(p.working_set_bytes)),
+            Cell::num(p.latency_ns.median, 1),
+            Cell::num(p.latency_ns.p10, 1),
+            Cell::num(p.latency_ns.p90, 1),
+        ]);
+    }
+    t.notes.push("memory latency is the idle figure in random order over a working set well past the last-level cache (LLC); figures of different kinds (order, pages, working set, locality) are different quantities and are never compared with each other".into());
+    s.table(t);
     s
 }
 
@@ -456,9 +543,9 @@ fn loaded_section(b: usize, recs: &[(String, LoadedRecord)], of: &str) -> Sectio
         let mut t = table(
             &anchors::id(b, &format!("mem-loaded-{key}")),
             &format!(
-                "CPU {} chasing {}, generators {} ({} traffic)",
+                "CPU {} chasing ({}), generators {} ({} traffic)",
                 r.chaser_cpu,
-                units::bytes(r.chase_bytes),
+                latency_kind_text(&r.kind(), r.chase_bytes),
                 cpulist::format(&r.generator_cpus),
                 r.traffic.name()
             ),
