@@ -54,11 +54,17 @@ pub struct Import {
 
 /// Reads a core-to-core-latency CSV file.
 pub fn read(path: &Path) -> Result<Import, CsvError> {
-    let text = std::fs::read(path).map_err(|source| CsvError::Io {
-        path: path.display().to_string(),
-        source,
+    let name = numalab_schema::text::path_text(path);
+    let text = numalab_schema::input::read(
+        path,
+        "a core-to-core CSV matrix",
+        numalab_schema::input::C2C_CSV,
+    )
+    .map_err(|e| CsvError::Malformed {
+        path: name.clone(),
+        reason: e.reason,
     })?;
-    parse(&text, &path.display().to_string())
+    parse(&text, &name)
 }
 
 /// Parses CSV bytes; `name` is used in messages.

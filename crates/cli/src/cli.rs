@@ -5,20 +5,9 @@ use crate::output::ColorChoice;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-/// Exit codes, shown in `--help` and the man page.
-pub const EXIT_CODES: &str = "\
-Exit codes:
-  0    success
-  1    a measurement or write failed (runtime error)
-  2    bad command line (usage error)
-  3    an input file or folder is missing, unreadable or malformed
-  4    this machine cannot do what was asked (no PMU, one NUMA node, no permission)
-  5    some steps failed, the others produced results (partial)
-  130  interrupted (Ctrl-C); everything measured so far was kept";
-
 /// numalab measures, explains, models and tunes non-uniform many-core machines.
 #[derive(Debug, Parser)]
-#[command(name = "numalab", version, about, long_about = None, after_help = EXIT_CODES, propagate_version = true)]
+#[command(name = "numalab", version, about, long_about = None, after_help = numalab_schema::ErrorClass::table(), propagate_version = true)]
 pub struct Cli {
     /// When to colour terminal output (NO_COLOR is respected).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]

@@ -49,7 +49,9 @@ impl Recorder {
             schema_version: SCHEMA_VERSION,
             tool: Tool::this(env!("CARGO_PKG_VERSION")),
             created_utc: now_utc(),
-            command: std::env::args().collect(),
+            command: std::env::args_os()
+                .map(|a| numalab_schema::text::os_text(&a))
+                .collect(),
             config,
             origin,
             host,

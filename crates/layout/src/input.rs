@@ -110,9 +110,13 @@ pub fn load(path: &Path) -> Result<Loaded, LayoutError> {
 }
 
 fn load_csv(path: &Path) -> Result<Loaded, LayoutError> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| LayoutError::input(&name, format!("cannot read: {e}")))?;
+    let name = numalab_schema::text::path_text(path);
+    let text = numalab_schema::input::read_to_string(
+        path,
+        "a core-to-core CSV matrix",
+        numalab_schema::input::C2C_CSV,
+    )
+    .map_err(|e| LayoutError::input(&name, e.reason))?;
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let head = first.split(',').next().unwrap_or("").trim();
     if head.is_empty() || head.parse::<f64>().is_ok() {

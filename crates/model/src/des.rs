@@ -700,6 +700,7 @@ pub fn synthetic(
     traffic: &Synthetic,
     cfg: &DesConfig,
 ) -> Result<(Figures, SimStats), ModelError> {
+    check_next_hop_table(model)?;
     let w0 = cfg.warmup_cycles;
     let w1 = w0 + cfg.measure_cycles.max(1);
     let mut sim = Sim::new(model, cfg.seed, (w0, w1));
@@ -735,8 +736,33 @@ pub fn synthetic(
     Ok((f, stats))
 }
 
+/// A machine of several sockets keeps a next-hop table of every stop pair (4 bytes
+/// each); refuse before allocating one that would not fit in memory.
+fn check_next_hop_table(model: &Model) -> Result<(), ModelError> {
+    if model.geo.sockets <= 1 {
+        return Ok(());
+    }
+    let stops = u64::from(model.geo.stops());
+    let need = stops * stops * 4;
+    // 8 GiB is far beyond any preset (two 16x16 sockets: 1 MiB); it only stops a
+    // --set that would abort on allocation.
+    const MAX: u64 = 8 << 30;
+    if need > MAX {
+        return Err(ModelError::Usage {
+            msg: format!(
+                "the discrete-event engine needs a next-hop table of {} for {stops} stops on {} sockets, more than the {} it may take; use smaller meshes (--set noc.rows=... --set noc.cols=...) or --engine analytic",
+                numalab_schema::units::bytes(need),
+                model.geo.sockets,
+                numalab_schema::units::bytes(MAX)
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Simulates closed-loop application traffic for warm-up plus the measured window.
 pub fn app(model: &Model, app: &App, cfg: &DesConfig) -> Result<(Figures, SimStats), ModelError> {
+    check_next_hop_table(model)?;
     let w0 = cfg.warmup_cycles;
     let w1 = w0 + cfg.measure_cycles.max(1);
     let mut sim = Sim::new(model, cfg.seed, (w0, w1));

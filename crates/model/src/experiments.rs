@@ -583,12 +583,65 @@ pub fn traffic_point(
     ))
 }
 
+/// Bytes the analytic network of every ordered pair of stops takes (a leg, its index
+/// entry and its route of resources per pair), estimated from measured footprints:
+/// about 290 MB for a 32x32 mesh and 1.8 GB for 48x48 (the estimate is 10-15% above).
+pub fn all_pairs_bytes(model: &Model) -> u64 {
+    let g = &model.geo;
+    let stops = u64::from(g.stops());
+    let mean_hops = u64::from(g.cols + g.rows) * 2 / 3 + 2;
+    stops * stops * (120 + 8 * mean_hops)
+}
+
+/// Memory the system has available (`MemAvailable` of /proc/meminfo), if readable.
+fn available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Refuses a synthetic-traffic experiment whose all-pairs network would take more than
+/// half the available memory, with the estimate, the limit and the remedy, before
+/// anything is allocated.
+fn check_all_pairs(model: &Model, what: &str) -> Result<(), ModelError> {
+    let need = all_pairs_bytes(model);
+    let Some(avail) = available_bytes() else {
+        return Ok(());
+    };
+    if need <= avail / 2 {
+        return Ok(());
+    }
+    let g = &model.geo;
+    // The largest square mesh of this many sockets that fits.
+    let mut n = 2u64;
+    while {
+        let s = u64::from(g.sockets.max(1)) * (n + 1) * (n + 1);
+        s * s * (120 + 8 * ((2 * (n + 1)) * 2 / 3 + 2)) <= avail / 2
+    } {
+        n += 1;
+    }
+    Err(ModelError::Usage {
+        msg: format!(
+            "{what} on a {}x{} mesh ({} socket(s), {} stops) needs about {} for its {} routes between stop pairs, more than half of the {} this machine has available; use a mesh of at most about {n}x{n} (--set noc.rows=... --set noc.cols=...), or a machine with more memory",
+            g.cols,
+            g.rows,
+            g.sockets,
+            g.stops(),
+            numalab_schema::units::bytes(need),
+            u64::from(g.stops()) * u64::from(g.stops()),
+            numalab_schema::units::bytes(avail)
+        ),
+    })
+}
+
 fn traffic(
     model: &Model,
     pattern: Pattern,
     opts: &Options,
     sink: &mut Sink,
 ) -> Result<(), ModelError> {
+    check_all_pairs(model, "synthetic traffic")?;
     let base = Synthetic {
         pattern,
         rate: 1e-9,

@@ -304,9 +304,14 @@ pub fn load(what: &str, sets: &[String]) -> Result<Loaded, ModelError> {
         None => (what, Vec::new()),
     };
     let (table, mut sources, variant_tables) = if is_path(name) {
-        let text = std::fs::read_to_string(name).map_err(|e| ModelError::Input {
+        let text = numalab_schema::input::read_to_string(
+            std::path::Path::new(name),
+            "a machine preset (TOML)",
+            numalab_schema::input::TEXT,
+        )
+        .map_err(|e| ModelError::Input {
             what: name.to_string(),
-            msg: format!("cannot read preset file: {e}"),
+            msg: format!("cannot read preset file: {}", e.reason),
         })?;
         parse_source(name, &text, false, 0)?
     } else {

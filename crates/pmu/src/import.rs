@@ -173,7 +173,10 @@ pub fn parse_csv(path: &str, text: &str) -> Result<Vec<PerfLine>, ImportError> {
             return Err(line_err(
                 path,
                 n,
-                format!("expected `value,unit,event,run-time,percent-running,...` as `perf stat -x,` writes it, found {line:?}"),
+                format!(
+                    "expected `value,unit,event,run-time,percent-running,...` as `perf stat -x,` writes it, found \"{}\"",
+                    numalab_schema::text::excerpt(line, 120)
+                ),
             ));
         }
         let (value, missing) = parse_value(&f[0]).map_err(|_| {
@@ -181,8 +184,8 @@ pub fn parse_csv(path: &str, text: &str) -> Result<Vec<PerfLine>, ImportError> {
                 path,
                 n,
                 format!(
-                    "the first field {:?} is neither a number nor <not supported>/<not counted> (is this `perf stat -x,` output?)",
-                    f[0].trim()
+                    "the first field \"{}\" is neither a number nor <not supported>/<not counted> (is this `perf stat -x,` output?)",
+                    numalab_schema::text::excerpt(f[0].trim(), 80)
                 ),
             )
         })?;
@@ -190,6 +193,19 @@ pub fn parse_csv(path: &str, text: &str) -> Result<Vec<PerfLine>, ImportError> {
         let event = f[2].trim().to_string();
         if event.is_empty() {
             return Err(line_err(path, n, "the event name (third field) is empty"));
+        }
+        // perf's event names start with a letter ("cycles", "r0011", "cpu/event=0x3c/",
+        // "L1-dcache-loads") or open a group ("{"); numbers there mean this is some
+        // other CSV.
+        if !event.starts_with(|c: char| c.is_ascii_alphabetic() || c == '{') {
+            return Err(line_err(
+                path,
+                n,
+                format!(
+                    "the third field \"{}\" is not an event name (perf writes `value,unit,event,...`); is this `perf stat -x,` output?",
+                    numalab_schema::text::excerpt(&event, 80)
+                ),
+            ));
         }
         let mut rest = f[3..]
             .iter()
@@ -199,20 +215,29 @@ pub fn parse_csv(path: &str, text: &str) -> Result<Vec<PerfLine>, ImportError> {
         if rest.first().is_some_and(|v| v.ends_with('%')) {
             rest.remove(0);
         }
-        let runtime_ns =
-            match rest.first().map(String::as_str) {
-                None | Some("") => None,
-                Some(t) => Some(t.parse::<f64>().map(|v| v as u64).map_err(|_| {
-                    line_err(path, n, format!("the run time {t:?} is not a number"))
-                })?),
-            };
+        let runtime_ns = match rest.first().map(String::as_str) {
+            None | Some("") => None,
+            Some(t) => Some(t.parse::<f64>().map(|v| v as u64).map_err(|_| {
+                line_err(
+                    path,
+                    n,
+                    format!(
+                        "the run time \"{}\" is not a number",
+                        numalab_schema::text::excerpt(t, 80)
+                    ),
+                )
+            })?),
+        };
         let pcnt_running = match rest.get(1).map(String::as_str) {
             None | Some("") => None,
             Some(t) => Some(t.parse::<f64>().map_err(|_| {
                 line_err(
                     path,
                     n,
-                    format!("the percentage running {t:?} is not a number"),
+                    format!(
+                        "the percentage running \"{}\" is not a number",
+                        numalab_schema::text::excerpt(t, 80)
+                    ),
                 )
             })?),
         };
@@ -244,7 +269,10 @@ pub fn parse_json(path: &str, text: &str) -> Result<Vec<PerfLine>, ImportError> 
             line_err(
                 path,
                 n,
-                format!("not JSON ({e}); expected one object per line as `perf stat -j` writes it"),
+                format!(
+                    "not JSON ({}); expected one object per line as `perf stat -j` writes it",
+                    numalab_schema::text::excerpt(&e.to_string(), 120)
+                ),
             )
         })?;
         let obj = v
@@ -262,8 +290,16 @@ pub fn parse_json(path: &str, text: &str) -> Result<Vec<PerfLine>, ImportError> 
             .ok_or_else(|| line_err(path, n, "no \"counter-value\" field"))?;
         let (value, missing) = match cv {
             serde_json::Value::Number(x) => (x.as_f64(), None),
-            serde_json::Value::String(s) => parse_value(s)
-                .map_err(|_| line_err(path, n, format!("counter-value {s:?} is not a number")))?,
+            serde_json::Value::String(s) => parse_value(s).map_err(|_| {
+                line_err(
+                    path,
+                    n,
+                    format!(
+                        "counter-value \"{}\" is not a number",
+                        numalab_schema::text::excerpt(s, 80)
+                    ),
+                )
+            })?,
             other => {
                 return Err(line_err(
                     path,
@@ -277,12 +313,26 @@ pub fn parse_json(path: &str, text: &str) -> Result<Vec<PerfLine>, ImportError> 
                 None | Some(serde_json::Value::Null) => Ok(None),
                 Some(serde_json::Value::Number(x)) => Ok(x.as_f64()),
                 Some(serde_json::Value::String(s)) if s.is_empty() => Ok(None),
-                Some(serde_json::Value::String(s)) => s
-                    .trim()
-                    .parse::<f64>()
-                    .map(Some)
-                    .map_err(|_| line_err(path, n, format!("{key} {s:?} is not a number"))),
-                Some(other) => Err(line_err(path, n, format!("{key} {other} is not a number"))),
+                Some(serde_json::Value::String(s)) => {
+                    s.trim().parse::<f64>().map(Some).map_err(|_| {
+                        line_err(
+                            path,
+                            n,
+                            format!(
+                                "{key} \"{}\" is not a number",
+                                numalab_schema::text::excerpt(s, 80)
+                            ),
+                        )
+                    })
+                }
+                Some(other) => Err(line_err(
+                    path,
+                    n,
+                    format!(
+                        "{key} {} is not a number",
+                        numalab_schema::text::excerpt(&other.to_string(), 80)
+                    ),
+                )),
             }
         };
         let text_field = |key: &str| -> Option<String> {
@@ -547,16 +597,15 @@ pub fn guess_catalog(lines: &[PerfLine]) -> Option<CpuMatch> {
 
 /// Reads and parses a perf file.
 pub fn read(path: &Path) -> Result<(Format, Vec<PerfLine>), ImportError> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ImportError::Read {
+    let shown = numalab_schema::text::path_text(path);
+    let text = numalab_schema::input::read_to_string(
+        path,
+        "the output of `perf stat -x,` or `perf stat -j`",
+        numalab_schema::input::PERF,
+    )
+    .map_err(|e| ImportError::Read {
         path: shown.clone(),
-        detail: match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file".into(),
-            std::io::ErrorKind::InvalidData => {
-                "not a text file; expected the output of `perf stat -x,` or `perf stat -j`".into()
-            }
-            _ => e.to_string(),
-        },
+        detail: e.reason,
     })?;
     parse(&shown, &text)
 }

@@ -272,6 +272,19 @@ impl Document {
     /// The report in a text format: findings and tables (charts are named by their
     /// captions; raw data stays in the bundle).
     pub fn to_text(&self, format: Format) -> String {
+        let text = self.to_text_raw(format);
+        match format {
+            // Whatever a cell or a sentence let through, no control character reaches
+            // a terminal or a file a terminal will print: ESC, BEL and the rest become
+            // visible escapes (JSON escapes them itself, HTML escapes every string).
+            Format::Markdown | Format::Terminal | Format::Csv => {
+                numalab_schema::text::visible(&text, true)
+            }
+            Format::Html | Format::Json => text,
+        }
+    }
+
+    fn to_text_raw(&self, format: Format) -> String {
         match format {
             Format::Html => self.to_html(),
             Format::Csv => render(&self.tables(), Format::Csv),

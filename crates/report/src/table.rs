@@ -187,17 +187,9 @@ fn csv_field(s: &str) -> String {
 }
 
 /// Text for a terminal: control characters (escape sequences a hostile string could
-/// use to rewrite the screen) become U+FFFD.
+/// use to rewrite the screen) become visible escapes (`\x1b`).
 pub fn plain(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                '\u{fffd}'
-            } else {
-                c
-            }
-        })
-        .collect()
+    numalab_schema::text::visible(s, true)
 }
 
 /// Text for Markdown: markup characters escaped, one line.

@@ -17,11 +17,59 @@ pub enum ErrorClass {
     Runtime,
     /// Some steps failed but the others produced results. Exit 5.
     Partial,
+    /// Another numalab process holds the output folder's journal. Exit 6.
+    Busy,
     /// Stopped by a signal (Ctrl-C); everything measured so far was kept. Exit 130.
     Interrupted,
 }
 
 impl ErrorClass {
+    /// Every class, in the order of their codes.
+    pub const ALL: [ErrorClass; 7] = [
+        ErrorClass::Runtime,
+        ErrorClass::Usage,
+        ErrorClass::Input,
+        ErrorClass::Unsupported,
+        ErrorClass::Partial,
+        ErrorClass::Busy,
+        ErrorClass::Interrupted,
+    ];
+
+    /// What the exit code means, for the table in `--help`, the man page and the
+    /// README (one table, from here).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ErrorClass::Runtime => {
+                "a measurement or write failed, or every run of a study failed (runtime error)"
+            }
+            ErrorClass::Usage => "bad command line (usage error)",
+            ErrorClass::Input => {
+                "an input file or folder is missing, unreadable, malformed or too large"
+            }
+            ErrorClass::Unsupported => {
+                "this machine cannot do what was asked (no PMU, one NUMA node, no permission)"
+            }
+            ErrorClass::Partial => {
+                "some steps or runs failed, the others produced results (partial)"
+            }
+            ErrorClass::Busy => "another numalab process is writing the same --out folder",
+            ErrorClass::Interrupted => {
+                "interrupted (Ctrl-C, SIGTERM); everything measured so far was kept"
+            }
+        }
+    }
+
+    /// The exit-code table as text: "Exit codes:" then one line per code, 0 first.
+    pub fn table() -> String {
+        let mut out = String::from("Exit codes:\n  0    success");
+        for c in ErrorClass::ALL {
+            out.push_str(&format!("\n  {:<4} {}", c.exit_code(), c.meaning()));
+        }
+        out.push_str("\n  101  numalab itself failed (a panic: a bug; please report it with the command line)");
+        out.push_str("\n  134  numalab was aborted (e.g. it ran out of memory; please report it with the command line)");
+        out
+    }
+
     /// The process exit code of this class (documented in the README and man page).
     pub fn exit_code(self) -> u8 {
         match self {
@@ -30,6 +78,7 @@ impl ErrorClass {
             ErrorClass::Input => 3,
             ErrorClass::Unsupported => 4,
             ErrorClass::Partial => 5,
+            ErrorClass::Busy => 6,
             ErrorClass::Interrupted => 130,
         }
     }

@@ -41,6 +41,12 @@ pub enum JournalError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// An output folder that is a file.
+    #[error("{}: this is a file, not a folder; give --out a folder (numalab writes results.jsonl and the reports into it), e.g. {}-out", crate::text::path_text(path), crate::text::path_text(path))]
+    NotAFolder {
+        /// The path.
+        path: PathBuf,
+    },
     /// Another process holds the journal.
     #[error("{path}: another numalab process is writing this journal; wait for it or choose another --out folder")]
     Locked {
@@ -61,7 +67,8 @@ impl Classify for JournalError {
     fn class(&self) -> ErrorClass {
         match self {
             JournalError::Io { .. } => ErrorClass::Runtime,
-            JournalError::Locked { .. } => ErrorClass::Usage,
+            JournalError::Locked { .. } => ErrorClass::Busy,
+            JournalError::NotAFolder { .. } => ErrorClass::Usage,
             JournalError::NotABundle { .. } => ErrorClass::Input,
         }
     }
@@ -101,6 +108,11 @@ pub struct Opened {
 impl Journal {
     /// Opens `dir/results.jsonl`, creating `dir` and the journal if needed.
     pub fn open(dir: &Path, envelope: &Envelope) -> Result<Opened, JournalError> {
+        if dir.exists() && !dir.is_dir() {
+            return Err(JournalError::NotAFolder {
+                path: dir.to_path_buf(),
+            });
+        }
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let path = dir.join(JOURNAL_FILE);
         let mut file = OpenOptions::new()
@@ -326,7 +338,13 @@ pub fn read_bundle(path: &Path) -> Result<(Bundle, Vec<Warning>), JournalError> 
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read(&file).map_err(io_err(&file))?;
+    let text =
+        crate::input::read(&file, "a numalab bundle", crate::input::BUNDLE).map_err(|e| {
+            JournalError::NotABundle {
+                path: file.clone(),
+                reason: e.reason,
+            }
+        })?;
     // A single JSON document (a Bundle) or JSON Lines.
     if let Ok(bundle) = serde_json::from_slice::<Bundle>(&text) {
         let mut warnings = Vec::new();

@@ -8,11 +8,13 @@
 
 pub mod cpulist;
 pub mod error;
+pub mod input;
 pub mod interrupt;
 pub mod journal;
 pub mod machine;
 pub mod midr;
 pub mod record;
+pub mod text;
 pub mod units;
 
 pub use error::{Classify, ErrorClass};

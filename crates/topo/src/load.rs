@@ -39,6 +39,16 @@ impl Input {
         if meta.is_dir() {
             return Ok(Input::SnapshotDir(path.to_path_buf()));
         }
+        // A device, FIFO or oversized file is refused before a byte is read.
+        numalab_schema::input::check_file(
+            path,
+            "a topology (hwloc XML, or a snapshot folder or archive)",
+            numalab_schema::input::TOPOLOGY,
+        )
+        .map_err(|e| TopoError::BadInput {
+            path: path.to_path_buf(),
+            reason: e.reason,
+        })?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().to_ascii_lowercase())
@@ -157,9 +167,14 @@ fn load_xml(path: &Path) -> Result<Loaded, TopoError> {
         path: path.to_path_buf(),
         reason,
     };
-    let bytes = std::fs::read(path).map_err(|e| TopoError::Unreadable {
+    let bytes = numalab_schema::input::read(
+        path,
+        "a topology (hwloc XML)",
+        numalab_schema::input::TOPOLOGY,
+    )
+    .map_err(|e| TopoError::BadInput {
         path: path.to_path_buf(),
-        reason: io_reason(&e),
+        reason: e.reason,
     })?;
     if bytes.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(bad(
@@ -292,12 +307,34 @@ fn unpack(path: &Path) -> Result<tempfile::TempDir, TopoError> {
     let mut archive = tar::Archive::new(reader);
     archive.set_preserve_permissions(false);
     archive.set_overwrite(true);
-    // `unpack` refuses entries that would land outside the destination.
-    archive.unpack(dir.path()).map_err(|e| {
+    // Entry by entry, counting files and bytes so that a decompression bomb stops at
+    // the limit; `unpack_in` refuses entries that would land outside the destination.
+    let damaged = |e: std::io::Error| {
         bad(format!(
             "cannot unpack the archive ({e}); it is damaged or not a tar archive"
         ))
-    })?;
+    };
+    let max_bytes = numalab_schema::input::limit(numalab_schema::input::ARCHIVE_UNPACKED);
+    let max_entries = numalab_schema::input::ARCHIVE_ENTRIES;
+    let (mut entries, mut bytes) = (0u64, 0u64);
+    for entry in archive.entries().map_err(damaged)? {
+        let mut entry = entry.map_err(damaged)?;
+        entries += 1;
+        bytes = bytes.saturating_add(entry.header().size().unwrap_or(0));
+        if entries > max_entries {
+            return Err(bad(format!(
+                "the archive holds more than {max_entries} files, far more than a sysfs snapshot; check that this is one (`hwloc-gather-topology` output)"
+            )));
+        }
+        if bytes > max_bytes {
+            return Err(bad(format!(
+                "the archive unpacks to more than {}, far more than a sysfs snapshot; check that this is one, or raise the limit with {}",
+                numalab_schema::units::bytes(max_bytes),
+                numalab_schema::input::ENV
+            )));
+        }
+        entry.unpack_in(dir.path()).map_err(damaged)?;
+    }
     let empty = std::fs::read_dir(dir.path())
         .map(|mut d| d.next().is_none())
         .unwrap_or(true);

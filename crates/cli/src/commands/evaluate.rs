@@ -19,6 +19,7 @@ use crate::record::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
 use numalab_schema::{interrupt, ErrorClass, Machine, Origin, Record, Warning};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -544,7 +545,9 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         Origin::Measured,
         &RunRecord {
             run: run_no,
-            command: std::env::args().collect(),
+            command: std::env::args_os()
+                .map(|a| numalab_schema::text::os_text(&a))
+                .collect(),
             quick: args.quick,
             skip: args.skip.clone(),
             started_utc: numalab_schema::record::now_utc(),
@@ -559,7 +562,10 @@ pub fn run(args: EvaluateArgs) -> CliResult {
     );
     rec.set_progress(Some(progress.clone()));
     let mut failed = 0;
-    for step in &all {
+    // Without a terminal (a log, CI, ssh without a tty) the bar does not draw: one
+    // line per step on stderr instead, so a long run is never silent.
+    let lines = !std::io::stderr().is_terminal();
+    for (i, step) in all.iter().enumerate() {
         progress.set_message(step.title);
         if interrupt::requested() {
             break;
@@ -571,6 +577,15 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         {
             progress.inc(1);
             continue;
+        }
+        if lines {
+            eprintln!(
+                "numalab: step {}/{} {}: {}",
+                i + 1,
+                all.len(),
+                step.id,
+                step.title
+            );
         }
         // The first closing record of a step has the plain key; one that replaces a
         // failed or left-out outcome is keyed by its run, so no record is overwritten.
@@ -611,6 +626,17 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             seconds: start.elapsed().as_secs_f64(),
             run: Some(run_no),
         };
+        if lines {
+            let status = match &record.outcome {
+                StepStatus::Done => "done".to_string(),
+                StepStatus::Skipped { reason } => format!("skipped ({reason})"),
+                StepStatus::Failed { .. } => "failed".to_string(),
+            };
+            eprintln!(
+                "numalab: step {} {status} in {:.1} s",
+                step.id, record.seconds
+            );
+        }
         rec.push(Record::new(key, Origin::Measured, &record))?;
         progress.inc(1);
     }

@@ -274,7 +274,7 @@ fn run_study<S>(
     study: impl FnOnce(&mut dyn Sink, &mut dyn FnMut(&Progress)) -> Result<S, HarnessError>,
     text: fn(&S) -> String,
     svg: fn(&S) -> String,
-    failed_runs: fn(&S) -> usize,
+    failed_runs: fn(&S) -> (usize, usize),
 ) -> CliResult {
     let bar = progress_bar();
     let result = study(&mut RecorderSink { rec: &mut rec }, &mut on_progress(&bar));
@@ -287,22 +287,29 @@ fn run_study<S>(
             write_svg(svg_path, svg(&s))?;
             finish(rec, Ok(()), failed_runs(&s))
         }
-        Err(e) => finish(rec, Err(e), 0),
+        Err(e) => finish(rec, Err(e), (0, 0)),
     }
 }
 
 /// Finishes: a stopped study still prints what it has (JSON) and keeps its journal.
-fn finish(rec: Recorder, result: Result<(), HarnessError>, failed_runs: usize) -> CliResult {
+/// `runs` is (failed, all): some failed is partial (exit 5), all failed is a failure
+/// (exit 1): nothing was measured.
+fn finish(rec: Recorder, result: Result<(), HarnessError>, runs: (usize, usize)) -> CliResult {
     let json = rec.json();
     rec.finish()?;
+    let (failed_runs, all_runs) = runs;
+    let see = if json { "records" } else { "table above" };
     match result {
         Err(e) => Err(e.into()),
+        Ok(()) if failed_runs > 0 && failed_runs >= all_runs => Err(CliError::new(
+            ErrorClass::Runtime,
+            format!(
+                "every run failed ({failed_runs} of {all_runs}): nothing was measured (recorded; see the {see} for why)"
+            ),
+        )),
         Ok(()) if failed_runs > 0 => Err(CliError::new(
             ErrorClass::Partial,
-            format!(
-                "{failed_runs} run(s) failed (recorded; see the {})",
-                if json { "records" } else { "table above" }
-            ),
+            format!("{failed_runs} of {all_runs} run(s) failed (recorded; see the {see})"),
         )),
         Ok(()) => Ok(()),
     }
@@ -347,7 +354,7 @@ pub fn scale(a: ScaleArgs) -> CliResult {
         |sink, progress| numalab_harness::scale(&m, &plan, &study, sink, progress),
         report::scale_text,
         report::scale_svg,
-        |s| s.failed_runs,
+        |s| (s.failed_runs, s.points.iter().map(|p| p.stats.runs).sum()),
     )
 }
 
@@ -369,7 +376,7 @@ pub fn policy(a: PolicyArgs) -> CliResult {
         |sink, progress| numalab_harness::policy(&m, &plan, &study, sink, progress),
         report::policy_text,
         report::policy_svg,
-        |s| s.failed_runs,
+        |s| (s.failed_runs, s.results.iter().map(|p| p.stats.runs).sum()),
     )
 }
 
@@ -427,6 +434,6 @@ pub fn sweep(a: SweepArgs) -> CliResult {
         },
         report::sweep_text,
         report::sweep_svg,
-        |s| s.failed_runs,
+        |s| (s.failed_runs, s.points.iter().map(|p| p.stats.runs).sum()),
     )
 }

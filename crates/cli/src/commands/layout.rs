@@ -785,12 +785,12 @@ fn read_layout(path: &Path) -> Result<InferenceRecord, CliError> {
 fn run_affinity(a: &AffinityArgs) -> CliResult {
     let comm = match &a.comm {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| {
-                CliError::new(
-                    ErrorClass::Input,
-                    format!("{}: cannot read: {e}", p.display()),
-                )
-            })?;
+            let text = numalab_schema::input::read_to_string(
+                p,
+                "a communication matrix",
+                numalab_schema::input::C2C_CSV,
+            )
+            .map_err(|e| CliError::new(ErrorClass::Input, e.to_string()))?;
             let c = Comm::parse(&text, &p.display().to_string())?;
             if c.k != a.threads {
                 return Err(CliError::new(

@@ -143,8 +143,12 @@ pub fn run(args: ProfileArgs) -> CliResult {
     let events: Vec<String> = args.events.iter().cloned().collect();
     let config = serde_json::json!({
         "command": args.command,
-        "import": args.import,
-        "compare": args.compare,
+        "import": args.import.as_deref().map(numalab_schema::text::path_text),
+        "compare": args.compare.as_ref().map(|v| {
+            v.iter()
+                .map(|p| numalab_schema::text::path_text(p))
+                .collect::<Vec<_>>()
+        }),
         "exact": args.exact,
         "metrics": metrics_set,
         "events": args.events,

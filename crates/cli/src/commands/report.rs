@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use numalab_report::load::{load, unique_labels, Loaded};
 use numalab_report::table::Format;
 use numalab_schema::ErrorClass;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// Output formats of `report` and `compare`.
@@ -111,15 +112,11 @@ pub fn load_all(paths: &[PathBuf]) -> (Vec<Loaded>, Vec<CliError>) {
     (set, errors)
 }
 
-/// Writes `text` to `path`, or stdout.
+/// Writes `text` to `path` (through a temporary file renamed into place, so a full
+/// disk or a kill never leaves a torn file), or stdout.
 pub fn write_output(path: Option<&Path>, text: &str) -> CliResult {
     match path {
-        Some(p) => std::fs::write(p, text).map_err(|e| {
-            CliError::new(
-                ErrorClass::Runtime,
-                format!("{}: cannot write the report: {e}", p.display()),
-            )
-        }),
+        Some(p) => write_atomic(p, text.as_bytes()),
         None => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -128,6 +125,64 @@ pub fn write_output(path: Option<&Path>, text: &str) -> CliResult {
             let _ = out.flush();
             Ok(())
         }
+    }
+}
+
+/// Writes `bytes` to `p` whole or not at all: a temporary file in the same folder,
+/// synced, then renamed over `p`.
+pub fn write_atomic(p: &Path, bytes: &[u8]) -> CliResult {
+    use std::io::Write;
+    let shown = numalab_schema::text::path_text(p);
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(CliError::new(
+            ErrorClass::Runtime,
+            format!(
+                "{shown}: cannot write the report: the folder {} does not exist; create it or choose another -o path",
+                numalab_schema::text::path_text(&dir)
+            ),
+        ));
+    }
+    if p.is_dir() {
+        return Err(CliError::new(
+            ErrorClass::Usage,
+            format!("{shown}: is a folder; give -o a file name such as {shown}/report.html"),
+        ));
+    }
+    let fail = |e: std::io::Error| {
+        CliError::new(
+            ErrorClass::Runtime,
+            format!(
+                "{shown}: cannot write the report ({}); the previous file, if any, is unchanged: free some space or choose another -o path",
+                numalab_schema::input::io_reason(&e)
+            ),
+        )
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".numalab-report-")
+        .tempfile_in(&dir)
+        .map_err(fail)?;
+    tmp.write_all(bytes).map_err(fail)?;
+    tmp.as_file().sync_all().map_err(fail)?;
+    tmp.persist(p).map_err(|e| fail(e.error))?;
+    Ok(())
+}
+
+/// Refuses an -o path whose extension names no format numalab writes (`r.pdf`).
+fn check_output_name(output: Option<&Path>) -> CliResult {
+    let Some(p) = output else { return Ok(()) };
+    match p.extension() {
+        Some(_) if FormatArg::of_path(p).is_none() => Err(CliError::new(
+            ErrorClass::Usage,
+            format!(
+                "-o {}: numalab writes .html, .md, .csv, .json or .txt (terminal text); name the file with one of these",
+                numalab_schema::text::path_text(p)
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -170,10 +225,19 @@ fn warn_problems(set: &[Loaded]) {
 
 /// Runs `numalab report`.
 pub fn run(args: ReportArgs) -> CliResult {
+    check_output_name(args.output.as_deref())?;
     let format = args
         .format
         .or_else(|| args.output.as_deref().and_then(FormatArg::of_path))
         .unwrap_or(FormatArg::Html);
+    // An HTML page is not for a terminal: without -o, on a terminal, it goes into the
+    // (first) bundle's folder.
+    let mut output = args.output.clone();
+    if output.is_none() && format == FormatArg::Html && std::io::stdout().is_terminal() {
+        if let Some(dir) = args.bundles.iter().find(|b| b.is_dir()) {
+            output = Some(dir.join("report.html"));
+        }
+    }
     let (set, errors) = load_all(&args.bundles);
     if set.is_empty() {
         return after(errors, false);
@@ -184,8 +248,8 @@ pub fn run(args: ReportArgs) -> CliResult {
         FormatArg::Html => doc.to_html(),
         f => doc.to_text(f.format()),
     };
-    write_output(args.output.as_deref(), &text)?;
-    if let Some(p) = &args.output {
+    write_output(output.as_deref(), &text)?;
+    if let Some(p) = &output {
         eprintln!("numalab: wrote {}", p.display());
     }
     after(errors, true)
@@ -193,6 +257,7 @@ pub fn run(args: ReportArgs) -> CliResult {
 
 /// Runs `numalab compare`.
 pub fn compare(args: CompareArgs) -> CliResult {
+    check_output_name(args.output.as_deref())?;
     let format = args
         .format
         .or_else(|| args.output.as_deref().and_then(FormatArg::of_path))

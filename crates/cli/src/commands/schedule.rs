@@ -188,8 +188,11 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         predictions,
         notes,
     };
-    let config = serde_json::json!({"mix": a.mix, "history": a.history, "run": a.run, "model": a.model,
-        "repeat": a.repeat, "cpus": a.cpus, "layout": a.layout});
+    use numalab_schema::text::path_text;
+    let config = serde_json::json!({"mix": path_text(&a.mix),
+        "history": a.history.iter().map(|p| path_text(p)).collect::<Vec<_>>(),
+        "run": a.run, "model": a.model, "repeat": a.repeat, "cpus": a.cpus,
+        "layout": a.layout.as_deref().map(path_text)});
     let mut rec = Recorder::new(&a.output, config, origin, host)?;
     let plan_key = format!(
         "schedule/{mix_id}/plan/{}/{}",

@@ -15,5 +15,6 @@ mod mem;
 mod model;
 mod profile;
 mod report;
+mod robust;
 mod topo;
 mod workload;

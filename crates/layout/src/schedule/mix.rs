@@ -102,9 +102,15 @@ pub struct Mix {
 impl Mix {
     /// Reads a mix file.
     pub fn read(path: &std::path::Path) -> Result<Mix, LayoutError> {
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| LayoutError::input(&name, format!("cannot read the mix file: {e}")))?;
+        let name = numalab_schema::text::path_text(path);
+        let text = numalab_schema::input::read_to_string(
+            path,
+            "a task mix (TOML)",
+            numalab_schema::input::TEXT,
+        )
+        .map_err(|e| {
+            LayoutError::input(&name, format!("cannot read the mix file: {}", e.reason))
+        })?;
         Mix::parse(&text, &name)
     }
 

@@ -1,0 +1,347 @@
+//! Bad input of every class, as a user or a script gives it: special files and
+//! oversized inputs, paths that are not UTF-8, control characters bound for the
+//! terminal, report files, and the exit-code table against the commands that produce
+//! each code.
+
+use crate::common::*;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn run_os(args: &[&OsStr], env: &[(&str, &str)], dir: &Path) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_numalab"));
+    c.args(args).env("NO_COLOR", "1").current_dir(dir);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run numalab")
+}
+
+fn no_panic(what: &str, o: &Output) {
+    let e = stderr(o);
+    assert!(!e.contains("panicked"), "{what}: {e}");
+    assert!(
+        !matches!(o.status.code(), Some(101) | Some(134) | None),
+        "{what}: exit {:?}: {e}",
+        o.status.code()
+    );
+}
+
+#[test]
+fn the_exit_code_table_is_one_and_the_readme_agrees() {
+    let help = stdout(&numalab(&["--help"]));
+    let table: Vec<(String, String)> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Exit codes:"))
+        .skip(1)
+        .filter_map(|l| {
+            let l = l.trim();
+            let (code, meaning) = l.split_once(char::is_whitespace)?;
+            Some((code.to_string(), meaning.trim().to_string()))
+        })
+        .collect();
+    assert!(table.len() >= 9, "{help}");
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    for (code, meaning) in &table {
+        let row = format!("| {code} | {meaning} |");
+        assert!(readme.contains(&row), "README lacks {row}");
+    }
+}
+
+#[test]
+fn every_exit_code_comes_from_a_command_that_produces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1: every run of a study failed (not "partial").
+    refused(
+        &["scale", "--threads", "1", "--repeat", "1", "--", "false"],
+        1,
+        "every run failed (1 of 1)",
+    );
+    // 2: a bad command line.
+    refused(&["topo", "--bogus"], 2, "unexpected argument");
+    // 3: a missing input.
+    refused(
+        &["topo", "--input", "/nonexistent/topo.xml"],
+        3,
+        "no such file or folder",
+    );
+    // 4 on a machine without a hardware PMU (this one), 0 with one.
+    let o = numalab(&["profile", "--", "true"]);
+    no_panic("profile", &o);
+    if stderr(&o).contains("not one hardware event could be counted") {
+        assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    } else {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    // 5: some runs failed, others measured.
+    refused(
+        &[
+            "scale",
+            "--threads",
+            "1,2",
+            "--repeat",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "test {threads} = 1",
+        ],
+        5,
+        "1 of 2 run(s) failed",
+    );
+    // 6: another process holds the --out folder's journal.
+    let out = dir.path().join("busy");
+    std::fs::create_dir_all(&out).unwrap();
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(out.join("results.jsonl"))
+        .unwrap();
+    // SAFETY: flock on a valid open descriptor.
+    let rc = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&held),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    assert_eq!(rc, 0);
+    refused(
+        &[
+            "scale",
+            "--threads",
+            "1",
+            "--repeat",
+            "1",
+            "--out",
+            p(&out),
+            "--",
+            "true",
+        ],
+        6,
+        "another numalab process is writing this journal",
+    );
+    drop(held);
+    // An --out that is a file is a usage error with the remedy, not "File exists".
+    let f = dir.path().join("f");
+    std::fs::write(&f, "").unwrap();
+    refused(
+        &[
+            "scale",
+            "--threads",
+            "1",
+            "--repeat",
+            "1",
+            "--out",
+            p(&f),
+            "--",
+            "true",
+        ],
+        2,
+        "this is a file, not a folder; give --out a folder",
+    );
+}
+
+#[test]
+fn special_files_and_oversized_inputs_are_refused_before_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(p(&fifo)).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for special in ["/dev/zero", "/dev/urandom", p(&fifo)] {
+        let kind = if special == p(&fifo) {
+            "a FIFO"
+        } else {
+            "a device"
+        };
+        for args in [
+            vec!["topo", "--input", special],
+            vec!["c2c", "--input", special],
+            vec!["profile", "--import", special],
+            vec!["schedule", "--mix", special],
+            vec!["report", special],
+        ] {
+            let o = refused(&args, 3, kind);
+            assert!(stderr(&o).len() < 2000, "{args:?}: a short message");
+        }
+    }
+    // A file over the limit, with the limit and the way to raise it.
+    let csv = fixture("c2c", "amd-epyc-7773x.csv");
+    let o = run_os(
+        &[OsStr::new("c2c"), OsStr::new("--input"), OsStr::new(&csv)],
+        &[("NUMALAB_MAX_INPUT", "1KiB")],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("larger than the 1 KiB allowed for a core-to-core CSV matrix")
+            && stderr(&o).contains("NUMALAB_MAX_INPUT="),
+        "{}",
+        stderr(&o)
+    );
+    // A decompression bomb: 300 MiB of zeros in a small archive.
+    let big = dir.path().join("sys/devices/system/zeros");
+    std::fs::create_dir_all(big.parent().unwrap()).unwrap();
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(300 << 20)
+        .unwrap();
+    let tgz = dir.path().join("bomb.tar.gz");
+    let st = Command::new("tar")
+        .args(["czf", p(&tgz), "-C", p(dir.path()), "sys"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::remove_file(&big).unwrap();
+    refused(
+        &["topo", "--input", p(&tgz)],
+        3,
+        "the archive unpacks to more than 256 MiB",
+    );
+}
+
+#[test]
+fn paths_that_are_not_utf8_never_panic_and_are_recorded_losslessly() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = OsStr::from_bytes(b"q\xff");
+    let s = |x: &'static str| OsStr::new(x);
+    let cases: Vec<Vec<&OsStr>> = vec![
+        vec![
+            s("scale"),
+            s("--threads"),
+            s("1"),
+            s("--repeat"),
+            s("1"),
+            s("--out"),
+            bad,
+            s("--"),
+            s("true"),
+        ],
+        vec![s("c2c"), s("--input"), bad],
+        vec![s("schedule"), s("--mix"), bad],
+        vec![s("profile"), s("--import"), bad],
+        vec![s("report"), bad],
+        vec![s("topo"), s("--input"), bad],
+    ];
+    for args in &cases {
+        let o = run_os(args, &[], dir.path());
+        no_panic(&format!("{args:?}"), &o);
+    }
+    // The scale run wrote its journal into the folder named by those bytes, and its
+    // envelope records the argument escaped, so the bytes can be recovered.
+    let journal = std::fs::read_to_string(dir.path().join(bad).join("results.jsonl")).unwrap();
+    assert!(
+        journal.contains(r#""q\\xff""#),
+        "{}",
+        &journal[..300.min(journal.len())]
+    );
+}
+
+#[test]
+fn control_characters_never_reach_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture_path("bundles", "vm-quick-run-1").join("results.jsonl");
+    let text = std::fs::read_to_string(src).unwrap();
+    // A host name with ESC (clear screen) and BEL, as a hostile or broken host gives it.
+    let evil = text.replace(r#""hostname":"vm""#, r#""hostname":"vm\u001b[2J\u0007""#);
+    assert_ne!(evil, text);
+    let b = dir.path().join("evil");
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::write(b.join("results.jsonl"), evil).unwrap();
+    for format in ["markdown", "terminal", "csv"] {
+        let o = numalab(&["report", p(&b), "--format", format]);
+        assert_ok(&o);
+        assert!(
+            !o.stdout.iter().any(|&c| c == 0x1b || c == 0x07),
+            "{format}: a control character reached the output"
+        );
+        if format != "csv" {
+            assert!(stdout(&o).contains(r"vm\x1b[2J\x07"), "{format}");
+        }
+    }
+}
+
+#[test]
+fn report_files_are_checked_named_and_written_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = fixture("bundles", "vm-quick-run-1");
+    refused(
+        &["report", &b, "-o", p(&dir.path().join("r.pdf"))],
+        2,
+        "numalab writes .html, .md, .csv, .json or .txt",
+    );
+    refused(
+        &["report", &b, "-o", "/nonexistent/dir/r.html"],
+        1,
+        "the folder /nonexistent/dir does not exist; create it or choose another -o path",
+    );
+    let r = dir.path().join("r.md");
+    std::fs::write(&r, "old").unwrap();
+    assert_ok(&numalab(&["report", &b, "-o", p(&r)]));
+    let md = std::fs::read_to_string(&r).unwrap();
+    assert!(
+        md.starts_with("# ") && md.contains("## Findings"),
+        "{}",
+        &md[..100]
+    );
+    // Written through a temporary file renamed into place: nothing else is left.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["r.md".to_string()]);
+}
+
+#[test]
+fn bad_input_is_quoted_in_short_excerpts_and_random_csv_is_not_perf_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let one_line = dir.path().join("one-line.txt");
+    std::fs::write(&one_line, "x".repeat(5_000_000)).unwrap();
+    let o = refused(&["profile", "--import", p(&one_line)], 3, "more characters");
+    assert!(
+        stderr(&o).len() < 1000,
+        "{} bytes of error",
+        stderr(&o).len()
+    );
+    // Numbers in every field: a CSV, but not what perf writes.
+    let csv = dir.path().join("random.csv");
+    let rows: Vec<String> = (0..20)
+        .map(|i| format!("{}.5,{}.25,{}.125,0.5,7,8", i, i + 1, i + 2))
+        .collect();
+    std::fs::write(&csv, rows.join("\n")).unwrap();
+    // (the first number is taken for an interval timestamp, as `perf stat -I` writes)
+    refused(
+        &["profile", "--import", p(&csv)],
+        3,
+        "line 1: the third field \"0.5\" is not an event name",
+    );
+}
+
+#[test]
+fn model_sizes_are_checked_against_memory_before_allocating() {
+    // 128x128 stops: 2.7e8 routes, hundreds of GB; refused with the estimate, the
+    // memory available and the largest mesh that fits, instead of aborting.
+    let o = refused(
+        &[
+            "model",
+            "run",
+            "mesh",
+            "--set",
+            "noc.rows=128",
+            "--set",
+            "noc.cols=128",
+            "--experiment",
+            "uniform",
+        ],
+        2,
+        "routes between stop pairs, more than half of the",
+    );
+    let e = stderr(&o);
+    assert!(
+        e.contains("needs about") && e.contains("use a mesh of at most about"),
+        "{e}"
+    );
+}

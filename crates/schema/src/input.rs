@@ -1,0 +1,186 @@
+//! Reading files given by the user, with a bound: a topology, a CSV or a perf file is
+//! read only if it is a regular file no larger than a limit, so that `/dev/zero`, a
+//! FIFO or a mistaken 20 GB file gives a clear error instead of filling the memory or
+//! hanging.
+//!
+//! Limits per kind of input are the constants below; `NUMALAB_MAX_INPUT` (bytes, with
+//! a unit: `512MiB`, `2GiB`) replaces every one of them.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// hwloc XML topologies and files of sysfs snapshots.
+pub const TOPOLOGY: u64 = 64 << 20;
+/// Core-to-core CSV matrices.
+pub const C2C_CSV: u64 = 64 << 20;
+/// perf stat output and sample imports.
+pub const PERF: u64 = 256 << 20;
+/// Small text inputs: task mixes, model presets and overrides, layouts.
+pub const TEXT: u64 = 16 << 20;
+/// Result bundles and journals.
+pub const BUNDLE: u64 = 2 << 30;
+/// Unpacked size of a snapshot archive (all its files together).
+pub const ARCHIVE_UNPACKED: u64 = 256 << 20;
+/// Entries of a snapshot archive.
+pub const ARCHIVE_ENTRIES: u64 = 200_000;
+
+/// The environment variable that replaces every limit.
+pub const ENV: &str = "NUMALAB_MAX_INPUT";
+
+/// A file that cannot be read as an input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {reason}", crate::text::path_text(path))]
+pub struct InputError {
+    /// The file.
+    pub path: PathBuf,
+    /// Why, with the remedy.
+    pub reason: String,
+}
+
+/// The limit in force: `default`, or the value of `NUMALAB_MAX_INPUT` when set.
+pub fn limit(default: u64) -> u64 {
+    std::env::var(ENV)
+        .ok()
+        .and_then(|v| crate::units::parse_bytes(&v).ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(default)
+}
+
+fn err(path: &Path, reason: impl Into<String>) -> InputError {
+    InputError {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// What an OS error means for an input, in words.
+pub fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file or folder".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Checks that `path` is a regular file (links followed) of at most the limit; returns
+/// its size. Folders, devices, FIFOs and sockets are refused with what they are.
+pub fn check_file(path: &Path, what: &str, default_limit: u64) -> Result<u64, InputError> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path).map_err(|e| err(path, io_reason(&e)))?;
+    let ft = meta.file_type();
+    let kind = if ft.is_dir() {
+        Some("a folder")
+    } else if ft.is_char_device() || ft.is_block_device() {
+        Some("a device")
+    } else if ft.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    };
+    if let Some(kind) = kind {
+        return Err(err(
+            path,
+            format!("this is {kind}, not a file; give {what} as a regular file (save a stream to a file first)"),
+        ));
+    }
+    let max = limit(default_limit);
+    if meta.len() > max {
+        return Err(err(
+            path,
+            format!(
+                "{} is larger than the {} allowed for {what}; check that this is the right file, or raise the limit with {ENV}={}",
+                crate::units::bytes(meta.len()),
+                crate::units::bytes(max),
+                crate::units::bytes(meta.len().next_power_of_two())
+                    .replace(' ', "")
+            ),
+        ));
+    }
+    Ok(meta.len())
+}
+
+/// Reads a user-given file of `what` ("a topology XML", "a perf stat file") whole,
+/// refusing anything but a regular file and anything beyond the limit (also when the
+/// file grows while it is read).
+pub fn read(path: &Path, what: &str, default_limit: u64) -> Result<Vec<u8>, InputError> {
+    check_file(path, what, default_limit)?;
+    let max = limit(default_limit);
+    let file = std::fs::File::open(path).map_err(|e| err(path, io_reason(&e)))?;
+    let mut out = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| err(path, io_reason(&e)))?;
+    if out.len() as u64 > max {
+        return Err(err(
+            path,
+            format!(
+                "it grew past the {} allowed for {what} while being read; read a finished copy",
+                crate::units::bytes(max)
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// [`read`] as text; bytes that are not UTF-8 are an error naming where.
+pub fn read_to_string(path: &Path, what: &str, default_limit: u64) -> Result<String, InputError> {
+    let bytes = read(path, what, default_limit)?;
+    String::from_utf8(bytes).map_err(|e| {
+        err(
+            path,
+            format!(
+                "not text: invalid UTF-8 at byte {}; give {what} as a text file",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_fifos_and_folders_are_refused_without_reading() {
+        for (p, kind) in [
+            ("/dev/zero", "a device"),
+            ("/dev/urandom", "a device"),
+            ("/tmp", "a folder"),
+        ] {
+            let e = read(Path::new(p), "a topology XML", TOPOLOGY).unwrap_err();
+            assert!(e.reason.contains(kind), "{e}");
+            assert!(e.to_string().starts_with(p), "{e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read(&fifo, "a CSV matrix", C2C_CSV).unwrap_err();
+        assert!(e.reason.contains("FIFO"), "{e}");
+        let e = read(&dir.path().join("missing"), "a CSV matrix", C2C_CSV).unwrap_err();
+        assert_eq!(e.reason, "no such file or folder");
+    }
+
+    #[test]
+    fn files_beyond_the_limit_are_refused_with_the_remedy() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("big.xml");
+        std::fs::write(&f, vec![b'x'; 5000]).unwrap();
+        let e = read(&f, "a topology XML", 4096).unwrap_err();
+        assert!(
+            e.reason
+                .contains("4.9 KiB is larger than the 4 KiB allowed for a topology XML"),
+            "{e}"
+        );
+        assert!(e.reason.contains("NUMALAB_MAX_INPUT=8KiB"), "{e}");
+        assert_eq!(read(&f, "a topology XML", 5000).unwrap().len(), 5000);
+        std::fs::write(&f, b"\xff\xfe").unwrap();
+        assert!(read_to_string(&f, "a mix", TEXT)
+            .unwrap_err()
+            .reason
+            .contains("invalid UTF-8 at byte 0"));
+    }
+}
