@@ -345,8 +345,16 @@ pub fn read_bundle(path: &Path) -> Result<(Bundle, Vec<Warning>), JournalError> 
                 reason: e.reason,
             }
         })?;
+    parse_bundle(&file, &text)
+}
+
+/// Parses the bytes of a bundle: a single JSON bundle document or a journal (JSON
+/// Lines); `file` names it in messages. The parser `read_bundle` uses, for tests and
+/// fuzzing.
+pub fn parse_bundle(file: &Path, text: &[u8]) -> Result<(Bundle, Vec<Warning>), JournalError> {
+    let file = file.to_path_buf();
     // A single JSON document (a Bundle) or JSON Lines.
-    if let Ok(bundle) = serde_json::from_slice::<Bundle>(&text) {
+    if let Ok(bundle) = serde_json::from_slice::<Bundle>(text) {
         let mut warnings = Vec::new();
         if bundle.schema_version > SCHEMA_VERSION {
             warnings.push(

@@ -61,12 +61,14 @@ pub fn os_bytes(text: &str) -> Vec<u8> {
             out.push(b'\\');
             i += 2;
         } else if b[i] == b'\\' && i + 3 < b.len() && b[i + 1] == b'x' {
-            match u8::from_str_radix(&text[i + 2..i + 4], 16) {
-                Ok(v) => {
-                    out.push(v);
+            // Two hex digits, read as bytes: the text after them may be any UTF-8.
+            let hex = |c: u8| (c as char).to_digit(16);
+            match (hex(b[i + 2]), hex(b[i + 3])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
                     i += 4;
                 }
-                Err(_) => {
+                _ => {
                     out.push(b[i]);
                     i += 1;
                 }
@@ -139,6 +141,17 @@ mod tests {
             }
         }
         assert_eq!(os_text(OsStr::from_bytes(b"q\xff")), "q\\xff");
+    }
+
+    #[test]
+    fn unescaping_never_splits_a_character() {
+        // Found by fuzzing (small_parsers): "\\x" followed by a multi-byte character
+        // sliced the text inside it.
+        let t = "$ 101ucon0\x1b\0\0\0,1(-1\\xs\u{4e06} /";
+        let b = os_bytes(t);
+        assert!(!b.is_empty());
+        assert_eq!(os_bytes("a\\xzz\u{e9}"), "a\\xzz\u{e9}".as_bytes());
+        assert_eq!(os_bytes("q\\xff"), b"q\xff");
     }
 
     #[test]

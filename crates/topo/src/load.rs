@@ -263,6 +263,17 @@ pub fn runtime_hwloc_version() -> String {
     })
 }
 
+/// Unpacks a snapshot archive with the bounds [`load`] applies and finds its root,
+/// without handing it to hwloc: the part of loading that numalab implements itself
+/// (for fuzzing). Other inputs pass.
+pub fn unpack_only(input: &Input) -> Result<(), TopoError> {
+    if let Input::SnapshotArchive(p) = input {
+        let dir = unpack(p)?;
+        find_snapshot_root(p, dir.path())?;
+    }
+    Ok(())
+}
+
 fn unpack(path: &Path) -> Result<tempfile::TempDir, TopoError> {
     let bad = |reason: String| TopoError::BadInput {
         path: path.to_path_buf(),
