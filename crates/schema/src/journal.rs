@@ -383,7 +383,7 @@ pub fn parse_bundle(file: &Path, text: &[u8]) -> Result<(Bundle, Vec<Warning>), 
         ));
         &text[..good_len]
     } else {
-        &text[..]
+        text
     };
     let parsed = parse_lines(&file, body)?;
     warnings.extend(parsed.warnings);
