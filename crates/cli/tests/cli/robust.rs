@@ -345,3 +345,34 @@ fn model_sizes_are_checked_against_memory_before_allocating() {
         "{e}"
     );
 }
+
+#[test]
+fn report_on_a_terminal_without_o_writes_the_page_into_the_bundle() {
+    // `script` gives the command a terminal, as a user typing it has.
+    if Command::new("script").arg("--version").output().is_err() {
+        panic!("`script` (util-linux) is needed by this test: apt-get install bsdutils");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join("bundle");
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::copy(
+        fixture_path("bundles", "vm-quick-run-1").join("results.jsonl"),
+        b.join("results.jsonl"),
+    )
+    .unwrap();
+    let cmd = format!("{} report {}", env!("CARGO_BIN_EXE_numalab"), p(&b));
+    let o = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    let text = stdout(&o);
+    assert!(o.status.success(), "{text}");
+    // Not megabytes of HTML on the terminal: the page is in the bundle, and its path said.
+    assert!(text.len() < 1000, "{} bytes on the terminal", text.len());
+    assert!(text.contains(&format!("wrote {}", p(&b.join("report.html")))), "{text}");
+    let html = std::fs::read_to_string(b.join("report.html")).unwrap();
+    assert!(html.to_ascii_lowercase().starts_with("<!doctype html"));
+    // Piped, the page goes to stdout as before.
+    let o = numalab(&["report", p(&b)]);
+    assert!(stdout(&o).to_ascii_lowercase().starts_with("<!doctype html"));
+}
