@@ -2,7 +2,9 @@
 //!
 //! `scale`, `policy`, `sweep`, `profile` and `schedule` all run a user's program, and
 //! they all need the same guarantees: argv without a shell (unless asked), a timeout,
-//! the whole process group cleaned up on timeout, Ctrl-C or exit (no orphans left),
+//! the command's whole process tree ended on timeout, Ctrl-C, exit, or the death of
+//! numalab itself, even by SIGKILL (no orphans left, also none that called `setsid`: the
+//! command runs under a small supervisor process, described in `src/spawn.rs`),
 //! exit status and signals recorded, the tail of stdout/stderr kept, CPU time and peak
 //! memory from `wait4`, CPU affinity and a NUMA memory policy applied in the child
 //! before `exec`, and optionally a *gate*: the child is created and waits before `exec`
@@ -10,8 +12,8 @@
 //! counting starts exactly at `exec`.
 //!
 //! The standard library's `Command` cannot do the gate (its `spawn` waits for `exec`),
-//! so the child is created with `fork` and `execve` here, doing only async-signal-safe
-//! system calls between the two.
+//! so the supervisor and the command are created with `fork` (and the command with
+//! `execve`) here, doing only async-signal-safe system calls after `fork`.
 
 mod spawn;
 mod subst;

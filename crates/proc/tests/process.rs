@@ -3,7 +3,8 @@
 
 use numalab_proc::{spawn, ProcError, Spec};
 use numalab_topo::bind::MemPolicy;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 fn sh(script: &str) -> Spec {
     Spec::new(["/bin/sh", "-c", script])
@@ -214,4 +215,307 @@ fn wall_time_covers_cpu_time() {
             cpu
         );
     }
+}
+
+// The supervisor: a command's whole process tree ends with it, whatever the tree does
+// with sessions and process groups, and whatever happens to numalab.
+
+/// Polls up to `within` for `pid` to be gone (or a zombie).
+fn ends_within(pid: i32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while alive(pid) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// The number in `path`, once a shell has written it (polls up to 10 s).
+fn pid_in(path: &Path) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never written",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The parent pid of `pid`.
+fn ppid(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 1..];
+    after.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Kills what a failing test leaves behind: the listed processes, checked by name (a
+/// `sleep`, or a shell running one) so that a reused pid is never hit, and the process
+/// groups of those among them that lead one.
+struct KillSleepsOnDrop(Vec<i32>);
+
+impl Drop for KillSleepsOnDrop {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let ours =
+                cmdline.starts_with(b"sleep\0") || cmdline.windows(9).any(|w| w == b"sleep 300");
+            if alive(pid) && ours {
+                // SAFETY: kill on a process (and its group) we just checked.
+                unsafe {
+                    if libc::getpgid(pid) == pid {
+                        libc::kill(-pid, libc::SIGKILL);
+                    }
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn timeout_ends_children_that_left_the_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("escaped.pid");
+    // The escaped sleep keeps the stdout pipe open, too.
+    let mut spec = sh(&format!(
+        "setsid sleep 301 & echo $! > {}; sleep 300",
+        pidfile.display()
+    ));
+    spec.timeout = Some(Duration::from_secs(1));
+    spec.kill_grace = Duration::from_millis(500);
+    let t = Instant::now();
+    let out = spawn(&spec).unwrap().wait();
+    let took = t.elapsed();
+    let escaped = pid_in(&pidfile);
+    let _cleanup = KillSleepsOnDrop(vec![escaped]);
+    assert!(out.timed_out, "{out:?}");
+    assert!(took < Duration::from_secs(15), "wait took {took:?}");
+    assert!(
+        ends_within(escaped, Duration::from_secs(3)),
+        "the setsid'd sleep {escaped} survived the timeout"
+    );
+}
+
+#[test]
+fn timeout_ends_escaped_children_that_closed_their_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("escaped.pid");
+    // In a session of its own and holding none of the command's pipes: only the
+    // supervisor can find it.
+    let mut spec = sh(&format!(
+        "setsid sleep 301 >/dev/null 2>&1 & echo $! > {}; sleep 300",
+        pidfile.display()
+    ));
+    spec.timeout = Some(Duration::from_millis(500));
+    spec.kill_grace = Duration::from_millis(500);
+    let out = spawn(&spec).unwrap().wait();
+    let escaped = pid_in(&pidfile);
+    let _cleanup = KillSleepsOnDrop(vec![escaped]);
+    assert!(out.timed_out, "{out:?}");
+    assert!(
+        ends_within(escaped, Duration::from_secs(3)),
+        "the setsid'd sleep {escaped} survived the timeout"
+    );
+}
+
+#[test]
+fn leftovers_outside_the_group_are_killed_when_the_main_process_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("daemon.pid");
+    // The pause lets setsid take effect before the main process exits.
+    let out = spawn(&sh(&format!(
+        "setsid sleep 301 >/dev/null 2>&1 & echo $! > {}; sleep 0.3",
+        pidfile.display()
+    )))
+    .unwrap()
+    .wait();
+    let daemon = pid_in(&pidfile);
+    let _cleanup = KillSleepsOnDrop(vec![daemon]);
+    assert!(out.success(), "{out:?}");
+    assert!(out.leftovers_killed);
+    assert!(
+        ends_within(daemon, Duration::from_secs(3)),
+        "the setsid'd sleep {daemon} outlived its command"
+    );
+}
+
+#[test]
+fn a_dropped_command_takes_its_whole_tree_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("escaped.pid");
+    let running = spawn(&sh(&format!(
+        "setsid sleep 301 >/dev/null 2>&1 & echo $! > {}; sleep 300",
+        pidfile.display()
+    )))
+    .unwrap();
+    let escaped = pid_in(&pidfile);
+    let _cleanup = KillSleepsOnDrop(vec![escaped, running.pid()]);
+    let cmd = running.pid();
+    drop(running);
+    assert!(ends_within(cmd, Duration::from_secs(3)));
+    assert!(
+        ends_within(escaped, Duration::from_secs(3)),
+        "the setsid'd sleep {escaped} outlived the dropped command"
+    );
+}
+
+const HELPER_DIR: &str = "NUMALAB_PROC_TEST_DOOMED_PARENT_DIR";
+
+/// Not a test of its own: the body of the parent process that
+/// `killing_numalab_with_sigkill_ends_the_whole_tree` starts (this test binary, run
+/// again with [`HELPER_DIR`] set) and kills. Without the variable it does nothing.
+#[test]
+fn doomed_parent_helper() {
+    let Some(dir) = std::env::var_os(HELPER_DIR) else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let mut spec = sh(&format!(
+        "setsid sleep 301 & echo $! > {d}/setsid.pid; sleep 302 & echo $! > {d}/bg.pid; sleep 300",
+        d = dir.display()
+    ));
+    spec.kill_grace = Duration::from_millis(500);
+    let running = spawn(&spec).unwrap();
+    std::fs::write(dir.join("cmd.tmp"), running.pid().to_string()).unwrap();
+    std::fs::rename(dir.join("cmd.tmp"), dir.join("cmd.pid")).unwrap();
+    // Waits until killed.
+    let _ = running.wait();
+}
+
+#[test]
+fn killing_numalab_with_sigkill_ends_the_whole_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut parent = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "doomed_parent_helper", "--test-threads", "1"])
+        .env(HELPER_DIR, dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let cmd = pid_in(&dir.path().join("cmd.pid"));
+    let escaped = pid_in(&dir.path().join("setsid.pid"));
+    let bg = pid_in(&dir.path().join("bg.pid"));
+    let mut tree = vec![cmd, escaped, bg];
+    let supervisor = ppid(cmd);
+    if supervisor != parent.id() as i32 {
+        tree.push(supervisor);
+    }
+    let _cleanup = KillSleepsOnDrop(tree.clone());
+    for &pid in &tree {
+        assert!(alive(pid), "{pid} is not running before the kill");
+    }
+    parent.kill().unwrap(); // SIGKILL: no destructor, no handler runs in numalab
+    parent.wait().unwrap();
+    for pid in tree {
+        assert!(
+            ends_within(pid, Duration::from_secs(10)),
+            "{pid} survived the SIGKILL of its numalab"
+        );
+    }
+}
+
+#[test]
+fn statuses_and_output_come_through_the_supervisor_exactly() {
+    let out = spawn(&sh("echo to-stdout; echo to-stderr >&2; exit 3"))
+        .unwrap()
+        .wait();
+    assert_eq!((out.exit_code, out.signal), (Some(3), None), "{out:?}");
+    assert_eq!(out.stdout_tail, "to-stdout\n");
+    assert_eq!(out.stderr_tail, "to-stderr\n");
+    assert!(!out.leftovers_killed);
+
+    let out = spawn(&sh("echo before; kill -KILL $$")).unwrap().wait();
+    assert_eq!((out.exit_code, out.signal), (None, Some(9)), "{out:?}");
+    assert_eq!(out.signal_name.as_deref(), Some("SIGKILL"));
+    assert!(!out.timed_out && !out.interrupted);
+    assert_eq!(out.stdout_tail, "before\n");
+
+    // An exit code that looks like a signal is still an exit code.
+    let out = spawn(&sh("exit 137")).unwrap().wait();
+    assert_eq!((out.exit_code, out.signal), (Some(137), None), "{out:?}");
+    let out = spawn(&sh("kill -TERM $$")).unwrap().wait();
+    assert_eq!((out.exit_code, out.signal), (None, Some(15)), "{out:?}");
+}
+
+#[test]
+fn pid_is_the_commands_own_under_the_supervisor() {
+    let mut spec = sh("echo $$");
+    spec.gated = true;
+    let mut running = spawn(&spec).unwrap();
+    let pid = running.pid();
+    let supervisor = ppid(pid);
+    assert_ne!(supervisor, std::process::id() as i32);
+    assert_eq!(ppid(supervisor), std::process::id() as i32);
+    running.release().unwrap();
+    let out = running.wait();
+    assert_eq!(out.stdout_tail, format!("{pid}\n"));
+    assert!(!alive(supervisor));
+}
+
+#[test]
+fn the_supervisor_holds_none_of_numalabs_descriptors() {
+    use std::os::fd::AsRawFd;
+    let (reader, writer) = std::io::pipe().unwrap();
+    let ours = std::fs::read_link(format!("/proc/self/fd/{}", writer.as_raw_fd())).unwrap();
+    let mut spec = Spec::new(["true"]);
+    spec.gated = true;
+    let mut running = spawn(&spec).unwrap();
+    let supervisor = ppid(running.pid());
+    let fds = |pid: i32| -> Vec<(i32, PathBuf)> {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let fd = e.file_name().to_str()?.parse().ok()?;
+                Some((fd, std::fs::read_link(e.path()).ok()?))
+            })
+            .collect()
+    };
+    // Its stdio is /dev/null once the command is started (poll: spawn returns as soon
+    // as the command's pid is known).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let held = loop {
+        let held = fds(supervisor);
+        let stdio_null = (0..3).all(|k| {
+            held.iter()
+                .any(|(fd, p)| *fd == k && p == Path::new("/dev/null"))
+        });
+        if stdio_null || Instant::now() >= deadline {
+            break held;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    for k in 0..3 {
+        assert!(
+            held.iter()
+                .any(|(fd, p)| *fd == k && p == Path::new("/dev/null")),
+            "{held:?}"
+        );
+    }
+    assert!(held.iter().all(|(_, p)| *p != ours), "{held:?}");
+    running.release().unwrap();
+    assert!(running.wait().success());
+    drop((reader, writer));
+}
+
+/// The parent-death signal fires when the *thread* that forked the supervisor ends; that
+/// must not be taken for the death of numalab.
+#[test]
+fn a_command_outlives_the_thread_that_started_it() {
+    let running = std::thread::spawn(|| spawn(&sh("sleep 0.5; echo done")).unwrap())
+        .join()
+        .unwrap();
+    let out = running.wait();
+    assert!(out.success(), "{out:?}");
+    assert_eq!(out.stdout_tail, "done\n");
 }

@@ -185,6 +185,23 @@ fn policy_and_sweep_print_their_tables() {
 
 #[test]
 fn failed_runs_give_the_partial_exit_code() {
+    // Some runs failed, others measured: partial (5).
+    let out = numalab(&[
+        "scale",
+        "--repeat",
+        "1",
+        "--threads",
+        "1,2",
+        "--",
+        "sh",
+        "-c",
+        "test {threads} = 1 || exit 3",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(stdout.contains("exited with status 3"), "{stdout}");
+    // Every run failed: nothing was measured, a failure (1), not "partial".
     let out = numalab(&[
         "scale",
         "--repeat",
@@ -197,9 +214,8 @@ fn failed_runs_give_the_partial_exit_code() {
         "exit 3",
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(5), "{stderr}");
-    assert!(stdout.contains("exited with status 3"), "{stdout}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("every run failed (1 of 1)"), "{stderr}");
 }
 
 #[test]
@@ -235,4 +251,62 @@ fn sweep_attaches_a_profile_to_each_point() {
             "the profile is not of the swept command"
         );
     }
+}
+
+/// A command that starts a child in a session of its own (`setsid`) and then hangs: the
+/// timeout ends the whole tree, the escaped child included, and numalab does not wait
+/// for it (the run would otherwise last 300 s).
+#[test]
+fn a_timeout_ends_children_that_left_the_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("escaped.pid");
+    let script = format!(
+        "setsid sleep 301 & echo $! > {}; sleep 300",
+        pidfile.display()
+    );
+    let started = std::time::Instant::now();
+    let out = numalab(&[
+        "scale",
+        "--threads",
+        "1",
+        "--repeat",
+        "1",
+        "--timeout",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let escaped: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Gone, or a zombie nobody reaped yet (never running).
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{escaped}/stat")).is_ok_and(|s| {
+            let state = s
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next());
+            state.is_some_and(|st| st != "Z")
+        })
+    };
+    let still_running = running();
+    if still_running {
+        // SAFETY: cleaning up the process this test started.
+        unsafe { libc::kill(escaped, libc::SIGKILL) };
+    }
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "took {took:?}: {stderr}"
+    );
+    assert!(
+        !still_running,
+        "the setsid'd sleep {escaped} survived: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

@@ -369,10 +369,15 @@ fn report_on_a_terminal_without_o_writes_the_page_into_the_bundle() {
     assert!(o.status.success(), "{text}");
     // Not megabytes of HTML on the terminal: the page is in the bundle, and its path said.
     assert!(text.len() < 1000, "{} bytes on the terminal", text.len());
-    assert!(text.contains(&format!("wrote {}", p(&b.join("report.html")))), "{text}");
+    assert!(
+        text.contains(&format!("wrote {}", p(&b.join("report.html")))),
+        "{text}"
+    );
     let html = std::fs::read_to_string(b.join("report.html")).unwrap();
     assert!(html.to_ascii_lowercase().starts_with("<!doctype html"));
     // Piped, the page goes to stdout as before.
     let o = numalab(&["report", p(&b)]);
-    assert!(stdout(&o).to_ascii_lowercase().starts_with("<!doctype html"));
+    assert!(stdout(&o)
+        .to_ascii_lowercase()
+        .starts_with("<!doctype html"));
 }
