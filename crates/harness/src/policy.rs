@@ -547,7 +547,7 @@ pub fn summarize(
 }
 
 fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
+    numalab_schema::units::percent(x)
 }
 
 #[cfg(test)]

@@ -211,7 +211,7 @@ pub fn scale(
 }
 
 fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
+    numalab_schema::units::percent(x)
 }
 
 /// Summarises the runs of each point (pure: tested on made-up runs).

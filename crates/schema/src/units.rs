@@ -19,6 +19,11 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
+/// A fraction as a whole percentage: 0.834 -> "83%".
+pub fn percent(fraction: f64) -> String {
+    format!("{:.0}%", fraction * 100.0)
+}
+
 /// A duration in nanoseconds with a sensible unit: 0.8 -> "0.80 ns", 1234 -> "1.23 us".
 pub fn nanos(ns: f64) -> String {
     let a = ns.abs();
@@ -68,6 +73,12 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentages_are_whole() {
+        assert_eq!(percent(0.834), "83%");
+        assert_eq!(percent(1.0), "100%");
+    }
 
     #[test]
     fn sizes() {

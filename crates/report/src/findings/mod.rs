@@ -115,7 +115,7 @@ fn ns(v: f64) -> String {
 }
 
 fn pct(v: f64) -> String {
-    format!("{:.0}%", v * 100.0)
+    numalab_schema::units::percent(v)
 }
 
 fn cmd(c: &[String]) -> String {
