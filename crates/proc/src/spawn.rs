@@ -1298,6 +1298,12 @@ impl Running {
 
     /// Lets a gated child exec and confirms that exec succeeded.
     pub fn release(&mut self) -> Result<(), ProcError> {
+        // The clock starts before the gate opens: the supervisor stamps the end when it
+        // reaps the command, which for `true` can come before this thread runs again,
+        // and an end before the start would make the wall time 0.
+        if self.started.is_none() {
+            self.started = Some(mono_ns());
+        }
         if let Some(gate) = self.gate.take() {
             let b = [1u8];
             // SAFETY: sending one byte on our socket end; MSG_NOSIGNAL turns a dead
@@ -1307,9 +1313,6 @@ impl Running {
                 libc::send(gate.as_raw_fd(), b.as_ptr().cast(), 1, libc::MSG_NOSIGNAL);
             }
             drop(gate);
-        }
-        if self.started.is_none() {
-            self.started = Some(mono_ns());
         }
         // The status pipe closes on exec (CLOEXEC) or carries (stage, errno).
         if let Some(status) = self.err_pipe.take() {

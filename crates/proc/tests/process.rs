@@ -519,3 +519,20 @@ fn a_command_outlives_the_thread_that_started_it() {
     assert!(out.success(), "{out:?}");
     assert_eq!(out.stdout_tail, "done\n");
 }
+
+#[test]
+fn a_released_command_never_ends_before_it_started() {
+    // Found in CI under load: the supervisor stamps the end when it reaps the command,
+    // and the start was stamped after opening the gate, so a `true` that finished
+    // before numalab's thread ran again got a wall time of 0 (and perf's DURATION_TIME
+    // a division by zero). The clock now starts before the gate opens.
+    for _ in 0..100 {
+        let mut spec = Spec::new(["true"]);
+        spec.gated = true;
+        let mut running = spawn(&spec).unwrap();
+        running.release().unwrap();
+        let out = running.wait();
+        assert_eq!(out.exit_code, Some(0));
+        assert!(out.wall_ns > 0, "{out:?}");
+    }
+}
