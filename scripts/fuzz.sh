@@ -4,6 +4,10 @@
 # libFuzzer through cargo-fuzz on the nightly toolchain. The corpus grows in
 # target/fuzz-corpus/TARGET (seeded from the repository's fixtures); a crash stops the
 # script with its input in fuzz/artifacts/TARGET (make it a regression test).
+#
+# FUZZ_SEED=N makes libFuzzer's choices repeatable (CI sets 1, so a clean checkout
+# explores the same inputs each run and a red CI is a reproducible bug, not luck);
+# unset, every run explores new ground (the long run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}
@@ -33,7 +37,7 @@ targets=$(cargo +nightly fuzz list)
 for t in $targets; do
   echo "fuzz: $t for $secs s" >&2
   cargo +nightly fuzz run "$t" "$corpus/$t" -- \
-    -max_total_time="$secs" -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 2>&1 \
+    ${FUZZ_SEED:+-seed="$FUZZ_SEED"} -max_total_time="$secs" -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 2>&1 \
     | grep -E '^(stat::number_of_executed_units|stat::new_units_added|==|SUMMARY|Done)' || true
   if [ -n "$(ls -A "fuzz/artifacts/$t" 2>/dev/null)" ]; then
     echo "fuzz: $t crashed; inputs in fuzz/artifacts/$t" >&2

@@ -91,6 +91,30 @@ pub struct PerfLine {
     pub interval: Option<String>,
 }
 
+/// perf's event names start with a letter ("cycles", "r0011", "cpu/event=0x3c/",
+/// "L1-dcache-loads") or open a group ("{"); an empty name or one starting with a digit
+/// or a symbol means this is some other file. `what` names the field for the message.
+fn check_event_name(path: &str, n: usize, event: &str, what: &str) -> Result<(), ImportError> {
+    if event.is_empty() {
+        return Err(line_err(
+            path,
+            n,
+            format!("the event name ({what}) is empty"),
+        ));
+    }
+    if !event.starts_with(|c: char| c.is_ascii_alphabetic() || c == '{') {
+        return Err(line_err(
+            path,
+            n,
+            format!(
+                "{what} \"{}\" is not an event name (perf writes names such as cycles, r0011 or cpu/event=0x3c/); is this `perf stat` output?",
+                numalab_schema::text::excerpt(event, 80)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn line_err(path: &str, line: usize, message: impl Into<String>) -> ImportError {
     ImportError::Line {
         path: path.to_string(),
@@ -191,22 +215,7 @@ pub fn parse_csv(path: &str, text: &str) -> Result<Vec<PerfLine>, ImportError> {
         })?;
         let unit = f[1].trim().to_string();
         let event = f[2].trim().to_string();
-        if event.is_empty() {
-            return Err(line_err(path, n, "the event name (third field) is empty"));
-        }
-        // perf's event names start with a letter ("cycles", "r0011", "cpu/event=0x3c/",
-        // "L1-dcache-loads") or open a group ("{"); numbers there mean this is some
-        // other CSV.
-        if !event.starts_with(|c: char| c.is_ascii_alphabetic() || c == '{') {
-            return Err(line_err(
-                path,
-                n,
-                format!(
-                    "the third field \"{}\" is not an event name (perf writes `value,unit,event,...`); is this `perf stat -x,` output?",
-                    numalab_schema::text::excerpt(&event, 80)
-                ),
-            ));
-        }
+        check_event_name(path, n, &event, "the third field")?;
         let mut rest = f[3..]
             .iter()
             .map(|s| s.trim().to_string())
@@ -285,6 +294,8 @@ pub fn parse_json(path: &str, text: &str) -> Result<Vec<PerfLine>, ImportError> 
             }
             return Err(line_err(path, n, "no \"event\" field"));
         };
+        let event = event.trim();
+        check_event_name(path, n, event, "the \"event\" field")?;
         let cv = obj
             .get("counter-value")
             .ok_or_else(|| line_err(path, n, "no \"counter-value\" field"))?;
@@ -701,6 +712,28 @@ mod tests {
         assert_eq!(ev[0].name, "TASK_CLOCK");
         assert!((ev[0].value.unwrap() - 793570.0).abs() < 1e-6);
         assert_eq!(ev[1].state, EventState::NotSupported);
+    }
+
+    #[test]
+    fn json_event_names_are_checked_like_csv_ones() {
+        // Found by the perf_import fuzzer: an empty "event" in JSON was accepted.
+        for (event, says) in [
+            ("", "the event name (the \"event\" field) is empty"),
+            ("  ", "the event name (the \"event\" field) is empty"),
+            ("42", "the \"event\" field \"42\" is not an event name"),
+        ] {
+            let text =
+                format!("{{\"counter-value\": \"1\", \"unit\": \"\", \"event\": \"{event}\"}}\n");
+            let e = parse("f.json", &text).unwrap_err().to_string();
+            assert!(e.starts_with("f.json: line 1: "), "{e}");
+            assert!(e.contains(says), "{event:?}: {e}");
+        }
+        let (_, lines) = parse(
+            "f.json",
+            "{\"counter-value\": \"1\", \"event\": \" cycles \"}\n",
+        )
+        .unwrap();
+        assert_eq!(lines[0].event, "cycles");
     }
 
     #[test]
