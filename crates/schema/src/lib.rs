@@ -6,12 +6,14 @@
 //! survive being killed ([`journal`]). The crate has no hardware access, so every other
 //! crate (and any offline tool) can read and write these files.
 
+pub mod clock;
 pub mod cpulist;
 pub mod error;
 pub mod input;
 pub mod interrupt;
 pub mod journal;
 pub mod machine;
+pub mod memory;
 pub mod midr;
 pub mod record;
 pub mod text;

@@ -1,0 +1,15 @@
+//! The record types of numalab: what each probe, model and command writes into a
+//! results bundle, and the summaries derived from them.
+//!
+//! They live here, apart from the code that measures, so that everything that only
+//! reads results (the report, comparisons, findings, the history) builds and runs on a
+//! machine without hwloc or perf_event, and so that a record has one definition. The
+//! probe crates re-export their records from here under their old paths
+//! (`numalab_mem::latency::LatencyRecord` is [`mem::LatencyRecord`]). This crate
+//! depends only on `numalab-schema` (the envelope, the journal, the machine
+//! description and the vocabulary: memory policies, the clock check) and
+//! `numalab-stats` (summaries).
+//!
+//! One module per record family: [`mem`].
+
+pub mod mem;
