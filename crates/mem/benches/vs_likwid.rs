@@ -15,7 +15,7 @@
 
 use numalab_mem::bandwidth::{self, BandwidthRecord};
 use numalab_mem::budget::Budgets;
-use numalab_mem::kernels::{self, Kernel};
+use numalab_mem::kernels::{self, IsaExt, Kernel};
 use numalab_mem::latency::{self, LatencyRecord};
 use numalab_mem::migrate::{self, MigrateRecord};
 use numalab_mem::PageRequest;

@@ -17,13 +17,13 @@
 //! form ([`crate::kernels::verify`]); a wrong result fails the cell instead of giving a
 //! figure, and records say `verified`.
 
+use crate::kernels::IsaExt;
 use crate::kernels::{self, verify, Arrays, Isa, Kernel};
 use crate::pool::{self, Placed};
 use crate::{
-    budget, check_clock, llc_bytes, MemError, Outcome, PageRequest, PagesObtained, Placement, Sink,
-    Timer,
+    budget, check_clock, llc_bytes, MemError, Outcome, PageRequest, PagesObtained, Sink, Timer,
 };
-use numalab_schema::{cpulist, units, Machine, Origin, Record, RecordKind, Warning};
+use numalab_schema::{cpulist, units, Machine, Origin, Record, Warning};
 use numalab_stats::Summary;
 use numalab_topo::bind::{MemPolicy, Placer};
 use serde::{Deserialize, Serialize};
@@ -92,14 +92,7 @@ pub fn default_working_set(llc: u64) -> u64 {
     crate::round_up((12 * llc).max(64 << 20), 1 << 20)
 }
 
-/// A node pair of a matrix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MatrixCell {
-    /// Node of the threads.
-    pub cpu_node: u32,
-    /// Node of the data.
-    pub mem_node: u32,
-}
+pub use numalab_records::mem::{BandwidthRecord, MatrixCell, Verification};
 
 /// Threads and memory policy of one measurement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,92 +134,6 @@ impl Plan {
             format!("{}/{}", g.key_prefix, k)
         }
     }
-}
-
-/// One bandwidth measurement: a kernel on a group of threads.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BandwidthRecord {
-    /// The kernel ("triad", "write-nt").
-    pub kernel: Kernel,
-    /// What it computes.
-    pub formula: String,
-    /// Instruction set used.
-    pub isa: Isa,
-    /// Threads.
-    pub threads: usize,
-    /// The node pair, in a matrix.
-    pub matrix: Option<MatrixCell>,
-    /// Where threads and pages really were.
-    pub placement: Placement,
-    /// Pages obtained.
-    pub pages: PagesObtained,
-    /// Bytes of one array, all threads.
-    pub array_bytes: u64,
-    /// Bytes of all the kernel's arrays, all threads.
-    pub working_set_bytes: u64,
-    /// Elements per array per thread.
-    pub elements_per_thread: u64,
-    /// Bytes per sample counted the STREAM way.
-    pub stream_bytes_per_sample: u64,
-    /// Bytes per sample actually moved, with write-allocate for plain stores.
-    pub actual_bytes_per_sample: u64,
-    /// Kernel passes per timed sample.
-    pub inner_iterations: u64,
-    /// Discarded warm-up rounds.
-    pub warmup_rounds: usize,
-    /// Raw samples: duration of each timed round, ns, from the earliest thread's start
-    /// to the latest thread's end (the whole team, as STREAM times its parallel region).
-    pub sample_ns: Vec<f64>,
-    /// Per round, the duration of the slowest thread alone, ns (start skew excluded:
-    /// likwid-bench's convention).
-    pub slowest_thread_ns: Vec<f64>,
-    /// STREAM-counted bandwidth, GB/s (10^9 bytes/s), over the samples.
-    pub bandwidth_gbps: Summary,
-    /// STREAM-counted bytes over the slowest thread's time, GB/s (likwid-bench's
-    /// convention; higher than `bandwidth_gbps` by the threads' start skew).
-    pub slowest_thread_gbps: Summary,
-    /// Bandwidth in bytes actually moved, GB/s.
-    pub actual_bandwidth_gbps: Summary,
-    /// Median over rounds of slowest / fastest thread time (1.0 = balanced).
-    pub imbalance: f64,
-    /// Timer.
-    pub timer: Timer,
-    /// Vector width of the ISA that ran, bits (SVE: this CPU's vector length, read at
-    /// run time; scalar: 64). Absent in records of older versions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vector_bits: Option<u32>,
-    /// Whether the kernel's results were checked and right ([`Verification`]); a wrong
-    /// result fails the cell, so a written record says `true`. Absent in records of
-    /// older versions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verified: Option<bool>,
-    /// The result check made after the timed rounds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verification: Option<Verification>,
-}
-
-/// The result check of a bandwidth cell ([`crate::kernels::verify`]): after the timed
-/// rounds every thread sets its arrays to known values, runs the measured kernel (same
-/// ISA, lengths, alignment) and compares every element with the closed-form values the
-/// formula must give.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verification {
-    /// How, in words.
-    pub method: String,
-    /// Kernel runs before the comparison.
-    pub repetitions: u32,
-    /// Elements compared, all arrays and threads.
-    pub elements_checked: u64,
-    /// Sum of the output arrays found, all threads (`read`: the sums it returned).
-    pub checksum: f64,
-    /// Its closed-form value.
-    pub expected_checksum: f64,
-    /// Relative error allowed per element and on the checksum.
-    pub tolerance: f64,
-}
-
-impl RecordKind for BandwidthRecord {
-    const KIND: &'static str = "mem.bandwidth";
 }
 
 fn check_kernels(opts: &Options) -> Result<(), MemError> {

@@ -23,51 +23,12 @@ use numalab_topo::bind::Region;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
 /// Bytes of a block of [`Order::PageLocal`]: a 4 KiB base page on x86 and most Arm
 /// kernels, and the same on every page kind, so that an order means one thing.
-pub const BLOCK_BYTES: u64 = 4096;
+pub use numalab_records::mem::latency::BLOCK_BYTES;
 
-/// The order in which lines are visited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Order {
-    /// Random 4 KiB blocks, random lines within each block.
-    PageLocal,
-    /// Uniformly random over all lines.
-    Global,
-}
-
-impl Order {
-    /// Parses "page" / "page-local" / "block" or "global".
-    pub fn parse(text: &str) -> Result<Order, String> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "page" | "page-local" | "block" => Ok(Order::PageLocal),
-            "global" => Ok(Order::Global),
-            _ => Err(format!("--order {text:?}: use page or global")),
-        }
-    }
-
-    /// Its name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Order::PageLocal => "page-local",
-            Order::Global => "global",
-        }
-    }
-
-    /// What it is, in words ("random over the working set", "random within 4 KiB blocks").
-    pub fn describe(self, block_bytes: Option<u64>) -> String {
-        match self {
-            Order::Global => "random over the working set".into(),
-            Order::PageLocal => format!(
-                "random within {} blocks",
-                numalab_schema::units::bytes(block_bytes.unwrap_or(BLOCK_BYTES))
-            ),
-        }
-    }
-}
+pub use numalab_records::mem::latency::Order;
 
 /// The visiting order of `lines` lines grouped in blocks (pages) of `per_block` lines:
 /// a permutation of `0..lines`.

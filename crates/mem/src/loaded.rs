@@ -9,13 +9,14 @@
 //! explicit throttling instead of MLC's injection-delay calibration.
 
 use crate::chase::{Chain, Order};
-use crate::kernels::{self, Arrays, Isa, Kernel, Op};
+use crate::kernels::IsaExt;
+use crate::kernels::{self, Arrays, Isa};
 use crate::pool;
 use crate::{
-    bandwidth, budget, check_clock, llc_bytes, MemError, Outcome, PageRequest, PagesObtained,
-    Placement, Sink, Timer,
+    bandwidth, budget, check_clock, llc_bytes, MemError, Outcome, PageRequest, PagesObtained, Sink,
+    Timer,
 };
-use numalab_schema::{cpulist, Machine, Origin, Record, RecordKind, Warning};
+use numalab_schema::{cpulist, Machine, Origin, Record, Warning};
 use numalab_stats::Summary;
 use numalab_topo::bind::{MemPolicy, Placer};
 use serde::{Deserialize, Serialize};
@@ -23,41 +24,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-/// What traffic generators do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Traffic {
-    /// Read only (sum of 4 KiB chunks).
-    Read,
-    /// Read and write 1:1 (copy of 2 KiB chunks: 2 KiB read, 2 KiB written).
-    ReadWrite,
-}
-
-impl Traffic {
-    /// Parses "read" or "rw".
-    pub fn parse(text: &str) -> Result<Traffic, String> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "read" | "r" => Ok(Traffic::Read),
-            "rw" | "mixed" | "read-write" => Ok(Traffic::ReadWrite),
-            _ => Err(format!("--traffic {text:?}: use read or rw")),
-        }
-    }
-
-    /// Its name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Traffic::Read => "read",
-            Traffic::ReadWrite => "rw",
-        }
-    }
-
-    fn kernel(self) -> Kernel {
-        match self {
-            Traffic::Read => Kernel::plain(Op::Read),
-            Traffic::ReadWrite => Kernel::plain(Op::Copy),
-        }
-    }
-}
+pub use numalab_records::mem::loaded::{LoadedPoint, LoadedRecord, Traffic};
 
 /// Bytes of one traffic chunk (STREAM count).
 pub const CHUNK_BYTES: u64 = 4096;
@@ -139,89 +106,6 @@ pub struct Plan {
     pub policy: MemPolicy,
     /// Facts the user should know.
     pub notes: Vec<String>,
-}
-
-/// One intensity.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LoadedPoint {
-    /// Delay between chunks, ns (None: generators idle).
-    pub delay_ns: Option<u64>,
-    /// Traffic of all generators, STREAM-counted, GB/s.
-    pub traffic_gbps: f64,
-    /// Traffic in bytes actually moved (write-allocate included), GB/s.
-    pub actual_traffic_gbps: f64,
-    /// Raw samples: the chaser's ns per load of each batch.
-    pub sample_ns: Vec<f64>,
-    /// Chaser latency over batches (p50, p90, p99...).
-    pub latency_ns: Summary,
-    /// Loads per batch.
-    pub loads_per_batch: u64,
-    /// Duration of the point, ns.
-    pub duration_ns: u64,
-}
-
-/// A latency-versus-bandwidth curve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LoadedRecord {
-    /// The chasing CPU.
-    pub chaser_cpu: u32,
-    /// Generator CPUs.
-    pub generator_cpus: Vec<u32>,
-    /// Traffic kind.
-    pub traffic: Traffic,
-    /// ISA of the generators.
-    pub isa: Isa,
-    /// Placement of all threads and pages (chaser first).
-    pub placement: Placement,
-    /// Pages obtained (all regions).
-    pub pages: PagesObtained,
-    /// Chaser working set, bytes.
-    pub chase_bytes: u64,
-    /// Working set per generator, bytes.
-    pub generator_bytes: u64,
-    /// What the chaser's figures are (order, pages, locality, last-level cache); the
-    /// idle point is [`Load::Idle`](crate::latency::Load), the others loaded. Absent in
-    /// records written before numalab 0.9, see [`LoadedRecord::kind`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<crate::latency::Kind>,
-    /// Points, from idle to saturation.
-    pub points: Vec<LoadedPoint>,
-    /// Timer.
-    pub timer: Timer,
-}
-
-impl RecordKind for LoadedRecord {
-    const KIND: &'static str = "mem.loaded";
-}
-
-impl LoadedRecord {
-    /// What the chaser's figures are under load: the recorded kind, or for an older
-    /// record the one its fields imply (a page-local chase, blocks of its pages, two
-    /// lines apart). [`LoadedRecord::idle_kind`] for the idle point.
-    pub fn kind(&self) -> crate::latency::Kind {
-        use crate::latency::{Kind, Load, Locality};
-        self.kind.clone().unwrap_or_else(|| Kind {
-            load: Load::Loaded,
-            order: Order::PageLocal,
-            block_bytes: Some(if self.pages.obtained == "thp" {
-                2 << 20
-            } else {
-                self.pages.page_bytes
-            }),
-            stride_bytes: 128,
-            pages: self.pages.obtained.clone(),
-            locality: Locality::of(&self.placement),
-            llc_bytes: None,
-        })
-    }
-
-    /// The kind of the idle point (generators idle).
-    pub fn idle_kind(&self) -> crate::latency::Kind {
-        crate::latency::Kind {
-            load: crate::latency::Load::Idle,
-            ..self.kind()
-        }
-    }
 }
 
 /// Plans a curve: the first CPU of `cpus` chases, the others (or the first

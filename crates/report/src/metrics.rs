@@ -467,10 +467,10 @@ fn pooled(cells: &[(f64, Vec<f64>)]) -> Vec<f64> {
 
 fn mem(l: &Loaded, out: &mut Vec<Metric>) {
     use crate::sections::mem::round_gbps;
-    use numalab_mem::bandwidth::BandwidthRecord;
-    use numalab_mem::latency::LatencyRecord;
-    use numalab_mem::loaded::LoadedRecord;
-    use numalab_mem::migrate::MigrateRecord;
+    use numalab_records::mem::latency::LatencyRecord;
+    use numalab_records::mem::BandwidthRecord;
+    use numalab_records::mem::LoadedRecord;
+    use numalab_records::mem::MigrateRecord;
     let bw: Vec<BandwidthRecord> = l
         .records_of::<BandwidthRecord>()
         .into_iter()

@@ -40,3 +40,45 @@ pub enum PageKind {
     /// hugetlbfs pages of this size from the reserved pool.
     HugeTlb(u64),
 }
+
+/// Per-node page counts of a region, as the kernel reports them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PagePlacement {
+    /// (node OS index, pages on it), ascending by node.
+    pub pages_per_node: Vec<(u32, u64)>,
+    /// Pages not yet allocated (never touched).
+    pub not_present: u64,
+}
+
+impl PagePlacement {
+    /// Counts per-page nodes.
+    pub fn from_page_nodes(nodes: &[Option<u32>]) -> Self {
+        let mut map = std::collections::BTreeMap::new();
+        let mut absent = 0;
+        for n in nodes {
+            match n {
+                Some(n) => *map.entry(*n).or_insert(0u64) += 1,
+                None => absent += 1,
+            }
+        }
+        PagePlacement {
+            pages_per_node: map.into_iter().collect(),
+            not_present: absent,
+        }
+    }
+
+    /// Fraction of present pages on the given nodes (1.0 = all of them).
+    pub fn fraction_on(&self, nodes: &[u32]) -> f64 {
+        let total: u64 = self.pages_per_node.iter().map(|(_, c)| c).sum();
+        if total == 0 {
+            return 0.0;
+        }
+        let on: u64 = self
+            .pages_per_node
+            .iter()
+            .filter(|(n, _)| nodes.contains(n))
+            .map(|(_, c)| c)
+            .sum();
+        on as f64 / total as f64
+    }
+}

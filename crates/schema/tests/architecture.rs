@@ -38,10 +38,9 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
 
 /// Probe crates the report still depends on for their record types (issue 19 moves
 /// the records to one home; this list only shrinks).
-const PROBES: [&str; 6] = [
+const PROBES: [&str; 5] = [
     "numalab-c2c",
     "numalab-harness",
-    "numalab-mem",
     "numalab-pmu",
     "numalab-sensors",
     "numalab-workload",

@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use numalab_mem::bandwidth::{self, BandwidthRecord};
 use numalab_mem::budget::Budgets;
 use numalab_mem::chase::Order;
-use numalab_mem::kernels::{self, Isa, Kernel};
+use numalab_mem::kernels::{self, Isa, IsaExt, Kernel};
 use numalab_mem::latency::{self, LatencyRecord};
 use numalab_mem::loaded::{self, LoadedRecord, Traffic};
 use numalab_mem::migrate::{self, Method, MigrateRecord, PairChoice};
@@ -346,7 +346,8 @@ fn parse_isa(text: Option<&str>) -> Result<(Isa, bool), CliError> {
     match text {
         None => Ok((kernels::best(), false)),
         Some(t) => {
-            let isa = Isa::parse(t).map_err(|e| usage(format!("--isa: {e}")))?;
+            let isa =
+                numalab_mem::kernels::parse_isa(t).map_err(|e| usage(format!("--isa: {e}")))?;
             if !isa.available() {
                 let have: Vec<&str> = kernels::available().iter().map(|i| i.name()).collect();
                 return Err(CliError::new(

@@ -184,6 +184,7 @@ fn slot<'s>(arrays: &'s mut Arrays<'_>, name: &str) -> &'s mut [f64] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::IsaExt;
     use crate::kernels::{available, run};
 
     fn arrays_for<'a>(

@@ -41,10 +41,10 @@ impl NodeMatrix {
 }
 
 pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
-    use numalab_mem::bandwidth::BandwidthRecord;
-    use numalab_mem::latency::LatencyRecord;
-    use numalab_mem::loaded::LoadedRecord;
-    use numalab_mem::migrate::MigrateRecord;
+    use numalab_records::mem::latency::LatencyRecord;
+    use numalab_records::mem::BandwidthRecord;
+    use numalab_records::mem::LoadedRecord;
+    use numalab_records::mem::MigrateRecord;
     let bw: Vec<BandwidthRecord> = l
         .records_of::<BandwidthRecord>()
         .into_iter()
@@ -371,7 +371,7 @@ pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
     }
     // The same quantity from different probes of one run: idle memory latency of one
     // kind (order, pages, locality) and working set, by every probe that measured it.
-    let mut dram: Vec<(String, numalab_mem::latency::Kind, u64, f64)> = Vec::new();
+    let mut dram: Vec<(String, numalab_records::mem::latency::Kind, u64, f64)> = Vec::new();
     for r in &lat {
         let local = r.matrix.is_none_or(|c| c.cpu_node == c.mem_node);
         let p = if r.matrix.is_some() {
@@ -408,14 +408,14 @@ pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             }
         }
     }
-    let mut groups: Vec<(numalab_mem::latency::Kind, u64)> = Vec::new();
+    let mut groups: Vec<(numalab_records::mem::latency::Kind, u64)> = Vec::new();
     for d in &dram {
         if !groups.contains(&(d.1.clone(), d.2)) {
             groups.push((d.1.clone(), d.2));
         }
     }
     for (kind, ws) in groups {
-        let same: Vec<&(String, numalab_mem::latency::Kind, u64, f64)> =
+        let same: Vec<&(String, numalab_records::mem::latency::Kind, u64, f64)> =
             dram.iter().filter(|d| d.1 == kind && d.2 == ws).collect();
         let lo = same.iter().min_by(|a, b| a.3.total_cmp(&b.3));
         let hi = same.iter().max_by(|a, b| a.3.total_cmp(&b.3));

@@ -9,10 +9,10 @@ use crate::doc::Section;
 use crate::load::Loaded;
 use crate::table::Cell;
 use numalab_chart::{AxisFormat, Bar, BarChart, Heatmap, LineChart, Series};
-use numalab_mem::bandwidth::{BandwidthRecord, MatrixCell};
-use numalab_mem::latency::LatencyRecord;
-use numalab_mem::loaded::LoadedRecord;
-use numalab_mem::migrate::MigrateRecord;
+use numalab_records::mem::latency::LatencyRecord;
+use numalab_records::mem::LoadedRecord;
+use numalab_records::mem::MigrateRecord;
+use numalab_records::mem::{BandwidthRecord, MatrixCell};
 use numalab_schema::machine::CacheKind;
 use numalab_schema::{cpulist, units, Machine};
 
@@ -139,7 +139,7 @@ pub(crate) fn headline_matrix(lat: &[LatencyRecord]) -> Vec<&LatencyRecord> {
 
 /// A latency record's figure at working set `ws` in words, without the locality (the
 /// node pair says it): "random over 256 MiB (8x LLC), huge pages (THP)".
-pub(crate) fn latency_kind_text(k: &numalab_mem::latency::Kind, ws: u64) -> String {
+pub(crate) fn latency_kind_text(k: &numalab_records::mem::latency::Kind, ws: u64) -> String {
     let label = k.label(ws);
     // "idle, ORDER, PAGES, LOCALITY" -> "ORDER, PAGES"
     let parts: Vec<&str> = label.splitn(2, ", ").collect();

@@ -49,10 +49,10 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<m::Traffic>,
         ok::<m::Policy>,
         ok::<m::Check>,
-        ok::<numalab_mem::bandwidth::BandwidthRecord>,
-        ok::<numalab_mem::latency::LatencyRecord>,
-        ok::<numalab_mem::loaded::LoadedRecord>,
-        ok::<numalab_mem::migrate::MigrateRecord>,
+        ok::<numalab_records::mem::BandwidthRecord>,
+        ok::<numalab_records::mem::latency::LatencyRecord>,
+        ok::<numalab_records::mem::LoadedRecord>,
+        ok::<numalab_records::mem::MigrateRecord>,
     ]
     .iter()
     .find_map(|f| f(r))

@@ -1,0 +1,102 @@
+//! `mem.bandwidth`: one kernel on a group of threads.
+
+use super::kernel::{Isa, Kernel};
+use super::{PagesObtained, Placement, Timer};
+use numalab_schema::RecordKind;
+use numalab_stats::Summary;
+use serde::{Deserialize, Serialize};
+
+/// A node pair of a matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatrixCell {
+    /// Node of the threads.
+    pub cpu_node: u32,
+    /// Node of the data.
+    pub mem_node: u32,
+}
+
+/// One bandwidth measurement: a kernel on a group of threads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthRecord {
+    /// The kernel ("triad", "write-nt").
+    pub kernel: Kernel,
+    /// What it computes.
+    pub formula: String,
+    /// Instruction set used.
+    pub isa: Isa,
+    /// Threads.
+    pub threads: usize,
+    /// The node pair, in a matrix.
+    pub matrix: Option<MatrixCell>,
+    /// Where threads and pages really were.
+    pub placement: Placement,
+    /// Pages obtained.
+    pub pages: PagesObtained,
+    /// Bytes of one array, all threads.
+    pub array_bytes: u64,
+    /// Bytes of all the kernel's arrays, all threads.
+    pub working_set_bytes: u64,
+    /// Elements per array per thread.
+    pub elements_per_thread: u64,
+    /// Bytes per sample counted the STREAM way.
+    pub stream_bytes_per_sample: u64,
+    /// Bytes per sample actually moved, with write-allocate for plain stores.
+    pub actual_bytes_per_sample: u64,
+    /// Kernel passes per timed sample.
+    pub inner_iterations: u64,
+    /// Discarded warm-up rounds.
+    pub warmup_rounds: usize,
+    /// Raw samples: duration of each timed round, ns, from the earliest thread's start
+    /// to the latest thread's end (the whole team, as STREAM times its parallel region).
+    pub sample_ns: Vec<f64>,
+    /// Per round, the duration of the slowest thread alone, ns (start skew excluded:
+    /// likwid-bench's convention).
+    pub slowest_thread_ns: Vec<f64>,
+    /// STREAM-counted bandwidth, GB/s (10^9 bytes/s), over the samples.
+    pub bandwidth_gbps: Summary,
+    /// STREAM-counted bytes over the slowest thread's time, GB/s (likwid-bench's
+    /// convention; higher than `bandwidth_gbps` by the threads' start skew).
+    pub slowest_thread_gbps: Summary,
+    /// Bandwidth in bytes actually moved, GB/s.
+    pub actual_bandwidth_gbps: Summary,
+    /// Median over rounds of slowest / fastest thread time (1.0 = balanced).
+    pub imbalance: f64,
+    /// Timer.
+    pub timer: Timer,
+    /// Vector width of the ISA that ran, bits (SVE: this CPU's vector length, read at
+    /// run time; scalar: 64). Absent in records of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_bits: Option<u32>,
+    /// Whether the kernel's results were checked and right ([`Verification`]); a wrong
+    /// result fails the cell, so a written record says `true`. Absent in records of
+    /// older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
+    /// The result check made after the timed rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
+}
+
+/// The result check of a bandwidth cell (`numalab_mem::kernels::verify`): after the timed
+/// rounds every thread sets its arrays to known values, runs the measured kernel (same
+/// ISA, lengths, alignment) and compares every element with the closed-form values the
+/// formula must give.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    /// How, in words.
+    pub method: String,
+    /// Kernel runs before the comparison.
+    pub repetitions: u32,
+    /// Elements compared, all arrays and threads.
+    pub elements_checked: u64,
+    /// Sum of the output arrays found, all threads (`read`: the sums it returned).
+    pub checksum: f64,
+    /// Its closed-form value.
+    pub expected_checksum: f64,
+    /// Relative error allowed per element and on the checksum.
+    pub tolerance: f64,
+}
+
+impl RecordKind for BandwidthRecord {
+    const KIND: &'static str = "mem.bandwidth";
+}
