@@ -36,29 +36,7 @@ pub fn order(m: &LatencyMatrix, structure: Option<&Structure>, order: Order) -> 
     }
 }
 
-/// Positions of `cpus` sorted by group, coarsest level first, then matrix order.
-/// `levels` are the CPU groups of each level, finest first (as in a `c2c.matrix`
-/// record), so a saved matrix is drawn in the same order as a live one.
-pub fn order_by_groups(cpus: &[u32], levels: &[Vec<Vec<u32>>]) -> Vec<usize> {
-    let mut pos: Vec<usize> = (0..cpus.len()).collect();
-    let key = |p: usize| -> Vec<usize> {
-        let cpu = cpus[p];
-        let mut k: Vec<usize> = levels
-            .iter()
-            .rev()
-            .map(|groups| {
-                groups
-                    .iter()
-                    .position(|g| g.contains(&cpu))
-                    .unwrap_or(usize::MAX)
-            })
-            .collect();
-        k.push(p);
-        k
-    };
-    pos.sort_by_key(|&p| key(p));
-    pos
-}
+pub use numalab_records::c2c::order_by_groups;
 
 /// Ten log-scale classes between `lo` and `hi`.
 #[derive(Debug, Clone, Copy)]
@@ -180,16 +158,7 @@ pub use numalab_chart::escape;
 /// The heatmap as a chart: cells in display order, coloured by the same ten log-scale
 /// classes as the terminal map, a tooltip per cell, unmeasured pairs grey.
 pub fn chart(m: &LatencyMatrix, positions: &[usize], title: &str) -> numalab_chart::Heatmap {
-    let labels: Vec<String> = positions.iter().map(|&p| m.cpus()[p].to_string()).collect();
-    let values = positions
-        .iter()
-        .map(|&a| positions.iter().map(|&b| m.get(a, b)).collect())
-        .collect();
-    let mut h = numalab_chart::Heatmap::new(title, labels.clone(), labels, values, "ns");
-    h.row_label = "CPU".into();
-    h.col_label = "CPU".into();
-    h.log_classes = Some(10);
-    h
+    numalab_chart::Heatmap::cpu_matrix(title, m.cpus(), positions, |a, b| m.get(a, b))
 }
 
 /// A self-contained SVG heatmap with a title, CPU labels, a legend and a tooltip per cell.

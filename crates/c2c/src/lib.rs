@@ -1,7 +1,7 @@
 //! Core-to-core latency: where each core is relative to the others.
 //!
 //! Caches shared, clusters, dies, sockets and the mesh all show in how long a cache line
-//! takes to travel between two cores. This crate measures it ([`pingpong`]), plans which
+//! takes to travel between two cores. `numalab-pingpong` measures it; this crate plans which
 //! pairs to measure on big machines ([`matrix`]), reads and writes the CSV format of the
 //! `core-to-core-latency` tool ([`csv`]), infers the machine's latency structure from a
 //! matrix alone ([`structure`]), compares that structure with hwloc's ([`compare`]) and
@@ -11,7 +11,6 @@ pub mod compare;
 pub mod csv;
 pub mod heatmap;
 pub mod matrix;
-pub mod pingpong;
 pub mod record;
 pub mod structure;
 

@@ -90,17 +90,7 @@ pub const RESOLUTION: f64 = 0.005;
 /// A level must stand out from the valleys toward higher peaks by this fraction of CPUs.
 pub const PROMINENCE: f64 = 0.25;
 
-/// Which view of the matrix revealed a level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Evidence {
-    /// Group-mates are faster to each other than to outsiders.
-    Latency,
-    /// Group-mates see the rest of the machine alike (interchangeable CPUs).
-    Profile,
-    /// Both views agree on this partition.
-    Both,
-}
+pub use numalab_records::c2c::{Confidence, Evidence};
 
 /// One group of a level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -150,16 +140,6 @@ impl Level {
     pub fn multi_groups(&self) -> usize {
         self.groups.iter().filter(|g| g.cpus.len() > 1).count()
     }
-}
-
-/// How much to trust the structure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Confidence {
-    /// The matrix is complete and clean.
-    High,
-    /// The matrix has holes, bad cells or too few CPUs: read the notes.
-    Low,
 }
 
 /// The inferred structure of a matrix.

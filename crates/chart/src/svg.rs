@@ -496,6 +496,28 @@ impl Heatmap {
         }
     }
 
+    /// A core-to-core heatmap: `cpus` in matrix order, cells at `positions` (display
+    /// order) with `value(i, j)` between the i-th and j-th CPUs, coloured by ten
+    /// log-scale classes (latencies within a core and across sockets differ by orders
+    /// of magnitude), unmeasured pairs grey.
+    pub fn cpu_matrix(
+        title: &str,
+        cpus: &[u32],
+        positions: &[usize],
+        value: impl Fn(usize, usize) -> Option<f64>,
+    ) -> Self {
+        let labels: Vec<String> = positions.iter().map(|&p| cpus[p].to_string()).collect();
+        let values = positions
+            .iter()
+            .map(|&a| positions.iter().map(|&b| value(a, b)).collect())
+            .collect();
+        let mut h = Heatmap::new(title, labels.clone(), labels, values, "ns");
+        h.row_label = "CPU".into();
+        h.col_label = "CPU".into();
+        h.log_classes = Some(10);
+        h
+    }
+
     /// The SVG document.
     pub fn to_svg(&self) -> String {
         let n_r = self.rows.len().max(1);

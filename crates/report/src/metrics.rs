@@ -9,11 +9,11 @@
 
 use crate::compare::Metric;
 use crate::load::Loaded;
-use numalab_c2c::record::{MatrixRecord, PairRecord};
 use numalab_harness::policy::PolicySummary;
 use numalab_harness::scale::ScaleSummary;
 use numalab_harness::sweep::SweepSummary;
 use numalab_model::records as model;
+use numalab_records::c2c::{MatrixRecord, PairRecord};
 use numalab_workload::run::LatencySummary;
 use numalab_workload::WorkloadRun;
 use std::collections::BTreeMap;

@@ -38,8 +38,7 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
 
 /// Probe crates the report still depends on for their record types (issue 19 moves
 /// the records to one home; this list only shrinks).
-const PROBES: [&str; 5] = [
-    "numalab-c2c",
+const PROBES: [&str; 4] = [
     "numalab-harness",
     "numalab-pmu",
     "numalab-sensors",
@@ -78,11 +77,23 @@ fn the_never_arrows_hold() {
         "numalab-sensors",
         "numalab-mem",
         "numalab-c2c",
+        "numalab-pingpong",
         "numalab-pmu",
         "numalab-harness",
         "numalab-workload",
     ] {
         assert!(!model.contains(m), "numalab-model depends on {m}");
+    }
+    // The matrix half of core-to-core latency is pure: analysing a matrix (and the
+    // floorplan inference built on it) needs no hwloc, no clock, no measuring crate.
+    let c2c = internal(&g["numalab-c2c"]);
+    for hw in [
+        "numalab-topo",
+        "numalab-proc",
+        "numalab-clock",
+        "numalab-pingpong",
+    ] {
+        assert!(!c2c.contains(hw), "numalab-c2c depends on {hw}");
     }
     // The foundations depend on nothing of numalab (chart, clock and sensors only on
     // schema; records only on schema and stats).

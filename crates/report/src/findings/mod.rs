@@ -9,13 +9,13 @@
 use crate::anchors;
 use crate::load::Loaded;
 use crate::records::{Check, DoctorReport, StepRecord, StepStatus, TopologyRecord, Verdict};
-use numalab_c2c::record::MatrixRecord;
 use numalab_harness::policy::PolicySummary;
 use numalab_harness::scale::ScaleSummary;
 use numalab_harness::sweep::SweepSummary;
 use numalab_model::records as model;
 use numalab_pmu::check::PmuCheck;
 use numalab_pmu::profile::Profile;
+use numalab_records::c2c::MatrixRecord;
 use numalab_schema::{cpulist, Machine, Origin};
 use numalab_workload::WorkloadRun;
 use serde::{Deserialize, Serialize};

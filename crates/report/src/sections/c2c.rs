@@ -7,9 +7,9 @@ use crate::anchors;
 use crate::doc::{OutlineItem, Section};
 use crate::load::Loaded;
 use crate::table::Cell;
-use numalab_c2c::matrix::{LatencyMatrix, Selection};
-use numalab_c2c::record::{MatrixRecord, PairRecord};
-use numalab_c2c::structure::{Confidence, Evidence};
+use numalab_records::c2c::{Confidence, Evidence};
+use numalab_records::c2c::{LatencyMatrix, Selection};
+use numalab_records::c2c::{MatrixRecord, PairRecord};
 use numalab_schema::cpulist;
 
 /// The sections of the `c2c.matrix` records of a bundle.
@@ -31,7 +31,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             .iter()
             .map(|l| l.iter().map(|g| g.cpus.clone()).collect())
             .collect();
-        let positions = numalab_c2c::heatmap::order_by_groups(&rec.cpus, &levels);
+        let positions = numalab_records::c2c::order_by_groups(&rec.cpus, &levels);
         let title = format!(
             "core-to-core latency ({}), {} CPUs",
             rec.variant,
@@ -39,7 +39,9 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         );
         s.chart(
             &anchors::c2c_heatmap(b, &r.key),
-            numalab_c2c::heatmap::chart(&matrix, &positions, &title).to_svg(),
+            numalab_chart::Heatmap::cpu_matrix(&title, matrix.cpus(), &positions, |a, b| {
+                matrix.get(a, b)
+            }).to_svg(),
             format!(
                 "Half round-trip time of one cache line between two pinned CPUs ({}), {} of {} pairs measured; rows and columns ordered by the inferred groups; grey = not measured",
                 rec.statistic,

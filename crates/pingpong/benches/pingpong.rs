@@ -5,9 +5,9 @@
 //!    core-to-core-latency`): the same pair (CPUs 1 and 0), the same 1000 round trips x
 //!    300 samples, alternating runs, medians of the results and of the wall times.
 //!
-//! Run: `cargo bench -p numalab-c2c` (`C2C_RUNS=N` alternations, default 5).
+//! Run: `cargo bench -p numalab-pingpong` (`C2C_RUNS=N` alternations, default 5).
 
-use numalab_c2c::pingpong::{measure_pair, Config, Variant};
+use numalab_pingpong::{measure_pair, Config, Variant};
 use numalab_topo::bind::HwlocPlacer;
 use std::path::PathBuf;
 use std::process::Command;
