@@ -18,6 +18,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+// The catalog's part of records (the CPU match, metric origins) lives in numalab-records.
+pub use numalab_records::pmu::{CpuMatch, MetricOrigin};
+
 const SOFTWARE_TOML: &str = include_str!("../data/linux/software.toml");
 const X86_EVENTS_TOML: &str = include_str!("../data/x86/generic.toml");
 const ARM_METRICS_TOML: &str = include_str!("../data/metrics/arm.toml");
@@ -184,18 +187,6 @@ impl EventDef {
             _ => None,
         }
     }
-}
-
-/// Where a metric comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MetricOrigin {
-    /// numalab's methodology (data/metrics/*.toml).
-    Methodology,
-    /// The vendor's file (Arm telemetry).
-    Vendor,
-    /// Software events (data/linux/software.toml).
-    Software,
 }
 
 /// One derived metric.
@@ -1324,17 +1315,6 @@ pub fn raw_code(text: &str) -> Option<u64> {
         return None;
     }
     parse_hex(rest)
-}
-
-/// How the CPU was matched to a catalog.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CpuMatch {
-    /// Catalog id.
-    pub catalog: String,
-    /// CPU name.
-    pub cpu: String,
-    /// How it was decided ("MIDR 0x413fd0c1", "--cpu-model n1", "vendor GenuineIntel").
-    pub how: String,
 }
 
 /// The MIDR_EL1 of CPU 0 from sysfs under `root` ("/" for this machine).

@@ -7,56 +7,15 @@
 //! instructions give the loop's IPC. A PMU that counts but disagrees with the kernel's
 //! own clock is worse than none, so the agreement is part of the record.
 
-use crate::capability::{self, Capability};
-use crate::catalog::{self, CpuMatch};
+use crate::capability;
+use crate::catalog;
 use numalab_schema::machine::CpuIdentity;
-use numalab_schema::RecordKind;
 use perf_event::events::{Hardware, Software};
 use perf_event::Builder;
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// A PMU check (`pmu.check`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PmuCheck {
-    /// What counting is possible.
-    pub capability: Capability,
-    /// The capability in one sentence.
-    pub verdict: String,
-    /// The catalog for this CPU, if one fits.
-    #[serde(default)]
-    pub cpu: Option<CpuMatch>,
-    /// Why no catalog fits.
-    #[serde(default)]
-    pub cpu_problem: Option<String>,
-    /// Programmable counters per CPU (from the catalog).
-    #[serde(default)]
-    pub counters: Option<usize>,
-    /// Iterations of the built-in loop.
-    pub loop_iterations: u64,
-    /// Task clock of the loop, ns (perf software event).
-    #[serde(default)]
-    pub loop_task_clock_ns: Option<u64>,
-    /// The thread's CPU time over the loop, ns (CLOCK_THREAD_CPUTIME_ID).
-    #[serde(default)]
-    pub loop_thread_cpu_ns: Option<u64>,
-    /// task clock / thread CPU time (1.0 = perfect agreement).
-    #[serde(default)]
-    pub task_clock_agreement: Option<f64>,
-    /// Cycles of the loop (hardware PMU only).
-    #[serde(default)]
-    pub loop_cycles: Option<u64>,
-    /// Instructions of the loop (hardware PMU only).
-    #[serde(default)]
-    pub loop_instructions: Option<u64>,
-    /// Instructions per cycle of the loop.
-    #[serde(default)]
-    pub loop_ipc: Option<f64>,
-}
-
-impl RecordKind for PmuCheck {
-    const KIND: &'static str = "pmu.check";
-}
+// The check's record lives in numalab-records.
+pub use numalab_records::pmu::PmuCheck;
 
 fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {

@@ -420,7 +420,7 @@ impl Backend for PerfBackend {
                     }
                     Err(err) => {
                         pg.counters.push(None);
-                        pg.statuses.push(EventStatus::from_error(&err));
+                        pg.statuses.push(crate::capability::status_from_error(&err));
                     }
                 }
             }

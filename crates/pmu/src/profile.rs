@@ -18,37 +18,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Where the counts came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Source {
-    /// "measured" or "imported".
-    pub kind: String,
-    /// The imported file.
-    #[serde(default)]
-    pub path: Option<String>,
-    /// The imported file's format.
-    #[serde(default)]
-    pub format: Option<String>,
-}
-
-/// One perf group as counted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GroupRecord {
-    /// Index.
-    pub id: usize,
-    /// The run it was counted in.
-    pub run: usize,
-    /// Metrics it serves.
-    pub metrics: Vec<String>,
-    /// Time enabled, ns.
-    pub time_enabled_ns: Option<u64>,
-    /// Time on counters, ns.
-    pub time_running_ns: Option<u64>,
-    /// time_running / time_enabled.
-    pub running_fraction: Option<f64>,
-    /// Its events' values (scaled by the fraction).
-    pub values: Vec<EventValue>,
-}
+// What a profile records, except the profile and its runs (which hold the command's
+// outcome), lives in numalab-records.
+pub use numalab_records::pmu::{Coverage, GroupRecord, NotComputable, Source, Spread};
 
 /// One run of the workload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,23 +29,6 @@ pub struct RunRecord {
     pub run: usize,
     /// How the command ended.
     pub outcome: Outcome,
-}
-
-/// Run-to-run spread of an event counted in every run (`--exact`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    /// Event.
-    pub event: String,
-    /// Runs.
-    pub runs: usize,
-    /// Smallest count.
-    pub min: f64,
-    /// Median count.
-    pub median: f64,
-    /// Largest count.
-    pub max: f64,
-    /// (max - min) / median, in percent.
-    pub spread_pct: f64,
 }
 
 /// A profile (`pmu.profile`).
@@ -119,57 +74,6 @@ pub struct Profile {
     /// trusted, never scheduled; metrics not computable grouped by cause.
     #[serde(default)]
     pub coverage: Option<Coverage>,
-}
-
-/// What the profile could count, each fact once.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Coverage {
-    /// Live Arm runs: the core PMU raw events were opened on (sysfs).
-    #[serde(default)]
-    pub core_pmu: Option<CorePmu>,
-    /// Live Arm runs: core PMUs found (more than one on big.LITTLE).
-    #[serde(default)]
-    pub core_pmus: usize,
-    /// perf_event_attr.type raw events were opened with (None: PERF_TYPE_RAW, 4).
-    #[serde(default)]
-    pub raw_type: Option<u32>,
-    /// Whether the core PMU advertises the architecture's required common events
-    /// (then unlisted IMPLEMENTATION DEFINED events are counted on trust).
-    #[serde(default)]
-    pub common_set_complete: Option<bool>,
-    /// Hardware events asked for.
-    pub hardware_asked: usize,
-    /// Hardware events counted and trusted.
-    pub hardware_counted: usize,
-    /// Events not supported by this PMU (not advertised, or refused by the kernel).
-    pub unsupported: Vec<String>,
-    /// Events that read 0 where hardware must count: not counted here.
-    pub untrusted: Vec<String>,
-    /// Events opened but never scheduled on a counter.
-    pub not_scheduled: Vec<String>,
-    /// Events denied or failed.
-    #[serde(default)]
-    pub denied_or_failed: Vec<String>,
-    /// IMPLEMENTATION DEFINED events counted although the PMU does not list them.
-    #[serde(default)]
-    pub on_trust: Vec<String>,
-    /// Metrics without a value, grouped by cause.
-    pub not_computable: Vec<NotComputable>,
-}
-
-/// Metrics that share the cause of having no value.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NotComputable {
-    /// `no_hardware`, `unsupported`, `untrusted`, `not_scheduled`, `denied`,
-    /// `failed`, `not_counted` (not selected), or `other`.
-    pub cause: String,
-    /// One line: "14 metrics not computable: their events are not counted by this PMU
-    /// (BR_RETIRED, ...)".
-    pub text: String,
-    /// The metrics.
-    pub metrics: Vec<String>,
-    /// The events behind the cause.
-    pub events: Vec<String>,
 }
 
 impl RecordKind for Profile {

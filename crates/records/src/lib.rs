@@ -10,9 +10,10 @@
 //! description and the vocabulary: memory policies, the clock check) and
 //! `numalab-stats` (summaries).
 //!
-//! One module per record family: [`mem`], [`c2c`]; and [`process`], how a user's
-//! command ended, which several families carry.
+//! One module per record family: [`mem`], [`c2c`], [`pmu`]; and [`process`], how a
+//! user's command ended, which several families carry.
 
 pub mod c2c;
 pub mod mem;
+pub mod pmu;
 pub mod process;

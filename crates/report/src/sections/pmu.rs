@@ -7,13 +7,11 @@ use crate::anchors;
 use crate::doc::{OutlineItem, Section};
 use crate::load::Loaded;
 use crate::table::Cell;
-use numalab_pmu::capability::EventStatus;
-use numalab_pmu::check::PmuCheck;
-use numalab_pmu::compare::Comparison;
-use numalab_pmu::metrics::{fmt_metric, EventState};
-use numalab_pmu::profile::{Coverage, Profile};
+use numalab_pmu::profile::Profile;
 use numalab_pmu::sample::SampleReport;
-use numalab_pmu::tree::TreeReport;
+use numalab_records::pmu::{
+    fmt_metric, Comparison, Coverage, EventState, EventStatus, PmuCheck, TreeReport,
+};
 
 fn status(s: &EventStatus) -> Cell {
     match s {
@@ -392,7 +390,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use numalab_pmu::profile::NotComputable;
+    use numalab_records::pmu::NotComputable;
 
     #[test]
     fn coverage_is_said_once_per_fact() {
