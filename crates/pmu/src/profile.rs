@@ -13,84 +13,14 @@ use crate::import::{self, ImportError};
 use crate::metrics::{self, EventState, EventValue, MetricValue};
 use crate::tree::{self, TreeReport};
 use numalab_proc::{Outcome, ProcError, Spec};
-use numalab_schema::{Classify, ErrorClass, Origin, Record, RecordKind, Warning};
-use serde::{Deserialize, Serialize};
+use numalab_schema::{Classify, ErrorClass, Origin, Record, Warning};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-// What a profile records, except the profile and its runs (which hold the command's
-// outcome), lives in numalab-records.
-pub use numalab_records::pmu::{Coverage, GroupRecord, NotComputable, Source, Spread};
-
-/// One run of the workload.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    /// Index (0-based).
-    pub run: usize,
-    /// How the command ended.
-    pub outcome: Outcome,
-}
-
-/// A profile (`pmu.profile`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Profile {
-    /// The catalog used and how the CPU was recognised.
-    pub cpu: CpuMatch,
-    /// Where the counts came from.
-    pub source: Source,
-    /// "default", "exact" or "import".
-    pub mode: String,
-    /// "user" or "user+kernel" (live runs).
-    #[serde(default)]
-    pub scope: Option<String>,
-    /// Whether a hardware PMU was available (live runs).
-    #[serde(default)]
-    pub hardware_pmu: Option<bool>,
-    /// Programmable counters assumed (live runs).
-    #[serde(default)]
-    pub counters: Option<usize>,
-    /// The metric set asked for.
-    pub metric_set: String,
-    /// The command profiled (live runs).
-    #[serde(default)]
-    pub command: Vec<String>,
-    /// One value per event (for events counted in several groups: the best-covered one).
-    pub events: Vec<EventValue>,
-    /// Perf groups (live runs).
-    #[serde(default)]
-    pub groups: Vec<GroupRecord>,
-    /// Runs of the workload.
-    #[serde(default)]
-    pub runs: Vec<RunRecord>,
-    /// Run-to-run spread (`--exact`).
-    #[serde(default)]
-    pub spread: Vec<Spread>,
-    /// Metrics.
-    pub metrics: Vec<MetricValue>,
-    /// The decision tree.
-    #[serde(default)]
-    pub tree: Option<TreeReport>,
-    /// What could and could not be counted, said once: events not supported, not
-    /// trusted, never scheduled; metrics not computable grouped by cause.
-    #[serde(default)]
-    pub coverage: Option<Coverage>,
-}
-
-impl RecordKind for Profile {
-    const KIND: &'static str = "pmu.profile";
-}
-
-impl Profile {
-    /// An event by name.
-    pub fn event(&self, name: &str) -> Option<&EventValue> {
-        self.events.iter().find(|e| e.name == name)
-    }
-
-    /// A metric by name.
-    pub fn metric(&self, name: &str) -> Option<&MetricValue> {
-        self.metrics.iter().find(|m| m.name == name)
-    }
-}
+// What a profile records lives in numalab-records.
+pub use numalab_records::pmu::{
+    Coverage, GroupRecord, NotComputable, Profile, RunRecord, Source, Spread,
+};
 
 /// A profile and the warnings that go with it.
 #[derive(Debug, Clone)]

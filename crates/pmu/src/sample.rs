@@ -15,55 +15,15 @@
 
 use crate::catalog::{Catalog, Encoding, EventRef};
 use numalab_proc::{Outcome, ProcError, Spec};
-use numalab_schema::{cpulist, Classify, ErrorClass, RecordKind};
+use numalab_schema::{cpulist, Classify, ErrorClass};
 use perf_event::data::Record as PerfRecord;
 use perf_event::events::Software;
 use perf_event::{Builder, SampleFlag, Sampler};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-// The hits a sampling run records live in numalab-records.
-pub use numalab_records::pmu::{FunctionHits, LineHits};
-
-/// A sampling run (`pmu.samples`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SampleReport {
-    /// The event sampled.
-    pub event: String,
-    /// Sampling frequency asked for, Hz (when sampling by frequency).
-    #[serde(default)]
-    pub frequency_hz: Option<u64>,
-    /// Sampling period (events per sample), when sampling by period.
-    #[serde(default)]
-    pub period: Option<u64>,
-    /// Samples taken.
-    pub samples: u64,
-    /// Samples the kernel lost (ring buffer full).
-    pub lost: u64,
-    /// Samples attributed to a named function.
-    pub attributed: u64,
-    /// Median call-chain depth (frames), when chains were recorded.
-    #[serde(default)]
-    pub callchain_depth_median: Option<f64>,
-    /// Functions, most samples first (at most 200).
-    pub functions: Vec<FunctionHits>,
-    /// Distinct functions seen (more than `functions` holds when truncated).
-    #[serde(default)]
-    pub functions_seen: usize,
-    /// Source lines, most samples first (at most 50).
-    pub lines: Vec<LineHits>,
-    /// What skid means for this event.
-    pub skid: String,
-    /// The command.
-    pub command: Vec<String>,
-    /// How it ended.
-    pub outcome: Outcome,
-}
-
-impl RecordKind for SampleReport {
-    const KIND: &'static str = "pmu.samples";
-}
+// What a sampling run records lives in numalab-records.
+pub use numalab_records::pmu::{FunctionHits, LineHits, SampleReport};
 
 /// How to sample.
 #[derive(Debug, Clone)]

@@ -5,9 +5,6 @@
 //! PMU's advertised events. `numalab-pmu` measures and re-exports them under its own
 //! module paths (`numalab_pmu::check::PmuCheck` is [`PmuCheck`]); the pure formatting
 //! the report shares with the CLI (`fmt_metric` ...) lives here too.
-//!
-//! `Profile`, its `RunRecord` and `SampleReport` are still defined in `numalab-pmu`:
-//! they hold the command's `numalab_proc::Outcome`, which has no home here yet.
 
 mod advertised;
 mod capability;
@@ -25,6 +22,6 @@ pub use catalog::{CpuMatch, MetricOrigin};
 pub use check::PmuCheck;
 pub use compare::{Comparison, CountChange, MetricChange};
 pub use metrics::{fmt_count, fmt_metric, fmt_pct, fmt_sig, EventState, EventValue, MetricValue};
-pub use profile::{Coverage, GroupRecord, NotComputable, Source, Spread};
-pub use sample::{FunctionHits, LineHits};
+pub use profile::{Coverage, GroupRecord, NotComputable, Profile, RunRecord, Source, Spread};
+pub use sample::{FunctionHits, LineHits, SampleReport};
 pub use tree::{Finding, SideStall, StepMetric, TreeReport, TreeStep, Unevaluated};

@@ -7,8 +7,8 @@ use crate::anchors;
 use crate::doc::{OutlineItem, Section};
 use crate::load::Loaded;
 use crate::table::Cell;
-use numalab_pmu::profile::Profile;
-use numalab_pmu::sample::SampleReport;
+use numalab_records::pmu::Profile;
+use numalab_records::pmu::SampleReport;
 use numalab_records::pmu::{
     fmt_metric, Comparison, Coverage, EventState, EventStatus, PmuCheck, TreeReport,
 };
