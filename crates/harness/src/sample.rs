@@ -187,7 +187,7 @@ impl PowerSampler {
     /// Takes one reading, stamped `now` (tests pass their own times).
     pub fn sample_at(&mut self, now: Instant) {
         for s in &mut self.states {
-            if let Some(v) = s.sensor.read_raw() {
+            if let Some(v) = numalab_sensors::read_raw(&s.sensor) {
                 if s.first.is_none() {
                     s.first = Some((v, now));
                 }

@@ -10,6 +10,7 @@
 //! description and the vocabulary: memory policies, the clock check) and
 //! `numalab-stats` (summaries).
 //!
-//! One module per record family: [`mem`].
+//! One module per record family: [`mem`], [`sensors`].
 
 pub mod mem;
+pub mod sensors;

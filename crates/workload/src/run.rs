@@ -548,7 +548,7 @@ impl PowerMeter {
     fn start(&mut self) {
         for (i, s) in self.sensors.iter().enumerate() {
             if s.kind == SensorKind::Energy {
-                self.energy_start[i] = s.read_raw();
+                self.energy_start[i] = numalab_sensors::read_raw(s);
             }
         }
         self.sample();
@@ -561,7 +561,7 @@ impl PowerMeter {
                 SensorKind::Temperature => 1e-3, // millidegrees
                 SensorKind::Energy => continue,
             };
-            if let Some(raw) = s.read_raw() {
+            if let Some(raw) = numalab_sensors::read_raw(s) {
                 let v = raw as f64 * scale;
                 self.sum[i] += v;
                 self.n[i] += 1;
@@ -588,7 +588,7 @@ impl PowerMeter {
         for (i, s) in self.sensors.iter().enumerate() {
             match s.kind {
                 SensorKind::Energy => {
-                    let watts = match (self.energy_start[i], s.read_raw()) {
+                    let watts = match (self.energy_start[i], numalab_sensors::read_raw(s)) {
                         (Some(a), Some(b)) => {
                             numalab_sensors::energy_to_watts(a, b, s.max_energy_uj, seconds)
                         }
