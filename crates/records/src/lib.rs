@@ -10,7 +10,8 @@
 //! description and the vocabulary: memory policies, the clock check) and
 //! `numalab-stats` (summaries).
 //!
-//! One module per record family: [`mem`], [`sensors`].
+//! One module per record family: [`mem`], [`sensors`], [`workload`].
 
 pub mod mem;
 pub mod sensors;
+pub mod workload;

@@ -14,8 +14,7 @@ use numalab_harness::policy::PolicySummary;
 use numalab_harness::scale::ScaleSummary;
 use numalab_harness::sweep::SweepSummary;
 use numalab_model::records as model;
-use numalab_workload::run::LatencySummary;
-use numalab_workload::WorkloadRun;
+use numalab_records::workload::{LatencySummary, WorkloadRun};
 use std::collections::BTreeMap;
 
 /// Per server: throughput with every CPU loaded.

@@ -38,12 +38,11 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
 
 /// Probe crates the report still depends on for their record types (issue 19 moves
 /// the records to one home; this list only shrinks).
-const PROBES: [&str; 5] = [
+const PROBES: [&str; 4] = [
     "numalab-c2c",
     "numalab-harness",
     "numalab-mem",
     "numalab-pmu",
-    "numalab-workload",
 ];
 
 #[test]

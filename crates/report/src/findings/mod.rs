@@ -16,8 +16,8 @@ use numalab_harness::sweep::SweepSummary;
 use numalab_model::records as model;
 use numalab_pmu::check::PmuCheck;
 use numalab_pmu::profile::Profile;
+use numalab_records::workload::WorkloadRun;
 use numalab_schema::{cpulist, Machine, Origin};
-use numalab_workload::WorkloadRun;
 use serde::{Deserialize, Serialize};
 
 /// How much a finding matters.

@@ -35,7 +35,7 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<PowerCheck>,
         ok::<numalab_c2c::record::PairRecord>,
         ok::<numalab_c2c::record::MatrixRecord>,
-        ok::<numalab_workload::WorkloadRun>,
+        ok::<numalab_records::workload::WorkloadRun>,
         ok::<numalab_harness::run::RunRecord>,
         ok::<numalab_harness::scale::ScaleSummary>,
         ok::<numalab_harness::policy::PolicySummary>,
