@@ -24,6 +24,8 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub use numalab_records::harness::{PointStats, ResponseStats};
+
 /// How a study runs the command (shared by scale, policy and sweep).
 #[derive(Debug, Clone)]
 pub struct Study {
@@ -606,62 +608,6 @@ pub fn run_points_with(
         r.sort_by_key(|x| x.repetition);
     }
     Ok((runs, hook_failures))
-}
-
-/// Response-time percentiles over a point's runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResponseStats {
-    /// Unit as printed by the program.
-    pub unit: String,
-    /// Response times pooled over the runs.
-    pub count: usize,
-    /// Median with its interval.
-    pub p50: Interval,
-    /// 95th percentile with its interval.
-    pub p95: Interval,
-    /// 99th percentile with its interval.
-    pub p99: Interval,
-}
-
-/// What a point's runs say.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PointStats {
-    /// Runs done.
-    pub runs: usize,
-    /// Runs that succeeded.
-    pub ok: usize,
-    /// Distinct failure reasons (first line of each).
-    pub failures: Vec<String>,
-    /// Median of the metric's values with a bootstrap interval.
-    pub metric: Option<Interval>,
-    /// Median throughput with a bootstrap interval.
-    pub throughput: Option<Interval>,
-    /// The throughput of each successful run.
-    pub throughput_values: Vec<f64>,
-    /// Runs whose throughput is an outlier (modified z-score > 3.5); kept in the median.
-    pub outliers: usize,
-    /// Median CPUs kept busy.
-    pub cpus_busy: Option<f64>,
-    /// Median CPUs busy per thread given.
-    pub utilisation: Option<f64>,
-    /// Response times, when measured.
-    pub response: Option<ResponseStats>,
-    /// Median power of the total figure (watts), when sensors exist.
-    pub power_w: Option<f64>,
-    /// What that power covers.
-    pub power_covers: Option<String>,
-    /// Throughput / power: work per joule, in the throughput's work unit.
-    pub work_per_joule: Option<f64>,
-    /// Highest temperature seen, degrees Celsius.
-    pub max_temp_c: Option<f64>,
-    /// Mean frequency of the run's CPUs, kHz.
-    pub mean_khz: Option<f64>,
-    /// The CPUs' highest allowed frequency, kHz.
-    pub nominal_max_khz: Option<u64>,
-    /// Why power figures are missing.
-    pub power_not_available: Option<String>,
-    /// Why frequency figures are missing.
-    pub frequency_not_available: Option<String>,
 }
 
 fn med(v: &[f64]) -> Option<f64> {

@@ -10,8 +10,9 @@
 //! description and the vocabulary: memory policies, the clock check) and
 //! `numalab-stats` (summaries).
 //!
-//! One module per record family: [`mem`], [`sensors`], [`workload`].
+//! One module per record family: [`harness`], [`mem`], [`sensors`], [`workload`].
 
+pub mod harness;
 pub mod mem;
 pub mod sensors;
 pub mod workload;

@@ -10,10 +10,8 @@
 use crate::compare::Metric;
 use crate::load::Loaded;
 use numalab_c2c::record::{MatrixRecord, PairRecord};
-use numalab_harness::policy::PolicySummary;
-use numalab_harness::scale::ScaleSummary;
-use numalab_harness::sweep::SweepSummary;
 use numalab_model::records as model;
+use numalab_records::harness::{PolicySummary, ScaleSummary, SweepSummary};
 use numalab_records::workload::{LatencySummary, WorkloadRun};
 use std::collections::BTreeMap;
 

@@ -8,8 +8,7 @@ use crate::{CliError, CliResult};
 use clap::Args;
 use numalab_harness::run::{Progress, Sink};
 use numalab_harness::{
-    report, HarnessError, Metric, Param, Placement, PolicyKind, PolicyPlan, ScalePlan, Study,
-    SweepPlan,
+    report, HarnessError, Metric, Param, Placement, PolicyKind, ScalePlan, Study,
 };
 use numalab_schema::{cpulist, ErrorClass, Machine, Origin, Record};
 use std::path::PathBuf;
@@ -367,7 +366,7 @@ pub fn policy(a: PolicyArgs) -> CliResult {
         ));
     }
     let m = live()?;
-    let plan = PolicyPlan::new(&m, a.threads, a.placement, a.node, &a.policies)
+    let plan = numalab_harness::policy::new_plan(&m, a.threads, a.placement, a.node, &a.policies)
         .map_err(|e| usage(format!("{e}")))?;
     let rec = recorder("policy", &a.study, &plan, &m)?;
     run_study(
@@ -389,7 +388,7 @@ pub fn sweep(a: SweepArgs) -> CliResult {
         return Err(usage("--param: the same name is given twice"));
     }
     let m = live()?;
-    let plan = SweepPlan::new(
+    let plan = numalab_harness::sweep::new_plan(
         &m,
         a.params.clone(),
         a.build.as_deref(),

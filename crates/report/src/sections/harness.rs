@@ -7,11 +7,9 @@ use crate::anchors;
 use crate::doc::Section;
 use crate::load::Loaded;
 use crate::table::Cell;
-use numalab_harness::policy::PolicySummary;
 use numalab_harness::report::{policy_svg, scale_chart, sweep_svg};
-use numalab_harness::run::{PointStats, RunRecord};
-use numalab_harness::scale::ScaleSummary;
-use numalab_harness::sweep::SweepSummary;
+use numalab_harness::run::RunRecord;
+use numalab_records::harness::{PointStats, PolicySummary, ScaleSummary, SweepSummary};
 
 fn short(cmd: &[String]) -> String {
     crate::shorten(&cmd.join(" "), 70)
