@@ -87,8 +87,6 @@ fn a_real_scaling_run_on_this_machine() {
     assert_eq!(back.points.len(), counts.len());
     let text = numalab_harness::report::scale_text(&s);
     assert!(text.contains("threads") && text.contains("speedup"));
-    let svg = numalab_harness::report::scale_svg(&s);
-    assert!(svg.starts_with("<svg") && svg.contains("polyline"));
 }
 
 #[test]
@@ -279,8 +277,6 @@ fn a_run_time_sweep_names_the_best_value() {
         "{:?}",
         s.findings
     );
-    let svg = numalab_harness::report::sweep_svg(&s);
-    assert!(svg.contains("V=40"));
 }
 
 #[test]

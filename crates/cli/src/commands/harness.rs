@@ -352,7 +352,7 @@ pub fn scale(a: ScaleArgs) -> CliResult {
         &a.study.svg,
         |sink, progress| numalab_harness::scale(&m, &plan, &study, sink, progress),
         report::scale_text,
-        report::scale_svg,
+        numalab_report::draw::harness::scale_svg,
         |s| (s.failed_runs, s.points.iter().map(|p| p.stats.runs).sum()),
     )
 }
@@ -374,7 +374,7 @@ pub fn policy(a: PolicyArgs) -> CliResult {
         &a.study.svg,
         |sink, progress| numalab_harness::policy(&m, &plan, &study, sink, progress),
         report::policy_text,
-        report::policy_svg,
+        numalab_report::draw::harness::policy_svg,
         |s| (s.failed_runs, s.results.iter().map(|p| p.stats.runs).sum()),
     )
 }
@@ -432,7 +432,7 @@ pub fn sweep(a: SweepArgs) -> CliResult {
             )
         },
         report::sweep_text,
-        report::sweep_svg,
+        numalab_report::draw::harness::sweep_svg,
         |s| (s.failed_runs, s.points.iter().map(|p| p.stats.runs).sum()),
     )
 }

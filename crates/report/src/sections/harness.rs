@@ -5,9 +5,9 @@
 use super::{iv, opt, table};
 use crate::anchors;
 use crate::doc::Section;
+use crate::draw::harness::{policy_svg, scale_chart, sweep_svg};
 use crate::load::Loaded;
 use crate::table::Cell;
-use numalab_harness::report::{policy_svg, scale_chart, sweep_svg};
 use numalab_harness::run::RunRecord;
 use numalab_records::harness::{PointStats, PolicySummary, ScaleSummary, SweepSummary};
 
