@@ -10,6 +10,12 @@
 //! Each run becomes a `harness.run` record as soon as it ends, so a killed study
 //! resumes run by run; studies ([`scale`], [`policy`], [`sweep`]) then summarise with
 //! medians and bootstrap intervals, find knees and name the best choice.
+//!
+//! The study summaries, their plans and statistics, and what a run samples are defined
+//! in `numalab-records` (`records::harness`) and re-exported here under their old
+//! paths; plans are made here ([`policy::new_plan`], [`sweep::new_plan`],
+//! [`ScalePlan::new`]). The `harness.run` record itself ([`RunRecord`]) is still
+//! defined here, because it holds the process outcome of `numalab-proc`.
 
 pub mod metric;
 pub mod numa_maps;

@@ -11,68 +11,9 @@
 //! Reading numa_maps walks the page tables of the process, which costs time for large
 //! processes, so the harness samples it at a modest rate and only in `policy` studies.
 
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Bytes per NUMA node (OS index -> bytes).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeBytes {
-    /// Pages of mappings without a backing file (heap, stacks, anonymous), per node.
-    pub data: BTreeMap<u32, u64>,
-    /// Pages of every mapping (files included), per node.
-    pub all: BTreeMap<u32, u64>,
-}
-
-impl NodeBytes {
-    /// Total data bytes.
-    pub fn data_total(&self) -> u64 {
-        self.data.values().sum()
-    }
-
-    /// Total bytes of every mapping.
-    pub fn all_total(&self) -> u64 {
-        self.all.values().sum()
-    }
-
-    /// Adds another process's pages.
-    pub fn add(&mut self, other: &NodeBytes) {
-        for (n, b) in &other.data {
-            *self.data.entry(*n).or_insert(0) += b;
-        }
-        for (n, b) in &other.all {
-            *self.all.entry(*n).or_insert(0) += b;
-        }
-    }
-
-    /// The per-node distribution used for judgments: data pages, or every page when the
-    /// process has no data pages.
-    pub fn judged(&self) -> &BTreeMap<u32, u64> {
-        if self.data_total() > 0 {
-            &self.data
-        } else {
-            &self.all
-        }
-    }
-
-    /// Fraction of the judged bytes on each node.
-    pub fn fractions(&self) -> BTreeMap<u32, f64> {
-        let m = self.judged();
-        let total: u64 = m.values().sum();
-        m.iter()
-            .map(|(n, b)| {
-                (
-                    *n,
-                    if total == 0 {
-                        0.0
-                    } else {
-                        *b as f64 / total as f64
-                    },
-                )
-            })
-            .collect()
-    }
-}
+pub use numalab_records::harness::NodeBytes;
 
 /// Parses the text of a `numa_maps` file.
 pub fn parse(text: &str) -> NodeBytes {

@@ -21,67 +21,7 @@ use numalab_topo::bind::MemPolicy;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
-/// A placement strategy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Placement {
-    /// Fill a core, cluster, NUMA node and package before the next.
-    Compact,
-    /// Round-robin over packages, nodes and clusters; SMT siblings last.
-    Scatter,
-    /// Threads and memory on one NUMA node.
-    NumaLocal,
-    /// No affinity, no memory policy.
-    None,
-}
-
-impl Placement {
-    /// The name used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Placement::Compact => "compact",
-            Placement::Scatter => "scatter",
-            Placement::NumaLocal => "numa-local",
-            Placement::None => "none",
-        }
-    }
-}
-
-impl std::fmt::Display for Placement {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Placement {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "compact" => Ok(Placement::Compact),
-            "scatter" => Ok(Placement::Scatter),
-            "numa-local" | "numa_local" | "local" => Ok(Placement::NumaLocal),
-            "none" | "os" => Ok(Placement::None),
-            other => Err(format!(
-                "unknown placement {other:?}; use compact, scatter, numa-local or none"
-            )),
-        }
-    }
-}
-
-/// What a set of CPUs covers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Span {
-    /// Packages with at least one of the CPUs (positions in `Machine::packages`).
-    pub packages: Vec<usize>,
-    /// NUMA nodes (OS indices) local to at least one of the CPUs.
-    pub nodes: Vec<u32>,
-    /// Clusters (innermost hwloc groups) with at least one of the CPUs.
-    pub clusters: usize,
-    /// Cores with at least one of the CPUs.
-    pub cores: usize,
-    /// Cores with more than one of the CPUs (SMT siblings both in use).
-    pub shared_cores: usize,
-}
+pub use numalab_records::harness::{Placement, Span};
 
 /// One point of a plan: a thread count and where its threads and memory go.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,183 +6,99 @@
 //! pages on one node and gain from interleave) and which policy to use, as a command
 //! line to paste.
 
-use crate::numa_maps::NodeBytes;
 use crate::plan::{self, Placement, PlanError};
 use crate::run::{
     point_stats, ratio, run_points, HarnessError, Point, PointStats, Progress, RunRecord, Sink,
     Study,
 };
 use crate::scale::substitute_all;
-use numalab_schema::{cpulist, Machine, Origin, Record, RecordKind};
-use numalab_stats::Interval;
-use numalab_topo::bind::MemPolicy;
-use serde::{Deserialize, Serialize};
+use numalab_schema::{cpulist, Machine, Origin, Record};
 use std::collections::BTreeMap;
 
-/// A memory policy to try.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PolicyKind {
-    /// First touch (the kernel's default: each page on the node of the CPU touching it).
-    Local,
-    /// Interleave page by page over every node with memory.
-    Interleave,
-    /// Bind to one node (strict).
-    Bind,
-    /// Prefer one node, fall back to others when it is full.
-    Preferred,
-}
+pub use numalab_records::harness::{PolicyKind, PolicyPlan, PolicyResult, PolicySummary};
 
-impl PolicyKind {
-    /// Every policy, in the order they are reported.
-    pub const ALL: [PolicyKind; 4] = [
-        PolicyKind::Local,
-        PolicyKind::Interleave,
-        PolicyKind::Bind,
-        PolicyKind::Preferred,
-    ];
-
-    /// Name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            PolicyKind::Local => "local",
-            PolicyKind::Interleave => "interleave",
-            PolicyKind::Bind => "bind",
-            PolicyKind::Preferred => "preferred",
+/// Plans a policy study on `m`: `threads` (default: every PU) placed by `placement`;
+/// `node` for bind/preferred (default: the node of the first CPU).
+pub fn new_plan(
+    m: &Machine,
+    threads: Option<usize>,
+    placement: Placement,
+    node: Option<u32>,
+    policies: &[PolicyKind],
+) -> Result<PolicyPlan, PlanError> {
+    let threads = threads.unwrap_or(m.pus.len());
+    let placed = plan::place(
+        m,
+        if placement == Placement::NumaLocal {
+            Placement::Compact
+        } else {
+            placement
+        },
+        threads,
+        None,
+    )?;
+    let memory_nodes: Vec<u32> = m
+        .numa_nodes
+        .iter()
+        .filter(|n| n.memory_bytes > 0)
+        .map(|n| n.os_index)
+        .collect();
+    let node = match node {
+        Some(n) => {
+            numalab_topo::select::resolve_nodes(&n.to_string(), m)
+                .map_err(|e| PlanError(e.to_string()))?;
+            n
         }
+        None => placed
+            .span
+            .nodes
+            .first()
+            .copied()
+            .or_else(|| memory_nodes.first().copied())
+            .ok_or_else(|| PlanError("this machine has no NUMA node with memory".into()))?,
+    };
+    if memory_nodes.is_empty() {
+        return Err(PlanError(
+            "this machine has no NUMA node with memory".into(),
+        ));
     }
-}
-
-impl std::str::FromStr for PolicyKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "local" | "first-touch" | "default" => Ok(PolicyKind::Local),
-            "interleave" => Ok(PolicyKind::Interleave),
-            "bind" | "membind" => Ok(PolicyKind::Bind),
-            "preferred" => Ok(PolicyKind::Preferred),
-            o => Err(format!(
-                "unknown policy {o:?}; use local, interleave, bind or preferred"
-            )),
-        }
+    let mut policies = policies.to_vec();
+    if policies.is_empty() {
+        policies = PolicyKind::ALL.to_vec();
     }
+    policies.dedup();
+    Ok(PolicyPlan {
+        threads,
+        placement,
+        cpus: placed.cpus.clone(),
+        node,
+        interleave_nodes: memory_nodes.clone(),
+        cpu_nodes: placed.span.nodes.clone(),
+        policies,
+        memory_nodes,
+    })
 }
 
-/// What to run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PolicyPlan {
-    /// Threads for `{threads}`.
-    pub threads: usize,
-    /// How the CPUs were chosen.
-    pub placement: Placement,
-    /// The pinning shared by every policy (None: not pinned).
-    pub cpus: Option<Vec<u32>>,
-    /// Node of bind and preferred.
-    pub node: u32,
-    /// Nodes of interleave (every node with memory).
-    pub interleave_nodes: Vec<u32>,
-    /// NUMA nodes the CPUs belong to.
-    pub cpu_nodes: Vec<u32>,
-    /// Policies, in order.
-    pub policies: Vec<PolicyKind>,
-    /// Nodes with memory on the machine.
-    pub memory_nodes: Vec<u32>,
-}
-
-impl PolicyPlan {
-    /// Plans on `m`: `threads` (default: every PU) placed by `placement`; `node` for
-    /// bind/preferred (default: the node of the first CPU).
-    pub fn new(
-        m: &Machine,
-        threads: Option<usize>,
-        placement: Placement,
-        node: Option<u32>,
-        policies: &[PolicyKind],
-    ) -> Result<PolicyPlan, PlanError> {
-        let threads = threads.unwrap_or(m.pus.len());
-        let placed = plan::place(
-            m,
-            if placement == Placement::NumaLocal {
-                Placement::Compact
+/// A `numactl` command line applying policy `k` with `plan`'s pinning.
+pub fn numactl(plan: &PolicyPlan, k: PolicyKind, argv: &[String]) -> String {
+    let mut words: Vec<String> = vec!["numactl".into()];
+    words.push(match k {
+        PolicyKind::Local => "--localalloc".into(),
+        PolicyKind::Interleave => {
+            if plan.interleave_nodes == plan.memory_nodes {
+                "--interleave=all".into()
             } else {
-                placement
-            },
-            threads,
-            None,
-        )?;
-        let memory_nodes: Vec<u32> = m
-            .numa_nodes
-            .iter()
-            .filter(|n| n.memory_bytes > 0)
-            .map(|n| n.os_index)
-            .collect();
-        let node = match node {
-            Some(n) => {
-                numalab_topo::select::resolve_nodes(&n.to_string(), m)
-                    .map_err(|e| PlanError(e.to_string()))?;
-                n
+                format!("--interleave={}", cpulist::format(&plan.interleave_nodes))
             }
-            None => placed
-                .span
-                .nodes
-                .first()
-                .copied()
-                .or_else(|| memory_nodes.first().copied())
-                .ok_or_else(|| PlanError("this machine has no NUMA node with memory".into()))?,
-        };
-        if memory_nodes.is_empty() {
-            return Err(PlanError(
-                "this machine has no NUMA node with memory".into(),
-            ));
         }
-        let mut policies = policies.to_vec();
-        if policies.is_empty() {
-            policies = PolicyKind::ALL.to_vec();
-        }
-        policies.dedup();
-        Ok(PolicyPlan {
-            threads,
-            placement,
-            cpus: placed.cpus.clone(),
-            node,
-            interleave_nodes: memory_nodes.clone(),
-            cpu_nodes: placed.span.nodes.clone(),
-            policies,
-            memory_nodes,
-        })
+        PolicyKind::Bind => format!("--membind={}", plan.node),
+        PolicyKind::Preferred => format!("--preferred={}", plan.node),
+    });
+    if let Some(c) = &plan.cpus {
+        words.push(format!("--physcpubind={}", cpulist::format(c)));
     }
-
-    /// The memory policy of a kind.
-    pub fn mem_policy(&self, k: PolicyKind) -> Option<MemPolicy> {
-        match k {
-            PolicyKind::Local => None,
-            PolicyKind::Interleave => Some(MemPolicy::Interleave(self.interleave_nodes.clone())),
-            PolicyKind::Bind => Some(MemPolicy::Bind(vec![self.node])),
-            PolicyKind::Preferred => Some(MemPolicy::Preferred(self.node)),
-        }
-    }
-
-    /// A `numactl` command line applying policy `k` with this plan's pinning.
-    pub fn numactl(&self, k: PolicyKind, argv: &[String]) -> String {
-        let mut words: Vec<String> = vec!["numactl".into()];
-        words.push(match k {
-            PolicyKind::Local => "--localalloc".into(),
-            PolicyKind::Interleave => {
-                if self.interleave_nodes == self.memory_nodes {
-                    "--interleave=all".into()
-                } else {
-                    format!("--interleave={}", cpulist::format(&self.interleave_nodes))
-                }
-            }
-            PolicyKind::Bind => format!("--membind={}", self.node),
-            PolicyKind::Preferred => format!("--preferred={}", self.node),
-        });
-        if let Some(c) = &self.cpus {
-            words.push(format!("--physcpubind={}", cpulist::format(c)));
-        }
-        words.extend(argv.iter().cloned());
-        words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
-    }
+    words.extend(argv.iter().cloned());
+    words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
 }
 
 /// A word as a POSIX shell reads it: as is when it holds only safe characters, else
@@ -196,66 +112,6 @@ fn quote(w: &str) -> String {
     } else {
         shlex::try_quote(w).map_or_else(|_| format!("{w:?}"), |q| q.into_owned())
     }
-}
-
-/// One policy's results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PolicyResult {
-    /// The policy.
-    pub policy: PolicyKind,
-    /// The memory policy given.
-    pub mem_policy: Option<MemPolicy>,
-    /// Runs and statistics.
-    pub stats: PointStats,
-    /// Throughput relative to local (first touch).
-    pub vs_local: Option<Interval>,
-    /// Pages per node at the largest footprint seen (over the runs).
-    pub pages: Option<NodeBytes>,
-    /// Fraction of the data pages per node.
-    pub fractions: BTreeMap<u32, f64>,
-    /// Largest fraction on one node.
-    pub max_node_fraction: Option<f64>,
-    /// Evenness of the pages over the nodes the threads run on (1 = even, 0 = all on one).
-    pub evenness: Option<f64>,
-}
-
-/// The summary of a policy study (`harness.policy`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PolicySummary {
-    /// Configuration id.
-    pub study_id: String,
-    /// The command (placeholders substituted).
-    pub command: Vec<String>,
-    /// The plan.
-    pub plan: PolicyPlan,
-    /// The metric as given.
-    pub metric: String,
-    /// What throughput counts.
-    pub throughput_unit: String,
-    /// Runs per policy.
-    pub repeat: usize,
-    /// Per policy.
-    pub results: Vec<PolicyResult>,
-    /// The machine has one node with memory: every policy is the same.
-    pub single_node: bool,
-    /// "single-node", "concentrated", "balanced", "one-node-threads" or "unknown".
-    pub class: String,
-    /// The class in a sentence.
-    pub classification: String,
-    /// The policy to use.
-    pub recommended: Option<PolicyKind>,
-    /// Why.
-    pub recommendation: String,
-    /// The command line to paste.
-    pub command_line: Option<String>,
-    /// Findings in sentences.
-    pub findings: Vec<String>,
-    /// Failed runs.
-    pub failed_runs: usize,
-}
-
-impl RecordKind for PolicySummary {
-    const KIND: &'static str = "harness.policy";
 }
 
 /// Runs each side of a comparison needs before a policy is called faster than local.
@@ -512,7 +368,7 @@ pub fn summarize(
     };
     let command_line = recommended
         .filter(|_| !single_node)
-        .map(|k| plan.numactl(k, argv));
+        .map(|k| numactl(plan, k, argv));
     for r in &results {
         if let Some(f) = r.stats.failures.first() {
             if matches!(r.policy, PolicyKind::Bind | PolicyKind::Preferred)
@@ -553,6 +409,7 @@ fn pct(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::numa_maps::NodeBytes;
 
     #[test]
     fn evenness_from_even_to_all_on_one_node() {
@@ -598,7 +455,7 @@ mod tests {
         // thread (concentrated) got "interleave" when a noisy single run made bind
         // fastest, and "local" when it made local fastest.
         let m = numalab_topo::synthetic("pack:2 numa:1 core:4 pu:1").unwrap();
-        let p = PolicyPlan::new(&m, Some(8), Placement::Compact, Some(0), &[]).unwrap();
+        let p = new_plan(&m, Some(8), Placement::Compact, Some(0), &[]).unwrap();
         let study = Study::new(vec!["app".into()]);
         let on_node0 = NodeBytes {
             data: BTreeMap::from([(0, 64 << 20)]),
@@ -672,7 +529,7 @@ mod tests {
         // single point, and bind at 1.6x local was reported as "1.60x as fast
         // (interval 1.60-1.60)". One run cannot tell a difference from noise.
         let m = numalab_topo::synthetic("pack:2 numa:1 core:4 pu:1").unwrap();
-        let p = PolicyPlan::new(&m, Some(8), Placement::Compact, Some(0), &[]).unwrap();
+        let p = new_plan(&m, Some(8), Placement::Compact, Some(0), &[]).unwrap();
         let study = Study::new(vec!["app".into()]);
         let speeds = [1.0, 1.1, 1.6, 1.2];
         let runs = |reps: usize| -> Vec<Vec<RunRecord>> {
@@ -712,23 +569,19 @@ mod tests {
     #[test]
     fn numactl_lines_for_each_policy() {
         let m = numalab_topo::synthetic("pack:2 numa:1 core:4 pu:1").unwrap();
-        let p = PolicyPlan::new(&m, Some(8), Placement::Compact, Some(1), &[]).unwrap();
+        let p = new_plan(&m, Some(8), Placement::Compact, Some(1), &[]).unwrap();
         let argv: Vec<String> = vec!["./app".into(), "--name".into(), "a b".into()];
         assert_eq!(
-            p.numactl(PolicyKind::Interleave, &argv),
+            numactl(&p, PolicyKind::Interleave, &argv),
             "numactl --interleave=all --physcpubind=0-7 ./app --name 'a b'"
         );
         assert_eq!(
-            p.numactl(PolicyKind::Bind, &argv[..1]),
+            numactl(&p, PolicyKind::Bind, &argv[..1]),
             "numactl --membind=1 --physcpubind=0-7 ./app"
         );
-        assert!(p
-            .numactl(PolicyKind::Local, &argv[..1])
-            .contains("--localalloc"));
-        assert!(p
-            .numactl(PolicyKind::Preferred, &argv[..1])
-            .contains("--preferred=1"));
+        assert!(numactl(&p, PolicyKind::Local, &argv[..1]).contains("--localalloc"));
+        assert!(numactl(&p, PolicyKind::Preferred, &argv[..1]).contains("--preferred=1"));
         assert_eq!(p.cpu_nodes, vec![0, 1]);
-        assert!(PolicyPlan::new(&m, Some(8), Placement::Compact, Some(5), &[]).is_err());
+        assert!(new_plan(&m, Some(8), Placement::Compact, Some(5), &[]).is_err());
     }
 }

@@ -15,14 +15,16 @@
 use crate::metric::{last_lines, Metric, MetricError};
 use crate::plan::PlanError;
 use crate::sample::{RunSamples, Sampler, SamplingConfig};
-use numalab_proc::{spawn, Outcome, ProcError, Spec};
-use numalab_schema::{interrupt, Classify, ErrorClass, Origin, Record, RecordKind};
+use numalab_proc::{spawn, ProcError, Spec};
+use numalab_schema::{interrupt, Classify, ErrorClass, Origin, Record};
 use numalab_stats::Interval;
 use numalab_topo::bind::MemPolicy;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+pub use numalab_records::harness::{BuildRecord, PointStats, ResponseStats, RunRecord};
 
 /// How a study runs the command (shared by scale, policy and sweep).
 #[derive(Debug, Clone)]
@@ -128,74 +130,6 @@ pub struct Point {
     pub params: BTreeMap<String, String>,
     /// A build command to run once before the point's runs (sweeps).
     pub build: Option<Vec<String>>,
-}
-
-/// The build step of a sweep point.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BuildRecord {
-    /// The build command as run.
-    pub argv: Vec<String>,
-    /// It exited with 0.
-    pub ok: bool,
-    /// How it ended (tails of its output included).
-    pub outcome: Option<Outcome>,
-    /// Why it failed.
-    pub failure: Option<String>,
-}
-
-/// One run (`harness.run`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    /// "scale", "policy" or "sweep".
-    pub study: String,
-    /// The study's configuration id.
-    pub study_id: String,
-    /// The point's label.
-    pub point: String,
-    /// Repetition index (0-based).
-    pub repetition: usize,
-    /// The command as run.
-    pub argv: Vec<String>,
-    /// Run through a shell.
-    pub shell: bool,
-    /// Thread count given to the program, if any.
-    pub threads: Option<usize>,
-    /// Placement strategy.
-    pub placement: Option<String>,
-    /// CPU affinity given ("0-7"), None = not pinned.
-    pub cpus: Option<String>,
-    /// Memory policy given, None = the kernel's default (first touch).
-    pub mem_policy: Option<MemPolicy>,
-    /// Parameter values.
-    pub params: BTreeMap<String, String>,
-    /// The run succeeded and its metric was read.
-    pub ok: bool,
-    /// Why not.
-    pub failure: Option<String>,
-    /// How the process ended (None when it could not start).
-    pub outcome: Option<Outcome>,
-    /// The metric as given.
-    pub metric: String,
-    /// The metric's value (seconds for `wall`).
-    pub metric_value: Option<f64>,
-    /// Work per second derived from the metric.
-    pub throughput: Option<f64>,
-    /// Response times read from the output (at most 20000, evenly thinned).
-    pub response_values: Vec<f64>,
-    /// How many response times the output held.
-    pub response_count: usize,
-    /// CPU time / wall time: how many CPUs the program kept busy on average.
-    pub cpus_busy: Option<f64>,
-    /// cpus_busy / threads given.
-    pub utilisation: Option<f64>,
-    /// Power, frequency and page samples.
-    pub samples: RunSamples,
-    /// The build step, for sweeps with `--build`.
-    pub build: Option<BuildRecord>,
-}
-
-impl RecordKind for RunRecord {
-    const KIND: &'static str = "harness.run";
 }
 
 /// Where a study's records go, and where a resumed study finds earlier ones.
@@ -606,62 +540,6 @@ pub fn run_points_with(
         r.sort_by_key(|x| x.repetition);
     }
     Ok((runs, hook_failures))
-}
-
-/// Response-time percentiles over a point's runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResponseStats {
-    /// Unit as printed by the program.
-    pub unit: String,
-    /// Response times pooled over the runs.
-    pub count: usize,
-    /// Median with its interval.
-    pub p50: Interval,
-    /// 95th percentile with its interval.
-    pub p95: Interval,
-    /// 99th percentile with its interval.
-    pub p99: Interval,
-}
-
-/// What a point's runs say.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PointStats {
-    /// Runs done.
-    pub runs: usize,
-    /// Runs that succeeded.
-    pub ok: usize,
-    /// Distinct failure reasons (first line of each).
-    pub failures: Vec<String>,
-    /// Median of the metric's values with a bootstrap interval.
-    pub metric: Option<Interval>,
-    /// Median throughput with a bootstrap interval.
-    pub throughput: Option<Interval>,
-    /// The throughput of each successful run.
-    pub throughput_values: Vec<f64>,
-    /// Runs whose throughput is an outlier (modified z-score > 3.5); kept in the median.
-    pub outliers: usize,
-    /// Median CPUs kept busy.
-    pub cpus_busy: Option<f64>,
-    /// Median CPUs busy per thread given.
-    pub utilisation: Option<f64>,
-    /// Response times, when measured.
-    pub response: Option<ResponseStats>,
-    /// Median power of the total figure (watts), when sensors exist.
-    pub power_w: Option<f64>,
-    /// What that power covers.
-    pub power_covers: Option<String>,
-    /// Throughput / power: work per joule, in the throughput's work unit.
-    pub work_per_joule: Option<f64>,
-    /// Highest temperature seen, degrees Celsius.
-    pub max_temp_c: Option<f64>,
-    /// Mean frequency of the run's CPUs, kHz.
-    pub mean_khz: Option<f64>,
-    /// The CPUs' highest allowed frequency, kHz.
-    pub nominal_max_khz: Option<u64>,
-    /// Why power figures are missing.
-    pub power_not_available: Option<String>,
-    /// Why frequency figures are missing.
-    pub frequency_not_available: Option<String>,
 }
 
 fn med(v: &[f64]) -> Option<f64> {

@@ -9,13 +9,17 @@
 //! Each power figure carries what it covers: a RAPL package counter, an Arm SoC's
 //! "CPU power" and a BMC's wall power are different quantities.
 
-use crate::numa_maps::{self, NodeBytes};
+use crate::numa_maps;
 use numalab_sensors::{Sensor, SensorKind};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+pub use numalab_records::harness::{
+    FrequencyFigures, PageFigures, PowerFigures, RunSamples, SensorFigure, FULL_SIZE_SHARE,
+};
 
 /// What to sample during runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,108 +49,6 @@ impl Default for SamplingConfig {
             pages: false,
         }
     }
-}
-
-/// One sensor's figures over a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SensorFigure {
-    /// Sensor id (`powercap:intel-rapl:0`, `hwmon:hwmon0:power1`).
-    pub id: String,
-    /// The kernel's name or label.
-    pub label: String,
-    /// What the figure covers.
-    pub covers: String,
-    /// Energy counter, power or temperature.
-    pub kind: SensorKind,
-    /// Readings taken.
-    pub samples: usize,
-    /// Energy over the run, joules (energy counters: difference; power sensors: mean
-    /// power times the sampled time).
-    pub energy_j: Option<f64>,
-    /// Mean power, watts.
-    pub mean_w: Option<f64>,
-    /// Highest power reading, watts (power sensors only).
-    pub max_w: Option<f64>,
-    /// Mean temperature, degrees Celsius.
-    pub mean_c: Option<f64>,
-    /// Highest temperature, degrees Celsius.
-    pub max_c: Option<f64>,
-}
-
-/// Power and temperature over a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PowerFigures {
-    /// Every readable sensor.
-    pub sensors: Vec<SensorFigure>,
-    /// The figure used for work per joule: mean watts of the sensors in `total_covers`.
-    pub total_w: Option<f64>,
-    /// Which sensors make `total_w`, and what they cover.
-    pub total_covers: Option<String>,
-    /// Why there are no figures, when there are none.
-    pub not_available: Option<String>,
-}
-
-/// CPU frequencies over a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct FrequencyFigures {
-    /// CPUs sampled (the run's CPUs).
-    pub cpus: Vec<u32>,
-    /// Sampling rounds.
-    pub samples: usize,
-    /// Mean of all readings, kHz.
-    pub mean_khz: Option<f64>,
-    /// Lowest reading, kHz.
-    pub min_khz: Option<u64>,
-    /// Highest reading, kHz.
-    pub max_khz: Option<u64>,
-    /// The highest frequency the CPUs allow (cpuinfo_max_freq), kHz.
-    pub nominal_max_khz: Option<u64>,
-    /// Why there are no figures, when there are none.
-    pub not_available: Option<String>,
-}
-
-/// Pages per node over a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PageFigures {
-    /// Successful samples.
-    pub samples: usize,
-    /// The footprint at full size: the latest sample whose data bytes are within
-    /// [`FULL_SIZE_SHARE`] of the largest seen. (Not simply the largest: a sample taken
-    /// while the data was still being touched can count short-lived thread stacks and
-    /// outweigh the complete data a moment later.)
-    pub peak: Option<NodeBytes>,
-    /// The largest data footprint seen, bytes.
-    #[serde(default)]
-    pub largest_bytes: u64,
-    /// Data bytes over time: (ms since start, bytes per node).
-    pub series: Vec<(u64, std::collections::BTreeMap<u32, u64>)>,
-    /// Why there are no figures, when there are none.
-    pub not_available: Option<String>,
-}
-
-/// A sample within this share of the largest footprint counts as full size.
-pub const FULL_SIZE_SHARE: f64 = 0.95;
-
-impl PageFigures {
-    /// Takes one sample into `peak` (see there) and `largest_bytes`.
-    pub fn observe(&mut self, b: NodeBytes) {
-        let total = b.data_total();
-        self.largest_bytes = self.largest_bytes.max(total);
-        if total as f64 >= FULL_SIZE_SHARE * self.largest_bytes as f64 {
-            self.peak = Some(b);
-        }
-    }
-}
-
-/// Everything sampled during one run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunSamples {
-    /// Power and temperature (None when not asked for).
-    pub power: Option<PowerFigures>,
-    /// Frequencies (None when not asked for).
-    pub frequency: Option<FrequencyFigures>,
-    /// Pages per node (None when not asked for).
-    pub pages: Option<PageFigures>,
 }
 
 struct SensorState {
@@ -187,7 +89,7 @@ impl PowerSampler {
     /// Takes one reading, stamped `now` (tests pass their own times).
     pub fn sample_at(&mut self, now: Instant) {
         for s in &mut self.states {
-            if let Some(v) = s.sensor.read_raw() {
+            if let Some(v) = numalab_sensors::read_raw(&s.sensor) {
                 if s.first.is_none() {
                     s.first = Some((v, now));
                 }
@@ -465,6 +367,7 @@ impl Drop for Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::numa_maps::NodeBytes;
 
     fn write(root: &Path, rel: &str, content: &str) {
         let p = root.join(rel);

@@ -4,16 +4,17 @@
 //! CPU utilisation actually achieved (a program that keeps half its CPUs idle is a
 //! finding, not a scaling curve).
 
-use crate::plan::{self, PlacedPoint, Placement, PlanError, Span};
+use crate::plan::{self, PlacedPoint, Placement, PlanError};
 use crate::run::{
     point_stats, ratio, run_points, scaled, HarnessError, Point, PointStats, Progress, RunRecord,
     Sink, Study,
 };
-use numalab_schema::{Machine, Origin, Record, RecordKind};
+use numalab_schema::{Machine, Origin, Record};
 use numalab_stats::knee::{drops, saturation, DropOptions};
 use numalab_stats::Interval;
-use numalab_topo::bind::MemPolicy;
 use serde::{Deserialize, Serialize};
+
+pub use numalab_records::harness::{KneeFinding, ScalePoint, ScaleSummary};
 
 /// What to run: a placement and its points.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,77 +88,6 @@ pub fn point_vars(m: &Machine, p: &PlacedPoint) -> Vec<(&'static str, String)> {
                 .unwrap_or_else(|| p.span.nodes.first().copied().unwrap_or(0).to_string()),
         ),
     ]
-}
-
-/// One thread count's results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ScalePoint {
-    /// Threads.
-    pub threads: usize,
-    /// CPUs given ("0-7", or "all" when not pinned).
-    pub cpus: String,
-    /// Memory policy given.
-    pub mem_policy: Option<MemPolicy>,
-    /// Topology boundaries the point sits on.
-    pub boundaries: Vec<String>,
-    /// What the CPUs cover.
-    pub span: Span,
-    /// Runs and their statistics.
-    pub stats: PointStats,
-    /// Throughput per thread.
-    pub per_thread: Option<Interval>,
-    /// Throughput over the base point's.
-    pub speedup: Option<Interval>,
-    /// Speedup over the thread ratio.
-    pub efficiency: Option<Interval>,
-}
-
-/// A knee of the per-thread curve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KneeFinding {
-    /// Last thread count before the fall.
-    pub threads_before: usize,
-    /// First thread count after it.
-    pub threads_after: usize,
-    /// Relative change of per-thread throughput (-0.38 = 38% lower).
-    pub relative_change: f64,
-    /// The topology boundary crossed, if any ("where threads start running on package 1").
-    pub boundary: Option<String>,
-    /// The finding in one sentence.
-    pub sentence: String,
-}
-
-/// The summary of a scaling study (`harness.scale`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ScaleSummary {
-    /// Configuration id (shared with the study's `harness.run` records).
-    pub study_id: String,
-    /// The command (with placeholders).
-    pub command: Vec<String>,
-    /// Placement strategy.
-    pub placement: Placement,
-    /// The metric as given.
-    pub metric: String,
-    /// What throughput counts.
-    pub throughput_unit: String,
-    /// Runs per point.
-    pub repeat: usize,
-    /// Threads of the base point of speedups (the smallest count that succeeded).
-    pub base_threads: Option<usize>,
-    /// The points.
-    pub points: Vec<ScalePoint>,
-    /// Knees of per-thread throughput.
-    pub knees: Vec<KneeFinding>,
-    /// Points where the program kept under 75% of its CPUs busy: (threads, cpus busy).
-    pub under_subscribed: Vec<(usize, f64)>,
-    /// Findings in sentences, most important first.
-    pub findings: Vec<String>,
-    /// Failed runs.
-    pub failed_runs: usize,
-}
-
-impl RecordKind for ScaleSummary {
-    const KIND: &'static str = "harness.scale";
 }
 
 /// Builds the study's points (placeholders substituted).

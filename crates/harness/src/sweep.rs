@@ -8,145 +8,65 @@ use crate::plan::{self, Placement};
 use crate::run::{
     point_stats, ratio, HarnessError, Point, PointStats, Progress, RunRecord, Sink, Study,
 };
-use numalab_schema::{cpulist, Machine, Origin, Record, RecordKind};
-use numalab_stats::Interval;
-use serde::{Deserialize, Serialize};
+use numalab_schema::{cpulist, Machine, Origin, Record};
 use std::collections::BTreeMap;
 
-/// A parameter and its values.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Param {
-    /// Name (`{NAME}` in the command or the build).
-    pub name: String,
-    /// Values, in order; the first is the baseline.
-    pub values: Vec<String>,
-}
+pub use numalab_records::harness::{Param, SweepPlan, SweepPoint, SweepSummary};
 
-const RESERVED: [&str; 3] = ["threads", "cpus", "node"];
-
-impl std::str::FromStr for Param {
-    type Err = String;
-    /// `NAME=V1,V2,...`.
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (name, values) = s.split_once('=').ok_or_else(|| {
-            format!("--param {s:?}: write NAME=V1,V2,... (e.g. --param DIST=0,8,16,32)")
-        })?;
-        let valid = !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit());
-        if !valid {
-            return Err(format!(
-                "--param {s:?}: the name {name:?} must be letters, digits and _ (not starting with a digit)"
-            ));
-        }
-        if RESERVED.contains(&name) {
-            return Err(format!(
-                "--param {s:?}: {{{name}}} is set by numalab itself; choose another name"
-            ));
-        }
-        let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
-        if values.iter().any(|v| v.is_empty()) {
-            return Err(format!("--param {s:?}: a value is empty"));
-        }
-        let mut seen = std::collections::BTreeSet::new();
-        if let Some(d) = values.iter().find(|v| !seen.insert(v.as_str())) {
-            return Err(format!("--param {s:?}: the value {d:?} is given twice"));
-        }
-        Ok(Param {
-            name: name.to_string(),
-            values,
-        })
+/// Plans a sweep on `m`, checked against the command: every parameter must appear in
+/// the command, its environment or the build; thread counts must fit the machine.
+pub fn new_plan(
+    m: &Machine,
+    params: Vec<Param>,
+    build: Option<&str>,
+    threads: Option<usize>,
+    placement: Placement,
+    study: &Study,
+) -> Result<SweepPlan, HarnessError> {
+    if params.is_empty() {
+        return Err(HarnessError::Usage(
+            "give at least one --param NAME=V1,V2,...".into(),
+        ));
     }
-}
-
-/// What to run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepPlan {
-    /// Parameters; with several, every combination is a point (the first is the baseline).
-    pub params: Vec<Param>,
-    /// The build command (placeholders allowed), split into words.
-    pub build: Option<Vec<String>>,
-    /// Threads for `{threads}`; the CPUs are placed by `placement` when set.
-    pub threads: Option<usize>,
-    /// Placement of the threads.
-    pub placement: Placement,
-    /// CPUs given to every run (None: not pinned).
-    pub cpus: Option<Vec<u32>>,
-}
-
-impl SweepPlan {
-    /// Checks the plan against the command: every parameter must appear in the command,
-    /// its environment or the build; thread counts must fit the machine.
-    pub fn new(
-        m: &Machine,
-        params: Vec<Param>,
-        build: Option<&str>,
-        threads: Option<usize>,
-        placement: Placement,
-        study: &Study,
-    ) -> Result<SweepPlan, HarnessError> {
-        if params.is_empty() {
-            return Err(HarnessError::Usage(
-                "give at least one --param NAME=V1,V2,...".into(),
-            ));
-        }
-        let build = match build {
-            Some(b) if study.shell => Some(vec![b.to_string()]),
-            Some(b) => Some(shlex::split(b).filter(|w| !w.is_empty()).ok_or_else(|| {
-                HarnessError::Usage(format!(
-                    "--build {b:?}: unbalanced quotes; quote the whole build command once"
-                ))
-            })?),
-            None => None,
-        };
-        let mut used = numalab_proc::placeholders(&study.command);
-        for (_, v) in &study.env {
-            used.extend(numalab_proc::placeholders(std::slice::from_ref(v)));
-        }
-        if let Some(b) = &build {
-            used.extend(numalab_proc::placeholders(b));
-        }
-        for p in &params {
-            if !used.contains(&p.name) {
-                return Err(HarnessError::Usage(format!(
-                    "--param {}: {{{}}} appears neither in the command, nor in --env, nor in --build; put {{{}}} where the value goes",
-                    p.name, p.name, p.name
-                )));
-            }
-        }
-        let cpus = match threads {
-            Some(t) if placement != Placement::None => plan::place(m, placement, t, None)?.cpus,
-            Some(t) => {
-                plan::place(m, Placement::None, t, None)?;
-                None
-            }
-            None => None,
-        };
-        Ok(SweepPlan {
-            params,
-            build,
-            threads,
-            placement,
-            cpus,
-        })
+    let build = match build {
+        Some(b) if study.shell => Some(vec![b.to_string()]),
+        Some(b) => Some(shlex::split(b).filter(|w| !w.is_empty()).ok_or_else(|| {
+            HarnessError::Usage(format!(
+                "--build {b:?}: unbalanced quotes; quote the whole build command once"
+            ))
+        })?),
+        None => None,
+    };
+    let mut used = numalab_proc::placeholders(&study.command);
+    for (_, v) in &study.env {
+        used.extend(numalab_proc::placeholders(std::slice::from_ref(v)));
     }
-
-    /// Every combination of values, baseline first.
-    pub fn combinations(&self) -> Vec<BTreeMap<String, String>> {
-        let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
-        for p in &self.params {
-            let mut next = Vec::new();
-            for combo in &out {
-                for v in &p.values {
-                    let mut c = combo.clone();
-                    c.push((p.name.clone(), v.clone()));
-                    next.push(c);
-                }
-            }
-            out = next;
-        }
-        out.into_iter().map(|c| c.into_iter().collect()).collect()
+    if let Some(b) = &build {
+        used.extend(numalab_proc::placeholders(b));
     }
+    for p in &params {
+        if !used.contains(&p.name) {
+            return Err(HarnessError::Usage(format!(
+                "--param {}: {{{}}} appears neither in the command, nor in --env, nor in --build; put {{{}}} where the value goes",
+                p.name, p.name, p.name
+            )));
+        }
+    }
+    let cpus = match threads {
+        Some(t) if placement != Placement::None => plan::place(m, placement, t, None)?.cpus,
+        Some(t) => {
+            plan::place(m, Placement::None, t, None)?;
+            None
+        }
+        None => None,
+    };
+    Ok(SweepPlan {
+        params,
+        build,
+        threads,
+        placement,
+        cpus,
+    })
 }
 
 fn label(params: &BTreeMap<String, String>) -> String {
@@ -155,52 +75,6 @@ fn label(params: &BTreeMap<String, String>) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// One value's (or combination's) results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepPoint {
-    /// Parameter values.
-    pub params: BTreeMap<String, String>,
-    /// "DIST=40".
-    pub label: String,
-    /// Runs and statistics.
-    pub stats: PointStats,
-    /// Throughput over the baseline's (the first value).
-    pub speedup: Option<Interval>,
-    /// The build failed (no runs).
-    pub build_failed: bool,
-}
-
-/// The summary of a sweep (`harness.sweep`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepSummary {
-    /// Configuration id.
-    pub study_id: String,
-    /// The command (with placeholders).
-    pub command: Vec<String>,
-    /// The plan.
-    pub plan: SweepPlan,
-    /// The metric as given.
-    pub metric: String,
-    /// What throughput counts.
-    pub throughput_unit: String,
-    /// Runs per value.
-    pub repeat: usize,
-    /// Per value, in sweep order.
-    pub points: Vec<SweepPoint>,
-    /// The best value's label, when it is measurably better than the baseline.
-    pub best: Option<String>,
-    /// The fastest value's label, measurable or not.
-    pub fastest: Option<String>,
-    /// Findings in sentences.
-    pub findings: Vec<String>,
-    /// Failed runs.
-    pub failed_runs: usize,
-}
-
-impl RecordKind for SweepSummary {
-    const KIND: &'static str = "harness.sweep";
 }
 
 /// Runs a sweep.
@@ -391,7 +265,7 @@ mod tests {
     fn combinations_baseline_first() {
         let m = numalab_topo::synthetic("pack:1 core:2 pu:1").unwrap();
         let study = Study::new(vec!["./a".into(), "{A}".into(), "{B}".into()]);
-        let plan = SweepPlan::new(
+        let plan = new_plan(
             &m,
             vec!["A=1,2".parse().unwrap(), "B=x,y".parse().unwrap()],
             None,
@@ -402,7 +276,7 @@ mod tests {
         .unwrap();
         let labels: Vec<String> = plan.combinations().iter().map(label).collect();
         assert_eq!(labels, vec!["A=1 B=x", "A=1 B=y", "A=2 B=x", "A=2 B=y"]);
-        let e = SweepPlan::new(
+        let e = new_plan(
             &m,
             vec!["C=1".parse().unwrap()],
             None,
@@ -412,7 +286,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("{C} appears neither"), "{e}");
-        let ok = SweepPlan::new(
+        let ok = new_plan(
             &m,
             vec!["C=1".parse().unwrap()],
             Some("make DIST={C}"),
@@ -423,7 +297,7 @@ mod tests {
         .unwrap();
         assert_eq!(ok.build.unwrap(), vec!["make", "DIST={C}"]);
         assert_eq!(ok.cpus, Some(vec![0, 1]));
-        assert!(SweepPlan::new(
+        assert!(new_plan(
             &m,
             vec!["C=1".parse().unwrap()],
             Some("make {C}"),

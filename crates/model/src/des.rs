@@ -50,18 +50,7 @@ impl Default for DesConfig {
     }
 }
 
-/// What the simulation cost, for speed figures.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct SimStats {
-    /// Cycles simulated (warm-up, measurement and drain).
-    pub cycles: u64,
-    /// Routers (stops) simulated.
-    pub routers: u64,
-    /// Events processed.
-    pub events: u64,
-    /// Whether every measured packet was delivered (synthetic traffic).
-    pub drained: bool,
-}
+pub use numalab_records::model::SimStats;
 
 const NONE: u32 = u32::MAX;
 const WHEEL: usize = 4096;

@@ -292,20 +292,7 @@ pub fn plan(model: &Model, op: Op, core_stop: StopId, loc: Location, o: Outcome)
     p
 }
 
-/// Per-virtual-network figures.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct VnFigures {
-    /// "request", "snoop", "response", "data".
-    pub vn: String,
-    /// Packets per cycle on this network (whole machine).
-    pub packets_per_cycle: f64,
-    /// Mean cycles a packet waits for links and ports (queueing only).
-    pub queueing_cycles: f64,
-    /// Mean packet latency, cycles (injection to ejection).
-    pub latency_cycles: f64,
-    /// Utilization of its busiest link.
-    pub max_link_utilization: f64,
-}
+pub use numalab_records::model::VnFigures;
 
 /// What an engine reports for a workload.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

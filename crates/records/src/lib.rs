@@ -10,10 +10,15 @@
 //! description and the vocabulary: memory policies, the clock check) and
 //! `numalab-stats` (summaries).
 //!
-//! One module per record family: [`mem`], [`c2c`], [`pmu`]; and [`process`], how a
-//! user's command ended, which several families carry.
+//! One module per record family: [`c2c`], [`harness`], [`mem`], [`model`], [`pmu`],
+//! [`sensors`], [`workload`]; and [`process`], how a user's command ended, which
+//! several carry.
 
 pub mod c2c;
+pub mod harness;
 pub mod mem;
+pub mod model;
 pub mod pmu;
 pub mod process;
+pub mod sensors;
+pub mod workload;

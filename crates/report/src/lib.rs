@@ -7,11 +7,13 @@
 //! terminal; [`html`]: a self-contained page, every string escaped). [`findings`]
 //! writes what the records say in sentences; [`metrics`] extracts comparable figures
 //! and [`compare`] puts bundles side by side with ratio intervals. [`records`] holds
-//! the record types of `evaluate` and `doctor`.
+//! the record types of `evaluate` and `doctor`; [`draw`] the charts of record families
+//! that the command line also writes as files.
 
 pub mod anchors;
 pub mod compare;
 pub mod doc;
+pub mod draw;
 pub mod findings;
 pub mod html;
 pub mod load;

@@ -9,13 +9,10 @@
 
 use crate::compare::Metric;
 use crate::load::Loaded;
-use numalab_harness::policy::PolicySummary;
-use numalab_harness::scale::ScaleSummary;
-use numalab_harness::sweep::SweepSummary;
-use numalab_model::records as model;
 use numalab_records::c2c::{MatrixRecord, PairRecord};
-use numalab_workload::run::LatencySummary;
-use numalab_workload::WorkloadRun;
+use numalab_records::harness::{PolicySummary, ScaleSummary, SweepSummary};
+use numalab_records::model;
+use numalab_records::workload::{LatencySummary, WorkloadRun};
 use std::collections::BTreeMap;
 
 /// Per server: throughput with every CPU loaded.

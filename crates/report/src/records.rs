@@ -172,7 +172,7 @@ impl RecordKind for RunRecord {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PowerCheck {
     /// Readable sensors.
-    pub sensors: Vec<numalab_sensors::Sensor>,
+    pub sensors: Vec<numalab_records::sensors::Sensor>,
     /// cpufreq domains at the time of the check.
     pub frequencies: Vec<FrequencyDomain>,
 }

@@ -514,6 +514,28 @@ fn nothing_in_common() {
     assert!(md.contains("triad, 16 cores, data on node 0"), "{md}");
 }
 
+#[test]
+fn charts_of_recorded_studies() {
+    use numalab_records::harness::{PolicySummary, ScaleSummary, SweepSummary};
+    use numalab_report::draw::harness::{policy_svg, scale_svg, sweep_svg};
+    let scale = bundle("vm-scale");
+    let (_, s) = &scale.records_of::<ScaleSummary>()[0];
+    let svg = scale_svg(s);
+    assert!(svg.starts_with("<svg") && svg.contains("polyline"));
+    let policy = bundle("vm-policy");
+    let (_, p) = &policy.records_of::<PolicySummary>()[0];
+    let svg = policy_svg(p);
+    for r in &p.results {
+        assert!(svg.contains(r.policy.name()), "{:?}", r.policy);
+    }
+    let sweep = bundle("vm-sweep");
+    let (_, w) = &sweep.records_of::<SweepSummary>()[0];
+    let svg = sweep_svg(w);
+    for p in &w.points {
+        assert!(svg.contains(&p.label), "{}", p.label);
+    }
+}
+
 // ------------------------------------------------------------------ snapshots
 
 fn vm_doc() -> numalab_report::doc::Document {

@@ -36,10 +36,6 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
     g
 }
 
-/// Probe crates the report still depends on for their record types (issue 19 moves
-/// the records to one home; this list only shrinks).
-const PROBES: [&str; 3] = ["numalab-harness", "numalab-sensors", "numalab-workload"];
-
 #[test]
 fn the_never_arrows_hold() {
     let g = graph();
@@ -90,8 +86,9 @@ fn the_never_arrows_hold() {
     ] {
         assert!(!c2c.contains(hw), "numalab-c2c depends on {hw}");
     }
-    // The foundations depend on nothing of numalab (chart, clock and sensors only on
-    // schema; records only on schema and stats).
+    // The foundations depend on nothing of numalab (chart and clock only on schema;
+    // records only on schema and stats; sensors only on schema and records, where its
+    // record types live).
     for base in ["numalab-schema", "numalab-stats"] {
         assert!(
             internal(&g[base]).is_empty(),
@@ -99,13 +96,20 @@ fn the_never_arrows_hold() {
             internal(&g[base])
         );
     }
-    for on_schema in ["numalab-chart", "numalab-clock", "numalab-sensors"] {
+    for on_schema in ["numalab-chart", "numalab-clock"] {
         let deps = internal(&g[on_schema]);
         assert!(
             deps.iter().all(|d| d == "numalab-schema"),
             "{on_schema}: {deps:?}"
         );
     }
+    let sensors = internal(&g["numalab-sensors"]);
+    assert!(
+        sensors
+            .iter()
+            .all(|d| d == "numalab-schema" || d == "numalab-records"),
+        "numalab-sensors: {sensors:?}"
+    );
     let records = internal(&g["numalab-records"]);
     assert!(
         records
@@ -113,36 +117,29 @@ fn the_never_arrows_hold() {
             .all(|d| d == "numalab-schema" || d == "numalab-stats"),
         "numalab-records must build without hardware libraries: {records:?}"
     );
-    // The report never depends on topology or process code directly, and its known
-    // dependencies on probe crates only shrink.
+    // The report renders records: it depends on the data model, statistics, charts and
+    // the records, never on anything that measures or models (so it builds and runs
+    // where there is no hwloc and no perf_event).
     let report = internal(&g["numalab-report"]);
-    for hw in ["numalab-topo", "numalab-proc", "numalab-clock"] {
-        assert!(!report.contains(hw), "numalab-report depends on {hw}");
-    }
-    let allowed: BTreeSet<&str> = [
+    let allowed: BTreeSet<String> = [
         "numalab-schema",
         "numalab-stats",
         "numalab-chart",
-        "numalab-model",
         "numalab-records",
     ]
     .into_iter()
-    .chain(PROBES)
+    .map(String::from)
     .collect();
-    for d in &report {
+    assert!(
+        report.is_subset(&allowed),
+        "numalab-report depends on {:?}: the report renders records, it never measures",
+        report.difference(&allowed).collect::<Vec<_>>()
+    );
+    // The records need no hardware library either: not even through an outside crate.
+    for d in &g["numalab-records"] {
         assert!(
-            allowed.contains(d.as_str()),
-            "numalab-report depends on {d}: the report renders records, it never measures"
+            !["hwlocality", "perf-event2", "libc"].contains(&d.as_str()),
+            "numalab-records depends on {d}"
         );
     }
-    let on_probes: BTreeSet<&str> = PROBES
-        .iter()
-        .copied()
-        .filter(|p| report.contains(*p))
-        .collect();
-    let known: BTreeSet<&str> = PROBES.iter().copied().collect();
-    assert_eq!(
-        on_probes, known,
-        "numalab-report's dependencies on probe crates changed: a new one is not allowed, and one removed must leave PROBES and ARCHITECTURE.md"
-    );
 }

@@ -7,48 +7,20 @@
 //! what it covers, because a package RAPL figure, an SoC hwmon figure and a BMC's
 //! wall figure are not the same thing. Everything is read under a root folder so that
 //! tests run against fixture trees laid out like the kernel's.
+//!
+//! A sensor as recorded ([`Sensor`], [`SensorKind`]) is defined in `numalab-records`
+//! and re-exported here; this crate finds sensors and reads them ([`read_raw`]).
 
-use serde::{Deserialize, Serialize};
+pub use numalab_records::sensors::{Sensor, SensorKind};
 use std::path::{Path, PathBuf};
 
-/// What a sensor measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SensorKind {
-    /// A cumulative energy counter (powercap), in microjoules; power is its rate.
-    Energy,
-    /// Instantaneous power (hwmon), in microwatts.
-    Power,
-    /// Temperature (hwmon), in millidegrees Celsius.
-    Temperature,
-}
-
-/// One readable sensor.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sensor {
-    /// Stable id, e.g. `powercap:intel-rapl:0` or `hwmon:hwmon2:power1`.
-    pub id: String,
-    /// What it measures.
-    pub kind: SensorKind,
-    /// The kernel's name or label ("package-0", "CPU power", "SoC Temperature").
-    pub label: String,
-    /// What the figure covers, in words ("CPU package 0 (RAPL): cores, caches, uncore").
-    pub covers: String,
-    /// The file holding the value.
-    pub path: PathBuf,
-    /// For energy counters: the value at which the counter wraps (microjoules).
-    pub max_energy_uj: Option<u64>,
-}
-
-impl Sensor {
-    /// Reads the raw value (microjoules, microwatts or millidegrees).
-    pub fn read_raw(&self) -> Option<u64> {
-        std::fs::read_to_string(&self.path)
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    }
+/// Reads a sensor's raw value (microjoules, microwatts or millidegrees).
+pub fn read_raw(sensor: &Sensor) -> Option<u64> {
+    std::fs::read_to_string(&sensor.path)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn read_trim(p: &Path) -> Option<String> {
@@ -232,7 +204,7 @@ mod tests {
         assert_eq!(s[0].max_energy_uj, Some(262143328850));
         assert!(s[0].covers.contains("not DRAM"));
         assert_eq!(s[1].label, "CPU power");
-        assert_eq!(s[1].read_raw(), Some(152_000_000));
+        assert_eq!(read_raw(&s[1]), Some(152_000_000));
         assert!(s[2].covers.contains("I/O"));
         assert_eq!(s[3].kind, SensorKind::Temperature);
         assert!(discover(&r.join("nothing")).is_empty());

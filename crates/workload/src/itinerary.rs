@@ -24,7 +24,8 @@ use crate::graph::GraphRef;
 use crate::route::SearchState;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
+
+pub use numalab_records::workload::EaParams;
 
 /// Most points of interest in one request.
 pub const MAX_POIS: usize = 30;
@@ -73,35 +74,15 @@ impl Instance {
     }
 }
 
-/// Parameters of the evolutionary search.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EaParams {
-    /// Tours per generation.
-    pub population: usize,
-    /// Generations.
-    pub generations: usize,
-}
-
-impl Default for EaParams {
-    fn default() -> Self {
-        EaParams {
-            population: 40,
-            generations: 250,
-        }
+/// Checks the parameters of the evolutionary search.
+pub fn validate(ea: &EaParams) -> Result<(), crate::WorkloadError> {
+    if !(4..=2000).contains(&ea.population) || !(1..=100_000).contains(&ea.generations) {
+        return Err(crate::WorkloadError::Usage(format!(
+            "evolutionary search with population {} and {} generations: the population must be 4-2000 and generations 1-100000",
+            ea.population, ea.generations
+        )));
     }
-}
-
-impl EaParams {
-    /// Checks the parameters.
-    pub fn validate(&self) -> Result<(), crate::WorkloadError> {
-        if !(4..=2000).contains(&self.population) || !(1..=100_000).contains(&self.generations) {
-            return Err(crate::WorkloadError::Usage(format!(
-                "evolutionary search with population {} and {} generations: the population must be 4-2000 and generations 1-100000",
-                self.population, self.generations
-            )));
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// A tour: visit the points of `order` whose bit is set in `mask`, in that order.

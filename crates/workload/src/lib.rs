@@ -22,6 +22,10 @@
 //!
 //! Entry points: [`run::run`] (generate and run) and [`run::run_on`] (run several
 //! configurations on one generated graph).
+//!
+//! The record ([`WorkloadRun`] and what it holds, [`Mode`], [`CpuOrder`],
+//! [`itinerary::EaParams`]) is defined in `numalab-records` (`records::workload`) and
+//! re-exported here under its old paths.
 
 pub mod graph;
 pub mod itinerary;

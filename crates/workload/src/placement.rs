@@ -27,67 +27,7 @@ use numalab_topo::system::SysRoot;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Where the graph's pages go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// One copy, built by one thread (on the first client's PU), default policy.
-    SharedFirstTouch,
-    /// One copy interleaved page by page over all NUMA nodes.
-    SharedInterleaved,
-    /// One copy per NUMA node running clients; each client reads its node's copy.
-    Replicated,
-}
-
-impl Mode {
-    /// Every mode.
-    pub const ALL: [Mode; 3] = [
-        Mode::SharedFirstTouch,
-        Mode::SharedInterleaved,
-        Mode::Replicated,
-    ];
-
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::SharedFirstTouch => "shared-first-touch",
-            Mode::SharedInterleaved => "shared-interleaved",
-            Mode::Replicated => "replicated",
-        }
-    }
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The order in which client threads take PUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CpuOrder {
-    /// Fill a NUMA node's cores before moving to the next node.
-    Compact,
-    /// Deal cores to the NUMA nodes in turn.
-    Scatter,
-}
-
-impl CpuOrder {
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            CpuOrder::Compact => "compact",
-            CpuOrder::Scatter => "scatter",
-        }
-    }
-}
-
-impl std::fmt::Display for CpuOrder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use numalab_records::workload::{CopyReport, CpuOrder, Mode};
 
 /// A PU a client runs on, and its NUMA node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,34 +120,6 @@ impl PlacedGraph {
     fn regions(&self) -> [&Region; 2] {
         [&self.offsets, &self.adj]
     }
-}
-
-/// Where a copy's pages were found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CopyReport {
-    /// The NUMA node this copy is for (replicated), or None for a shared copy.
-    pub for_node: Option<u32>,
-    /// The memory policy set before first touch.
-    pub policy: String,
-    /// The PU of the thread that wrote the copy (first touch).
-    pub built_on_pu: u32,
-    /// Bytes of the copy.
-    pub bytes: u64,
-    /// Pages of the copy.
-    pub pages: u64,
-    /// Page size, bytes.
-    pub page_bytes: u64,
-    /// Pages found on each node, as the kernel reports them: `[node, pages]`.
-    pub pages_per_node: Vec<(u32, u64)>,
-    /// Pages not present (never touched or swapped out).
-    pub not_present: u64,
-    /// Nodes the pages should be on.
-    pub expected_nodes: Vec<u32>,
-    /// Fraction of present pages on the expected nodes (None when the kernel could not
-    /// be asked: then nothing about the placement is claimed).
-    pub fraction_on_expected: Option<f64>,
-    /// The clients (by index) reading this copy.
-    pub readers: Vec<usize>,
 }
 
 /// The graph, placed.

@@ -17,15 +17,15 @@
 //! copy, and power with what the sensors cover, or why power is not available.
 
 use crate::graph::{self, GraphSpec, GraphStats, OwnedGraph};
-use crate::itinerary::EaParams;
-use crate::placement::{self, CopyReport, CpuOrder, Mode, Slot};
+use crate::itinerary::{self, EaParams};
+use crate::placement::{self, CpuOrder, Mode, Slot};
 use crate::request::{Request, RequestGen, RequestKind, Worker};
 use crate::WorkloadError;
 use numalab_clock::now_ns;
-use numalab_schema::{interrupt, Machine, Origin, Record, RecordKind, Warning};
+use numalab_schema::{interrupt, Machine, Origin, Record, Warning};
 use numalab_sensors::{Sensor, SensorKind};
+use numalab_stats::median_interval;
 use numalab_stats::quantiles::bootstrap_percentiles;
-use numalab_stats::{median_interval, Interval};
 use numalab_topo::bind::{PageKind, Placer};
 use numalab_topo::system::SysRoot;
 use serde::{Deserialize, Serialize};
@@ -33,6 +33,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
+
+pub use numalab_records::workload::{
+    ClientResult, GraphSummary, LatencySummary, MemorySummary, PowerReading, TemperatureReading,
+    WorkloadRun,
+};
 
 /// Everything a run needs to know.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,7 +101,7 @@ impl RunConfig {
     /// Checks the configuration without touching the machine.
     pub fn validate(&self) -> Result<(), WorkloadError> {
         self.graph.validate()?;
-        self.ea.validate()?;
+        itinerary::validate(&self.ea)?;
         if self.threads == 0 {
             return Err(WorkloadError::Usage(
                 "--threads 0: at least one client thread is needed".into(),
@@ -184,222 +189,21 @@ pub enum Progress {
     Summarizing,
 }
 
-/// The road network used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GraphSummary {
-    /// Seed.
-    pub seed: u64,
-    /// Nodes (intersections).
-    pub nodes: u32,
-    /// Streets (undirected edges).
-    pub edges: u64,
-    /// Grid width x height.
-    pub width: u32,
-    /// Grid height.
-    pub height: u32,
-    /// Mean degree.
-    pub mean_degree: f64,
-    /// Nodes by degree.
-    pub degree_histogram: Vec<u64>,
-    /// Median edge travel time, ms.
-    pub weight_median_ms: u32,
-    /// Bytes of one copy (CSR arrays).
-    pub bytes: u64,
-    /// Bytes per node of one copy.
-    pub bytes_per_node: f64,
-    /// FNV-1a hash of the arrays: equal on two machines = the same graph.
-    pub fingerprint: String,
-    /// Time to generate, seconds.
-    pub generation_s: f64,
-    /// Time to build and verify the copies, seconds.
-    pub placement_s: f64,
-}
-
-/// Response times of a set of requests.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LatencySummary {
-    /// Requests.
-    pub requests: u64,
-    /// Mean, ns.
-    pub mean_ns: f64,
-    /// Median with its bootstrap interval, ns.
-    pub p50_ns: Interval,
-    /// 95th percentile, ns.
-    pub p95_ns: Interval,
-    /// 99th percentile, ns.
-    pub p99_ns: Interval,
-    /// Slowest, ns.
-    pub max_ns: f64,
-}
-
-impl LatencySummary {
-    fn of(values: &[f64], seed: u64) -> Option<LatencySummary> {
-        if values.is_empty() {
-            return None;
-        }
-        let resamples = if values.len() <= 50_000 { 1000 } else { 300 };
-        let iv = bootstrap_percentiles(values, &[50.0, 95.0, 99.0], 0.95, resamples, seed)?;
-        Some(LatencySummary {
-            requests: values.len() as u64,
-            mean_ns: values.iter().sum::<f64>() / values.len() as f64,
-            p50_ns: iv[0].clone(),
-            p95_ns: iv[1].clone(),
-            p99_ns: iv[2].clone(),
-            max_ns: values.iter().copied().fold(0.0, f64::max),
-        })
+/// The response times `values` (ns) in a summary, the intervals from bootstrap `seed`.
+fn latency_summary(values: &[f64], seed: u64) -> Option<LatencySummary> {
+    if values.is_empty() {
+        return None;
     }
-}
-
-/// One client thread's figures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClientResult {
-    /// PU it was pinned to.
-    pub pu: u32,
-    /// NUMA node of that PU.
-    pub node: u32,
-    /// Index of the graph copy it read.
-    pub copy: usize,
-    /// Requests completed in the window.
-    pub requests: u64,
-    /// Its requests per second.
-    pub requests_per_s: f64,
-    /// CPU time it used from its first request in the window to its last, seconds.
-    pub cpu_s: f64,
-    /// That CPU time over the same wall time (1.0 = never descheduled).
-    pub cpu_utilization: f64,
-}
-
-/// A power sensor's reading over the window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PowerReading {
-    /// Sensor id.
-    pub id: String,
-    /// Its label.
-    pub label: String,
-    /// What it covers.
-    pub covers: String,
-    /// Mean power over the window, W (None when it could not be read).
-    pub watts: Option<f64>,
-    /// Readings taken (hwmon) or 2 (energy counters: start and end).
-    pub readings: u32,
-}
-
-/// A temperature sensor over the window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TemperatureReading {
-    /// Sensor id.
-    pub id: String,
-    /// Its label.
-    pub label: String,
-    /// Highest reading, degrees C.
-    pub max_c: f64,
-    /// Mean reading, degrees C.
-    pub mean_c: f64,
-}
-
-/// Placement summary.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MemorySummary {
-    /// NUMA nodes of the machine.
-    pub numa_nodes: usize,
-    /// True when the machine has one NUMA node, so the three modes place every page
-    /// on the same node and cannot differ.
-    pub modes_equivalent_here: bool,
-    /// Page kind asked for.
-    pub page_kind: PageKind,
-    /// Each copy of the graph, with its pages per node as the kernel reports them.
-    pub copies: Vec<CopyReport>,
-    /// Bytes of search state per client (allocated on the client's node).
-    pub state_bytes_per_client: u64,
-}
-
-/// `workload.run`: one measured run of the reference workload.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkloadRun {
-    /// Client threads.
-    pub threads: usize,
-    /// Thread placement (`compact` or `scatter`).
-    pub placement: CpuOrder,
-    /// Data placement mode.
-    pub mode: Mode,
-    /// PUs of the clients, in order.
-    pub pus: Vec<u32>,
-    /// NUMA node of each client's PU.
-    pub pu_nodes: Vec<u32>,
-    /// Share of route queries asked for.
-    pub route_share: f64,
-    /// Evolutionary search parameters.
-    pub ea: EaParams,
-    /// The road network.
-    pub graph: GraphSummary,
-    /// Window asked for, seconds.
-    pub duration_s: f64,
-    /// Warm-up, seconds.
-    pub warmup_s: f64,
-    /// Window actually measured, seconds (shorter when interrupted).
-    pub measured_s: f64,
-    /// Requests completed in the window.
-    pub requests: u64,
-    /// Of which route queries.
-    pub requests_route: u64,
-    /// Of which itinerary plans.
-    pub requests_itinerary: u64,
-    /// Requests per second, all clients: requests / measured_s. The headline figure.
-    pub requests_per_s: f64,
-    /// Requests per second per client thread: requests_per_s / threads.
-    pub requests_per_s_per_thread: f64,
-    /// Requests per second in each time slice of the window.
-    pub requests_per_s_slices: Vec<f64>,
-    /// Length of a slice, seconds.
-    pub slice_s: f64,
-    /// Bootstrap interval of the median slice rate (None with fewer than 3 slices).
-    pub requests_per_s_interval: Option<Interval>,
-    /// Each client.
-    pub clients: Vec<ClientResult>,
-    /// Response times of all requests.
-    pub latency: Option<LatencySummary>,
-    /// Response times of route queries.
-    pub latency_route: Option<LatencySummary>,
-    /// Response times of itinerary plans.
-    pub latency_itinerary: Option<LatencySummary>,
-    /// Graph nodes settled per request, mean (the work per request; equal seeds give
-    /// the same request streams on every machine).
-    pub settled_per_request: f64,
-    /// Process CPU time in the window / (window x threads).
-    pub cpu_utilization: f64,
-    /// Requests per CPU-second: requests / cpu_s. On a shared machine or a VM with
-    /// steal time this is steadier than requests/s, but it hides waiting (it is not
-    /// what a user sees).
-    pub requests_per_cpu_s: Option<f64>,
-    /// Process CPU time in the window, seconds.
-    pub cpu_s: f64,
-    /// Busy fraction of the clients' CPUs in the window, any process (/proc/stat).
-    pub worker_cpus_busy: Option<f64>,
-    /// Fraction of the clients' CPU time stolen by the hypervisor (/proc/stat).
-    pub worker_cpus_steal: Option<f64>,
-    /// Pages per NUMA node, all copies together: `[node, pages]`.
-    pub pages_per_node: Vec<(u32, u64)>,
-    /// Placement details.
-    pub memory: MemorySummary,
-    /// Power over the window, W, from the sensors named in `power_covers` (None when
-    /// not available; see `power_unavailable_reason`).
-    pub power_watts: Option<f64>,
-    /// What `power_watts` includes.
-    pub power_covers: Option<String>,
-    /// Why there is no power figure.
-    pub power_unavailable_reason: Option<String>,
-    /// Requests per joule (requests_per_s / power_watts).
-    pub requests_per_joule: Option<f64>,
-    /// Every power sensor read.
-    pub power_sensors: Vec<PowerReading>,
-    /// Temperatures during the window.
-    pub temperatures: Vec<TemperatureReading>,
-    /// True when a stop request ended the window early (partial result).
-    pub interrupted: bool,
-}
-
-impl RecordKind for WorkloadRun {
-    const KIND: &'static str = "workload.run";
+    let resamples = if values.len() <= 50_000 { 1000 } else { 300 };
+    let iv = bootstrap_percentiles(values, &[50.0, 95.0, 99.0], 0.95, resamples, seed)?;
+    Some(LatencySummary {
+        requests: values.len() as u64,
+        mean_ns: values.iter().sum::<f64>() / values.len() as f64,
+        p50_ns: iv[0].clone(),
+        p95_ns: iv[1].clone(),
+        p99_ns: iv[2].clone(),
+        max_ns: values.iter().copied().fold(0.0, f64::max),
+    })
 }
 
 /// A finished run: the payload, its warnings and its record key.
@@ -548,7 +352,7 @@ impl PowerMeter {
     fn start(&mut self) {
         for (i, s) in self.sensors.iter().enumerate() {
             if s.kind == SensorKind::Energy {
-                self.energy_start[i] = s.read_raw();
+                self.energy_start[i] = numalab_sensors::read_raw(s);
             }
         }
         self.sample();
@@ -561,7 +365,7 @@ impl PowerMeter {
                 SensorKind::Temperature => 1e-3, // millidegrees
                 SensorKind::Energy => continue,
             };
-            if let Some(raw) = s.read_raw() {
+            if let Some(raw) = numalab_sensors::read_raw(s) {
                 let v = raw as f64 * scale;
                 self.sum[i] += v;
                 self.n[i] += 1;
@@ -588,7 +392,7 @@ impl PowerMeter {
         for (i, s) in self.sensors.iter().enumerate() {
             match s.kind {
                 SensorKind::Energy => {
-                    let watts = match (self.energy_start[i], s.read_raw()) {
+                    let watts = match (self.energy_start[i], numalab_sensors::read_raw(s)) {
                         (Some(a), Some(b)) => {
                             numalab_sensors::energy_to_watts(a, b, s.max_energy_uj, seconds)
                         }
@@ -1133,9 +937,9 @@ pub fn run_on(
         requests_per_s_slices: slice_rates,
         slice_s,
         clients,
-        latency: LatencySummary::of(&all, seed),
-        latency_route: LatencySummary::of(&route, seed),
-        latency_itinerary: LatencySummary::of(&itinerary, seed),
+        latency: latency_summary(&all, seed),
+        latency_route: latency_summary(&route, seed),
+        latency_itinerary: latency_summary(&itinerary, seed),
         settled_per_request: if requests > 0 {
             settled as f64 / requests as f64
         } else {

@@ -8,8 +8,7 @@ use crate::{CliError, CliResult};
 use clap::Args;
 use numalab_harness::run::{Progress, Sink};
 use numalab_harness::{
-    report, HarnessError, Metric, Param, Placement, PolicyKind, PolicyPlan, ScalePlan, Study,
-    SweepPlan,
+    report, HarnessError, Metric, Param, Placement, PolicyKind, ScalePlan, Study,
 };
 use numalab_schema::{cpulist, ErrorClass, Machine, Origin, Record};
 use std::path::PathBuf;
@@ -353,7 +352,7 @@ pub fn scale(a: ScaleArgs) -> CliResult {
         &a.study.svg,
         |sink, progress| numalab_harness::scale(&m, &plan, &study, sink, progress),
         report::scale_text,
-        report::scale_svg,
+        numalab_report::draw::harness::scale_svg,
         |s| (s.failed_runs, s.points.iter().map(|p| p.stats.runs).sum()),
     )
 }
@@ -367,7 +366,7 @@ pub fn policy(a: PolicyArgs) -> CliResult {
         ));
     }
     let m = live()?;
-    let plan = PolicyPlan::new(&m, a.threads, a.placement, a.node, &a.policies)
+    let plan = numalab_harness::policy::new_plan(&m, a.threads, a.placement, a.node, &a.policies)
         .map_err(|e| usage(format!("{e}")))?;
     let rec = recorder("policy", &a.study, &plan, &m)?;
     run_study(
@@ -375,7 +374,7 @@ pub fn policy(a: PolicyArgs) -> CliResult {
         &a.study.svg,
         |sink, progress| numalab_harness::policy(&m, &plan, &study, sink, progress),
         report::policy_text,
-        report::policy_svg,
+        numalab_report::draw::harness::policy_svg,
         |s| (s.failed_runs, s.results.iter().map(|p| p.stats.runs).sum()),
     )
 }
@@ -389,7 +388,7 @@ pub fn sweep(a: SweepArgs) -> CliResult {
         return Err(usage("--param: the same name is given twice"));
     }
     let m = live()?;
-    let plan = SweepPlan::new(
+    let plan = numalab_harness::sweep::new_plan(
         &m,
         a.params.clone(),
         a.build.as_deref(),
@@ -433,7 +432,7 @@ pub fn sweep(a: SweepArgs) -> CliResult {
             )
         },
         report::sweep_text,
-        report::sweep_svg,
+        numalab_report::draw::harness::sweep_svg,
         |s| (s.failed_runs, s.points.iter().map(|p| p.stats.runs).sum()),
     )
 }

@@ -9,15 +9,12 @@
 use crate::anchors;
 use crate::load::Loaded;
 use crate::records::{Check, DoctorReport, StepRecord, StepStatus, TopologyRecord, Verdict};
-use numalab_harness::policy::PolicySummary;
-use numalab_harness::scale::ScaleSummary;
-use numalab_harness::sweep::SweepSummary;
-use numalab_model::records as model;
 use numalab_records::c2c::MatrixRecord;
-use numalab_records::pmu::PmuCheck;
-use numalab_records::pmu::Profile;
+use numalab_records::harness::{PolicySummary, ScaleSummary, SweepSummary};
+use numalab_records::model;
+use numalab_records::pmu::{PmuCheck, Profile};
+use numalab_records::workload::WorkloadRun;
 use numalab_schema::{cpulist, Machine, Origin};
-use numalab_workload::WorkloadRun;
 use serde::{Deserialize, Serialize};
 
 /// How much a finding matters.

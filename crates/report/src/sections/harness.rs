@@ -5,13 +5,11 @@
 use super::{iv, opt, table};
 use crate::anchors;
 use crate::doc::Section;
+use crate::draw::harness::{policy_svg, scale_chart, sweep_svg};
 use crate::load::Loaded;
 use crate::table::Cell;
-use numalab_harness::policy::PolicySummary;
-use numalab_harness::report::{policy_svg, scale_chart, sweep_svg};
-use numalab_harness::run::{PointStats, RunRecord};
-use numalab_harness::scale::ScaleSummary;
-use numalab_harness::sweep::SweepSummary;
+use numalab_records::harness::RunRecord;
+use numalab_records::harness::{PointStats, PolicySummary, ScaleSummary, SweepSummary};
 
 fn short(cmd: &[String]) -> String {
     crate::shorten(&cmd.join(" "), 70)

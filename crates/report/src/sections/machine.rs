@@ -354,9 +354,9 @@ pub fn power(b: usize, l: &Loaded, of: &str) -> Option<Section> {
         t.push(vec![
             Cell::text(&x.id),
             Cell::text(match x.kind {
-                numalab_sensors::SensorKind::Energy => "energy",
-                numalab_sensors::SensorKind::Power => "power",
-                numalab_sensors::SensorKind::Temperature => "temperature",
+                numalab_records::sensors::SensorKind::Energy => "energy",
+                numalab_records::sensors::SensorKind::Power => "power",
+                numalab_records::sensors::SensorKind::Temperature => "temperature",
             }),
             Cell::text(&x.label),
             Cell::text(&x.covers),

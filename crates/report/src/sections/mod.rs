@@ -26,7 +26,7 @@ pub fn decodes(r: &Record) -> Option<bool> {
         r.decode::<T>().map(|x| x.is_ok())
     }
     use crate::records::*;
-    use numalab_model::records as m;
+    use numalab_records::model as m;
     [
         ok::<TopologyRecord>,
         ok::<DoctorReport>,
@@ -35,11 +35,11 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<PowerCheck>,
         ok::<numalab_records::c2c::PairRecord>,
         ok::<numalab_records::c2c::MatrixRecord>,
-        ok::<numalab_workload::WorkloadRun>,
-        ok::<numalab_harness::run::RunRecord>,
-        ok::<numalab_harness::scale::ScaleSummary>,
-        ok::<numalab_harness::policy::PolicySummary>,
-        ok::<numalab_harness::sweep::SweepSummary>,
+        ok::<numalab_records::workload::WorkloadRun>,
+        ok::<numalab_records::harness::RunRecord>,
+        ok::<numalab_records::harness::ScaleSummary>,
+        ok::<numalab_records::harness::PolicySummary>,
+        ok::<numalab_records::harness::SweepSummary>,
         ok::<numalab_records::pmu::PmuCheck>,
         ok::<numalab_records::pmu::Profile>,
         ok::<numalab_records::pmu::SampleReport>,

@@ -8,9 +8,9 @@ use crate::doc::Section;
 use crate::load::Loaded;
 use crate::table::Cell;
 use numalab_chart::{Bar, BarChart, Heatmap, LineChart, Series};
-use numalab_model::records as m;
+use numalab_records::model as m;
 
-fn vns(t: &mut crate::table::Table, v: &[numalab_model::traffic::VnFigures]) {
+fn vns(t: &mut crate::table::Table, v: &[numalab_records::model::VnFigures]) {
     for x in v {
         t.notes.push(format!(
             "{} network: {:.3} packets/cycle, {:.1} cycles latency ({:.1} queueing), busiest link {:.0}%",

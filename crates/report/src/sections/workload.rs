@@ -8,7 +8,7 @@ use crate::doc::Section;
 use crate::load::Loaded;
 use crate::table::Cell;
 use numalab_chart::{Bar, BarChart, LineChart, Series};
-use numalab_workload::WorkloadRun;
+use numalab_records::workload::WorkloadRun;
 
 /// The workload section of a bundle.
 pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {

@@ -1,0 +1,251 @@
+//! The typed records the model writes, in the results schema measurements use (flagged
+//! `Origin::Modeled`), so `report` and `compare` put a modeled machine beside a measured
+//! one. Units are in field names; cycles are NoC cycles.
+
+use numalab_schema::RecordKind;
+use serde::{Deserialize, Serialize};
+
+/// What the simulation cost, for speed figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SimStats {
+    /// Cycles simulated (warm-up, measurement and drain).
+    pub cycles: u64,
+    /// Routers (stops) simulated.
+    pub routers: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Whether every measured packet was delivered (synthetic traffic).
+    pub drained: bool,
+}
+
+/// Per-virtual-network figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VnFigures {
+    /// "request", "snoop", "response", "data".
+    pub vn: String,
+    /// Packets per cycle on this network (whole machine).
+    pub packets_per_cycle: f64,
+    /// Mean cycles a packet waits for links and ports (queueing only).
+    pub queueing_cycles: f64,
+    /// Mean packet latency, cycles (injection to ejection).
+    pub latency_cycles: f64,
+    /// Utilization of its busiest link.
+    pub max_link_utilization: f64,
+}
+
+/// B1: STREAM triad with threads on a set of cores and the arrays on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamTriad {
+    /// Preset as given (`name:variants`, overrides listed in the envelope's config).
+    pub preset: String,
+    /// "analytic" or "des".
+    pub engine: String,
+    /// Cores running the threads.
+    pub cores: Vec<usize>,
+    /// NUMA node holding the arrays.
+    pub data_node: u32,
+    /// Technology of that node's memory.
+    pub memory_kind: String,
+    /// Triad bandwidth (2 reads + 1 write per line, no write-allocate).
+    pub bandwidth_gbps: f64,
+    /// Peak bandwidth of the node's memory controllers.
+    pub peak_gbps: f64,
+    /// `bandwidth_gbps / peak_gbps * 100`.
+    pub percent_of_peak: f64,
+    /// Mean request latency as a core sees it.
+    pub request_latency_ns: f64,
+    /// Mean packet latency (all networks).
+    pub packet_latency_cycles: f64,
+    /// Mean hops per packet.
+    pub mean_hops: f64,
+    /// Fraction of packets by hop count.
+    pub hop_histogram: Vec<f64>,
+    /// Per virtual network: rate, queueing, latency, busiest link.
+    pub vns: Vec<VnFigures>,
+    /// SLC hit ratio used (0 when the arrays exceed the SLC the node can reach).
+    pub slc_hit_ratio: f64,
+    /// Accesses per cycle at each memory controller.
+    pub mc_accesses_per_cycle: Vec<f64>,
+    /// Whether a resource is at capacity (the figures are a bound).
+    pub saturated: bool,
+    /// Discrete-event cost, when simulated.
+    pub simulation: Option<SimStats>,
+}
+impl RecordKind for StreamTriad {
+    const KIND: &'static str = "model.stream_triad";
+}
+
+/// One core of a latency heatmap.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeatCell {
+    /// Core (OS number).
+    pub core: usize,
+    /// Socket.
+    pub socket: u32,
+    /// Column.
+    pub x: u32,
+    /// Row.
+    pub y: u32,
+    /// Latency in NoC cycles.
+    pub latency_cycles: f64,
+    /// Latency in ns.
+    pub latency_ns: f64,
+}
+
+/// C1: latency from every core to a line homed at one slice or served by one controller.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyHeatmap {
+    /// Preset.
+    pub preset: String,
+    /// Engine.
+    pub engine: String,
+    /// "slice:N" or "mc:N".
+    pub target: String,
+    /// Target stop `[socket, x, y]`.
+    pub target_stop: [u32; 3],
+    /// Home slice of the line.
+    pub home_slice: usize,
+    /// Every core.
+    pub cells: Vec<HeatCell>,
+    /// Fastest core.
+    pub min_cycles: f64,
+    /// Slowest core.
+    pub max_cycles: f64,
+    /// `max - min`: what the "uniform" average hides.
+    pub spread_cycles: f64,
+    /// Mean over cores, ns.
+    pub mean_ns: f64,
+    /// Spread in ns.
+    pub spread_ns: f64,
+}
+impl RecordKind for LatencyHeatmap {
+    const KIND: &'static str = "model.latency_heatmap";
+}
+
+/// One point of a latency-versus-load curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrafficPoint {
+    /// Offered packets per stop per cycle.
+    pub offered: f64,
+    /// Delivered packets per stop per cycle.
+    pub accepted: f64,
+    /// Mean packet latency, cycles.
+    pub latency_cycles: f64,
+    /// Busiest link's utilization.
+    pub max_link_utilization: f64,
+    /// Below saturation: delivered everything, latency under 3x zero-load.
+    pub stable: bool,
+}
+
+/// Synthetic traffic: latency-versus-load curve and saturation throughput.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Traffic {
+    /// Preset.
+    pub preset: String,
+    /// Engine.
+    pub engine: String,
+    /// "uniform", "hotspot", "transpose".
+    pub pattern: String,
+    /// Flits per packet.
+    pub flits: u32,
+    /// The curve.
+    pub points: Vec<TrafficPoint>,
+    /// Zero-load latency, cycles.
+    pub zero_load_latency_cycles: f64,
+    /// Mean hops.
+    pub mean_hops: f64,
+    /// Offered load at which the busiest link reaches 100% (analytic, exact).
+    pub saturation_rate: f64,
+    /// Highest offered load of the curve that was stable (this engine).
+    pub saturation_observed: Option<f64>,
+    /// `4/k` on a square k x k mesh under uniform traffic (machines.md), for comparison.
+    pub bisection_bound: Option<f64>,
+    /// Discrete-event cost, summed over points.
+    pub simulation: Option<SimStats>,
+}
+impl RecordKind for Traffic {
+    const KIND: &'static str = "model.traffic";
+}
+
+/// B5: one NUMA/SLC configuration under the same application traffic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Policy {
+    /// Preset with the configuration's variant.
+    pub preset: String,
+    /// Engine.
+    pub engine: String,
+    /// The variant (configuration) name.
+    pub configuration: String,
+    /// "balanced" (each thread's data on its node) or "main-thread" (all data first
+    /// touched by one thread, on node 0).
+    pub application: String,
+    /// NUMA nodes of the configuration.
+    pub numa_nodes: usize,
+    /// Working set, bytes.
+    pub working_set_bytes: u64,
+    /// SLC hit ratio (capacity model: reachable slices over working set).
+    pub slc_hit_ratio: f64,
+    /// Mean hops per packet.
+    pub mean_hops: f64,
+    /// Fraction of memory accesses at each controller of the main memory (and of the
+    /// memory-side cache, if any), in controller order.
+    pub mc_share: Vec<f64>,
+    /// Busiest controller's share over the mean share (1 = perfectly balanced).
+    pub mc_imbalance: f64,
+    /// Line requests served per second times the line size (SLC hits included).
+    pub bandwidth_gbps: f64,
+    /// Mean request latency.
+    pub request_latency_ns: f64,
+    /// Per virtual network.
+    pub vns: Vec<VnFigures>,
+    /// A resource at capacity.
+    pub saturated: bool,
+}
+impl RecordKind for Policy {
+    const KIND: &'static str = "model.policy";
+}
+
+/// One metric in both engines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckMetric {
+    /// Metric name.
+    pub name: String,
+    /// Analytic value.
+    pub analytic: f64,
+    /// Discrete-event value.
+    pub des: f64,
+    /// `(des - analytic) / analytic`.
+    pub relative_difference: f64,
+}
+
+/// `--engine check`: the same experiment point in both engines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Preset.
+    pub preset: String,
+    /// Experiment.
+    pub experiment: String,
+    /// Which point (data node, offered load, configuration...).
+    pub point: String,
+    /// The metrics.
+    pub metrics: Vec<CheckMetric>,
+}
+impl RecordKind for Check {
+    const KIND: &'static str = "model.check";
+}
+
+impl CheckMetric {
+    /// A metric from both values.
+    pub fn new(name: &str, analytic: f64, des: f64) -> Self {
+        CheckMetric {
+            name: name.into(),
+            analytic,
+            des,
+            relative_difference: if analytic != 0.0 {
+                (des - analytic) / analytic
+            } else {
+                0.0
+            },
+        }
+    }
+}
