@@ -493,6 +493,19 @@ impl SysRoot {
         meminfo_bytes(&text, "MemFree")
     }
 
+    /// Memory of a NUMA node the kernel can reclaim without swapping, in bytes: its
+    /// page cache on the LRU lists (`Active(file)` + `Inactive(file)`; shared memory is
+    /// not there) and its reclaimable slab (`SReclaimable`). None when the node's
+    /// `meminfo` has none of them.
+    pub fn node_reclaimable_bytes(&self, node: u32) -> Option<u64> {
+        let text = self.read(&format!("sys/devices/system/node/node{node}/meminfo"))?;
+        let parts: Vec<u64> = ["Active(file)", "Inactive(file)", "SReclaimable"]
+            .iter()
+            .filter_map(|f| meminfo_bytes(&text, f))
+            .collect();
+        (!parts.is_empty()).then(|| parts.iter().sum())
+    }
+
     /// Available memory of the whole system in bytes (`MemAvailable`).
     pub fn mem_available_bytes(&self) -> Option<u64> {
         meminfo_bytes(&self.read("proc/meminfo")?, "MemAvailable")
