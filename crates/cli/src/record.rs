@@ -6,6 +6,7 @@ use crate::{CliError, CliResult};
 use clap::Args;
 use numalab_schema::journal::Journal;
 use numalab_schema::record::{now_utc, Host, Tool, SCHEMA_VERSION};
+use numalab_schema::sink::{Sink, SinkError};
 use numalab_schema::{Bundle, Envelope, ErrorClass, Origin, Record, Warning};
 use std::path::PathBuf;
 
@@ -151,6 +152,110 @@ impl Recorder {
     /// Whether output goes to stdout as JSON (commands then print no tables).
     pub fn json(&self) -> bool {
         self.json
+    }
+}
+
+/// The recorder is the command line's [`Sink`]: records go to the journal at once,
+/// and an earlier run's records (same `--out` folder) make their cells skip.
+impl Sink for Recorder {
+    fn done(&self, key: &str) -> bool {
+        Recorder::done(self, key)
+    }
+
+    fn previous(&self, key: &str) -> Option<Record> {
+        if !Recorder::done(self, key) {
+            return None;
+        }
+        self.previous.iter().find(|r| r.key == key).cloned()
+    }
+
+    fn push(&mut self, record: Record) -> Result<(), SinkError> {
+        Recorder::push(self, record).map_err(|e| SinkError(e.message))
+    }
+}
+
+/// Where a probe's progress shows while the recorder takes its records.
+pub enum Progress<'a> {
+    /// A bar of its own on stderr, drawn at the first progress report and cleared by
+    /// [`ProgressSink::finish`].
+    Bar(Option<indicatif::ProgressBar>),
+    /// The message of a bar drawn by someone else (`evaluate`'s overall bar).
+    Message(&'a indicatif::ProgressBar),
+}
+
+/// The recorder with a progress display: the sink every probe of the command line
+/// writes to.
+pub struct ProgressSink<'a> {
+    rec: &'a mut Recorder,
+    progress: Progress<'a>,
+}
+
+impl<'a> ProgressSink<'a> {
+    /// A sink drawing its own bar.
+    pub fn with_bar(rec: &'a mut Recorder) -> Self {
+        ProgressSink {
+            rec,
+            progress: Progress::Bar(None),
+        }
+    }
+
+    /// A sink writing its progress into another bar's message.
+    pub fn with_message(rec: &'a mut Recorder, bar: &'a indicatif::ProgressBar) -> Self {
+        ProgressSink {
+            rec,
+            progress: Progress::Message(bar),
+        }
+    }
+
+    /// Clears its own bar, if it drew one.
+    pub fn finish(&mut self) {
+        if let Progress::Bar(b) = &mut self.progress {
+            if let Some(b) = b.take() {
+                b.finish_and_clear();
+            }
+        }
+    }
+}
+
+impl Sink for ProgressSink<'_> {
+    fn done(&self, key: &str) -> bool {
+        Sink::done(&*self.rec, key)
+    }
+
+    fn previous(&self, key: &str) -> Option<Record> {
+        Sink::previous(&*self.rec, key)
+    }
+
+    fn push(&mut self, record: Record) -> Result<(), SinkError> {
+        // The recorder prints warnings above a bar it knows of, suspending it; a bar
+        // of our own is suspended here (suspending evaluate's bar here too would take
+        // indicatif's lock twice and hang).
+        if let Progress::Bar(Some(b)) = &self.progress {
+            b.suspend(|| ());
+        }
+        Sink::push(&mut *self.rec, record)
+    }
+
+    fn progress(&mut self, label: &str, done: u64, total: u64) {
+        match &mut self.progress {
+            Progress::Message(bar) => bar.set_message(format!("{label} {done}/{total}")),
+            Progress::Bar(bar) => {
+                let bar = bar.get_or_insert_with(|| {
+                    let b = indicatif::ProgressBar::new(total);
+                    b.set_style(
+                        indicatif::ProgressStyle::with_template(
+                            "{msg:>16} [{bar:30}] {pos}/{len} {elapsed}",
+                        )
+                        .expect("valid template")
+                        .progress_chars("=> "),
+                    );
+                    b
+                });
+                bar.set_length(total);
+                bar.set_message(label.to_string());
+                bar.set_position(done);
+            }
+        }
     }
 }
 

@@ -132,32 +132,9 @@ pub struct Point {
     pub build: Option<Vec<String>>,
 }
 
-/// Where a study's records go, and where a resumed study finds earlier ones.
-pub trait Sink {
-    /// A record with this key from an earlier run of the same study, if any.
-    fn previous(&self, key: &str) -> Option<Record>;
-    /// Stores a record (at once: a killed study must not lose it).
-    fn push(&mut self, record: Record) -> Result<(), String>;
-}
-
-/// A sink that keeps records in memory (tests, library callers).
-#[derive(Debug, Default)]
-pub struct MemorySink {
-    /// Records pushed.
-    pub records: Vec<Record>,
-    /// Records "from an earlier run" (resume).
-    pub previous: Vec<Record>,
-}
-
-impl Sink for MemorySink {
-    fn previous(&self, key: &str) -> Option<Record> {
-        self.previous.iter().find(|r| r.key == key).cloned()
-    }
-    fn push(&mut self, record: Record) -> Result<(), String> {
-        self.records.push(record);
-        Ok(())
-    }
-}
+/// Where a study's records go, and where a resumed study finds earlier ones: the one
+/// protocol of every probe.
+pub use numalab_schema::sink::{MemorySink, Sink, SinkError};
 
 /// Progress of a study, for progress bars.
 #[derive(Debug, Clone, PartialEq)]
@@ -197,7 +174,7 @@ pub enum HarnessError {
     Usage(String),
     /// Records could not be written.
     #[error("cannot write results: {0}")]
-    Sink(String),
+    Sink(SinkError),
     /// `fail_fast` and a run failed.
     #[error("stopped at the first failure (--fail-fast): {0}")]
     FailFast(String),

@@ -635,10 +635,7 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
                     }
                     let record =
                         Record::new(key.clone(), Origin::Measured, &rec).with_warnings(warnings);
-                    match sink.push(record) {
-                        Ok(()) => out.written += 1,
-                        Err(e) => out.failed.push((key, e)),
-                    }
+                    out.deliver(sink, record)
                 }
             }
             Err(MemError::Interrupted) => {

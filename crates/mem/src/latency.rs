@@ -452,10 +452,7 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
                     ));
                 }
                 let record = Record::new(cell.key.clone(), Origin::Measured, &rec).with_warnings(w);
-                match sink.push(record) {
-                    Ok(()) => out.written += 1,
-                    Err(e) => out.failed.push((cell.key.clone(), e)),
-                }
+                out.deliver(sink, record)
             }
             Err(MemError::Interrupted) => {
                 out.interrupted = true;

@@ -72,25 +72,13 @@ impl Classify for MemError {
     }
 }
 
-/// Where records go as cells complete (the CLI's journal, `evaluate`, a test's vector).
-pub trait Sink: Send {
-    /// Whether a record with this key already exists (a resumed run skips its cell).
-    fn done(&self, _key: &str) -> bool {
-        false
-    }
-    /// Takes a finished record.
-    fn push(&mut self, record: Record) -> Result<(), MemError>;
-    /// Progress: `done` of `total` units of the current step, named `label`.
-    fn progress(&mut self, _label: &str, _done: u64, _total: u64) {}
-}
+/// Where records go as cells complete (the CLI's journal, `evaluate`, a test's vector):
+/// the one protocol of every probe.
+pub use numalab_schema::sink::{MemorySink, Sink, SinkError};
 
-impl Sink for Vec<Record> {
-    fn done(&self, key: &str) -> bool {
-        self.iter().any(|r| r.key == key)
-    }
-    fn push(&mut self, record: Record) -> Result<(), MemError> {
-        Vec::push(self, record);
-        Ok(())
+impl From<SinkError> for MemError {
+    fn from(e: SinkError) -> Self {
+        MemError::Output(e.0)
     }
 }
 
@@ -108,6 +96,16 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Hands a finished record to the sink: counted as written, or as a failed cell
+    /// (under the record's key) when the sink cannot take it.
+    pub fn deliver(&mut self, sink: &mut dyn Sink, record: Record) {
+        let key = record.key.clone();
+        match sink.push(record) {
+            Ok(()) => self.written += 1,
+            Err(e) => self.failed.push((key, e.into())),
+        }
+    }
+
     /// The error class the whole run ends with, if not success.
     pub fn class(&self) -> Option<ErrorClass> {
         if self.interrupted {

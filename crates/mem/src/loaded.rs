@@ -350,10 +350,7 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
                 }
             }
             let record = Record::new(plan.key.clone(), Origin::Measured, &rec).with_warnings(w);
-            match sink.push(record) {
-                Ok(()) => out.written = 1,
-                Err(e) => out.failed.push((plan.key.clone(), e)),
-            }
+            out.deliver(sink, record)
         }
         Err(MemError::Interrupted) => out.interrupted = true,
         Err(e) => out.failed.push((plan.key.clone(), e)),

@@ -13,7 +13,7 @@ use numalab_mem::budget::Budgets;
 use numalab_mem::kernels::Kernel;
 use numalab_mem::latency::{self, LatencyRecord};
 use numalab_mem::migrate::{self, Method, MigrateRecord, PairChoice};
-use numalab_mem::{MemError, PageRequest, Sink};
+use numalab_mem::{PageRequest, Sink};
 use numalab_schema::{Classify, ErrorClass, Machine, Record};
 use numalab_topo::bind::{FakePlacer, MemPolicy};
 use std::collections::BTreeSet;
@@ -90,7 +90,7 @@ impl Sink for Resume {
     fn done(&self, key: &str) -> bool {
         self.have.iter().any(|r| r.key == key)
     }
-    fn push(&mut self, record: Record) -> Result<(), MemError> {
+    fn push(&mut self, record: Record) -> Result<(), numalab_mem::SinkError> {
         self.have.push(record);
         Ok(())
     }

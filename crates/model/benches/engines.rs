@@ -8,7 +8,7 @@
 //! machine is shared. Run: `cargo bench -p numalab-model`.
 
 use numalab_model::des::{self, DesConfig};
-use numalab_model::experiments::{self, Engine, Experiment, Options, Sink};
+use numalab_model::experiments::{self, Engine, Experiment, Options};
 use numalab_model::geometry::saturation_formula;
 use numalab_model::traffic::{Pattern, Synthetic};
 use numalab_model::Model;
@@ -20,20 +20,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn run_experiment(m: &Model, exp: Experiment, opts: &Options) -> usize {
-    let mut n = 0;
-    let mut emit = |_r| {
-        n += 1;
-        Ok(())
-    };
-    let mut progress = |_: usize, _: usize, _: &str| {};
-    let skip = |_: &str| false;
-    let mut sink = Sink {
-        skip: &skip,
-        emit: &mut emit,
-        progress: &mut progress,
-    };
-    experiments::run(m, exp, opts, &mut sink).expect("experiment runs");
-    n
+    let mut records: Vec<numalab_schema::Record> = Vec::new();
+    experiments::run(m, exp, opts, &mut records).expect("experiment runs");
+    records.len()
 }
 
 fn main() {

@@ -44,3 +44,9 @@ impl Classify for ModelError {
 pub(crate) fn usage(msg: impl Into<String>) -> ModelError {
     ModelError::Usage { msg: msg.into() }
 }
+
+impl From<numalab_schema::sink::SinkError> for ModelError {
+    fn from(e: numalab_schema::sink::SinkError) -> Self {
+        ModelError::Output(e.0)
+    }
+}

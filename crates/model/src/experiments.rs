@@ -144,21 +144,9 @@ impl Default for Options {
     }
 }
 
-/// Where records go: `skip(key)` says a resumed run has it; `emit` stores one.
-pub struct Sink<'a> {
-    /// Already done?
-    pub skip: &'a dyn Fn(&str) -> bool,
-    /// Store a record (written at once by the caller).
-    pub emit: &'a mut dyn FnMut(Record) -> Result<(), ModelError>,
-    /// Progress: (done, total, what).
-    pub progress: &'a mut dyn FnMut(usize, usize, &str),
-}
-
-impl Sink<'_> {
-    fn push(&mut self, r: Record) -> Result<(), ModelError> {
-        (self.emit)(r)
-    }
-}
+/// Where records go: the one protocol of every probe (`done(key)`: a resumed run has
+/// it; `push`: stored at once; `progress`).
+pub use numalab_schema::sink::Sink;
 
 fn check_interrupt() -> Result<(), ModelError> {
     if numalab_schema::interrupt::requested() {
@@ -173,7 +161,7 @@ pub fn run(
     model: &Model,
     exp: Experiment,
     opts: &Options,
-    sink: &mut Sink,
+    sink: &mut dyn Sink,
 ) -> Result<(), ModelError> {
     match exp {
         Experiment::StreamTriad => stream_triad(model, opts, sink),
@@ -257,7 +245,7 @@ fn saturation_warning(f: &Figures) -> Vec<Warning> {
 }
 
 /// B1: STREAM triad, data on each node in turn.
-fn stream_triad(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelError> {
+fn stream_triad(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Result<(), ModelError> {
     let cores = opts
         .cores
         .clone()
@@ -314,9 +302,13 @@ fn stream_triad(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), Mo
                 "model/stream-triad/{}/{engine}/cores{clabel}/node{node}",
                 model.label
             );
-            (sink.progress)(done, total, &format!("stream-triad node {node} ({engine})"));
+            sink.progress(
+                &format!("stream-triad node {node} ({engine})"),
+                done as u64,
+                total as u64,
+            );
             done += 1;
-            if (sink.skip)(&key) {
+            if sink.done(&key) {
                 continue;
             }
             check_interrupt()?;
@@ -379,12 +371,12 @@ fn stream_triad(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), Mo
                 "model/check/stream-triad/{}/cores{clabel}/node{node}",
                 model.label
             );
-            if !(sink.skip)(&key) {
+            if !sink.done(&key) {
                 sink.push(Record::new(key, Origin::Modeled, &c))?;
             }
         }
     }
-    (sink.progress)(total, total, "stream-triad");
+    sink.progress("stream-triad", total as u64, total as u64);
     Ok(())
 }
 
@@ -471,7 +463,7 @@ pub fn heatmap_cells(
     Ok(cells)
 }
 
-fn heatmap(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelError> {
+fn heatmap(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Result<(), ModelError> {
     let target = opts.target.unwrap_or(Target::Slice(0));
     let (home, _, tstop) = resolve_target(model, target)?;
     let tname = match target {
@@ -481,9 +473,13 @@ fn heatmap(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelEr
     let engines = opts.engine.names();
     let mut both: Vec<LatencyHeatmap> = Vec::new();
     for (i, &engine) in engines.iter().enumerate() {
-        (sink.progress)(i, engines.len(), &format!("latency heatmap ({engine})"));
+        sink.progress(
+            &format!("latency heatmap ({engine})"),
+            i as u64,
+            engines.len() as u64,
+        );
         let key = format!("model/latency-heatmap/{}/{engine}/{tname}", model.label);
-        if (sink.skip)(&key) {
+        if sink.done(&key) {
             continue;
         }
         let cells = heatmap_cells(model, target, engine, &opts.des)?;
@@ -523,11 +519,15 @@ fn heatmap(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelEr
             ],
         };
         let key = format!("model/check/latency-heatmap/{}/{tname}", model.label);
-        if !(sink.skip)(&key) {
+        if !sink.done(&key) {
             sink.push(Record::new(key, Origin::Modeled, &c))?;
         }
     }
-    (sink.progress)(engines.len(), engines.len(), "latency heatmap");
+    sink.progress(
+        "latency heatmap",
+        engines.len() as u64,
+        engines.len() as u64,
+    );
     Ok(())
 }
 
@@ -639,7 +639,7 @@ fn traffic(
     model: &Model,
     pattern: Pattern,
     opts: &Options,
-    sink: &mut Sink,
+    sink: &mut dyn Sink,
 ) -> Result<(), ModelError> {
     check_all_pairs(model, "synthetic traffic")?;
     let base = Synthetic {
@@ -673,17 +673,17 @@ fn traffic(
             "model/traffic/{}/{engine}/{name}/flits{}",
             model.label, base.flits
         );
-        if (sink.skip)(&key) {
+        if sink.done(&key) {
             done += loads.len();
             continue;
         }
         let mut points = Vec::new();
         let mut sim_total: Option<SimStats> = None;
         for &l in &loads {
-            (sink.progress)(
-                done,
-                total,
+            sink.progress(
                 &format!("{name} at {:.0}% of saturation ({engine})", l * 100.0),
+                done as u64,
+                total as u64,
             );
             done += 1;
             check_interrupt()?;
@@ -751,7 +751,7 @@ fn traffic(
             "model/check/traffic/{}/{name}/flits{}",
             model.label, base.flits
         );
-        if !(sink.skip)(&key) {
+        if !sink.done(&key) {
             sink.push(Record::new(
                 key,
                 Origin::Modeled,
@@ -764,7 +764,7 @@ fn traffic(
             ))?;
         }
     }
-    (sink.progress)(total, total, name);
+    sink.progress(name, total as u64, total as u64);
     Ok(())
 }
 
@@ -806,7 +806,7 @@ pub fn slc_hit_ratio(model: &Model, app: &App, working_set: f64) -> f64 {
 }
 
 /// B5: the same application under each configuration the preset lists.
-fn policy(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelError> {
+fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Result<(), ModelError> {
     let variants = model.spec.policy_variants.clone();
     if variants.is_empty() {
         return Err(usage(format!(
@@ -864,10 +864,14 @@ fn policy(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelErr
             };
             let mut both: Vec<Policy> = Vec::new();
             for &engine in engines {
-                (sink.progress)(done, total, &format!("policy {v} {app_name} ({engine})"));
+                sink.progress(
+                    &format!("policy {v} {app_name} ({engine})"),
+                    done as u64,
+                    total as u64,
+                );
                 done += 1;
                 let key = format!("model/policy/{label}/{engine}/{app_name}");
-                if (sink.skip)(&key) {
+                if sink.done(&key) {
                     continue;
                 }
                 check_interrupt()?;
@@ -916,7 +920,7 @@ fn policy(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelErr
             if both.len() == 2 {
                 let (a, d) = (&both[0], &both[1]);
                 let key = format!("model/check/policy/{label}/{app_name}");
-                if !(sink.skip)(&key) {
+                if !sink.done(&key) {
                     sink.push(Record::new(
                         key,
                         Origin::Modeled,
@@ -944,6 +948,6 @@ fn policy(model: &Model, opts: &Options, sink: &mut Sink) -> Result<(), ModelErr
             }
         }
     }
-    (sink.progress)(total, total, "policy");
+    sink.progress("policy", total as u64, total as u64);
     Ok(())
 }

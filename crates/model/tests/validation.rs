@@ -8,7 +8,7 @@
 
 use numalab_model::analytic;
 use numalab_model::des::{self, DesConfig};
-use numalab_model::experiments::{self, heatmap_cells, Engine, Experiment, Options, Sink, Target};
+use numalab_model::experiments::{self, heatmap_cells, Engine, Experiment, Options, Target};
 use numalab_model::geometry::{mean_hops_formula, saturation_formula};
 use numalab_model::model::REQ;
 use numalab_model::records::{Policy, StreamTriad};
@@ -30,19 +30,8 @@ fn uniform(rate: f64) -> Synthetic {
 
 /// Runs an experiment and returns its records.
 fn records(model: &Model, exp: Experiment, opts: &Options) -> Vec<Record> {
-    let mut out = Vec::new();
-    let mut emit = |r: Record| {
-        out.push(r);
-        Ok(())
-    };
-    let mut progress = |_: usize, _: usize, _: &str| {};
-    let skip = |_: &str| false;
-    let mut sink = Sink {
-        skip: &skip,
-        emit: &mut emit,
-        progress: &mut progress,
-    };
-    experiments::run(model, exp, opts, &mut sink).unwrap();
+    let mut out: Vec<Record> = Vec::new();
+    experiments::run(model, exp, opts, &mut out).unwrap();
     out
 }
 

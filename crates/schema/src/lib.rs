@@ -16,6 +16,7 @@ pub mod machine;
 pub mod memory;
 pub mod midr;
 pub mod record;
+pub mod sink;
 pub mod text;
 pub mod units;
 

@@ -159,29 +159,6 @@ fn step_pmu(ctx: &mut Ctx<'_>) -> Result<StepStatus, CliError> {
     Ok(StepStatus::Done)
 }
 
-/// The memory probes' records go to the journal as each cell completes; their progress
-/// shows in the overall bar's message.
-struct MemSink<'a, 'b> {
-    rec: &'a mut Recorder,
-    progress: &'b indicatif::ProgressBar,
-}
-
-impl numalab_mem::Sink for MemSink<'_, '_> {
-    fn done(&self, key: &str) -> bool {
-        self.rec.done(key)
-    }
-    fn push(&mut self, record: Record) -> Result<(), numalab_mem::MemError> {
-        // The recorder prints warnings above the bar itself (suspending it): suspending
-        // here too would take indicatif's lock twice and hang.
-        self.rec
-            .push(record)
-            .map_err(|e| numalab_mem::MemError::Output(e.message))
-    }
-    fn progress(&mut self, label: &str, done: u64, total: u64) {
-        self.progress.set_message(format!("{label} {done}/{total}"));
-    }
-}
-
 /// Runs memory-probe plans in turn: a plan the machine cannot do skips the step with
 /// the reason; cells that fail fail the step (a rerun retries only them).
 fn run_mem(
@@ -213,10 +190,7 @@ fn run_mem(
                 eprintln!("numalab: note: {n}");
             }
         });
-        let mut sink = MemSink {
-            rec: &mut *ctx.rec,
-            progress: ctx.progress,
-        };
+        let mut sink = crate::record::ProgressSink::with_message(&mut *ctx.rec, ctx.progress);
         let o = match &plan {
             MemPlan::Bandwidth(p) => bandwidth::run(p, ctx.machine, ctx.placer, &mut sink),
             MemPlan::Latency(p) => latency::run(p, ctx.machine, ctx.placer, &mut sink),

@@ -10,7 +10,7 @@ use numalab_harness::run::{Progress, Sink};
 use numalab_harness::{
     report, HarnessError, Metric, Param, Placement, PolicyKind, ScalePlan, Study,
 };
-use numalab_schema::{cpulist, ErrorClass, Machine, Origin, Record};
+use numalab_schema::{cpulist, ErrorClass, Machine, Origin};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -194,23 +194,6 @@ fn study(a: &StudyArgs) -> Result<Study, CliError> {
     Ok(s)
 }
 
-/// Pushes records to the recorder; finds earlier ones in its journal.
-struct RecorderSink<'a> {
-    rec: &'a mut Recorder,
-}
-
-impl Sink for RecorderSink<'_> {
-    fn previous(&self, key: &str) -> Option<Record> {
-        if !self.rec.done(key) {
-            return None;
-        }
-        self.rec.previous.iter().find(|r| r.key == key).cloned()
-    }
-    fn push(&mut self, record: Record) -> Result<(), String> {
-        self.rec.push(record).map_err(|e| e.message)
-    }
-}
-
 fn progress_bar() -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(0);
     bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
@@ -276,7 +259,7 @@ fn run_study<S>(
     failed_runs: fn(&S) -> (usize, usize),
 ) -> CliResult {
     let bar = progress_bar();
-    let result = study(&mut RecorderSink { rec: &mut rec }, &mut on_progress(&bar));
+    let result = study(&mut rec, &mut on_progress(&bar));
     bar.finish_and_clear();
     match result {
         Ok(s) => {

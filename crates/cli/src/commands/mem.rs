@@ -7,10 +7,10 @@
 //! the JSON bundle with `--json`). Records go to the journal as each cell completes.
 
 use crate::output::paint;
+use crate::record::ProgressSink;
 use crate::record::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use numalab_mem::bandwidth::{self, BandwidthRecord};
 use numalab_mem::budget::Budgets;
 use numalab_mem::chase::Order;
@@ -18,7 +18,7 @@ use numalab_mem::kernels::{self, Isa, IsaExt, Kernel};
 use numalab_mem::latency::{self, LatencyRecord};
 use numalab_mem::loaded::{self, LoadedRecord, Traffic};
 use numalab_mem::migrate::{self, Method, MigrateRecord, PairChoice};
-use numalab_mem::{MemError, Outcome, PageRequest, Sink};
+use numalab_mem::{MemError, Outcome, PageRequest};
 use numalab_schema::{cpulist, units, ErrorClass, Machine, Origin, Record};
 use numalab_topo::bind::{HwlocPlacer, MemPolicy};
 use numalab_topo::select::{resolve_nodes, CpuSelection};
@@ -363,52 +363,6 @@ fn parse_isa(text: Option<&str>) -> Result<(Isa, bool), CliError> {
     }
 }
 
-/// A [`Sink`] writing to the recorder, with a progress bar on stderr.
-struct CliSink<'a> {
-    rec: &'a mut Recorder,
-    bar: Option<ProgressBar>,
-}
-
-impl<'a> CliSink<'a> {
-    fn new(rec: &'a mut Recorder) -> Self {
-        CliSink { rec, bar: None }
-    }
-
-    fn finish(&mut self) {
-        if let Some(b) = self.bar.take() {
-            b.finish_and_clear();
-        }
-    }
-}
-
-impl Sink for CliSink<'_> {
-    fn done(&self, key: &str) -> bool {
-        self.rec.done(key)
-    }
-    fn push(&mut self, record: Record) -> Result<(), MemError> {
-        if let Some(b) = &self.bar {
-            b.suspend(|| ());
-        }
-        self.rec
-            .push(record)
-            .map_err(|e| MemError::Output(e.message))
-    }
-    fn progress(&mut self, label: &str, done: u64, total: u64) {
-        let bar = self.bar.get_or_insert_with(|| {
-            let b = ProgressBar::new(total);
-            b.set_style(
-                ProgressStyle::with_template("{msg:>16} [{bar:30}] {pos}/{len} {elapsed}")
-                    .expect("valid template")
-                    .progress_chars("=> "),
-            );
-            b
-        });
-        bar.set_length(total);
-        bar.set_message(label.to_string());
-        bar.set_position(done);
-    }
-}
-
 fn start(
     output: &OutputArgs,
     config: serde_json::Value,
@@ -431,7 +385,7 @@ fn execute<P: serde::Serialize>(
     plan: &P,
     notes: &[String],
     keys: &[String],
-    run: impl FnOnce(&HwlocPlacer, &mut CliSink<'_>) -> Outcome,
+    run: impl FnOnce(&HwlocPlacer, &mut ProgressSink<'_>) -> Outcome,
     print: impl FnOnce(&[&Record]),
 ) -> CliResult {
     let placer = HwlocPlacer::new()?;
@@ -441,7 +395,7 @@ fn execute<P: serde::Serialize>(
         machine,
     )?;
     note(notes, rec.json());
-    let mut sink = CliSink::new(&mut rec);
+    let mut sink = ProgressSink::with_bar(&mut rec);
     let outcome = run(&placer, &mut sink);
     sink.finish();
     if !rec.json() {

@@ -8,9 +8,9 @@ use crate::record::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_model::des::DesConfig;
-use numalab_model::experiments::{self, Engine, Experiment, Options, Sink, Target};
+use numalab_model::experiments::{self, Engine, Experiment, Options, Target};
 use numalab_model::records::{Check, LatencyHeatmap, Policy, StreamTriad, Traffic};
-use numalab_model::{spec, Model, ModelError};
+use numalab_model::{spec, Model};
 use numalab_schema::{cpulist, units, ErrorClass, Origin, Record};
 use std::path::PathBuf;
 
@@ -380,33 +380,15 @@ fn run_experiment(a: RunArgs) -> CliResult {
         Origin::Modeled,
         numalab_model::machine::host(&model),
     )?);
-    let bar = indicatif::ProgressBar::new(1);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {bar:30} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
     let result = {
         // Each record goes to the journal the moment the experiment produces it, so a
         // killed run keeps everything finished and a rerun skips it.
-        let skip = |k: &str| rec.borrow().done(k);
-        let mut emit = |r: Record| -> Result<(), ModelError> {
-            rec.borrow_mut()
-                .push(r)
-                .map_err(|e| ModelError::Output(e.message))
-        };
-        let mut progress = |done: usize, total: usize, what: &str| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-            bar.set_message(what.to_string());
-        };
-        let mut sink = Sink {
-            skip: &skip,
-            emit: &mut emit,
-            progress: &mut progress,
-        };
-        experiments::run(&model, experiment, &opts, &mut sink)
+        let mut rec = rec.borrow_mut();
+        let mut sink = crate::record::ProgressSink::with_bar(&mut rec);
+        let r = experiments::run(&model, experiment, &opts, &mut sink);
+        sink.finish();
+        r
     };
-    bar.finish_and_clear();
     let rec = rec.into_inner();
     result?;
     let previous = rec.previous.clone();
