@@ -23,6 +23,10 @@
 //! first thread; batches are long enough that clock resolution and read cost stay under
 //! 1% (checked against [`numalab_clock::ClockCheck`]).
 
+pub mod plan;
+
+pub use plan::{pair_key, run_plan, Estimate, Measured, PlanError};
+
 use numalab_topo::bind::{MemPolicy, PageKind, PagePlacement, Placer, Region};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -168,22 +172,39 @@ pub fn measure_pair(
     let total = (cfg.warmup_samples + cfg.samples) as u64 * cfg.round_trips as u64;
     let barrier = Barrier::new(2);
     let result: Result<Vec<f64>, PingPongError> = std::thread::scope(|s| {
+        // Both threads always pass both barriers, whatever fails: a thread that
+        // returned early would leave the other waiting at a barrier for ever. A failed
+        // pinning raises `abort` before the first barrier, so after it both know.
         let answer = s.spawn(|| -> Result<(), PingPongError> {
             let pinned = placer.pin_current_thread(second);
+            if pinned.is_err() {
+                abort.0.store(true, Ordering::SeqCst);
+            }
             barrier.wait();
-            pinned?;
             barrier.wait(); // the line is touched and the first thread is ready
+            pinned?;
+            if abort.0.load(Ordering::SeqCst) {
+                // The first thread could not be pinned; it reports why.
+                return Ok(());
+            }
             answer_loop(line, &abort.0, cfg.variant, total, second)
         });
         // Both sides run in threads of their own, so the caller's CPU affinity is left
         // as it was (a pinned caller would pass its pinning on to everything it starts).
-        let timed = s.spawn(|| -> Result<Vec<f64>, PingPongError> {
+        // `Ok(None)`: the answering thread could not be pinned (it reports why).
+        let timed = s.spawn(|| -> Result<Option<Vec<f64>>, PingPongError> {
             let pinned = placer.pin_current_thread(first);
+            if pinned.is_err() {
+                abort.0.store(true, Ordering::SeqCst);
+            }
             barrier.wait();
             if let Err(e) = pinned {
-                abort.0.store(true, Ordering::Relaxed);
                 barrier.wait();
                 return Err(e.into());
+            }
+            if abort.0.load(Ordering::SeqCst) {
+                barrier.wait();
+                return Ok(None);
             }
             // First touch by the first thread (the policy, if any, already decided the node).
             line.store(0, Ordering::SeqCst);
@@ -207,7 +228,7 @@ pub fn measure_pair(
                     out.push((t1 - t0) as f64 / (2.0 * cfg.round_trips as f64));
                 }
             }
-            Ok(out)
+            Ok(Some(out))
         });
         let timed = timed
             .join()
@@ -219,9 +240,10 @@ pub fn measure_pair(
             .join()
             .unwrap_or(Err(PingPongError::NoAnswer(second, ANSWER_TIMEOUT_S)));
         match (timed, answered) {
-            (Ok(v), Ok(())) => Ok(v),
+            (Ok(Some(v)), Ok(())) => Ok(v),
             (Err(e), _) => Err(e),
             (Ok(_), Err(e)) => Err(e),
+            (Ok(None), Ok(())) => Err(PingPongError::NoAnswer(second, ANSWER_TIMEOUT_S)),
         }
     });
     let samples_ns = result?;
@@ -404,6 +426,29 @@ mod tests {
         };
         measure_pair(&placer, a, b, &cfg, &|| false).unwrap();
         assert_eq!(allowed(), before);
+    }
+
+    #[test]
+    fn a_cpu_that_cannot_be_pinned_is_an_error_not_a_hang() {
+        // A fake two-node machine: pinning to CPU 999 fails, on either side. (The
+        // answering side's failure used to leave the first thread waiting at a
+        // barrier for ever.)
+        let placer = numalab_topo::bind::FakePlacer::for_machine(&crate::plan::tests::two_nodes());
+        let cfg = Config {
+            round_trips: 10,
+            samples: 2,
+            warmup_samples: 0,
+            ..Config::default()
+        };
+        for (a, b) in [(0, 999), (999, 0)] {
+            let r = measure_pair(&placer, a, b, &cfg, &|| false);
+            match r {
+                Err(PingPongError::Topo(e)) => {
+                    assert!(e.to_string().contains("CPU 999"), "{e}")
+                }
+                other => panic!("{a}-{b}: {other:?}"),
+            }
+        }
     }
 
     #[test]

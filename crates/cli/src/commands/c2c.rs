@@ -7,17 +7,16 @@
 //! `c2c.matrix` record (see docs/c2c.md for the JSON contract).
 
 use crate::output::{color, paint};
-use crate::record::{OutputArgs, Recorder};
+use crate::record::{OutputArgs, ProgressSink, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 use numalab_c2c::compare::{compare, Comparison};
 use numalab_c2c::heatmap::{self, Order};
 use numalab_c2c::matrix::{LatencyMatrix, Plan, Selection};
 use numalab_c2c::structure::{self, Confidence, Structure};
 use numalab_pingpong::{self as pingpong, Config, Variant};
 use numalab_schema::record::Host;
-use numalab_schema::{units, ErrorClass, Machine, Origin, Record, Warning};
+use numalab_schema::{units, Classify, ErrorClass, Machine, Origin, Record};
 use numalab_topo::bind::HwlocPlacer;
 use std::path::PathBuf;
 
@@ -161,13 +160,6 @@ pub(crate) struct MatrixMeta {
     pub(crate) extra_notes: Vec<String>,
 }
 
-fn pair_key(variant: Variant, home: Option<u32>, first: u32, second: u32) -> String {
-    match home {
-        Some(n) => format!("c2c/{}/node{n}/{first}-{second}", variant.name()),
-        None => format!("c2c/{}/{first}-{second}", variant.name()),
-    }
-}
-
 fn run_measure(args: &C2cArgs) -> CliResult {
     let variant = match args.variant {
         VariantArg::Cas => Variant::Cas,
@@ -241,12 +233,37 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         Origin::Measured,
         numalab_topo::system::host(&machine),
     )?;
-    let Measured {
+    let json = rec.json();
+    let mut announce = |e: &pingpong::Estimate| {
+        if json {
+            return;
+        }
+        eprintln!(
+            "numalab: {} pairs to measure{} ({} CPUs, {} pairs in a full matrix), about {} ({} per pair)",
+            e.todo,
+            if e.already > 0 {
+                format!(", {} already in the journal", e.already)
+            } else {
+                String::new()
+            },
+            plan.cpus.len(),
+            full,
+            human_seconds(e.total_s),
+            units::nanos(e.per_pair_ns)
+        );
+        for w in &e.warnings {
+            crate::record::warn(w);
+        }
+    };
+    let mut sink = ProgressSink::with_bar(&mut rec);
+    let measured = pingpong::run_plan(&placer, &plan, &cfg, &clock, &mut sink, &mut announce);
+    sink.finish();
+    let pingpong::Measured {
         matrix,
         failures,
         run_warnings,
         interrupted,
-    } = measure_plan(&placer, &plan, &cfg, &clock, &mut rec, full, true)?;
+    } = measured.map_err(|e| CliError::new(e.class(), e.to_string()))?;
     if interrupted {
         rec.finish()?;
         return Err(CliError::new(
@@ -295,180 +312,6 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         ));
     }
     Ok(())
-}
-
-/// What [`measure_plan`] produced.
-pub(crate) struct Measured {
-    /// The matrix, with pairs from the journal and from this run.
-    pub matrix: LatencyMatrix,
-    /// Pairs that failed, in words.
-    pub failures: Vec<String>,
-    /// Warnings about the whole run (clock, short samples).
-    pub run_warnings: Vec<Warning>,
-    /// Stopped by Ctrl-C.
-    pub interrupted: bool,
-}
-
-/// Measures the pairs of `plan` that the journal does not have yet, writing each as it
-/// is measured (also used by `numalab evaluate`).
-pub(crate) fn measure_plan(
-    placer: &dyn numalab_topo::bind::Placer,
-    plan: &Plan,
-    cfg: &Config,
-    clock: &numalab_clock::ClockCheck,
-    rec: &mut Recorder,
-    full: usize,
-    show: bool,
-) -> Result<Measured, CliError> {
-    let variant = cfg.variant;
-    let mut run_warnings: Vec<Warning> = clock
-        .problems()
-        .into_iter()
-        .map(|p| Warning::new("clock", p))
-        .collect();
-    // Pairs done by an earlier run of this journal.
-    let mut matrix = LatencyMatrix::new(plan.cpus.clone());
-    for (r, p) in rec.previous.iter().filter_map(|r| {
-        r.decode::<PairRecord>()
-            .and_then(Result::ok)
-            .map(|p| (r, p))
-    }) {
-        if r.key == pair_key(variant, cfg.home_node, p.first, p.second) {
-            if let (Some(i), Some(j)) = (matrix.index_of(p.first), matrix.index_of(p.second)) {
-                matrix.set(i, j, p.latency_ns);
-            }
-        }
-    }
-    let todo: Vec<_> = plan
-        .pairs
-        .iter()
-        .filter(|p| !rec.done(&pair_key(variant, cfg.home_node, p.first, p.second)))
-        .copied()
-        .collect();
-    // Estimate from a short pilot on the first pair to do.
-    let stop = || numalab_schema::interrupt::requested();
-    if let Some(p) = todo.first() {
-        let pilot_cfg = Config {
-            round_trips: cfg.round_trips.min(200),
-            samples: 5,
-            warmup_samples: 1,
-            ..cfg.clone()
-        };
-        let pilot = pingpong::measure_pair(placer, p.first, p.second, &pilot_cfg, &stop)?;
-        let per_rt = pilot.summary().map(|s| s.median * 2.0).unwrap_or(200.0);
-        let per_pair =
-            per_rt * f64::from(cfg.round_trips) * f64::from(cfg.samples + cfg.warmup_samples) + 2e5;
-        let total_s = per_pair * todo.len() as f64 / 1e9;
-        if show {
-            eprintln!(
-            "numalab: {} pairs to measure{} ({} CPUs, {} pairs in a full matrix), about {} ({} per pair)",
-            todo.len(),
-            if todo.len() < plan.pairs.len() {
-                format!(", {} already in the journal", plan.pairs.len() - todo.len())
-            } else {
-                String::new()
-            },
-            plan.cpus.len(),
-            full,
-            human_seconds(total_s),
-            units::nanos(per_pair)
-        );
-        }
-        if per_rt * 0.5 * f64::from(cfg.round_trips) < clock.min_interval_ns() {
-            run_warnings.push(Warning::new(
-                "short_samples",
-                format!(
-                    "one sample lasts about {}, shorter than the {} this clock needs for 1% precision",
-                    units::nanos(per_rt * f64::from(cfg.round_trips)),
-                    units::nanos(clock.min_interval_ns())
-                ),
-            ).with_remedy("raise --round-trips"));
-        }
-    }
-    for w in &run_warnings {
-        if !rec.json() {
-            crate::record::warn(w);
-        }
-    }
-    let bar = if show && todo.len() > 1 {
-        let b = ProgressBar::new(todo.len() as u64);
-        b.set_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} pairs, {eta} left {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        b
-    } else {
-        ProgressBar::hidden()
-    };
-    let mut interrupted = false;
-    let mut failures = Vec::new();
-    for p in &todo {
-        if stop() {
-            interrupted = true;
-            break;
-        }
-        bar.set_message(format!("{}-{}", p.first, p.second));
-        match pingpong::measure_pair(placer, p.first, p.second, cfg, &stop) {
-            Ok(m) => {
-                let Some(summary) = m.summary() else { continue };
-                let mut warnings = Vec::new();
-                if let (Some(want), Some(got)) = (m.home_node_requested, m.home_node) {
-                    if want != got {
-                        warnings.push(Warning::new(
-                            "placement_mismatch",
-                            format!("the line was bound to node {want} but the kernel put it on node {got}"),
-                        ).with_remedy("check free memory on that node (`numalab doctor`)"));
-                    }
-                }
-                if summary.p90 > 2.0 * summary.median {
-                    warnings.push(Warning::new(
-                        "noisy",
-                        format!(
-                            "CPU {}-{}: p90 {} is over twice the median {}: the threads were interrupted",
-                            m.first, m.second, units::nanos(summary.p90), units::nanos(summary.median)
-                        ),
-                    ).with_remedy("run on an idle machine; isolate the CPUs"));
-                }
-                let pr = PairRecord {
-                    first: m.first,
-                    second: m.second,
-                    variant: variant.name().into(),
-                    home_node_requested: m.home_node_requested,
-                    home_node: m.home_node,
-                    round_trips: m.round_trips,
-                    latency_ns: summary.median,
-                    summary,
-                    samples_ns: m.samples_ns,
-                    wall_ns: m.wall_ns,
-                };
-                if let (Some(i), Some(j)) = (matrix.index_of(pr.first), matrix.index_of(pr.second))
-                {
-                    matrix.set(i, j, pr.latency_ns);
-                }
-                rec.push(
-                    Record::new(
-                        pair_key(variant, cfg.home_node, pr.first, pr.second),
-                        Origin::Measured,
-                        &pr,
-                    )
-                    .with_warnings(warnings),
-                )?;
-            }
-            Err(pingpong::PingPongError::Interrupted) => {
-                interrupted = true;
-                break;
-            }
-            Err(e) => failures.push(format!("{}-{}: {e}", p.first, p.second)),
-        }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    Ok(Measured {
-        matrix,
-        failures,
-        run_warnings,
-        interrupted,
-    })
 }
 
 fn human_seconds(s: f64) -> String {
@@ -703,7 +546,6 @@ pub(crate) fn evaluate_step(
     if rec.done(&key) {
         return Ok(true);
     }
-    let full = cpus.len() * (cpus.len() - 1) / 2;
     let plan = if cpus.len() > 64 {
         let (groups, by) = numalab_c2c::matrix::sampling_groups(machine);
         Plan::sampled(
@@ -725,7 +567,8 @@ pub(crate) fn evaluate_step(
         home_node: None,
     };
     let clock = numalab_clock::check(100_000);
-    let measured = measure_plan(placer, &plan, &cfg, &clock, rec, full, false)?;
+    let measured = pingpong::run_plan(placer, &plan, &cfg, &clock, rec, &mut |_| {})
+        .map_err(|e| CliError::new(e.class(), e.to_string()))?;
     if measured.interrupted {
         return Ok(false);
     }

@@ -1,0 +1,298 @@
+//! A whole plan of pairs, measured the way every probe runs: the pairs an earlier run
+//! delivered (same journal) are skipped and put back into the matrix, a short pilot on
+//! the first pair left estimates the run, then each pair is measured and its
+//! `c2c.pair` record pushed to the [`Sink`] at once, so a killed run loses nothing and
+//! a rerun continues.
+
+use crate::{measure_pair, Config, PingPongError, Placer, Variant};
+use numalab_c2c::matrix::Plan;
+use numalab_records::c2c::{LatencyMatrix, PairRecord};
+use numalab_schema::clock::ClockCheck;
+use numalab_schema::sink::Sink;
+use numalab_schema::{units, Origin, Record, Warning};
+
+/// The record key of a pair.
+pub fn pair_key(variant: Variant, home: Option<u32>, first: u32, second: u32) -> String {
+    match home {
+        Some(n) => format!("c2c/{}/node{n}/{first}-{second}", variant.name()),
+        None => format!("c2c/{}/{first}-{second}", variant.name()),
+    }
+}
+
+/// What the pilot says about the run, before the pairs are measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    /// Pairs to measure in this run.
+    pub todo: usize,
+    /// Pairs of the plan an earlier run already measured.
+    pub already: usize,
+    /// Estimated time per pair, ns (setup, warm-up and samples).
+    pub per_pair_ns: f64,
+    /// Estimated time of the run, s.
+    pub total_s: f64,
+    /// Warnings about the whole run (clock, samples too short for it).
+    pub warnings: Vec<Warning>,
+}
+
+/// What [`run_plan`] produced.
+#[derive(Debug)]
+pub struct Measured {
+    /// The matrix, with pairs from the earlier run and from this one.
+    pub matrix: LatencyMatrix,
+    /// Pairs that failed, in words ("3-7: CPU 7 did not answer ...").
+    pub failures: Vec<String>,
+    /// Warnings about the whole run (clock, short samples).
+    pub run_warnings: Vec<Warning>,
+    /// Stopped by Ctrl-C.
+    pub interrupted: bool,
+}
+
+/// Why a plan could not run: the pilot failed, or the sink refused a record.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The pilot pair could not be measured.
+    #[error(transparent)]
+    Pilot(#[from] PingPongError),
+    /// The sink could not take a record.
+    #[error("cannot write results: {0}")]
+    Sink(#[from] numalab_schema::sink::SinkError),
+}
+
+impl numalab_schema::Classify for PlanError {
+    fn class(&self) -> numalab_schema::ErrorClass {
+        match self {
+            PlanError::Pilot(e) => e.class(),
+            PlanError::Sink(_) => numalab_schema::ErrorClass::Runtime,
+        }
+    }
+}
+
+/// Measures the pairs of `plan` the sink does not have yet. `on_estimate` hears the
+/// pilot's estimate before the long part starts; progress goes to the sink.
+pub fn run_plan(
+    placer: &dyn Placer,
+    plan: &Plan,
+    cfg: &Config,
+    clock: &ClockCheck,
+    sink: &mut dyn Sink,
+    on_estimate: &mut dyn FnMut(&Estimate),
+) -> Result<Measured, PlanError> {
+    let variant = cfg.variant;
+    let key = |first: u32, second: u32| pair_key(variant, cfg.home_node, first, second);
+    let mut run_warnings: Vec<Warning> = clock
+        .problems()
+        .into_iter()
+        .map(|p| Warning::new("clock", p))
+        .collect();
+    // Pairs done by an earlier run into the same journal.
+    let mut matrix = LatencyMatrix::new(plan.cpus.clone());
+    let mut todo = Vec::new();
+    for p in &plan.pairs {
+        let k = key(p.first, p.second);
+        if !sink.done(&k) {
+            todo.push(*p);
+            continue;
+        }
+        let earlier = sink
+            .previous(&k)
+            .and_then(|r| r.decode::<PairRecord>())
+            .and_then(Result::ok);
+        if let Some(pr) = earlier {
+            if let (Some(i), Some(j)) = (matrix.index_of(pr.first), matrix.index_of(pr.second)) {
+                matrix.set(i, j, pr.latency_ns);
+            }
+        }
+    }
+    // Estimate from a short pilot on the first pair to do.
+    let stop = || numalab_schema::interrupt::requested();
+    if let Some(p) = todo.first() {
+        let pilot_cfg = Config {
+            round_trips: cfg.round_trips.min(200),
+            samples: 5,
+            warmup_samples: 1,
+            ..cfg.clone()
+        };
+        let pilot = measure_pair(placer, p.first, p.second, &pilot_cfg, &stop)?;
+        let per_rt = pilot.summary().map(|s| s.median * 2.0).unwrap_or(200.0);
+        let per_pair =
+            per_rt * f64::from(cfg.round_trips) * f64::from(cfg.samples + cfg.warmup_samples) + 2e5;
+        if per_rt * 0.5 * f64::from(cfg.round_trips) < clock.min_interval_ns() {
+            run_warnings.push(
+                Warning::new(
+                    "short_samples",
+                    format!(
+                        "one sample lasts about {}, shorter than the {} this clock needs for 1% precision",
+                        units::nanos(per_rt * f64::from(cfg.round_trips)),
+                        units::nanos(clock.min_interval_ns())
+                    ),
+                )
+                .with_remedy("raise --round-trips"),
+            );
+        }
+        on_estimate(&Estimate {
+            todo: todo.len(),
+            already: plan.pairs.len() - todo.len(),
+            per_pair_ns: per_pair,
+            total_s: per_pair * todo.len() as f64 / 1e9,
+            warnings: run_warnings.clone(),
+        });
+    }
+    let mut interrupted = false;
+    let mut failures = Vec::new();
+    let total = todo.len() as u64;
+    for (n, p) in todo.iter().enumerate() {
+        if stop() {
+            interrupted = true;
+            break;
+        }
+        sink.progress(&format!("pair {}-{}", p.first, p.second), n as u64, total);
+        match measure_pair(placer, p.first, p.second, cfg, &stop) {
+            Ok(m) => {
+                let Some(summary) = m.summary() else { continue };
+                let mut warnings = Vec::new();
+                if let (Some(want), Some(got)) = (m.home_node_requested, m.home_node) {
+                    if want != got {
+                        warnings.push(
+                            Warning::new(
+                                "placement_mismatch",
+                                format!(
+                                    "the line was bound to node {want} but the kernel put it on node {got}"
+                                ),
+                            )
+                            .with_remedy("check free memory on that node (`numalab doctor`)"),
+                        );
+                    }
+                }
+                if summary.p90 > 2.0 * summary.median {
+                    warnings.push(
+                        Warning::new(
+                            "noisy",
+                            format!(
+                                "CPU {}-{}: p90 {} is over twice the median {}: the threads were interrupted",
+                                m.first,
+                                m.second,
+                                units::nanos(summary.p90),
+                                units::nanos(summary.median)
+                            ),
+                        )
+                        .with_remedy("run on an idle machine; isolate the CPUs"),
+                    );
+                }
+                let pr = PairRecord {
+                    first: m.first,
+                    second: m.second,
+                    variant: variant.name().into(),
+                    home_node_requested: m.home_node_requested,
+                    home_node: m.home_node,
+                    round_trips: m.round_trips,
+                    latency_ns: summary.median,
+                    summary,
+                    samples_ns: m.samples_ns,
+                    wall_ns: m.wall_ns,
+                };
+                if let (Some(i), Some(j)) = (matrix.index_of(pr.first), matrix.index_of(pr.second))
+                {
+                    matrix.set(i, j, pr.latency_ns);
+                }
+                sink.push(
+                    Record::new(key(pr.first, pr.second), Origin::Measured, &pr)
+                        .with_warnings(warnings),
+                )?;
+            }
+            Err(PingPongError::Interrupted) => {
+                interrupted = true;
+                break;
+            }
+            Err(e) => failures.push(format!("{}-{}: {e}", p.first, p.second)),
+        }
+    }
+    sink.progress("pairs", total, total);
+    Ok(Measured {
+        matrix,
+        failures,
+        run_warnings,
+        interrupted,
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use numalab_schema::sink::MemorySink;
+    use numalab_topo::bind::FakePlacer;
+
+    fn cfg() -> Config {
+        Config {
+            variant: Variant::Flag,
+            round_trips: 50,
+            samples: 3,
+            warmup_samples: 1,
+            home_node: None,
+        }
+    }
+
+    /// A two-node, 32-PU machine from its hwloc XML.
+    pub(crate) fn two_nodes() -> numalab_schema::Machine {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/topology/32em64t-2n8c+dax+nvme+mic+dimms.xml");
+        numalab_topo::machine(&numalab_topo::Input::detect(&path).expect("fixture"))
+            .expect("fixture")
+    }
+
+    /// Three of its CPUs (the fake placer pins nothing: the threads still ping-pong
+    /// for real, wherever the kernel runs them).
+    fn plan3() -> Plan {
+        Plan::full(&[0, 1, 2])
+    }
+
+    #[test]
+    fn an_earlier_runs_pairs_are_skipped_and_kept_in_the_matrix() {
+        let placer = FakePlacer::for_machine(&two_nodes());
+        let clock = numalab_clock::check(10_000);
+        let plan = plan3();
+        // First run: every pair is measured and pushed.
+        let mut first = MemorySink::default();
+        let mut estimates = Vec::new();
+        let m = run_plan(&placer, &plan, &cfg(), &clock, &mut first, &mut |e| {
+            estimates.push(e.clone())
+        })
+        .unwrap();
+        assert!(!m.interrupted);
+        assert!(m.failures.is_empty(), "{:?}", m.failures);
+        assert_eq!(first.records.len(), 3);
+        assert_eq!(m.matrix.measured_pairs(), 3);
+        assert_eq!(estimates.len(), 1);
+        assert_eq!((estimates[0].todo, estimates[0].already), (3, 0));
+        let keys: Vec<&str> = first.records.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["c2c/flag/1-0", "c2c/flag/2-0", "c2c/flag/2-1"]);
+        // A resumed run that has two of them measures only the third, and its matrix
+        // holds all three (the earlier values exactly).
+        let mut second = MemorySink {
+            previous: first.records[..2].to_vec(),
+            ..Default::default()
+        };
+        let mut estimates = Vec::new();
+        let m2 = run_plan(&placer, &plan, &cfg(), &clock, &mut second, &mut |e| {
+            estimates.push(e.clone())
+        })
+        .unwrap();
+        assert_eq!(second.records.len(), 1);
+        assert_eq!(second.records[0].key, "c2c/flag/2-1");
+        assert_eq!((estimates[0].todo, estimates[0].already), (1, 2));
+        assert_eq!(m2.matrix.measured_pairs(), 3);
+        assert_eq!(m2.matrix.get(0, 1), m.matrix.get(0, 1));
+        assert_eq!(m2.matrix.get(0, 2), m.matrix.get(0, 2));
+        // Everything done: no pilot, no estimate, nothing pushed.
+        let mut third = MemorySink {
+            previous: first.records.clone(),
+            ..Default::default()
+        };
+        let mut estimates = 0;
+        let m3 = run_plan(&placer, &plan, &cfg(), &clock, &mut third, &mut |_| {
+            estimates += 1
+        })
+        .unwrap();
+        assert_eq!((third.records.len(), estimates), (0, 0));
+        assert_eq!(m3.matrix, m.matrix);
+    }
+}
