@@ -369,11 +369,7 @@ mod tests {
     use super::*;
     use crate::numa_maps::NodeBytes;
 
-    fn write(root: &Path, rel: &str, content: &str) {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
+    use numalab_testkit::write;
 
     /// A tree like a dual-socket Intel machine's powercap plus an Altra-like hwmon chip.
     fn tree(root: &Path) {

@@ -196,13 +196,8 @@ pub fn need(map: &mut BTreeMap<u32, u64>, node: u32, bytes: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
-    fn write(root: &Path, rel: &str, content: &str) {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
+    use numalab_testkit::write;
 
     fn one_node_machine(mem: u64) -> Machine {
         let mut m: Machine = serde_json::from_value(serde_json::json!({

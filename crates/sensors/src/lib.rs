@@ -160,11 +160,7 @@ pub fn energy_to_watts(
 mod tests {
     use super::*;
 
-    fn write(root: &Path, rel: &str, content: &str) {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
+    use numalab_testkit::write;
 
     #[test]
     fn finds_rapl_and_altra_hwmon_sensors() {

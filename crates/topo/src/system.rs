@@ -569,11 +569,7 @@ pub fn host(machine: &Machine) -> Host {
 mod tests {
     use super::*;
 
-    fn write(root: &Path, rel: &str, content: &str) {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
+    use numalab_testkit::write;
 
     #[test]
     fn meminfo_fields_in_bytes() {

@@ -549,11 +549,7 @@ mod tests {
     use numalab_pmu::capability::EventStatus;
     use std::path::Path;
 
-    fn write(root: &Path, rel: &str, content: &str) {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
+    use numalab_testkit::write;
 
     fn fixture_machine(name: &str) -> Machine {
         let p = Path::new(env!("CARGO_MANIFEST_DIR"))

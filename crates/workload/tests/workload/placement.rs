@@ -159,11 +159,7 @@ fn replicated_plan_on_an_eight_node_machine() {
     assert_eq!(interleaved.copy_of_client, vec![0; 12]);
 }
 
-fn write(root: &std::path::Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
+use numalab_testkit::write;
 
 #[test]
 fn memory_is_checked_before_replicating() {

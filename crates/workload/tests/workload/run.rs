@@ -120,11 +120,7 @@ fn a_short_run_on_this_machine() {
     );
 }
 
-fn write(root: &std::path::Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
+use numalab_testkit::write;
 
 #[test]
 fn power_from_sensors_and_a_multi_node_plan() {
