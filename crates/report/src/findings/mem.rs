@@ -2,6 +2,9 @@
 
 #[allow(unused_imports)]
 use super::*;
+use numalab_records::mem::latency::LatencyRecord;
+use numalab_records::mem::BandwidthRecord;
+use numalab_records::mem::{LoadedRecord, MigrateRecord};
 
 /// Diagonal and off-diagonal cells of a node-pair matrix: per CPU node, the local value
 /// and each remote one.
@@ -40,11 +43,8 @@ impl NodeMatrix {
     }
 }
 
+/// Every memory finding, in the report's order.
 pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
-    use numalab_records::mem::latency::LatencyRecord;
-    use numalab_records::mem::BandwidthRecord;
-    use numalab_records::mem::LoadedRecord;
-    use numalab_records::mem::MigrateRecord;
     let bw: Vec<BandwidthRecord> = l
         .records_of::<BandwidthRecord>()
         .into_iter()
@@ -55,8 +55,25 @@ pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
         .into_iter()
         .map(|(_, r)| r)
         .collect();
-    // Remote against local, from the node-pair matrices (the headline kind only).
     let headline = crate::sections::mem::headline_matrix(&lat);
+    remote_against_local(m, out, &bw, &headline);
+    bandwidth_saturation(out, &bw);
+    latency_curves(out, &lat);
+    page_walks(l, out, &lat, &headline);
+    same_quantity(l, out, &lat);
+    under_load(l, out);
+    migration(l, out);
+}
+
+/// Remote against local memory (latency and bandwidth node matrices), and the
+/// firmware's distances (SLIT) against the measured latency.
+fn remote_against_local(
+    m: Option<&Machine>,
+    out: &mut Out<'_>,
+    bw: &[BandwidthRecord],
+    headline: &[&LatencyRecord],
+) {
+    // Remote against local, from the node-pair matrices (the headline kind only).
     let lat_m = NodeMatrix {
         cells: headline
             .iter()
@@ -79,7 +96,7 @@ pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             ))
         })
         .unwrap_or_default();
-    let kernel = crate::sections::mem::matrix_kernel(&bw);
+    let kernel = crate::sections::mem::matrix_kernel(bw);
     let bw_m = NodeMatrix {
         cells: bw
             .iter()
@@ -174,6 +191,10 @@ pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             );
         }
     }
+}
+
+/// Where bandwidth stops growing with threads.
+fn bandwidth_saturation(out: &mut Out<'_>, bw: &[BandwidthRecord]) {
     // Where bandwidth stops growing with threads.
     let sweep: Vec<&BandwidthRecord> = bw.iter().filter(|r| r.matrix.is_none()).collect();
     let k = if sweep.iter().any(|r| r.kernel.name() == "triad") {
@@ -232,6 +253,10 @@ pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             );
         }
     }
+}
+
+/// The plateaus of the latency curves, and huge against base pages at their end.
+fn latency_curves(out: &mut Out<'_>, lat: &[LatencyRecord]) {
     // The latency curve's plateaus.
     for r in lat
         .iter()
@@ -291,6 +316,11 @@ pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             );
         }
     }
+}
+
+/// What translation costs (the headline's local cells on base pages), and nested
+/// paging in a VM.
+fn page_walks(l: &Loaded, out: &mut Out<'_>, lat: &[LatencyRecord], headline: &[&LatencyRecord]) {
     // Page walks: the headline's local cells against the same cells on base pages.
     let mut walks: Vec<(u32, f64, f64, u64)> = Vec::new();
     for h in headline.iter().filter(|r| r.kind().huge()) {
@@ -369,10 +399,14 @@ pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             Some(anchors::mem_latency(out.b)),
         );
     }
+}
+
+/// One quantity measured by several probes of a run: do they agree?
+fn same_quantity(l: &Loaded, out: &mut Out<'_>, lat: &[LatencyRecord]) {
     // The same quantity from different probes of one run: idle memory latency of one
     // kind (order, pages, locality) and working set, by every probe that measured it.
     let mut dram: Vec<(String, numalab_records::mem::latency::Kind, u64, f64)> = Vec::new();
-    for r in &lat {
+    for r in lat {
         let local = r.matrix.is_none_or(|c| c.cpu_node == c.mem_node);
         let p = if r.matrix.is_some() {
             r.points.first()
@@ -438,6 +472,11 @@ pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             }
         }
     }
+}
+
+/// Latency under load.
+fn under_load(l: &Loaded, out: &mut Out<'_>) {
+    let loaded_records = l.records_of::<LoadedRecord>();
     // Latency under load.
     for (_, r) in loaded_records {
         let (Some(idle), Some(full)) = (
@@ -474,6 +513,10 @@ pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
             Some(anchors::mem_loaded(out.b)),
         );
     }
+}
+
+/// Page migration: the fastest method per pair.
+fn migration(l: &Loaded, out: &mut Out<'_>) {
     // Page migration: the biggest cell of each pair, base-page unit first.
     let mig: Vec<MigrateRecord> = l
         .records_of::<MigrateRecord>()
