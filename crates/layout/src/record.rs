@@ -1,7 +1,7 @@
 //! The records `numalab layout` writes: `layout.inference` (an inferred floorplan with its
 //! fitted constants and confidence), `layout.groundtruth` (recovery accuracy at one noise
 //! level) and `layout.affinity` (cores for cooperating threads). Schedule records are in
-//! [`crate::schedule::record`].
+//! `numalab_schedule::record`.
 //!
 //! An inference record holds the model geometry it was fitted on, so other commands
 //! (`layout affinity --layout`, `schedule --layout`) can predict the latency between any two

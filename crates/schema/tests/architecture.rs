@@ -74,6 +74,19 @@ fn the_never_arrows_hold() {
     ] {
         assert!(!model.contains(m), "numalab-model depends on {m}");
     }
+    // Floorplan inference and affinity advice are pure too (scheduling, which runs
+    // processes, is numalab-schedule).
+    let layout = internal(&g["numalab-layout"]);
+    for hw in [
+        "numalab-topo",
+        "numalab-proc",
+        "numalab-clock",
+        "numalab-harness",
+        "numalab-pingpong",
+        "numalab-mem",
+    ] {
+        assert!(!layout.contains(hw), "numalab-layout depends on {hw}");
+    }
     // The matrix half of core-to-core latency is pure: analysing a matrix (and the
     // floorplan inference built on it) needs no hwloc, no clock, no measuring crate.
     let c2c = internal(&g["numalab-c2c"]);

@@ -1,7 +1,7 @@
 //! `numalab schedule`: a mix of tasks on the cores, three ways (fair, load, optimized),
 //! predicted from past runs, run for real with binding (a campaign of repetitions with
 //! medians) or evaluated on the machine model. The work is in
-//! `numalab_layout::schedule`; this module reads the mix and the history, builds the
+//! `numalab_schedule`; this module reads the mix and the history, builds the
 //! cores' description (live machine or model), writes records and prints tables.
 
 use crate::output::paint;
@@ -11,13 +11,13 @@ use clap::Args;
 use numalab_harness::plan::{cpu_order, Placement};
 use numalab_layout::affinity::CostMatrix;
 use numalab_layout::record::InferenceRecord;
-use numalab_layout::schedule::history::{self, RuntimeModel};
-use numalab_layout::schedule::mix::Mix;
-use numalab_layout::schedule::plan::{self, Predictor, Resources};
-use numalab_layout::schedule::record::{self as srec, PlanRecord, SummaryRecord, TaskHistory};
-use numalab_layout::schedule::run::{self, model_resources};
 use numalab_layout::LayoutError;
 use numalab_model::Model;
+use numalab_schedule::history::{self, RuntimeModel};
+use numalab_schedule::mix::Mix;
+use numalab_schedule::plan::{self, Predictor, Resources};
+use numalab_schedule::record::{self as srec, PlanRecord, SummaryRecord, TaskHistory};
+use numalab_schedule::run::{self, model_resources};
 use numalab_schema::{ErrorClass, Origin, Record};
 use std::path::PathBuf;
 

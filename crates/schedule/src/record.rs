@@ -3,9 +3,9 @@
 //! `schedule.summary` (a campaign's makespans per schedule: outliers discarded, medians
 //! with intervals, gains over fair).
 
-use crate::schedule::history::RuntimeModel;
-use crate::schedule::plan::Plan;
-use crate::schedule::run::ScheduleRun;
+use crate::history::RuntimeModel;
+use crate::plan::Plan;
+use crate::run::ScheduleRun;
 use numalab_schema::RecordKind;
 use numalab_stats::Interval;
 use serde::{Deserialize, Serialize};

@@ -3,10 +3,10 @@
 //! process group cleaned up), or on the machine model, where a task's predicted time is
 //! scaled by the latencies its placement gives (see [`evaluate_on_model`]).
 
-use crate::affinity::CostMatrix;
-use crate::error::LayoutError;
-use crate::schedule::mix::{Mix, Task};
-use crate::schedule::plan::{set_makespan, Plan, Resources};
+use crate::mix::{Mix, Task};
+use crate::plan::{set_makespan, Plan, Resources};
+use numalab_layout::affinity::CostMatrix;
+use numalab_layout::error::LayoutError;
 use numalab_model::latency::{core_to_core_matrix, memory_read_cycles, Placement};
 use numalab_model::Model;
 use numalab_proc::{spawn, Spec};

@@ -23,7 +23,7 @@
 //! Placeholders `{threads}`, `{cpus}` and `{node}` are filled per schedule, as in
 //! `numalab scale`. Unknown keys are errors (a misspelt key must not be ignored).
 
-use crate::error::LayoutError;
+use numalab_layout::error::LayoutError;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::time::Duration;

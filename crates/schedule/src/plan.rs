@@ -17,10 +17,10 @@
 //!   of them. Without a floorplan, the topology's compact order (cores sharing caches,
 //!   clusters and nodes together) stands in for it.
 
-use crate::affinity::CostMatrix;
-use crate::error::LayoutError;
-use crate::schedule::history::RuntimeModel;
-use crate::schedule::mix::Mix;
+use crate::history::RuntimeModel;
+use crate::mix::Mix;
+use numalab_layout::affinity::CostMatrix;
+use numalab_layout::error::LayoutError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

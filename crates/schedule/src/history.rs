@@ -17,7 +17,7 @@
 //! Runs under other placements than the most frequent one give a factor per placement
 //! (median ratio at the thread counts both have).
 
-use crate::schedule::mix::{Mix, Task};
+use crate::mix::{Mix, Task};
 use numalab_harness::RunRecord;
 use numalab_schema::Bundle;
 use serde::{Deserialize, Serialize};

@@ -3,10 +3,10 @@
 
 use numalab_harness::RunRecord;
 use numalab_layout::affinity::CostMatrix;
-use numalab_layout::schedule::history::{self, Observation};
-use numalab_layout::schedule::mix::Mix;
-use numalab_layout::schedule::plan::{self, Predictor, Resources};
-use numalab_layout::schedule::run;
+use numalab_schedule::history::{self, Observation};
+use numalab_schedule::mix::Mix;
+use numalab_schedule::plan::{self, Predictor, Resources};
+use numalab_schedule::run;
 use numalab_schema::record::{Envelope, Host, Tool};
 use numalab_schema::{Bundle, Origin, Record};
 use std::collections::BTreeMap;
