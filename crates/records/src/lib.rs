@@ -11,10 +11,13 @@
 //! `numalab-stats` (summaries).
 //!
 //! One module per record family: [`c2c`], [`harness`], [`mem`], [`model`], [`pmu`],
-//! [`sensors`], [`workload`]; and [`process`], how a user's command ended, which
-//! several carry.
+//! [`sensors`], [`workload`], [`evaluate`] (the machine, the steps and runs of an
+//! evaluation, power) and [`doctor`]; and [`process`], how a user's command ended,
+//! which several carry.
 
 pub mod c2c;
+pub mod doctor;
+pub mod evaluate;
 pub mod harness;
 pub mod mem;
 pub mod model;
