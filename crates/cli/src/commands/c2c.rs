@@ -10,10 +10,11 @@ use crate::output::{color, paint};
 use crate::record::{OutputArgs, ProgressSink, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
-use numalab_c2c::compare::{compare, Comparison};
+use numalab_c2c::compare::Comparison;
 use numalab_c2c::heatmap::{self, Order};
-use numalab_c2c::matrix::{LatencyMatrix, Plan, Selection};
-use numalab_c2c::structure::{self, Confidence, Structure};
+use numalab_c2c::matrix::{LatencyMatrix, Plan};
+use numalab_c2c::record::{matrix_record, MatrixMeta};
+use numalab_c2c::structure::{Confidence, Structure};
 use numalab_pingpong::{self as pingpong, Config, Variant};
 use numalab_schema::record::Host;
 use numalab_schema::{units, Classify, ErrorClass, Machine, Origin, Record};
@@ -148,16 +149,6 @@ fn run_import(args: &C2cArgs, path: &std::path::Path) -> CliResult {
     )?;
     rec.finish()?;
     Ok(())
-}
-
-pub(crate) struct MatrixMeta {
-    pub(crate) variant: String,
-    pub(crate) statistic: String,
-    pub(crate) home_node_policy: Option<String>,
-    pub(crate) selection: Option<Selection>,
-    pub(crate) origin: Origin,
-    pub(crate) key: String,
-    pub(crate) extra_notes: Vec<String>,
 }
 
 fn run_measure(args: &C2cArgs) -> CliResult {
@@ -322,66 +313,6 @@ fn human_seconds(s: f64) -> String {
     } else {
         format!("{:.1} h", s / 3600.0)
     }
-}
-
-/// The `c2c.matrix` record of a matrix: structure, hwloc comparison, notes.
-pub(crate) fn matrix_record(
-    matrix: &LatencyMatrix,
-    machine: Option<&Machine>,
-    meta: &MatrixMeta,
-) -> (MatrixRecord, Structure, Option<Comparison>) {
-    let structure = structure::infer(matrix);
-    let comparison = machine.map(|m| compare(matrix, &structure, m));
-    let mut notes = structure.notes.clone();
-    notes.extend(meta.extra_notes.iter().cloned());
-    let confidence = if meta.extra_notes.iter().any(|n| n.starts_with("pair ")) {
-        Confidence::Low
-    } else {
-        structure.confidence
-    };
-    let record = MatrixRecord {
-        cpus: matrix.cpus().to_vec(),
-        matrix_ns: matrix.rows(),
-        groups: structure
-            .levels
-            .iter()
-            .map(|l| {
-                l.groups
-                    .iter()
-                    .map(|g| GroupJson {
-                        cpus: g.cpus.clone(),
-                        intra_ns: g.intra_ns,
-                        inter_ns: g.inter_ns,
-                    })
-                    .collect()
-            })
-            .collect(),
-        levels: structure
-            .levels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| LevelJson {
-                evidence: l.evidence,
-                separation: l.separation,
-                intra_ns: l.intra_ns,
-                inter_ns: l.inter_ns,
-                hwloc: comparison
-                    .as_ref()
-                    .and_then(|c| c.level_names.get(i).cloned().flatten()),
-            })
-            .collect(),
-        variant: meta.variant.clone(),
-        statistic: meta.statistic.clone(),
-        home_node_policy: meta.home_node_policy.clone(),
-        selection: meta.selection.clone(),
-        confidence,
-        notes,
-        topology_comparison: comparison
-            .as_ref()
-            .map(|c| c.sentences.clone())
-            .unwrap_or_default(),
-    };
-    (record, structure, comparison)
 }
 
 fn finish(
