@@ -6,5 +6,5 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let _ = numalab_layout::schedule::mix::Mix::parse(text, "fuzz.toml");
+    let _ = numalab_schedule::mix::Mix::parse(text, "fuzz.toml");
 });
