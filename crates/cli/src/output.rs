@@ -57,3 +57,30 @@ pub fn print_json<T: Serialize>(value: &T) -> Result<(), crate::CliError> {
     println!("{text}");
     Ok(())
 }
+
+/// Which sections of the report a command's records get on the terminal.
+pub type SectionsOf = fn(usize, &numalab_report::Loaded, &str) -> Vec<numalab_report::doc::Section>;
+
+/// A command's records on the terminal as the report's sections for them: the same
+/// tables (one definition per record kind) that the HTML, Markdown and CSV reports use,
+/// without the charts.
+pub fn print_sections(
+    envelope: &numalab_schema::Envelope,
+    records: impl IntoIterator<Item = numalab_schema::Record>,
+    sections: SectionsOf,
+) {
+    let loaded = numalab_report::Loaded::from_bundle(
+        envelope.host.hostname.as_deref().unwrap_or("this run"),
+        numalab_schema::Bundle {
+            schema_version: numalab_schema::record::SCHEMA_VERSION,
+            envelope: envelope.clone(),
+            records: records.into_iter().collect(),
+        },
+    );
+    for s in sections(0, &loaded, "") {
+        print!(
+            "{}",
+            s.to_text(numalab_report::table::Format::Terminal, false)
+        );
+    }
+}

@@ -108,6 +108,19 @@ impl Recorder {
         &self.envelope
     }
 
+    /// The records of earlier runs of this journal and of this run, one per key (this
+    /// run's when both have it), in the order keys first appeared.
+    pub fn latest(&self) -> Vec<Record> {
+        let mut order: Vec<&str> = Vec::new();
+        let mut by_key: std::collections::HashMap<&str, &Record> = Default::default();
+        for r in self.previous.iter().chain(&self.records) {
+            if by_key.insert(r.key.as_str(), r).is_none() {
+                order.push(r.key.as_str());
+            }
+        }
+        order.iter().map(|k| by_key[k].clone()).collect()
+    }
+
     /// Records pushed in this run.
     pub fn records(&self) -> &[Record] {
         &self.records

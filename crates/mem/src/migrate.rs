@@ -34,7 +34,7 @@ use numalab_topo::bind::{base_page_size, MemPolicy, PageKind, PagePlacement, Pla
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use numalab_records::mem::migrate::{Method, MethodResult, MigrateRecord, Reference};
+pub use numalab_records::mem::migrate::{conclude, Method, MethodResult, MigrateRecord, Reference};
 
 /// How to measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1020,52 +1020,6 @@ pub fn verdict(
         }
     }
     (Some(w), why.join("; "))
-}
-
-/// A few sentences over many cells: per pair and unit, which method wins for small
-/// and large counts, and the best share of the reference.
-pub fn conclude(records: &[MigrateRecord]) -> Vec<String> {
-    let mut groups: BTreeMap<(u32, u32, u64), Vec<&MigrateRecord>> = BTreeMap::new();
-    for r in records {
-        groups
-            .entry((r.src_node, r.dst_node, r.unit_bytes))
-            .or_default()
-            .push(r);
-    }
-    let mut out = Vec::new();
-    for ((src, dst, unit), mut rs) in groups {
-        rs.sort_by_key(|r| r.pages);
-        let winners: Vec<(u64, Option<Method>)> = rs.iter().map(|r| (r.pages, r.winner)).collect();
-        let mut spans: Vec<(Option<Method>, u64, u64)> = Vec::new();
-        for (pages, w) in winners {
-            match spans.last_mut() {
-                Some(s) if s.0 == w => s.2 = pages,
-                _ => spans.push((w, pages, pages)),
-            }
-        }
-        let best = rs
-            .iter()
-            .flat_map(|r| r.methods.iter().filter_map(|m| m.percent_of_reference))
-            .fold(0.0, f64::max);
-        let span_text = spans
-            .iter()
-            .map(|(w, a, b)| {
-                let who = w.map_or("none", |m| m.name());
-                if a == b {
-                    format!("{who} at {a} pages")
-                } else {
-                    format!("{who} from {a} to {b} pages")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        let role = rs.first().map(|r| r.pair_role.clone()).unwrap_or_default();
-        out.push(format!(
-            "node {src} -> node {dst} ({role}), {} pages: {span_text}; best {best:.0}% of the reference",
-            fmt_bytes(unit)
-        ));
-    }
-    out
 }
 
 #[cfg(test)]

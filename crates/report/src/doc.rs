@@ -145,6 +145,66 @@ impl Section {
             _ => None,
         })
     }
+
+    /// The section in Markdown or on a terminal: its heading, paragraphs, lists and
+    /// tables; charts are named by their captions when `charts` is set, left out
+    /// otherwise (a command's own output, where no HTML report exists).
+    pub fn to_text(&self, format: Format, charts: bool) -> String {
+        let mut out = String::new();
+        self.write_text(&mut out, format, charts);
+        numalab_schema::text::visible(&out, true)
+    }
+
+    fn write_text(&self, out: &mut String, format: Format, charts: bool) {
+        let md = format == Format::Markdown;
+        let t = |s: &str| if md { md_field(s) } else { plain(s) };
+        let title = t(&if self.modeled {
+            format!("{} (modeled)", self.title)
+        } else {
+            self.title.clone()
+        });
+        if md {
+            let _ = write!(out, "## {title}\n\n");
+        } else {
+            let _ = write!(out, "{title}\n{}\n\n", "-".repeat(title.chars().count()));
+        }
+        for b in &self.blocks {
+            match b {
+                Block::Para { text } => {
+                    let _ = writeln!(out, "{}\n", t(text));
+                }
+                Block::List { items } => {
+                    for i in items {
+                        let _ = writeln!(out, "- {}", t(i));
+                    }
+                    out.push('\n');
+                }
+                Block::Table { table } => {
+                    out.push_str(&render(std::slice::from_ref(table), format));
+                }
+                Block::Chart { caption, .. } => {
+                    if charts {
+                        let _ = writeln!(out, "[chart in the HTML report: {}]\n", t(caption));
+                    }
+                }
+                Block::Outline { items } => {
+                    for i in items {
+                        let _ = writeln!(
+                            out,
+                            "{}{} {}",
+                            "  ".repeat(i.depth),
+                            if i.emphasis { "*" } else { "-" },
+                            t(&i.text)
+                        );
+                    }
+                    out.push('\n');
+                }
+                Block::Details { summary, .. } => {
+                    let _ = writeln!(out, "[{}: in the HTML report and the bundle]\n", t(summary));
+                }
+            }
+        }
+    }
 }
 
 /// A whole report.
@@ -342,51 +402,7 @@ impl Document {
                 }
                 out.push('\n');
                 for sec in &self.sections {
-                    let title = if sec.modeled {
-                        format!("{} (modeled)", sec.title)
-                    } else {
-                        sec.title.clone()
-                    };
-                    out.push_str(&h(2, &title));
-                    for b in &sec.blocks {
-                        match b {
-                            Block::Para { text } => {
-                                let _ = writeln!(out, "{}\n", t(text));
-                            }
-                            Block::List { items } => {
-                                for i in items {
-                                    let _ = writeln!(out, "- {}", t(i));
-                                }
-                                out.push('\n');
-                            }
-                            Block::Table { table } => {
-                                out.push_str(&render(std::slice::from_ref(table), format));
-                            }
-                            Block::Chart { caption, .. } => {
-                                let _ =
-                                    writeln!(out, "[chart in the HTML report: {}]\n", t(caption));
-                            }
-                            Block::Outline { items } => {
-                                for i in items {
-                                    let _ = writeln!(
-                                        out,
-                                        "{}{} {}",
-                                        "  ".repeat(i.depth),
-                                        if i.emphasis { "*" } else { "-" },
-                                        t(&i.text)
-                                    );
-                                }
-                                out.push('\n');
-                            }
-                            Block::Details { summary, .. } => {
-                                let _ = writeln!(
-                                    out,
-                                    "[{}: in the HTML report and the bundle]\n",
-                                    t(summary)
-                                );
-                            }
-                        }
-                    }
+                    sec.write_text(&mut out, format, true);
                 }
                 out
             }

@@ -6,15 +6,13 @@
 //! resumes pair by pair with the same `--out`; the matrix and its structure follow as one
 //! `c2c.matrix` record (see docs/c2c.md for the JSON contract).
 
-use crate::output::{color, paint};
+use crate::output::color;
 use crate::record::{OutputArgs, ProgressSink, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
-use numalab_c2c::compare::Comparison;
 use numalab_c2c::heatmap::{self, Order};
 use numalab_c2c::matrix::{LatencyMatrix, Plan};
 use numalab_c2c::record::{matrix_record, MatrixMeta};
-use numalab_c2c::structure::{Confidence, Structure};
 use numalab_pingpong::{self as pingpong, Config, Variant};
 use numalab_schema::record::Host;
 use numalab_schema::{units, Classify, ErrorClass, Machine, Origin, Record};
@@ -322,7 +320,7 @@ fn finish(
     machine: Option<&Machine>,
     meta: MatrixMeta,
 ) -> CliResult {
-    let (record, structure, comparison) = matrix_record(&matrix, machine, &meta);
+    let (record, structure, _) = matrix_record(&matrix, machine, &meta);
     if let Some(path) = &args.export_csv {
         let write = || -> std::io::Result<()> {
             let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
@@ -357,106 +355,31 @@ fn finish(
             )
         })?;
     }
-    let notes = record.notes.clone();
     rec.push(Record::new(meta.key.clone(), meta.origin, &record))?;
     if !rec.json() {
-        print_human(
-            &matrix,
-            &structure,
-            comparison.as_ref(),
-            &meta,
-            &notes,
-            &positions,
-        );
-    }
-    Ok(())
-}
-
-fn print_human(
-    matrix: &LatencyMatrix,
-    structure: &Structure,
-    comparison: Option<&Comparison>,
-    meta: &MatrixMeta,
-    notes: &[String],
-    positions: &[usize],
-) {
-    let how = match meta.variant.as_str() {
-        "imported" => "imported matrix".to_string(),
-        v => format!(
-            "{} ping-pong, line on {}, median of samples",
-            v.to_uppercase(),
-            match meta.home_node_policy.as_deref() {
-                Some("first-cpu-node") | None => "the first CPU's node".to_string(),
-                Some(p) => p.replace("node:", "node "),
-            }
-        ),
-    };
-    println!(
-        "{}",
-        paint(
-            "1",
-            &format!(
-                "core-to-core latency: {} CPUs, {} of {} pairs ({how})",
-                matrix.n(),
-                matrix.measured_pairs(),
-                matrix.total_pairs()
-            )
-        )
-    );
-    if matrix.n() == 2 {
-        if let Some(v) = matrix.get(1, 0) {
-            println!(
-                "CPU {} <-> CPU {}: {}",
+        // The terminal's picture of the matrix: a coloured grid, or the one pair.
+        match (matrix.n(), matrix.get(1, 0)) {
+            (2, Some(v)) => println!(
+                "CPU {} <-> CPU {}: {}\n",
                 matrix.cpus()[1],
                 matrix.cpus()[0],
                 units::nanos(v)
-            );
+            ),
+            (2, None) => {}
+            _ => print!("{}", heatmap::terminal(&matrix, &positions, color(), 64)),
         }
-    } else {
-        print!("{}", heatmap::terminal(matrix, positions, color(), 64));
-    }
-    if structure.levels.is_empty() {
-        println!("structure: no groups stand out from the latencies");
-    } else {
-        println!(
-            "structure ({} confidence), finest level first:",
-            match structure.confidence {
-                Confidence::High => "high",
-                Confidence::Low => "low",
-            }
+        // The pairs of this matrix and the matrix itself (not other matrices of the
+        // same journal), as the report shows them.
+        let shown = rec.latest().into_iter().filter(|r| {
+            r.kind != <MatrixRecord as numalab_schema::RecordKind>::KIND || r.key == meta.key
+        });
+        crate::output::print_sections(
+            rec.envelope(),
+            shown,
+            numalab_report::sections::c2c::sections,
         );
     }
-    for (i, l) in structure.levels.iter().enumerate() {
-        let name = comparison
-            .and_then(|c| c.level_names.get(i).cloned().flatten())
-            .map(|n| format!(", matches hwloc's {n}"))
-            .unwrap_or_default();
-        let first: Vec<String> = l
-            .groups
-            .iter()
-            .filter(|g| g.cpus.len() > 1)
-            .take(3)
-            .map(|g| format!("[{}]", numalab_schema::cpulist::format(&g.cpus)))
-            .collect();
-        println!(
-            "  level {}: {} groups ({}) at {} inside vs {} between ({:?} evidence{name}); e.g. {}",
-            i + 1,
-            l.groups.len(),
-            l.shape(),
-            l.intra_ns.map(units::nanos).unwrap_or_else(|| "?".into()),
-            l.inter_ns.map(units::nanos).unwrap_or_else(|| "?".into()),
-            l.evidence,
-            first.join(" ")
-        );
-    }
-    if let Some(c) = comparison {
-        for s in &c.sentences {
-            println!("{}", paint("33", &format!("finding: {s}")));
-        }
-    }
-    for n in notes {
-        println!("note: {n}");
-    }
+    Ok(())
 }
 
 /// The core-to-core step of `numalab evaluate`: CAS ping-pong over every PU pair (a

@@ -6,23 +6,21 @@
 //! here, before anything runs), runs it with the hwloc placer, and prints a table (or
 //! the JSON bundle with `--json`). Records go to the journal as each cell completes.
 
-use crate::output::paint;
 use crate::record::ProgressSink;
 use crate::record::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand};
-use numalab_mem::bandwidth::{self, BandwidthRecord};
+use numalab_mem::bandwidth;
 use numalab_mem::budget::Budgets;
 use numalab_mem::chase::Order;
 use numalab_mem::kernels::{self, Isa, IsaExt, Kernel};
-use numalab_mem::latency::{self, LatencyRecord};
-use numalab_mem::loaded::{self, LoadedRecord, Traffic};
-use numalab_mem::migrate::{self, Method, MigrateRecord, PairChoice};
+use numalab_mem::latency;
+use numalab_mem::loaded::{self, Traffic};
+use numalab_mem::migrate::{self, Method, PairChoice};
 use numalab_mem::{MemError, Outcome, PageRequest};
-use numalab_schema::{cpulist, units, ErrorClass, Machine, Origin, Record};
+use numalab_schema::{cpulist, units, ErrorClass, Machine, Origin};
 use numalab_topo::bind::{HwlocPlacer, MemPolicy};
 use numalab_topo::select::{resolve_nodes, CpuSelection};
-use std::collections::BTreeMap;
 
 /// `numalab mem`.
 #[derive(Debug, Args)]
@@ -386,7 +384,6 @@ fn execute<P: serde::Serialize>(
     notes: &[String],
     keys: &[String],
     run: impl FnOnce(&HwlocPlacer, &mut ProgressSink<'_>) -> Outcome,
-    print: impl FnOnce(&[&Record]),
 ) -> CliResult {
     let placer = HwlocPlacer::new()?;
     let mut rec = start(
@@ -399,7 +396,13 @@ fn execute<P: serde::Serialize>(
     let outcome = run(&placer, &mut sink);
     sink.finish();
     if !rec.json() {
-        print(&all_records(&rec, keys));
+        // This run's records and earlier runs' of the same journal, for the plan's keys.
+        let shown = rec.latest().into_iter().filter(|r| keys.contains(&r.key));
+        crate::output::print_sections(
+            rec.envelope(),
+            shown,
+            numalab_report::sections::mem::sections,
+        );
     }
     rec.finish()?;
     conclude(&outcome)
@@ -446,37 +449,6 @@ fn note(lines: &[String], json: bool) {
             eprintln!("numalab: note: {n}");
         }
     }
-}
-
-/// Records of this run and earlier runs of the same journal, for the given keys.
-fn all_records<'r>(rec: &'r Recorder, keys: &[String]) -> Vec<&'r Record> {
-    let mut by_key: BTreeMap<&str, &Record> = BTreeMap::new();
-    for r in rec.previous.iter().chain(rec.records()) {
-        by_key.insert(r.key.as_str(), r);
-    }
-    keys.iter()
-        .filter_map(|k| by_key.get(k.as_str()).copied())
-        .collect()
-}
-
-/// The distinct items in the order they first appear.
-fn first_seen<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
-    let mut out: Vec<T> = Vec::new();
-    for i in items {
-        if !out.contains(&i) {
-            out.push(i);
-        }
-    }
-    out
-}
-
-fn placement_text(p: &numalab_mem::Placement) -> String {
-    let total: u64 = p.pages_per_node.iter().map(|x| x.1).sum();
-    p.pages_per_node
-        .iter()
-        .map(|(n, c)| format!("node {n} {:.0}%", 100.0 * *c as f64 / total.max(1) as f64))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn run_bandwidth(a: BandwidthArgs) -> CliResult {
@@ -540,131 +512,7 @@ fn run_bandwidth(a: BandwidthArgs) -> CliResult {
         &plan.notes,
         &plan.keys(),
         |placer, sink| bandwidth::run(&plan, &machine, placer, sink),
-        |rs| print_bandwidth(&plan, rs),
     )
-}
-
-fn print_bandwidth(plan: &bandwidth::Plan, records: &[&Record]) {
-    let rs: Vec<BandwidthRecord> = records
-        .iter()
-        .filter_map(|r| r.decode().and_then(Result::ok))
-        .collect();
-    if rs.is_empty() {
-        return;
-    }
-    let matrix = plan.groups.iter().any(|g| g.matrix.is_some());
-    if matrix {
-        for k in &plan.options.kernels {
-            // Records come cell by cell (row node, thread count, column node): with
-            // several rows and counts the counts interleave, so keep each once.
-            let threads = first_seen(rs.iter().filter(|r| r.kernel == *k).map(|r| r.threads));
-            for t in threads {
-                let cells: Vec<&BandwidthRecord> = rs
-                    .iter()
-                    .filter(|r| r.kernel == *k && r.threads == t)
-                    .collect();
-                let mut rows: Vec<u32> = cells
-                    .iter()
-                    .filter_map(|r| r.matrix.map(|m| m.cpu_node))
-                    .collect();
-                let mut cols: Vec<u32> = cells
-                    .iter()
-                    .filter_map(|r| r.matrix.map(|m| m.mem_node))
-                    .collect();
-                rows.sort_unstable();
-                rows.dedup();
-                cols.sort_unstable();
-                cols.dedup();
-                println!(
-                    "{}",
-                    paint("1", &format!("{k} ({}), {t} thread(s) per node, GB/s (median): rows = threads' node, columns = data node", isa_label(cells[0])))
-                );
-                print!("{:>10}", "");
-                for c in &cols {
-                    print!("{:>10}", format!("mem {c}"));
-                }
-                println!();
-                for r in &rows {
-                    print!("{:>10}", format!("cpu {r}"));
-                    for c in &cols {
-                        let v = cells
-                            .iter()
-                            .find(|x| {
-                                x.matrix
-                                    .is_some_and(|m| m.cpu_node == *r && m.mem_node == *c)
-                            })
-                            .map(|x| format!("{:.1}", x.bandwidth_gbps.median))
-                            .unwrap_or_else(|| "-".into());
-                        print!("{v:>10}");
-                    }
-                    println!();
-                }
-                println!();
-            }
-        }
-        return;
-    }
-    println!(
-        "{}",
-        paint(
-            "1",
-            &format!(
-                "{:<9} {:<7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>11}  {}",
-                "kernel", "isa", "threads", "set", "GB/s", "min", "max", "actual GB/s", "pages on"
-            )
-        )
-    );
-    for r in &rs {
-        println!(
-            "{:<9} {:<7} {:>7} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>11.2}  {}",
-            r.kernel.name(),
-            isa_label(r),
-            r.threads,
-            units::bytes(r.working_set_bytes),
-            r.bandwidth_gbps.median,
-            r.bandwidth_gbps.min,
-            r.bandwidth_gbps.max,
-            r.actual_bandwidth_gbps.median,
-            placement_text(&r.placement)
-        );
-    }
-    if let Some(r) = rs.first() {
-        println!(
-            "{} rounds after 1 warm-up; pages: {}; GB/s = 10^9 bytes/s, STREAM count; actual = with write-allocate",
-            r.sample_ns.len(),
-            r.pages.obtained
-        );
-    }
-    println!("{}", verified_text(&rs));
-}
-
-/// The ISA with its vector length where the CPU chooses it ("sve512").
-fn isa_label(r: &BandwidthRecord) -> String {
-    match (r.isa, r.vector_bits) {
-        (Isa::Sve, Some(bits)) => format!("sve{bits}"),
-        (isa, _) => isa.name().to_string(),
-    }
-}
-
-/// One line on the result checks of the records shown.
-fn verified_text(rs: &[BandwidthRecord]) -> String {
-    let checked: Vec<&BandwidthRecord> = rs.iter().filter(|r| r.verified == Some(true)).collect();
-    let elements: u64 = checked
-        .iter()
-        .filter_map(|r| r.verification.as_ref())
-        .map(|v| v.elements_checked)
-        .sum();
-    if checked.len() == rs.len() {
-        format!(
-            "results verified: every kernel's arrays matched the closed-form values ({elements} elements compared)"
-        )
-    } else {
-        format!(
-            "results verified for {} of {} records (the others come from an older version)",
-            checked.len(),
-            rs.len()
-        )
-    }
 }
 
 fn run_latency(a: LatencyArgs) -> CliResult {
@@ -754,133 +602,7 @@ fn run_latency(a: LatencyArgs) -> CliResult {
         &plan.notes,
         &plan.keys(),
         |placer, sink| latency::run(&plan, &machine, placer, sink),
-        |rs| print_latency(&plan, rs),
     )
-}
-
-/// The order over a working set in words: "random over 256 MiB (8x LLC)".
-fn order_text(k: &latency::Kind, ws: u64) -> String {
-    match k.order {
-        Order::Global => format!("random over {}", k.size_text(ws)),
-        Order::PageLocal => format!("{} of {}", k.order.describe(k.block_bytes), k.size_text(ws)),
-    }
-}
-
-fn print_latency(plan: &latency::Plan, records: &[&Record]) {
-    let rs: Vec<LatencyRecord> = records
-        .iter()
-        .filter_map(|r| r.decode().and_then(Result::ok))
-        .collect();
-    if rs.iter().any(|r| r.matrix.is_some()) {
-        // Cells come node pair by node pair, each with every page kind: the kinds
-        // interleave, so keep each once (one table per kind).
-        let kinds = first_seen(rs.iter().map(|r| r.pages.requested.name()));
-        for kind in kinds {
-            let cells: Vec<&LatencyRecord> = rs
-                .iter()
-                .filter(|r| r.pages.requested.name() == kind)
-                .collect();
-            let mut rows: Vec<u32> = cells
-                .iter()
-                .filter_map(|r| r.matrix.map(|m| m.cpu_node))
-                .collect();
-            let mut cols: Vec<u32> = cells
-                .iter()
-                .filter_map(|r| r.matrix.map(|m| m.mem_node))
-                .collect();
-            rows.sort_unstable();
-            rows.dedup();
-            cols.sort_unstable();
-            cols.dedup();
-            let ws = cells
-                .first()
-                .and_then(|c| c.points.first())
-                .map(|p| p.working_set_bytes)
-                .unwrap_or(0);
-            let k = cells[0].kind();
-            println!(
-                "{}",
-                paint("1", &format!("idle latency, ns (median), {kind} pages asked (obtained: {}): {}; rows = CPU's node, columns = data node", cells[0].pages.obtained, order_text(&k, ws)))
-            );
-            print!("{:>10}", "");
-            for c in &cols {
-                print!("{:>10}", format!("mem {c}"));
-            }
-            println!();
-            for r in &rows {
-                print!("{:>10}", format!("cpu {r}"));
-                for c in &cols {
-                    let v = cells
-                        .iter()
-                        .find(|x| {
-                            x.matrix
-                                .is_some_and(|m| m.cpu_node == *r && m.mem_node == *c)
-                        })
-                        .and_then(|x| x.points.first())
-                        .map(|p| format!("{:.1}", p.latency_ns.median))
-                        .unwrap_or_else(|| "-".into());
-                    print!("{v:>10}");
-                }
-                println!();
-            }
-            println!();
-        }
-        return;
-    }
-    for r in &rs {
-        println!(
-            "{}",
-            paint(
-                "1",
-                &format!(
-                    "CPU {}, data {} ({}), {} pages asked, {} obtained; idle, {}",
-                    r.cpu,
-                    r.placement.policy,
-                    placement_text(&r.placement),
-                    r.pages.requested.name(),
-                    r.pages.obtained,
-                    r.order.describe(r.kind().block_bytes)
-                )
-            )
-        );
-        println!(
-            "{:>12} {:>10} {:>10} {:>10}",
-            "working set", "p50 ns", "p90 ns", "p99 ns"
-        );
-        for p in &r.points {
-            println!(
-                "{:>12} {:>10.2} {:>10.2} {:>10.2}",
-                units::bytes(p.working_set_bytes),
-                p.latency_ns.median,
-                p.latency_ns.p90,
-                p.latency_ns.p99
-            );
-        }
-        for l in &r.levels {
-            let cyc = l
-                .cycles
-                .map(|c| format!(" ({c:.0} cycles)"))
-                .unwrap_or_default();
-            println!(
-                "  {:<10} {:>8.2} ns{cyc}  working sets {} to {}",
-                l.name,
-                l.latency_ns,
-                units::bytes(l.from_bytes),
-                units::bytes(l.to_bytes)
-            );
-        }
-        for s in &r.steps {
-            println!(
-                "  step {} -> {} at about {} ({:.1}x)",
-                s.from,
-                s.to,
-                units::bytes(s.at_bytes),
-                s.ratio
-            );
-        }
-        println!();
-    }
-    let _ = plan;
 }
 
 fn run_loaded(a: LoadedArgs) -> CliResult {
@@ -957,49 +679,7 @@ fn run_loaded(a: LoadedArgs) -> CliResult {
         &plan.notes,
         std::slice::from_ref(&plan.key),
         |placer, sink| loaded::run(&plan, &machine, placer, sink),
-        |rs| {
-            for r in rs {
-                if let Some(Ok(l)) = r.decode::<LoadedRecord>() {
-                    print_loaded(&l);
-                }
-            }
-        },
     )
-}
-
-fn print_loaded(r: &LoadedRecord) {
-    println!(
-        "{}",
-        paint(
-            "1",
-            &format!(
-                "CPU {} chases {}, {}; CPUs {} generate {} traffic ({}); data {} ({})",
-                r.chaser_cpu,
-                order_text(&r.kind(), r.chase_bytes),
-                r.kind().pages_text(),
-                cpulist::format(&r.generator_cpus),
-                r.traffic.name(),
-                r.isa,
-                r.placement.policy,
-                placement_text(&r.placement)
-            )
-        )
-    );
-    println!(
-        "{:>10} {:>12} {:>12} {:>10} {:>10} {:>10}",
-        "delay ns", "traffic GB/s", "actual GB/s", "p50 ns", "p90 ns", "p99 ns"
-    );
-    for p in &r.points {
-        println!(
-            "{:>10} {:>12.2} {:>12.2} {:>10.1} {:>10.1} {:>10.1}",
-            p.delay_ns.map_or("idle".into(), |d| d.to_string()),
-            p.traffic_gbps,
-            p.actual_traffic_gbps,
-            p.latency_ns.median,
-            p.latency_ns.p90,
-            p.latency_ns.p99
-        );
-    }
 }
 
 fn pow2_floor(n: u64) -> u64 {
@@ -1087,90 +767,5 @@ fn run_migrate(a: MigrateArgs) -> CliResult {
         &plan.notes,
         &plan.keys(),
         |placer, sink| migrate::run(&plan, &machine, &budgets, placer, sink),
-        |rs| {
-            let rs: Vec<MigrateRecord> = rs
-                .iter()
-                .filter_map(|r| r.decode().and_then(Result::ok))
-                .collect();
-            print_migrate(&rs);
-        },
     )
-}
-
-fn print_migrate(rs: &[MigrateRecord]) {
-    let mut last: Option<(u32, u32, u64)> = None;
-    let methods: Vec<Method> = rs
-        .first()
-        .map(|r| r.methods.iter().map(|m| m.method).collect())
-        .unwrap_or_default();
-    for r in rs {
-        let group = (r.src_node, r.dst_node, r.unit_bytes);
-        if last != Some(group) {
-            if last.is_some() {
-                println!();
-            }
-            println!(
-                "{}",
-                paint(
-                    "1",
-                    &format!(
-                        "node {} -> node {} ({}{}), {} pages, CPU {}; GB/s of payload (% of {} {:.2} GB/s)",
-                        r.src_node,
-                        r.dst_node,
-                        r.pair_role,
-                        r.distance.map(|d| format!(", SLIT {d}")).unwrap_or_default(),
-                        units::bytes(r.unit_bytes),
-                        r.cpu,
-                        if r.reference.kind == "link_peak" { "link peak" } else { "local 1-thread copy" },
-                        r.reference.gbps
-                    )
-                )
-            );
-            print!("{:>8} {:>10}", "pages", "bytes");
-            for m in &methods {
-                print!(" {:>18}", m.name());
-            }
-            println!("  winner");
-            last = Some(group);
-        }
-        print!("{:>8} {:>10}", r.pages, units::bytes(r.bytes));
-        for m in &r.methods {
-            let cell = match (&m.throughput_gbps, m.percent_of_reference) {
-                (Some(t), Some(p)) => format!("{:.2} ({p:.0}%)", t.median),
-                _ => format!("{:.0} ns/page*", m.ns_per_page),
-            };
-            print!(" {cell:>18}");
-        }
-        println!("  {}", r.winner.map_or("-", |w| w.name()));
-    }
-    if rs.iter().any(|r| r.same_node) {
-        println!("* same node: move_pages moved nothing; the figure is its per-page checking cost");
-    }
-    if let Some(big) = rs.iter().max_by_key(|r| r.bytes) {
-        println!(
-            "\nwhy ({} pages of {}): {}",
-            big.pages,
-            units::bytes(big.unit_bytes),
-            big.why
-        );
-    }
-    for line in migrate::conclude(rs) {
-        println!("{line}");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::first_seen;
-
-    #[test]
-    fn interleaved_kinds_and_counts_are_kept_once_in_order() {
-        // A 2-node latency matrix with base and thp pages lists its records as
-        // base, thp, base, thp, ...: each kind must give one table, not one per cell.
-        let kinds = ["base", "thp", "base", "thp", "base", "thp"];
-        assert_eq!(first_seen(kinds), vec!["base", "thp"]);
-        // A bandwidth matrix with --threads 1,2 on 2 nodes: 1, 2 per row node.
-        assert_eq!(first_seen([1, 1, 2, 2, 1, 1, 2, 2]), vec![1, 2]);
-        assert!(first_seen(Vec::<u32>::new()).is_empty());
-    }
 }

@@ -134,3 +134,49 @@ pub struct MigrateRecord {
 impl RecordKind for MigrateRecord {
     const KIND: &'static str = "mem.migrate";
 }
+
+/// A few sentences over many cells: per pair and unit, which method wins for small
+/// and large counts, and the best share of the reference.
+pub fn conclude(records: &[MigrateRecord]) -> Vec<String> {
+    let mut groups: BTreeMap<(u32, u32, u64), Vec<&MigrateRecord>> = BTreeMap::new();
+    for r in records {
+        groups
+            .entry((r.src_node, r.dst_node, r.unit_bytes))
+            .or_default()
+            .push(r);
+    }
+    let mut out = Vec::new();
+    for ((src, dst, unit), mut rs) in groups {
+        rs.sort_by_key(|r| r.pages);
+        let winners: Vec<(u64, Option<Method>)> = rs.iter().map(|r| (r.pages, r.winner)).collect();
+        let mut spans: Vec<(Option<Method>, u64, u64)> = Vec::new();
+        for (pages, w) in winners {
+            match spans.last_mut() {
+                Some(s) if s.0 == w => s.2 = pages,
+                _ => spans.push((w, pages, pages)),
+            }
+        }
+        let best = rs
+            .iter()
+            .flat_map(|r| r.methods.iter().filter_map(|m| m.percent_of_reference))
+            .fold(0.0, f64::max);
+        let span_text = spans
+            .iter()
+            .map(|(w, a, b)| {
+                let who = w.map_or("none", |m| m.name());
+                if a == b {
+                    format!("{who} at {a} pages")
+                } else {
+                    format!("{who} from {a} to {b} pages")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let role = rs.first().map(|r| r.pair_role.clone()).unwrap_or_default();
+        out.push(format!(
+            "node {src} -> node {dst} ({role}), {} pages: {span_text}; best {best:.0}% of the reference",
+            numalab_schema::units::bytes(unit)
+        ));
+    }
+    out
+}

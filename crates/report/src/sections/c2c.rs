@@ -61,7 +61,9 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             ),
         };
         s.para(format!(
-            "Pairs: {selection}. Home of the line: {}. Confidence of the structure: {}.",
+            "Pairs: {selection}; {} of {} measured. Home of the line: {}. Confidence of the structure: {}.",
+            matrix.measured_pairs(),
+            matrix.total_pairs(),
             rec.home_node_policy.as_deref().unwrap_or("as imported"),
             match rec.confidence {
                 Confidence::High => "high",

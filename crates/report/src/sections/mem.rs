@@ -7,7 +7,7 @@ use super::{opt, table};
 use crate::anchors;
 use crate::doc::Section;
 use crate::load::Loaded;
-use crate::table::Cell;
+use crate::table::{Cell, Table};
 use numalab_chart::{AxisFormat, Bar, BarChart, Heatmap, LineChart, Series};
 use numalab_records::mem::latency::LatencyRecord;
 use numalab_records::mem::LoadedRecord;
@@ -54,6 +54,87 @@ pub(crate) fn node_heatmap(
     h.row_label = "threads on node".into();
     h.col_label = "data on node".into();
     Some(h)
+}
+
+/// A node-pair matrix as a table (rows = the threads' node, columns = the data's
+/// node), so that the figures of a heatmap can be read and copied.
+fn node_matrix_table(id: &str, title: &str, cells: &[(MatrixCell, f64)], digits: usize) -> Table {
+    let mut rows: Vec<u32> = cells.iter().map(|(m, _)| m.cpu_node).collect();
+    let mut cols: Vec<u32> = cells.iter().map(|(m, _)| m.mem_node).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    cols.sort_unstable();
+    cols.dedup();
+    let names: Vec<String> = std::iter::once("threads on node".to_string())
+        .chain(cols.iter().map(|c| format!("data on {c}")))
+        .collect();
+    let spec: Vec<(&str, Option<&str>)> = names.iter().map(|n| (n.as_str(), None)).collect();
+    let mut t = table(id, title, &spec);
+    for r in &rows {
+        let mut row = vec![Cell::num(f64::from(*r), 0)];
+        for c in &cols {
+            row.push(
+                cells
+                    .iter()
+                    .find(|(m, _)| m.cpu_node == *r && m.mem_node == *c)
+                    .map_or(Cell::missing("not measured"), |(_, v)| {
+                        Cell::num(*v, digits)
+                    }),
+            );
+        }
+        t.push(row);
+    }
+    t
+}
+
+/// Where the kernel says the pages are: "node 0 50%, node 1 50%".
+fn placement_text(p: &numalab_records::mem::Placement) -> String {
+    let total: u64 = p.pages_per_node.iter().map(|x| x.1).sum();
+    p.pages_per_node
+        .iter()
+        .map(|(n, c)| format!("node {n} {:.0}%", 100.0 * *c as f64 / total.max(1) as f64))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The distinct items in the order they first appear.
+fn first_seen<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// One line on the result checks of bandwidth records.
+fn verified_text(rs: &[BandwidthRecord]) -> String {
+    let checked: Vec<&BandwidthRecord> = rs.iter().filter(|r| r.verified == Some(true)).collect();
+    let elements: u64 = checked
+        .iter()
+        .filter_map(|r| r.verification.as_ref())
+        .map(|v| v.elements_checked)
+        .sum();
+    let wrong = rs.iter().filter(|r| r.verified == Some(false)).count();
+    if wrong > 0 {
+        format!(
+            "results WRONG in {wrong} of {} records: the kernel's arrays did not match the closed-form values",
+            rs.len()
+        )
+    } else if checked.is_empty() {
+        "results not verified: these records come from a numalab version that did not check kernel results".to_string()
+    } else if checked.len() == rs.len() {
+        format!(
+            "results verified: every kernel's arrays matched the closed-form values ({elements} elements compared)"
+        )
+    } else {
+        format!(
+            "results verified for {} of {} records (the others come from an older version)",
+            checked.len(),
+            rs.len()
+        )
+    }
 }
 
 /// The cache sizes a CPU sees, as chart marks ("L1d 32 KiB").
@@ -314,7 +395,38 @@ fn bandwidth(b: usize, recs: &[BandwidthRecord], of: &str) -> Section {
         ]);
     }
     t.notes.push("GB/s = 10^9 bytes/s counted as STREAM does; actual bytes include the write-allocate reads of plain stores; imbalance = slowest / fastest thread".into());
+    if let Some(r) = recs.first() {
+        t.notes.push(format!(
+            "{} timed rounds per measurement after 1 warm-up round",
+            r.sample_ns.len()
+        ));
+    }
+    t.notes.push(verified_text(recs));
     s.table(t);
+    // Every node-pair matrix as numbers: one table per kernel and thread count.
+    for k in first_seen(
+        recs.iter()
+            .filter(|r| r.matrix.is_some())
+            .map(|r| r.kernel.name()),
+    ) {
+        let of_k: Vec<&BandwidthRecord> = recs
+            .iter()
+            .filter(|r| r.matrix.is_some() && r.kernel.name() == k)
+            .collect();
+        for n in first_seen(of_k.iter().map(|r| r.threads)) {
+            let cells: Vec<(MatrixCell, f64)> = of_k
+                .iter()
+                .filter(|r| r.threads == n)
+                .filter_map(|r| Some((r.matrix?, r.bandwidth_gbps.median)))
+                .collect();
+            s.table(node_matrix_table(
+                &anchors::id(b, &format!("mem-bandwidth-matrix-{k}-{n}")),
+                &format!("{k}, {n} thread(s) per node: median GB/s by node pair"),
+                &cells,
+                1,
+            ));
+        }
+    }
     s
 }
 
@@ -465,6 +577,76 @@ fn latency(b: usize, recs: &[LatencyRecord], m: Option<&Machine>, of: &str) -> S
         t.notes.push("the SLIT is the firmware's relative distance (10 = local): an ordering, not a measurement".into());
         s.table(t);
     }
+    // Every node-pair matrix as numbers, one per page kind asked for.
+    let matrix_cells: Vec<&LatencyRecord> = recs.iter().filter(|r| r.matrix.is_some()).collect();
+    for kind in first_seen(matrix_cells.iter().map(|r| r.pages.requested.name())) {
+        let of_kind: Vec<&&LatencyRecord> = matrix_cells
+            .iter()
+            .filter(|r| r.pages.requested.name() == kind)
+            .collect();
+        let cells: Vec<(MatrixCell, f64)> = of_kind
+            .iter()
+            .filter_map(|r| Some((r.matrix?, r.points.first()?.latency_ns.median)))
+            .collect();
+        let what = of_kind
+            .first()
+            .and_then(|r| {
+                Some(latency_kind_text(
+                    &r.kind(),
+                    r.points.first()?.working_set_bytes,
+                ))
+            })
+            .unwrap_or_default();
+        let obtained = of_kind
+            .first()
+            .map(|r| r.pages.obtained.clone())
+            .unwrap_or_default();
+        s.table(node_matrix_table(
+            &anchors::id(b, &format!("mem-latency-matrix-{kind}")),
+            &format!("Idle latency by node pair, median ns: {kind} pages asked (obtained: {obtained}), {what}"),
+            &cells,
+            1,
+        ));
+    }
+    // Every point of every curve, with the steps found between plateaus.
+    for (i, r) in recs.iter().filter(|r| r.matrix.is_none()).enumerate() {
+        let mut t = table(
+            &anchors::id(b, &format!("mem-latency-points-{i}")),
+            &format!(
+                "CPU {}, data {} ({}), {} pages asked, {} obtained; idle, {}",
+                r.cpu,
+                r.placement.policy,
+                placement_text(&r.placement),
+                r.pages.requested.name(),
+                r.pages.obtained,
+                r.order.describe(r.kind().block_bytes)
+            ),
+            &[
+                ("working set", None),
+                ("p50", Some("ns")),
+                ("p90", Some("ns")),
+                ("p99", Some("ns")),
+            ],
+        );
+        for p in &r.points {
+            t.push(vec![
+                Cell::text(units::bytes(p.working_set_bytes)),
+                Cell::num(p.latency_ns.median, 2),
+                Cell::num(p.latency_ns.p90, 2),
+                Cell::num(p.latency_ns.p99, 2),
+            ]);
+        }
+        for st in &r.steps {
+            t.notes.push(format!(
+                "step {} -> {} at about {} ({:.1}x)",
+                st.from,
+                st.to,
+                units::bytes(st.at_bytes),
+                st.ratio
+            ));
+        }
+        s.table(t);
+    }
     // Every figure with what it is, so that none is read as another.
     let mut t = table(
         &anchors::id(b, "mem-latency-kinds"),
@@ -543,11 +725,14 @@ fn loaded_section(b: usize, recs: &[(String, LoadedRecord)], of: &str) -> Sectio
         let mut t = table(
             &anchors::id(b, &format!("mem-loaded-{key}")),
             &format!(
-                "CPU {} chasing ({}), generators {} ({} traffic)",
+                "CPU {} chasing ({}), generators {} ({} traffic, {}); data {} ({})",
                 r.chaser_cpu,
                 latency_kind_text(&r.kind(), r.chase_bytes),
                 cpulist::format(&r.generator_cpus),
-                r.traffic.name()
+                r.traffic.name(),
+                r.isa,
+                r.placement.policy,
+                placement_text(&r.placement)
             ),
             &[
                 ("delay", Some("ns")),
@@ -713,7 +898,11 @@ fn migrate(b: usize, recs: &[MigrateRecord], of: &str) -> Section {
             t.notes.push(n.clone());
         }
     }
+    if recs.iter().any(|r| r.same_node) {
+        t.notes.push("same node: move_pages moves nothing, so it has no throughput there; its per-page checking cost is in the bundle".into());
+    }
     s.table(t);
+    whys.extend(numalab_records::mem::migrate::conclude(recs));
     s.list(whys);
     s
 }

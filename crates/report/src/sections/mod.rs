@@ -4,13 +4,13 @@
 //! than dropped, and every record is in the raw-data appendix.
 
 mod appendix;
-mod c2c;
-mod harness;
-mod machine;
-pub(crate) mod mem;
-mod model;
-mod pmu;
-mod workload;
+pub mod c2c;
+pub mod harness;
+pub mod machine;
+pub mod mem;
+pub mod model;
+pub mod pmu;
+pub mod workload;
 
 use crate::doc::Document;
 use crate::findings::findings;
