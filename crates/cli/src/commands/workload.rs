@@ -5,15 +5,14 @@
 //! `workload.run` record and prints it for people or for other programs
 //! (`--json`, `--metric-line`).
 
-use crate::output::paint;
 use crate::record::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use numalab_schema::{cpulist, units, ErrorClass, Origin};
+use numalab_schema::{ErrorClass, Origin};
 use numalab_topo::bind::{HwlocPlacer, PageKind};
 use numalab_workload::graph::{GraphSpec, DEFAULT_NODES};
-use numalab_workload::run::{run_observed, LatencySummary, Progress, RunConfig, WorkloadRun};
+use numalab_workload::run::{run_observed, Progress, RunConfig, WorkloadRun};
 use numalab_workload::{CpuOrder, Mode};
 
 /// `numalab workload`.
@@ -241,7 +240,11 @@ fn run_cmd(args: RunArgs) -> CliResult {
     if args.metric_line {
         println!("{}", outcome.metric_line());
     } else if !rec.json() {
-        print_human(&outcome.run);
+        crate::output::print_sections(
+            rec.envelope(),
+            rec.records().to_vec(),
+            numalab_report::sections::workload::sections,
+        );
     }
     rec.finish()?;
     if outcome.run.interrupted {
@@ -254,173 +257,6 @@ fn run_cmd(args: RunArgs) -> CliResult {
         ));
     }
     Ok(())
-}
-
-fn ms(ns: f64) -> String {
-    units::nanos(ns)
-}
-
-fn latency_line(name: &str, l: &Option<LatencySummary>) -> Option<String> {
-    let l = l.as_ref()?;
-    let iv =
-        |i: &numalab_stats::Interval| format!("{} [{}, {}]", ms(i.estimate), ms(i.low), ms(i.high));
-    Some(format!(
-        "  {name:<12} p50 {}  p95 {}  p99 {}  (n = {})",
-        iv(&l.p50_ns),
-        iv(&l.p95_ns),
-        iv(&l.p99_ns),
-        l.requests
-    ))
-}
-
-fn print_human(r: &WorkloadRun) {
-    let nodes: Vec<u32> = {
-        let mut n = r.pu_nodes.clone();
-        n.sort_unstable();
-        n.dedup();
-        n
-    };
-    println!(
-        "{}",
-        paint(
-            "1",
-            &format!(
-                "workload: {} client thread{} ({}: PUs {}, node{} {}), mode {}, {:.0}% routes",
-                r.threads,
-                if r.threads == 1 { "" } else { "s" },
-                r.placement,
-                cpulist::format(&r.pus),
-                if nodes.len() == 1 { "" } else { "s" },
-                cpulist::format(&nodes),
-                r.mode,
-                r.route_share * 100.0
-            )
-        )
-    );
-    println!(
-        "graph: {} nodes, {} streets, {} per copy ({:.1} bytes/node), generated in {:.2} s, fingerprint {}",
-        r.graph.nodes,
-        r.graph.edges,
-        units::bytes(r.graph.bytes),
-        r.graph.bytes_per_node,
-        r.graph.generation_s,
-        r.graph.fingerprint
-    );
-    println!(
-        "window: {:.1} s after {:.1} s of warm-up{}",
-        r.measured_s,
-        r.warmup_s,
-        if r.interrupted {
-            " (interrupted: partial)"
-        } else {
-            ""
-        }
-    );
-    println!();
-    let interval = r
-        .requests_per_s_interval
-        .as_ref()
-        .map(|i| {
-            format!(
-                "; median of {} slices {:.1} [{:.1}, {:.1}]",
-                r.requests_per_s_slices.len(),
-                i.estimate,
-                i.low,
-                i.high
-            )
-        })
-        .unwrap_or_default();
-    println!(
-        "{}  {:.1} total, {:.1} per thread ({} requests: {} routes, {} itineraries{interval})",
-        paint("1", "requests/s"),
-        r.requests_per_s,
-        r.requests_per_s_per_thread,
-        r.requests,
-        r.requests_route,
-        r.requests_itinerary
-    );
-    println!("{}", paint("1", "response time (95% intervals)"));
-    for (name, l) in [
-        ("all", &r.latency),
-        ("routes", &r.latency_route),
-        ("itineraries", &r.latency_itinerary),
-    ] {
-        if let Some(line) = latency_line(name, l) {
-            println!("{line}");
-        }
-    }
-    let busy = match (r.worker_cpus_busy, r.worker_cpus_steal) {
-        (Some(b), Some(s)) => format!(
-            " (their CPUs were {:.0}% busy with any process, {:.0}% stolen by the hypervisor)",
-            b * 100.0,
-            s * 100.0
-        ),
-        _ => String::new(),
-    };
-    println!(
-        "{}  clients used {:.0}% of {} CPU{}{busy}; {} requests per CPU-second",
-        paint("1", "CPU"),
-        r.cpu_utilization * 100.0,
-        r.threads,
-        if r.threads == 1 { "" } else { "s" },
-        r.requests_per_cpu_s
-            .map_or("no".to_string(), |x| format!("{x:.1}"))
-    );
-    println!("{}", paint("1", "graph pages per NUMA node"));
-    for (i, c) in r.memory.copies.iter().enumerate() {
-        let per: Vec<String> = c
-            .pages_per_node
-            .iter()
-            .map(|(n, p)| format!("node {n}: {p}"))
-            .collect();
-        println!(
-            "  copy {i}{} ({}, written from PU {}): {} pages of {} -> {}{}",
-            c.for_node
-                .map(|n| format!(" for node {n}"))
-                .unwrap_or_default(),
-            c.policy,
-            c.built_on_pu,
-            c.pages,
-            units::bytes(c.page_bytes),
-            if per.is_empty() {
-                "none located".to_string()
-            } else {
-                per.join(", ")
-            },
-            if c.not_present > 0 {
-                format!(", {} not present", c.not_present)
-            } else {
-                String::new()
-            }
-        );
-    }
-    if r.memory.modes_equivalent_here {
-        println!("  (one NUMA node: the three modes are equivalent on this machine)");
-    }
-    match (r.power_watts, &r.power_unavailable_reason) {
-        (Some(w), _) => println!(
-            "{}  {:.1} W ({}), {:.2} requests/J",
-            paint("1", "power"),
-            w,
-            r.power_covers.as_deref().unwrap_or("?"),
-            r.requests_per_joule.unwrap_or(f64::NAN)
-        ),
-        (None, Some(reason)) => println!("{}  {reason}", paint("1", "power")),
-        (None, None) => println!("{}  not available", paint("1", "power")),
-    }
-    for t in &r.temperatures {
-        println!("  {} max {:.1} C, mean {:.1} C", t.label, t.max_c, t.mean_c);
-    }
-    println!("{}", paint("1", "per thread"));
-    for c in &r.clients {
-        println!(
-            "  PU {:<4} node {:<3} {:>9.1} requests/s  CPU {:.0}%",
-            c.pu,
-            c.node,
-            c.requests_per_s,
-            c.cpu_utilization * 100.0
-        );
-    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use crate::load::Loaded;
 use crate::table::Cell;
 use numalab_chart::{Bar, BarChart, LineChart, Series};
 use numalab_records::workload::WorkloadRun;
+use numalab_schema::cpulist;
 
 /// The workload section of a bundle.
 pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
@@ -197,5 +198,138 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         p.notes.push("one NUMA node: the data modes put every page on the same node here and differ only by noise".into());
     }
     s.table(p);
+    for (i, r) in runs.iter().enumerate() {
+        run_detail(&mut s, b, i, r);
+    }
     vec![s]
+}
+
+/// One run in full: where its clients ran, response time by request type, each copy
+/// of the graph and where its pages are, each client thread, power and temperatures.
+fn run_detail(s: &mut Section, b: usize, i: usize, r: &WorkloadRun) {
+    let nodes = {
+        let mut n = r.pu_nodes.clone();
+        n.sort_unstable();
+        n.dedup();
+        n
+    };
+    let mut t = table(
+        &anchors::id(b, &format!("workload-run-{i}")),
+        &format!(
+            "{} client thread(s), {} data ({}: PUs {}, node(s) {}); {} requests ({} routes, {} itineraries) in {:.1} s after {:.1} s of warm-up{}; graph of {} streets built in {:.2} s",
+            r.threads,
+            r.mode.name(),
+            r.placement.name(),
+            cpulist::format(&r.pus),
+            cpulist::format(&nodes),
+            r.requests,
+            r.requests_route,
+            r.requests_itinerary,
+            r.measured_s,
+            r.warmup_s,
+            if r.interrupted { " (interrupted: partial)" } else { "" },
+            r.graph.edges,
+            r.graph.generation_s
+        ),
+        &[
+            ("requests", None),
+            ("count", None),
+            ("p50", Some("ms")),
+            ("p95", Some("ms")),
+            ("p99", Some("ms")),
+        ],
+    );
+    for (name, l) in [
+        ("all", &r.latency),
+        ("routes", &r.latency_route),
+        ("itineraries", &r.latency_itinerary),
+    ] {
+        let why = "no request of this type completed";
+        t.push(vec![
+            Cell::text(name),
+            l.as_ref()
+                .map_or(Cell::missing(why), |l| Cell::num(l.requests as f64, 0)),
+            iv(l.as_ref().map(|l| &l.p50_ns), 1e-6, 3, why),
+            iv(l.as_ref().map(|l| &l.p95_ns), 1e-6, 3, why),
+            iv(l.as_ref().map(|l| &l.p99_ns), 1e-6, 3, why),
+        ]);
+    }
+    t.notes.push(format!(
+        "requests per CPU-second: {}",
+        r.requests_per_cpu_s
+            .map_or("none (no CPU time measured)".to_string(), |x| format!(
+                "{x:.1}"
+            ))
+    ));
+    match (r.power_watts, &r.power_unavailable_reason) {
+        (Some(w), _) => t.notes.push(format!(
+            "power {w:.1} W ({}), {} requests/J",
+            r.power_covers.as_deref().unwrap_or("coverage unknown"),
+            r.requests_per_joule
+                .map_or("no".to_string(), |j| format!("{j:.2}"))
+        )),
+        (None, Some(why)) => t.notes.push(format!("power: {why}")),
+        (None, None) => t.notes.push("power: not available".into()),
+    }
+    for tc in &r.temperatures {
+        t.notes.push(format!(
+            "{}: max {:.1} C, mean {:.1} C",
+            tc.label, tc.max_c, tc.mean_c
+        ));
+    }
+    s.table(t);
+    let mut c = table(
+        &anchors::id(b, &format!("workload-copies-{i}")),
+        "Copies of the graph",
+        &[
+            ("copy", None),
+            ("for node", None),
+            ("policy", None),
+            ("written from PU", None),
+            ("pages", None),
+            ("page size", None),
+            ("pages per node", None),
+            ("not present", None),
+        ],
+    );
+    for (k, cp) in r.memory.copies.iter().enumerate() {
+        c.push(vec![
+            Cell::num(k as f64, 0),
+            opt(cp.for_node.map(f64::from), 0, "shared by every node"),
+            Cell::text(&cp.policy),
+            Cell::num(f64::from(cp.built_on_pu), 0),
+            Cell::num(cp.pages as f64, 0),
+            Cell::text(numalab_schema::units::bytes(cp.page_bytes)),
+            Cell::text(if cp.pages_per_node.is_empty() {
+                "none located".to_string()
+            } else {
+                cp.pages_per_node
+                    .iter()
+                    .map(|(n, p)| format!("node {n}: {p}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }),
+            Cell::num(cp.not_present as f64, 0),
+        ]);
+    }
+    s.table(c);
+    let mut th = table(
+        &anchors::id(b, &format!("workload-threads-{i}")),
+        "Client threads",
+        &[
+            ("PU", None),
+            ("node", None),
+            ("requests/s", None),
+            ("CPU use", Some("%")),
+        ],
+    );
+    for cl in &r.clients {
+        th.push(vec![
+            Cell::num(f64::from(cl.pu), 0),
+            Cell::num(f64::from(cl.node), 0),
+            Cell::num(cl.requests_per_s, 1),
+            Cell::num(cl.cpu_utilization * 100.0, 0),
+        ]);
+    }
+    s.table(th);
 }
