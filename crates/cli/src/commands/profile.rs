@@ -6,15 +6,13 @@
 //! `--list` to see what a CPU model's catalog offers. Flags are checked against the
 //! catalog (metric and event names, with close matches suggested) before anything runs.
 
-use crate::output::paint;
 use crate::record::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
 use numalab_pmu::catalog::{self, Catalog, CpuMatch};
-use numalab_pmu::compare::{self, Comparison};
-use numalab_pmu::metrics::{fmt_count, fmt_metric, fmt_pct, fmt_sig, EventState, EventValue};
+use numalab_pmu::compare;
 use numalab_pmu::profile::{self, Profile, ProfileConfig, Profiled};
-use numalab_pmu::sample::{self, SampleConfig, SampleReport};
+use numalab_pmu::sample::{self, SampleConfig};
 use numalab_pmu::{capability, count};
 use numalab_schema::{ErrorClass, Origin, Record};
 use std::path::{Path, PathBuf};
@@ -175,11 +173,9 @@ pub fn run(args: ProfileArgs) -> CliResult {
         )?;
         w1.append(&mut w2);
         let key = format!("compare:{}:{}", c.base, c.new);
-        let record = Record::new(key, Origin::Imported, &c).with_warnings(w1);
+        let record = Record::new(key.clone(), Origin::Imported, &c).with_warnings(w1);
         rec.push(record)?;
-        if !rec.json() {
-            print_comparison(&c);
-        }
+        show(&rec, &[key]);
         rec.finish()?;
         return Ok(());
     }
@@ -193,11 +189,8 @@ pub fn run(args: ProfileArgs) -> CliResult {
             numalab_topo::system::host(&machine),
         )?;
         let key = format!("profile:import:{}", path.display());
-        let shown = p.profile.clone();
-        rec.push(p.into_record(key))?;
-        if !rec.json() {
-            print_profile(&shown);
-        }
+        rec.push(p.into_record(key.clone()))?;
+        show(&rec, &[key]);
         rec.finish()?;
         return Ok(());
     }
@@ -247,21 +240,11 @@ pub fn run(args: ProfileArgs) -> CliResult {
     let key = format!("profile:{mode}:{}", args.command.join(" "));
     let mut failure: Option<CliError> = None;
     let mut no_hardware: Option<CliError> = None;
+    let mut shown = vec![key.clone()];
     if rec.done(&key) {
         eprintln!(
             "numalab: {key} is already in the --out folder; choose another folder to measure again"
         );
-        if let Some(p) = rec
-            .previous
-            .iter()
-            .find(|r| r.key == key)
-            .and_then(|r| r.decode::<Profile>())
-            .and_then(Result::ok)
-        {
-            if !rec.json() {
-                print_profile(&p);
-            }
-        }
     } else {
         let pcfg = ProfileConfig {
             cpu: cpu.clone(),
@@ -291,11 +274,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
         let p: Profiled = result?;
         failure = workload_failure(&p.profile, &args.command);
         no_hardware = no_hardware_counted(&p.profile);
-        let shown = p.profile.clone();
-        rec.push(p.into_record(key))?;
-        if !rec.json() {
-            print_profile(&shown);
-        }
+        rec.push(p.into_record(key.clone()))?;
     }
     if let (Some(ev), None) = (sample_event, &failure) {
         let skey = format!("samples:{}:{}", ev.name, args.command.join(" "));
@@ -320,13 +299,11 @@ pub fn run(args: ProfileArgs) -> CliResult {
                     ),
                 ));
             }
-            let shown = r.clone();
-            rec.push(Record::new(skey, Origin::Measured, &r))?;
-            if !rec.json() {
-                print_samples(&shown);
-            }
+            rec.push(Record::new(skey.clone(), Origin::Measured, &r))?;
         }
+        shown.push(skey);
     }
+    show(&rec, &shown);
     rec.finish()?;
     match failure.or(no_hardware) {
         Some(e) => Err(e),
@@ -448,309 +425,15 @@ fn list(cat: &Catalog, cpu: &CpuMatch, what: ListWhat) -> CliResult {
     Ok(())
 }
 
-fn value_text(v: &EventValue) -> String {
-    match (v.state, v.value) {
-        (EventState::Counted, Some(x)) if v.unit.as_deref() == Some("ns") => {
-            format!("{} ms", fmt_sig(x / 1e6))
-        }
-        (EventState::Counted, Some(x)) => fmt_count(x),
-        (EventState::NotSupported, _) => "not supported".into(),
-        (EventState::NotCounted, _) => "not counted".into(),
-        (EventState::Denied, _) => "denied".into(),
-        (EventState::Untrusted, _) => "not counted here (read 0)".into(),
-        _ => "n/a".into(),
-    }
-}
-
-fn print_profile(p: &Profile) {
-    let what = if p.command.is_empty() {
-        p.source.path.clone().unwrap_or_default()
-    } else {
-        p.command.join(" ")
-    };
-    println!(
-        "{}",
-        paint(
-            "1",
-            &format!("profile of {what}: {} ({})", p.cpu.cpu, p.cpu.how)
-        )
-    );
-    let mut facts = vec![match p.mode.as_str() {
-        "exact" => format!(
-            "exact mode: {} run{}, no multiplexing",
-            p.runs.len(),
-            if p.runs.len() == 1 { "" } else { "s" }
-        ),
-        "default" => "default mode: one run, the kernel multiplexes groups".into(),
-        _ => format!(
-            "imported from {}",
-            p.source.format.as_deref().unwrap_or("a perf file")
-        ),
-    }];
-    if let Some(s) = &p.scope {
-        facts.push(format!("{s} counting"));
-    }
-    if let Some(r) = p.runs.last() {
-        facts.push(format!(
-            "the command {} (wall time {:.3} s)",
-            r.outcome.describe(),
-            r.outcome.wall_ns as f64 / 1e9
-        ));
-    }
-    println!("{}", facts.join("; "));
-    for s in &p.spread {
-        println!(
-            "run-to-run spread of {} over {} runs: {:.2}% (median {})",
-            s.event,
-            s.runs,
-            s.spread_pct,
-            fmt_count(s.median)
-        );
-    }
-
-    println!();
-    println!("{}", paint("1", "metrics"));
-    let w = name_width(p.metrics.iter().map(|m| m.name.as_str()));
-    let mut missing: Vec<(String, Vec<&str>)> = Vec::new();
-    for m in &p.metrics {
-        let Some(v) = m.value else {
-            let mut why = m.reason.clone().unwrap_or_default();
-            if p.hardware_pmu == Some(false) && why.contains("no hardware PMU here") {
-                why = "no hardware PMU here".into();
-            }
-            group_by_reason(&mut missing, why, &m.name);
-            continue;
-        };
-        let mut note = String::new();
-        if let Some(f) = m.min_running_fraction.filter(|f| *f < 0.999) {
-            note = format!("counted {} of the run", fmt_pct(f));
-        }
-        if m.across_runs {
-            note = "events from different runs, normalised by instructions".into();
-        }
-        let unit = if m.unit == "ratio" || m.unit == "percent" {
-            ""
-        } else {
-            m.unit.as_str()
-        };
-        println!(
-            "  {:<w$}  {:>10}  {:<22} {}",
-            m.name,
-            fmt_metric(v, &m.unit),
-            unit,
-            note
-        );
-    }
-    match &p.coverage {
-        // One line per cause, not one per metric.
-        Some(c) if !c.not_computable.is_empty() => {
-            for g in &c.not_computable {
-                println!("  n/a: {}", g.text);
-            }
-        }
-        _ => {
-            for (why, names) in &missing {
-                println!("  n/a: {} ({why})", names.join(", "));
-            }
-        }
-    }
-
-    println!();
-    println!("{}", paint("1", "events"));
-    let w = name_width(p.events.iter().map(|e| e.name.as_str()));
-    let mut absent: Vec<(String, Vec<&str>)> = Vec::new();
-    for e in &p.events {
-        if e.state != EventState::Counted {
-            let why = format!(
-                "{}{}",
-                value_text(e),
-                e.reason
-                    .as_deref()
-                    .map(|r| format!(": {r}"))
-                    .unwrap_or_default()
-            );
-            group_by_reason(&mut absent, why, &e.name);
-            continue;
-        }
-        let frac = match e.running_fraction {
-            Some(f) if f < 0.999 => format!("counted {} of the run", fmt_pct(f)),
-            _ => String::new(),
-        };
-        let code = e.code.clone().unwrap_or_default();
-        println!(
-            "  {:<w$}  {:<6} {:>16}  {}",
-            e.name,
-            code,
-            value_text(e),
-            frac
-        );
-    }
-    for (why, names) in &absent {
-        println!("  {why}: {}", names.join(", "));
-    }
-
-    if let Some(t) = &p.tree {
-        println!();
-        println!("{}", paint("1", "decision tree"));
-        let sides: Vec<String> = t
-            .sides
-            .iter()
-            .map(|s| match s.stall_rate {
-                Some(r) => format!("{} {}", s.side, fmt_pct(r)),
-                None => format!("{} n/a", s.side),
-            })
-            .collect();
-        let ipc = t.ipc.map(fmt_sig).unwrap_or_else(|| "n/a".into());
-        println!(
-            "  1. cycle accounting: IPC {ipc}; cycles stalled: {}{}",
-            sides.join(", "),
-            t.dominant
-                .as_deref()
-                .map(|d| format!(" -> the {d} dominates"))
-                .unwrap_or_default()
-        );
-        let steps: Vec<_> = t
-            .steps
-            .iter()
-            .filter(|s| s.metrics.iter().any(|m| m.value.is_some()))
-            .collect();
-        for (i, s) in steps.iter().enumerate() {
-            let parts: Vec<String> = s
-                .metrics
-                .iter()
-                .map(|m| {
-                    let v = m
-                        .value
-                        .map(|v| fmt_metric(v, &m.unit))
-                        .unwrap_or_else(|| "n/a".into());
-                    let mark = if m.notable { " (!)" } else { "" };
-                    format!("{} {v}{mark}", m.name)
-                })
-                .collect();
-            let prefix = if i == 0 { "  2." } else { "    " };
-            println!("{prefix} {}: {}", s.title, parts.join(", "));
-        }
-        if !t.vendor_topdown.is_empty() {
-            let parts: Vec<String> = t
-                .vendor_topdown
-                .iter()
-                .map(|(n, v, u)| format!("{n} {}", fmt_metric(*v, u)))
-                .collect();
-            println!("     vendor topdown (slots): {}", parts.join(", "));
-        }
-        if !t.unevaluated.is_empty() {
-            let parts: Vec<&str> = t.unevaluated.iter().map(|u| u.part.as_str()).collect();
-            println!(
-                "     not evaluated (no metric computable): {}",
-                parts.join(", ")
-            );
-        }
-        println!("  {}", paint("1", &format!("verdict: {}", t.verdict)));
-        if !t.sample_next.is_empty() {
-            println!(
-                "  worth sampling next: {} (numalab profile --sample EVENT -- CMD)",
-                t.sample_next.join(", ")
-            );
-        }
-    }
-}
-
-fn print_samples(r: &SampleReport) {
-    println!();
-    println!(
-        "{}",
-        paint(
-            "1",
-            &format!(
-                "hot spots: {} samples of {} ({} lost, {} attributed to named functions)",
-                r.samples, r.event, r.lost, r.attributed
-            )
-        )
-    );
-    println!("  {:>7} {:>7}  function", "self", "total");
-    for f in r.functions.iter().take(15) {
-        let line = f
-            .hottest_line
-            .as_deref()
-            .map(|l| format!("  [{l}]"))
-            .unwrap_or_default();
-        println!(
-            "  {:>6.1}% {:>6.1}%  {}{}",
-            f.self_pct, f.total_pct, f.function, line
-        );
-    }
-    if !r.lines.is_empty() {
-        println!("  hottest lines:");
-        for l in r.lines.iter().take(8) {
-            println!("  {:>6.1}%  {}:{}  {}", l.pct, l.file, l.line, l.function);
-        }
-    }
-    if let Some(d) = r.callchain_depth_median {
-        println!("  median call-chain depth {d:.0} frames (code built without frame pointers gives short chains: `total` then undercounts callers)");
-    }
-    println!("  note: {}", r.skid);
-}
-
-/// Width of a name column: the longest name, at least 6.
-fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
-    names.map(str::len).max().unwrap_or(6).max(6)
-}
-
-/// Adds `name` to the names that share the reason `why` (groups in first-seen order).
-fn group_by_reason<'a>(groups: &mut Vec<(String, Vec<&'a str>)>, why: String, name: &'a str) {
-    match groups.iter_mut().find(|(r, _)| *r == why) {
-        Some((_, names)) => names.push(name),
-        None => groups.push((why, vec![name])),
-    }
-}
-
-fn print_comparison(c: &Comparison) {
-    println!("{}", paint("1", &format!("{} -> {}", c.base, c.new)));
-    if let Some(n) = &c.note {
-        println!("{}", paint("33", n));
-    }
-    let pct = |p: Option<f64>| {
-        p.map(|v| format!("{v:+.1}%"))
-            .unwrap_or_else(|| "n/a".into())
-    };
-    println!();
-    let w = name_width(c.metrics.iter().map(|m| m.name.as_str()));
-    println!(
-        "  {:<w$}  {:>10}  {:>10}  {:>8}",
-        "metric", "base", "new", "change"
-    );
-    for m in &c.metrics {
-        let v = |x: Option<f64>| {
-            x.map(|v| fmt_metric(v, &m.unit))
-                .unwrap_or_else(|| "n/a".into())
-        };
-        let mark = if m.comparable {
-            ""
-        } else {
-            "  (not comparable: instruction counts differ)"
-        };
-        println!(
-            "  {:<w$}  {:>10}  {:>10}  {:>8}{mark}",
-            m.name,
-            v(m.base),
-            v(m.new),
-            pct(m.change_pct)
-        );
-    }
-    println!();
-    let w = name_width(c.counts.iter().map(|m| m.name.as_str()));
-    println!(
-        "  {:<w$}  {:>16}  {:>16}  {:>8}",
-        "count", "base", "new", "change"
-    );
-    for e in &c.counts {
-        let v = |x: Option<f64>| x.map(fmt_count).unwrap_or_else(|| "n/a".into());
-        println!(
-            "  {:<w$}  {:>16}  {:>16}  {:>8}",
-            e.name,
-            v(e.base),
-            v(e.new),
-            pct(e.change_pct)
+/// The records of these keys (this run's, or an earlier run's of the same --out folder)
+/// as the report's counter section shows them.
+fn show(rec: &Recorder, keys: &[String]) {
+    if !rec.json() {
+        let records = rec.latest().into_iter().filter(|r| keys.contains(&r.key));
+        crate::output::print_sections(
+            rec.envelope(),
+            records,
+            numalab_report::sections::pmu::sections,
         );
     }
 }

@@ -159,9 +159,16 @@ fn compare_before_after() {
         text.contains("instructions changed by +15.0%: MPKI"),
         "{text}"
     );
-    assert!(text.contains("+130.0%"), "{text}"); // IPC 0.2 -> 0.46
-    assert!(text.contains("-50.0%"), "{text}"); // cycles
-                                                // A saved profile compares like a perf file.
+    // The report's comparison tables: change in percent in its own column.
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} row in {text}"))
+            .to_string()
+    };
+    assert!(row("ipc").contains(" 130.0"), "{text}"); // IPC 0.2 -> 0.46
+    assert!(row("CPU_CYCLES").contains(" -50.0"), "{text}"); // cycles
+                                                             // A saved profile compares like a perf file.
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("base");
     let out = numalab(&[

@@ -10,7 +10,7 @@ use crate::table::Cell;
 use numalab_records::pmu::Profile;
 use numalab_records::pmu::SampleReport;
 use numalab_records::pmu::{
-    fmt_metric, Comparison, Coverage, EventState, EventStatus, PmuCheck, TreeReport,
+    fmt_count, fmt_metric, Comparison, Coverage, EventState, EventStatus, PmuCheck, TreeReport,
 };
 
 fn status(s: &EventStatus) -> Cell {
@@ -151,7 +151,10 @@ pub fn tree_outline(t: &TreeReport) -> Vec<OutlineItem> {
     if !t.sample_next.is_empty() {
         out.push(item(
             1,
-            format!("sample next: {}", t.sample_next.join(", ")),
+            format!(
+                "worth sampling next: {} (numalab profile --sample EVENT -- CMD)",
+                t.sample_next.join(", ")
+            ),
             false,
         ));
     }
@@ -223,10 +226,46 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         } else {
             p.command.join(" ")
         };
+        let mut facts = vec![match p.mode.as_str() {
+            "exact" => format!("exact mode: {} run(s), no multiplexing", p.runs.len()),
+            "default" => "default mode: one run, the kernel multiplexes groups".into(),
+            _ => format!(
+                "imported from {}",
+                p.source.format.as_deref().unwrap_or("a perf file")
+            ),
+        }];
+        if let Some(sc) = &p.scope {
+            facts.push(format!("{sc} counting"));
+        }
+        if let Some(run) = p.runs.last() {
+            facts.push(format!(
+                "the command {} (wall time {:.3} s)",
+                run.outcome.describe(),
+                run.outcome.wall_ns as f64 / 1e9
+            ));
+        }
         s.para(format!(
-            "Profile of {what}: {} mode, catalog {} ({}), metric set {}.",
-            p.mode, p.cpu.catalog, p.cpu.cpu, p.metric_set
+            "Profile of {what}: {} ({}), catalog {}, metric set {}; {}.",
+            p.cpu.cpu,
+            p.cpu.how,
+            p.cpu.catalog,
+            p.metric_set,
+            facts.join("; ")
         ));
+        s.list(
+            p.spread
+                .iter()
+                .map(|sp| {
+                    format!(
+                        "run-to-run spread of {} over {} runs: {:.2}% (median {})",
+                        sp.event,
+                        sp.runs,
+                        sp.spread_pct,
+                        fmt_count(sp.median)
+                    )
+                })
+                .collect(),
+        );
         if let Some(c) = &p.coverage {
             for line in coverage_lines(c) {
                 s.para(line);
@@ -277,7 +316,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 ("value", None),
                 ("unit", None),
                 ("counted", None),
-                ("why not", None),
+                ("note", None),
             ],
         );
         for v in &p.metrics {
@@ -292,7 +331,11 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 },
                 Cell::text(&v.unit),
                 opt(v.min_running_fraction, 2, "not counted"),
-                Cell::text(v.reason.clone().unwrap_or_default()),
+                Cell::text(if v.across_runs {
+                    "events from different runs, normalised by instructions".to_string()
+                } else {
+                    v.reason.clone().unwrap_or_default()
+                }),
             ]);
         }
         m.notes.push("counted = the smallest share of the run its events were on a counter (multiplexed values are extrapolated)".into());
@@ -302,7 +345,9 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             "Events",
             &[
                 ("event", None),
+                ("code", None),
                 ("value", None),
+                ("unit", None),
                 ("counted", None),
                 ("state", None),
             ],
@@ -310,7 +355,9 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         for v in &p.events {
             e.push(vec![
                 Cell::text(&v.name),
+                Cell::text(v.code.clone().unwrap_or_default()),
                 opt(v.value, 0, "no value"),
+                Cell::text(v.unit.clone().unwrap_or_default()),
                 opt(v.running_fraction, 3, "not counted"),
                 Cell::text(match v.state {
                     EventState::Counted => "counted",
@@ -354,7 +401,31 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 Cell::text(f.hottest_line.clone().unwrap_or_default()),
             ]);
         }
+        if let Some(d) = sr.callchain_depth_median {
+            t.notes.push(format!("median call-chain depth {d:.0} frames (code built without frame pointers gives short chains: `total` then undercounts callers)"));
+        }
         s.table(t);
+        if !sr.lines.is_empty() {
+            let mut lt = table(
+                &anchors::id(b, &format!("pmu-lines-{}", r.key)),
+                "Hottest lines",
+                &[
+                    ("share", Some("%")),
+                    ("file", None),
+                    ("line", None),
+                    ("function", None),
+                ],
+            );
+            for l in sr.lines.iter().take(16) {
+                lt.push(vec![
+                    Cell::num(l.pct, 1),
+                    Cell::text(&l.file),
+                    Cell::num(f64::from(l.line), 0),
+                    Cell::text(&l.function),
+                ]);
+            }
+            s.table(lt);
+        }
     }
     for (r, c) in &comparisons {
         let mut t = table(
@@ -383,6 +454,25 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             t.notes.push(n.clone());
         }
         s.table(t);
+        let mut ct = table(
+            &anchors::id(b, &format!("pmu-comparison-counts-{}", r.key)),
+            "Counts",
+            &[
+                ("event", None),
+                ("before", None),
+                ("after", None),
+                ("change", Some("%")),
+            ],
+        );
+        for e in &c.counts {
+            ct.push(vec![
+                Cell::text(&e.name),
+                opt(e.base, 0, "not counted"),
+                opt(e.new, 0, "not counted"),
+                opt(e.change_pct, 1, "not comparable"),
+            ]);
+        }
+        s.table(ct);
     }
     vec![s]
 }
