@@ -9,7 +9,7 @@ use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_model::des::DesConfig;
 use numalab_model::experiments::{self, Engine, Experiment, Options, Target};
-use numalab_model::records::{Check, LatencyHeatmap, Policy, StreamTriad, Traffic};
+use numalab_model::records::LatencyHeatmap;
 use numalab_model::{spec, Model};
 use numalab_schema::{cpulist, units, ErrorClass, Origin, Record};
 use std::path::PathBuf;
@@ -413,175 +413,11 @@ fn run_experiment(a: RunArgs) -> CliResult {
     if !json {
         let mut all: Vec<Record> = previous;
         all.extend(bundle.records);
-        print_tables(&model, &all);
+        crate::output::print_sections(
+            &bundle.envelope,
+            all,
+            numalab_report::sections::model::sections,
+        );
     }
     Ok(())
-}
-
-fn print_tables(model: &Model, records: &[Record]) {
-    let line = |s: &str| println!("{s}");
-    let triads: Vec<StreamTriad> = records
-        .iter()
-        .filter_map(|r| r.decode::<StreamTriad>().and_then(|x| x.ok()))
-        .collect();
-    if !triads.is_empty() {
-        line(&paint(
-            "1",
-            &format!(
-                "STREAM triad on {} (modeled), cores {}",
-                model.label,
-                fmt_cores(&triads[0].cores)
-            ),
-        ));
-        line("node  memory  engine     GB/s  % peak  latency ns  hops  queueing cycles req/snp/rsp/dat");
-        for t in &triads {
-            let q: Vec<String> = t
-                .vns
-                .iter()
-                .map(|v| format!("{:.2}", v.queueing_cycles))
-                .collect();
-            line(&format!(
-                "{:>4}  {:<6}  {:<8} {:>6.1}  {:>6.1}  {:>10.1}  {:>4.2}  {}{}",
-                t.data_node,
-                t.memory_kind,
-                t.engine,
-                t.bandwidth_gbps,
-                t.percent_of_peak,
-                t.request_latency_ns,
-                t.mean_hops,
-                q.join("/"),
-                if t.saturated { "  (at capacity)" } else { "" }
-            ));
-        }
-    }
-    for (_, h) in records.iter().filter_map(|r| {
-        r.decode::<LatencyHeatmap>()
-            .and_then(|x| x.ok())
-            .map(|h| (r, h))
-    }) {
-        line(&paint(
-            "1",
-            &format!(
-                "latency to {} on {} ({}), cycles per stop (mean of its cores)",
-                h.target, model.label, h.engine
-            ),
-        ));
-        let g = &model.geo;
-        for k in 0..g.sockets {
-            for y in (0..g.rows).rev() {
-                let mut row = String::new();
-                for x in 0..g.cols {
-                    let cells: Vec<f64> = h
-                        .cells
-                        .iter()
-                        .filter(|c| c.socket == k && c.x == x && c.y == y)
-                        .map(|c| c.latency_cycles)
-                        .collect();
-                    if cells.is_empty() {
-                        row.push_str("     .");
-                    } else {
-                        row.push_str(&format!(
-                            "{:>6.0}",
-                            cells.iter().sum::<f64>() / cells.len() as f64
-                        ));
-                    }
-                }
-                line(&row);
-            }
-            if g.sockets > 1 {
-                line("");
-            }
-        }
-        line(&format!(
-            "min {:.1}, max {:.1}, spread {:.1} cycles ({:.1} ns); mean {:.1} ns",
-            h.min_cycles, h.max_cycles, h.spread_cycles, h.spread_ns, h.mean_ns
-        ));
-    }
-    for t in records
-        .iter()
-        .filter_map(|r| r.decode::<Traffic>().and_then(|x| x.ok()))
-    {
-        line(&paint(
-            "1",
-            &format!(
-                "{} traffic on {} ({}), {} flit(s) per packet",
-                t.pattern, model.label, t.engine, t.flits
-            ),
-        ));
-        line(&format!(
-            "zero-load latency {:.2} cycles, mean hops {:.3}; saturation (busiest link at 100%) {:.4} packets/stop/cycle{}",
-            t.zero_load_latency_cycles,
-            t.mean_hops,
-            t.saturation_rate,
-            t.bisection_bound.map_or(String::new(), |b| format!(" (4/k = {b:.4})"))
-        ));
-        line("offered  accepted  latency  max link  stable");
-        for p in &t.points {
-            line(&format!(
-                "{:>7.4}  {:>8.4}  {:>7.2}  {:>8.3}  {}",
-                p.offered,
-                p.accepted,
-                p.latency_cycles,
-                p.max_link_utilization,
-                if p.stable { "yes" } else { "no" }
-            ));
-        }
-        if let Some(s) = t.saturation_observed {
-            line(&format!(
-                "highest stable load: {s:.4} ({:.0}% of the saturation rate)",
-                100.0 * s / t.saturation_rate
-            ));
-        }
-    }
-    let pol: Vec<Policy> = records
-        .iter()
-        .filter_map(|r| r.decode::<Policy>().and_then(|x| x.ok()))
-        .collect();
-    if !pol.is_empty() {
-        line(&paint(
-            "1",
-            &format!("NUMA/SLC configurations of {} (modeled)", model.spec.name),
-        ));
-        line("configuration     application  engine    nodes  SLC hit  hops  MC max/mean   GB/s  latency ns");
-        for p in &pol {
-            line(&format!(
-                "{:<17} {:<12} {:<8} {:>6}  {:>7.2}  {:>4.2}  {:>11.2}  {:>5.1}  {:>10.1}",
-                p.configuration,
-                p.application,
-                p.engine,
-                p.numa_nodes,
-                p.slc_hit_ratio,
-                p.mean_hops,
-                p.mc_imbalance,
-                p.bandwidth_gbps,
-                p.request_latency_ns
-            ));
-        }
-    }
-    for c in records
-        .iter()
-        .filter_map(|r| r.decode::<Check>().and_then(|x| x.ok()))
-    {
-        line(&paint(
-            "1",
-            &format!(
-                "check: analytic vs discrete-event, {} ({})",
-                c.experiment, c.point
-            ),
-        ));
-        for m in &c.metrics {
-            line(&format!(
-                "  {:<40} {:>10.3} {:>10.3}  {:+6.1}%",
-                m.name,
-                m.analytic,
-                m.des,
-                100.0 * m.relative_difference
-            ));
-        }
-    }
-}
-
-fn fmt_cores(cores: &[usize]) -> String {
-    let ids: Vec<u32> = cores.iter().map(|&c| c as u32).collect();
-    cpulist::format(&ids)
 }

@@ -60,7 +60,17 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         );
         let mut t = table(
             &anchors::id(b, "model-triad-table"),
-            "Triad by data node",
+            &format!(
+                "Triad by data node, threads on cores {}",
+                numalab_schema::cpulist::format(
+                    &triads[0]
+                        .1
+                        .cores
+                        .iter()
+                        .map(|&c| c as u32)
+                        .collect::<Vec<_>>()
+                )
+            ),
             &[
                 ("preset", None),
                 ("engine", None),
@@ -74,6 +84,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 ("mean hops", None),
                 ("SLC hits", None),
                 ("saturated", None),
+                ("queueing req/snp/rsp/dat", Some("cycles")),
             ],
         );
         for (_, x) in &triads {
@@ -90,6 +101,13 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 Cell::num(x.mean_hops, 2),
                 Cell::num(x.slc_hit_ratio, 2),
                 Cell::text(if x.saturated { "yes" } else { "no" }),
+                Cell::text(
+                    x.vns
+                        .iter()
+                        .map(|v| format!("{:.2}", v.queueing_cycles))
+                        .collect::<Vec<_>>()
+                        .join("/"),
+                ),
             ]);
         }
         s.table(t);
@@ -132,6 +150,27 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 }
             }
         }
+        // The same grid as numbers.
+        let spec: Vec<(String, Option<&str>)> = std::iter::once(("row".to_string(), None))
+            .chain(cols.iter().map(|c| (c.clone(), None)))
+            .collect();
+        let spec: Vec<(&str, Option<&str>)> = spec.iter().map(|(n, u)| (n.as_str(), *u)).collect();
+        let mut grid = table(
+            &anchors::id(b, &format!("model-heat-grid-{}", r.key)),
+            &format!(
+                "Latency to {} by core position, NoC cycles (mean of the cores at each stop)",
+                h.target
+            ),
+            &spec,
+        );
+        for (name, row) in rows.iter().zip(&values) {
+            let mut cells = vec![Cell::text(name)];
+            cells.extend(
+                row.iter()
+                    .map(|v| v.map_or(Cell::missing("no core"), |x| Cell::num(x, 0))),
+            );
+            grid.push(cells);
+        }
         let mut hm = Heatmap::new(
             &format!("Latency to {} by core position (cycles)", h.target),
             rows,
@@ -167,13 +206,21 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             Cell::num(h.mean_ns, 1),
             Cell::num(h.spread_ns, 1),
         ]);
+        t.notes.push(format!(
+            "min {:.1}, max {:.1}, spread {:.1} cycles ({:.1} ns); mean {:.1} ns",
+            h.min_cycles, h.max_cycles, h.spread_cycles, h.spread_ns, h.mean_ns
+        ));
+        s.table(grid);
         s.table(t);
         out.push(s);
     }
     for (r, tr) in l.records_of::<m::Traffic>() {
         let mut s = Section::new(
             &anchors::id(b, &format!("model-traffic-section-{}", r.key)),
-            &format!("Modeled {} traffic ({}){of}", tr.pattern, tr.preset),
+            &format!(
+                "Modeled {} traffic on {} ({}, {} flit(s) per packet){of}",
+                tr.pattern, tr.preset, tr.engine, tr.flits
+            ),
         );
         s.modeled = true;
         let mut c = LineChart::new(
@@ -216,6 +263,20 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 Cell::num(p.max_link_utilization, 2),
                 Cell::text(if p.stable { "yes" } else { "no" }),
             ]);
+        }
+        t.notes.push(format!(
+            "zero-load latency {:.2} cycles, mean hops {:.3}; saturation (busiest link at 100%) {:.4} packets/stop/cycle{}",
+            tr.zero_load_latency_cycles,
+            tr.mean_hops,
+            tr.saturation_rate,
+            tr.bisection_bound
+                .map_or(String::new(), |bb| format!(" (bisection bound 4/k = {bb:.4})"))
+        ));
+        if let Some(st) = tr.saturation_observed {
+            t.notes.push(format!(
+                "highest stable load: {st:.4} ({:.0}% of the saturation rate)",
+                100.0 * st / tr.saturation_rate
+            ));
         }
         s.table(t);
         out.push(s);
