@@ -110,3 +110,297 @@ pub(super) fn c2c(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use numalab_records::c2c::{Confidence, Evidence, GroupJson, LevelJson};
+
+    /// A matrix over CPUs 0..n, `f(i, j)` between CPUs i and j (both directions).
+    fn matrix(n: u32, f: impl Fn(u32, u32) -> Option<f64>) -> MatrixRecord {
+        MatrixRecord {
+            cpus: (0..n).collect(),
+            matrix_ns: (0..n)
+                .map(|i| {
+                    (0..n)
+                        .map(|j| if i == j { None } else { f(i.min(j), i.max(j)) })
+                        .collect()
+                })
+                .collect(),
+            groups: vec![],
+            levels: vec![],
+            variant: "cas".into(),
+            statistic: "median".into(),
+            home_node_policy: None,
+            selection: None,
+            confidence: Confidence::High,
+            notes: vec![],
+            topology_comparison: vec![],
+        }
+    }
+
+    /// 8 CPUs in two halves: 40 ns inside a half, 90 ns across.
+    fn halves() -> MatrixRecord {
+        matrix(8, |i, j| Some(if i / 4 == j / 4 { 40.0 } else { 90.0 }))
+    }
+
+    /// A level of groups with what latency and hwloc say of it.
+    fn level(
+        m: &mut MatrixRecord,
+        groups: &[&[u32]],
+        hwloc: Option<&str>,
+        intra: Option<f64>,
+        inter: Option<f64>,
+    ) {
+        m.groups.push(
+            groups
+                .iter()
+                .map(|g| GroupJson {
+                    cpus: g.to_vec(),
+                    intra_ns: intra,
+                    inter_ns: inter,
+                })
+                .collect(),
+        );
+        m.levels.push(LevelJson {
+            evidence: Evidence::Both,
+            separation: 2.0,
+            intra_ns: intra,
+            inter_ns: inter,
+            hwloc: hwloc.map(String::from),
+        });
+    }
+
+    fn c2c_of(m: &MatrixRecord, machine: Option<&Machine>) -> Vec<Finding> {
+        let l = loaded(vec![rec("c2c/matrix/cas", m)]);
+        run(&l, |l, out| c2c(l, machine, out))
+    }
+
+    /// One package of 8 CPUs, one NUMA node.
+    fn one_node() -> Machine {
+        machine(
+            &[&[0, 1, 2, 3, 4, 5, 6, 7]],
+            &[(0, &[0, 1, 2, 3, 4, 5, 6, 7])],
+        )
+    }
+
+    // ------------------------------------------------------------ groups_per_package
+
+    #[test]
+    fn groups_per_package_counts_groups_nested_in_packages() {
+        let m = machine(&[&[0, 1, 2, 3], &[4, 5, 6, 7]], &[]);
+        assert_eq!(
+            groups_per_package(&m, &[vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]),
+            Some(2)
+        );
+        // A package without any group does not count against the others.
+        assert_eq!(groups_per_package(&m, &[vec![0, 1], vec![2, 3]]), Some(2));
+    }
+
+    #[test]
+    fn groups_per_package_refuses_straddling_or_uneven_groups() {
+        let m = machine(&[&[0, 1, 2, 3], &[4, 5, 6, 7]], &[]);
+        // A group across the two packages.
+        assert_eq!(groups_per_package(&m, &[vec![2, 3, 4, 5]]), None);
+        // Two groups in one package, one in the other.
+        assert_eq!(
+            groups_per_package(&m, &[vec![0, 1], vec![2, 3], vec![4, 5, 6, 7]]),
+            None
+        );
+        // No packages, or no groups.
+        assert_eq!(groups_per_package(&machine(&[], &[]), &[vec![0]]), None);
+        assert_eq!(groups_per_package(&m, &[]), None);
+    }
+
+    // ------------------------------------------------------------ c2c_range
+
+    #[test]
+    fn the_range_gives_min_max_and_median_over_each_pair_once() {
+        // 28 pairs: 12 inside the halves at 40 ns, 16 across at 90 ns; the 14th and
+        // 15th of the sorted values (the median) are both 90 ns.
+        let f = c2c_of(&halves(), None);
+        says(
+            &f,
+            "c2c_range",
+            Severity::Info,
+            &["core-to-core latency (cas): 40.0 ns to 90.0 ns, median 90.0 ns over 28 pairs"],
+        );
+    }
+
+    #[test]
+    fn one_pair_is_named_as_such() {
+        let f = c2c_of(&matrix(2, |_, _| Some(55.0)), None);
+        says(
+            &f,
+            "c2c_range",
+            Severity::Info,
+            &["55.0 ns for the one pair measured"],
+        );
+    }
+
+    #[test]
+    fn a_matrix_without_values_says_nothing() {
+        let mut m = matrix(4, |_, _| None);
+        level(
+            &mut m,
+            &[&[0, 1], &[2, 3]],
+            Some("L3"),
+            Some(40.0),
+            Some(90.0),
+        );
+        m.topology_comparison.push("hwloc differs".into());
+        assert!(c2c_of(&m, Some(&one_node())).is_empty());
+    }
+
+    // ------------------------------------------------------------ c2c_levels
+
+    #[test]
+    fn levels_hwloc_names_are_given_with_both_latencies() {
+        let mut m = halves();
+        level(
+            &mut m,
+            &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+            Some("L3"),
+            Some(40.0),
+            Some(90.0),
+        );
+        // A level hwloc does not know, or without a latency between groups, is left out.
+        level(
+            &mut m,
+            &[&[0, 1, 2, 3, 4, 5, 6, 7]],
+            None,
+            Some(70.0),
+            Some(100.0),
+        );
+        level(
+            &mut m,
+            &[&[0, 1, 2, 3, 4, 5, 6, 7]],
+            Some("Package"),
+            Some(70.0),
+            None,
+        );
+        let f = c2c_of(&m, None);
+        let t = says(
+            &f,
+            "c2c_levels",
+            Severity::Info,
+            &["core-to-core latency by level: 40.0 ns inside L3, 90.0 ns between them"],
+        );
+        assert!(!t.contains("Package") && !t.contains(';'), "{t}");
+    }
+
+    #[test]
+    fn no_level_known_to_hwloc_no_levels_sentence() {
+        let mut m = halves();
+        level(
+            &mut m,
+            &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+            None,
+            Some(40.0),
+            Some(90.0),
+        );
+        absent(&c2c_of(&m, None), "c2c_levels");
+    }
+
+    // ------------------------------------------------------------ c2c_domains
+
+    #[test]
+    fn more_latency_domains_than_numa_nodes_per_package_is_a_notice() {
+        let mut m = halves();
+        level(
+            &mut m,
+            &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+            None,
+            Some(40.0),
+            Some(90.0),
+        );
+        let f = c2c_of(&m, Some(&one_node()));
+        says(
+            &f,
+            "c2c_domains",
+            Severity::Notice,
+            &[
+                "shows 2 domains per package (90.0 ns between vs 40.0 ns inside)",
+                "hwloc shows 1 NUMA node(s) per package",
+            ],
+        );
+    }
+
+    #[test]
+    fn domains_that_match_the_numa_nodes_are_not_a_mismatch() {
+        let mut m = halves();
+        level(
+            &mut m,
+            &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+            None,
+            Some(40.0),
+            Some(90.0),
+        );
+        let two_nodes = machine(
+            &[&[0, 1, 2, 3, 4, 5, 6, 7]],
+            &[(0, &[0, 1, 2, 3]), (1, &[4, 5, 6, 7])],
+        );
+        absent(&c2c_of(&m, Some(&two_nodes)), "c2c_domains");
+        // Without a machine description nothing is compared.
+        absent(&c2c_of(&m, None), "c2c_domains");
+    }
+
+    #[test]
+    fn small_groups_and_levels_hwloc_knows_are_not_numa_domains() {
+        // Pairs of CPUs (SMT siblings, clusters) are finer than any NUMA node.
+        let mut pairs = halves();
+        level(
+            &mut pairs,
+            &[&[0, 1], &[2, 3], &[4, 5], &[6, 7]],
+            None,
+            Some(20.0),
+            Some(40.0),
+        );
+        absent(&c2c_of(&pairs, Some(&one_node())), "c2c_domains");
+        // A level hwloc names is explained by hwloc.
+        let mut known = halves();
+        level(
+            &mut known,
+            &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+            Some("L3"),
+            Some(40.0),
+            Some(90.0),
+        );
+        absent(&c2c_of(&known, Some(&one_node())), "c2c_domains");
+    }
+
+    #[test]
+    fn groups_across_packages_say_nothing_of_the_numa_mode() {
+        let mut m = halves();
+        level(
+            &mut m,
+            &[&[0, 1, 2, 3, 4, 5], &[6, 7]],
+            None,
+            Some(40.0),
+            Some(90.0),
+        );
+        let two_packages = machine(
+            &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+            &[(0, &[0, 1, 2, 3]), (1, &[4, 5, 6, 7])],
+        );
+        absent(&c2c_of(&m, Some(&two_packages)), "c2c_domains");
+    }
+
+    // ------------------------------------------------------------ c2c_vs_hwloc
+
+    #[test]
+    fn each_disagreement_with_hwloc_is_a_notice() {
+        let mut m = halves();
+        m.topology_comparison = vec![
+            "latency shows 2 groups where hwloc shows 1 L3".into(),
+            "CPU 7 sits apart".into(),
+        ];
+        let f = c2c_of(&m, None);
+        let v = of(&f, "c2c_vs_hwloc");
+        assert_eq!(v.len(), 2, "{f:#?}");
+        assert!(v.iter().all(|x| x.severity == Severity::Notice));
+        assert_eq!(v[1].text, "core-to-core latency vs hwloc: CPU 7 sits apart");
+        absent(&c2c_of(&halves(), None), "c2c_vs_hwloc");
+    }
+}

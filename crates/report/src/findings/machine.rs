@@ -144,3 +144,294 @@ pub(super) fn doctor(l: &Loaded, out: &mut Out<'_>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use numalab_schema::Warning;
+
+    fn check(name: &str, verdict: Verdict, remedy: Option<&str>) -> Check {
+        Check {
+            name: name.into(),
+            verdict,
+            value: None,
+            detail: format!("{name} detail"),
+            remedy: remedy.map(String::from),
+        }
+    }
+
+    fn doctor_report(checks: Vec<Check>) -> numalab_schema::Record {
+        rec(
+            "doctor",
+            &DoctorReport {
+                schema_version: 1,
+                hostname: None,
+                checks,
+            },
+        )
+    }
+
+    fn step(id: &str, title: &str, outcome: StepStatus) -> numalab_schema::Record {
+        rec(
+            &format!("step/{id}"),
+            &StepRecord {
+                step: id.into(),
+                title: title.into(),
+                outcome,
+                seconds: 1.0,
+                run: None,
+            },
+        )
+    }
+
+    fn topo(m: &Machine) -> numalab_schema::Record {
+        rec(
+            "topo",
+            &TopologyRecord {
+                machine: m.clone(),
+                summary_text: String::new(),
+            },
+        )
+    }
+
+    fn topology_of(l: &Loaded) -> Vec<Finding> {
+        let m = machine_of(l);
+        run(l, |l, out| topology(l, m.as_ref(), out))
+    }
+
+    // ------------------------------------------------------------ bundle_problems
+
+    #[test]
+    fn every_reading_problem_is_a_warning_with_its_remedy() {
+        let mut l = loaded(vec![]);
+        l.warnings
+            .push(Warning::new("cut", "the last line was cut"));
+        l.warnings
+            .push(Warning::new("newer", "written by numalab 9").with_remedy("upgrade"));
+        let f = run(&l, bundle_problems);
+        let texts: Vec<&str> = of(&f, "bundle_problem")
+            .iter()
+            .map(|x| x.text.as_str())
+            .collect();
+        assert_eq!(
+            texts,
+            ["the last line was cut", "written by numalab 9 (upgrade)"]
+        );
+        assert!(f.iter().all(|x| x.severity == Severity::Warning));
+    }
+
+    #[test]
+    fn a_clean_bundle_has_no_problem() {
+        assert!(run(&loaded(vec![]), bundle_problems).is_empty());
+    }
+
+    // ------------------------------------------------------------ host
+
+    #[test]
+    fn a_debug_build_is_a_warning_unless_modeled() {
+        let mut env = envelope();
+        env.tool.profile = "debug".into();
+        let f = run(&loaded_with(env.clone(), vec![]), host);
+        says(&f, "debug_build", Severity::Warning, &["--release"]);
+        // A model measures nothing: the build does not matter.
+        env.origin = Origin::Modeled;
+        assert!(run(&loaded_with(env, vec![]), host).is_empty());
+        // A release build says nothing.
+        absent(&run(&loaded(vec![]), host), "debug_build");
+    }
+
+    #[test]
+    fn a_virtual_machine_is_named() {
+        let mut env = envelope();
+        env.host.hypervisor = Some("KVM".into());
+        let f = run(&loaded_with(env.clone(), vec![]), host);
+        says(
+            &f,
+            "virtual_machine",
+            Severity::Info,
+            &["measured in a virtual machine (KVM)"],
+        );
+        // An empty or absent hypervisor is bare metal.
+        env.host.hypervisor = Some(String::new());
+        absent(&run(&loaded_with(env, vec![]), host), "virtual_machine");
+        absent(&run(&loaded(vec![]), host), "virtual_machine");
+    }
+
+    #[test]
+    fn the_doctors_hypervisor_check_replaces_the_vm_sentence() {
+        let mut env = envelope();
+        env.host.hypervisor = Some("KVM".into());
+        let warned = loaded_with(
+            env.clone(),
+            vec![doctor_report(vec![check(
+                "hypervisor",
+                Verdict::Warn,
+                None,
+            )])],
+        );
+        absent(&run(&warned, host), "virtual_machine");
+        // A doctor that found nothing wrong with the hypervisor does not say it.
+        let ok = loaded_with(
+            env,
+            vec![doctor_report(vec![check("hypervisor", Verdict::Ok, None)])],
+        );
+        one(&run(&ok, host), "virtual_machine");
+    }
+
+    // ------------------------------------------------------------ topology
+
+    #[test]
+    fn two_packages_are_listed_with_their_cpus() {
+        let m = machine(
+            &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+            &[(0, &[0, 1, 2, 3]), (1, &[4, 5, 6, 7])],
+        );
+        let f = topology_of(&loaded(vec![topo(&m)]));
+        says(
+            &f,
+            "packages",
+            Severity::Info,
+            &[
+                "2 packages, 2 NUMA node(s)",
+                "CPUs 0-3 on package 0, CPUs 4-7 on package 1",
+            ],
+        );
+        // Two nodes with CPUs: remote memory can be measured.
+        absent(&f, "one_numa_node");
+        assert_eq!(f[0].anchor.as_deref(), Some("topology"));
+    }
+
+    #[test]
+    fn one_node_with_cpus_says_remote_memory_cannot_be_measured() {
+        let m = machine(&[&[0, 1]], &[(0, &[0, 1])]);
+        let f = topology_of(&loaded(vec![topo(&m)]));
+        one(&f, "one_numa_node");
+        absent(&f, "packages");
+        absent(&f, "memory_only_node");
+    }
+
+    #[test]
+    fn a_memory_only_node_is_named_with_its_size_and_kind() {
+        let mut m = machine(&[&[0, 1]], &[(0, &[0, 1])]);
+        add_memory_node(&mut m, 2, 16 << 30, Some("HBM"));
+        add_memory_node(&mut m, 3, 3 << 29, None);
+        let f = topology_of(&loaded(vec![topo(&m)]));
+        let texts: Vec<&str> = of(&f, "memory_only_node")
+            .iter()
+            .map(|x| x.text.as_str())
+            .collect();
+        assert_eq!(texts.len(), 2, "{f:#?}");
+        assert!(texts[0].starts_with("NUMA node 2 has memory but no CPUs (16 GiB, HBM)"));
+        assert!(texts[1].starts_with("NUMA node 3 has memory but no CPUs (1.5 GiB)"));
+        // Memory-only nodes do not count as nodes with CPUs.
+        one(&f, "one_numa_node");
+    }
+
+    #[test]
+    fn the_topology_is_described_only_by_bundles_that_describe_the_machine() {
+        // The envelope's machine alone (a study, not an evaluation): nothing.
+        let mut env = envelope();
+        env.host.topology = Some(machine(&[&[0], &[1]], &[(0, &[0]), (1, &[1])]));
+        assert!(topology_of(&loaded_with(env, vec![])).is_empty());
+    }
+
+    // ------------------------------------------------------------ steps
+
+    #[test]
+    fn failed_and_skipped_steps_are_said_done_ones_not() {
+        let l = loaded(vec![
+            step("mem", "memory", StepStatus::Done),
+            step(
+                "c2c",
+                "core-to-core",
+                StepStatus::Failed {
+                    error: "no second CPU".into(),
+                },
+            ),
+            step(
+                "power",
+                "power and frequency",
+                StepStatus::Skipped {
+                    reason: "no sensors".into(),
+                },
+            ),
+        ]);
+        let f = run(&l, steps);
+        assert_eq!(f.len(), 2, "{f:#?}");
+        says(
+            &f,
+            "step_failed",
+            Severity::Warning,
+            &["the core-to-core step failed: no second CPU"],
+        );
+        says(
+            &f,
+            "step_skipped",
+            Severity::Info,
+            &["not measured: power and frequency (no sensors)"],
+        );
+    }
+
+    #[test]
+    fn a_step_completed_by_a_later_run_is_not_a_failure() {
+        let l = loaded(vec![
+            step(
+                "c2c",
+                "core-to-core",
+                StepStatus::Failed {
+                    error: "killed".into(),
+                },
+            ),
+            step("c2c", "core-to-core", StepStatus::Done),
+        ]);
+        assert!(run(&l, steps).is_empty());
+        // The other way round: the last outcome (failed) is what counts.
+        let l = loaded(vec![
+            step("c2c", "core-to-core", StepStatus::Done),
+            step(
+                "c2c",
+                "core-to-core",
+                StepStatus::Failed {
+                    error: "killed".into(),
+                },
+            ),
+        ]);
+        one(&run(&l, steps), "step_failed");
+    }
+
+    // ------------------------------------------------------------ doctor
+
+    #[test]
+    fn doctor_failures_are_warnings_and_caveats_notices() {
+        let l = loaded(vec![doctor_report(vec![
+            check("numa", Verdict::Fail, Some("install libnuma")),
+            check("smt", Verdict::Warn, None),
+            check("clock", Verdict::Ok, None),
+            check("kernel", Verdict::Info, None),
+        ])]);
+        let f = run(&l, doctor);
+        let got: Vec<(Severity, &str)> = f.iter().map(|x| (x.severity, x.text.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (Severity::Warning, "numa: numa detail (install libnuma)"),
+                (Severity::Notice, "smt: smt detail"),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_pmu_check_record_replaces_the_doctors_pmu_line() {
+        let report = || doctor_report(vec![check("pmu", Verdict::Warn, None)]);
+        one(&run(&loaded(vec![report()]), doctor), "doctor");
+        let c = pmu_check(true, None);
+        let both = loaded(vec![report(), rec("pmu", &c)]);
+        absent(&run(&both, doctor), "doctor");
+    }
+
+    #[test]
+    fn no_doctor_report_no_doctor_finding() {
+        assert!(run(&loaded(vec![]), doctor).is_empty());
+    }
+}

@@ -562,3 +562,928 @@ fn migration(l: &Loaded, out: &mut Out<'_>) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use numalab_records::mem::kernel::{Isa, Kernel};
+    use numalab_records::mem::latency::{Kind, Level, Load, Locality, Order, Point};
+    use numalab_records::mem::{
+        LoadedPoint, MatrixCell, PageRequest, PagesObtained, Placement, Reference, Timer, Traffic,
+    };
+    use numalab_schema::clock::ClockCheck;
+    use numalab_schema::memory::{MemPolicy, PagePlacement};
+    use numalab_schema::Record;
+
+    /// Working set of a memory-latency figure: 256 MiB (over the 64 MiB that counts as
+    /// memory when the last-level cache is unknown).
+    const WS: u64 = 256 << 20;
+
+    fn timer() -> Timer {
+        Timer {
+            check: ClockCheck {
+                clock: "monotonic".into(),
+                reported_resolution_ns: 1.0,
+                observed_step_ns: 20.0,
+                read_overhead_ns: 20.0,
+                backwards: 0,
+                reads: 1000,
+            },
+            subtracted_ns: 20.0,
+        }
+    }
+
+    /// Threads on `cpu_node`, every page on `mem_node`, as asked.
+    fn placement(cpu_node: u32, mem_node: u32) -> Placement {
+        Placement {
+            backend: "fake".into(),
+            cpus: vec![cpu_node * 4],
+            cpu_nodes: vec![cpu_node],
+            policy: MemPolicy::Bind(vec![mem_node]),
+            expected_nodes: vec![mem_node],
+            pages_per_node: vec![(mem_node, 1000)],
+            pages_not_present: 0,
+            fraction_expected: 1.0,
+        }
+    }
+
+    /// Pages obtained: "base", "thp" or "thp-partial" (the last two asked as THP).
+    fn pages(obtained: &str) -> PagesObtained {
+        PagesObtained {
+            requested: if obtained == "base" {
+                PageRequest::Base
+            } else {
+                PageRequest::Thp
+            },
+            obtained: obtained.into(),
+            page_bytes: 4096,
+            thp_bytes: Some(if obtained == "base" { 0 } else { WS }),
+            total_bytes: WS,
+        }
+    }
+
+    /// An idle chase uniformly random over the buffer, local or remote.
+    fn global(pages: &str, local: bool) -> Kind {
+        Kind {
+            load: Load::Idle,
+            order: Order::Global,
+            block_bytes: None,
+            stride_bytes: 64,
+            pages: pages.into(),
+            locality: if local {
+                Locality::Local
+            } else {
+                Locality::Remote
+            },
+            llc_bytes: None,
+        }
+    }
+
+    fn point(ws: u64, ns: f64) -> Point {
+        Point {
+            working_set_bytes: ws,
+            lines: ws / 64,
+            loads_per_batch: 1000,
+            sample_ns: vec![ns],
+            latency_ns: summary(ns),
+            cycles_p50: None,
+        }
+    }
+
+    /// A latency record: a curve (no cell) or one node-matrix point.
+    fn latency(
+        cell: Option<(u32, u32)>,
+        pages_obtained: &str,
+        kind: Kind,
+        points: &[(u64, f64)],
+    ) -> LatencyRecord {
+        let (c, m) = cell.unwrap_or((0, 0));
+        LatencyRecord {
+            cpu: c * 4,
+            matrix: cell.map(|(cpu_node, mem_node)| MatrixCell { cpu_node, mem_node }),
+            placement: placement(c, m),
+            pages: pages(pages_obtained),
+            order: kind.order,
+            seed: 1,
+            stride_bytes: kind.stride_bytes,
+            kind: Some(kind),
+            points: points.iter().map(|&(ws, ns)| point(ws, ns)).collect(),
+            levels: vec![],
+            steps: vec![],
+            frequency: None,
+            timer: timer(),
+        }
+    }
+
+    /// The idle latency from node `c` to node `m` over 256 MiB, random over the buffer.
+    fn cell(c: u32, m: u32, pages_obtained: &str, ns: f64) -> LatencyRecord {
+        latency(
+            Some((c, m)),
+            pages_obtained,
+            global(pages_obtained, c == m),
+            &[(WS, ns)],
+        )
+    }
+
+    /// A local latency curve ending at 256 MiB.
+    fn curve(pages_obtained: &str, points: &[(u64, f64)]) -> LatencyRecord {
+        latency(None, pages_obtained, global(pages_obtained, true), points)
+    }
+
+    /// A 2x2 node matrix on THP: `local` on the diagonal, `a` from 0 to 1, `b` from 1 to 0.
+    fn lat_matrix(local: f64, a: f64, b: f64) -> Vec<LatencyRecord> {
+        vec![
+            cell(0, 0, "thp", local),
+            cell(0, 1, "thp", a),
+            cell(1, 0, "thp", b),
+            cell(1, 1, "thp", local),
+        ]
+    }
+
+    fn bw(
+        kernel: &str,
+        threads: usize,
+        cell: Option<(u32, u32)>,
+        gbps: f64,
+        nodes: u32,
+    ) -> BandwidthRecord {
+        let (c, m) = cell.unwrap_or((0, 0));
+        let mut p = placement(c, m);
+        p.cpu_nodes = (0..nodes).collect();
+        BandwidthRecord {
+            kernel: Kernel::parse(kernel).unwrap(),
+            formula: String::new(),
+            isa: Isa::Scalar,
+            threads,
+            matrix: cell.map(|(cpu_node, mem_node)| MatrixCell { cpu_node, mem_node }),
+            placement: p,
+            pages: pages("base"),
+            array_bytes: WS / 3,
+            working_set_bytes: WS,
+            elements_per_thread: 1000,
+            stream_bytes_per_sample: 1000,
+            actual_bytes_per_sample: 1000,
+            inner_iterations: 1,
+            warmup_rounds: 1,
+            sample_ns: vec![1000.0],
+            slowest_thread_ns: vec![1000.0],
+            bandwidth_gbps: summary(gbps),
+            slowest_thread_gbps: summary(gbps),
+            actual_bandwidth_gbps: summary(gbps),
+            imbalance: 1.0,
+            timer: timer(),
+            vector_bits: None,
+            verified: Some(true),
+            verification: None,
+        }
+    }
+
+    /// Latency under load: (delay, GB/s of the generators, chaser ns) per point; no
+    /// delay is the idle point.
+    fn under(chase_bytes: u64, points: &[(Option<u64>, f64, f64)]) -> LoadedRecord {
+        LoadedRecord {
+            chaser_cpu: 0,
+            generator_cpus: vec![1, 2, 3],
+            traffic: Traffic::Read,
+            isa: Isa::Scalar,
+            placement: placement(0, 0),
+            pages: pages("thp"),
+            chase_bytes,
+            generator_bytes: WS,
+            kind: Some(Kind {
+                load: Load::Loaded,
+                ..global("thp", true)
+            }),
+            points: points
+                .iter()
+                .map(|&(delay_ns, traffic_gbps, ns)| LoadedPoint {
+                    delay_ns,
+                    traffic_gbps,
+                    actual_traffic_gbps: traffic_gbps,
+                    sample_ns: vec![ns],
+                    latency_ns: summary(ns),
+                    loads_per_batch: 1000,
+                    duration_ns: 1_000_000,
+                })
+                .collect(),
+            timer: timer(),
+        }
+    }
+
+    fn migrate(role: &str, unit_bytes: u64, n: u64, same_node: bool, why: &str) -> MigrateRecord {
+        MigrateRecord {
+            src_node: 0,
+            dst_node: if same_node { 0 } else { 1 },
+            pair_role: role.into(),
+            distance: None,
+            cpu: 0,
+            cpu_node: Some(0),
+            unit_bytes,
+            pages: n,
+            base_pages: n * unit_bytes / 4096,
+            bytes: n * unit_bytes,
+            unit_note: None,
+            same_node,
+            prefault: true,
+            destination_fault_ns_per_base_page: None,
+            source: PagePlacement::default(),
+            methods: vec![],
+            winner: None,
+            why: why.into(),
+            reference: Reference {
+                kind: "local_copy".into(),
+                gbps: 10.0,
+                detail: String::new(),
+            },
+            clamp_note: None,
+            isa: Isa::Scalar,
+            timer: timer(),
+        }
+    }
+
+    /// The memory findings of a bundle of these records, on this machine.
+    fn mem_with(
+        env: numalab_schema::Envelope,
+        records: Vec<Record>,
+        m: Option<&Machine>,
+    ) -> Vec<Finding> {
+        run(&loaded_with(env, records), |l, out| mem(l, m, out))
+    }
+
+    fn mem_of(records: Vec<Record>, m: Option<&Machine>) -> Vec<Finding> {
+        mem_with(envelope(), records, m)
+    }
+
+    fn recs<T: numalab_schema::RecordKind>(what: &str, v: &[T]) -> Vec<Record> {
+        v.iter()
+            .enumerate()
+            .map(|(i, r)| rec(&format!("{what}/{i}"), r))
+            .collect()
+    }
+
+    fn two_nodes_slit(remote: u64) -> Machine {
+        let mut m = machine(
+            &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+            &[(0, &[0, 1, 2, 3]), (1, &[4, 5, 6, 7])],
+        );
+        add_slit(&mut m, &[0, 1], &[&[10, remote], &[remote, 10]]);
+        m
+    }
+
+    // ------------------------------------------------------------ remote_memory
+
+    #[test]
+    fn remote_latency_is_the_median_ratio_to_the_local_cell() {
+        let f = mem_of(recs("lat", &lat_matrix(100.0, 150.0, 150.0)), None);
+        let x = one(&f, "remote_memory");
+        assert_eq!(x.severity, Severity::Notice);
+        assert_eq!(
+            x.text,
+            "remote memory: 1.50x local latency (100.0 ns vs 150.0 ns, idle, random over 256 MiB, huge pages (THP))"
+        );
+        assert_eq!(x.anchor.as_deref(), Some("mem-latency-matrix"));
+    }
+
+    #[test]
+    fn the_farthest_pair_is_named_when_well_above_the_median() {
+        // Ratios 1.5 (0 -> 1) and 2.1 (1 -> 0): median 1.8, and 2.1 > 1.8 x 1.1.
+        let f = mem_of(recs("lat", &lat_matrix(100.0, 150.0, 210.0)), None);
+        says(
+            &f,
+            "remote_memory",
+            Severity::Notice,
+            &[
+                "1.80x local latency (100.0 ns vs 180.0 ns",
+                "; farthest pair node 1 -> 0: 2.10x local latency",
+            ],
+        );
+        // 1.5 and 1.6: median 1.55; 1.6 is within 10% of it.
+        let f = mem_of(recs("lat", &lat_matrix(100.0, 150.0, 160.0)), None);
+        let t = says(
+            &f,
+            "remote_memory",
+            Severity::Notice,
+            &["1.55x local latency"],
+        );
+        assert!(!t.contains("farthest"), "{t}");
+    }
+
+    #[test]
+    fn remote_bandwidth_uses_the_triad_matrix() {
+        // Triad: 14 / 40 = 0.35 both ways; copy (not shown) would say 0.50x.
+        let mut b = Vec::new();
+        for (k, remote) in [("copy", 20.0), ("triad", 14.0)] {
+            for (c, m) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                b.push(bw(
+                    k,
+                    4,
+                    Some((c, m)),
+                    if c == m { 40.0 } else { remote },
+                    1,
+                ));
+            }
+        }
+        let f = mem_of(recs("bw", &b), None);
+        let x = one(&f, "remote_memory");
+        assert_eq!(
+            x.text,
+            "remote memory: 0.35x local bandwidth (triad, 40.0 vs 14.0 GB/s)"
+        );
+        assert_eq!(x.anchor.as_deref(), Some("mem-bandwidth-matrix"));
+    }
+
+    #[test]
+    fn latency_and_bandwidth_are_said_in_one_sentence() {
+        let mut r = recs("lat", &lat_matrix(100.0, 150.0, 150.0));
+        r.extend(recs(
+            "bw",
+            &[
+                bw("triad", 4, Some((0, 0)), 40.0, 1),
+                bw("triad", 4, Some((0, 1)), 20.0, 1),
+            ],
+        ));
+        let f = mem_of(r, None);
+        says(
+            &f,
+            "remote_memory",
+            Severity::Notice,
+            &[
+                "1.50x local latency",
+                ", 0.50x local bandwidth (triad, 40.0 vs 20.0 GB/s)",
+            ],
+        );
+    }
+
+    #[test]
+    fn no_remote_figure_without_both_a_local_and_a_remote_cell() {
+        // One node: only the local cell.
+        absent(
+            &mem_of(recs("lat", &[cell(0, 0, "thp", 100.0)]), None),
+            "remote_memory",
+        );
+        // A remote cell whose threads' node has no local cell: no reference.
+        absent(
+            &mem_of(
+                recs("lat", &[cell(0, 1, "thp", 150.0), cell(1, 1, "thp", 100.0)]),
+                None,
+            ),
+            "remote_memory",
+        );
+        absent(&mem_of(vec![], None), "remote_memory");
+    }
+
+    // ------------------------------------------------------------ slit_vs_measured
+
+    #[test]
+    fn a_slit_far_from_the_measured_ratio_is_a_notice() {
+        // SLIT 21/10 = 2.10x; measured 1.50x: ln(2.1/1.5) = 0.34 > ln(1.25) = 0.22.
+        let f = mem_of(
+            recs("lat", &lat_matrix(100.0, 150.0, 150.0)),
+            Some(&two_nodes_slit(21)),
+        );
+        says(
+            &f,
+            "slit_vs_measured",
+            Severity::Notice,
+            &[
+                "SLIT says 21 (2.10x local)",
+                "measured remote latency is 1.50x local: the firmware's distances are an ordering",
+            ],
+        );
+    }
+
+    #[test]
+    fn a_slit_within_25_percent_agrees() {
+        // SLIT 2.10x, measured 2.00x.
+        let f = mem_of(
+            recs("lat", &lat_matrix(100.0, 200.0, 200.0)),
+            Some(&two_nodes_slit(21)),
+        );
+        says(
+            &f,
+            "slit_vs_measured",
+            Severity::Info,
+            &["measured remote latency is 2.00x local: they agree within 25%"],
+        );
+    }
+
+    #[test]
+    fn the_worst_pair_against_the_slit_is_the_one_said() {
+        // SLIT 2.0x both ways; measured 1.9x (0 -> 1) and 1.2x (1 -> 0): 1 -> 0 is off.
+        let f = mem_of(
+            recs("lat", &lat_matrix(100.0, 190.0, 120.0)),
+            Some(&two_nodes_slit(20)),
+        );
+        says(
+            &f,
+            "slit_vs_measured",
+            Severity::Notice,
+            &["from node 1 to node 0, measured remote latency is 1.20x local"],
+        );
+    }
+
+    #[test]
+    fn no_slit_or_no_latency_matrix_no_comparison() {
+        let plain = machine(
+            &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+            &[(0, &[0, 1, 2, 3]), (1, &[4, 5, 6, 7])],
+        );
+        absent(
+            &mem_of(recs("lat", &lat_matrix(100.0, 150.0, 150.0)), Some(&plain)),
+            "slit_vs_measured",
+        );
+        absent(
+            &mem_of(recs("lat", &lat_matrix(100.0, 150.0, 150.0)), None),
+            "slit_vs_measured",
+        );
+        // Bandwidth cells only: nothing to set against distances.
+        let b = [
+            bw("triad", 4, Some((0, 0)), 40.0, 1),
+            bw("triad", 4, Some((0, 1)), 20.0, 1),
+        ];
+        absent(
+            &mem_of(recs("bw", &b), Some(&two_nodes_slit(21))),
+            "slit_vs_measured",
+        );
+    }
+
+    // ------------------------------------------------------------ bandwidth_saturation
+
+    #[test]
+    fn bandwidth_saturates_at_the_knee_per_node() {
+        // 10, 18, 30, 32 GB/s at 1, 2, 4, 8 threads: farthest above the chord at 4.
+        let sweep = |nodes| {
+            [(1, 10.0), (2, 18.0), (4, 30.0), (8, 32.0)]
+                .iter()
+                .map(|&(t, g)| bw("triad", t, None, g, nodes))
+                .collect::<Vec<_>>()
+        };
+        let f = mem_of(recs("bw", &sweep(1)), None);
+        let x = one(&f, "bandwidth_saturation");
+        assert_eq!(x.severity, Severity::Notice);
+        assert_eq!(
+            x.text,
+            "triad bandwidth saturates at about 4 threads per node (30.0 GB/s at 4 threads on 1 node; 32.0 GB/s at 8)"
+        );
+        // The same threads over two nodes: 4 / 2 = 2 per node.
+        let f = mem_of(recs("bw", &sweep(2)), None);
+        says(
+            &f,
+            "bandwidth_saturation",
+            Severity::Notice,
+            &["about 2 threads per node (30.0 GB/s at 4 threads on 2 nodes;"],
+        );
+    }
+
+    #[test]
+    fn a_straight_line_gives_one_threads_share_instead() {
+        let b = [
+            bw("triad", 4, None, 40.0, 1),
+            bw("triad", 1, None, 10.0, 1),
+            bw("triad", 2, None, 20.0, 1),
+        ];
+        let f = mem_of(recs("bw", &b), None);
+        absent(&f, "bandwidth_saturation");
+        says(
+            &f,
+            "bandwidth_one_thread",
+            Severity::Info,
+            &["triad bandwidth: one thread reaches 0.25x of what 4 threads reach (10.0 vs 40.0 GB/s)"],
+        );
+    }
+
+    #[test]
+    fn triad_is_preferred_else_the_first_kernel() {
+        let mut b = vec![
+            bw("copy", 1, None, 10.0, 1),
+            bw("copy", 4, None, 20.0, 1),
+            bw("triad", 1, None, 12.0, 1),
+            bw("triad", 4, None, 36.0, 1),
+        ];
+        let f = mem_of(recs("bw", &b), None);
+        says(
+            &f,
+            "bandwidth_one_thread",
+            Severity::Info,
+            &["triad bandwidth:", "0.33x"],
+        );
+        b.retain(|r| r.kernel.name() == "copy");
+        let f = mem_of(recs("bw", &b), None);
+        says(
+            &f,
+            "bandwidth_one_thread",
+            Severity::Info,
+            &["copy bandwidth:", "0.50x"],
+        );
+    }
+
+    #[test]
+    fn no_sweep_from_one_thread_no_bandwidth_sentence() {
+        // Matrix cells are not a sweep; a sweep without a one-thread point and no knee
+        // says nothing.
+        let b = [
+            bw("triad", 1, Some((0, 0)), 10.0, 1),
+            bw("triad", 4, Some((0, 0)), 40.0, 1),
+            bw("triad", 2, None, 20.0, 1),
+            bw("triad", 4, None, 40.0, 1),
+        ];
+        let f = mem_of(recs("bw", &b), None);
+        absent(&f, "bandwidth_saturation");
+        absent(&f, "bandwidth_one_thread");
+    }
+
+    // ------------------------------------------------------------ latency_levels
+
+    #[test]
+    fn the_plateaus_of_a_curve_are_listed() {
+        let mut c = curve("base", &[(32 << 10, 1.2), (WS, 95.3)]);
+        c.cpu = 3;
+        for (name, ns) in [("L1d", 1.2), ("L2", 4.0), ("memory", 95.3)] {
+            c.levels.push(Level {
+                name: name.into(),
+                cache_bytes: None,
+                from_bytes: 0,
+                to_bytes: 0,
+                latency_ns: ns,
+                cycles: None,
+            });
+        }
+        // A matrix cell with levels is not a curve.
+        let mut m = cell(0, 0, "thp", 100.0);
+        m.levels = c.levels.clone();
+        let f = mem_of(vec![rec("curve", &c), rec("cell", &m)], None);
+        let x = one(&f, "latency_levels");
+        assert_eq!(x.severity, Severity::Info);
+        assert_eq!(
+            x.text,
+            "load-to-load latency of CPU 3 (random over the working set, base pages): L1d 1.20 ns, L2 4.00 ns, memory 95.3 ns"
+        );
+    }
+
+    #[test]
+    fn a_curve_without_plateaus_has_no_levels_sentence() {
+        absent(
+            &mem_of(vec![rec("curve", &curve("base", &[(WS, 95.0)]))], None),
+            "latency_levels",
+        );
+    }
+
+    // ------------------------------------------------------------ huge_pages
+
+    #[test]
+    fn huge_pages_faster_than_base_pages_is_translation() {
+        // 90 / 120 = 0.75x at the same working set and order.
+        let r = vec![
+            rec("base", &curve("base", &[(1 << 20, 5.0), (WS, 120.0)])),
+            rec("thp", &curve("thp", &[(1 << 20, 5.0), (WS, 90.0)])),
+        ];
+        let f = mem_of(r, None);
+        let x = one(&f, "huge_pages");
+        assert_eq!(x.severity, Severity::Info);
+        assert_eq!(
+            x.text,
+            "random over 256 MiB: huge pages give 0.75x the latency of base pages (90.0 ns vs 120.0 ns): address translation (TLB misses and page walks) costs that much on base pages"
+        );
+    }
+
+    #[test]
+    fn huge_pages_slower_than_base_pages_is_an_unsteady_machine() {
+        // 144 / 120 = 1.20x.
+        let r = vec![
+            rec("base", &curve("base", &[(WS, 120.0)])),
+            rec("thp", &curve("thp", &[(WS, 144.0)])),
+        ];
+        says(
+            &mem_of(r, None),
+            "huge_pages",
+            Severity::Info,
+            &["1.20x the latency", "translation cannot explain"],
+        );
+    }
+
+    #[test]
+    fn huge_pages_are_compared_only_like_with_like_and_beyond_10_percent() {
+        let base = curve("base", &[(WS, 120.0)]);
+        // Within 10%: 115 / 120.
+        let close = curve("thp", &[(WS, 115.0)]);
+        absent(
+            &mem_of(vec![rec("a", &base), rec("b", &close)], None),
+            "huge_pages",
+        );
+        // Another working set at the end of the curve.
+        let other_ws = curve("thp", &[(WS * 2, 90.0)]);
+        absent(
+            &mem_of(vec![rec("a", &base), rec("b", &other_ws)], None),
+            "huge_pages",
+        );
+        // Partly huge pages are neither.
+        let partial = curve("thp-partial", &[(WS, 90.0)]);
+        absent(
+            &mem_of(vec![rec("a", &base), rec("b", &partial)], None),
+            "huge_pages",
+        );
+        // Another order: page-local blocks are another quantity.
+        let mut blocks = curve("thp", &[(WS, 90.0)]);
+        blocks.kind = Some(Kind {
+            order: Order::PageLocal,
+            block_bytes: Some(4096),
+            ..global("thp", true)
+        });
+        absent(
+            &mem_of(vec![rec("a", &base), rec("b", &blocks)], None),
+            "huge_pages",
+        );
+    }
+
+    // ------------------------------------------------------------ page_walks
+
+    #[test]
+    fn page_walks_are_the_base_page_cost_of_the_local_cell() {
+        // Huge 100 ns, base 130 ns: 30 ns, 30 / 130 = 23% of each load.
+        let mut l = lat_matrix(100.0, 150.0, 150.0);
+        l.push(cell(0, 0, "base", 130.0));
+        let f = mem_of(recs("lat", &l), None);
+        let x = one(&f, "page_walks");
+        assert_eq!(x.severity, Severity::Info);
+        assert!(
+            x.text.starts_with(
+                "page walks: idle local memory latency (random over 256 MiB) is 100.0 ns on huge pages and 130.0 ns on base pages: on base pages 30.0 ns (23%) of each load is translation"
+            ),
+            "{}",
+            x.text
+        );
+        // The headline stays on huge pages: the base cell is not a remote ratio.
+        says(
+            &f,
+            "remote_memory",
+            Severity::Notice,
+            &["1.50x local latency (100.0 ns vs 150.0 ns"],
+        );
+    }
+
+    #[test]
+    fn page_walks_within_2_percent_are_noise() {
+        // 101.5 < 100 x 1.02.
+        let mut l = lat_matrix(100.0, 150.0, 150.0);
+        l.push(cell(0, 0, "base", 101.5));
+        let f = mem_of(recs("lat", &l), None);
+        says(
+            &f,
+            "page_walks",
+            Severity::Info,
+            &["is 100.0 ns on huge pages and 101.5 ns on base pages: no translation cost shows beyond the noise"],
+        );
+    }
+
+    #[test]
+    fn several_local_pairs_are_counted() {
+        let mut l = lat_matrix(100.0, 150.0, 150.0);
+        l.push(cell(0, 0, "base", 130.0));
+        l.push(cell(1, 1, "base", 128.0));
+        let f = mem_of(recs("lat", &l), None);
+        says(
+            &f,
+            "page_walks",
+            Severity::Info,
+            &["(node 0; 2 local pairs measured)"],
+        );
+    }
+
+    #[test]
+    fn no_page_walks_without_a_base_page_twin() {
+        // Huge pages only.
+        absent(
+            &mem_of(recs("lat", &lat_matrix(100.0, 150.0, 150.0)), None),
+            "page_walks",
+        );
+        // Base pages only: the headline is not on huge pages.
+        let base = [cell(0, 0, "base", 130.0), cell(0, 1, "base", 190.0)];
+        absent(&mem_of(recs("lat", &base), None), "page_walks");
+        // A base-page twin at another working set is another quantity.
+        let mut l = lat_matrix(100.0, 150.0, 150.0);
+        let mut twin = cell(0, 0, "base", 130.0);
+        twin.points[0].working_set_bytes = WS * 2;
+        l.push(twin);
+        absent(&mem_of(recs("lat", &l), None), "page_walks");
+    }
+
+    // ------------------------------------------------------------ memory_latency_vm
+
+    #[test]
+    fn memory_latency_in_a_vm_is_a_notice() {
+        let mut env = envelope();
+        env.host.hypervisor = Some("KVM".into());
+        let f = mem_with(
+            env.clone(),
+            vec![rec("c", &curve("thp", &[(WS, 140.0)]))],
+            None,
+        );
+        says(
+            &f,
+            "memory_latency_vm",
+            Severity::Notice,
+            &["this is a virtual machine (KVM): with nested paging"],
+        );
+        // Only caches measured: no memory latency to inflate.
+        let f = mem_with(env, vec![rec("c", &curve("thp", &[(1 << 20, 5.0)]))], None);
+        absent(&f, "memory_latency_vm");
+    }
+
+    #[test]
+    fn bare_metal_memory_latency_is_not_flagged() {
+        let r = || vec![rec("c", &curve("thp", &[(WS, 140.0)]))];
+        absent(&mem_of(r(), None), "memory_latency_vm");
+        for h in ["", "none"] {
+            let mut env = envelope();
+            env.host.hypervisor = Some(h.into());
+            absent(&mem_with(env, r(), None), "memory_latency_vm");
+        }
+    }
+
+    // ------------------------------------------------------------ latency_disagreement
+
+    #[test]
+    fn two_probes_25_percent_apart_on_one_quantity_disagree() {
+        // Node matrix 100 ns, curve 140 ns, same kind and working set: 1.40x.
+        let r = vec![
+            rec("cell", &cell(0, 0, "thp", 100.0)),
+            rec("curve", &curve("thp", &[(1 << 20, 5.0), (WS, 140.0)])),
+        ];
+        let f = mem_of(r, None);
+        let x = one(&f, "latency_disagreement");
+        assert_eq!(x.severity, Severity::Notice);
+        assert!(
+            x.text.starts_with(
+                "memory latency (idle, random over 256 MiB, huge pages (THP), local) was 100.0 ns by the node matrix and 140.0 ns by the latency curve in this run (1.40x the lower)"
+            ),
+            "{}",
+            x.text
+        );
+    }
+
+    #[test]
+    fn the_idle_point_of_the_loaded_probe_is_one_of_the_probes() {
+        let r = vec![
+            rec("curve", &curve("thp", &[(WS, 100.0)])),
+            rec(
+                "loaded",
+                &under(WS, &[(None, 0.0, 130.0), (Some(0), 20.0, 200.0)]),
+            ),
+        ];
+        says(
+            &mem_of(r, None),
+            "latency_disagreement",
+            Severity::Notice,
+            &[
+                "100.0 ns by the latency curve and 130.0 ns by the loaded latency, idle point",
+                "(1.30x the lower)",
+            ],
+        );
+    }
+
+    #[test]
+    fn agreeing_or_different_quantities_are_not_a_disagreement() {
+        // 120 / 100 = 1.2: within 25%.
+        let close = vec![
+            rec("cell", &cell(0, 0, "thp", 100.0)),
+            rec("curve", &curve("thp", &[(WS, 120.0)])),
+        ];
+        absent(&mem_of(close, None), "latency_disagreement");
+        // Another working set.
+        let other_ws = vec![
+            rec("cell", &cell(0, 0, "thp", 100.0)),
+            rec("curve", &curve("thp", &[(WS * 2, 140.0)])),
+        ];
+        absent(&mem_of(other_ws, None), "latency_disagreement");
+        // Other pages.
+        let other_pages = vec![
+            rec("cell", &cell(0, 0, "thp", 100.0)),
+            rec("curve", &curve("base", &[(WS, 140.0)])),
+        ];
+        absent(&mem_of(other_pages, None), "latency_disagreement");
+        // A remote cell is not local memory latency.
+        let remote = vec![
+            rec("cell", &cell(0, 1, "thp", 300.0)),
+            rec("curve", &curve("thp", &[(WS, 100.0)])),
+        ];
+        absent(&mem_of(remote, None), "latency_disagreement");
+        // Nor are two remote cells of one matrix (1.5x and 2.1x local) two probes of one
+        // quantity.
+        absent(
+            &mem_of(recs("lat", &lat_matrix(100.0, 150.0, 210.0)), None),
+            "latency_disagreement",
+        );
+        // Caches (8 MiB, under 64 MiB) are not memory.
+        let small = vec![
+            rec(
+                "a",
+                &latency(Some((0, 0)), "thp", global("thp", true), &[(8 << 20, 10.0)]),
+            ),
+            rec("b", &curve("thp", &[(8 << 20, 20.0)])),
+        ];
+        absent(&mem_of(small, None), "latency_disagreement");
+    }
+
+    // ------------------------------------------------------------ loaded_latency
+
+    #[test]
+    fn latency_under_the_most_traffic_against_idle() {
+        // The point with the most traffic (30 GB/s, 180 ns), not the slowest one:
+        // 180 / 100 = 1.80x.
+        let r = under(
+            WS,
+            &[
+                (None, 0.0, 100.0),
+                (Some(100), 30.0, 180.0),
+                (Some(1000), 10.0, 190.0),
+            ],
+        );
+        let f = mem_of(vec![rec("loaded", &r)], None);
+        let x = one(&f, "loaded_latency");
+        assert_eq!(x.severity, Severity::Notice);
+        assert_eq!(
+            x.text,
+            "under load, memory latency (random over 256 MiB, huge pages (THP)) goes from 100.0 ns idle to 180.0 ns while 3 other CPU(s) move 30.0 GB/s (1.80x idle)"
+        );
+    }
+
+    #[test]
+    fn a_small_rise_is_info_and_a_cache_sized_chase_is_not_memory() {
+        // 1 MiB: the chaser stays in the caches; 130 / 100 = 1.30x.
+        let r = under(1 << 20, &[(None, 0.0, 100.0), (Some(0), 30.0, 130.0)]);
+        let f = mem_of(vec![rec("loaded", &r)], None);
+        says(
+            &f,
+            "loaded_latency",
+            Severity::Info,
+            &["under load, the chaser's latency (", "(1.30x idle)"],
+        );
+    }
+
+    #[test]
+    fn no_idle_or_no_loaded_point_no_loaded_sentence() {
+        let no_idle = under(WS, &[(Some(0), 30.0, 180.0)]);
+        let no_load = under(WS, &[(None, 0.0, 100.0)]);
+        let f = mem_of(vec![rec("a", &no_idle), rec("b", &no_load)], None);
+        absent(&f, "loaded_latency");
+    }
+
+    // ------------------------------------------------------------ migration
+
+    #[test]
+    fn the_biggest_cell_of_each_pair_is_said() {
+        let m = [
+            migrate("nearest", 4096, 256, false, "small"),
+            migrate("nearest", 4096, 1024, false, "move_pages wins"),
+            migrate("farthest", 4096, 64, false, "memcpy wins"),
+        ];
+        let f = mem_of(recs("mig", &m), None);
+        let v = of(&f, "migration");
+        assert_eq!(v.len(), 2, "{f:#?}");
+        assert!(v.iter().all(|x| x.severity == Severity::Info));
+        assert_eq!(
+            v[0].text,
+            "page migration node 0 -> 1 (nearest), 1024 x 4 KiB pages: move_pages wins"
+        );
+        assert_eq!(
+            v[1].text,
+            "page migration node 0 -> 1 (farthest), 64 x 4 KiB pages: memcpy wins"
+        );
+    }
+
+    #[test]
+    fn at_equal_bytes_the_base_page_unit_is_said() {
+        // 512 x 4 KiB = 1 x 2 MiB.
+        let m = [
+            migrate("nearest", 2 << 20, 1, false, "huge"),
+            migrate("nearest", 4096, 512, false, "base"),
+        ];
+        let f = mem_of(recs("mig", &m), None);
+        says(
+            &f,
+            "migration",
+            Severity::Info,
+            &["512 x 4 KiB pages: base"],
+        );
+    }
+
+    #[test]
+    fn same_node_copies_say_migration_was_not_measured() {
+        let m = [migrate(
+            "same-node baseline",
+            4096,
+            1024,
+            true,
+            "stream_copy fastest",
+        )];
+        let f = mem_of(recs("mig", &m), None);
+        says(
+            &f,
+            "migration",
+            Severity::Info,
+            &["page migration between nodes not measured (one NUMA node); same-node copies of 1024 x 4 KiB pages, a baseline only: stream_copy fastest"],
+        );
+        absent(&mem_of(vec![], None), "migration");
+    }
+}

@@ -14,6 +14,7 @@ use numalab_records::harness::{PolicySummary, ScaleSummary, SweepSummary};
 use numalab_records::model;
 use numalab_records::pmu::{PmuCheck, Profile};
 use numalab_records::workload::WorkloadRun;
+use numalab_schema::units::{nanos as ns, percent as pct};
 use numalab_schema::{cpulist, Machine, Origin};
 use serde::{Deserialize, Serialize};
 
@@ -99,20 +100,14 @@ pub fn machine_of(l: &Loaded) -> Option<Machine> {
 /// disagreement: beyond the run-to-run spread of one probe on a quiet machine.
 const DISAGREEMENT: f64 = 1.25;
 
+/// A ratio: "1.50x", "12x". `numalab_schema::units` has no ratio formatter; durations
+/// and fractions use its `nanos` (as `ns`) and `percent` (as `pct`).
 fn x(v: f64) -> String {
     if v >= 10.0 {
         format!("{v:.0}x")
     } else {
         format!("{v:.2}x")
     }
-}
-
-fn ns(v: f64) -> String {
-    numalab_schema::units::nanos(v)
-}
-
-fn pct(v: f64) -> String {
-    numalab_schema::units::percent(v)
 }
 
 fn cmd(c: &[String]) -> String {
@@ -186,3 +181,373 @@ use mem::mem;
 use models::models;
 use pmu::pmu;
 use workload::workload;
+
+/// What the findings' unit tests share: an in-memory bundle, a machine, and a way to
+/// run one rule on a bundle.
+#[cfg(test)]
+mod testutil {
+    use super::{Finding, Out, Severity};
+    use crate::load::Loaded;
+    use numalab_records::pmu::{Capability, EventStatus, PmuCheck};
+    use numalab_schema::machine::{
+        CpuIdentity, DistanceMatrix, Domain, MachineSource, NumaNode, Software, Summary,
+        MACHINE_SCHEMA_VERSION,
+    };
+    use numalab_schema::record::{Host, Tool, SCHEMA_VERSION};
+    use numalab_schema::{Bundle, Envelope, Machine, Origin, Record, RecordKind};
+
+    /// A measured record.
+    pub(super) fn rec<T: RecordKind>(key: &str, payload: &T) -> Record {
+        Record::new(key, Origin::Measured, payload)
+    }
+
+    /// The envelope of a release build on an unknown bare-metal host.
+    pub(super) fn envelope() -> Envelope {
+        Envelope {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool {
+                name: "numalab".into(),
+                version: "0.0.0".into(),
+                target: "x86_64-linux".into(),
+                profile: "release".into(),
+            },
+            created_utc: "2024-01-01T00:00:00Z".into(),
+            command: vec!["numalab".into(), "test".into()],
+            config: serde_json::json!({}),
+            origin: Origin::Measured,
+            host: Host::unknown("00"),
+        }
+    }
+
+    /// A bundle labelled "test" with this envelope and these records.
+    pub(super) fn loaded_with(envelope: Envelope, records: Vec<Record>) -> Loaded {
+        Loaded::from_bundle(
+            "test",
+            Bundle {
+                schema_version: SCHEMA_VERSION,
+                envelope,
+                records,
+            },
+        )
+    }
+
+    /// A bundle labelled "test" with [`envelope`] and these records.
+    pub(super) fn loaded(records: Vec<Record>) -> Loaded {
+        loaded_with(envelope(), records)
+    }
+
+    /// Runs one rule on a bundle (as the first bundle of a report): what it said.
+    pub(super) fn run(l: &Loaded, rule: impl FnOnce(&Loaded, &mut Out<'_>)) -> Vec<Finding> {
+        let mut out = Out {
+            b: 0,
+            label: &l.label,
+            list: Vec::new(),
+        };
+        rule(l, &mut out);
+        out.list
+    }
+
+    /// The findings with this id.
+    pub(super) fn of<'a>(f: &'a [Finding], id: &str) -> Vec<&'a Finding> {
+        f.iter().filter(|x| x.id == id).collect()
+    }
+
+    /// The one finding with this id (fails the test when there are none or several).
+    pub(super) fn one<'a>(f: &'a [Finding], id: &str) -> &'a Finding {
+        let v = of(f, id);
+        assert_eq!(v.len(), 1, "one {id} expected: {f:#?}");
+        v[0]
+    }
+
+    /// Asserts that the finding `id` is there once, with this severity and every one
+    /// of these pieces in its sentence; returns its sentence.
+    pub(super) fn says(f: &[Finding], id: &str, severity: Severity, pieces: &[&str]) -> String {
+        let x = one(f, id);
+        assert_eq!(x.severity, severity, "{}", x.text);
+        for p in pieces {
+            assert!(x.text.contains(p), "{p:?} not in {:?}", x.text);
+        }
+        x.text.clone()
+    }
+
+    /// Asserts that no finding has this id.
+    pub(super) fn absent(f: &[Finding], id: &str) {
+        assert!(of(f, id).is_empty(), "no {id} expected: {f:#?}");
+    }
+
+    /// A PMU check: a hardware PMU (cycles and instructions count) or software events
+    /// only, and the task clock's agreement with the thread's CPU time.
+    pub(super) fn pmu_check(hardware: bool, agreement: Option<f64>) -> PmuCheck {
+        let hw = || {
+            if hardware {
+                EventStatus::Works
+            } else {
+                EventStatus::NotSupported("ENOENT".into())
+            }
+        };
+        PmuCheck {
+            capability: Capability {
+                paranoid: Some(2),
+                privileged: false,
+                cycles: hw(),
+                instructions: hw(),
+                task_clock: EventStatus::Works,
+                page_faults: EventStatus::Works,
+                context_switches: EventStatus::Works,
+                pmus: vec![],
+            },
+            verdict: "only software events can be counted".into(),
+            cpu: None,
+            cpu_problem: None,
+            counters: None,
+            loop_iterations: 1_000_000,
+            loop_task_clock_ns: None,
+            loop_thread_cpu_ns: None,
+            task_clock_agreement: agreement,
+            loop_cycles: None,
+            loop_instructions: None,
+            loop_ipc: None,
+        }
+    }
+
+    /// A summary of one value (its median is the value).
+    pub(super) fn summary(v: f64) -> numalab_stats::Summary {
+        numalab_stats::Summary::of(&[v]).expect("a finite value")
+    }
+
+    /// A machine with these packages (CPU lists) and NUMA nodes with CPUs (OS index,
+    /// CPUs; 1 GiB each, in the package holding their CPUs).
+    pub(super) fn machine(packages: &[&[u32]], nodes: &[(u32, &[u32])]) -> Machine {
+        let packages: Vec<Domain> = packages
+            .iter()
+            .enumerate()
+            .map(|(i, cpus)| Domain {
+                os_index: Some(i as u32),
+                subtype: None,
+                level: 0,
+                cpus: cpus.to_vec(),
+            })
+            .collect();
+        let numa_nodes = nodes
+            .iter()
+            .map(|(os, cpus)| NumaNode {
+                os_index: *os,
+                cpus: cpus.to_vec(),
+                has_cpus: true,
+                memory_bytes: 1 << 30,
+                subtype: None,
+                package: packages
+                    .iter()
+                    .position(|p| cpus.iter().all(|c| p.cpus.contains(c))),
+            })
+            .collect();
+        let mut m = Machine {
+            schema_version: MACHINE_SCHEMA_VERSION,
+            source: MachineSource::Live,
+            summary: Summary {
+                packages: 0,
+                numa_nodes: 0,
+                cores: 0,
+                pus: 0,
+                numa: vec![],
+            },
+            cpu: CpuIdentity::default(),
+            packages,
+            dies: vec![],
+            groups: vec![],
+            numa_nodes,
+            cores: vec![],
+            pus: vec![],
+            caches: vec![],
+            cpu_kinds: vec![],
+            distances: vec![],
+            memory_attributes: vec![],
+            frequencies: vec![],
+            page_sizes: vec![],
+            software: Software::default(),
+            infos: Default::default(),
+        };
+        m.compute_summary();
+        m
+    }
+
+    /// Adds a memory-only node.
+    pub(super) fn add_memory_node(m: &mut Machine, os: u32, bytes: u64, subtype: Option<&str>) {
+        m.numa_nodes.push(NumaNode {
+            os_index: os,
+            cpus: vec![],
+            has_cpus: false,
+            memory_bytes: bytes,
+            subtype: subtype.map(String::from),
+            package: None,
+        });
+    }
+
+    /// Adds the firmware's SLIT.
+    pub(super) fn add_slit(m: &mut Machine, nodes: &[u32], values: &[&[u64]]) {
+        m.distances.push(DistanceMatrix {
+            name: Some("NUMALatency".into()),
+            from_os: true,
+            means: "latency".into(),
+            nodes: nodes.to_vec(),
+            values: values.iter().map(|r| r.to_vec()).collect(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+    use crate::records::{StepRecord, StepStatus, TopologyRecord};
+    use numalab_schema::Warning;
+
+    fn step(id: &str, outcome: StepStatus) -> StepRecord {
+        StepRecord {
+            step: id.into(),
+            title: id.into(),
+            outcome,
+            seconds: 1.0,
+            run: Some(1),
+        }
+    }
+
+    #[test]
+    fn ratios_keep_two_decimals_below_ten_and_none_above() {
+        assert_eq!(x(1.5), "1.50x");
+        assert_eq!(x(0.354), "0.35x");
+        assert_eq!(x(12.4), "12x");
+        assert_eq!(x(10.0), "10x");
+    }
+
+    #[test]
+    fn durations_and_fractions_are_the_units_formatters() {
+        // `ns` and `pct` are numalab_schema::units::{nanos, percent}: the findings write
+        // durations and fractions like every other table of the report.
+        assert_eq!(ns(85.25), numalab_schema::units::nanos(85.25));
+        assert_eq!(ns(1234.0), "1.23 us");
+        assert_eq!(pct(0.66), "66%");
+    }
+
+    #[test]
+    fn commands_are_cut_to_sixty_characters() {
+        let short = vec!["./bench".to_string(), "--n".into(), "4".into()];
+        assert_eq!(cmd(&short), "./bench --n 4");
+        let long: Vec<String> = (0..30).map(|i| format!("a{i}")).collect();
+        let c = cmd(&long);
+        assert_eq!(c.chars().count(), 60, "{c}");
+        assert!(c.ends_with("...") && c.starts_with("a0 a1 a2"), "{c}");
+    }
+
+    #[test]
+    fn the_machine_is_the_topology_record_else_the_envelope() {
+        let in_envelope = machine(&[&[0, 1]], &[(0, &[0, 1])]);
+        let in_record = machine(&[&[0, 1], &[2, 3]], &[(0, &[0, 1]), (1, &[2, 3])]);
+        let mut env = envelope();
+        env.host.topology = Some(in_envelope.clone());
+        let only_envelope = loaded_with(env.clone(), vec![]);
+        assert_eq!(machine_of(&only_envelope), Some(in_envelope));
+        let both = loaded_with(
+            env,
+            vec![rec(
+                "topo",
+                &TopologyRecord {
+                    machine: in_record.clone(),
+                    summary_text: String::new(),
+                },
+            )],
+        );
+        assert_eq!(machine_of(&both), Some(in_record));
+        assert_eq!(machine_of(&loaded(vec![])), None);
+    }
+
+    #[test]
+    fn most_important_first_whatever_the_rules_order() {
+        // The rules say a skipped step (info) before a failed one (warning), and the
+        // doctor's "warn" (notice) after both; the list is sorted by severity, stably.
+        let mut l = loaded(vec![
+            rec(
+                "s1",
+                &step(
+                    "power",
+                    StepStatus::Skipped {
+                        reason: "no sensors".into(),
+                    },
+                ),
+            ),
+            rec(
+                "s2",
+                &step(
+                    "c2c",
+                    StepStatus::Failed {
+                        error: "boom".into(),
+                    },
+                ),
+            ),
+            rec(
+                "doctor",
+                &DoctorReport {
+                    schema_version: 1,
+                    hostname: None,
+                    checks: vec![Check {
+                        name: "smt".into(),
+                        verdict: Verdict::Warn,
+                        value: None,
+                        detail: "SMT is on".into(),
+                        remedy: None,
+                    }],
+                },
+            ),
+        ]);
+        l.warnings
+            .push(Warning::new("cut", "the last line was cut"));
+        let f = findings(std::slice::from_ref(&l));
+        let got: Vec<(&str, Severity)> = f.iter().map(|x| (x.id.as_str(), x.severity)).collect();
+        assert_eq!(
+            got,
+            [
+                ("bundle_problem", Severity::Warning),
+                ("step_failed", Severity::Warning),
+                ("doctor", Severity::Notice),
+                ("step_skipped", Severity::Info)
+            ],
+            "{f:#?}"
+        );
+        assert!(f.iter().all(|x| x.source == "test" && !x.modeled));
+        // One bundle: no label in front of the sentences.
+        assert!(f.iter().all(|x| !x.text.starts_with("test: ")), "{f:#?}");
+    }
+
+    #[test]
+    fn a_host_fact_is_said_once_per_machine_and_labelled_with_several_bundles() {
+        let vm = |label: &str, host: &str| {
+            let mut env = envelope();
+            env.host.hypervisor = Some("KVM".into());
+            env.host.hostname = Some(host.into());
+            let mut l = loaded_with(env, vec![]);
+            l.label = label.into();
+            l
+        };
+        // Two runs on one VM: the sentence once, from the first bundle, labelled.
+        let f = findings(&[vm("run-a", "vm1"), vm("run-b", "vm1")]);
+        let v = of(&f, "virtual_machine");
+        assert_eq!(v.len(), 1, "{f:#?}");
+        assert_eq!(v[0].source, "run-a");
+        assert!(v[0]
+            .text
+            .starts_with("run-a: measured in a virtual machine (KVM)"));
+        // Two VMs: once each.
+        let f = findings(&[vm("a", "vm1"), vm("b", "vm2")]);
+        let sources: Vec<&str> = of(&f, "virtual_machine")
+            .iter()
+            .map(|x| x.source.as_str())
+            .collect();
+        assert_eq!(sources, ["a", "b"]);
+    }
+
+    #[test]
+    fn an_empty_bundle_says_nothing() {
+        assert!(findings(&[loaded(vec![])]).is_empty());
+        assert!(findings(&[]).is_empty());
+    }
+}

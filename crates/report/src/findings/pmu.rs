@@ -48,3 +48,156 @@ pub(super) fn pmu(l: &Loaded, out: &mut Out<'_>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use numalab_records::pmu::{CpuMatch, Source, TreeReport};
+
+    fn tree(verdict: &str, no_verdict: Option<&str>) -> TreeReport {
+        TreeReport {
+            ipc: Some(0.4),
+            sides: vec![],
+            dominant: Some("memory".into()),
+            steps: vec![],
+            findings: vec![],
+            verdict: verdict.into(),
+            sample_next: vec![],
+            vendor_topdown: vec![],
+            no_verdict: no_verdict.map(String::from),
+            unevaluated: vec![],
+        }
+    }
+
+    fn profile(command: &[&str], path: Option<&str>, tree: Option<TreeReport>) -> Profile {
+        Profile {
+            cpu: CpuMatch {
+                catalog: "x86-64".into(),
+                cpu: "some CPU".into(),
+                how: "vendor GenuineIntel".into(),
+            },
+            source: Source {
+                kind: if path.is_some() { "import" } else { "live" }.into(),
+                path: path.map(String::from),
+                format: None,
+            },
+            mode: "default".into(),
+            scope: None,
+            hardware_pmu: Some(true),
+            counters: None,
+            metric_set: "default".into(),
+            command: command.iter().map(|s| s.to_string()).collect(),
+            events: vec![],
+            groups: vec![],
+            runs: vec![],
+            spread: vec![],
+            metrics: vec![],
+            tree,
+            coverage: None,
+        }
+    }
+
+    // ------------------------------------------------------------ no_hardware_pmu
+
+    #[test]
+    fn no_hardware_pmu_is_a_notice_with_the_checks_verdict() {
+        let f = run(&loaded(vec![rec("check", &pmu_check(false, None))]), pmu);
+        says(
+            &f,
+            "no_hardware_pmu",
+            Severity::Notice,
+            &["no hardware PMU", "; only software events can be counted"],
+        );
+    }
+
+    #[test]
+    fn a_working_pmu_or_no_check_says_nothing() {
+        assert!(run(&loaded(vec![rec("check", &pmu_check(true, None))]), pmu).is_empty());
+        assert!(run(&loaded(vec![]), pmu).is_empty());
+    }
+
+    // ------------------------------------------------------------ pmu_clock_disagrees
+
+    #[test]
+    fn a_task_clock_off_by_more_than_5_percent_is_a_warning() {
+        for (a, shown) in [(1.2, "1.20x"), (0.9, "0.90x")] {
+            let f = run(&loaded(vec![rec("check", &pmu_check(true, Some(a)))]), pmu);
+            says(
+                &f,
+                "pmu_clock_disagrees",
+                Severity::Warning,
+                &[&format!("({shown} of it)"), "suspect"],
+            );
+        }
+    }
+
+    #[test]
+    fn a_task_clock_within_5_percent_or_unknown_is_trusted() {
+        for a in [Some(1.0), Some(1.04), Some(0.96), None] {
+            let f = run(&loaded(vec![rec("check", &pmu_check(true, a))]), pmu);
+            absent(&f, "pmu_clock_disagrees");
+        }
+    }
+
+    // ------------------------------------------------------------ profile_verdict
+
+    #[test]
+    fn a_profiles_verdict_names_the_command() {
+        let p = profile(
+            &["./bench", "-n", "4"],
+            None,
+            Some(tree("memory bound: 62% of cycles stall on loads", None)),
+        );
+        let f = run(&loaded(vec![rec("pmu/profile/1", &p)]), pmu);
+        let x = one(&f, "profile_verdict");
+        assert_eq!(x.severity, Severity::Notice);
+        assert_eq!(
+            x.text,
+            "profile of `./bench -n 4`: memory bound: 62% of cycles stall on loads"
+        );
+        assert!(x.anchor.is_some());
+    }
+
+    #[test]
+    fn an_imported_profile_is_named_by_its_file_else_generically() {
+        let p = profile(
+            &[],
+            Some("perf-stat.csv"),
+            Some(tree("front-end bound", None)),
+        );
+        let f = run(&loaded(vec![rec("pmu/profile/1", &p)]), pmu);
+        says(
+            &f,
+            "profile_verdict",
+            Severity::Notice,
+            &["profile of perf-stat.csv: front-end bound"],
+        );
+        let p = profile(&[], None, Some(tree("front-end bound", None)));
+        let f = run(&loaded(vec![rec("pmu/profile/1", &p)]), pmu);
+        says(
+            &f,
+            "profile_verdict",
+            Severity::Notice,
+            &["profile of the profile: front-end bound"],
+        );
+    }
+
+    #[test]
+    fn a_profile_without_a_tree_says_nothing_and_no_verdict_is_passed_on() {
+        let p = profile(&["./bench"], None, None);
+        absent(&run(&loaded(vec![rec("p", &p)]), pmu), "profile_verdict");
+        // A tree that reached no verdict says so rather than inventing one.
+        let p = profile(
+            &["./bench"],
+            None,
+            Some(tree(
+                "no verdict: cycles were not counted",
+                Some("cycles were not counted"),
+            )),
+        );
+        let f = run(&loaded(vec![rec("p", &p)]), pmu);
+        let t = &one(&f, "profile_verdict").text;
+        assert!(t.ends_with(": no verdict: cycles were not counted"), "{t}");
+    }
+}
