@@ -17,6 +17,13 @@ use crate::Record;
 #[error("{0}")]
 pub struct SinkError(pub String);
 
+/// A record that cannot be stored is a runtime failure (disk full, journal gone).
+impl crate::Classify for SinkError {
+    fn class(&self) -> crate::ErrorClass {
+        crate::ErrorClass::Runtime
+    }
+}
+
 /// Where a probe's records go, and where a resumed run finds earlier ones.
 pub trait Sink: Send {
     /// Whether a record with this key was already delivered (by an earlier run of the

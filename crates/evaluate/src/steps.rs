@@ -1,0 +1,461 @@
+//! The steps of an evaluation, in order: what each measures, with which plan, and
+//! how it ends (done, skipped with the machine's reason, or failed). Every record goes
+//! to the context's sink the moment it exists; a unit of work whose record the sink
+//! already has (an earlier, killed run) is not measured again.
+
+use crate::{err, EvalError, Observer};
+use numalab_c2c::matrix::Plan as PairPlan;
+use numalab_c2c::record::{matrix_record, MatrixMeta};
+use numalab_pingpong::{Config, Variant};
+use numalab_records::evaluate::{PowerCheck, StepStatus, TopologyRecord};
+use numalab_schema::sink::Sink;
+use numalab_schema::{interrupt, Classify, Machine, Origin, Record, Warning};
+use numalab_topo::bind::{MemPolicy, Placer};
+
+/// What a step gets to work with.
+pub struct Ctx<'a> {
+    /// This machine.
+    pub machine: &'a Machine,
+    /// Where records go (and where an earlier run's are found).
+    pub sink: &'a mut dyn Sink,
+    /// Short measurements.
+    pub quick: bool,
+    /// Pinning and memory placement on this machine.
+    pub placer: &'a dyn Placer,
+    /// Who shows what the step is doing.
+    pub observer: &'a mut dyn Observer,
+}
+
+impl Ctx<'_> {
+    fn push(&mut self, record: Record) -> Result<(), EvalError> {
+        self.sink.push(record).map_err(err)
+    }
+}
+
+type StepFn = fn(&mut Ctx<'_>) -> Result<StepStatus, EvalError>;
+
+/// A step of the evaluation.
+pub struct Step {
+    /// Stable id (used in record keys and `--skip`).
+    pub id: &'static str,
+    /// What it does, for people.
+    pub title: &'static str,
+    /// The work.
+    pub run: StepFn,
+}
+
+/// The steps, in order.
+pub fn steps() -> Vec<Step> {
+    let step = |id, title, run| Step { id, title, run };
+    vec![
+        step("topology", "topology and doctor", topology),
+        step(
+            "bandwidth",
+            "memory bandwidth (thread sweep and node matrix)",
+            bandwidth,
+        ),
+        step("latency", "memory latency (curve and node matrix)", latency),
+        step("loaded", "loaded latency", loaded),
+        step("c2c", "core-to-core latency and structure", c2c),
+        step("migrate", "page migration", migrate),
+        step("pmu", "PMU check", pmu),
+        step("workload", "reference workload", workload),
+        step("power", "power and frequency", power),
+    ]
+}
+
+fn topology(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
+    if !ctx.sink.done("topology/machine") {
+        let payload = TopologyRecord {
+            machine: ctx.machine.clone(),
+            summary_text: numalab_topo::render::summary(ctx.machine),
+        };
+        ctx.push(Record::new("topology/machine", Origin::Measured, &payload))?;
+    }
+    if !ctx.sink.done("topology/doctor") {
+        let report = numalab_doctor::collect(ctx.machine);
+        ctx.push(Record::new("topology/doctor", Origin::Measured, &report))?;
+    }
+    Ok(StepStatus::Done)
+}
+
+fn pmu(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
+    if !ctx.sink.done("pmu/check") {
+        let check = numalab_pmu::check::check(&ctx.machine.cpu, std::path::Path::new("/"));
+        let mut rec = Record::new("pmu/check", Origin::Measured, &check);
+        if !check.capability.hardware_pmu() {
+            rec = rec.with_warnings(vec![Warning::new("no_hardware_pmu", check.verdict.clone())]);
+        }
+        ctx.push(rec)?;
+    }
+    Ok(StepStatus::Done)
+}
+
+/// A memory-probe plan of any kind.
+enum MemPlan {
+    Bandwidth(numalab_mem::bandwidth::Plan),
+    Latency(numalab_mem::latency::Plan),
+    Loaded(numalab_mem::loaded::Plan),
+    Migrate(numalab_mem::migrate::Plan),
+}
+
+/// Runs memory-probe plans in turn: a plan the machine cannot do skips the step with
+/// the reason; cells that fail fail the step (a rerun retries only them).
+fn run_mem(
+    ctx: &mut Ctx<'_>,
+    plans: Vec<Result<MemPlan, numalab_mem::MemError>>,
+) -> Result<StepStatus, EvalError> {
+    use numalab_mem::{bandwidth, latency, loaded, migrate, MemError};
+    let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
+    let mut failed = Vec::new();
+    let mut ran = 0;
+    let mut skipped = Vec::new();
+    for plan in plans {
+        let plan = match plan {
+            Ok(p) => p,
+            Err(e @ (MemError::Unsupported(_) | MemError::Usage(_))) => {
+                skipped.push(e.to_string());
+                continue;
+            }
+            Err(e) => return Err(err(e)),
+        };
+        let notes = match &plan {
+            MemPlan::Bandwidth(p) => &p.notes,
+            MemPlan::Latency(p) => &p.notes,
+            MemPlan::Loaded(p) => &p.notes,
+            MemPlan::Migrate(p) => &p.notes,
+        };
+        for n in notes {
+            ctx.observer.note(n);
+        }
+        let (m, placer, sink) = (ctx.machine, ctx.placer, &mut *ctx.sink);
+        let o = match &plan {
+            MemPlan::Bandwidth(p) => bandwidth::run(p, m, placer, sink),
+            MemPlan::Latency(p) => latency::run(p, m, placer, sink),
+            MemPlan::Loaded(p) => loaded::run(p, m, placer, sink),
+            MemPlan::Migrate(p) => migrate::run(p, m, &budgets, placer, sink),
+        };
+        ran += 1;
+        failed.extend(o.failed.into_iter().map(|(k, e)| format!("{k}: {e}")));
+        if o.interrupted || interrupt::requested() {
+            break;
+        }
+    }
+    if !failed.is_empty() {
+        return Ok(StepStatus::Failed {
+            error: format!("{} cell(s) failed: {}", failed.len(), failed.join("; ")),
+        });
+    }
+    if ran == 0 {
+        return Ok(StepStatus::Skipped {
+            reason: skipped.join("; "),
+        });
+    }
+    Ok(StepStatus::Done)
+}
+
+/// Thread counts of a full sweep: 1, 2, 4, ... and every PU.
+pub fn thread_sweep(pus: usize) -> Vec<usize> {
+    let mut t: Vec<usize> = std::iter::successors(Some(1usize), |x| Some(x * 2))
+        .take_while(|x| *x < pus)
+        .collect();
+    t.push(pus.max(1));
+    t
+}
+
+fn bandwidth(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
+    use numalab_mem::bandwidth::{plan, plan_matrix, quick_plan, Options};
+    let m = ctx.machine;
+    let b = numalab_mem::budget::Budgets::live(m);
+    let plans = if ctx.quick {
+        // The quick node matrix measures reading (what a node pair's links give one
+        // way, as Intel MLC's matrix does) and the STREAM triad; copy and the
+        // non-temporal write are in the thread sweep and in a full run's matrix.
+        let mut matrix = Options::quick(m);
+        matrix
+            .kernels
+            .retain(|k| matches!(k.name().as_str(), "read" | "triad"));
+        vec![quick_plan(m, &b), plan_matrix(m, &b, &[], matrix)]
+    } else {
+        let cpus = m.pu_ids();
+        vec![
+            plan(
+                m,
+                &b,
+                &cpus,
+                &thread_sweep(cpus.len()),
+                &MemPolicy::FirstTouch,
+                Options::defaults(m),
+            ),
+            plan_matrix(m, &b, &[], Options::defaults(m)),
+        ]
+    };
+    let plans = plans
+        .into_iter()
+        .map(|p| p.map(MemPlan::Bandwidth))
+        .collect();
+    run_mem(ctx, plans)
+}
+
+fn latency(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
+    use numalab_mem::latency::{
+        default_sizes, fitted_idle_size, plan, plan_matrix, quick_plan, Options,
+    };
+    use numalab_mem::PageRequest;
+    let m = ctx.machine;
+    let b = numalab_mem::budget::Budgets::live(m);
+    // The default working set fitted to small nodes (the plan's notes say so) rather
+    // than refused, so that a machine with small nodes still gets its matrix.
+    let (idle, fitted) = fitted_idle_size(m, &b, &numalab_mem::bandwidth::memory_nodes(m));
+    // Memory latency as the field means it: every node pair, uniformly random over a
+    // working set 8x the last-level cache, on huge pages (THP) so that the TLB's reach
+    // covers it; and the local pairs again on base pages, whose difference is the
+    // cost of page walks.
+    let matrix = |o: Options| {
+        let huge = plan_matrix(m, &b, &[PageRequest::Thp], idle, o.clone());
+        let base = plan_matrix(m, &b, &[PageRequest::Base], idle, o);
+        huge.and_then(|mut h| {
+            let mut base = base?;
+            base.cells
+                .retain(|c| c.matrix.is_some_and(|x| x.cpu_node == x.mem_node));
+            h.cells.extend(base.cells);
+            h.notes.extend(fitted.clone());
+            Ok(h)
+        })
+    };
+    let plans = if ctx.quick {
+        vec![quick_plan(m, &b), matrix(Options::quick(m))]
+    } else {
+        let first = m.pu_ids().first().copied().unwrap_or(0);
+        let opts = Options::defaults(m);
+        vec![
+            plan(
+                m,
+                &b,
+                &[first],
+                &MemPolicy::FirstTouch,
+                &[PageRequest::Base, PageRequest::Thp],
+                default_sizes(m, first, 2, opts.stride_bytes),
+                opts,
+            ),
+            matrix(Options::idle(m)),
+        ]
+    };
+    let plans = plans.into_iter().map(|p| p.map(MemPlan::Latency)).collect();
+    run_mem(ctx, plans)
+}
+
+fn loaded(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
+    use numalab_mem::loaded::{plan, quick_plan, Options};
+    let m = ctx.machine;
+    let b = numalab_mem::budget::Budgets::live(m);
+    let p = if ctx.quick || m.pu_ids().len() < 2 {
+        quick_plan(m, &b)
+    } else {
+        plan(
+            m,
+            &b,
+            &m.pu_ids(),
+            None,
+            &MemPolicy::FirstTouch,
+            Options::defaults(m),
+        )
+    };
+    run_mem(ctx, vec![p.map(MemPlan::Loaded)])
+}
+
+fn migrate(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
+    use numalab_mem::migrate::{plan, quick_plan, Options, PairChoice};
+    let m = ctx.machine;
+    let b = numalab_mem::budget::Budgets::live(m);
+    let p = if ctx.quick {
+        quick_plan(m, &b)
+    } else {
+        plan(
+            m,
+            &b,
+            &PairChoice::NearestFarthest,
+            None,
+            Options::defaults(),
+            false,
+        )
+    };
+    run_mem(ctx, vec![p.map(MemPlan::Migrate)])
+}
+
+/// Core-to-core latency: CAS ping-pong over every PU pair (a sampled plan above 64
+/// PUs), each pair pushed as measured, then the matrix record with its structure and
+/// the comparison with hwloc.
+fn c2c(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
+    let cpus = ctx.machine.pu_ids();
+    if cpus.len() < 2 {
+        return Ok(StepStatus::Skipped {
+            reason: "one PU: there is no pair to measure".into(),
+        });
+    }
+    let variant = Variant::Cas;
+    let key = format!("c2c/matrix/{}/first-cpu-node", variant.name());
+    if ctx.sink.done(&key) {
+        return Ok(StepStatus::Done);
+    }
+    ctx.observer.message("core-to-core latency");
+    let plan = if cpus.len() > 64 {
+        let (groups, by) = numalab_c2c::matrix::sampling_groups(ctx.machine);
+        PairPlan::sampled(
+            &cpus,
+            &groups,
+            &by,
+            if ctx.quick { 1 } else { 3 },
+            numalab_stats::DEFAULT_SEED,
+        )
+    } else {
+        PairPlan::full(&cpus)
+    };
+    let samples = if ctx.quick { 100 } else { 300 };
+    let cfg = Config {
+        variant,
+        round_trips: 1000,
+        samples,
+        warmup_samples: (samples / 30).clamp(1, 10),
+        home_node: None,
+    };
+    let clock = numalab_clock::check(100_000);
+    let measured =
+        numalab_pingpong::run_plan(ctx.placer, &plan, &cfg, &clock, ctx.sink, &mut |_| {})
+            .map_err(|e| EvalError::new(e.class(), e.to_string()))?;
+    if measured.interrupted {
+        // No matrix from part of the pairs: the interrupted run leaves the step open.
+        return Ok(StepStatus::Done);
+    }
+    let mut notes: Vec<String> = measured
+        .failures
+        .iter()
+        .map(|f| format!("pair {f}"))
+        .collect();
+    notes.extend(measured.run_warnings.iter().map(|w| w.message.clone()));
+    let meta = MatrixMeta {
+        variant: variant.name().into(),
+        statistic: "median".into(),
+        home_node_policy: Some("first-cpu-node".into()),
+        selection: Some(plan.selection.clone()),
+        origin: Origin::Measured,
+        key: key.clone(),
+        extra_notes: notes,
+    };
+    let (record, _, _) = matrix_record(&measured.matrix, Some(ctx.machine), &meta);
+    ctx.push(Record::new(key, Origin::Measured, &record))?;
+    Ok(StepStatus::Done)
+}
+
+/// The built-in request workload: one client, then one per PU; with the default
+/// (not quick) also the interleaved and replicated data modes at full load.
+fn workload(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
+    use numalab_workload::{Mode, RunConfig};
+    let pus = ctx.machine.pus.len().max(1);
+    let mut configs = Vec::new();
+    for threads in [1, pus] {
+        let mut c = RunConfig::quick(threads);
+        if ctx.quick {
+            c.duration_s = 3.0;
+            c.warmup_s = 0.5;
+        }
+        if !configs.contains(&c) {
+            configs.push(c);
+        }
+    }
+    if !ctx.quick {
+        for mode in [Mode::SharedInterleaved, Mode::Replicated] {
+            let mut c = RunConfig::quick(pus);
+            c.mode = mode;
+            configs.push(c);
+        }
+    }
+    let todo: Vec<&RunConfig> = configs
+        .iter()
+        .filter(|c| !ctx.sink.done(&c.key()))
+        .collect();
+    if todo.is_empty() {
+        return Ok(StepStatus::Done);
+    }
+    ctx.observer
+        .message("reference workload: generating the road network");
+    let (graph, generation_s) =
+        numalab_workload::run::timed_generate(&todo[0].graph).map_err(err)?;
+    for c in todo {
+        if interrupt::requested() {
+            break;
+        }
+        ctx.observer.message(&format!(
+            "reference workload: {} thread(s), {}",
+            c.threads, c.mode
+        ));
+        let outcome = numalab_workload::run_on(
+            &graph,
+            generation_s,
+            c,
+            ctx.machine,
+            ctx.placer,
+            &mut |_| {},
+        )
+        .map_err(err)?;
+        // A run cut short by Ctrl-C is not kept: a rerun measures it whole.
+        if !outcome.run.interrupted {
+            ctx.push(outcome.record())?;
+        }
+    }
+    Ok(StepStatus::Done)
+}
+
+fn power(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
+    let sensors = numalab_sensors::discover(std::path::Path::new("/"));
+    let frequencies = ctx.machine.frequencies.clone();
+    if sensors.is_empty() && frequencies.is_empty() {
+        return Ok(StepStatus::Skipped {
+            reason: "no readable power sensors (powercap, hwmon) and no cpufreq interface on this machine".into(),
+        });
+    }
+    if !ctx.sink.done("power/check") {
+        ctx.push(Record::new(
+            "power/check",
+            Origin::Measured,
+            &PowerCheck {
+                sensors,
+                frequencies,
+            },
+        ))?;
+    }
+    Ok(StepStatus::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_doubles_and_ends_at_every_pu() {
+        assert_eq!(thread_sweep(1), vec![1]);
+        assert_eq!(thread_sweep(2), vec![1, 2]);
+        assert_eq!(thread_sweep(6), vec![1, 2, 4, 6]);
+        assert_eq!(thread_sweep(8), vec![1, 2, 4, 8]);
+        assert_eq!(thread_sweep(0), vec![1]);
+    }
+
+    #[test]
+    fn step_ids_are_unique_and_stable() {
+        let ids: Vec<&str> = steps().iter().map(|s| s.id).collect();
+        assert_eq!(
+            ids,
+            [
+                "topology",
+                "bandwidth",
+                "latency",
+                "loaded",
+                "c2c",
+                "migrate",
+                "pmu",
+                "workload",
+                "power"
+            ]
+        );
+    }
+}
