@@ -6,10 +6,12 @@
 mod appendix;
 pub mod c2c;
 pub mod harness;
+pub mod layout;
 pub mod machine;
 pub mod mem;
 pub mod model;
 pub mod pmu;
+pub mod schedule;
 pub mod workload;
 
 use crate::doc::Document;
@@ -53,6 +55,8 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<numalab_records::mem::latency::LatencyRecord>,
         ok::<numalab_records::mem::LoadedRecord>,
         ok::<numalab_records::mem::MigrateRecord>,
+        // layout kinds (numalab_records::layout) go here
+        // schedule kinds (numalab_records::schedule) go here
     ]
     .iter()
     .find_map(|f| f(r))
@@ -211,6 +215,8 @@ pub fn document(set: &[Loaded]) -> Document {
         sections.extend(pmu::sections(b, l, &o));
         sections.extend(machine::power(b, l, &o));
         sections.extend(model::sections(b, l, &o));
+        sections.extend(layout::sections(b, l, &o));
+        sections.extend(schedule::sections(b, l, &o));
     }
     sections.extend(machine::warnings(set));
     sections.push(appendix::appendix(set));

@@ -1,0 +1,1 @@
+//! Floorplan inference, its ground-truth accuracy and affinity advice: the record types.

@@ -1,0 +1,1 @@
+//! Task-mix schedules: the plans compared and the runs: the record types.
