@@ -21,6 +21,8 @@ use crate::mix::{Mix, Task};
 use numalab_harness::RunRecord;
 use numalab_schema::Bundle;
 use serde::{Deserialize, Serialize};
+
+pub use numalab_records::schedule::{Point, RuntimeModel};
 use std::collections::BTreeMap;
 
 /// One past run of a task.
@@ -32,49 +34,6 @@ pub struct Observation {
     pub placement: String,
     /// Wall time, s.
     pub seconds: f64,
-}
-
-/// The median run time at one thread count.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Point {
-    /// Threads.
-    pub threads: usize,
-    /// Median wall time after outliers, s.
-    pub median_s: f64,
-    /// Runs used.
-    pub runs: usize,
-    /// Runs discarded as outliers.
-    pub outliers: usize,
-}
-
-/// A task's fitted run-time model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RuntimeModel {
-    /// "amdahl", "amdahl+overhead" or "one-point" (one thread count: perfectly parallel
-    /// assumed).
-    pub form: String,
-    /// Serial part, s.
-    pub serial_s: f64,
-    /// Parallel part (the 1-thread time of the parallel work), s.
-    pub parallel_s: f64,
-    /// Extra seconds per added thread.
-    pub overhead_s_per_thread: f64,
-    /// Root mean square relative error of the fit at its points.
-    pub residual_rel: f64,
-    /// The placement the points were measured with.
-    pub placement: String,
-    /// The points fitted.
-    pub points: Vec<Point>,
-    /// Run time under another placement / under `placement`, at shared thread counts.
-    pub placement_factors: BTreeMap<String, f64>,
-}
-
-impl RuntimeModel {
-    /// Predicted run time with `t` threads, s.
-    pub fn predict(&self, t: usize) -> f64 {
-        let t = t.max(1) as f64;
-        self.serial_s + self.parallel_s / t + self.overhead_s_per_thread * (t - 1.0)
-    }
 }
 
 fn matches(task: &Task, r: &RunRecord, re: &[regex::Regex]) -> bool {

@@ -21,7 +21,7 @@ use crate::history::RuntimeModel;
 use crate::mix::Mix;
 use numalab_layout::affinity::CostMatrix;
 use numalab_layout::error::LayoutError;
-use serde::{Deserialize, Serialize};
+pub use numalab_records::schedule::{Assignment, Plan};
 use std::collections::BTreeMap;
 
 /// The cores a schedule may use and what is known about where they are.
@@ -37,41 +37,6 @@ pub struct Resources {
     pub distance: Option<CostMatrix>,
     /// "this machine", "model knl-7210", ...
     pub source: String,
-}
-
-/// One task's place in a schedule.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Assignment {
-    /// Task name.
-    pub task: String,
-    /// Threads (= cores).
-    pub threads: usize,
-    /// Its CPUs.
-    pub cpus: Vec<u32>,
-    /// As a list ("0-3").
-    pub cpulist: String,
-    /// Memory bound to this node (None: first touch).
-    pub mem_node: Option<u32>,
-    /// Predicted run time, s (None without history).
-    pub predicted_s: Option<f64>,
-    /// Predicted run time -+ the fit's relative residual, s.
-    pub predicted_band_s: Option<[f64; 2]>,
-}
-
-/// A schedule.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    /// "fair", "load" or "optimized".
-    pub schedule: String,
-    /// One per task, in mix order.
-    pub assignments: Vec<Assignment>,
-    /// Predicted makespan, s.
-    pub predicted_makespan_s: Option<f64>,
-    /// Band of the prediction (each task's band; the makespan's is the max of lows and
-    /// the max of highs), s.
-    pub predicted_band_s: Option<[f64; 2]>,
-    /// Facts and cautions.
-    pub notes: Vec<String>,
 }
 
 /// Predicted run times: from fitted models (seconds) or, for tasks without history, none.

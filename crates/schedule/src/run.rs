@@ -10,54 +10,10 @@ use numalab_layout::error::LayoutError;
 use numalab_model::latency::{core_to_core_matrix, memory_read_cycles, Placement};
 use numalab_model::Model;
 use numalab_proc::{spawn, Spec};
+pub use numalab_records::schedule::{ScheduleRun, TaskRun};
 use numalab_topo::bind::MemPolicy;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Instant;
-
-/// One task of a real run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskRun {
-    /// Task name.
-    pub task: String,
-    /// Threads.
-    pub threads: usize,
-    /// CPUs given.
-    pub cpulist: String,
-    /// Memory policy given.
-    pub mem_policy: String,
-    /// The command as run.
-    pub argv: Vec<String>,
-    /// Exited with 0 in time.
-    pub ok: bool,
-    /// Exit code.
-    pub exit_code: Option<i32>,
-    /// Signal name, if a signal ended it.
-    pub signal: Option<String>,
-    /// Killed at its timeout.
-    pub timed_out: bool,
-    /// Wall time, s.
-    pub wall_s: f64,
-    /// From the schedule's start to the task's end, s.
-    pub end_s: f64,
-    /// CPU time / wall time.
-    pub cpus_busy: f64,
-    /// Last bytes (up to 1 KiB) of its output.
-    pub stdout_tail: String,
-    /// Last bytes of stderr, when it failed.
-    pub stderr_tail: Option<String>,
-}
-
-/// A real run of one schedule.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ScheduleRun {
-    /// From the first start to the last end, s.
-    pub makespan_s: f64,
-    /// Every task.
-    pub tasks: Vec<TaskRun>,
-    /// Every task succeeded.
-    pub ok: bool,
-}
 
 fn vars(threads: usize, cpus: &[u32], node: Option<u32>) -> Vec<(&'static str, String)> {
     vec![

@@ -4,7 +4,6 @@
 //! `numalab_schedule`; this module reads the mix and the history, builds the
 //! cores' description (live machine or model), writes records and prints tables.
 
-use crate::output::paint;
 use crate::record::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
@@ -16,7 +15,7 @@ use numalab_model::Model;
 use numalab_schedule::history::{self, RuntimeModel};
 use numalab_schedule::mix::Mix;
 use numalab_schedule::plan::{self, Predictor, Resources};
-use numalab_schedule::record::{self as srec, PlanRecord, SummaryRecord, TaskHistory};
+use numalab_schedule::record::{self as srec, PlanRecord, TaskHistory};
 use numalab_schedule::run::{self, model_resources};
 use numalab_schema::{ErrorClass, Origin, Record};
 use std::path::PathBuf;
@@ -201,7 +200,7 @@ pub fn run(a: ScheduleArgs) -> CliResult {
     );
     rec.push(Record::new(plan_key, origin, &plan_rec))?;
     if !rec.json() {
-        print_plans(&plan_rec);
+        show(&rec, &plan_rec);
     }
     if !a.run {
         rec.finish()?;
@@ -265,7 +264,7 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         &summary,
     ))?;
     if !rec.json() {
-        print_summary(&summary);
+        show(&rec, &summary);
     }
     rec.finish()?;
     if interrupted {
@@ -277,101 +276,11 @@ pub fn run(a: ScheduleArgs) -> CliResult {
     Ok(())
 }
 
-fn secs(v: Option<f64>) -> String {
-    v.map_or("-".into(), |v| format!("{v:.3}"))
-}
-
-fn print_plans(r: &PlanRecord) {
-    println!(
-        "{} of {} tasks on {} ({} cores); predictions: {}",
-        paint("1", "schedules"),
-        r.tasks.len(),
-        r.resources,
-        r.cores,
-        r.predictions
+/// One schedule record as the report's schedule section shows it.
+fn show<T: numalab_schema::RecordKind>(rec: &Recorder, payload: &T) {
+    crate::output::print_sections(
+        rec.envelope(),
+        [Record::new("shown", Origin::Measured, payload)],
+        numalab_report::sections::schedule::sections,
     );
-    for t in &r.tasks {
-        match &t.model {
-            Some(m) => println!(
-                "  {}: {} runs, {} fit: T(t) = {:.3} + {:.3}/t{} s, residual {:.1}% ({} placement)",
-                t.task,
-                t.runs,
-                m.form,
-                m.serial_s,
-                m.parallel_s,
-                if m.overhead_s_per_thread > 0.0 {
-                    format!(" + {:.4} (t-1)", m.overhead_s_per_thread)
-                } else {
-                    String::new()
-                },
-                100.0 * m.residual_rel,
-                m.placement
-            ),
-            None => println!("  {}: no history", t.task),
-        }
-    }
-    for p in &r.plans {
-        println!(
-            "{}: predicted makespan {} s{}",
-            paint("1", &p.schedule),
-            secs(p.predicted_makespan_s),
-            p.predicted_band_s
-                .map_or(String::new(), |b| format!(" ({:.3}-{:.3})", b[0], b[1]))
-        );
-        for a in &p.assignments {
-            println!(
-                "  {:<20} {:>4} threads  cpus {:<16} memory {:<12} predicted {} s",
-                a.task,
-                a.threads,
-                a.cpulist,
-                a.mem_node
-                    .map_or("first touch".to_string(), |n| format!("node {n}")),
-                secs(a.predicted_s)
-            );
-        }
-        for n in &p.notes {
-            println!("  note: {n}");
-        }
-    }
-    for n in &r.notes {
-        println!("note: {n}");
-    }
-}
-
-fn print_summary(s: &SummaryRecord) {
-    println!(
-        "{} ({} runs per schedule asked):",
-        paint("1", "campaign"),
-        s.repeat
-    );
-    println!(
-        "  {:<10} {:>6} {:>9} {:>22} {:>12} {:>22}",
-        "schedule", "runs", "outliers", "median makespan s", "predicted s", "gain over fair"
-    );
-    for f in &s.schedules {
-        let m = f.makespan_s.as_ref().map_or("-".to_string(), |i| {
-            format!("{:.3} [{:.3}, {:.3}]", i.estimate, i.low, i.high)
-        });
-        let g = f.gain_over_fair.as_ref().map_or("-".to_string(), |i| {
-            format!("{:.2}x [{:.2}, {:.2}]", i.estimate, i.low, i.high)
-        });
-        println!(
-            "  {:<10} {:>6} {:>9} {:>22} {:>12} {:>22}",
-            f.schedule,
-            f.makespans_s.len(),
-            f.outliers.len(),
-            m,
-            secs(f.predicted_s),
-            g
-        );
-        if f.failed_runs > 0 {
-            println!(
-                "  note: {} failed run(s) of {} left out",
-                f.failed_runs, f.schedule
-            );
-        }
-    }
-    for n in &s.notes {
-        println!("note: {n}");
-    }
 }

@@ -56,7 +56,9 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<numalab_records::mem::LoadedRecord>,
         ok::<numalab_records::mem::MigrateRecord>,
         // layout kinds (numalab_records::layout) go here
-        // schedule kinds (numalab_records::schedule) go here
+        ok::<numalab_records::schedule::PlanRecord>,
+        ok::<numalab_records::schedule::RunRecord>,
+        ok::<numalab_records::schedule::SummaryRecord>,
     ]
     .iter()
     .find_map(|f| f(r))
