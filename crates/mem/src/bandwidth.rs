@@ -92,6 +92,9 @@ pub fn default_working_set(llc: u64) -> u64 {
     crate::round_up((12 * llc).max(64 << 20), 1 << 20)
 }
 
+pub use crate::checks::{
+    check_policy_nodes, check_threads, cpu_nodes, memory_node, memory_nodes, pages_warning,
+};
 pub use numalab_records::mem::{BandwidthRecord, MatrixCell, Verification};
 
 /// Threads and memory policy of one measurement.
@@ -201,7 +204,7 @@ fn check_memory(
     budgets.check(&need, "mem bandwidth", "--size")?;
     if let PageRequest::HugeTlb(size) = opts.pages {
         let each = per_worker_bytes(opts, pus.len());
-        crate::latency::check_hugetlb(machine, size, each * pus.len() as u64)?;
+        crate::checks::check_hugetlb(machine, size, each * pus.len() as u64)?;
     }
     Ok(())
 }
@@ -304,21 +307,6 @@ fn pages_suffix(p: PageRequest) -> String {
     }
 }
 
-/// Checks a thread count against a CPU list.
-pub fn check_threads(threads: usize, cpus: &[u32], what: &str) -> Result<(), MemError> {
-    if threads == 0 {
-        return Err(MemError::Usage("--threads must be at least 1".into()));
-    }
-    if threads > cpus.len() {
-        return Err(MemError::Usage(format!(
-            "--threads {threads}: more threads than PUs in {what} ({} PUs: {}); numalab runs one thread per PU",
-            cpus.len(),
-            cpulist::format(cpus)
-        )));
-    }
-    Ok(())
-}
-
 /// Plans measurements on `cpus` (one group per thread count; `threads[i]` uses the
 /// first PUs of the list) with data placed by `policy`.
 pub fn plan(
@@ -376,81 +364,6 @@ pub fn plan(
 
 fn default_notes(machine: &Machine) -> Vec<String> {
     llc_bytes(machine).1.into_iter().collect()
-}
-
-/// Checks that the nodes a policy names exist and have memory.
-pub fn check_policy_nodes(machine: &Machine, policy: &MemPolicy) -> Result<(), MemError> {
-    let nodes: Vec<u32> = match policy {
-        MemPolicy::Bind(n) | MemPolicy::Interleave(n) => n.clone(),
-        MemPolicy::Preferred(n) => vec![*n],
-        MemPolicy::FirstTouch => return Ok(()),
-    };
-    for n in nodes {
-        memory_node(machine, n)?;
-    }
-    Ok(())
-}
-
-/// Nodes that can hold data: nodes with memory (all nodes when hwloc knows no sizes).
-pub fn memory_nodes(machine: &Machine) -> Vec<u32> {
-    let with: Vec<u32> = machine
-        .numa_nodes
-        .iter()
-        .filter(|n| n.memory_bytes > 0)
-        .map(|n| n.os_index)
-        .collect();
-    let mut v = if with.is_empty() {
-        machine.numa_nodes.iter().map(|n| n.os_index).collect()
-    } else {
-        with
-    };
-    v.sort_unstable();
-    v
-}
-
-/// Checks one node exists and has memory.
-pub fn memory_node(machine: &Machine, node: u32) -> Result<(), MemError> {
-    let have = memory_nodes(machine);
-    if have.contains(&node) {
-        return Ok(());
-    }
-    let why = if machine.node(node).is_some() {
-        "has no memory"
-    } else {
-        "does not exist"
-    };
-    Err(MemError::Usage(format!(
-        "NUMA node {node} {why} (nodes with memory: {}); see `numalab topo`",
-        cpulist::format(&have)
-    )))
-}
-
-/// Nodes with CPUs, ascending, with their PUs: the node each PU's local memory is on
-/// (a memory-only node that hwloc lists with the CPUs of its locality, such as HBM
-/// or MCDRAM in flat mode, is a column of a matrix, not a row).
-pub fn cpu_nodes(machine: &Machine) -> Vec<(u32, Vec<u32>)> {
-    let mut by_node: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for p in &machine.pus {
-        if let Some(n) = p.numa_node {
-            by_node.entry(n).or_default().push(p.os_index);
-        }
-    }
-    if by_node.is_empty() {
-        for n in machine
-            .numa_nodes
-            .iter()
-            .filter(|n| n.has_cpus && !n.cpus.is_empty())
-        {
-            by_node.insert(n.os_index, n.cpus.clone());
-        }
-    }
-    by_node
-        .into_iter()
-        .map(|(n, mut pus)| {
-            pus.sort_unstable();
-            (n, pus)
-        })
-        .collect()
 }
 
 /// Plans the node-pair matrix: for every node i with CPUs and every node j with
@@ -647,23 +560,6 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
     }
     sink.progress("bandwidth", total, total);
     out
-}
-
-/// A warning when huge pages were asked for but not (fully) obtained.
-pub fn pages_warning(p: &PagesObtained) -> Option<Warning> {
-    if p.requested == PageRequest::Thp && p.obtained != "thp" {
-        let frac = p.huge_fraction() * 100.0;
-        return Some(
-            Warning::new(
-                "thp_not_obtained",
-                format!(
-                    "transparent huge pages were asked for but back only {frac:.0}% of the memory: the results are for (mostly) base pages"
-                ),
-            )
-            .with_remedy("check /sys/kernel/mm/transparent_hugepage/enabled (madvise or always) and defrag, or reserve hugetlbfs pages and use --pages hugetlb"),
-        );
-    }
-    None
 }
 
 /// A kernel's record, or why it has none (a failed result check).

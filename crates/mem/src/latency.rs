@@ -15,8 +15,8 @@
 use crate::chase::{Chain, Order};
 use crate::pool;
 use crate::{
-    bandwidth, budget, check_clock, frequency_of, llc_bytes, MemError, Outcome, PageRequest,
-    PagesObtained, Sink, Timer,
+    budget, check_clock, frequency_of, llc_bytes, MemError, Outcome, PageRequest, PagesObtained,
+    Sink, Timer,
 };
 use numalab_schema::machine::CacheKind;
 use numalab_schema::{cpulist, units, Machine, Origin, Record, Warning};
@@ -233,7 +233,7 @@ pub struct Cell {
     /// Where the data goes.
     pub policy: MemPolicy,
     /// Node pair, for matrix cells (cpu node, memory node).
-    pub matrix: Option<crate::bandwidth::MatrixCell>,
+    pub matrix: Option<numalab_records::mem::MatrixCell>,
     /// Pages asked for.
     pub pages: PageRequest,
     /// Working sets, ascending.
@@ -258,40 +258,8 @@ impl Plan {
     }
 }
 
+pub use crate::checks::check_hugetlb;
 pub use numalab_records::mem::latency::{Kind, LatencyRecord, Level, Load, Locality, Point, Step};
-
-/// Checks that a hugetlbfs pool of `size` pages has room for `bytes`.
-pub fn check_hugetlb(machine: &Machine, size: u64, bytes: u64) -> Result<(), MemError> {
-    let pools = numalab_topo::system::SysRoot::live().huge_pools();
-    let known: Vec<String> = machine
-        .page_sizes
-        .iter()
-        .skip(1)
-        .map(|p| units::bytes(p.size_bytes))
-        .collect();
-    let Some(pool) = pools.iter().find(|p| p.size_bytes == size) else {
-        return Err(MemError::Unsupported(format!(
-            "--pages hugetlb:{}: this machine has no such huge page size (it has {})",
-            units::bytes(size),
-            if known.is_empty() {
-                "none".into()
-            } else {
-                known.join(", ")
-            }
-        )));
-    };
-    let need = bytes.div_ceil(size);
-    if pool.free < need {
-        return Err(MemError::Unsupported(format!(
-            "--pages hugetlb:{}: {need} huge pages needed, {} free in the pool; reserve them (as root: `echo {} > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages`) or use --pages thp",
-            units::bytes(size),
-            pool.free,
-            pool.total + need - pool.free,
-            size / 1024
-        )));
-    }
-    Ok(())
-}
 
 /// Bytes a chase region maps for a largest working set `max`.
 fn region_bytes(max: u64, pages: PageRequest) -> u64 {
@@ -342,7 +310,7 @@ pub fn plan(
     sizes: Vec<u64>,
     options: Options,
 ) -> Result<Plan, MemError> {
-    bandwidth::check_policy_nodes(machine, policy)?;
+    crate::checks::check_policy_nodes(machine, policy)?;
     if sizes.is_empty() {
         return Err(MemError::Usage(
             "the working-set range is empty (--min must not exceed --max)".into(),
@@ -383,8 +351,8 @@ pub fn plan_matrix(
     size: u64,
     options: Options,
 ) -> Result<Plan, MemError> {
-    let rows = bandwidth::cpu_nodes(machine);
-    let cols = bandwidth::memory_nodes(machine);
+    let rows = crate::checks::cpu_nodes(machine);
+    let cols = crate::checks::memory_nodes(machine);
     if rows.is_empty() || cols.is_empty() {
         return Err(MemError::Unsupported(
             "the topology has no NUMA node with CPUs or none with memory".into(),
@@ -401,7 +369,7 @@ pub fn plan_matrix(
                     ),
                     cpu: pus[0],
                     policy: MemPolicy::Bind(vec![mem_node]),
-                    matrix: Some(crate::bandwidth::MatrixCell {
+                    matrix: Some(numalab_records::mem::MatrixCell {
                         cpu_node: *cpu_node,
                         mem_node,
                     }),
@@ -444,7 +412,7 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
             Ok(rec) => {
                 let mut w = clock_warnings.clone();
                 w.extend(rec.placement.warning());
-                w.extend(bandwidth::pages_warning(&rec.pages));
+                w.extend(crate::checks::pages_warning(&rec.pages));
                 if rec.frequency.is_none() {
                     w.push(Warning::new(
                         "no_frequency",

@@ -21,6 +21,7 @@
 pub mod bandwidth;
 pub mod budget;
 pub mod chase;
+pub mod checks;
 pub mod kernels;
 pub mod latency;
 pub mod loaded;

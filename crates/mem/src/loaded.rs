@@ -13,8 +13,7 @@ use crate::kernels::IsaExt;
 use crate::kernels::{self, Arrays, Isa};
 use crate::pool;
 use crate::{
-    bandwidth, budget, check_clock, llc_bytes, MemError, Outcome, PageRequest, PagesObtained, Sink,
-    Timer,
+    budget, check_clock, llc_bytes, MemError, Outcome, PageRequest, PagesObtained, Sink, Timer,
 };
 use numalab_schema::{cpulist, Machine, Origin, Record, Warning};
 use numalab_stats::Summary;
@@ -118,7 +117,7 @@ pub fn plan(
     policy: &MemPolicy,
     options: Options,
 ) -> Result<Plan, MemError> {
-    bandwidth::check_policy_nodes(machine, policy)?;
+    crate::checks::check_policy_nodes(machine, policy)?;
     if cpus.len() < 2 {
         return Err(MemError::Usage(format!(
             "mem loaded needs at least 2 CPUs (one chasing, the others generating traffic); --cpus gives {}",
@@ -128,7 +127,7 @@ pub fn plan(
     let chaser = cpus[0];
     let others = &cpus[1..];
     let n = generators.unwrap_or(others.len());
-    bandwidth::check_threads(n, others, "the CPU selection after the chasing CPU")
+    crate::checks::check_threads(n, others, "the CPU selection after the chasing CPU")
         .map_err(|e| MemError::Usage(e.to_string().replace("--threads", "--generators")))?;
     let gens = others[..n].to_vec();
     if options.delays_ns.is_empty() {
@@ -340,7 +339,7 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
         Ok(rec) => {
             let mut w = clock_warnings;
             w.extend(rec.placement.warning());
-            w.extend(bandwidth::pages_warning(&rec.pages));
+            w.extend(crate::checks::pages_warning(&rec.pages));
             if let (Some(first), Some(last)) = (rec.points.first(), rec.points.last()) {
                 if last.latency_ns.median < first.latency_ns.median * 0.95 {
                     w.push(Warning::new(
