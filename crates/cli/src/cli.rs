@@ -1,9 +1,10 @@
 //! The command-line definition: the one source of truth for flags, `--help`, the man
 //! page and shell completions (`numalab generate`).
 
+use crate::commands;
 use crate::output::ColorChoice;
-use clap::{Args, Parser, Subcommand};
-use std::path::PathBuf;
+use crate::CliResult;
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// numalab measures, explains, models and tunes non-uniform many-core machines.
 #[derive(Debug, Parser)]
@@ -22,9 +23,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Describe the machine's topology (or another machine's, from hwloc XML or a sysfs snapshot).
-    Topo(TopoArgs),
+    Topo(crate::commands::topo::TopoArgs),
     /// Check what this machine allows: binding, NUMA, counters, huge pages, frequency, sensors.
-    Doctor(DoctorArgs),
+    Doctor(crate::commands::doctor::DoctorArgs),
     /// Characterize this machine: every probe in turn, a results bundle and an HTML report.
     Evaluate(crate::commands::evaluate::EvaluateArgs),
     /// Run your program at a list of thread counts: throughput, speedup, efficiency, knees, CPU use.
@@ -34,7 +35,7 @@ pub enum Command {
     /// Run your program over a parameter's values (run time or build time): speedup and the best value.
     Sweep(crate::commands::harness::SweepArgs),
     /// Write the man page or shell completions to stdout.
-    Generate(GenerateArgs),
+    Generate(crate::commands::generate::GenerateArgs),
     /// The built-in reference request workload (route search and itinerary planning on a synthetic road network).
     Workload(crate::commands::workload::WorkloadArgs),
     /// Core-to-core latency matrix and the latency structure it reveals (or analyse a published matrix).
@@ -58,52 +59,24 @@ pub enum Command {
     Schedule(crate::commands::schedule::ScheduleArgs),
 }
 
-/// `numalab topo`.
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  numalab topo\n  numalab topo --tree\n  numalab topo --input other-machine.xml --json\n  numalab topo --input kunpeng.tar.bz2\n  numalab topo --export-xml this-machine.xml"
-)]
-pub struct TopoArgs {
-    /// Describe another machine: an hwloc XML file (hwloc 1.x or 2.x format), a sysfs
-    /// snapshot folder (hwloc-gather-topology), or such a snapshot as .tar.bz2/.tar.gz.
-    #[arg(long, value_name = "PATH")]
-    pub input: Option<PathBuf>,
-    /// Also print a condensed tree (identical siblings folded).
-    #[arg(long)]
-    pub tree: bool,
-    /// Print the full machine description as JSON (see docs/schema.md).
-    #[arg(long)]
-    pub json: bool,
-    /// Save this machine's topology as hwloc XML, for `--input` on another machine.
-    #[arg(long, value_name = "FILE", conflicts_with = "input")]
-    pub export_xml: Option<PathBuf>,
-}
-
-/// `numalab doctor`.
-#[derive(Debug, Args)]
-pub struct DoctorArgs {
-    /// Print the checks as JSON.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// What `numalab generate` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum GenerateWhat {
-    /// The man page (roff), e.g. `numalab generate man > numalab.1`.
-    Man,
-    /// bash completions.
-    Bash,
-    /// zsh completions.
-    Zsh,
-    /// fish completions.
-    Fish,
-}
-
-/// `numalab generate`.
-#[derive(Debug, Args)]
-pub struct GenerateArgs {
-    /// What to write.
-    #[arg(value_enum)]
-    pub what: GenerateWhat,
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> CliResult {
+    match cli.command {
+        Command::Topo(a) => commands::topo::run(a),
+        Command::Doctor(a) => commands::doctor::run(a),
+        Command::Evaluate(a) => commands::evaluate::run(a),
+        Command::Scale(a) => commands::harness::scale(a),
+        Command::Policy(a) => commands::harness::policy(a),
+        Command::Sweep(a) => commands::harness::sweep(a),
+        Command::Generate(a) => commands::generate::run(a, Cli::command()),
+        Command::Workload(a) => commands::workload::run(a),
+        Command::C2c(a) => commands::c2c::run(a),
+        Command::Profile(a) => commands::profile::run(a),
+        Command::Model(a) => commands::model::run(a),
+        Command::Report(a) => commands::report::run(a),
+        Command::Compare(a) => commands::report::compare(a),
+        Command::Mem(a) => commands::mem::run(a),
+        Command::Layout(a) => commands::layout::run(a),
+        Command::Schedule(a) => commands::schedule::run(a),
+    }
 }

@@ -67,7 +67,7 @@ pub fn main() -> ExitCode {
         let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, stop);
         let _ = signal_hook::flag::register(sig, stop);
     }
-    match commands::run(cli) {
+    match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("numalab: {}", e.message);

@@ -9,69 +9,7 @@ use crate::table::{Cell, Column, Table};
 use numalab_stats::{ratio_interval, Interval, Summary, DEFAULT_SEED};
 use serde::{Deserialize, Serialize};
 
-/// One comparable quantity of a bundle.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Metric {
-    /// Stable id, the same on every machine (e.g. `mem.bandwidth.triad.all`).
-    pub id: String,
-    /// Group for the summary ("memory bandwidth", "latency", "throughput"...).
-    pub group: String,
-    /// Name for people.
-    pub name: String,
-    /// Unit.
-    pub unit: String,
-    /// Whether a larger value is better.
-    pub higher_is_better: bool,
-    /// Raw samples (repetitions); one sample gives a ratio without an interval.
-    pub samples: Vec<f64>,
-    /// A 95% interval of the value when the raw samples are not kept (response-time
-    /// percentiles): the ratio then gets the conservative interval
-    /// [low_b / high_a, high_b / low_a].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bounds: Option<(f64, f64)>,
-    /// The parameters the figure depends on that a user or mode chose (e.g. "8192
-    /// pages"): figures with different setups are never compared under one label.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setup: Option<String>,
-}
-
-impl Metric {
-    /// A metric from its samples.
-    pub fn new(
-        id: &str,
-        group: &str,
-        name: &str,
-        unit: &str,
-        higher_is_better: bool,
-        samples: Vec<f64>,
-    ) -> Self {
-        Metric {
-            id: id.into(),
-            group: group.into(),
-            name: name.into(),
-            unit: unit.into(),
-            higher_is_better,
-            samples,
-            bounds: None,
-            setup: None,
-        }
-    }
-
-    /// The name with the setup, for tables of figures ("memcpy of 64 KiB pages
-    /// (same-node baseline), 2048 pages").
-    pub fn label(&self) -> String {
-        match &self.setup {
-            Some(s) => format!("{}, {s}", self.name),
-            None => self.name.clone(),
-        }
-    }
-
-    /// The same metric with the parameters it depends on.
-    pub fn with_setup(mut self, setup: impl Into<String>) -> Self {
-        self.setup = Some(setup.into());
-        self
-    }
-}
+pub use crate::metrics::Metric;
 
 /// The verdict on one ratio.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -14,6 +14,7 @@ pub mod anchors;
 pub mod compare;
 pub mod doc;
 pub mod draw;
+pub mod facts;
 pub mod findings;
 pub mod html;
 pub mod load;

@@ -7,13 +7,77 @@
 //! intervals. Thread counts differ between machines, so "all CPUs" is its own point:
 //! 2 threads here and 160 there is exactly the per-server comparison.
 
-use crate::compare::Metric;
 use crate::load::Loaded;
 use numalab_records::c2c::{MatrixRecord, PairRecord};
 use numalab_records::harness::{PolicySummary, ScaleSummary, SweepSummary};
 use numalab_records::model;
 use numalab_records::workload::{LatencySummary, WorkloadRun};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// One comparable quantity of a bundle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// Stable id, the same on every machine (e.g. `mem.bandwidth.triad.all`).
+    pub id: String,
+    /// Group for the summary ("memory bandwidth", "latency", "throughput"...).
+    pub group: String,
+    /// Name for people.
+    pub name: String,
+    /// Unit.
+    pub unit: String,
+    /// Whether a larger value is better.
+    pub higher_is_better: bool,
+    /// Raw samples (repetitions); one sample gives a ratio without an interval.
+    pub samples: Vec<f64>,
+    /// A 95% interval of the value when the raw samples are not kept (response-time
+    /// percentiles): the ratio then gets the conservative interval
+    /// [low_b / high_a, high_b / low_a].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<(f64, f64)>,
+    /// The parameters the figure depends on that a user or mode chose (e.g. "8192
+    /// pages"): figures with different setups are never compared under one label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+}
+
+impl Metric {
+    /// A metric from its samples.
+    pub fn new(
+        id: &str,
+        group: &str,
+        name: &str,
+        unit: &str,
+        higher_is_better: bool,
+        samples: Vec<f64>,
+    ) -> Self {
+        Metric {
+            id: id.into(),
+            group: group.into(),
+            name: name.into(),
+            unit: unit.into(),
+            higher_is_better,
+            samples,
+            bounds: None,
+            setup: None,
+        }
+    }
+
+    /// The name with the setup, for tables of figures ("memcpy of 64 KiB pages
+    /// (same-node baseline), 2048 pages").
+    pub fn label(&self) -> String {
+        match &self.setup {
+            Some(s) => format!("{}, {s}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// The same metric with the parameters it depends on.
+    pub fn with_setup(mut self, setup: impl Into<String>) -> Self {
+        self.setup = Some(setup.into());
+        self
+    }
+}
 
 /// Per server: throughput with every CPU loaded.
 pub const PER_SERVER: &str = "per server";
@@ -463,7 +527,7 @@ fn pooled(cells: &[(f64, Vec<f64>)]) -> Vec<f64> {
 }
 
 fn mem(l: &Loaded, out: &mut Vec<Metric>) {
-    use crate::sections::mem::round_gbps;
+    use crate::facts::round_gbps;
     use numalab_records::mem::latency::LatencyRecord;
     use numalab_records::mem::BandwidthRecord;
     use numalab_records::mem::LoadedRecord;
@@ -549,7 +613,7 @@ fn mem(l: &Loaded, out: &mut Vec<Metric>) {
                     false,
                     p.sample_ns.clone(),
                 )
-                .with_setup(crate::sections::mem::latency_kind_text(
+                .with_setup(crate::facts::latency_kind_text(
                     &r.kind(),
                     p.working_set_bytes,
                 )),
@@ -558,7 +622,7 @@ fn mem(l: &Loaded, out: &mut Vec<Metric>) {
     }
     // Idle memory latency of the node matrix: the headline kind (huge pages where
     // obtained), then the local pairs on base pages when measured beside it.
-    let headline = crate::sections::mem::headline_matrix(&lat);
+    let headline = crate::facts::headline_matrix(&lat);
     // "memory latency" only for what is: random over a working set past the LLC.
     let memory = |recs: &[&LatencyRecord]| {
         recs.iter().all(|r| {
@@ -577,7 +641,7 @@ fn mem(l: &Loaded, out: &mut Vec<Metric>) {
                 })
                 .collect();
             let setup = of.first().and_then(|r| {
-                Some(crate::sections::mem::latency_kind_text(
+                Some(crate::facts::latency_kind_text(
                     &r.kind(),
                     r.points.first()?.working_set_bytes,
                 ))
@@ -647,10 +711,7 @@ fn mem(l: &Loaded, out: &mut Vec<Metric>) {
                     false,
                     p.sample_ns.clone(),
                 )
-                .with_setup(crate::sections::mem::latency_kind_text(
-                    &r.kind(),
-                    r.chase_bytes,
-                )),
+                .with_setup(crate::facts::latency_kind_text(&r.kind(), r.chase_bytes)),
             );
             out.push(Metric::new(
                 "mem.loaded.traffic",

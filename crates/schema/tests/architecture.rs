@@ -155,3 +155,150 @@ fn the_never_arrows_hold() {
         );
     }
 }
+
+/// The top-level modules of a crate's `src` folder each refers to through `crate::`
+/// paths (comments and test modules left out), by module.
+fn module_graph(src: &std::path::Path) -> BTreeMap<String, BTreeSet<String>> {
+    fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    files(src, &mut all);
+    let top = |p: &std::path::Path| -> String {
+        let rel = p.strip_prefix(src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        first.trim_end_matches(".rs").to_string()
+    };
+    let names: BTreeSet<String> = all.iter().map(|p| top(p)).collect();
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for p in &all {
+        let from = top(p);
+        if from == "lib" || from == "main" {
+            continue;
+        }
+        let text = std::fs::read_to_string(p).unwrap();
+        // Code only: up to the test module, without comments.
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap()
+            .lines()
+            .map(|l| l.split("//").next().unwrap())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut refs = BTreeSet::new();
+        for (i, _) in code.match_indices("crate::") {
+            let rest = &code[i + "crate::".len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                // `use crate::{a, b::c, ...}`
+                let inner = &group[..group.find('}').unwrap_or(group.len())];
+                for item in inner.split(',') {
+                    let name: String = item
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    refs.insert(name);
+                }
+            } else {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                refs.insert(name);
+            }
+        }
+        g.entry(from.clone()).or_default().extend(
+            refs.into_iter()
+                .filter(|r| *r != from && names.contains(r) && r != "lib"),
+        );
+    }
+    g
+}
+
+/// A cycle through `start`, if any.
+fn cycle(g: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<String>> {
+    fn walk(
+        g: &BTreeMap<String, BTreeSet<String>>,
+        at: &str,
+        start: &str,
+        path: &mut Vec<String>,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
+        for next in g.get(at).into_iter().flatten() {
+            if next == start {
+                return true;
+            }
+            if seen.insert(next.clone()) {
+                path.push(next.clone());
+                if walk(g, next, start, path, seen) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    let mut path = vec![start.to_string()];
+    walk(g, start, start, &mut path, &mut BTreeSet::new()).then_some(path)
+}
+
+#[test]
+fn no_circles_between_the_modules_of_a_crate() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut checked = 0;
+    for dir in ["crates", "tests"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
+            let src = e.path().join("src");
+            if !src.is_dir() {
+                continue;
+            }
+            let g = module_graph(&src);
+            for m in g.keys() {
+                if let Some(c) = cycle(&g, m) {
+                    panic!(
+                        "{}: modules in a circle: {} -> {m}",
+                        src.display(),
+                        c.join(" -> ")
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} crates found");
+}
+
+#[test]
+fn the_module_scan_sees_a_circle() {
+    // The checker itself: a circle written in the two forms of `crate::` paths.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.rs"), "use crate::{b::X, c};\n").unwrap();
+    std::fs::write(
+        dir.path().join("b.rs"),
+        "// crate::c in a comment\nfn f() { crate::a::g() }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("c.rs"),
+        "#[cfg(test)]\nmod t { use crate::a; }\n",
+    )
+    .unwrap();
+    let g = module_graph(dir.path());
+    assert_eq!(g["b"], BTreeSet::from(["a".to_string()]));
+    assert!(g["c"].is_empty());
+    assert_eq!(cycle(&g, "a"), Some(vec!["a".to_string(), "b".to_string()]));
+    assert_eq!(cycle(&g, "c"), None);
+}

@@ -8,9 +8,8 @@
 //! [`Layout`] QEMU was started with, never from what the guest reports. CLI checks
 //! (the `numalab` binary and its `--json` output) are listed in [`crate::cli_checks`].
 
-use crate::cli_checks;
 use crate::layout::Layout;
-use crate::platform::{Boot, Suite};
+use crate::platform::Boot;
 use numalab_schema::{cpulist, Machine};
 use numalab_topo::bind::{
     base_page_size, query_page_nodes, HwlocPlacer, MemPolicy, PageKind, PagePlacement, Placer,
@@ -110,86 +109,6 @@ impl Check {
     }
 }
 
-/// Every check of a boot, in the order they run. The generic suite: the guest itself,
-/// numalab's view of it, placement through the library, then the CLI table; the Arm
-/// main boot adds the Arm checks ([`crate::arm_checks`]); the counting and SVE boots run
-/// the kernel's own view of the layout and their own checks only.
-pub fn plan(boot: &Boot) -> Vec<Check> {
-    let layout = &boot.layout;
-    match boot.suite {
-        Suite::Generic => generic(layout),
-        Suite::ArmMain => {
-            let mut v = generic(layout);
-            v.extend(crate::arm_checks::main(layout));
-            v
-        }
-        Suite::ArmCounting => {
-            let mut v = vec![Check::new("guest.sysfs", check_sysfs)];
-            v.extend(crate::arm_checks::counting(layout));
-            v
-        }
-        Suite::ArmSve => {
-            let mut v = vec![Check::new("guest.sysfs", check_sysfs)];
-            v.extend(crate::arm_checks::sve(layout));
-            v
-        }
-    }
-}
-
-fn generic(layout: &Layout) -> Vec<Check> {
-    let mut v = vec![
-        Check::new("guest.sysfs", check_sysfs),
-        Check::new("topo.machine", |ctx: &Ctx| {
-            compare_machine(&ctx.layout, ctx.machine()?)
-        }),
-        Check::new("topo.select", check_select),
-        Check::new("topo.node-free-memory", check_node_free),
-    ];
-    for n in &layout.nodes {
-        let id = n.id;
-        v.push(Check::new(format!("bind.node{id}"), move |ctx: &Ctx| {
-            check_bind(ctx, id)
-        }));
-    }
-    for n in layout.memory_only_nodes() {
-        let id = n.id;
-        v.push(Check::new(
-            format!("preferred.node{id}"),
-            move |ctx: &Ctx| check_preferred(ctx, id),
-        ));
-    }
-    let all = layout.node_ids();
-    v.push(Check::new(
-        format!("interleave.{}", cpulist::format(&all)),
-        move |ctx: &Ctx| check_interleave(ctx, &all),
-    ));
-    // Every other node, plus the last one (a memory-only node in the standard layout).
-    let mut subset: Vec<u32> = layout.node_ids().into_iter().skip(1).step_by(2).collect();
-    let last = layout.nodes.last().map(|n| n.id).unwrap_or(0);
-    if !subset.contains(&last) {
-        subset.push(last);
-    }
-    v.push(Check::new(
-        format!("interleave.{}", cpulist::format(&subset)),
-        move |ctx: &Ctx| check_interleave(ctx, &subset),
-    ));
-    for n in layout.cpu_nodes() {
-        let id = n.id;
-        v.push(Check::new(
-            format!("first-touch.node{id}"),
-            move |ctx: &Ctx| check_first_touch(ctx, id),
-        ));
-    }
-    v.push(Check::new("move-pages.every-node", check_move_cycle));
-    v.push(Check::new("bad-node.errors", check_bad_node));
-    v.extend(
-        cli_checks::table(layout)
-            .into_iter()
-            .map(cli_checks::CliCheck::into_check),
-    );
-    v
-}
-
 /// Keeps the checks whose name contains one of the comma-separated patterns (all when
 /// `only` is None or empty).
 pub fn select(checks: Vec<Check>, only: Option<&str>) -> Vec<Check> {
@@ -208,15 +127,7 @@ pub fn select(checks: Vec<Check>, only: Option<&str>) -> Vec<Check> {
         .collect()
 }
 
-/// The names of the checks that will run.
-pub fn planned_names(boot: &Boot, only: Option<&str>) -> Vec<String> {
-    select(plan(boot), only)
-        .into_iter()
-        .map(|c| c.name)
-        .collect()
-}
-
-fn s<E: std::fmt::Display>(e: E) -> String {
+pub(crate) fn s<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
@@ -256,7 +167,7 @@ pub fn on_cpu<T: Send>(
     })
 }
 
-fn new_region(pages: usize) -> Result<Region, String> {
+pub(crate) fn new_region(pages: usize) -> Result<Region, String> {
     Region::new(pages * base_page_size(), PageKind::Base).map_err(s)
 }
 
@@ -274,7 +185,7 @@ pub fn expect_all_on(nodes: &[Option<u32>], node: u32) -> Result<(), String> {
     }
 }
 
-fn describe_placement(p: &PagePlacement) -> String {
+pub(crate) fn describe_placement(p: &PagePlacement) -> String {
     let mut parts: Vec<String> = p
         .pages_per_node
         .iter()
@@ -450,14 +361,14 @@ pub fn expect_numa_maps(
     ))
 }
 
-fn read_sys(path: &str) -> Result<String, String> {
+pub(crate) fn read_sys(path: &str) -> Result<String, String> {
     std::fs::read_to_string(path)
         .map(|t| t.trim().to_string())
         .map_err(|e| format!("{path}: {e}"))
 }
 
 /// The guest is what QEMU was asked for (so later failures are numalab's, not QEMU's).
-fn check_sysfs(ctx: &Ctx) -> CheckResult {
+pub(crate) fn check_sysfs(ctx: &Ctx) -> CheckResult {
     let l = &ctx.layout;
     let base = "/sys/devices/system/node";
     let online = cpulist::parse(&read_sys(&format!("{base}/online"))?).map_err(s)?;
@@ -618,7 +529,7 @@ pub fn compare_machine(l: &Layout, m: &Machine) -> CheckResult {
 }
 
 /// `--cpus node:N` and `--nodes` resolution on a real multi-node machine.
-fn check_select(ctx: &Ctx) -> CheckResult {
+pub(crate) fn check_select(ctx: &Ctx) -> CheckResult {
     let m = ctx.machine()?;
     let l = &ctx.layout;
     for n in l.cpu_nodes() {
@@ -669,7 +580,7 @@ fn check_select(ctx: &Ctx) -> CheckResult {
 
 /// Per-node free memory is read from the right node: binding 8 MiB to the last node
 /// lowers that node's MemFree and not the others' by as much.
-fn check_node_free(ctx: &Ctx) -> CheckResult {
+pub(crate) fn check_node_free(ctx: &Ctx) -> CheckResult {
     let l = &ctx.layout;
     let sys = SysRoot::live();
     let free = |n: u32| {
@@ -731,7 +642,7 @@ fn check_node_free(ctx: &Ctx) -> CheckResult {
     ))
 }
 
-fn check_bind(ctx: &Ctx, node: u32) -> CheckResult {
+pub(crate) fn check_bind(ctx: &Ctx, node: u32) -> CheckResult {
     // Touch from a CPU elsewhere: binding must beat first touch.
     let from = ctx
         .layout
@@ -752,7 +663,7 @@ fn check_bind(ctx: &Ctx, node: u32) -> CheckResult {
     })
 }
 
-fn check_preferred(ctx: &Ctx, node: u32) -> CheckResult {
+pub(crate) fn check_preferred(ctx: &Ctx, node: u32) -> CheckResult {
     let from = ctx.layout.cpu_off_node(node).ok_or("no CPU")?;
     on_cpu(ctx, from, |placer| {
         let mut r = new_region(PAGES)?;
@@ -774,7 +685,7 @@ fn check_preferred(ctx: &Ctx, node: u32) -> CheckResult {
     })
 }
 
-fn check_interleave(ctx: &Ctx, asked: &[u32]) -> CheckResult {
+pub(crate) fn check_interleave(ctx: &Ctx, asked: &[u32]) -> CheckResult {
     let from = ctx.layout.cpu_nodes().next().ok_or("no CPU")?.cpus[0];
     on_cpu(ctx, from, |placer| {
         let mut r = new_region(2 * PAGES)?;
@@ -793,7 +704,7 @@ fn check_interleave(ctx: &Ctx, asked: &[u32]) -> CheckResult {
     })
 }
 
-fn check_first_touch(ctx: &Ctx, node: u32) -> CheckResult {
+pub(crate) fn check_first_touch(ctx: &Ctx, node: u32) -> CheckResult {
     let spec = ctx
         .layout
         .nodes
@@ -814,13 +725,13 @@ fn check_first_touch(ctx: &Ctx, node: u32) -> CheckResult {
     })
 }
 
-fn fill(r: &mut Region) {
+pub(crate) fn fill(r: &mut Region) {
     for (i, v) in r.as_mut_typed::<u64>().iter_mut().enumerate() {
         *v = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
 
-fn intact(r: &Region) -> bool {
+pub(crate) fn intact(r: &Region) -> bool {
     r.as_typed::<u64>()
         .iter()
         .enumerate()
@@ -829,7 +740,7 @@ fn intact(r: &Region) -> bool {
 
 /// move_pages moves a region through every node, each node once a source and once a
 /// target; statuses, the query and the data must all agree after every step.
-fn check_move_cycle(ctx: &Ctx) -> CheckResult {
+pub(crate) fn check_move_cycle(ctx: &Ctx) -> CheckResult {
     let l = &ctx.layout;
     let start = l.cpu_nodes().next().ok_or("no CPU node")?;
     let (home, pu) = (start.id, start.cpus[0]);
@@ -889,7 +800,7 @@ fn check_move_cycle(ctx: &Ctx) -> CheckResult {
 
 /// Nodes that do not exist: binding is refused before anything happens, and move_pages
 /// fails as a whole and leaves the pages where they were.
-fn check_bad_node(ctx: &Ctx) -> CheckResult {
+pub(crate) fn check_bad_node(ctx: &Ctx) -> CheckResult {
     let l = &ctx.layout;
     let missing = l.nodes.len() as u32 + 3;
     let node = l.nodes.get(1).map_or(0, |n| n.id);
@@ -921,6 +832,7 @@ fn check_bad_node(ctx: &Ctx) -> CheckResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suite::planned_names;
 
     #[test]
     fn round_robin_accepts_any_rotation_only() {

@@ -10,9 +10,8 @@
 //! command runs our test program (`numa-guest touch`), the program's own numa_maps
 //! count is compared with what numalab sampled.
 //!
-//! The entries that run these live in [`crate::cli_checks::table`].
+//! The entries that run these live in `cli_checks::table`.
 
-use crate::cli_checks::{expect, records};
 use crate::layout::Layout;
 use crate::touch::TouchReport;
 use serde_json::Value;
@@ -1047,6 +1046,39 @@ pub fn evaluate_report(html: &str) -> Res {
         html.len() / 1024,
         seen.join(", #")
     ))
+}
+
+/// Fails with `what` unless `cond` holds.
+pub fn expect(cond: bool, what: impl Into<String>) -> Result<(), String> {
+    if cond {
+        Ok(())
+    } else {
+        Err(format!("expected {}", what.into()))
+    }
+}
+
+/// The `data` of every record of this `kind` in a bundle printed by `--json`
+/// (`{"envelope": .., "records": [{"kind": .., "data": ..}, ..]}`); an error if none.
+pub fn records<'a>(bundle: &'a Value, kind: &str) -> Result<Vec<&'a Value>, String> {
+    let recs = bundle
+        .get("records")
+        .and_then(Value::as_array)
+        .ok_or("no `records` array: not a results bundle")?;
+    let found: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r.get("kind").and_then(Value::as_str) == Some(kind))
+        .filter_map(|r| r.get("data"))
+        .collect();
+    if found.is_empty() {
+        let kinds: std::collections::BTreeSet<&str> = recs
+            .iter()
+            .filter_map(|r| r.get("kind").and_then(Value::as_str))
+            .collect();
+        return Err(format!(
+            "no record of kind {kind} (kinds present: {kinds:?})"
+        ));
+    }
+    Ok(found)
 }
 
 #[cfg(test)]

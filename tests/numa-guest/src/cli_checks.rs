@@ -27,6 +27,7 @@
 
 use crate::checks::{compare_machine, Check, CheckResult, Ctx};
 use crate::cli_asserts;
+pub use crate::cli_asserts::{expect, records};
 use crate::layout::Layout;
 use numalab_schema::{cpulist, Machine};
 use serde_json::Value;
@@ -285,39 +286,6 @@ fn tail(s: &str) -> String {
         .find(|i| t.is_char_boundary(*i))
         .unwrap_or(t.len());
     t[start..].to_string()
-}
-
-/// Fails with `what` unless `cond` holds.
-pub fn expect(cond: bool, what: impl Into<String>) -> Result<(), String> {
-    if cond {
-        Ok(())
-    } else {
-        Err(format!("expected {}", what.into()))
-    }
-}
-
-/// The `data` of every record of this `kind` in a bundle printed by `--json`
-/// (`{"envelope": .., "records": [{"kind": .., "data": ..}, ..]}`); an error if none.
-pub fn records<'a>(bundle: &'a Value, kind: &str) -> Result<Vec<&'a Value>, String> {
-    let recs = bundle
-        .get("records")
-        .and_then(Value::as_array)
-        .ok_or("no `records` array: not a results bundle")?;
-    let found: Vec<&Value> = recs
-        .iter()
-        .filter(|r| r.get("kind").and_then(Value::as_str) == Some(kind))
-        .filter_map(|r| r.get("data"))
-        .collect();
-    if found.is_empty() {
-        let kinds: std::collections::BTreeSet<&str> = recs
-            .iter()
-            .filter_map(|r| r.get("kind").and_then(Value::as_str))
-            .collect();
-        return Err(format!(
-            "no record of kind {kind} (kinds present: {kinds:?})"
-        ));
-    }
-    Ok(found)
 }
 
 /// One single-thread task per CPU node, each printing its memory policy (the first

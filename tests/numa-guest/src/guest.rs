@@ -69,7 +69,7 @@ pub fn run(config: &Path, results: &Path) -> i32 {
         let _ = writeln!(port, "{}", e.encode());
         let _ = port.flush();
     };
-    let plan = checks::select(checks::plan(&config.boot), config.only.as_deref());
+    let plan = checks::select(crate::suite::plan(&config.boot), config.only.as_deref());
     emit(&Event::Start {
         uptime_s: uptime_s(),
         kernel: kernel_release(),

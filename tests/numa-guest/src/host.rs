@@ -890,7 +890,7 @@ pub fn run(opts: &Options) -> Result<HostRun, String> {
     let console = console_t.join().unwrap_or_default();
     let qemu_stderr = stderr_t.join().unwrap_or_default();
     let text = std::fs::read_to_string(&results).unwrap_or_default();
-    let expected = crate::checks::planned_names(&opts.boot, opts.only.as_deref());
+    let expected = crate::suite::planned_names(&opts.boot, opts.only.as_deref());
     let mut report = protocol::judge(&expected, &text);
     if timed_out {
         report.problems.push(format!(

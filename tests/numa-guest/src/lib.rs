@@ -28,4 +28,5 @@ pub mod layout;
 pub mod platform;
 pub mod protocol;
 pub mod spin;
+pub mod suite;
 pub mod touch;

@@ -6,7 +6,7 @@
 use clap::{Parser, Subcommand};
 use numalab_numa_guest::host::{self, HostRun, Options};
 use numalab_numa_guest::platform::{Arch, Boot};
-use numalab_numa_guest::{checks, guest, spin, touch};
+use numalab_numa_guest::{guest, spin, touch};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -201,7 +201,7 @@ fn main() -> ExitCode {
                 }
             };
             for b in boots {
-                for name in checks::planned_names(&b, only.as_deref()) {
+                for name in numalab_numa_guest::suite::planned_names(&b, only.as_deref()) {
                     println!("{} {name}", b.name);
                 }
             }

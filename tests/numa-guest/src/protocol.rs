@@ -15,7 +15,7 @@ pub const MARK: &str = "numa-guest ";
 /// One check's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
-    /// The check's name (see [`crate::checks::plan`]).
+    /// The check's name (see [`crate::suite::plan`]).
     pub name: String,
     /// Whether it passed.
     pub passed: bool,

@@ -1,10 +1,18 @@
 //! `numalab doctor`: prints what `numalab_doctor` finds this machine allows.
 
-use crate::cli::DoctorArgs;
 use crate::output::{paint, print_json};
 use crate::CliResult;
+use clap::Args;
 
 pub use numalab_doctor::{collect, Verdict};
+
+/// `numalab doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print the checks as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// Runs `numalab doctor`.
 pub fn run(args: DoctorArgs) -> CliResult {

@@ -1,13 +1,32 @@
 //! `numalab generate`: the man page and shell completions, from the clap definition.
 
-use crate::cli::{Cli, GenerateArgs, GenerateWhat};
 use crate::{CliError, CliResult};
-use clap::CommandFactory;
+use clap::Args;
 use numalab_schema::ErrorClass;
 
-/// Runs `numalab generate`.
-pub fn run(args: GenerateArgs) -> CliResult {
-    let mut cmd = Cli::command();
+/// What `numalab generate` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GenerateWhat {
+    /// The man page (roff), e.g. `numalab generate man > numalab.1`.
+    Man,
+    /// bash completions.
+    Bash,
+    /// zsh completions.
+    Zsh,
+    /// fish completions.
+    Fish,
+}
+
+/// `numalab generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// What to write.
+    #[arg(value_enum)]
+    pub what: GenerateWhat,
+}
+
+/// Runs `numalab generate` on the command line's definition `cmd`.
+pub fn run(args: GenerateArgs, mut cmd: clap::Command) -> CliResult {
     let mut out = std::io::stdout();
     let io = |e: std::io::Error| {
         CliError::new(ErrorClass::Runtime, format!("cannot write to stdout: {e}"))

@@ -1,9 +1,31 @@
 //! `numalab topo`: the machine description.
 
-use crate::cli::TopoArgs;
 use crate::output::{paint, print_json};
 use crate::CliResult;
+use clap::Args;
 use numalab_topo::{render, Input};
+use std::path::PathBuf;
+
+/// `numalab topo`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab topo\n  numalab topo --tree\n  numalab topo --input other-machine.xml --json\n  numalab topo --input kunpeng.tar.bz2\n  numalab topo --export-xml this-machine.xml"
+)]
+pub struct TopoArgs {
+    /// Describe another machine: an hwloc XML file (hwloc 1.x or 2.x format), a sysfs
+    /// snapshot folder (hwloc-gather-topology), or such a snapshot as .tar.bz2/.tar.gz.
+    #[arg(long, value_name = "PATH")]
+    pub input: Option<PathBuf>,
+    /// Also print a condensed tree (identical siblings folded).
+    #[arg(long)]
+    pub tree: bool,
+    /// Print the full machine description as JSON (see docs/schema.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Save this machine's topology as hwloc XML, for `--input` on another machine.
+    #[arg(long, value_name = "FILE", conflicts_with = "input")]
+    pub export_xml: Option<PathBuf>,
+}
 
 /// Runs `numalab topo`.
 pub fn run(args: TopoArgs) -> CliResult {

@@ -55,7 +55,7 @@ pub(super) fn mem(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
         .into_iter()
         .map(|(_, r)| r)
         .collect();
-    let headline = crate::sections::mem::headline_matrix(&lat);
+    let headline = crate::facts::headline_matrix(&lat);
     remote_against_local(m, out, &bw, &headline);
     bandwidth_saturation(out, &bw);
     latency_curves(out, &lat);
@@ -90,13 +90,13 @@ fn remote_against_local(
     let headline_what = headline
         .first()
         .and_then(|r| {
-            Some(crate::sections::mem::latency_kind_text(
+            Some(crate::facts::latency_kind_text(
                 &r.kind(),
                 r.points.first()?.working_set_bytes,
             ))
         })
         .unwrap_or_default();
-    let kernel = crate::sections::mem::matrix_kernel(bw);
+    let kernel = crate::facts::matrix_kernel(bw);
     let bw_m = NodeMatrix {
         cells: bw
             .iter()
@@ -301,7 +301,7 @@ fn latency_curves(out: &mut Out<'_>, lat: &[LatencyRecord]) {
                 Severity::Info,
                 format!(
                     "{}: huge pages give {} the latency of base pages ({} vs {}): {}",
-                    crate::sections::mem::latency_kind_text(&kt, wt)
+                    crate::facts::latency_kind_text(&kt, wt)
                         .replace(&format!(", {}", kt.pages_text()), ""),
                     x(t / b),
                     ns(t),
@@ -347,8 +347,8 @@ fn page_walks(l: &Loaded, out: &mut Out<'_>, lat: &[LatencyRecord], headline: &[
     }
     if let Some(&(node, huge, base, ws)) = walks.first() {
         let hk = headline[0].kind();
-        let what = crate::sections::mem::latency_kind_text(&hk, ws)
-            .replace(&format!(", {}", hk.pages_text()), "");
+        let what =
+            crate::facts::latency_kind_text(&hk, ws).replace(&format!(", {}", hk.pages_text()), "");
         let more = if walks.len() > 1 {
             format!(" (node {node}; {} local pairs measured)", walks.len())
         } else {
@@ -503,7 +503,7 @@ fn under_load(l: &Loaded, out: &mut Out<'_>) {
                 } else {
                     "the chaser's latency"
                 },
-                crate::sections::mem::latency_kind_text(&r.kind(), r.chase_bytes),
+                crate::facts::latency_kind_text(&r.kind(), r.chase_bytes),
                 ns(idle.latency_ns.median),
                 ns(full.latency_ns.median),
                 r.generator_cpus.len(),

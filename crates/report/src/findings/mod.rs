@@ -87,14 +87,7 @@ impl Out<'_> {
     }
 }
 
-/// The machine a bundle describes: its `topo.machine` record, else the envelope's.
-pub fn machine_of(l: &Loaded) -> Option<Machine> {
-    l.records_of::<TopologyRecord>()
-        .into_iter()
-        .next()
-        .map(|(_, t)| t.machine)
-        .or_else(|| l.bundle.envelope.host.topology.clone())
-}
+pub use crate::facts::machine_of;
 
 /// Medians of the same quantity from two probes further apart than this (25%) are a
 /// disagreement: beyond the run-to-run spread of one probe on a quiet machine.
