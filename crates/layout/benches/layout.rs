@@ -121,7 +121,7 @@ fn published() {
             let t0 = Instant::now();
             let inf = infer(&p, &opts, &|_| {}).unwrap();
             let secs = t0.elapsed().as_secs_f64();
-            let r = numalab_layout::record::InferenceRecord::new(
+            let r = numalab_layout::record::inference_record(
                 "knl",
                 "imported",
                 &grid,

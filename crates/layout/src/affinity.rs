@@ -13,7 +13,7 @@
 //! of how much faster communication gets, not of the program's speed-up.
 
 use crate::error::LayoutError;
-use crate::record::InferenceRecord;
+use crate::record::{InferenceRecord, InferenceRecordExt};
 use numalab_c2c::LatencyMatrix;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;

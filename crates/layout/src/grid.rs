@@ -21,15 +21,7 @@ use serde::{Deserialize, Serialize};
 /// Most stops a grid may have (the feature table holds stops^2 entries).
 pub const MAX_STOPS: u32 = 1024;
 
-/// Whether hop costs are known or fitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HopCosts {
-    /// Use the geometry's link cycles; fit one scale (ns per cycle).
-    Fixed,
-    /// Fit one cost (ns) per kind of link.
-    Fit,
-}
+pub use numalab_records::layout::HopCosts;
 
 /// A kind of link: its direction and its cost in the geometry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

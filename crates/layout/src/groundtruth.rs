@@ -20,10 +20,10 @@ use numalab_c2c::LatencyMatrix;
 use numalab_model::geometry::StopId;
 use numalab_model::latency::{core_to_core_matrix, core_to_target_matrix, Placement};
 use numalab_model::Model;
+pub use numalab_records::layout::{Accuracy, GroundTruthRecord, Trial};
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
 /// The grid of a preset: its mesh, cores per tile, tiles (stops that hold cores in the
 /// preset, plus excluded stops that hold a slice: tiles whose cores are disabled), and
@@ -162,19 +162,6 @@ pub fn generate(
     })
 }
 
-/// How close an inferred placement is to the truth, modulo symmetries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Accuracy {
-    /// Fraction of cores at exactly their true stop.
-    pub exact_fraction: f64,
-    /// Mean Manhattan distance (hops) between inferred and true stops.
-    pub mean_displacement_hops: f64,
-    /// Fraction of targets exactly placed (core-to-target matrices).
-    pub target_exact_fraction: Option<f64>,
-    /// The symmetry under which the inferred placement matches best.
-    pub symmetry: String,
-}
-
 /// Compares placements under every symmetry and keeps the best match.
 pub fn accuracy(
     grid: &Grid,
@@ -225,33 +212,6 @@ pub fn accuracy(
         target_exact_fraction: None,
         symmetry: "none".into(),
     })
-}
-
-/// One trial of the accuracy curve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Trial {
-    /// Noise standard deviation, ns.
-    pub noise_ns: f64,
-    /// Seed of the truth (and of the search).
-    pub seed: u64,
-    /// Accuracy of the inferred placement.
-    pub accuracy: Accuracy,
-    /// Tile groups found in the noisy matrix by the c2c structure.
-    pub tile_groups_found: usize,
-    /// Of those, groups that are true tiles.
-    pub tile_groups_correct: usize,
-    /// Residual RMS of the fit, ns.
-    pub residual_rms_ns: f64,
-    /// Squared error of the true placement under its own best constants (what a perfect
-    /// search would reach), ns^2, next to the inferred one's.
-    pub truth_sse_ns2: f64,
-    /// Squared error of the inferred placement, ns^2.
-    pub inferred_sse_ns2: f64,
-    /// The inferred placement fits at least as well as the true one (within rounding:
-    /// 1e-9 of the sum of squared latencies): the search did its job.
-    pub search_optimal: bool,
-    /// Search time, s.
-    pub seconds: f64,
 }
 
 /// Settings of a ground-truth trial.
@@ -323,4 +283,168 @@ pub fn trial(
         search_optimal: inf.solution.sse <= truth_sol.sse + 1e-9 * yy,
         seconds,
     })
+}
+
+/// The `layout.groundtruth` record of one noise level: the trials run at `noise_ns`
+/// with `opts` on `model`'s mesh, summarised (mean and worst exact fraction, mean
+/// displacement, share of true tile pairs found, trials where the search was optimal,
+/// median search time), with the symmetries accuracy is taken modulo.
+///
+/// The tile pairs' share is counted against every true tile of every trial (the
+/// preset's cores over its cores per tile, times the trials) and is only given for
+/// core-to-core matrices of presets whose tiles hold more than one core (`None`
+/// otherwise); groups found beyond the true ones do not raise it.
+pub fn summarise(
+    model: &Model,
+    opts: &TrialOptions,
+    noise_ns: f64,
+    trials: Vec<Trial>,
+    symmetries: Vec<String>,
+) -> GroundTruthRecord {
+    let n = trials.len();
+    let mean = |f: &dyn Fn(&Trial) -> f64| -> f64 {
+        if n == 0 {
+            0.0
+        } else {
+            trials.iter().map(f).sum::<f64>() / n as f64
+        }
+    };
+    let exact_fraction_mean = mean(&|t| t.accuracy.exact_fraction);
+    let mean_displacement_hops = mean(&|t| t.accuracy.mean_displacement_hops);
+    let exact_fraction_min = trials
+        .iter()
+        .map(|t| t.accuracy.exact_fraction)
+        .reduce(f64::min)
+        .unwrap_or(0.0);
+    let secs: Vec<f64> = trials.iter().map(|t| t.seconds).collect();
+    let found: usize = trials.iter().map(|t| t.tile_groups_found).sum();
+    let correct: usize = trials.iter().map(|t| t.tile_groups_correct).sum();
+    let per = model.spec.cores.per_stop as usize;
+    let truth_groups = (per > 1 && opts.kind == Kind::CoreToCore && n > 0)
+        .then(|| model.cores.len().div_ceil(per) * n);
+    GroundTruthRecord {
+        preset: model.label.clone(),
+        kind: opts.kind,
+        hop_costs: opts.hop_costs,
+        disabled_known: opts.disabled_known,
+        noise_ns,
+        exact_fraction_mean,
+        exact_fraction_min,
+        mean_displacement_hops,
+        tile_groups_correct_fraction: truth_groups.map(|g| correct.min(found) as f64 / g as f64),
+        search_optimal_trials: trials.iter().filter(|t| t.search_optimal).count(),
+        seconds_median: numalab_stats::median(&secs).unwrap_or(0.0),
+        trials,
+        symmetries,
+    }
+}
+
+/// The names of the symmetries of a preset's mesh (identity first): what ground-truth
+/// accuracy is taken modulo.
+pub fn symmetry_names(model: &Model, hop_costs: HopCosts) -> Result<Vec<String>, LayoutError> {
+    Ok(preset_grid(model, hop_costs)?
+        .symmetries()
+        .into_iter()
+        .map(|s| s.name)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trial(exact: f64, hops: f64, found: usize, correct: usize, optimal: bool, s: f64) -> Trial {
+        Trial {
+            noise_ns: 2.0,
+            seed: 1,
+            accuracy: Accuracy {
+                exact_fraction: exact,
+                mean_displacement_hops: hops,
+                target_exact_fraction: None,
+                symmetry: "identity".into(),
+            },
+            tile_groups_found: found,
+            tile_groups_correct: correct,
+            residual_rms_ns: 1.0,
+            truth_sse_ns2: 10.0,
+            inferred_sse_ns2: 10.0,
+            search_optimal: optimal,
+            seconds: s,
+        }
+    }
+
+    fn opts(kind: Kind) -> TrialOptions {
+        TrialOptions {
+            kind,
+            hop_costs: HopCosts::Fixed,
+            disabled_known: true,
+            search: Options::default(),
+        }
+    }
+
+    #[test]
+    fn summary_of_three_trials_by_hand() {
+        // Xeon Phi 7210: 64 cores, 2 per tile, so 32 true tiles per trial.
+        let model = Model::load("knl-7210", &[]).unwrap();
+        let trials = vec![
+            trial(1.0, 0.0, 32, 32, true, 3.0),
+            trial(0.5, 1.0, 30, 28, false, 1.0),
+            trial(0.75, 0.5, 31, 30, true, 2.0),
+        ];
+        let r = summarise(
+            &model,
+            &opts(Kind::CoreToCore),
+            2.0,
+            trials.clone(),
+            vec!["identity".into(), "rotation 180".into()],
+        );
+        assert_eq!(r.preset, "knl-7210");
+        assert_eq!(r.kind, Kind::CoreToCore);
+        assert_eq!(r.hop_costs, HopCosts::Fixed);
+        assert!(r.disabled_known);
+        assert_eq!(r.noise_ns, 2.0);
+        // (1 + 0.5 + 0.75) / 3 = 0.75; worst 0.5.
+        assert!((r.exact_fraction_mean - 0.75).abs() < 1e-12);
+        assert_eq!(r.exact_fraction_min, 0.5);
+        // (0 + 1 + 0.5) / 3 = 0.5 hops.
+        assert!((r.mean_displacement_hops - 0.5).abs() < 1e-12);
+        // 90 correct of 93 found, against 3 x 32 = 96 true tiles.
+        assert_eq!(r.tile_groups_correct_fraction, Some(90.0 / 96.0));
+        assert_eq!(r.search_optimal_trials, 2);
+        // Median of 3, 1 and 2 s.
+        assert_eq!(r.seconds_median, 2.0);
+        assert_eq!(r.trials, trials);
+        assert_eq!(r.symmetries, vec!["identity", "rotation 180"]);
+    }
+
+    #[test]
+    fn tile_pairs_only_where_tiles_are_shared_and_matrices_are_core_to_core() {
+        let knl = Model::load("knl-7210", &[]).unwrap();
+        let two = vec![
+            trial(1.0, 0.0, 32, 32, true, 1.0),
+            trial(1.0, 0.0, 32, 32, true, 2.0),
+        ];
+        let r = summarise(&knl, &opts(Kind::CoreToTarget), 0.0, two.clone(), vec![]);
+        assert_eq!(r.tile_groups_correct_fraction, None);
+        assert_eq!(r.seconds_median, 1.5);
+        // One core per stop: no tiles to find.
+        let mesh = Model::load("mesh", &[]).unwrap();
+        let r = summarise(&mesh, &opts(Kind::CoreToCore), 0.0, two, vec![]);
+        assert_eq!(r.tile_groups_correct_fraction, None);
+        assert_eq!(r.exact_fraction_mean, 1.0);
+        // No trials: zeros, never an infinity (JSON has none).
+        let r = summarise(&knl, &opts(Kind::CoreToCore), 0.0, vec![], vec![]);
+        assert_eq!(r.exact_fraction_min, 0.0);
+        assert_eq!(r.exact_fraction_mean, 0.0);
+        assert_eq!(r.tile_groups_correct_fraction, None);
+        assert!(serde_json::to_string(&r).is_ok());
+    }
+
+    #[test]
+    fn symmetry_names_start_with_the_identity() {
+        let mesh = Model::load("mesh", &[]).unwrap();
+        let names = symmetry_names(&mesh, HopCosts::Fixed).unwrap();
+        assert_eq!(names[0], "identity");
+        assert_eq!(names.len(), 8);
+    }
 }

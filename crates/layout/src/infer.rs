@@ -40,15 +40,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-/// What the matrix relates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    /// Core to core (a `numalab c2c` matrix).
-    CoreToCore,
-    /// Core to target (a line homed at each slice or served by each controller).
-    CoreToTarget,
-}
+pub use numalab_records::layout::{Kind, Restart};
 
 /// One measured latency.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -164,17 +156,6 @@ pub struct Margin {
     pub delta_sse: f64,
     /// Probability that the chosen stop, rather than the alternative, is right.
     pub confidence: f64,
-}
-
-/// One restart's outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Restart {
-    /// Its seed.
-    pub seed: u64,
-    /// Final squared error, ns^2.
-    pub sse: f64,
-    /// Same placement as the best, modulo the mesh's symmetries.
-    pub same_as_best: bool,
 }
 
 /// The inferred placement.

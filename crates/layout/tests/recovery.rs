@@ -5,7 +5,7 @@
 use numalab_c2c::LatencyMatrix;
 use numalab_layout::groundtruth::{self, preset_grid, TrialOptions};
 use numalab_layout::infer::{infer, Problem};
-use numalab_layout::record::InferenceRecord;
+use numalab_layout::record::{self, InferenceRecord, InferenceRecordExt};
 use numalab_layout::{Grid, HopCosts, Kind, Measured, Options};
 use numalab_model::spec::Routing;
 use numalab_model::Model;
@@ -188,7 +188,7 @@ fn record_rebuilds_the_latency_model() {
     let p = Problem::new(&grid, &truth.measured, &[]).unwrap();
     let opts = search(2);
     let inf = infer(&p, &opts, &|_| {}).unwrap();
-    let r = InferenceRecord::new(
+    let r = record::inference_record(
         "gen",
         "modeled",
         &grid,

@@ -2,18 +2,20 @@
 //! (`infer`), checked against ground truth from the model (`groundtruth`), and used to
 //! place cooperating threads (`affinity`). The work is in `numalab-layout`; this module
 //! parses flags (geometry, hop costs and tiles are checked before anything is read),
-//! writes records through the shared [`Recorder`] and prints tables.
+//! writes records through the shared [`Recorder`] and prints the report's layout sections
+//! for them.
 
-use crate::output::paint;
+use crate::output::print_sections;
 use crate::record::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_layout::affinity::{self, Comm, CostMatrix};
 use numalab_layout::draw::{self, Heat};
-use numalab_layout::groundtruth::{self, preset_grid, TrialOptions};
-use numalab_layout::infer::{self, tile_groups, Problem};
-use numalab_layout::record::{AffinityRecord, GroundTruthRecord, InferenceRecord};
-use numalab_layout::{input, Grid, HopCosts, Kind, LayoutError, Options};
+use numalab_layout::groundtruth::{self, TrialOptions};
+use numalab_layout::infer::{self, Problem};
+use numalab_layout::record::{self, AffinityRecord, InferenceRecord, InferenceRecordExt};
+use numalab_layout::setup::{self, HopCost, Setup};
+use numalab_layout::{input, HopCosts, Kind, LayoutError, Options};
 use numalab_model::spec::Routing;
 use numalab_model::Model;
 use numalab_schema::record::Host;
@@ -239,9 +241,9 @@ fn parse_geometry(text: &str) -> Result<(u32, u32), CliError> {
 }
 
 /// `V,H` or `fit`.
-fn parse_hop_cost(text: &str) -> Result<Option<(u32, u32)>, CliError> {
+fn parse_hop_cost(text: &str) -> Result<HopCost, CliError> {
     if text.trim().eq_ignore_ascii_case("fit") {
-        return Ok(None);
+        return Ok(HopCost::Fit);
     }
     let bad = || {
         usage(format!(
@@ -254,13 +256,16 @@ fn parse_hop_cost(text: &str) -> Result<Option<(u32, u32)>, CliError> {
     if v == 0 || h == 0 {
         return Err(bad());
     }
-    Ok(Some((v, h)))
+    Ok(HopCost::Cycles {
+        vertical: v,
+        horizontal: h,
+    })
 }
 
 fn run_infer(a: &InferArgs) -> CliResult {
     // Flags first, without reading anything.
     let geometry = a.geometry.as_deref().map(parse_geometry).transpose()?;
-    let hop = a.hop_cost.as_deref().map(parse_hop_cost).transpose()?;
+    let hop_cost = a.hop_cost.as_deref().map(parse_hop_cost).transpose()?;
     if a.restarts == 0 {
         return Err(usage("--restarts must be at least 1"));
     }
@@ -286,103 +291,24 @@ fn run_infer(a: &InferArgs) -> CliResult {
         }
         _ => {}
     }
-    let mut notes = loaded.notes.clone();
-    let hop_costs = match hop {
-        Some(None) => HopCosts::Fit,
-        Some(Some(_)) => HopCosts::Fixed,
-        None if a.preset.is_some() => HopCosts::Fixed,
-        None => HopCosts::Fit,
-    };
-    let structure = loaded.c2c.as_ref().map(numalab_c2c::infer);
-    let (mut grid, preset_label) = if let Some(p) = &a.preset {
-        let mut model = Model::load(p, &[]).map_err(LayoutError::from)?;
-        if model.geo.sockets != 1 {
-            return Err(usage(format!(
-                "--preset {p}: {} sockets; layout inference fits one mesh (fit each socket's matrix with a one-socket preset)",
-                model.geo.sockets
-            )));
-        }
-        if let Some(r) = a.routing {
-            model.geo.routing = r.into();
-        }
-        if let Some(Some((v, h))) = hop {
-            let mut g = numalab_model::geometry::Geometry::uniform(
-                model.geo.cols,
-                model.geo.rows,
-                model.geo.routing,
-                0,
-                h,
-                v,
-            );
-            g.inject_cycles = model.geo.inject_cycles;
-            g.eject_cycles = model.geo.eject_cycles;
-            model.geo = g;
-        }
-        let mut grid = preset_grid(&model, hop_costs)?;
-        if let Some(c) = a.cores_per_tile {
-            grid.capacity = c;
-        }
-        if m.kind == Kind::CoreToCore || m.kind == Kind::CoreToTarget {
-            let cores = model.cores.len();
-            if n != cores {
-                return Err(CliError::new(
-                    ErrorClass::Input,
-                    format!(
-                        "{}: the matrix has {n} CPUs but {} has {cores} cores: the matrix size does not match the geometry; give one CPU per core (measure with --cpus) or use --geometry ROWSxCOLS",
-                        a.input.display(),
-                        model.label
-                    ),
-                ));
-            }
-        }
-        (grid, Some(model.label.clone()))
-    } else {
-        let (rows, cols) =
-            geometry.ok_or_else(|| usage("give --geometry ROWSxCOLS or --preset"))?;
-        let (v, h) = hop.flatten().unwrap_or((1, 1));
-        let routing: Routing = a.routing.map_or(Routing::Xy, Into::into);
-        let slots = rows as usize * cols as usize;
-        let capacity = match a.cores_per_tile {
-            Some(c) => c,
-            None if n > slots => {
-                // The matrix needs shared tiles: take the size of the finest c2c groups.
-                let k = structure
-                    .as_ref()
-                    .and_then(|s| s.levels.first())
-                    .map(|l| l.groups.iter().map(|g| g.cpus.len()).max().unwrap_or(1))
-                    .unwrap_or(1) as u32;
-                if k > 1 && n <= slots * k as usize {
-                    notes.push(format!(
-                        "{n} CPUs on {slots} stops: {k} cores per tile, the size of the finest groups of the c2c structure"
-                    ));
-                    k
-                } else {
-                    1
-                }
-            }
-            None => 1,
-        };
-        (
-            Grid::uniform(rows, cols, routing, v, h, capacity, hop_costs)?,
-            None,
-        )
-    };
-    if let Some(d) = &a.disabled {
-        let tiles = numalab_layout::grid::parse_stops(d, grid.geo.cols, grid.geo.rows)?;
-        let stops: Vec<u32> = tiles.iter().map(|&(x, y)| grid.stop(x, y)).collect();
-        grid.disable(&stops);
-        notes.push(format!("{} tiles given as disabled", stops.len()));
-    }
-    let groups = match (&structure, a.no_tile_groups) {
-        (Some(s), false) if grid.capacity > 1 => tile_groups(s, &m.cpus, grid.capacity),
-        _ => Vec::new(),
-    };
-    if !groups.is_empty() {
-        notes.push(format!(
-            "{} groups of CPUs kept on one tile each (the c2c structure's finest level)",
-            groups.len()
-        ));
-    }
+    let setup::Prepared {
+        grid,
+        preset,
+        groups,
+        mut notes,
+    } = setup::prepare(
+        &Setup {
+            input: a.input.display().to_string(),
+            preset: a.preset.clone(),
+            geometry,
+            routing: a.routing.map(Into::into),
+            hop_cost: hop_cost.unwrap_or_default(),
+            cores_per_tile: a.cores_per_tile,
+            disabled: a.disabled.clone(),
+            tile_groups: !a.no_tile_groups,
+        },
+        &loaded,
+    )?;
     // Sizes and constraints are checked here, before the search.
     let problem = Problem::new(&grid, m, &groups)?;
     let opts = Options {
@@ -427,11 +353,11 @@ fn run_infer(a: &InferArgs) -> CliResult {
                 .join(", ")
         ));
     }
-    let r = InferenceRecord::new(
+    let r = record::inference_record(
         &a.input.display().to_string(),
         &loaded.origin,
         &grid,
-        preset_label,
+        preset,
         m,
         &inf,
         &groups,
@@ -454,13 +380,18 @@ fn run_infer(a: &InferArgs) -> CliResult {
     }
     let key = format!("layout/inference/{}", a.input.display());
     rec.push(Record::new(key, origin, &r))?;
-    if !rec.json() {
-        print_inference(&r);
+    let json = rec.json();
+    let bundle = rec.finish()?;
+    if !json {
+        print_sections(
+            &bundle.envelope,
+            bundle.records,
+            numalab_report::sections::layout::sections,
+        );
         if let Some(p) = &a.svg {
             println!("floorplan written to {}", p.display());
         }
     }
-    rec.finish()?;
     if inf.interrupted {
         return Err(CliError::new(
             ErrorClass::Interrupted,
@@ -468,125 +399,6 @@ fn run_infer(a: &InferArgs) -> CliResult {
         ));
     }
     Ok(())
-}
-
-fn print_inference(r: &InferenceRecord) {
-    let g = &r.geometry;
-    let hop = match g.hop_costs {
-        HopCosts::Fixed => format!(
-            "hop costs given: vertical {:?}, horizontal {:?} cycles",
-            g.hop_cycles_vertical, g.hop_cycles_horizontal
-        ),
-        HopCosts::Fit => "hop costs fitted".to_string(),
-    };
-    println!(
-        "{} of {} CPUs on a {} x {} mesh ({} rows x {} columns{}, {} routing, {hop}, {} cores per tile)",
-        paint("1", "floorplan"),
-        r.cores.len(),
-        g.rows,
-        g.cols,
-        g.rows,
-        g.cols,
-        g.preset.as_ref().map_or(String::new(), |p| format!(", preset {p}")),
-        g.routing.to_uppercase(),
-        g.cores_per_tile
-    );
-    let consts: Vec<String> = r
-        .constants
-        .iter()
-        .map(|c| {
-            let unit = match c.name.as_str() {
-                "base" | "same_stop" => "ns",
-                "per_cycle" => "ns per cycle",
-                _ => "ns per hop",
-            };
-            format!("{} {:.2} {unit}", c.name.replace('_', " "), c.value_ns)
-        })
-        .collect();
-    println!("fit: {}", consts.join(", "));
-    println!(
-        "residual {:.2} ns rms over {} latencies (R^2 {:.3}); {} of {} restarts ended at the best placement",
-        r.residual_rms_ns,
-        r.observations,
-        r.r_squared,
-        r.restarts_same_as_best,
-        r.restarts.len()
-    );
-    // The grid, top row first.
-    let mut cell: Vec<Vec<String>> = vec![vec![String::new(); g.cols as usize]; g.rows as usize];
-    for c in &r.cores {
-        let s = &mut cell[c.y as usize][c.x as usize];
-        if !s.is_empty() {
-            s.push(',');
-        }
-        s.push_str(&c.cpu.to_string());
-        if c.confidence < 0.9 {
-            s.push('?');
-        }
-    }
-    for p in &g.no_cores {
-        let s = &mut cell[p[1] as usize][p[0] as usize];
-        if s.is_empty() {
-            *s = "#".into();
-        }
-    }
-    for p in &r.empty_tiles {
-        let s = &mut cell[p[1] as usize][p[0] as usize];
-        if s.is_empty() {
-            *s = "-".into();
-        }
-    }
-    let mut targets: Vec<Vec<Vec<String>>> =
-        vec![vec![Vec::new(); g.cols as usize]; g.rows as usize];
-    for t in &r.targets {
-        targets[t.y as usize][t.x as usize]
-            .push(t.target.rsplit(':').next().unwrap_or(&t.target).to_string());
-    }
-    let width = cell
-        .iter()
-        .flatten()
-        .map(String::len)
-        .chain(targets.iter().flatten().map(|v| v.join(",").len() + 2))
-        .max()
-        .unwrap_or(1)
-        .max(5);
-    print!("      ");
-    for x in 0..g.cols {
-        print!(" {:<width$}", format!("x={x}"));
-    }
-    println!();
-    for y in (0..g.rows as usize).rev() {
-        print!("{:<6}", format!("y={y}"));
-        for c in &cell[y] {
-            print!(" {c:<width$}");
-        }
-        println!();
-        if !r.targets.is_empty() {
-            print!("      ");
-            for t in &targets[y] {
-                print!(
-                    " {:<width$}",
-                    if t.is_empty() {
-                        String::new()
-                    } else {
-                        format!("[{}]", t.join(","))
-                    }
-                );
-            }
-            println!();
-        }
-    }
-    println!("cells: CPU ids ('?': confidence below 0.9); '-': tile left empty (disabled, as inferred); '#': holds no core{}",
-        if r.targets.is_empty() { "" } else { "; [..]: targets" });
-    if !r.low_confidence_cpus.is_empty() {
-        println!(
-            "low confidence: CPUs {} (their best other stop fits almost as well)",
-            cpulist::format(&r.low_confidence_cpus)
-        );
-    }
-    for n in &r.notes {
-        println!("note: {n}");
-    }
 }
 
 fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
@@ -641,11 +453,7 @@ fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
         Origin::Modeled,
         numalab_model::machine::host(&model),
     )?;
-    let syms: Vec<String> = preset_grid(&model, hop_costs)?
-        .symmetries()
-        .into_iter()
-        .map(|s| s.name)
-        .collect();
+    let syms = groundtruth::symmetry_names(&model, hop_costs)?;
     let bar = indicatif::ProgressBar::new((levels.len() * a.trials) as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -653,22 +461,14 @@ fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let mut out: Vec<GroundTruthRecord> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
     for &noise in &levels {
         let key = format!(
             "layout/groundtruth/{}/{:?}/{:?}/{}/noise{noise}/seed{}/trials{}",
             model.label, kind, hop_costs, a.disabled_known, a.seed, a.trials
         );
+        keys.push(key.clone());
         if rec.done(&key) {
-            if let Some(r) = rec
-                .previous
-                .iter()
-                .find(|r| r.key == key)
-                .and_then(|r| r.decode::<GroundTruthRecord>())
-                .and_then(Result::ok)
-            {
-                out.push(r);
-            }
             bar.inc(a.trials as u64);
             continue;
         }
@@ -683,80 +483,18 @@ fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
             trials.push(groundtruth::trial(&model, &opts, noise, a.seed + k as u64)?);
             bar.inc(1);
         }
-        let ex: Vec<f64> = trials.iter().map(|t| t.accuracy.exact_fraction).collect();
-        let secs: Vec<f64> = trials.iter().map(|t| t.seconds).collect();
-        let found: usize = trials.iter().map(|t| t.tile_groups_found).sum();
-        let correct: usize = trials.iter().map(|t| t.tile_groups_correct).sum();
-        let truth_groups = if model.spec.cores.per_stop > 1 && kind == Kind::CoreToCore {
-            Some(
-                model
-                    .cores
-                    .len()
-                    .div_ceil(model.spec.cores.per_stop as usize)
-                    * a.trials,
-            )
-        } else {
-            None
-        };
-        let r = GroundTruthRecord {
-            preset: model.label.clone(),
-            kind,
-            hop_costs,
-            disabled_known: a.disabled_known,
-            noise_ns: noise,
-            exact_fraction_mean: ex.iter().sum::<f64>() / ex.len() as f64,
-            exact_fraction_min: ex.iter().copied().fold(f64::INFINITY, f64::min),
-            mean_displacement_hops: trials
-                .iter()
-                .map(|t| t.accuracy.mean_displacement_hops)
-                .sum::<f64>()
-                / trials.len() as f64,
-            tile_groups_correct_fraction: truth_groups
-                .map(|g| correct.min(found) as f64 / g as f64),
-            search_optimal_trials: trials.iter().filter(|t| t.search_optimal).count(),
-            seconds_median: numalab_stats::median(&secs).unwrap_or(0.0),
-            trials,
-            symmetries: syms.clone(),
-        };
+        let r = groundtruth::summarise(&model, &opts, noise, trials, syms.clone());
         rec.push(Record::new(key, Origin::Modeled, &r))?;
-        out.push(r);
     }
     bar.finish_and_clear();
     if !rec.json() {
-        println!(
-            "{}: {} on {} ({} trials per level, hop costs {}, disabled tiles {}); accuracy modulo {}",
-            paint("1", "recovery accuracy"),
-            match kind { Kind::CoreToCore => "core-to-core matrices", Kind::CoreToTarget => "core x slice matrices" },
-            model.label,
-            a.trials,
-            match hop_costs { HopCosts::Fixed => "given", HopCosts::Fit => "fitted" },
-            if a.disabled_known { "given" } else { "unknown" },
-            syms.join(", ")
+        // This run's levels, and earlier runs' of the same journal for them.
+        let shown = rec.latest().into_iter().filter(|r| keys.contains(&r.key));
+        print_sections(
+            rec.envelope(),
+            shown,
+            numalab_report::sections::layout::sections,
         );
-        println!(
-            "{:>9}  {:>13}  {:>9}  {:>18}  {:>12}  {:>13}  {:>8}",
-            "noise ns",
-            "exact (mean)",
-            "worst",
-            "displacement hops",
-            "tile pairs",
-            "search optimal",
-            "time s"
-        );
-        for r in &out {
-            println!(
-                "{:>9}  {:>12.1}%  {:>8.1}%  {:>18.2}  {:>12}  {:>14}  {:>8.2}",
-                r.noise_ns,
-                100.0 * r.exact_fraction_mean,
-                100.0 * r.exact_fraction_min,
-                r.mean_displacement_hops,
-                r.tile_groups_correct_fraction
-                    .map_or("-".into(), |f| format!("{:.0}%", 100.0 * f)),
-                format!("{}/{}", r.search_optimal_trials, r.trials.len()),
-                r.seconds_median
-            );
-        }
-        println!("search optimal: trials where the inferred placement fits the noisy matrix at least as well as the true one (the remaining error is the noise's, not the search's)");
     }
     rec.finish()?;
     Ok(())
@@ -895,26 +633,14 @@ fn run_affinity(a: &AffinityArgs) -> CliResult {
         origin,
         &r,
     ))?;
-    if !rec.json() {
-        println!("{} {}", paint("1", "cpus:"), r.cpulist);
-        println!(
-            "mean latency between communicating threads: {:.1} ns here, {:.1} ns with scatter (CPUs {}): predicted gain {:.2}x",
-            r.cost_ns,
-            r.scatter_cost_ns,
-            cpulist::format(&scatter),
-            r.predicted_gain
+    let json = rec.json();
+    let bundle = rec.finish()?;
+    if !json {
+        print_sections(
+            &bundle.envelope,
+            bundle.records,
+            numalab_report::sections::layout::sections,
         );
-        for (i, cpu) in r.placement.iter().enumerate() {
-            let t = r.nearest_targets[i]
-                .as_ref()
-                .map_or(String::new(), |t| format!("  (home its data at {t})"));
-            println!("  thread {i:>3} -> CPU {cpu}{t}");
-        }
-        println!("e.g. taskset -c {} ./program", r.cpulist);
-        for n in &r.notes {
-            println!("note: {n}");
-        }
     }
-    rec.finish()?;
     Ok(())
 }

@@ -90,11 +90,11 @@ fn infers_the_published_xeon_phi_matrix_and_advises_affinity() {
     assert!(a["cost_ns"].as_f64().unwrap() <= a["scatter_cost_ns"].as_f64().unwrap());
     assert!(a["predicted_gain"].as_f64().unwrap() >= 1.0);
     assert_eq!(a["source"], "layout");
-    // Human output names the CPU list.
+    // Human output names the CPU list (the report's affinity section).
     let out = numalab(&["layout", "affinity", "--threads", "4", "--input", &knl]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && text.contains("cpus:") && text.contains("predicted gain"),
+        out.status.success() && text.contains("CPUs: ") && text.contains("predicted gain"),
         "{text}"
     );
 }

@@ -55,7 +55,9 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<numalab_records::mem::latency::LatencyRecord>,
         ok::<numalab_records::mem::LoadedRecord>,
         ok::<numalab_records::mem::MigrateRecord>,
-        // layout kinds (numalab_records::layout) go here
+        ok::<numalab_records::layout::InferenceRecord>,
+        ok::<numalab_records::layout::GroundTruthRecord>,
+        ok::<numalab_records::layout::AffinityRecord>,
         ok::<numalab_records::schedule::PlanRecord>,
         ok::<numalab_records::schedule::RunRecord>,
         ok::<numalab_records::schedule::SummaryRecord>,
