@@ -21,7 +21,6 @@ pub mod metric;
 pub mod numa_maps;
 pub mod plan;
 pub mod policy;
-pub mod report;
 pub mod run;
 pub mod sample;
 pub mod scale;

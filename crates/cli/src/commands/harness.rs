@@ -7,10 +7,8 @@ use crate::record::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
 use numalab_harness::run::{Progress, Sink};
-use numalab_harness::{
-    report, HarnessError, Metric, Param, Placement, PolicyKind, ScalePlan, Study,
-};
-use numalab_schema::{cpulist, ErrorClass, Machine, Origin};
+use numalab_harness::{HarnessError, Metric, Param, Placement, PolicyKind, ScalePlan, Study};
+use numalab_schema::{cpulist, ErrorClass, Machine, Origin, Record, RecordKind};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -248,13 +246,12 @@ fn recorder(
     )
 }
 
-/// Runs a planned study under a progress bar, then shows it: its table (not with
-/// --json), its chart (--svg), and failed runs in the exit code.
+/// Runs a planned study under a progress bar, then shows it: the report's section of
+/// its summary (not with --json), its chart (--svg), and failed runs in the exit code.
 fn run_study<S>(
     mut rec: Recorder,
     svg_path: &Option<PathBuf>,
     study: impl FnOnce(&mut dyn Sink, &mut dyn FnMut(&Progress)) -> Result<S, HarnessError>,
-    text: fn(&S) -> String,
     svg: fn(&S) -> String,
     failed_runs: fn(&S) -> (usize, usize),
 ) -> CliResult {
@@ -264,7 +261,19 @@ fn run_study<S>(
     match result {
         Ok(s) => {
             if !rec.json() {
-                print!("{}", text(&s));
+                // The study's summary as the report shows it (its runs are in the
+                // journal and the report's appendix, not on the terminal).
+                let summaries: Vec<Record> = rec
+                    .records()
+                    .iter()
+                    .filter(|r| r.kind != <numalab_harness::RunRecord as RecordKind>::KIND)
+                    .cloned()
+                    .collect();
+                crate::output::print_sections(
+                    rec.envelope(),
+                    summaries,
+                    numalab_report::sections::harness::sections,
+                );
             }
             write_svg(svg_path, svg(&s))?;
             finish(rec, Ok(()), failed_runs(&s))
@@ -334,7 +343,6 @@ pub fn scale(a: ScaleArgs) -> CliResult {
         rec,
         &a.study.svg,
         |sink, progress| numalab_harness::scale(&m, &plan, &study, sink, progress),
-        report::scale_text,
         numalab_report::draw::harness::scale_svg,
         |s| (s.failed_runs, s.points.iter().map(|p| p.stats.runs).sum()),
     )
@@ -356,7 +364,6 @@ pub fn policy(a: PolicyArgs) -> CliResult {
         rec,
         &a.study.svg,
         |sink, progress| numalab_harness::policy(&m, &plan, &study, sink, progress),
-        report::policy_text,
         numalab_report::draw::harness::policy_svg,
         |s| (s.failed_runs, s.results.iter().map(|p| p.stats.runs).sum()),
     )
@@ -414,7 +421,6 @@ pub fn sweep(a: SweepArgs) -> CliResult {
                 },
             )
         },
-        report::sweep_text,
         numalab_report::draw::harness::sweep_svg,
         |s| (s.failed_runs, s.points.iter().map(|p| p.stats.runs).sum()),
     )

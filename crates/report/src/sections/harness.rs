@@ -39,6 +39,19 @@ fn power(p: &PointStats) -> Cell {
     }
 }
 
+/// What the power figures cover, and why there is no frequency figure.
+fn extras(stats: &[&PointStats]) -> Vec<String> {
+    let mut out = Vec::new();
+    // (Why there is no power figure is the power column's own note.)
+    if let Some(c) = stats.iter().find_map(|s| s.power_covers.clone()) {
+        out.push(format!("power figures: {c}"));
+    }
+    if let Some(f) = stats.iter().find_map(|s| s.frequency_not_available.clone()) {
+        out.push(format!("frequency: {f}"));
+    }
+    out
+}
+
 /// Sections of the study summaries and runs of a bundle.
 pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     let mut out = Vec::new();
@@ -64,25 +77,49 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             scale_chart(&sc).to_svg(),
             "Speedup over the smallest thread count with 95% intervals; dashed: ideal; marks: topology boundaries crossed",
         );
+        // Energy, frequency and response-time columns only where a point has them.
+        let has = |f: fn(&PointStats) -> bool| sc.points.iter().any(|p| f(&p.stats));
+        let (joules, mhz) = (
+            has(|p| p.work_per_joule.is_some()),
+            has(|p| p.mean_khz.is_some()),
+        );
+        let resp = sc
+            .points
+            .iter()
+            .find_map(|p| p.stats.response.as_ref().map(|r| r.unit.clone()));
+        let mut cols: Vec<(&str, Option<&str>)> = vec![
+            ("threads", None),
+            ("CPUs", None),
+            ("boundaries", None),
+            ("throughput", None),
+            ("per thread", None),
+            ("speedup", None),
+            ("efficiency", None),
+            ("CPUs busy", None),
+            ("power", Some("W")),
+        ];
+        if joules {
+            cols.push(("work per joule", None));
+        }
+        if mhz {
+            cols.push(("frequency", Some("MHz")));
+        }
+        if let Some(u) = &resp {
+            cols.extend([
+                ("p50", Some(u.as_str())),
+                ("p95", Some(u.as_str())),
+                ("p99", Some(u.as_str())),
+            ]);
+        }
+        cols.push(("runs ok", None));
         let mut t = table(
             &anchors::id(b, &format!("scale-points-{}", sc.study_id)),
             "Points",
-            &[
-                ("threads", None),
-                ("CPUs", None),
-                ("boundaries", None),
-                ("throughput", None),
-                ("per thread", None),
-                ("speedup", None),
-                ("efficiency", None),
-                ("CPUs busy", None),
-                ("power", Some("W")),
-                ("runs ok", None),
-            ],
+            &cols,
         );
         for p in &sc.points {
             let why = why(&p.stats);
-            t.push(vec![
+            let mut row = vec![
                 Cell::num(p.threads as f64, 0),
                 Cell::text(&p.cpus),
                 Cell::text(p.boundaries.join(", ")),
@@ -92,10 +129,26 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 iv(p.efficiency.as_ref(), 1.0, 2, &why),
                 busy(&p.stats),
                 power(&p.stats),
-                Cell::text(format!("{}/{}", p.stats.ok, p.stats.runs)),
-            ]);
+            ];
+            if joules {
+                row.push(opt(p.stats.work_per_joule, 3, "no power figure"));
+            }
+            if mhz {
+                row.push(opt(p.stats.mean_khz.map(|k| k / 1000.0), 0, "not sampled"));
+            }
+            if resp.is_some() {
+                let r = p.stats.response.as_ref();
+                row.push(iv(r.map(|r| &r.p50), 1.0, 3, "no response times"));
+                row.push(iv(r.map(|r| &r.p95), 1.0, 3, "no response times"));
+                row.push(iv(r.map(|r| &r.p99), 1.0, 3, "no response times"));
+            }
+            row.push(Cell::text(format!("{}/{}", p.stats.ok, p.stats.runs)));
+            t.push(row);
         }
         t.notes.push(format!("throughput: {}", sc.throughput_unit));
+        t.notes.extend(extras(
+            &sc.points.iter().map(|p| &p.stats).collect::<Vec<_>>(),
+        ));
         s.table(t);
         out.push(s);
     }
@@ -126,6 +179,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 ("largest node share", None),
                 ("evenness", None),
                 ("pages per node", None),
+                ("data pages", None),
                 ("CPUs busy", None),
             ],
         );
@@ -144,9 +198,29 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                         .collect::<Vec<_>>()
                         .join(", "),
                 ),
+                r.pages
+                    .as_ref()
+                    .map_or(Cell::missing("pages not sampled"), |p| {
+                        Cell::text(numalab_schema::units::bytes(p.data_total()))
+                    }),
                 busy(&r.stats),
             ]);
         }
+        t.notes.push(format!(
+            "{} thread(s) on CPUs {}, bind/preferred node {}, metric {}, {} run(s) each; throughput: {}",
+            po.plan.threads,
+            po.plan
+                .cpus
+                .as_ref()
+                .map_or("all (not pinned)".into(), |c| numalab_schema::cpulist::format(c)),
+            po.plan.node,
+            po.metric,
+            po.repeat,
+            po.throughput_unit
+        ));
+        t.notes.extend(extras(
+            &po.results.iter().map(|r| &r.stats).collect::<Vec<_>>(),
+        ));
         s.table(t);
         out.push(s);
     }
@@ -166,6 +240,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             "Values",
             &[
                 ("value", None),
+                ("metric", None),
                 ("throughput", None),
                 ("speedup", None),
                 ("CPUs busy", None),
@@ -180,12 +255,20 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             };
             t.push(vec![
                 Cell::text(&p.label),
+                iv(p.stats.metric.as_ref(), 1.0, 3, &why),
                 iv(p.stats.throughput.as_ref(), 1.0, 3, &why),
                 iv(p.speedup.as_ref(), 1.0, 2, &why),
                 busy(&p.stats),
                 Cell::text(format!("{}/{}", p.stats.ok, p.stats.runs)),
             ]);
         }
+        t.notes.push(format!(
+            "metric {}, {} run(s) per value; throughput: {}",
+            sw.metric, sw.repeat, sw.throughput_unit
+        ));
+        t.notes.extend(extras(
+            &sw.points.iter().map(|p| &p.stats).collect::<Vec<_>>(),
+        ));
         s.table(t);
         out.push(s);
     }
