@@ -21,7 +21,8 @@ use crate::kernels::IsaExt;
 use crate::kernels::{self, verify, Arrays, Isa, Kernel};
 use crate::pool::{self, Placed};
 use crate::{
-    budget, check_clock, llc_bytes, MemError, Outcome, PageRequest, PagesObtained, Sink, Timer,
+    budget, check_clock, llc_bytes, Cells, MemError, Outcome, PageRequest, PagesObtained, Sink,
+    Timer,
 };
 use numalab_schema::{cpulist, units, Machine, Origin, Record, Warning};
 use numalab_stats::Summary;
@@ -494,12 +495,10 @@ fn corrupt_for_test(_: &str, _: Kernel, _: &mut Arrays<'_>) {}
 /// Runs a plan: each group in turn, records to `sink` as each completes. A group that
 /// fails is reported in the outcome and the others go on.
 pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn Sink) -> Outcome {
-    let mut out = Outcome::default();
     let (clock, clock_warnings) = check_clock();
-    let total = plan.groups.len() as u64;
+    let mut cells = Cells::new(sink, "bandwidth", plan.groups.len() as u64);
     for (gi, group) in plan.groups.iter().enumerate() {
-        if numalab_schema::interrupt::requested() {
-            out.interrupted = true;
+        if cells.stop() {
             break;
         }
         let todo: Vec<Kernel> = plan
@@ -507,10 +506,9 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
             .kernels
             .iter()
             .copied()
-            .filter(|k| !sink.done(&plan.key(group, *k)))
+            .filter(|k| !cells.skip(&plan.key(group, *k)))
             .collect();
-        out.skipped += plan.options.kernels.len() - todo.len();
-        sink.progress("bandwidth", gi as u64, total);
+        cells.progress(gi as u64);
         if todo.is_empty() {
             continue;
         }
@@ -521,7 +519,7 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
                     let rec = match rec {
                         Ok(r) => r,
                         Err(e) => {
-                            out.failed.push((key, e));
+                            cells.fail(key, e);
                             continue;
                         }
                     };
@@ -548,18 +546,17 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
                     }
                     let record =
                         Record::new(key.clone(), Origin::Measured, &rec).with_warnings(warnings);
-                    out.deliver(sink, record)
+                    cells.deliver(record)
                 }
             }
             Err(MemError::Interrupted) => {
-                out.interrupted = true;
+                cells.interrupted();
                 break;
             }
-            Err(e) => out.failed.push((group.key_prefix.clone(), e)),
+            Err(e) => cells.fail(group.key_prefix.clone(), e),
         }
     }
-    sink.progress("bandwidth", total, total);
-    out
+    cells.finish()
 }
 
 /// A kernel's record, or why it has none (a failed result check).

@@ -15,8 +15,8 @@
 use crate::chase::{Chain, Order};
 use crate::pool;
 use crate::{
-    budget, check_clock, frequency_of, llc_bytes, MemError, Outcome, PageRequest, PagesObtained,
-    Sink, Timer,
+    budget, check_clock, frequency_of, llc_bytes, Cells, MemError, Outcome, PageRequest,
+    PagesObtained, Sink, Timer,
 };
 use numalab_schema::machine::CacheKind;
 use numalab_schema::{cpulist, units, Machine, Origin, Record, Warning};
@@ -390,22 +390,20 @@ pub fn plan_matrix(
 
 /// Runs a plan, one record per cell.
 pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn Sink) -> Outcome {
-    let mut out = Outcome::default();
     let (clock, clock_warnings) = check_clock();
     let total: u64 = plan.cells.iter().map(|c| c.sizes.len() as u64).sum();
+    let mut cells = Cells::new(sink, "latency", total);
     let mut done_points = 0u64;
     for cell in &plan.cells {
-        if numalab_schema::interrupt::requested() {
-            out.interrupted = true;
+        if cells.stop() {
             break;
         }
-        if sink.done(&cell.key) {
-            out.skipped += 1;
+        if cells.skip(&cell.key) {
             done_points += cell.sizes.len() as u64;
             continue;
         }
         let result = run_cell(plan, cell, machine, placer, &clock, &mut |i| {
-            sink.progress("latency", done_points + i, total)
+            cells.progress(done_points + i)
         });
         done_points += cell.sizes.len() as u64;
         match result {
@@ -420,17 +418,16 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
                     ));
                 }
                 let record = Record::new(cell.key.clone(), Origin::Measured, &rec).with_warnings(w);
-                out.deliver(sink, record)
+                cells.deliver(record)
             }
             Err(MemError::Interrupted) => {
-                out.interrupted = true;
+                cells.interrupted();
                 break;
             }
-            Err(e) => out.failed.push((cell.key.clone(), e)),
+            Err(e) => cells.fail(cell.key.clone(), e),
         }
     }
-    sink.progress("latency", total, total);
-    out
+    cells.finish()
 }
 
 /// Times the chase at one working set; returns the point.

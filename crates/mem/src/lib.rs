@@ -28,7 +28,7 @@ pub mod loaded;
 pub mod migrate;
 pub mod pool;
 
-use numalab_schema::{Classify, ErrorClass, Record};
+use numalab_schema::{Classify, ErrorClass};
 use numalab_topo::TopoError;
 
 pub use numalab_topo::bind::Placer;
@@ -83,43 +83,12 @@ impl From<SinkError> for MemError {
     }
 }
 
-/// What a plan's execution produced.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    /// Records written in this run.
-    pub written: usize,
-    /// Cells skipped because their record already existed.
-    pub skipped: usize,
-    /// Cells that failed, with their key and error; the other cells went on.
-    pub failed: Vec<(String, MemError)>,
-    /// Stopped by Ctrl-C before the end.
-    pub interrupted: bool,
-}
+/// What a plan's execution produced: records written, cells skipped (already in the
+/// journal), cells failed with their key, interrupted (the shared executor outcome).
+pub type Outcome = numalab_schema::sink::Outcome<MemError>;
 
-impl Outcome {
-    /// Hands a finished record to the sink: counted as written, or as a failed cell
-    /// (under the record's key) when the sink cannot take it.
-    pub fn deliver(&mut self, sink: &mut dyn Sink, record: Record) {
-        let key = record.key.clone();
-        match sink.push(record) {
-            Ok(()) => self.written += 1,
-            Err(e) => self.failed.push((key, e.into())),
-        }
-    }
-
-    /// The error class the whole run ends with, if not success.
-    pub fn class(&self) -> Option<ErrorClass> {
-        if self.interrupted {
-            Some(ErrorClass::Interrupted)
-        } else if self.failed.is_empty() {
-            None
-        } else if self.written > 0 || self.skipped > 0 {
-            Some(ErrorClass::Partial)
-        } else {
-            Some(self.failed[0].1.class())
-        }
-    }
-}
+/// The shared executor loop's parts (skip, deliver, fail, progress, interrupt).
+pub type Cells<'s> = numalab_schema::sink::Cells<'s, MemError>;
 
 pub use numalab_records::mem::{PageRequest, PagesObtained, Placement, Timer};
 

@@ -13,7 +13,8 @@ use crate::kernels::IsaExt;
 use crate::kernels::{self, Arrays, Isa};
 use crate::pool;
 use crate::{
-    budget, check_clock, llc_bytes, MemError, Outcome, PageRequest, PagesObtained, Sink, Timer,
+    budget, check_clock, llc_bytes, Cells, MemError, Outcome, PageRequest, PagesObtained, Sink,
+    Timer,
 };
 use numalab_schema::{cpulist, Machine, Origin, Record, Warning};
 use numalab_stats::Summary;
@@ -329,13 +330,12 @@ struct WorkerOut {
 
 /// Runs the plan (one record).
 pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn Sink) -> Outcome {
-    let mut out = Outcome::default();
-    if sink.done(&plan.key) {
-        out.skipped = 1;
-        return out;
+    let mut cells = Cells::new(sink, "loaded", plan.options.delays_ns.len() as u64);
+    if cells.skip(&plan.key) || cells.stop() {
+        return cells.outcome;
     }
     let (clock, clock_warnings) = check_clock();
-    match run_inner(plan, machine, placer, &clock, sink) {
+    match run_inner(plan, machine, placer, &clock, cells.sink()) {
         Ok(rec) => {
             let mut w = clock_warnings;
             w.extend(rec.placement.warning());
@@ -349,12 +349,12 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
                 }
             }
             let record = Record::new(plan.key.clone(), Origin::Measured, &rec).with_warnings(w);
-            out.deliver(sink, record)
+            cells.deliver(record)
         }
-        Err(MemError::Interrupted) => out.interrupted = true,
-        Err(e) => out.failed.push((plan.key.clone(), e)),
+        Err(MemError::Interrupted) => cells.interrupted(),
+        Err(e) => cells.fail(plan.key.clone(), e),
     }
-    out
+    cells.outcome
 }
 
 fn run_inner(

@@ -92,18 +92,16 @@ pub fn run(
     placer: &dyn Placer,
     sink: &mut dyn Sink,
 ) -> Outcome {
-    let mut out = Outcome::default();
     let (clock, clock_warnings) = check_clock();
-    let todo: Vec<&Cell> = plan.cells.iter().filter(|c| !sink.done(&c.key)).collect();
-    out.skipped = plan.cells.len() - todo.len();
+    let skipped = plan.cells.iter().filter(|c| sink.done(&c.key)).count();
+    let mut cells = crate::Cells::new(sink, "migrate", (plan.cells.len() - skipped) as u64);
+    let todo: Vec<&Cell> = plan.cells.iter().filter(|c| !cells.skip(&c.key)).collect();
     let mut refs: BTreeMap<u32, Reference> = BTreeMap::new();
-    let total = todo.len() as u64;
     for (i, cell) in todo.iter().enumerate() {
-        if numalab_schema::interrupt::requested() {
-            out.interrupted = true;
+        if cells.stop() {
             break;
         }
-        sink.progress("migrate", i as u64, total);
+        cells.progress(i as u64);
         let pair = &plan.pairs[cell.pair];
         let reference = match plan.options.link_peak_gbps {
             Some(g) => Reference {
@@ -120,11 +118,11 @@ pub fn run(
                             r
                         }
                         Err(MemError::Interrupted) => {
-                            out.interrupted = true;
+                            cells.interrupted();
                             break;
                         }
                         Err(e) => {
-                            out.failed.push((cell.key.clone(), e));
+                            cells.fail(cell.key.clone(), e);
                             continue;
                         }
                     }
@@ -176,17 +174,16 @@ pub fn run(
                     ));
                 }
                 let record = Record::new(cell.key.clone(), Origin::Measured, &rec).with_warnings(w);
-                out.deliver(sink, record)
+                cells.deliver(record)
             }
             Err(MemError::Interrupted) => {
-                out.interrupted = true;
+                cells.interrupted();
                 break;
             }
-            Err(e) => out.failed.push((cell.key.clone(), e)),
+            Err(e) => cells.fail(cell.key.clone(), e),
         }
     }
-    sink.progress("migrate", total, total);
-    out
+    cells.finish()
 }
 
 /// What one round of one method found.
