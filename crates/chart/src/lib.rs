@@ -2,9 +2,11 @@
 //! studies, core-to-core heatmaps, model floorplans. One implementation, so that every
 //! picture numalab makes escapes its strings the same way and looks alike.
 
+pub mod boxes;
 pub mod floorplan;
 pub mod svg;
 
+pub use boxes::{BoxDiagram, BoxGroup, BoxItem};
 pub use floorplan::{CellState, FloorCell, FloorItem, Floorplan, ItemShape};
 pub use svg::{AxisFormat, Bar, BarChart, Heatmap, LineChart, Series};
 

@@ -1,139 +1,97 @@
 //! A picture of a machine for reports: packages as boxes, their NUMA nodes inside
-//! (CPUs, memory, technology), memory-only nodes apart, and the SLIT beside it.
+//! (CPUs, memory, technology), memory-only nodes apart; drawn by `numalab_chart` as a
+//! box diagram.
 
-use crate::escape;
+use numalab_chart::{BoxDiagram, BoxGroup, BoxItem};
 use numalab_schema::machine::{CacheKind, Machine};
 use numalab_schema::{cpulist, units};
-use std::fmt::Write as _;
+
+/// The last-level cache of these CPUs: "L3 32 MiB in 2 slice(s)".
+fn llc(m: &Machine, cpus: &[u32]) -> Option<String> {
+    let level = m
+        .caches
+        .iter()
+        .filter(|c| c.kind == CacheKind::Unified)
+        .map(|c| c.level)
+        .max()?;
+    let of: Vec<_> = m
+        .caches
+        .iter()
+        .filter(|c| {
+            c.level == level
+                && c.kind == CacheKind::Unified
+                && c.cpus.iter().any(|x| cpus.contains(x))
+        })
+        .collect();
+    let total: u64 = of.iter().filter_map(|c| c.size_bytes).sum();
+    Some(format!(
+        "L{level} {} in {} slice(s)",
+        units::bytes(total),
+        of.len()
+    ))
+}
+
+/// The machine as a box diagram: a group per package, its NUMA nodes with CPUs
+/// inside, memory-only nodes apart.
+pub fn diagram(m: &Machine) -> BoxDiagram {
+    let node_line = |n: &numalab_schema::machine::NumaNode| {
+        format!(
+            "NUMA {}: {}{}",
+            n.os_index,
+            units::bytes(n.memory_bytes),
+            n.subtype
+                .as_ref()
+                .map(|s| format!(" {s}"))
+                .unwrap_or_default()
+        )
+    };
+    let groups = (0..m.packages.len().max(1))
+        .map(|p| {
+            let cpus: Vec<u32> = m
+                .packages
+                .get(p)
+                .map(|d| d.cpus.clone())
+                .unwrap_or_else(|| m.pu_ids());
+            let cores = m
+                .cores
+                .iter()
+                .filter(|c| c.package == Some(p) || m.packages.is_empty())
+                .count();
+            BoxGroup {
+                title: format!(
+                    "Package {p}: {cores} cores, CPUs {}",
+                    cpulist::format(&cpus)
+                ),
+                subtitle: llc(m, &cpus).unwrap_or_default(),
+                items: m
+                    .numa_nodes
+                    .iter()
+                    .filter(|n| n.has_cpus && n.package.unwrap_or(0) == p)
+                    .map(|n| BoxItem {
+                        lines: vec![node_line(n), format!("CPUs {}", cpulist::format(&n.cpus))],
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    BoxDiagram {
+        title: "topology".into(),
+        groups,
+        loose_title: "memory-only nodes".into(),
+        loose: m
+            .numa_nodes
+            .iter()
+            .filter(|n| !n.has_cpus)
+            .map(|n| BoxItem {
+                lines: vec![node_line(n)],
+            })
+            .collect(),
+    }
+}
 
 /// The topology picture as SVG.
 pub fn picture(m: &Machine) -> String {
-    let pkgs = m.packages.len().max(1);
-    let box_w = 300.0;
-    let gap = 20.0;
-    let node_h = 46.0;
-    let max_nodes = (0..pkgs)
-        .map(|p| {
-            m.numa_nodes
-                .iter()
-                .filter(|n| n.has_cpus && n.package.unwrap_or(0) == p)
-                .count()
-        })
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    let memory_only: Vec<_> = m.numa_nodes.iter().filter(|n| !n.has_cpus).collect();
-    let cols = pkgs.min(4);
-    let rows = pkgs.div_ceil(cols);
-    let pkg_h = 56.0 + max_nodes as f64 * (node_h + 8.0);
-    let w = cols as f64 * (box_w + gap) + gap;
-    let h = rows as f64 * (pkg_h + gap)
-        + gap
-        + if memory_only.is_empty() {
-            0.0
-        } else {
-            node_h + 30.0
-        };
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w:.0} {h:.0}\" width=\"{w:.0}\" height=\"{h:.0}\" role=\"img\" font-family=\"sans-serif\" font-size=\"12\"><title>topology</title>"
-    );
-    let l3 = |cpus: &[u32]| -> Option<String> {
-        let level = m
-            .caches
-            .iter()
-            .filter(|c| c.kind == CacheKind::Unified)
-            .map(|c| c.level)
-            .max()?;
-        let of: Vec<_> = m
-            .caches
-            .iter()
-            .filter(|c| {
-                c.level == level
-                    && c.kind == CacheKind::Unified
-                    && c.cpus.iter().any(|x| cpus.contains(x))
-            })
-            .collect();
-        let total: u64 = of.iter().filter_map(|c| c.size_bytes).sum();
-        Some(format!(
-            "L{level} {} in {} slice(s)",
-            units::bytes(total),
-            of.len()
-        ))
-    };
-    for p in 0..pkgs {
-        let x = gap + (p % cols) as f64 * (box_w + gap);
-        let y = gap + (p / cols) as f64 * (pkg_h + gap);
-        let cpus: Vec<u32> = m
-            .packages
-            .get(p)
-            .map(|d| d.cpus.clone())
-            .unwrap_or_else(|| m.pu_ids());
-        let cores = m
-            .cores
-            .iter()
-            .filter(|c| c.package == Some(p) || m.packages.is_empty())
-            .count();
-        let _ = write!(
-            out,
-            "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{box_w}\" height=\"{pkg_h:.1}\" rx=\"6\" fill=\"#f4f6fa\" stroke=\"#567\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\" font-weight=\"600\">Package {p}: {cores} cores, CPUs {}</text>\
-             <text x=\"{:.1}\" y=\"{:.1}\" fill=\"#555\">{}</text>",
-            x + 10.0,
-            y + 18.0,
-            escape(&cpulist::format(&cpus)),
-            x + 10.0,
-            y + 36.0,
-            escape(&l3(&cpus).unwrap_or_default())
-        );
-        let nodes: Vec<_> = m
-            .numa_nodes
-            .iter()
-            .filter(|n| n.has_cpus && n.package.unwrap_or(0) == p)
-            .collect();
-        for (i, n) in nodes.iter().enumerate() {
-            let ny = y + 48.0 + i as f64 * (node_h + 8.0);
-            let _ = write!(
-                out,
-                "<rect x=\"{:.1}\" y=\"{ny:.1}\" width=\"{:.1}\" height=\"{node_h}\" rx=\"4\" fill=\"#fff\" stroke=\"#89a\"/>\
-                 <text x=\"{:.1}\" y=\"{:.1}\">NUMA {}: {}{}</text><text x=\"{:.1}\" y=\"{:.1}\" fill=\"#555\">CPUs {}</text>",
-                x + 10.0,
-                box_w - 20.0,
-                x + 18.0,
-                ny + 18.0,
-                n.os_index,
-                escape(&units::bytes(n.memory_bytes)),
-                escape(&n.subtype.as_ref().map(|s| format!(" {s}")).unwrap_or_default()),
-                x + 18.0,
-                ny + 36.0,
-                escape(&cpulist::format(&n.cpus))
-            );
-        }
-    }
-    if !memory_only.is_empty() {
-        let y = h - node_h - 20.0;
-        let _ = write!(
-            out,
-            "<text x=\"{gap}\" y=\"{:.1}\" fill=\"#555\">memory-only nodes</text>",
-            y - 6.0
-        );
-        for (i, n) in memory_only.iter().enumerate() {
-            let x = gap + i as f64 * 170.0;
-            let _ = write!(
-                out,
-                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"160\" height=\"{node_h}\" rx=\"4\" fill=\"#fffbe8\" stroke=\"#a98\"/>\
-                 <text x=\"{:.1}\" y=\"{:.1}\">NUMA {}: {}{}</text>",
-                x + 8.0,
-                y + 26.0,
-                n.os_index,
-                escape(&units::bytes(n.memory_bytes)),
-                escape(&n.subtype.as_ref().map(|s| format!(" {s}")).unwrap_or_default())
-            );
-        }
-    }
-    out.push_str("</svg>");
-    out
+    diagram(m).to_svg()
 }
 
 #[cfg(test)]
