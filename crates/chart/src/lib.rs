@@ -4,10 +4,12 @@
 
 pub mod boxes;
 pub mod floorplan;
+pub mod mesh;
 pub mod svg;
 
 pub use boxes::{BoxDiagram, BoxGroup, BoxItem};
 pub use floorplan::{CellState, FloorCell, FloorItem, Floorplan, ItemShape};
+pub use mesh::{At, Mark, MeshPicture, MeshStop};
 pub use svg::{AxisFormat, Bar, BarChart, Heatmap, LineChart, Series};
 
 /// Escapes text for HTML and SVG (element content and attribute values).
