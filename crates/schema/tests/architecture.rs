@@ -302,3 +302,41 @@ fn the_module_scan_sees_a_circle() {
     assert_eq!(cycle(&g, "a"), Some(vec!["a".to_string(), "b".to_string()]));
     assert_eq!(cycle(&g, "c"), None);
 }
+
+#[test]
+fn only_chart_writes_svg() {
+    // SVG elements written outside `numalab-chart` (tests, which look for them, aside):
+    // every picture is drawn by one implementation that escapes every string.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut offenders = Vec::new();
+    for e in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        if e.file_name() == "chart" {
+            continue;
+        }
+        let mut files = Vec::new();
+        let mut dirs = vec![e.path().join("src")];
+        while let Some(d) = dirs.pop() {
+            for f in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = f.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    files.push(p);
+                }
+            }
+        }
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            for tag in ["<svg ", "<rect ", "<line ", "<circle ", "<path ", "<text "] {
+                if code.contains(tag) {
+                    offenders.push(format!("{} ({tag})", f.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "SVG outside numalab-chart: {offenders:?}"
+    );
+}
