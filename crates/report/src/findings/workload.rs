@@ -68,7 +68,11 @@ pub(super) fn workload(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
         }
         let total = full.requests_per_s / one.requests_per_s;
         let per = full.requests_per_s_per_thread / one.requests_per_s_per_thread;
-        let shared = low.iter().any(|r| r.threads == full.threads);
+        // That mode's own run at that thread count (another mode's busy run says
+        // nothing about this one).
+        let shared = low
+            .iter()
+            .any(|r| r.threads == full.threads && r.mode.name() == *mode);
         let (severity, text) = if per < 0.8 {
             (
                 Severity::Notice,
@@ -340,6 +344,35 @@ mod tests {
             "workload_scaling",
             Severity::Notice,
             &["0.50x", ": the CPUs were shared during that run"],
+        );
+    }
+
+    #[test]
+    fn another_modes_busy_run_does_not_mark_this_ones_scaling_as_shared() {
+        // Replicated at 8 threads ran on busy CPUs (50%); shared-first-touch at 8
+        // threads had its CPUs (100%): its poor scaling is its own.
+        let f = findings_of(
+            vec![
+                wrun(SHARED, 1, 100.0, 1.0),
+                wrun(SHARED, 8, 400.0, 1.0),
+                wrun(Mode::Replicated, 1, 100.0, 1.0),
+                wrun(Mode::Replicated, 8, 400.0, 0.5),
+            ],
+            None,
+        );
+        let texts: Vec<&str> = f
+            .iter()
+            .filter(|x| x.id == "workload_scaling")
+            .map(|x| x.text.as_str())
+            .collect();
+        let of = |m: &str| texts.iter().find(|t| t.contains(m)).copied().unwrap();
+        assert!(
+            !of("(shared-first-touch)").contains("shared during that run"),
+            "{texts:?}"
+        );
+        assert!(
+            of("(replicated)").contains("shared during that run"),
+            "{texts:?}"
         );
     }
 
