@@ -35,13 +35,19 @@ pub(super) fn pmu(l: &Loaded, out: &mut Out<'_>) {
                 p.source
                     .path
                     .clone()
-                    .unwrap_or_else(|| "the profile".into())
+                    .unwrap_or_else(|| "imported counts".into())
             } else {
                 format!("`{}`", cmd(&p.command))
             };
+            // A verdict is news; "no verdict" (missing or untrusted inputs) is context.
+            let severity = if t.verdict.starts_with("no verdict") {
+                Severity::Info
+            } else {
+                Severity::Notice
+            };
             out.push(
                 "profile_verdict",
-                Severity::Notice,
+                severity,
                 format!("profile of {what}: {}", t.verdict),
                 Some(anchors::pmu_tree(out.b, &r.key)),
             );
@@ -179,7 +185,7 @@ mod tests {
             &f,
             "profile_verdict",
             Severity::Notice,
-            &["profile of the profile: front-end bound"],
+            &["profile of imported counts: front-end bound"],
         );
     }
 
@@ -197,7 +203,13 @@ mod tests {
             )),
         );
         let f = run(&loaded(vec![rec("p", &p)]), pmu);
-        let t = &one(&f, "profile_verdict").text;
-        assert!(t.ends_with(": no verdict: cycles were not counted"), "{t}");
+        let v = one(&f, "profile_verdict");
+        assert!(
+            v.text.ends_with(": no verdict: cycles were not counted"),
+            "{}",
+            v.text
+        );
+        // Context, not news: no verdict is not a notice.
+        assert_eq!(v.severity, Severity::Info);
     }
 }
