@@ -11,11 +11,11 @@
 //! resumes run by run; studies ([`scale`], [`policy`], [`sweep`]) then summarise with
 //! medians and bootstrap intervals, find knees and name the best choice.
 //!
-//! The study summaries, their plans and statistics, and what a run samples are defined
-//! in `numalab-records` (`records::harness`) and re-exported here under their old
-//! paths; plans are made here ([`policy::new_plan`], [`sweep::new_plan`],
-//! [`ScalePlan::new`]). The `harness.run` record itself ([`RunRecord`]) is still
-//! defined here, because it holds the process outcome of `numalab-proc`.
+//! The study summaries, their plans and statistics, what a run samples and the
+//! `harness.run` record itself ([`RunRecord`]) are defined in `numalab-records`
+//! (`records::harness`) and re-exported here under their old paths; plans are made
+//! here ([`policy::new_plan`], [`sweep::new_plan`], [`ScalePlan::new`]). Their tables
+//! and charts are the report's (`numalab_report::sections::harness`).
 
 pub mod metric;
 pub mod numa_maps;
