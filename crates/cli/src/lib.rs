@@ -8,7 +8,7 @@
 pub mod cli;
 pub mod commands;
 pub mod output;
-pub mod record;
+pub mod recorder;
 
 use clap::Parser;
 use numalab_schema::{Classify, ErrorClass};

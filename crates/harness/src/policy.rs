@@ -12,6 +12,7 @@ use crate::run::{
     Study,
 };
 use crate::scale::substitute_all;
+use numalab_schema::units::percent as pct;
 use numalab_schema::{cpulist, Machine, Origin, Record};
 use std::collections::BTreeMap;
 
@@ -400,10 +401,6 @@ pub fn summarize(
         findings,
         failed_runs,
     }
-}
-
-fn pct(x: f64) -> String {
-    numalab_schema::units::percent(x)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use crate::run::{
     point_stats, ratio, run_points, scaled, HarnessError, Point, PointStats, Progress, RunRecord,
     Sink, Study,
 };
+use numalab_schema::units::percent as pct;
 use numalab_schema::{Machine, Origin, Record};
 use numalab_stats::knee::{drops, saturation, DropOptions};
 use numalab_stats::Interval;
@@ -138,10 +139,6 @@ pub fn scale(
     ))
     .map_err(HarnessError::Sink)?;
     Ok(summary)
-}
-
-fn pct(x: f64) -> String {
-    numalab_schema::units::percent(x)
 }
 
 /// Summarises the runs of each point (pure: tested on made-up runs).

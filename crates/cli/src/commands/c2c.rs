@@ -7,7 +7,7 @@
 //! `c2c.matrix` record (see docs/c2c.md for the JSON contract).
 
 use crate::output::color;
-use crate::record::{OutputArgs, ProgressSink, Recorder};
+use crate::recorder::{OutputArgs, ProgressSink, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
 use numalab_c2c::heatmap::{self, Order};
@@ -241,7 +241,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
             units::nanos(e.per_pair_ns)
         );
         for w in &e.warnings {
-            crate::record::warn(w);
+            crate::recorder::warn(w);
         }
     };
     let mut sink = ProgressSink::with_bar(&mut rec);

@@ -3,7 +3,7 @@
 //! adds the flags, the journal in `--out`, a progress bar (or one line per step without
 //! a terminal) and the closing summary on stdout.
 
-use crate::record::{OutputArgs, ProgressSink, Recorder};
+use crate::recorder::{OutputArgs, ProgressSink, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
 use indicatif::ProgressBar;

@@ -3,7 +3,7 @@
 //! `numalab-harness`; this module parses flags, plans against the live topology,
 //! records through the shared [`Recorder`], shows progress and prints the results).
 
-use crate::record::{OutputArgs, Recorder};
+use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
 use numalab_harness::run::{Progress, Sink};

@@ -6,7 +6,7 @@
 //! for them.
 
 use crate::output::print_sections;
-use crate::record::{OutputArgs, Recorder};
+use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_layout::affinity::{self, Comm, CostMatrix};

@@ -6,8 +6,8 @@
 //! here, before anything runs), runs it with the hwloc placer, and prints a table (or
 //! the JSON bundle with `--json`). Records go to the journal as each cell completes.
 
-use crate::record::ProgressSink;
-use crate::record::{OutputArgs, Recorder};
+use crate::recorder::ProgressSink;
+use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand};
 use numalab_mem::bandwidth;

@@ -4,7 +4,7 @@
 //! modeled machine as the envelope's host) and prints tables.
 
 use crate::output::{paint, print_json};
-use crate::record::{OutputArgs, Recorder};
+use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_model::des::DesConfig;
@@ -384,7 +384,7 @@ fn run_experiment(a: RunArgs) -> CliResult {
         // Each record goes to the journal the moment the experiment produces it, so a
         // killed run keeps everything finished and a rerun skips it.
         let mut rec = rec.borrow_mut();
-        let mut sink = crate::record::ProgressSink::with_bar(&mut rec);
+        let mut sink = crate::recorder::ProgressSink::with_bar(&mut rec);
         let r = experiments::run(&model, experiment, &opts, &mut sink);
         sink.finish();
         r

@@ -6,7 +6,7 @@
 //! `--list` to see what a CPU model's catalog offers. Flags are checked against the
 //! catalog (metric and event names, with close matches suggested) before anything runs.
 
-use crate::record::{OutputArgs, Recorder};
+use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
 use numalab_pmu::catalog::{self, Catalog, CpuMatch};

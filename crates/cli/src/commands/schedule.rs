@@ -4,7 +4,7 @@
 //! `numalab_schedule`; this module reads the mix and the history, builds the
 //! cores' description (live machine or model), writes records and prints tables.
 
-use crate::record::{OutputArgs, Recorder};
+use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
 use numalab_harness::plan::{cpu_order, Placement};

@@ -5,7 +5,7 @@
 //! `workload.run` record and prints it for people or for other programs
 //! (`--json`, `--metric-line`).
 
-use crate::record::{OutputArgs, Recorder};
+use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
