@@ -84,3 +84,14 @@ pub fn print_sections(
         );
     }
 }
+
+/// A progress bar on stderr with numalab's look: `template` in indicatif's syntax.
+pub fn bar(len: u64, template: &str) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::new(len);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    b
+}

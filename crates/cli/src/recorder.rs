@@ -254,15 +254,7 @@ impl Sink for ProgressSink<'_> {
             Progress::Message(bar) => bar.set_message(format!("{label} {done}/{total}")),
             Progress::Bar(bar) => {
                 let bar = bar.get_or_insert_with(|| {
-                    let b = indicatif::ProgressBar::new(total);
-                    b.set_style(
-                        indicatif::ProgressStyle::with_template(
-                            "{msg:>16} [{bar:30}] {pos}/{len} {elapsed}",
-                        )
-                        .expect("valid template")
-                        .progress_chars("=> "),
-                    );
-                    b
+                    crate::output::bar(total, "{msg:>16} [{bar:30}] {pos}/{len} {elapsed}")
                 });
                 bar.set_length(total);
                 bar.set_message(label.to_string());

@@ -148,11 +148,9 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         }
     }
     let placer = numalab_topo::bind::HwlocPlacer::new()?;
-    let bar = ProgressBar::new(all.len() as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
-            .expect("static template")
-            .progress_chars("=> "),
+    let bar = crate::output::bar(
+        all.len() as u64,
+        "{elapsed:>4} [{bar:30}] {pos}/{len} {msg}",
     );
     rec.set_progress(Some(bar.clone()));
     let mut observer = Bar {

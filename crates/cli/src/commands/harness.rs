@@ -193,14 +193,7 @@ fn study(a: &StudyArgs) -> Result<Study, CliError> {
 }
 
 fn progress_bar() -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
-            .expect("static template")
-            .progress_chars("=> "),
-    );
-    bar
+    crate::output::bar(0, "{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
 }
 
 fn on_progress(bar: &indicatif::ProgressBar) -> impl FnMut(&Progress) + '_ {

@@ -325,12 +325,9 @@ fn run_infer(a: &InferArgs) -> CliResult {
     });
     let origin = origin_of(&loaded.origin);
     let mut rec = Recorder::new(&a.output, config, origin, file_host("layout", &a.input))?;
-    let bar = indicatif::ProgressBar::new(a.restarts as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed}] {bar:30} {pos}/{len} restarts",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    let bar = crate::output::bar(
+        a.restarts as u64,
+        "{spinner} [{elapsed}] {bar:30} {pos}/{len} restarts",
     );
     let inf = infer::infer(&problem, &opts, &|k| bar.set_position(k as u64));
     bar.finish_and_clear();
@@ -454,12 +451,9 @@ fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
         numalab_model::machine::host(&model),
     )?;
     let syms = groundtruth::symmetry_names(&model, hop_costs)?;
-    let bar = indicatif::ProgressBar::new((levels.len() * a.trials) as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed}] {bar:30} {pos}/{len} trials {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    let bar = crate::output::bar(
+        (levels.len() * a.trials) as u64,
+        "{spinner} [{elapsed}] {bar:30} {pos}/{len} trials {msg}",
     );
     let mut keys: Vec<String> = Vec::new();
     for &noise in &levels {

@@ -355,12 +355,10 @@ fn progress_bar(exact: bool) -> Option<indicatif::ProgressBar> {
     if !exact {
         return None;
     }
-    let b = indicatif::ProgressBar::new(1);
-    b.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {elapsed}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    Some(b)
+    Some(crate::output::bar(
+        1,
+        "{spinner} {msg} [{bar:30}] {elapsed}",
+    ))
 }
 
 fn workload_failure(p: &Profile, argv: &[String]) -> Option<CliError> {

@@ -209,12 +209,9 @@ pub fn run(a: ScheduleArgs) -> CliResult {
     // The campaign: repetitions interleaved across schedules, the order rotated each round
     // so that slow drifts of the machine do not favour one schedule.
     let total = a.repeat * plans.len();
-    let bar = indicatif::ProgressBar::new(total as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed}] {bar:30} {pos}/{len} runs {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    let bar = crate::output::bar(
+        total as u64,
+        "{spinner} [{elapsed}] {bar:30} {pos}/{len} runs {msg}",
     );
     let mut runs: Vec<srec::RunRecord> = rec
         .previous
