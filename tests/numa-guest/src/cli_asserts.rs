@@ -366,51 +366,61 @@ pub fn latency_matrix_records(
 /// `mem latency --matrix` as text: one table per page kind (not one per cell), each
 /// with a row per CPU node and a column per memory node.
 pub fn latency_matrix_text(l: &Layout, out: &str, kinds: &[&str]) -> Res {
-    let titles: Vec<&str> = out
-        .lines()
-        .filter(|x| x.starts_with("idle latency"))
+    // The report's node-pair tables on the terminal: a title line, then indented lines
+    // (the header, one row per node with CPUs, notes) up to a blank line.
+    let lines: Vec<&str> = out.lines().collect();
+    let tables: Vec<(&str, Vec<&str>)> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.starts_with("Idle latency by node pair"))
+        .map(|(i, t)| {
+            let body = lines[i + 1..]
+                .iter()
+                .take_while(|x| x.starts_with("  "))
+                .copied()
+                .collect();
+            (*t, body)
+        })
         .collect();
     expect(
-        titles.len() == kinds.len(),
+        tables.len() == kinds.len(),
         format!(
             "{} tables (one per page kind), got {}:\n{out}",
             kinds.len(),
-            titles.len()
+            tables.len()
         ),
     )?;
-    for k in kinds {
-        expect(
-            titles
-                .iter()
-                .filter(|t| t.contains(&format!("{k} pages")))
-                .count()
-                == 1,
-            format!("one table for {k} pages:\n{out}"),
-        )?;
-    }
-    let header = out
-        .lines()
-        .find(|x| x.trim_start().starts_with("mem "))
-        .ok_or_else(|| format!("no column header:\n{out}"))?;
-    let cols: Vec<&str> = header.split("mem ").skip(1).map(str::trim).collect();
     let want: Vec<String> = l.node_ids().iter().map(u32::to_string).collect();
-    expect(
-        cols == want,
-        format!("columns mem {want:?}, got {header:?}"),
-    )?;
-    for n in l.cpu_nodes() {
-        let row = format!("cpu {}", n.id);
+    for k in kinds {
+        let of: Vec<&(&str, Vec<&str>)> = tables
+            .iter()
+            .filter(|(t, _)| t.contains(&format!("{k} pages asked")))
+            .collect();
+        expect(of.len() == 1, format!("one table for {k} pages:\n{out}"))?;
+        let body = &of[0].1;
+        let header = body
+            .iter()
+            .find(|x| x.trim_start().starts_with("threads on node"))
+            .ok_or_else(|| format!("no column header:\n{out}"))?;
+        let cols: Vec<&str> = header.split("data on ").skip(1).map(str::trim).collect();
         expect(
-            out.lines()
-                .filter(|x| x.trim_start().starts_with(&row))
-                .count()
-                == kinds.len(),
-            format!("a row {row:?} in each table:\n{out}"),
+            cols == want,
+            format!("columns data on {want:?}, got {header:?}"),
         )?;
+        for n in l.cpu_nodes() {
+            let id = n.id.to_string();
+            expect(
+                body.iter()
+                    .filter(|x| x.split_whitespace().next() == Some(id.as_str()))
+                    .count()
+                    == 1,
+                format!("a row for node {id} in the {k} table:\n{out}"),
+            )?;
+        }
     }
     Ok(format!(
-        "{} tables, rows cpu {:?}, columns mem {:?}",
-        titles.len(),
+        "{} tables, rows {:?}, columns data on {:?}",
+        tables.len(),
         l.cpu_nodes().map(|n| n.id).collect::<Vec<_>>(),
         l.node_ids()
     ))
@@ -1084,6 +1094,52 @@ pub fn records<'a>(bundle: &'a Value, kind: &str) -> Result<Vec<&'a Value>, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The terminal output of `numalab mem latency --matrix --page-kinds base,thp` on the
+    /// standard guest (5 nodes, node 4 without CPUs), as the report's section prints it.
+    fn latency_text(drop_row: Option<&str>) -> String {
+        let mut out = String::from(
+            "Memory latency\n--------------\n\nMeasured latency beside the firmware's distances (SLIT)\n  threads on node  data on node  latency (ns)\n                0             0         144.7\n                0             1          17.4\n\n",
+        );
+        for kind in ["base", "thp"] {
+            out.push_str(&format!(
+                "Idle latency by node pair, median ns: {kind} pages asked (obtained: {kind}), random over 2 MiB\n  threads on node  data on 0  data on 1  data on 2  data on 3  data on 4\n"
+            ));
+            for n in 0..4 {
+                let row = format!(
+                    "                {n}      221.4       18.1       14.8      147.8       16.7\n"
+                );
+                if drop_row != Some(&format!("{kind}{n}")) {
+                    out.push_str(&row);
+                }
+            }
+            out.push('\n');
+        }
+        out.push_str(
+            "What each latency figure is\n  probe        CPU  data\n  node matrix    0  node 0\n",
+        );
+        out
+    }
+
+    #[test]
+    fn the_latency_matrix_text_is_read_table_by_table() {
+        let l = Layout::standard();
+        assert_eq!(
+            l.node_ids(),
+            vec![0, 1, 2, 3, 4],
+            "the sample assumes the standard guest"
+        );
+        let ok = latency_matrix_text(&l, &latency_text(None), &["base", "thp"]).unwrap();
+        assert!(ok.starts_with("2 tables"), "{ok}");
+        // A node's row missing from one table is caught, though the SLIT table has rows
+        // starting with that node too.
+        let e = latency_matrix_text(&l, &latency_text(Some("thp0")), &["base", "thp"]).unwrap_err();
+        assert!(e.contains("a row for node 0 in the thp table"), "{e}");
+        // A page kind without its table.
+        let e = latency_matrix_text(&l, &latency_text(None), &["base", "thp", "hugetlb-2m"])
+            .unwrap_err();
+        assert!(e.contains("3 tables"), "{e}");
+    }
     use serde_json::json;
 
     /// A `mem.bandwidth` matrix cell as numalab records it, with its pages on `on`.
