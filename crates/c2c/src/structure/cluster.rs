@@ -1,0 +1,256 @@
+//! Levels from clustering: the distance between CPUs' latency profiles, groups at each
+//! threshold, and how well a grouping separates inside from between.
+
+use super::*;
+
+/// A symmetric distance table with holes.
+pub(super) struct Dist {
+    pub(super) n: usize,
+    pub(super) d: Vec<Option<f64>>,
+}
+
+impl Dist {
+    pub(super) fn get(&self, i: usize, j: usize) -> Option<f64> {
+        self.d[i * self.n + j]
+    }
+
+    pub(super) fn latency(m: &LatencyMatrix) -> Dist {
+        let n = m.n();
+        let mut d = vec![None; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                d[i * n + j] = m.get(i, j);
+            }
+        }
+        Dist { n, d }
+    }
+
+    /// Median over CPUs of the distance to the nearest other CPU.
+    pub(super) fn nearest_neighbour_median(&self) -> f64 {
+        let nn: Vec<f64> = (0..self.n)
+            .filter_map(|i| {
+                (0..self.n)
+                    .filter(|&j| j != i)
+                    .filter_map(|j| self.get(i, j))
+                    .min_by(f64::total_cmp)
+            })
+            .collect();
+        numalab_stats::median(&nn).unwrap_or(0.0)
+    }
+
+    /// How differently two CPUs see the others: the standard deviation over the other CPUs
+    /// `k` of `D[i][k] - D[j][k]` (centred: a CPU that is uniformly farther from everyone,
+    /// as on a mesh where latency adds the distance of each core to the line's home, is
+    /// not different), relative to the median latency.
+    pub(super) fn profile(m: &LatencyMatrix) -> Dist {
+        let n = m.n();
+        let scale = numalab_stats::median(&m.measured_values())
+            .filter(|v| *v > 0.0)
+            .unwrap_or(1.0);
+        let vals: Vec<Option<f64>> = (0..n * n).map(|x| m.get(x / n, x % n)).collect();
+        let mut d = vec![None; n * n];
+        for i in 0..n {
+            for j in 0..i {
+                let (mut s1, mut s2, mut c) = (0.0, 0.0, 0usize);
+                for k in 0..n {
+                    if k == i || k == j {
+                        continue;
+                    }
+                    if let (Some(a), Some(b)) = (vals[i * n + k], vals[j * n + k]) {
+                        let x = (a - b) / scale;
+                        s1 += x;
+                        s2 += x * x;
+                        c += 1;
+                    }
+                }
+                if c > 0 {
+                    let mean = s1 / c as f64;
+                    let v = (s2 / c as f64 - mean * mean).max(0.0).sqrt();
+                    d[i * n + j] = Some(v);
+                    d[j * n + i] = Some(v);
+                }
+            }
+        }
+        Dist { n, d }
+    }
+
+    /// Log distances.
+    pub(super) fn logs(&self) -> Vec<Option<f64>> {
+        self.d
+            .iter()
+            .map(|v| v.map(|x| x.max(f64::MIN_POSITIVE).ln()))
+            .collect()
+    }
+}
+
+/// Average-linkage clustering: the merges, in order, and the partitions along them that
+/// the separation peaks propose (scored by their median separation).
+#[allow(clippy::type_complexity)]
+pub(super) fn levels_of(
+    dist: &Dist,
+    tau: f64,
+) -> (Vec<(Vec<Vec<usize>>, f64)>, Vec<(usize, usize)>) {
+    let n = dist.n;
+    // Cluster-pair sums and counts of measured distances.
+    let mut sum = vec![0.0f64; n * n];
+    let mut cnt = vec![0u32; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            if let Some(v) = dist.get(i, j) {
+                sum[i * n + j] = v;
+                cnt[i * n + j] = 1;
+            }
+        }
+    }
+    let mut active = vec![true; n];
+    let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+    let mut group_of: Vec<usize> = (0..n).collect();
+    // The sequence of partitions (as merges) and their scores.
+    let mut seq: Vec<(usize, usize)> = Vec::with_capacity(n);
+    let mut score: Vec<(f64, f64)> = vec![(0.0, 0.0)];
+    for _ in 1..n {
+        // Closest pair of clusters by average distance; pairs with no measured distance
+        // come last, in index order.
+        let mut best: Option<(usize, usize)> = None;
+        let mut best_v = f64::INFINITY;
+        for a in 0..n {
+            if !active[a] {
+                continue;
+            }
+            for b in a + 1..n {
+                if !active[b] {
+                    continue;
+                }
+                let c = cnt[a * n + b];
+                let v = if c > 0 {
+                    sum[a * n + b] / c as f64
+                } else {
+                    f64::INFINITY
+                };
+                if best.is_none() || v < best_v {
+                    best_v = v;
+                    best = Some((a, b));
+                }
+            }
+        }
+        let Some((a, b)) = best else { break };
+        for z in 0..n {
+            if active[z] && z != a && z != b {
+                sum[a * n + z] += sum[b * n + z];
+                cnt[a * n + z] += cnt[b * n + z];
+                sum[z * n + a] = sum[a * n + z];
+                cnt[z * n + a] = cnt[a * n + z];
+            }
+        }
+        active[b] = false;
+        let moved = std::mem::take(&mut members[b]);
+        for &x in &moved {
+            group_of[x] = a;
+        }
+        members[a].extend(moved);
+        seq.push((a, b));
+        score.push(separation(dist, &group_of, &members, tau));
+    }
+    // score[k] is the partition after k merges (n - k groups). Levels are the peaks of
+    // the separated fraction that stand out by a quarter of the CPUs from the valleys
+    // toward any higher peak (topographic prominence).
+    let frac: Vec<f64> = score.iter().map(|s| s.0).collect();
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < frac.len() {
+        // A plateau of equal values is one candidate peak.
+        let mut e = k;
+        while e + 1 < frac.len() && frac[e + 1] == frac[k] {
+            e += 1;
+        }
+        let left_higher = (0..k).rev().find(|&x| frac[x] > frac[k]);
+        let right_higher = (e + 1..frac.len()).find(|&x| frac[x] > frac[k]);
+        let is_peak =
+            (k == 0 || frac[k - 1] < frac[k]) && (e + 1 == frac.len() || frac[e + 1] < frac[k]);
+        if is_peak && frac[k] > 0.5 {
+            let lmin = frac[left_higher.unwrap_or(0)..k]
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            let rmin = frac[e + 1..=right_higher.unwrap_or(frac.len() - 1)]
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            let base = match (left_higher, right_higher) {
+                (Some(_), Some(_)) => lmin.max(rmin),
+                (Some(_), None) => lmin.max(if e + 1 < frac.len() { rmin } else { 0.0 }),
+                (None, Some(_)) => rmin.max(if k > 0 { lmin } else { 0.0 }),
+                (None, None) => 0.0,
+            };
+            let base = if base.is_finite() { base } else { 0.0 };
+            if frac[k] - base >= PROMINENCE {
+                // Best median separation on the plateau.
+                let best = (k..=e)
+                    .max_by(|&x, &y| score[x].1.total_cmp(&score[y].1))
+                    .unwrap_or(k);
+                out.push(best);
+            }
+        }
+        k = e + 1;
+    }
+    // Rebuild the chosen partitions by replaying the merges.
+    let mut groups: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+    let mut chosen = Vec::new();
+    for (step, &(a, b)) in std::iter::once(&(usize::MAX, usize::MAX))
+        .chain(seq.iter())
+        .enumerate()
+    {
+        if a != usize::MAX {
+            let moved = std::mem::take(&mut groups[b]);
+            groups[a].extend(moved);
+        }
+        if out.contains(&step) {
+            chosen.push((canonical(&groups), score[step].1.exp()));
+        }
+    }
+    let mut out = chosen;
+    // A partition into one group is not a level; nor is one whose typical CPU is
+    // separated by less than twice the noise margin.
+    out.retain(|(p, s)| p.len() > 1 && p.iter().any(|g| g.len() > 1) && s.ln() > 2.0 * tau);
+    (out, seq)
+}
+
+/// Per-CPU separation: ln((nearest outsider) / (farthest group-mate)), 0 for CPUs alone
+/// in their group or without measured distances on either side. Returns the fraction of
+/// CPUs whose separation exceeds `tau`, and the median separation.
+pub(super) fn separation(
+    dist: &Dist,
+    group_of: &[usize],
+    members: &[Vec<usize>],
+    tau: f64,
+) -> (f64, f64) {
+    let n = dist.n;
+    let mut s: Vec<f64> = Vec::with_capacity(n);
+    for i in 0..n {
+        let g = group_of[i];
+        if members[g].len() < 2 {
+            s.push(0.0);
+            continue;
+        }
+        let mut far_mate: Option<f64> = None;
+        let mut near_out: Option<f64> = None;
+        for (j, &gj) in group_of.iter().enumerate() {
+            if j == i {
+                continue;
+            }
+            let Some(v) = dist.get(i, j) else { continue };
+            if gj == g {
+                far_mate = Some(far_mate.map_or(v, |f: f64| f.max(v)));
+            } else {
+                near_out = Some(near_out.map_or(v, |f: f64| f.min(v)));
+            }
+        }
+        s.push(match (far_mate, near_out) {
+            (Some(f), Some(o)) if f > 0.0 && o > 0.0 => (o / f).ln(),
+            (Some(_), Some(o)) if o > 0.0 => f64::MAX,
+            _ => 0.0,
+        });
+    }
+    let frac = s.iter().filter(|&&v| v > tau).count() as f64 / n as f64;
+    (frac, numalab_stats::median(&s).unwrap_or(0.0))
+}

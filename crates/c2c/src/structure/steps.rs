@@ -1,0 +1,163 @@
+//! Levels from discrete steps in the sorted latencies: where the latency jumps between
+//! groups of pairs, and the groups each step separates.
+
+use super::*;
+
+/// The step test of one partition, in log distance.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Step {
+    /// Trimmed maximum inside groups.
+    pub(super) hi: f64,
+    /// Trimmed minimum between groups.
+    pub(super) lo: f64,
+    /// Gap required (noise margin).
+    pub(super) required: f64,
+    /// Pairs on the wrong side of the midpoint of the gap, untrimmed.
+    pub(super) violations: usize,
+}
+
+impl Step {
+    pub(super) fn gap(&self) -> f64 {
+        self.lo - self.hi
+    }
+    pub(super) fn holds(&self) -> bool {
+        self.gap() >= self.required
+    }
+}
+
+/// Is the partition (group of each position) a step: are the slowest pairs inside its
+/// groups clearly below the fastest pairs between them? `lnd` holds log distances. Both
+/// sides are trimmed by [`TRIM`] of the pairs inside (not of the pairs between: on a big
+/// machine most pairs between are far, and 2% of them would hide the nearest groups).
+pub(super) fn step(lnd: &[Option<f64>], n: usize, group_of: &[usize], floor: f64) -> Option<Step> {
+    let mut inside = Vec::new();
+    let mut between = Vec::with_capacity(n * n / 2);
+    for i in 0..n {
+        for j in 0..i {
+            if let Some(v) = lnd[i * n + j] {
+                if group_of[i] == group_of[j] {
+                    inside.push(v);
+                } else {
+                    between.push(v);
+                }
+            }
+        }
+    }
+    if inside.is_empty() || between.is_empty() {
+        return None;
+    }
+    let k = (TRIM * inside.len() as f64).floor() as usize;
+    let hi_at = inside.len() - 1 - k.min(inside.len() - 1);
+    let hi = *inside.select_nth_unstable_by(hi_at, f64::total_cmp).1;
+    let lo_at = k.min(between.len() - 1);
+    let lo = *between.select_nth_unstable_by(lo_at, f64::total_cmp).1;
+    if lo - hi < floor {
+        // Fails whatever the noise: no need to estimate it.
+        return Some(Step {
+            hi,
+            lo,
+            required: floor,
+            violations: 0,
+        });
+    }
+    // Noise: spread of the pairs of a group around the group's median, for groups with
+    // at least 3 pairs (one pair has no spread).
+    let mut per_group: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for i in 0..n {
+        for j in 0..i {
+            if group_of[i] == group_of[j] {
+                if let Some(v) = lnd[i * n + j] {
+                    per_group[group_of[i]].push(v);
+                }
+            }
+        }
+    }
+    let mut dev = Vec::new();
+    for g in per_group.iter().filter(|g| g.len() >= 3) {
+        if let Some(med) = numalab_stats::median(g) {
+            dev.extend(g.iter().map(|v| (v - med).abs()));
+        }
+    }
+    let sigma = 1.4826 * numalab_stats::median(&dev).unwrap_or(0.0);
+    let required = floor.max(GAP_SIGMAS * sigma);
+    let t = 0.5 * (hi + lo);
+    let violations =
+        inside.iter().filter(|&&v| v > t).count() + between.iter().filter(|&&v| v < t).count();
+    Some(Step {
+        hi,
+        lo,
+        required,
+        violations,
+    })
+}
+
+/// Every partition along the clustering's merges that passes the step test. Consecutive
+/// passing partitions whose merges only moved pairs the trimming had left out (a few CPUs
+/// not yet merged) are the same step; of them, the one with the fewest pairs on the wrong
+/// side, then the latest. A merge that lifts the inside above the previous gap and still
+/// passes is another level.
+pub(super) fn step_levels(
+    lnd: &[Option<f64>],
+    n: usize,
+    seq: &[(usize, usize)],
+    floor: f64,
+) -> Vec<(Vec<Vec<usize>>, Step)> {
+    let mut group_of: Vec<usize> = (0..n).collect();
+    let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+    let mut chosen: Vec<(usize, Step)> = Vec::new();
+    let mut current: Option<(usize, Step)> = None;
+    let mut previous: Option<Step> = None;
+    let mut in_multi = 0usize;
+    for (k, &(a, b)) in seq.iter().enumerate() {
+        in_multi += usize::from(members[a].len() == 1) + usize::from(members[b].len() == 1);
+        let moved = std::mem::take(&mut members[b]);
+        for &x in &moved {
+            group_of[x] = a;
+        }
+        members[a].extend(moved);
+        let groups = n - (k + 1);
+        // A level has at least 2 groups, and most CPUs are in a group of several.
+        let st = if groups >= 2 && 2 * in_multi >= n {
+            step(lnd, n, &group_of, floor).filter(Step::holds)
+        } else {
+            None
+        };
+        match st {
+            Some(st) => {
+                // The merge moved only pairs the previous partition's trimmed minimum
+                // between already left out (a CPU or a group that had not joined yet):
+                // the same step. Otherwise the inside now reaches above the previous
+                // gap: another step.
+                if previous.is_some_and(|p| st.hi > p.lo) {
+                    chosen.extend(current.take());
+                }
+                previous = Some(st);
+                // Fewest pairs on the wrong side; among equals the later partition, the
+                // one with every CPU of the step merged (a CPU left out of its group sits
+                // in the gap and can make it look wider).
+                let better = current
+                    .as_ref()
+                    .is_none_or(|(_, c)| st.violations <= c.violations);
+                if better {
+                    current = Some((k + 1, st));
+                }
+            }
+            None => {
+                previous = None;
+                chosen.extend(current.take());
+            }
+        }
+    }
+    chosen.extend(current.take());
+    // Rebuild the chosen partitions by replaying the merges.
+    let mut groups: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+    let mut out = Vec::new();
+    for (k, &(a, b)) in seq.iter().enumerate() {
+        let moved = std::mem::take(&mut groups[b]);
+        groups[a].extend(moved);
+        if let Some((_, st)) = chosen.iter().find(|(at, _)| *at == k + 1) {
+            out.push((canonical(&groups), *st));
+        }
+    }
+    out
+}
