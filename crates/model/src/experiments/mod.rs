@@ -1,0 +1,258 @@
+//! The studies of experiments.md run on a modeled machine: STREAM triad with the data on
+//! each node in turn (B1), the latency heatmap over the floorplan (C1), synthetic
+//! traffic curves (uniform, hotspot, transpose) and the NUMA/SLC policy comparison (B5).
+//! Each produces typed records ([`crate::records`]) through a callback as soon as it has
+//! them, under stable keys, so a killed run resumes where it stopped.
+
+mod heatmap;
+mod policy;
+mod traffic;
+mod triad;
+
+pub use heatmap::heatmap_cells;
+use heatmap::*;
+pub use policy::slc_hit_ratio;
+use policy::*;
+use traffic::*;
+pub use traffic::{all_pairs_bytes, traffic_point, DEFAULT_LOADS, STABLE_LATENCY_FACTOR};
+use triad::*;
+
+use crate::analytic;
+use crate::des::{self, DesConfig, SimStats};
+use crate::error::{usage, ModelError};
+use crate::geometry::StopId;
+use crate::latency;
+use crate::model::{Model, REQ};
+use crate::records::*;
+use crate::spec::HomeGroup;
+use crate::traffic::{App, Data, Figures, Op, Pattern, Synthetic};
+use numalab_schema::{Origin, Record, Warning};
+use serde::{Deserialize, Serialize};
+
+/// Which engine(s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    /// Analytic only.
+    Analytic,
+    /// Discrete-event only.
+    Des,
+    /// Both, plus a `model.check` record with their differences.
+    Check,
+}
+
+impl Engine {
+    fn names(self) -> &'static [&'static str] {
+        match self {
+            Engine::Analytic => &["analytic"],
+            Engine::Des => &["des"],
+            Engine::Check => &["analytic", "des"],
+        }
+    }
+}
+
+/// The experiments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Experiment {
+    /// B1.
+    StreamTriad,
+    /// C1.
+    LatencyHeatmap,
+    /// Uniform random traffic.
+    Uniform,
+    /// Hotspot traffic.
+    Hotspot,
+    /// Transpose traffic.
+    Transpose,
+    /// B5.
+    Policy,
+}
+
+impl Experiment {
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Experiment::StreamTriad => "stream-triad",
+            Experiment::LatencyHeatmap => "latency-heatmap",
+            Experiment::Uniform => "uniform",
+            Experiment::Hotspot => "hotspot",
+            Experiment::Transpose => "transpose",
+            Experiment::Policy => "policy",
+        }
+    }
+}
+
+/// The heatmap's target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "index")]
+pub enum Target {
+    /// A line homed (and held) at this slice.
+    Slice(usize),
+    /// A line in this memory controller (homed at the slice nearest to it).
+    Mc(usize),
+}
+
+impl std::str::FromStr for Target {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (kind, n) = s
+            .split_once(':')
+            .ok_or_else(|| format!("'{s}': expected slice:N or mc:N"))?;
+        let n: usize = n
+            .parse()
+            .map_err(|_| format!("'{s}': {n} is not a number"))?;
+        match kind {
+            "slice" => Ok(Target::Slice(n)),
+            "mc" => Ok(Target::Mc(n)),
+            _ => Err(format!("'{s}': expected slice:N or mc:N")),
+        }
+    }
+}
+
+/// Options of a run (defaults in [`Options::default`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// Engine(s).
+    pub engine: Engine,
+    /// Discrete-event length and seed.
+    pub des: DesConfig,
+    /// Cores running the application (default: node 0's cores for stream-triad, all for
+    /// policy).
+    pub cores: Option<Vec<usize>>,
+    /// Data nodes for stream-triad (default: every node in turn).
+    pub data_nodes: Option<Vec<u32>>,
+    /// Heatmap target (default: slice 0).
+    pub target: Option<Target>,
+    /// Hotspot stop and fraction (default: the stop nearest the centre, 0.2).
+    pub hotspot: Option<(StopId, f64)>,
+    /// Offered loads as fractions of the analytic saturation rate.
+    pub loads: Option<Vec<f64>>,
+    /// Flits per synthetic packet.
+    pub flits: u32,
+    /// Working set (policy; stream-triad: arrays total), bytes.
+    pub working_set_bytes: Option<u64>,
+    /// The preset as the user gave it (`name[:variants]`), to load the policy
+    /// configurations on top of it (with the `--set` overrides).
+    pub base_preset: String,
+    /// `--set` overrides.
+    pub sets: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            engine: Engine::Analytic,
+            des: DesConfig::default(),
+            cores: None,
+            data_nodes: None,
+            target: None,
+            hotspot: None,
+            loads: None,
+            flits: 1,
+            working_set_bytes: None,
+            base_preset: String::new(),
+            sets: Vec::new(),
+        }
+    }
+}
+
+/// Where records go: the one protocol of every probe (`done(key)`: a resumed run has
+/// it; `push`: stored at once; `progress`).
+pub use numalab_schema::sink::Sink;
+
+fn check_interrupt() -> Result<(), ModelError> {
+    if numalab_schema::interrupt::requested() {
+        Err(ModelError::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// Runs an experiment.
+pub fn run(
+    model: &Model,
+    exp: Experiment,
+    opts: &Options,
+    sink: &mut dyn Sink,
+) -> Result<(), ModelError> {
+    match exp {
+        Experiment::StreamTriad => stream_triad(model, opts, sink),
+        Experiment::LatencyHeatmap => heatmap(model, opts, sink),
+        Experiment::Uniform => traffic(model, Pattern::Uniform, opts, sink),
+        Experiment::Hotspot => {
+            let (stop, fraction) = opts.hotspot.unwrap_or_else(|| {
+                let g = &model.geo;
+                (g.stop(0, g.cols / 2, g.rows / 2), 0.2)
+            });
+            if stop >= model.geo.stops_per_socket() || !(0.0..=1.0).contains(&fraction) {
+                return Err(usage(format!(
+                    "hotspot stop {stop} / fraction {fraction}: the stop must be 0-{} (socket 0) and the fraction 0-1",
+                    model.geo.stops_per_socket() - 1
+                )));
+            }
+            traffic(model, Pattern::Hotspot { stop, fraction }, opts, sink)
+        }
+        Experiment::Transpose => {
+            if model.geo.cols != model.geo.rows {
+                return Err(usage(format!(
+                    "transpose needs a square mesh; {} is {} x {}",
+                    model.label, model.geo.cols, model.geo.rows
+                )));
+            }
+            traffic(model, Pattern::Transpose, opts, sink)
+        }
+        Experiment::Policy => policy(model, opts, sink),
+    }
+}
+
+fn check_cores(model: &Model, cores: &[usize]) -> Result<(), ModelError> {
+    if cores.is_empty() {
+        return Err(usage("no cores selected"));
+    }
+    if let Some(&c) = cores.iter().find(|&&c| c >= model.cores.len()) {
+        return Err(usage(format!(
+            "core {c} does not exist: {} has cores 0-{}",
+            model.label,
+            model.cores.len() - 1
+        )));
+    }
+    Ok(())
+}
+
+fn cores_label(cores: &[usize]) -> String {
+    let ids: Vec<u32> = cores.iter().map(|&c| c as u32).collect();
+    numalab_schema::cpulist::format(&ids)
+}
+
+fn run_app(
+    model: &Model,
+    app: &App,
+    engine: &str,
+    cfg: &DesConfig,
+) -> Result<(Figures, Option<SimStats>), ModelError> {
+    if engine == "analytic" {
+        Ok((analytic::app(model, app), None))
+    } else {
+        let (f, s) = des::app(model, app, cfg)?;
+        Ok((f, Some(s)))
+    }
+}
+
+fn saturation_warning(f: &Figures) -> Vec<Warning> {
+    if !f.saturated {
+        return Vec::new();
+    }
+    if f.engine == "analytic" {
+        vec![Warning::new(
+            "model_saturated",
+            "a link, port or memory controller is at capacity: the analytic figures are the capacity bound",
+        )
+        .with_remedy("use --engine des to see how queues build up")]
+    } else {
+        vec![Warning::new(
+            "model_saturated",
+            "a link, port or memory controller ran at capacity: it limits the cores",
+        )]
+    }
+}
