@@ -78,3 +78,14 @@ pub fn latency_kind_text(k: &numalab_records::mem::latency::Kind, ws: u64) -> St
     rest.rsplit_once(", ")
         .map_or(rest.to_string(), |(a, _)| a.to_string())
 }
+
+/// The hypervisor the bundle was measured under, if any: an empty name or "none"
+/// (what some tools write on bare metal) is no hypervisor.
+pub fn hypervisor(l: &Loaded) -> Option<&str> {
+    l.bundle
+        .envelope
+        .host
+        .hypervisor
+        .as_deref()
+        .filter(|h| !h.trim().is_empty() && !h.trim().eq_ignore_ascii_case("none"))
+}

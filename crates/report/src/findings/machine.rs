@@ -28,12 +28,7 @@ pub(super) fn host(l: &Loaded, out: &mut Out<'_>) {
             .iter()
             .any(|c| c.name == "hypervisor" && c.verdict != Verdict::Ok)
     });
-    if let Some(h) = env
-        .host
-        .hypervisor
-        .as_deref()
-        .filter(|h| !h.is_empty() && !doctor_says)
-    {
+    if let Some(h) = crate::facts::hypervisor(l).filter(|_| !doctor_says) {
         out.push(
             "virtual_machine",
             Severity::Info,
@@ -252,8 +247,13 @@ mod tests {
             Severity::Info,
             &["measured in a virtual machine (KVM)"],
         );
-        // An empty or absent hypervisor is bare metal.
+        // An empty, "none" or absent hypervisor is bare metal.
         env.host.hypervisor = Some(String::new());
+        absent(
+            &run(&loaded_with(env.clone(), vec![]), host),
+            "virtual_machine",
+        );
+        env.host.hypervisor = Some("none".into());
         absent(&run(&loaded_with(env, vec![]), host), "virtual_machine");
         absent(&run(&loaded(vec![]), host), "virtual_machine");
     }

@@ -377,13 +377,7 @@ fn page_walks(l: &Loaded, out: &mut Out<'_>, lat: &[LatencyRecord], headline: &[
         );
     }
     // In a VM, nested paging inflates memory latency even on the guest's huge pages.
-    let virtual_machine = l
-        .bundle
-        .envelope
-        .host
-        .hypervisor
-        .as_deref()
-        .filter(|h| !h.is_empty() && *h != "none");
+    let virtual_machine = crate::facts::hypervisor(l);
     let memory_measured = lat.iter().any(|r| {
         r.points
             .iter()
