@@ -93,7 +93,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 format!("{} groups", sizes.len())
             };
             t.push(vec![
-                Cell::num(i as f64, 0),
+                Cell::num((i + 1) as f64, 0),
                 Cell::text(shape),
                 super::opt(lv.intra_ns, 1, "one CPU per group"),
                 super::opt(lv.inter_ns, 1, "one group"),
@@ -110,7 +110,8 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 items.push(OutlineItem {
                     depth: rec.levels.len() - 1 - i,
                     text: format!(
-                        "level {i}: CPUs {} ({} inside)",
+                        "level {}: CPUs {} ({} inside)",
+                        i + 1,
                         cpulist::format(&g.cpus),
                         g.intra_ns.map_or("-".into(), numalab_schema::units::nanos)
                     ),
