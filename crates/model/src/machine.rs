@@ -7,7 +7,7 @@ use crate::latency;
 use crate::model::Model;
 use numalab_schema::machine::{
     Cache, CacheKind, Core, CpuIdentity, DistanceMatrix, Domain, FrequencyDomain, Machine,
-    MachineSource, NumaNode, PageSize, Pu, Software, Summary, MACHINE_SCHEMA_VERSION,
+    MachineSource, NumaNode, PageSize, Pu,
 };
 use numalab_schema::record::Host;
 use std::collections::BTreeMap;
@@ -118,31 +118,17 @@ pub fn describe(model: &Model) -> Machine {
     );
     let khz = (model.spec.cores.clock_ghz * 1e6).round() as u64;
     let mut m = Machine {
-        schema_version: MACHINE_SCHEMA_VERSION,
-        source: MachineSource::Model {
-            preset: model.label.clone(),
-        },
-        summary: Summary {
-            packages: 0,
-            numa_nodes: 0,
-            cores: 0,
-            pus: 0,
-            numa: Vec::new(),
-        },
         cpu: CpuIdentity {
             model_name: Some(format!("modeled: {}", model.spec.description)),
             ..Default::default()
         },
         packages,
-        dies: Vec::new(),
         groups,
         numa_nodes,
         cores,
         pus,
         caches,
-        cpu_kinds: Vec::new(),
         distances: vec![node_distances(model)],
-        memory_attributes: Vec::new(),
         frequencies: vec![FrequencyDomain {
             cpus: (0..n_cores * threads).collect(),
             min_khz: None,
@@ -156,8 +142,10 @@ pub fn describe(model: &Model) -> Machine {
             size_bytes: 4096,
             pool_pages: None,
         }],
-        software: Software::default(),
         infos,
+        ..Machine::empty(MachineSource::Model {
+            preset: model.label.clone(),
+        })
     };
     m.compute_summary();
     m

@@ -110,16 +110,6 @@ mod tests {
             package,
         };
         let mut m = Machine {
-            schema_version: MACHINE_SCHEMA_VERSION,
-            source: MachineSource::Live,
-            summary: Summary {
-                packages: 0,
-                numa_nodes: 0,
-                cores: 0,
-                pus: 0,
-                numa: vec![],
-            },
-            cpu: CpuIdentity::default(),
             packages: vec![
                 Domain {
                     os_index: Some(0),
@@ -134,8 +124,6 @@ mod tests {
                     cpus: vec![2, 3],
                 },
             ],
-            dies: vec![],
-            groups: vec![],
             numa_nodes: vec![
                 node(0, vec![0, 1], Some(0)),
                 node(1, vec![2, 3], Some(1)),
@@ -149,15 +137,7 @@ mod tests {
                     kind: None,
                 })
                 .collect(),
-            pus: vec![],
-            caches: vec![],
-            cpu_kinds: vec![],
-            distances: vec![],
-            memory_attributes: vec![],
-            frequencies: vec![],
-            page_sizes: vec![],
-            software: Software::default(),
-            infos: Default::default(),
+            ..Machine::empty(MachineSource::Live)
         };
         m.compute_summary();
         let svg = picture(&m);

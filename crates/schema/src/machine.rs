@@ -336,6 +336,37 @@ pub struct Software {
 }
 
 impl Machine {
+    /// A machine of this source with nothing in it yet (every list empty, the summary
+    /// zero): builders fill in what they know and call [`Machine::compute_summary`].
+    pub fn empty(source: MachineSource) -> Machine {
+        Machine {
+            schema_version: MACHINE_SCHEMA_VERSION,
+            source,
+            summary: Summary {
+                packages: 0,
+                numa_nodes: 0,
+                cores: 0,
+                pus: 0,
+                numa: Vec::new(),
+            },
+            cpu: CpuIdentity::default(),
+            packages: Vec::new(),
+            dies: Vec::new(),
+            groups: Vec::new(),
+            numa_nodes: Vec::new(),
+            cores: Vec::new(),
+            pus: Vec::new(),
+            caches: Vec::new(),
+            cpu_kinds: Vec::new(),
+            distances: Vec::new(),
+            memory_attributes: Vec::new(),
+            frequencies: Vec::new(),
+            page_sizes: Vec::new(),
+            software: Software::default(),
+            infos: BTreeMap::new(),
+        }
+    }
+
     /// The NUMA nodes with CPUs.
     pub fn cpu_nodes(&self) -> impl Iterator<Item = &NumaNode> {
         self.numa_nodes.iter().filter(|n| n.has_cpus)

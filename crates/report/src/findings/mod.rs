@@ -182,10 +182,7 @@ mod testutil {
     use super::{Finding, Out, Severity};
     use crate::load::Loaded;
     use numalab_records::pmu::{Capability, EventStatus, PmuCheck};
-    use numalab_schema::machine::{
-        CpuIdentity, DistanceMatrix, Domain, MachineSource, NumaNode, Software, Summary,
-        MACHINE_SCHEMA_VERSION,
-    };
+    use numalab_schema::machine::{DistanceMatrix, Domain, MachineSource, NumaNode};
     use numalab_schema::record::{Host, Tool, SCHEMA_VERSION};
     use numalab_schema::{Bundle, Envelope, Machine, Origin, Record, RecordKind};
 
@@ -335,30 +332,9 @@ mod testutil {
             })
             .collect();
         let mut m = Machine {
-            schema_version: MACHINE_SCHEMA_VERSION,
-            source: MachineSource::Live,
-            summary: Summary {
-                packages: 0,
-                numa_nodes: 0,
-                cores: 0,
-                pus: 0,
-                numa: vec![],
-            },
-            cpu: CpuIdentity::default(),
             packages,
-            dies: vec![],
-            groups: vec![],
             numa_nodes,
-            cores: vec![],
-            pus: vec![],
-            caches: vec![],
-            cpu_kinds: vec![],
-            distances: vec![],
-            memory_attributes: vec![],
-            frequencies: vec![],
-            page_sizes: vec![],
-            software: Software::default(),
-            infos: Default::default(),
+            ..Machine::empty(MachineSource::Live)
         };
         m.compute_summary();
         m
