@@ -3,7 +3,7 @@
 //! Flags are validated by clap without touching hardware; then each subcommand builds a
 //! checked plan from `numalab-mem` against the live topology (unknown CPUs or nodes,
 //! too many threads, sizes beyond the safe share of a node's free memory are refused
-//! here, before anything runs), runs it with the hwloc placer, and prints a table (or
+//! here, before anything runs), runs it with the hwloc placer, and prints the report's section of its records (or
 //! the JSON bundle with `--json`). Records go to the journal as each cell completes.
 
 use crate::recorder::ProgressSink;
