@@ -19,6 +19,7 @@ pub mod c2c;
 pub mod doctor;
 pub mod evaluate;
 pub mod harness;
+pub mod home;
 pub mod layout;
 pub mod mem;
 pub mod model;

@@ -1,0 +1,73 @@
+//! The one interface every home measurement goes through: a buffer of lines and reads of
+//! them from chosen cores. The live backend ([`crate::live`]) reads real memory with the
+//! line flushed or owned by another core; the replay backend ([`crate::truth`]) answers
+//! from a model-generated machine whose floorplan and hash the inference never sees.
+
+use crate::error::HomeError;
+pub use numalab_records::home::{Access, Fingerprint};
+
+/// What a probe's buffer is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BufferInfo {
+    /// Bytes.
+    pub bytes: u64,
+    /// Page size, bytes (2 MiB or 1 GiB on huge pages, 4 KiB otherwise).
+    pub page_bytes: u64,
+    /// Backed by huge pages.
+    pub huge_pages: bool,
+    /// Cache line, bytes.
+    pub line_bytes: u32,
+    /// Physical address of every page, when `/proc/self/pagemap` gave them (root or
+    /// CAP_SYS_ADMIN); `None` otherwise.
+    pub page_phys: Option<Vec<u64>>,
+    /// Why physical addresses are missing, when they are.
+    pub phys_note: Option<String>,
+}
+
+impl BufferInfo {
+    /// Lines per page.
+    pub fn lines_per_page(&self) -> usize {
+        (self.page_bytes / u64::from(self.line_bytes)) as usize
+    }
+
+    /// Pages.
+    pub fn pages(&self) -> usize {
+        (self.bytes / self.page_bytes) as usize
+    }
+}
+
+/// A line of the buffer: page index and line index within the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Line {
+    /// Page index.
+    pub page: usize,
+    /// Line index within the page.
+    pub offset: u32,
+}
+
+/// Reads of buffer lines from chosen cores.
+pub trait HomeProbe {
+    /// The buffer.
+    fn buffer(&self) -> &BufferInfo;
+    /// The CPUs reads can run on (OS ids).
+    fn cpus(&self) -> Vec<u32>;
+    /// The machine the answers are valid on.
+    fn fingerprint(&self) -> Fingerprint;
+    /// "measured" or "model".
+    fn origin(&self) -> &'static str;
+    /// For each line, `repeats` reads from `reader` (an OS CPU id) with the given access
+    /// (`owner`: the CPU that writes the line before each forwarded read), and the
+    /// median latency, ns, in `lines` order.
+    fn read_ns(
+        &mut self,
+        access: Access,
+        reader: u32,
+        owner: Option<u32>,
+        lines: &[Line],
+        repeats: u32,
+    ) -> Result<Vec<f64>, HomeError>;
+    /// Standard deviation of one read, ns, estimated by the probe from its repeats (the
+    /// median absolute deviation scaled to a Gaussian sigma), pooled over every call so
+    /// far; `None` before any read.
+    fn noise_ns(&self) -> Option<f64>;
+}

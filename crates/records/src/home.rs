@@ -1,0 +1,414 @@
+//! The records `numalab home` writes: `home.map` (which home agent and memory interface
+//! serve each measured cache line of a buffer, the fitted address hash, where each home
+//! sits on the floorplan), `home.accuracy` (a model-generated machine's map inferred and
+//! compared with the truth) and `home.bench` (the affinity experiments).
+//!
+//! Per-line data is stored compactly, one byte per line as hex (two characters), as the
+//! mesh study stored its map: [`LINE_UNKNOWN`] marks a line without an answer.
+
+use numalab_schema::RecordKind;
+use serde::{Deserialize, Serialize};
+
+/// The byte of a line that has no home (or interface) assigned.
+pub const LINE_UNKNOWN: u8 = 255;
+
+/// What makes a map valid for one machine only: a map is refused on a machine whose
+/// fingerprint differs. The kernel version is not part of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// "live" or "model:PRESET".
+    pub source: String,
+    /// CPU model name (`/proc/cpuinfo` "model name", or the Arm implementer/part).
+    pub cpu_model: String,
+    /// CPU family/model/stepping (x86) or variant/revision (Arm), as reported.
+    pub stepping: String,
+    /// Logical CPUs.
+    pub cpus: u32,
+    /// NUMA nodes and each node's memory, bytes (rounded to MiB).
+    pub node_memory_bytes: Vec<u64>,
+    /// Firmware mode settings visible from the OS (cluster mode shows as the NUMA node
+    /// count and each node's CPUs; SMT on or off), in words.
+    pub modes: Vec<String>,
+}
+
+impl Fingerprint {
+    /// The fields that differ from `other`, named, empty when the same machine.
+    pub fn differences(&self, other: &Fingerprint) -> Vec<String> {
+        let mut d = Vec::new();
+        if self.source != other.source {
+            d.push(format!("source {} vs {}", self.source, other.source));
+        }
+        if self.cpu_model != other.cpu_model {
+            d.push(format!(
+                "CPU model {:?} vs {:?}",
+                self.cpu_model, other.cpu_model
+            ));
+        }
+        if self.stepping != other.stepping {
+            d.push(format!(
+                "stepping {:?} vs {:?}",
+                self.stepping, other.stepping
+            ));
+        }
+        if self.cpus != other.cpus {
+            d.push(format!("{} vs {} CPUs", self.cpus, other.cpus));
+        }
+        if self.node_memory_bytes != other.node_memory_bytes {
+            d.push(format!(
+                "memory per node {:?} vs {:?} bytes",
+                self.node_memory_bytes, other.node_memory_bytes
+            ));
+        }
+        if self.modes != other.modes {
+            d.push(format!("modes {:?} vs {:?}", self.modes, other.modes));
+        }
+        d
+    }
+}
+
+/// How a measured access reaches the line's home.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    /// The line is flushed to memory (`clflush`, `DC CIVAC`) before each read: core ->
+    /// home -> memory interface -> core.
+    Flushed,
+    /// The line is written by an owner core before each read: core -> home -> owner ->
+    /// core; the memory interface plays no part.
+    Forwarded,
+}
+
+/// One home agent (a cluster of lines with the same latency profile).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Home {
+    /// Id (the byte lines carry).
+    pub id: u8,
+    /// Measured lines assigned to it.
+    pub lines: usize,
+    /// Mean latency from each probe core (in `probe_cpus` order), ns.
+    pub profile_ns: Vec<f64>,
+    /// Its stop on the floorplan `[x, y]`, when a floorplan was given.
+    pub stop: Option<[u32; 2]>,
+    /// Probability that this stop rather than the best alternative is right.
+    pub stop_confidence: Option<f64>,
+    /// Root mean square residual of the profile at that stop, ns.
+    pub stop_residual_ns: Option<f64>,
+}
+
+/// One memory interface (lines whose flushed reads share a controller pattern).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interface {
+    /// Id (the byte lines carry).
+    pub id: u8,
+    /// Measured lines assigned to it.
+    pub lines: usize,
+    /// Mean of (flushed - forwarded) latency from each probe core, minus its mean, ns.
+    pub shape_ns: Vec<f64>,
+}
+
+/// A recovered address hash: `id = table[s]` where bit t of the syndrome `s` is the
+/// parity of `address & masks[t]` (byte physical addresses).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HashFit {
+    /// "home" or "interface".
+    pub what: String,
+    /// "recovered" (every address bit the buffer could vary is covered: the map of any
+    /// address follows), "page-offset" (the bits within a page only: a new page needs a
+    /// probe of a few lines for its shift), or "not-found".
+    pub status: String,
+    /// Address bits the fit could observe (a mask over byte addresses).
+    pub observed_bits: u64,
+    /// One mask per syndrome bit.
+    pub masks: Vec<u64>,
+    /// Syndrome -> id (length `2^masks.len()`).
+    pub table: Vec<u8>,
+    /// Whether the table is a one-to-one map (a purely linear hash: `2^bits` ids).
+    pub linear: bool,
+    /// Share of measured lines whose id the hash predicts.
+    pub agreement: f64,
+    /// Why the status is what it is, in sentences.
+    pub notes: Vec<String>,
+}
+
+impl HashFit {
+    /// The syndrome of a byte address.
+    pub fn syndrome(&self, address: u64) -> usize {
+        self.masks
+            .iter()
+            .enumerate()
+            .map(|(t, m)| (((address & m).count_ones() & 1) as usize) << t)
+            .sum()
+    }
+
+    /// The id the hash gives a byte address; `None` unless the hash was recovered over
+    /// every bit (`status == "recovered"`) or the table has no entry.
+    pub fn predict(&self, address: u64) -> Option<u8> {
+        if self.status != "recovered" {
+            return None;
+        }
+        self.table
+            .get(self.syndrome(address))
+            .copied()
+            .filter(|&b| b != LINE_UNKNOWN)
+    }
+}
+
+/// The map of one page of the buffer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageMap {
+    /// Page index in the buffer.
+    pub index: usize,
+    /// Physical address of the page, when pagemap was readable.
+    pub phys: Option<u64>,
+    /// Every line of the page was measured (otherwise the record's `sample_offsets`).
+    pub full: bool,
+    /// Home id per measured line, hex, one byte per line.
+    pub home: String,
+    /// Interface id per measured line, hex (all `ff` when not distinguishable).
+    pub interface: String,
+    /// Confidence per measured line, hex, `round(255 * p)`.
+    pub confidence: String,
+}
+
+/// Which home and interface serve each measured line (`home.map`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HomeMapRecord {
+    /// "measured" or "model".
+    pub input_origin: String,
+    /// The machine the map is valid on.
+    pub fingerprint: Fingerprint,
+    /// Buffer size, bytes.
+    pub buffer_bytes: u64,
+    /// Page size of the buffer, bytes.
+    pub page_bytes: u64,
+    /// The buffer is on huge pages.
+    pub huge_pages: bool,
+    /// Physical addresses were known (pagemap readable).
+    pub physical_addresses: bool,
+    /// Cache line, bytes.
+    pub line_bytes: u32,
+    /// How the homes were located.
+    pub access: Access,
+    /// The cores reading (OS CPU ids), in profile order.
+    pub probe_cpus: Vec<u32>,
+    /// The owner core of forwarded reads.
+    pub owner_cpu: Option<u32>,
+    /// Reads per line and core (the median is kept).
+    pub repeats: u32,
+    /// Estimated standard deviation of one read, ns.
+    pub noise_ns: f64,
+    /// Line offsets (line index within a page) measured on pages not measured in full.
+    pub sample_offsets: Vec<u32>,
+    /// Lines measured.
+    pub lines_measured: usize,
+    /// The floorplan homes were located on (a `layout.inference` record's input).
+    pub floorplan: Option<String>,
+    /// Whether any home structure is visible: more than one home, or interfaces.
+    pub structure_visible: bool,
+    /// Home agents found.
+    pub homes: Vec<Home>,
+    /// Memory interfaces found (empty when not distinguishable).
+    pub interfaces: Vec<Interface>,
+    /// The measured pages.
+    pub pages: Vec<PageMap>,
+    /// The home hash, when looked for.
+    pub home_hash: Option<HashFit>,
+    /// The interface hash, when looked for.
+    pub interface_hash: Option<HashFit>,
+    /// Seconds spent measuring.
+    pub measure_seconds: f64,
+    /// Seconds spent inferring.
+    pub infer_seconds: f64,
+    /// Facts and cautions, in sentences.
+    pub notes: Vec<String>,
+}
+
+impl RecordKind for HomeMapRecord {
+    const KIND: &'static str = "home.map";
+}
+
+/// A model-generated map compared with its truth (`home.accuracy`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccuracyRecord {
+    /// Preset.
+    pub preset: String,
+    /// Standard deviation of the noise on every read, ns.
+    pub noise_ns: f64,
+    /// Seed of the truth.
+    pub seed: u64,
+    /// True homes, homes found.
+    pub homes_true: usize,
+    /// Homes found.
+    pub homes_found: usize,
+    /// True interfaces.
+    pub interfaces_true: usize,
+    /// Interfaces found.
+    pub interfaces_found: usize,
+    /// Share of measured lines whose home cluster matches the truth (best one-to-one
+    /// matching of ids), from the latency profiles alone.
+    pub line_accuracy_profiles: f64,
+    /// The same after the recovered hash relabelled the lines (null without a hash).
+    pub line_accuracy_hash: Option<f64>,
+    /// Share of measured lines whose interface matches (null when not distinguished).
+    pub interface_accuracy: Option<f64>,
+    /// Share of homes located at their true stop (modulo the floorplan's symmetry),
+    /// null without a floorplan.
+    pub homes_located_exact: Option<f64>,
+    /// The hash predicts the true home of every address tried.
+    pub hash_exact: bool,
+    /// Addresses tried against the true hash.
+    pub hash_addresses_tried: usize,
+    /// Of those, predicted correctly.
+    pub hash_addresses_correct: usize,
+    /// The interface hash, likewise.
+    pub interface_hash_exact: Option<bool>,
+    /// Fraction of the floorplan's cores placed exactly (null without a floorplan).
+    pub floorplan_exact_fraction: Option<f64>,
+    /// Seconds for the whole inference.
+    pub seconds: f64,
+    /// Facts and cautions, in sentences.
+    pub notes: Vec<String>,
+}
+
+impl RecordKind for AccuracyRecord {
+    const KIND: &'static str = "home.accuracy";
+}
+
+/// One point of the affinity sweep (study Figure 3a).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// Affinity strength: the largest distance, hops, between a thread's core and the
+    /// homes of its lines (null: no affinity, any line).
+    pub distance_hops: Option<u32>,
+    /// Mean latency of a read of the kernel's data, ns.
+    pub latency_ns: f64,
+    /// Execution time of the kernel, cycles (or ns on the model).
+    pub cycles: Option<f64>,
+    /// Outstanding-request cycles, where counters exist.
+    pub outstanding_cycles: Option<f64>,
+    /// TLB misses, where counters exist.
+    pub tlb_misses: Option<f64>,
+    /// Share of accesses to a memory interface outside the core's quadrant.
+    pub distant_interface_share: Option<f64>,
+    /// Latency gain over no affinity, fraction.
+    pub gain: f64,
+    /// The same computed with the true map (model only).
+    pub gain_true_map: Option<f64>,
+}
+
+/// A 1-D stencil with scatter versus co-located threads (study Figure 3b).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StencilPoint {
+    /// Threads.
+    pub threads: usize,
+    /// "scatter" or "co-located".
+    pub placement: String,
+    /// Mean latency of a neighbour exchange or data read, ns.
+    pub latency_ns: f64,
+    /// Time per step, ns.
+    pub step_ns: f64,
+}
+
+/// The affinity experiments (`home.bench`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRecord {
+    /// "measured" or "model".
+    pub input_origin: String,
+    /// The preset (model) or the map's fingerprint model name.
+    pub machine: String,
+    /// Reduction kernel: lines read per thread.
+    pub lines_per_thread: usize,
+    /// The sweep.
+    pub sweep: Vec<SweepPoint>,
+    /// The stencil.
+    pub stencil: Vec<StencilPoint>,
+    /// Facts and cautions, in sentences.
+    pub notes: Vec<String>,
+}
+
+impl RecordKind for BenchRecord {
+    const KIND: &'static str = "home.bench";
+}
+
+/// Bytes as lowercase hex, two characters per byte.
+pub fn to_hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// Hex back to bytes; `None` on an odd length or a character that is not hex.
+pub fn from_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_stable() {
+        assert_eq!(HomeMapRecord::KIND, "home.map");
+        assert_eq!(AccuracyRecord::KIND, "home.accuracy");
+        assert_eq!(BenchRecord::KIND, "home.bench");
+    }
+
+    #[test]
+    fn hex_round_trips_and_refuses_junk() {
+        let b = vec![0u8, 1, 254, 255, 16];
+        assert_eq!(to_hex(&b), "0001feff10");
+        assert_eq!(from_hex(&to_hex(&b)), Some(b));
+        assert_eq!(from_hex("abc"), None);
+        assert_eq!(from_hex("zz"), None);
+    }
+
+    #[test]
+    fn a_hash_predicts_by_parity_of_masked_bits() {
+        let h = HashFit {
+            what: "home".into(),
+            status: "recovered".into(),
+            observed_bits: !0x3f,
+            masks: vec![0b1100_0000, 0b1_0000_0000],
+            table: vec![3, 1, 0, 2],
+            linear: true,
+            agreement: 1.0,
+            notes: vec![],
+        };
+        assert_eq!(h.syndrome(0), 0);
+        assert_eq!(h.syndrome(0b0100_0000), 1);
+        assert_eq!(h.syndrome(0b1100_0000), 0);
+        assert_eq!(h.syndrome(0b1_0100_0000), 3);
+        assert_eq!(h.predict(0b1_0100_0000), Some(2));
+        let partial = HashFit {
+            status: "page-offset".into(),
+            ..h
+        };
+        assert_eq!(partial.predict(0), None);
+    }
+
+    #[test]
+    fn fingerprints_name_what_differs() {
+        let a = Fingerprint {
+            source: "live".into(),
+            cpu_model: "X".into(),
+            stepping: "1".into(),
+            cpus: 2,
+            node_memory_bytes: vec![1 << 30],
+            modes: vec!["smt off".into()],
+        };
+        assert!(a.differences(&a).is_empty());
+        let b = Fingerprint {
+            cpus: 4,
+            ..a.clone()
+        };
+        assert_eq!(a.differences(&b), vec!["2 vs 4 CPUs".to_string()]);
+    }
+}
