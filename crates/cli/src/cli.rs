@@ -57,6 +57,9 @@ pub enum Command {
     /// Schedule a mix of tasks on the cores (fair, load, optimized) from past run times;
     /// run the schedules with binding or evaluate them on a model.
     Schedule(crate::commands::schedule::ScheduleArgs),
+    /// Where each cache line lives: map lines to home agents and memory interfaces,
+    /// recover the address hash; the affinity experiments.
+    Home(crate::commands::home::HomeArgs),
 }
 
 /// Runs the parsed command.
@@ -78,5 +81,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Mem(a) => commands::mem::run(a),
         Command::Layout(a) => commands::layout::run(a),
         Command::Schedule(a) => commands::schedule::run(a),
+        Command::Home(a) => commands::home::run(a),
     }
 }

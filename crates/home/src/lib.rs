@@ -4,7 +4,17 @@
 //! handed to a thread from lines homed near its core; and the study's affinity
 //! experiments.
 
+pub mod alloc;
+pub mod bench;
+pub mod cluster;
 pub mod error;
+pub mod ffi;
+pub mod groundtruth;
+pub mod hash;
+pub mod live;
+pub mod locate;
+pub mod map;
 pub mod probe;
+pub mod truth;
 
 pub use error::HomeError;

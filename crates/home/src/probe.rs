@@ -56,8 +56,8 @@ pub trait HomeProbe {
     /// "measured" or "model".
     fn origin(&self) -> &'static str;
     /// For each line, `repeats` reads from `reader` (an OS CPU id) with the given access
-    /// (`owner`: the CPU that writes the line before each forwarded read), and the
-    /// median latency, ns, in `lines` order.
+    /// (`owner`: the CPU that writes the line before each forwarded read), and their
+    /// [`center_and_sigma`] latency, ns, in `lines` order.
     fn read_ns(
         &mut self,
         access: Access,
@@ -70,4 +70,47 @@ pub trait HomeProbe {
     /// median absolute deviation scaled to a Gaussian sigma), pooled over every call so
     /// far; `None` before any read.
     fn noise_ns(&self) -> Option<f64>;
+}
+
+/// The centre of a line's repeated reads and their spread (sorts `v`): the
+/// interquartile mean (the mean of the middle half), and 1.4826 x the median absolute
+/// deviation (a Gaussian sigma). The interquartile mean ignores the slow tail
+/// (interrupts, a migration) as a median does, and, unlike a median, it is not stuck on
+/// the clock's ticks: a timer of 30 ns resolution still gives sub-tick centres.
+pub fn center_and_sigma(v: &mut [f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let med = |w: &[f64]| {
+        let k = w.len();
+        if k % 2 == 1 {
+            w[k / 2]
+        } else {
+            0.5 * (w[k / 2 - 1] + w[k / 2])
+        }
+    };
+    let (lo, hi) = (n / 4, n - n / 4);
+    let mid = &v[lo..hi.max(lo + 1)];
+    let center = mid.iter().sum::<f64>() / mid.len() as f64;
+    let m = med(v);
+    let mut dev: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
+    dev.sort_by(f64::total_cmp);
+    (center, 1.4826 * med(&dev))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_center_ignores_the_tail_and_the_ticks() {
+        let (c, s) = center_and_sigma(&mut [10.0, 10.0, 11.0, 11.0, 500.0, 10.0, 11.0, 10.0]);
+        assert!((c - 10.5).abs() < 1e-9, "{c}");
+        assert!((s - 1.4826 * 0.5).abs() < 1e-9, "{s}");
+        let (c, _) = center_and_sigma(&mut [3.0]);
+        assert_eq!(c, 3.0);
+        assert!(center_and_sigma(&mut []).0.is_nan());
+    }
 }

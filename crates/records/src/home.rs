@@ -203,8 +203,17 @@ pub struct HomeMapRecord {
     pub lines_measured: usize,
     /// The floorplan homes were located on (a `layout.inference` record's input).
     pub floorplan: Option<String>,
+    /// Where the floorplan puts each CPU, `[cpu, x, y]` (empty without a floorplan):
+    /// what an allocator needs to measure a thread's distance to a home.
+    pub cpu_stops: Vec<[u32; 3]>,
     /// Whether any home structure is visible: more than one home, or interfaces.
     pub structure_visible: bool,
+    /// Share of re-read lines that fell in the same home group the second time (null
+    /// with one group): groups that do not reproduce are measurement artefacts (timer
+    /// resolution, frequency changes) and are dropped.
+    pub homes_reproduced: Option<f64>,
+    /// The same for interface groups.
+    pub interfaces_reproduced: Option<f64>,
     /// Home agents found.
     pub homes: Vec<Home>,
     /// Memory interfaces found (empty when not distinguishable).
@@ -236,12 +245,18 @@ pub struct AccuracyRecord {
     pub noise_ns: f64,
     /// Seed of the truth.
     pub seed: u64,
-    /// True homes, homes found.
+    /// True homes.
     pub homes_true: usize,
+    /// Distinct stops of the true homes: homes sharing a stop (two SLC slices of one
+    /// CMN home node) read alike from every core, so latency can find places only, and
+    /// every score below is against places.
+    pub home_places_true: usize,
     /// Homes found.
     pub homes_found: usize,
     /// True interfaces.
     pub interfaces_true: usize,
+    /// Distinct stops of the true interfaces.
+    pub interface_places_true: usize,
     /// Interfaces found.
     pub interfaces_found: usize,
     /// Share of measured lines whose home cluster matches the truth (best one-to-one

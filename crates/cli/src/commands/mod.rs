@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod evaluate;
 pub mod generate;
 pub mod harness;
+pub mod home;
 pub mod layout;
 pub mod mem;
 pub mod model;

@@ -6,6 +6,7 @@
 mod appendix;
 pub mod c2c;
 pub mod harness;
+pub mod home;
 pub mod layout;
 pub mod machine;
 pub mod mem;
@@ -61,6 +62,9 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<numalab_records::schedule::PlanRecord>,
         ok::<numalab_records::schedule::RunRecord>,
         ok::<numalab_records::schedule::SummaryRecord>,
+        ok::<numalab_records::home::HomeMapRecord>,
+        ok::<numalab_records::home::AccuracyRecord>,
+        ok::<numalab_records::home::BenchRecord>,
     ]
     .iter()
     .find_map(|f| f(r))
@@ -221,6 +225,7 @@ pub fn document(set: &[Loaded]) -> Document {
         sections.extend(model::sections(b, l, &o));
         sections.extend(layout::sections(b, l, &o));
         sections.extend(schedule::sections(b, l, &o));
+        sections.extend(home::sections(b, l, &o));
     }
     sections.extend(machine::warnings(set));
     sections.push(appendix::appendix(set));

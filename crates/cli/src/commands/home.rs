@@ -1,0 +1,407 @@
+//! `numalab home`: where each cache line lives. `map` measures (or, with `--model`,
+//! generates and scores) which home agent and memory interface serve each line of a
+//! buffer and recovers the address hash; `bench` runs the mesh study's affinity
+//! experiments. The work is in `numalab-home`; this module parses flags, writes records
+//! through the shared [`Recorder`] and prints the report's home section.
+
+use crate::output::print_sections;
+use crate::recorder::{OutputArgs, Recorder};
+use crate::{CliError, CliResult};
+use clap::{Args, Subcommand, ValueEnum};
+use numalab_home::bench::{self, BenchOptions};
+use numalab_home::groundtruth::{trial, TrialOptions};
+use numalab_home::live::{HugeChoice, LiveOptions, LiveProbe};
+use numalab_home::locate::Floorplan;
+use numalab_home::map::{map, MapOptions, Watch};
+use numalab_records::layout::InferenceRecord;
+use numalab_schema::record::Host;
+use numalab_schema::{units, ErrorClass, Origin, Record};
+use std::path::{Path, PathBuf};
+
+/// `numalab home`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab home map                                  # this machine, 64 MiB buffer\n  numalab home map --floorplan layout-out/ --bytes 1GiB --out home-out/\n  numalab home map --model knl-7210 --noise-ns 4\n  numalab home map --model neoverse-v1-64:numa1 --pages 64 --json\n  numalab home bench --model knl-7210"
+)]
+pub struct HomeArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: HomeCommand,
+}
+
+/// `numalab home` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum HomeCommand {
+    /// Which home agent and memory interface serve each line of a buffer; the address hash.
+    Map(Box<MapArgs>),
+    /// The affinity experiments: a reduction kernel versus affinity strength, a stencil
+    /// with scatter versus co-located threads (on a model-generated machine).
+    Bench(Box<BenchArgs>),
+}
+
+/// Huge pages on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HugeArg {
+    /// 2 MiB hugetlbfs pages, else transparent huge pages, else base pages.
+    Auto,
+    /// Refuse to run without huge pages.
+    Require,
+    /// Base pages only.
+    Never,
+}
+
+/// Settings shared by `map` and `bench`.
+#[derive(Debug, Args)]
+pub struct MapFlags {
+    /// Reader CPUs, spread over the floorplan (an owner CPU comes on top).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub cpus: usize,
+    /// Reads per line and CPU (the median is kept).
+    #[arg(long, value_name = "N", default_value_t = 128)]
+    pub repeats: u32,
+    /// Lines sampled on every page after the first (the first is measured in full).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub sample_lines: usize,
+    /// Do not look for memory interfaces (halves the reads).
+    #[arg(long)]
+    pub no_interfaces: bool,
+    /// Seed of the line sample and the grouping (and of the model's machine).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// The model machine's flags.
+#[derive(Debug, Args)]
+pub struct ModelFlags {
+    /// Standard deviation of the noise on every read and matrix cell, ns (--model).
+    #[arg(long, value_name = "NS", default_value_t = 4.0)]
+    pub noise_ns: f64,
+    /// Buffer pages of 2 MiB (--model).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub pages: usize,
+    /// Memory node of the buffer (--model).
+    #[arg(long, value_name = "NODE", default_value_t = 0)]
+    pub node: u32,
+    /// Hide physical addresses, as without root (--model): the hash is then fitted on
+    /// page offsets only.
+    #[arg(long)]
+    pub no_phys: bool,
+    /// Override a preset value, KEY=VALUE (repeatable; see `numalab model show`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+/// `numalab home map`.
+#[derive(Debug, Args)]
+pub struct MapArgs {
+    /// Generate a machine from a model preset (NAME[:VARIANT,...]) with a known floorplan
+    /// and hash, map it through the replay probe and score the map against the truth.
+    #[arg(long, value_name = "PRESET")]
+    pub model: Option<String>,
+    /// Buffer size on this machine (refused above half the available memory).
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "64MiB",
+        conflicts_with = "model"
+    )]
+    pub bytes: String,
+    /// Huge pages for the buffer.
+    #[arg(long, value_enum, default_value_t = HugeArg::Auto, conflicts_with = "model")]
+    pub huge: HugeArg,
+    /// A floorplan of this machine (`numalab layout infer --out DIR` or `--json` output):
+    /// probe CPUs are spread over it and homes located on it.
+    #[arg(long, value_name = "LAYOUT", conflicts_with = "model")]
+    pub floorplan: Option<PathBuf>,
+    /// Pages measured (default: all of the buffer's).
+    #[arg(long, value_name = "N")]
+    pub measure_pages: Option<usize>,
+    /// Map settings.
+    #[command(flatten)]
+    pub map: MapFlags,
+    /// Model settings.
+    #[command(flatten)]
+    pub model_flags: ModelFlags,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `numalab home bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Model preset (NAME[:VARIANT,...]): the machine is generated, mapped, and the
+    /// experiments run with memory from the inferred map and latencies from the truth.
+    #[arg(long, value_name = "PRESET")]
+    pub model: String,
+    /// Threads of the reduction kernel.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub threads: usize,
+    /// Lines each thread reads.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub lines: usize,
+    /// Largest affinity strength swept, hops.
+    #[arg(long, value_name = "HOPS", default_value_t = 4)]
+    pub max_distance: u32,
+    /// Thread counts of the stencil, comma separated.
+    #[arg(long, value_name = "LIST", default_value = "4,8,16")]
+    pub stencil: String,
+    /// Map settings.
+    #[command(flatten)]
+    pub map: MapFlags,
+    /// Model settings.
+    #[command(flatten)]
+    pub model_flags: ModelFlags,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Runs `numalab home`.
+pub fn run(args: HomeArgs) -> CliResult {
+    match args.command {
+        HomeCommand::Map(a) => run_map(&a),
+        HomeCommand::Bench(a) => run_bench(&a),
+    }
+}
+
+fn usage(msg: impl Into<String>) -> CliError {
+    CliError::new(ErrorClass::Usage, msg)
+}
+
+fn map_options(f: &MapFlags, pages: Option<usize>) -> Result<MapOptions, CliError> {
+    if f.cpus == 0 || f.repeats == 0 || f.sample_lines == 0 {
+        return Err(usage(
+            "--cpus, --repeats and --sample-lines must be at least 1",
+        ));
+    }
+    Ok(MapOptions {
+        probe_cpus: f.cpus,
+        repeats: f.repeats,
+        sample_lines: f.sample_lines,
+        pages,
+        interfaces: !f.no_interfaces,
+        seed: f.seed,
+    })
+}
+
+fn trial_options(
+    preset: &str,
+    f: &MapFlags,
+    m: &ModelFlags,
+    pages: Option<usize>,
+) -> Result<TrialOptions, CliError> {
+    if !(m.noise_ns.is_finite() && m.noise_ns >= 0.0) {
+        return Err(usage(format!(
+            "--noise-ns {}: give a standard deviation of 0 or more",
+            m.noise_ns
+        )));
+    }
+    if m.pages == 0 {
+        return Err(usage("--pages must be at least 1"));
+    }
+    let mut t = TrialOptions::new(preset);
+    t.truth.noise_ns = m.noise_ns;
+    t.truth.seed = f.seed;
+    t.truth.pages = m.pages;
+    t.truth.node = m.node;
+    t.truth.phys_known = !m.no_phys;
+    t.truth.sets = m.sets.clone();
+    t.map = map_options(f, pages)?;
+    Ok(t)
+}
+
+/// A progress bar over the reads, stopped by Ctrl-C.
+struct Bar {
+    bar: indicatif::ProgressBar,
+}
+
+impl Bar {
+    fn new(quiet: bool) -> Bar {
+        let bar = crate::output::bar(0, "{spinner} [{elapsed}] {msg} {bar:30} {pos}/{len} reads");
+        if quiet {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        Bar { bar }
+    }
+}
+
+impl Watch for Bar {
+    fn step(&mut self, what: &str, done: u64, total: u64) {
+        self.bar.set_message(what.to_string());
+        self.bar.set_length(total);
+        self.bar.set_position(done);
+    }
+    fn stop(&self) -> bool {
+        numalab_schema::interrupt::requested()
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+fn read_floorplan(path: &Path) -> Result<Floorplan, CliError> {
+    let (bundle, _) = numalab_schema::journal::read_bundle(path).map_err(|e| {
+        CliError::new(
+            ErrorClass::Input,
+            format!("{e}; give the output of `numalab layout infer --out DIR` or `--json`"),
+        )
+    })?;
+    let r: InferenceRecord = bundle
+        .records_of::<InferenceRecord>()
+        .into_iter()
+        .last()
+        .map(|(_, r)| r)
+        .ok_or_else(|| {
+            CliError::new(
+                ErrorClass::Input,
+                format!(
+                    "{}: holds no layout.inference record; run `numalab layout infer --out DIR` first",
+                    path.display()
+                ),
+            )
+        })?;
+    Ok(Floorplan::from_record(&r, &path.display().to_string())?)
+}
+
+fn print(rec: Recorder) -> CliResult {
+    let json = rec.json();
+    let bundle = rec.finish()?;
+    if !json {
+        print_sections(
+            &bundle.envelope,
+            bundle.records,
+            numalab_report::sections::home::sections,
+        );
+    }
+    Ok(())
+}
+
+fn run_map(a: &MapArgs) -> CliResult {
+    let config = serde_json::json!({
+        "model": a.model, "bytes": a.bytes, "huge": format!("{:?}", a.huge).to_lowercase(),
+        "floorplan": a.floorplan.as_ref().map(|p| p.display().to_string()),
+        "measure_pages": a.measure_pages, "cpus": a.map.cpus, "repeats": a.map.repeats,
+        "sample_lines": a.map.sample_lines, "interfaces": !a.map.no_interfaces, "seed": a.map.seed,
+        "noise_ns": a.model_flags.noise_ns, "pages": a.model_flags.pages, "node": a.model_flags.node,
+        "phys": !a.model_flags.no_phys, "sets": a.model_flags.sets,
+    });
+    if let Some(preset) = &a.model {
+        let t = trial_options(preset, &a.map, &a.model_flags, a.measure_pages)?;
+        let mut rec = Recorder::new(
+            &a.output,
+            config,
+            Origin::Modeled,
+            Host::unknown(format!("model:{preset}")),
+        )?;
+        let out = {
+            let mut bar = Bar::new(rec.json());
+            trial(&t, &mut bar)?
+        };
+        let key = format!(
+            "home/{preset}/noise-{}/seed-{}",
+            t.truth.noise_ns, t.truth.seed
+        );
+        rec.push(Record::new(
+            format!("{key}/map"),
+            Origin::Modeled,
+            &out.mapped.record,
+        ))?;
+        rec.push(Record::new(
+            format!("{key}/accuracy"),
+            Origin::Modeled,
+            &out.accuracy,
+        ))?;
+        return print(rec);
+    }
+    let bytes =
+        units::parse_bytes(&a.bytes).map_err(|e| usage(format!("--bytes {:?}: {e}", a.bytes)))?;
+    let floorplan = a.floorplan.as_deref().map(read_floorplan).transpose()?;
+    let opts = map_options(&a.map, a.measure_pages)?;
+    let machine = numalab_topo::live()?;
+    let mut probe = LiveProbe::new(LiveOptions {
+        huge: match a.huge {
+            HugeArg::Auto => HugeChoice::Auto,
+            HugeArg::Require => HugeChoice::Require,
+            HugeArg::Never => HugeChoice::Never,
+        },
+        ..LiveOptions::with_bytes(bytes)
+    })?;
+    let mut rec = Recorder::new(
+        &a.output,
+        config,
+        Origin::Measured,
+        numalab_topo::system::host(&machine),
+    )?;
+    let mut mapped = {
+        let mut bar = Bar::new(rec.json());
+        map(&mut probe, floorplan.as_ref(), &opts, &mut bar)?
+    };
+    mapped.record.notes.extend(probe.notes.iter().cloned());
+    rec.push(Record::new(
+        "home/live/map".to_string(),
+        Origin::Measured,
+        &mapped.record,
+    ))?;
+    print(rec)
+}
+
+fn run_bench(a: &BenchArgs) -> CliResult {
+    let stencil: Vec<usize> = a
+        .stencil
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| s.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            usage(format!(
+                "--stencil {:?}: expected thread counts like 4,8,16",
+                a.stencil
+            ))
+        })?;
+    let mut b = BenchOptions::new(&a.model);
+    b.trial = trial_options(&a.model, &a.map, &a.model_flags, None)?;
+    b.threads = a.threads;
+    b.lines_per_thread = a.lines;
+    b.max_distance = a.max_distance;
+    b.stencil_threads = stencil;
+    let config = serde_json::json!({
+        "model": a.model, "threads": a.threads, "lines": a.lines, "max_distance": a.max_distance,
+        "stencil": a.stencil, "cpus": a.map.cpus, "repeats": a.map.repeats, "seed": a.map.seed,
+        "noise_ns": a.model_flags.noise_ns, "pages": a.model_flags.pages, "node": a.model_flags.node,
+        "phys": !a.model_flags.no_phys, "sets": a.model_flags.sets,
+    });
+    let mut rec = Recorder::new(
+        &a.output,
+        config,
+        Origin::Modeled,
+        Host::unknown(format!("model:{}", a.model)),
+    )?;
+    let (out, record) = {
+        let mut bar = Bar::new(rec.json());
+        bench::run(&b, &mut bar)?
+    };
+    let key = format!(
+        "home/{}/noise-{}/seed-{}",
+        a.model, a.model_flags.noise_ns, a.map.seed
+    );
+    rec.push(Record::new(
+        format!("{key}/map"),
+        Origin::Modeled,
+        &out.mapped.record,
+    ))?;
+    rec.push(Record::new(
+        format!("{key}/accuracy"),
+        Origin::Modeled,
+        &out.accuracy,
+    ))?;
+    rec.push(Record::new(
+        format!("{key}/bench"),
+        Origin::Modeled,
+        &record,
+    ))?;
+    print(rec)
+}

@@ -1,0 +1,571 @@
+//! `numalab home map`: measure lines of a buffer from cores across the floorplan, group
+//! them into homes (and memory interfaces) by their latency profiles, fit the address
+//! hash, locate the homes on the floorplan, and write one `home.map` record.
+//!
+//! # Lines
+//! The first page is measured in full (every line offset: what the hash's page part is
+//! fitted on), every other page at the same `sample_lines` offsets (what the bits above
+//! the page are fitted on). Each line is read `repeats` times from every probe core and
+//! the median kept.
+//!
+//! # Reads
+//! With two CPUs or more, homes are found from forwarded reads (the owner core writes the
+//! line, the reader reads it through its home: no memory interface in the path), and
+//! memory interfaces from the difference between flushed and forwarded reads of the same
+//! line (the path home -> interface -> reader), minus its mean over readers. With one CPU
+//! only flushed reads are possible and homes and interfaces are not told apart.
+//!
+//! # After grouping
+//! The hash ([`crate::hash`]) is fitted on the groups' ids; where it is found, every line
+//! takes the id its address gives (the table is a majority over hundreds of lines per
+//! syndrome, so it corrects lines that noise put in a neighbouring group) and the record
+//! counts the lines it changed.
+
+use crate::cluster::{cluster, nearest, Clusters};
+use crate::error::HomeError;
+use crate::hash::{self, PageIds};
+use crate::locate::{locate, Floorplan};
+use crate::probe::{Access, HomeProbe, Line};
+use numalab_records::home::{
+    to_hex, HashFit, Home, HomeMapRecord, Interface, PageMap, LINE_UNKNOWN,
+};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::time::Instant;
+
+/// How to map.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapOptions {
+    /// Reader cores (the owner comes on top).
+    pub probe_cpus: usize,
+    /// Reads per line and core.
+    pub repeats: u32,
+    /// Lines sampled on every page after the first.
+    pub sample_lines: usize,
+    /// Pages measured (the first in full, the others sampled); `None`: all.
+    pub pages: Option<usize>,
+    /// Also find memory interfaces (flushed reads on top of forwarded ones).
+    pub interfaces: bool,
+    /// Seed of the sample offsets and the grouping.
+    pub seed: u64,
+}
+
+impl Default for MapOptions {
+    fn default() -> Self {
+        MapOptions {
+            probe_cpus: 16,
+            repeats: 64,
+            sample_lines: 64,
+            pages: None,
+            interfaces: true,
+            seed: 1,
+        }
+    }
+}
+
+/// Progress and interruption.
+pub trait Watch {
+    /// `done` of `total` reads of phase `what`.
+    fn step(&mut self, what: &str, done: u64, total: u64);
+    /// True when the user asked to stop.
+    fn stop(&self) -> bool;
+}
+
+/// A watch that says nothing and never stops.
+pub struct Quiet;
+
+impl Watch for Quiet {
+    fn step(&mut self, _: &str, _: u64, _: u64) {}
+    fn stop(&self) -> bool {
+        false
+    }
+}
+
+/// A map and what scoring it needs.
+#[derive(Debug, Clone)]
+pub struct Mapped {
+    /// The record.
+    pub record: HomeMapRecord,
+    /// The lines measured, in order.
+    pub lines: Vec<Line>,
+    /// Home id of each line from the profiles alone.
+    pub home_profiles: Vec<u8>,
+    /// Final home id of each line.
+    pub home: Vec<u8>,
+    /// Final interface id of each line (`LINE_UNKNOWN` when not distinguished).
+    pub interface: Vec<u8>,
+    /// The owner and reader CPUs.
+    pub readers: Vec<u32>,
+}
+
+fn choose_cpus(cpus: &[u32], fp: Option<&Floorplan>, k: usize) -> Vec<u32> {
+    if let Some(fp) = fp {
+        let s = fp.spread(cpus, k);
+        if s.len() >= 2.min(cpus.len()) {
+            return s;
+        }
+    }
+    if cpus.len() <= k {
+        return cpus.to_vec();
+    }
+    (0..k).map(|i| cpus[i * cpus.len() / k]).collect()
+}
+
+/// Who reads, how, and how often.
+#[derive(Debug, Clone, Copy)]
+struct Reads<'a> {
+    access: Access,
+    readers: &'a [u32],
+    owner: Option<u32>,
+    repeats: u32,
+}
+
+fn measure(
+    probe: &mut dyn HomeProbe,
+    r: Reads,
+    lines: &[Line],
+    watch: &mut dyn Watch,
+    what: &str,
+) -> Result<Vec<Vec<f64>>, HomeError> {
+    let Reads {
+        access,
+        readers,
+        owner,
+        repeats,
+    } = r;
+    const CHUNK: usize = 2048;
+    let total = (readers.len() * lines.len()) as u64;
+    let mut done = 0u64;
+    let mut by_reader = Vec::with_capacity(readers.len());
+    for &r in readers {
+        let mut v = Vec::with_capacity(lines.len());
+        for chunk in lines.chunks(CHUNK) {
+            if watch.stop() {
+                return Err(HomeError::Interrupted);
+            }
+            v.extend(probe.read_ns(access, r, owner, chunk, repeats)?);
+            done += chunk.len() as u64;
+            watch.step(what, done, total);
+        }
+        by_reader.push(v);
+    }
+    // Profiles: one row per line.
+    Ok((0..lines.len())
+        .map(|i| by_reader.iter().map(|v| v[i]).collect())
+        .collect())
+}
+
+/// Lines re-read to check that groups reproduce.
+pub const REREAD_LINES: usize = 512;
+/// Groups whose re-read lines land in the same group less often than this are dropped.
+pub const REPRODUCE_MIN: f64 = 0.8;
+
+/// Flushed minus forwarded latency, minus its mean over readers.
+fn shape(flushed: &[f64], forwarded: &[f64]) -> Vec<f64> {
+    let d: Vec<f64> = flushed.iter().zip(forwarded).map(|(x, y)| x - y).collect();
+    let m = d.iter().sum::<f64>() / d.len().max(1) as f64;
+    d.into_iter().map(|x| x - m).collect()
+}
+
+/// Share of re-read profiles whose nearest group is the one their line had.
+fn reproduced(check: &[usize], again: &[Vec<f64>], c: &Clusters) -> f64 {
+    let same = check
+        .iter()
+        .zip(again)
+        .filter(|(&i, p)| nearest(p, &c.centroids).0 == c.label[i])
+        .count();
+    same as f64 / check.len().max(1) as f64
+}
+
+/// Ids ordered by the groups' mean latency (fastest first), as bytes.
+fn ids(c: &Clusters) -> Result<Vec<u8>, HomeError> {
+    if c.centroids.len() > 254 {
+        return Err(HomeError::Usage(format!(
+            "{} groups of lines: more than the 254 a map holds; the reads are too noisy to group (raise --repeats)",
+            c.centroids.len()
+        )));
+    }
+    let mean = |v: &Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let mut order: Vec<usize> = (0..c.centroids.len()).collect();
+    order.sort_by(|&a, &b| mean(&c.centroids[a]).total_cmp(&mean(&c.centroids[b])));
+    let mut rank = vec![0u8; order.len()];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k] = r as u8;
+    }
+    Ok(c.label.iter().map(|&l| rank[l]).collect())
+}
+
+/// Fits the hash on per-line ids and relabels the lines it covers. Returns the fit, the
+/// new ids and how many lines changed.
+fn fit_hash(
+    what: &str,
+    ids: &[u8],
+    lines: &[Line],
+    lpp: usize,
+    line_bytes: u32,
+    sample: &[u32],
+    phys: Option<&Vec<u64>>,
+) -> (HashFit, Vec<u8>, usize) {
+    let full: Vec<u8> = ids[..lpp.min(ids.len())].to_vec();
+    let mut pages: Vec<(Option<u64>, Vec<u8>)> = Vec::new();
+    let mut i = lpp;
+    while i < lines.len() {
+        let p = lines[i].page;
+        let n = sample.len();
+        pages.push((phys.map(|v| v[p]), ids[i..i + n].to_vec()));
+        i += n;
+    }
+    let input = PageIds {
+        lines_per_page: lpp,
+        line_bytes,
+        full_page: &full,
+        full_page_phys: phys.map(|v| v[0]),
+        sample_offsets: sample,
+        pages: pages.iter().map(|(p, v)| (*p, v.as_slice())).collect(),
+    };
+    let fit = hash::recover(what, &input);
+    let mut out = ids.to_vec();
+    if let Some(f) = hash::relabel_full_page(&fit, &input) {
+        out[..f.len()].copy_from_slice(&f);
+        let mut at = lpp;
+        for k in 0..pages.len() {
+            if let Some(p) = hash::relabel_page(&fit, &input, k) {
+                out[at..at + p.len()].copy_from_slice(&p);
+            }
+            at += sample.len();
+        }
+    }
+    let changed = out.iter().zip(ids).filter(|(a, b)| a != b).count();
+    (fit, out, changed)
+}
+
+fn centroids(profiles: &[Vec<f64>], ids: &[u8], n: usize) -> (Vec<Vec<f64>>, Vec<usize>) {
+    let dims = profiles.first().map_or(0, Vec::len);
+    let mut sum = vec![vec![0.0; dims]; n];
+    let mut count = vec![0usize; n];
+    for (p, &id) in profiles.iter().zip(ids) {
+        if (id as usize) < n {
+            count[id as usize] += 1;
+            for (s, x) in sum[id as usize].iter_mut().zip(p) {
+                *s += x;
+            }
+        }
+    }
+    for (s, &c) in sum.iter_mut().zip(&count) {
+        s.iter_mut().for_each(|x| *x /= c.max(1) as f64);
+    }
+    (sum, count)
+}
+
+/// Maps the probe's buffer.
+pub fn map(
+    probe: &mut dyn HomeProbe,
+    floorplan: Option<&Floorplan>,
+    opts: &MapOptions,
+    watch: &mut dyn Watch,
+) -> Result<Mapped, HomeError> {
+    if opts.repeats == 0 || opts.probe_cpus == 0 || opts.sample_lines == 0 {
+        return Err(HomeError::Usage(
+            "--repeats, --cpus and --sample-lines must be at least 1".into(),
+        ));
+    }
+    let buf = probe.buffer().clone();
+    let lpp = buf.lines_per_page();
+    let pages = opts.pages.unwrap_or(buf.pages()).min(buf.pages()).max(1);
+    let mut notes = Vec::new();
+    let cpus = probe.cpus();
+    if cpus.is_empty() {
+        return Err(HomeError::Unsupported("no CPU to read from".into()));
+    }
+    let chosen = choose_cpus(&cpus, floorplan, opts.probe_cpus + 1);
+    let (access, owner, readers) = if chosen.len() >= 2 {
+        (Access::Forwarded, Some(chosen[0]), chosen[1..].to_vec())
+    } else {
+        notes.push(
+            "Only one CPU: lines are read flushed, so a group is a home and interface together."
+                .into(),
+        );
+        (Access::Flushed, None, chosen.clone())
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
+    let mut sample: Vec<u32> = (0..lpp as u32).collect();
+    sample.shuffle(&mut rng);
+    sample.truncate(opts.sample_lines.min(lpp));
+    sample.sort_unstable();
+    let mut lines: Vec<Line> = (0..lpp as u32)
+        .map(|o| Line { page: 0, offset: o })
+        .collect();
+    for page in 1..pages {
+        lines.extend(sample.iter().map(|&o| Line { page, offset: o }));
+    }
+    let fwd_reads = Reads {
+        access,
+        readers: &readers,
+        owner,
+        repeats: opts.repeats,
+    };
+    let flush_reads = Reads {
+        access: Access::Flushed,
+        owner: None,
+        ..fwd_reads
+    };
+    let t0 = Instant::now();
+    let fwd = measure(probe, fwd_reads, &lines, watch, "homes")?;
+    let flushed = if access == Access::Forwarded && opts.interfaces {
+        Some(measure(probe, flush_reads, &lines, watch, "interfaces")?)
+    } else {
+        None
+    };
+    let measure_seconds = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let noise = probe.noise_ns().unwrap_or(0.0);
+    // Element noise: the interquartile mean of `repeats` Gaussian reads (efficiency
+    // about 0.83 of the mean's).
+    let sigma = (noise * 1.1 / f64::from(opts.repeats).sqrt()).max(1e-3);
+    let mut homes_c = cluster(&fwd, sigma, opts.seed);
+    // Groups must reproduce: re-read a spread sample and put it in the nearest group.
+    let step = (lines.len() / REREAD_LINES).max(1);
+    let check: Vec<usize> = (0..lines.len()).step_by(step).take(REREAD_LINES).collect();
+    let sub: Vec<Line> = check.iter().map(|&i| lines[i]).collect();
+    let mut again_fwd: Option<Vec<Vec<f64>>> = None;
+    let mut homes_reproduced = None;
+    if homes_c.centroids.len() > 1 {
+        let again = measure(probe, fwd_reads, &sub, watch, "re-reading")?;
+        let agree = reproduced(&check, &again, &homes_c);
+        homes_reproduced = Some(agree);
+        if agree < REPRODUCE_MIN {
+            notes.push(format!(
+                "The lines fell into {} groups by latency, but a second reading of {} of them put only {:.1}% in the same group: the groups are measurement artefacts (timer resolution, frequency or scheduling changes), not homes, and are dropped.",
+                homes_c.centroids.len(),
+                sub.len(),
+                100.0 * agree
+            ));
+            homes_c = Clusters::single(&fwd, sigma);
+        }
+        again_fwd = Some(again);
+    }
+    let home_profiles = ids(&homes_c)?;
+    let mut conf: Vec<f64> = homes_c.confidence.clone();
+    let phys = buf.page_phys.as_ref();
+    let (home_hash, home_ids, changed) = fit_hash(
+        "home",
+        &home_profiles,
+        &lines,
+        lpp,
+        buf.line_bytes,
+        &sample,
+        phys,
+    );
+    if changed > 0 {
+        notes.push(format!(
+            "The home hash relabelled {changed} of {} lines that their profiles had put in another group.",
+            lines.len()
+        ));
+        for (c, (a, b)) in conf.iter_mut().zip(home_ids.iter().zip(&home_profiles)) {
+            if a != b {
+                *c = home_hash.agreement;
+            }
+        }
+    }
+    let n_homes = homes_c.centroids.len();
+    let (home_centroids, home_counts) = centroids(&fwd, &home_ids, n_homes);
+    // Interfaces.
+    let mut iface_ids = vec![LINE_UNKNOWN; lines.len()];
+    let mut interfaces = Vec::new();
+    let mut interface_hash = None;
+    let mut interfaces_reproduced = None;
+    if let Some(fl) = &flushed {
+        let shapes: Vec<Vec<f64>> = fl.iter().zip(&fwd).map(|(a, b)| shape(a, b)).collect();
+        let mut ic = cluster(&shapes, sigma * std::f64::consts::SQRT_2, opts.seed ^ 1);
+        if ic.centroids.len() > 1 {
+            let again_fwd = match again_fwd.take() {
+                Some(a) => a,
+                None => measure(probe, fwd_reads, &sub, watch, "re-reading")?,
+            };
+            let again_fl = measure(probe, flush_reads, &sub, watch, "re-reading")?;
+            let again_shapes: Vec<Vec<f64>> = again_fl
+                .iter()
+                .zip(&again_fwd)
+                .map(|(a, b)| shape(a, b))
+                .collect();
+            let agree = reproduced(&check, &again_shapes, &ic);
+            interfaces_reproduced = Some(agree);
+            if agree < REPRODUCE_MIN {
+                notes.push(format!(
+                    "Interface groups ({}) did not reproduce on a second reading ({:.1}% the same): dropped.",
+                    ic.centroids.len(),
+                    100.0 * agree
+                ));
+                ic = Clusters::single(&shapes, sigma);
+            }
+        }
+        if ic.centroids.len() > 1 {
+            let raw = ids(&ic)?;
+            let (fit, final_ids, changed) = fit_hash(
+                "interface",
+                &raw,
+                &lines,
+                lpp,
+                buf.line_bytes,
+                &sample,
+                phys,
+            );
+            if changed > 0 {
+                notes.push(format!(
+                    "The interface hash relabelled {changed} of {} lines.",
+                    lines.len()
+                ));
+            }
+            let (shape_c, counts) = centroids(&shapes, &final_ids, ic.centroids.len());
+            interfaces = shape_c
+                .into_iter()
+                .zip(counts)
+                .enumerate()
+                .map(|(i, (shape_ns, lines))| Interface {
+                    id: i as u8,
+                    lines,
+                    shape_ns,
+                })
+                .collect();
+            iface_ids = final_ids;
+            interface_hash = Some(fit);
+        } else {
+            notes.push(format!(
+                "Flushed reads minus forwarded reads have one shape over the probe cores: memory interfaces are not distinguishable from {} reader(s).",
+                readers.len()
+            ));
+        }
+    }
+    // Locate.
+    let located = match (floorplan, access) {
+        (Some(fp), Access::Forwarded) => {
+            let stops: Vec<Option<u32>> = fp.stops_of(&readers);
+            if stops.iter().all(Option::is_some) && readers.len() >= 3 {
+                let s: Vec<u32> = stops.into_iter().flatten().collect();
+                Some(locate(fp, &s, &home_centroids, &home_counts, sigma))
+            } else {
+                notes.push("The floorplan does not place every probe CPU (or fewer than 3 readers): homes are not located.".into());
+                None
+            }
+        }
+        (Some(_), Access::Flushed) => {
+            notes.push(
+                "Homes are located from forwarded reads, which need two CPUs: not located.".into(),
+            );
+            None
+        }
+        _ => None,
+    };
+    let homes: Vec<Home> = home_centroids
+        .into_iter()
+        .zip(&home_counts)
+        .enumerate()
+        .map(|(i, (profile_ns, &lines))| {
+            let l = located.as_ref().and_then(|v| v.get(i));
+            Home {
+                id: i as u8,
+                lines,
+                profile_ns,
+                stop: l.zip(floorplan).map(|(l, fp)| {
+                    let (x, y) = fp.grid.xy(l.stop);
+                    [x, y]
+                }),
+                stop_confidence: l.map(|l| l.confidence),
+                stop_residual_ns: l.map(|l| l.residual_ns),
+            }
+        })
+        .collect();
+    let structure_visible = homes.len() > 1 || interfaces.len() > 1;
+    if !structure_visible {
+        let spread = fwd
+            .iter()
+            .map(|p| p.iter().sum::<f64>() / p.len().max(1) as f64)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                (lo.min(x), hi.max(x))
+            });
+        notes.push(format!(
+            "No home structure is visible: all {} lines read alike from {} probe core(s) (one group; mean latencies {:.1}-{:.1} ns, noise {:.2} ns per read). Profiles that differ by less than about {:.2} ns would not be told apart.",
+            lines.len(),
+            readers.len(),
+            spread.0,
+            spread.1,
+            noise,
+            2.0 * (crate::cluster::MERGE_LAMBDA).sqrt() * sigma
+        ));
+    }
+    if let Some(n) = &buf.phys_note {
+        notes.push(format!("No physical addresses: {n}."));
+    }
+    if !buf.huge_pages {
+        notes.push(format!(
+            "The buffer is on {} KiB pages: the hash sees only the bits within a page.",
+            buf.page_bytes / 1024
+        ));
+    }
+    let mut page_maps = Vec::new();
+    let mut at = 0;
+    for page in 0..pages {
+        let n = if page == 0 { lpp } else { sample.len() };
+        let conf_bytes: Vec<u8> = conf[at..at + n]
+            .iter()
+            .map(|p| (p.clamp(0.0, 1.0) * 255.0).round() as u8)
+            .collect();
+        page_maps.push(PageMap {
+            index: page,
+            phys: phys.map(|v| v[page]),
+            full: page == 0,
+            home: to_hex(&home_ids[at..at + n]),
+            interface: to_hex(&iface_ids[at..at + n]),
+            confidence: to_hex(&conf_bytes),
+        });
+        at += n;
+    }
+    let record = HomeMapRecord {
+        input_origin: probe.origin().to_string(),
+        fingerprint: probe.fingerprint(),
+        buffer_bytes: buf.bytes,
+        page_bytes: buf.page_bytes,
+        huge_pages: buf.huge_pages,
+        physical_addresses: buf.page_phys.is_some(),
+        line_bytes: buf.line_bytes,
+        access,
+        probe_cpus: readers.clone(),
+        owner_cpu: owner,
+        repeats: opts.repeats,
+        noise_ns: noise,
+        sample_offsets: sample,
+        lines_measured: lines.len(),
+        floorplan: floorplan.map(|f| f.name.clone()),
+        cpu_stops: floorplan
+            .map(|f| {
+                f.cpu_stop
+                    .iter()
+                    .map(|(&c, &s)| {
+                        let (x, y) = f.grid.xy(s);
+                        [c, x, y]
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        structure_visible,
+        homes_reproduced,
+        interfaces_reproduced,
+        homes,
+        interfaces,
+        pages: page_maps,
+        home_hash: structure_visible.then_some(home_hash),
+        interface_hash,
+        measure_seconds,
+        infer_seconds: t1.elapsed().as_secs_f64(),
+        notes,
+    };
+    Ok(Mapped {
+        record,
+        lines,
+        home_profiles,
+        home: home_ids,
+        interface: iface_ids,
+        readers,
+    })
+}
