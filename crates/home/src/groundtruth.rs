@@ -281,6 +281,22 @@ pub fn trial(opts: &TrialOptions, watch: &mut dyn Watch) -> Result<TrialOutcome,
             t > 0 && c == t
         }
     });
+    let refined_exact = mapped
+        .floorplan
+        .as_ref()
+        .filter(|_| opts.map.refine_cpus && rec.homes.iter().all(|h| h.stop.is_some()))
+        .map(|fp| {
+            let stops: Vec<StopId> = (0..n as u32)
+                .map(|c| fp.cpu_stop.get(&c).copied().unwrap_or(StopId::MAX))
+                .collect();
+            accuracy(
+                &grid,
+                &grid.symmetries(),
+                (&stops, &[]),
+                (&machine.layout.core_stop, &[]),
+            )
+            .exact_fraction
+        });
     if let Some(f) = fp_exact {
         notes.push(format!(
             "The floorplan inferred from the noisy core-to-core matrix places {:.1}% of the {n} cores exactly (modulo the mesh's symmetries).",
@@ -306,6 +322,7 @@ pub fn trial(opts: &TrialOptions, watch: &mut dyn Watch) -> Result<TrialOutcome,
         hash_addresses_correct: correct,
         interface_hash_exact,
         floorplan_exact_fraction: fp_exact,
+        floorplan_refined_exact_fraction: refined_exact,
         seconds: t0.elapsed().as_secs_f64(),
         notes,
     };

@@ -17,11 +17,15 @@
 //!   systems count at 25-100 MHz, see [`LiveProbe::timer_resolution_ns`]) single reads
 //!   are quantised to that tick.
 //!
+//! An owner CPU given with a flushed read is checked but plays no part.
+//!
 //! Measurements run on scoped threads pinned with hwloc, so the caller's own affinity is
 //! never changed. Repeats are interleaved over the lines (repeat r of every line, then
 //! repeat r+1), so a burst of interference spreads over many lines instead of
-//! corrupting one; the median of each line's repeats is returned, and each line's
-//! scaled median absolute deviation feeds the pooled noise estimate.
+//! corrupting one; the interquartile mean of each line's repeats is returned
+//! ([`crate::probe::center_and_sigma`]: robust to the slow tail like a median, but not
+//! stuck on the clock's ticks), and each line's scaled median absolute deviation feeds
+//! the pooled noise estimate.
 //!
 //! Physical addresses come from `/proc/self/pagemap`, which shows real frame numbers
 //! only to processes with CAP_SYS_ADMIN. The parsers of `/proc/cpuinfo`, node `meminfo`
@@ -1200,7 +1204,7 @@ impl HomeProbe for LiveProbe {
         let mut medians = Vec::with_capacity(addrs.len());
         for chunk in samples.chunks_exact(reps) {
             let mut v = chunk.to_vec();
-            let (m, sigma) = median_sigma(&mut v);
+            let (m, sigma) = crate::probe::center_and_sigma(&mut v);
             medians.push(m);
             if reps >= 2 && sigma.is_finite() {
                 self.sigmas.push(sigma.max(floor));

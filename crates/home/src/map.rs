@@ -49,6 +49,9 @@ pub struct MapOptions {
     pub interfaces: bool,
     /// Seed of the sample offsets and the grouping.
     pub seed: u64,
+    /// With a floorplan: place every CPU again from its reads of lines of each located
+    /// home (`REFINE_LINES` lines per home).
+    pub refine_cpus: bool,
 }
 
 impl Default for MapOptions {
@@ -60,6 +63,7 @@ impl Default for MapOptions {
             pages: None,
             interfaces: true,
             seed: 1,
+            refine_cpus: true,
         }
     }
 }
@@ -97,6 +101,9 @@ pub struct Mapped {
     pub interface: Vec<u8>,
     /// The owner and reader CPUs.
     pub readers: Vec<u32>,
+    /// The floorplan with every CPU placed again by its latencies to the located homes
+    /// (when there was a floorplan and homes were located).
+    pub floorplan: Option<Floorplan>,
 }
 
 fn choose_cpus(cpus: &[u32], fp: Option<&Floorplan>, k: usize) -> Vec<u32> {
@@ -154,6 +161,79 @@ fn measure(
     Ok((0..lines.len())
         .map(|i| by_reader.iter().map(|v| v[i]).collect())
         .collect())
+}
+
+/// Lines per located home each CPU reads to be placed again.
+pub const REFINE_LINES: usize = 4;
+
+/// Places every CPU of the floorplan (but the owner) again, from its forwarded reads of
+/// `REFINE_LINES` confident lines of each located home: the homes are now anchors at
+/// known stops, and [`locate`] with readers and homes swapped finds each CPU's stop
+/// (several CPUs may share one). Returns the new floorplan, the CPUs that moved, and
+/// the CPUs placed.
+#[allow(clippy::too_many_arguments)]
+fn refine_cpus(
+    probe: &mut dyn HomeProbe,
+    fp: &Floorplan,
+    loc: &[crate::locate::Located],
+    ids: &[u8],
+    conf: &[f64],
+    lines: &[Line],
+    reads: Reads,
+    sigma: f64,
+    watch: &mut dyn Watch,
+) -> Result<(Floorplan, usize, usize), HomeError> {
+    let mut picked: Vec<Vec<Line>> = vec![Vec::new(); loc.len()];
+    for ((l, &id), &c) in lines.iter().zip(ids).zip(conf) {
+        let h = id as usize;
+        if h < picked.len() && picked[h].len() < REFINE_LINES && c > 0.99 {
+            picked[h].push(*l);
+        }
+    }
+    let homes: Vec<usize> = (0..loc.len()).filter(|&h| !picked[h].is_empty()).collect();
+    let flat: Vec<Line> = homes.iter().flat_map(|&h| picked[h].clone()).collect();
+    let cpus: Vec<u32> = fp
+        .cpu_stop
+        .keys()
+        .copied()
+        .filter(|&c| Some(c) != reads.owner)
+        .collect();
+    let mut profiles = Vec::with_capacity(cpus.len());
+    for (k, &c) in cpus.iter().enumerate() {
+        if watch.stop() {
+            return Err(HomeError::Interrupted);
+        }
+        let v = probe.read_ns(reads.access, c, reads.owner, &flat, reads.repeats)?;
+        watch.step("placing CPUs", k as u64 + 1, cpus.len() as u64);
+        let mut at = 0;
+        let mut p = Vec::with_capacity(homes.len());
+        for &h in &homes {
+            let n = picked[h].len();
+            p.push(v[at..at + n].iter().sum::<f64>() / n as f64);
+            at += n;
+        }
+        profiles.push(p);
+    }
+    let anchors: Vec<u32> = homes.iter().map(|&h| loc[h].stop).collect();
+    let for_cpus = Floorplan {
+        candidates: fp.grid.core_stops(),
+        ..fp.clone()
+    };
+    let weights = vec![REFINE_LINES; cpus.len()];
+    let placed = locate(&for_cpus, &anchors, &profiles, &weights, sigma);
+    let mut out = fp.clone();
+    let mut moved = 0;
+    for (&c, p) in cpus.iter().zip(&placed) {
+        if out.cpu_stop.get(&c) != Some(&p.stop) {
+            moved += 1;
+        }
+        out.cpu_stop.insert(c, p.stop);
+    }
+    out.name = format!(
+        "{}, CPUs placed again by their latencies to the homes",
+        fp.name
+    );
+    Ok((out, moved, cpus.len()))
 }
 
 /// Lines re-read to check that groups reproduce.
@@ -322,16 +402,34 @@ pub fn map(
     let noise = probe.noise_ns().unwrap_or(0.0);
     // Element noise: the interquartile mean of `repeats` Gaussian reads (efficiency
     // about 0.83 of the mean's).
-    let sigma = (noise * 1.1 / f64::from(opts.repeats).sqrt()).max(1e-3);
-    let mut homes_c = cluster(&fwd, sigma, opts.seed);
-    // Groups must reproduce: re-read a spread sample and put it in the nearest group.
+    let sigma_reads = (noise * 1.1 / f64::from(opts.repeats).sqrt()).max(1e-3);
+    // Line-to-line repeatability: a spread sample read a second time. What separates
+    // two readings of one line (drift, frequency changes, the clock) separates lines too,
+    // so grouping uses the larger of the two.
     let step = (lines.len() / REREAD_LINES).max(1);
     let check: Vec<usize> = (0..lines.len()).step_by(step).take(REREAD_LINES).collect();
     let sub: Vec<Line> = check.iter().map(|&i| lines[i]).collect();
-    let mut again_fwd: Option<Vec<Vec<f64>>> = None;
+    let again = measure(probe, fwd_reads, &sub, watch, "re-reading")?;
+    let mut diffs: Vec<f64> = check
+        .iter()
+        .zip(&again)
+        .flat_map(|(&i, p)| p.iter().zip(&fwd[i]).map(|(a, b)| a - b))
+        .collect();
+    let repeatability = crate::probe::center_and_sigma(&mut diffs).1 / std::f64::consts::SQRT_2;
+    let sigma = if repeatability.is_finite() {
+        sigma_reads.max(repeatability)
+    } else {
+        sigma_reads
+    };
+    if sigma > 1.5 * sigma_reads {
+        notes.push(format!(
+            "Two readings of one line differ more than the reads' own noise explains ({repeatability:.2} ns against {sigma_reads:.2} ns per profile element): the latencies drift over the run, and lines are grouped at the larger figure."
+        ));
+    }
+    let mut homes_c = cluster(&fwd, sigma, opts.seed);
+    // Groups must reproduce: the re-read lines must fall in their group again.
     let mut homes_reproduced = None;
     if homes_c.centroids.len() > 1 {
-        let again = measure(probe, fwd_reads, &sub, watch, "re-reading")?;
         let agree = reproduced(&check, &again, &homes_c);
         homes_reproduced = Some(agree);
         if agree < REPRODUCE_MIN {
@@ -343,8 +441,8 @@ pub fn map(
             ));
             homes_c = Clusters::single(&fwd, sigma);
         }
-        again_fwd = Some(again);
     }
+    let mut again_fwd = Some(again);
     let home_profiles = ids(&homes_c)?;
     let mut conf: Vec<f64> = homes_c.confidence.clone();
     let phys = buf.page_phys.as_ref();
@@ -457,6 +555,20 @@ pub fn map(
         }
         _ => None,
     };
+    // Every CPU placed again from its latencies to the located homes.
+    let mut refined = None;
+    if let (Some(fp), Some(loc), true) = (floorplan, &located, opts.refine_cpus) {
+        if watch.stop() {
+            return Err(HomeError::Interrupted);
+        }
+        let (fp2, moved, placed) = refine_cpus(
+            probe, fp, loc, &home_ids, &conf, &lines, fwd_reads, sigma, watch,
+        )?;
+        notes.push(format!(
+            "Every CPU was placed again from its reads of {REFINE_LINES} lines of each located home: {moved} of {placed} moved from the floorplan's stop."
+        ));
+        refined = Some(fp2);
+    }
     let homes: Vec<Home> = home_centroids
         .into_iter()
         .zip(&home_counts)
@@ -537,7 +649,9 @@ pub fn map(
         sample_offsets: sample,
         lines_measured: lines.len(),
         floorplan: floorplan.map(|f| f.name.clone()),
-        cpu_stops: floorplan
+        cpu_stops: refined
+            .as_ref()
+            .or(floorplan)
             .map(|f| {
                 f.cpu_stop
                     .iter()
@@ -567,5 +681,6 @@ pub fn map(
         home: home_ids,
         interface: iface_ids,
         readers,
+        floorplan: refined.or_else(|| floorplan.cloned()),
     })
 }

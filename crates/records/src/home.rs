@@ -279,6 +279,9 @@ pub struct AccuracyRecord {
     pub interface_hash_exact: Option<bool>,
     /// Fraction of the floorplan's cores placed exactly (null without a floorplan).
     pub floorplan_exact_fraction: Option<f64>,
+    /// The same after every CPU was placed again by its latencies to the located homes
+    /// (null when that was not done).
+    pub floorplan_refined_exact_fraction: Option<f64>,
     /// Seconds for the whole inference.
     pub seconds: f64,
     /// Facts and cautions, in sentences.

@@ -65,6 +65,10 @@ pub struct MapFlags {
     /// Do not look for memory interfaces (halves the reads).
     #[arg(long)]
     pub no_interfaces: bool,
+    /// Keep the floorplan's CPU stops: do not place every CPU again from its latencies
+    /// to the located homes.
+    #[arg(long)]
+    pub no_refine: bool,
     /// Seed of the line sample and the grouping (and of the model's machine).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -182,6 +186,7 @@ fn map_options(f: &MapFlags, pages: Option<usize>) -> Result<MapOptions, CliErro
         pages,
         interfaces: !f.no_interfaces,
         seed: f.seed,
+        refine_cpus: !f.no_refine,
     })
 }
 
