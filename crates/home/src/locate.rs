@@ -24,6 +24,9 @@ use numalab_layout::Grid;
 use numalab_model::geometry::StopId;
 use std::collections::BTreeMap;
 
+/// Readers that must see two stops differently (see [`Floorplan::unresolved`]).
+pub const RESOLVE_MARGIN: usize = 2;
+
 /// A floorplan: the grid and where each CPU sits.
 #[derive(Debug, Clone)]
 pub struct Floorplan {
@@ -66,6 +69,94 @@ impl Floorplan {
     /// Stops of `cpus`, `None` for a CPU the floorplan does not place.
     pub fn stops_of(&self, cpus: &[u32]) -> Vec<Option<StopId>> {
         cpus.iter().map(|c| self.cpu_stop.get(c).copied()).collect()
+    }
+
+    /// Pairs of candidate stops the readers cannot tell apart: for every reader the hop
+    /// features (links of each kind) to the two stops differ by the same amount, so
+    /// their latency profiles differ by a constant at most, which a home's own constant
+    /// absorbs (and which the owner's distance to the two stops can cancel exactly).
+    pub fn unresolved(&self, readers: &[u32]) -> Vec<(StopId, StopId)> {
+        let stops: Vec<StopId> = readers
+            .iter()
+            .filter_map(|c| self.cpu_stop.get(c).copied())
+            .collect();
+        let mut out = Vec::new();
+        for (i, &a) in self.candidates.iter().enumerate() {
+            for &b in &self.candidates[..i] {
+                if !self.resolves(&stops, a, b) {
+                    out.push((a, b));
+                }
+            }
+        }
+        out
+    }
+
+    /// The hop features (links of each kind, without the same-stop indicator, which
+    /// need not cost anything) of r -> a minus those of r -> b.
+    fn diff(&self, r: StopId, a: StopId, b: StopId) -> Vec<f64> {
+        self.grid.features(r, a)[1..]
+            .iter()
+            .zip(&self.grid.features(r, b)[1..])
+            .map(|(x, y)| x - y)
+            .collect()
+    }
+
+    /// Whether at least [`RESOLVE_MARGIN`] readers see the two stops differently from
+    /// the largest group of readers that sees them alike: one misplaced reader then does
+    /// not leave two homes unresolved.
+    fn resolves(&self, readers: &[StopId], a: StopId, b: StopId) -> bool {
+        let diffs: Vec<Vec<f64>> = readers.iter().map(|&r| self.diff(r, a, b)).collect();
+        let largest = diffs
+            .iter()
+            .map(|d| diffs.iter().filter(|e| *e == d).count())
+            .max()
+            .unwrap_or(0);
+        diffs.len() - largest >= RESOLVE_MARGIN
+    }
+
+    /// `chosen` (owner first, then readers) with readers added from `cpus`, at most
+    /// `extra`, each the one that resolves the most pairs of candidate stops the readers
+    /// so far cannot tell apart (see [`Floorplan::unresolved`]); and the pairs still
+    /// unresolved.
+    pub fn resolving(
+        &self,
+        cpus: &[u32],
+        mut chosen: Vec<u32>,
+        extra: usize,
+    ) -> (Vec<u32>, Vec<(StopId, StopId)>) {
+        let readers = |c: &[u32]| c.iter().skip(1).copied().collect::<Vec<u32>>();
+        let mut open = self.unresolved(&readers(&chosen));
+        for _ in 0..extra {
+            if open.is_empty() {
+                break;
+            }
+            let stops: Vec<StopId> = readers(&chosen)
+                .iter()
+                .filter_map(|c| self.cpu_stop.get(c).copied())
+                .collect();
+            let best = cpus
+                .iter()
+                .filter(|c| !chosen.contains(c))
+                .filter_map(|&c| self.cpu_stop.get(&c).map(|&s| (c, s)))
+                .map(|(c, s)| {
+                    let mut with = stops.clone();
+                    with.push(s);
+                    let n = open
+                        .iter()
+                        .filter(|&&(a, b)| self.resolves(&with, a, b))
+                        .count();
+                    (n, std::cmp::Reverse(c))
+                })
+                .max();
+            match best {
+                Some((n, std::cmp::Reverse(c))) if n > 0 => {
+                    chosen.push(c);
+                    open = self.unresolved(&readers(&chosen));
+                }
+                _ => break,
+            }
+        }
+        (chosen, open)
     }
 
     /// Up to `k` CPUs of `cpus` spread over the floorplan: farthest-point sampling on

@@ -58,7 +58,7 @@ impl Default for MapOptions {
     fn default() -> Self {
         MapOptions {
             probe_cpus: 16,
-            repeats: 64,
+            repeats: 128,
             sample_lines: 64,
             pages: None,
             interfaces: true,
@@ -106,11 +106,30 @@ pub struct Mapped {
     pub floorplan: Option<Floorplan>,
 }
 
-fn choose_cpus(cpus: &[u32], fp: Option<&Floorplan>, k: usize) -> Vec<u32> {
+fn choose_cpus(
+    cpus: &[u32],
+    fp: Option<&Floorplan>,
+    k: usize,
+    notes: &mut Vec<String>,
+) -> Vec<u32> {
     if let Some(fp) = fp {
         let s = fp.spread(cpus, k);
         if s.len() >= 2.min(cpus.len()) {
-            return s;
+            let (chosen, open) = fp.resolving(cpus, s, k);
+            if chosen.len() > k {
+                notes.push(format!(
+                    "{} reader(s) were added to the {} spread over the floorplan so that every pair of stops a home may sit at reads differently.",
+                    chosen.len() - k,
+                    k - 1
+                ));
+            }
+            if !open.is_empty() {
+                notes.push(format!(
+                    "{} pair(s) of stops read alike from every probe CPU (no CPU tells them apart): homes there cannot be told apart by place.",
+                    open.len()
+                ));
+            }
+            return chosen;
         }
     }
     if cpus.len() <= k {
@@ -192,35 +211,62 @@ fn refine_cpus(
     }
     let homes: Vec<usize> = (0..loc.len()).filter(|&h| !picked[h].is_empty()).collect();
     let flat: Vec<Line> = homes.iter().flat_map(|&h| picked[h].clone()).collect();
-    let cpus: Vec<u32> = fp
-        .cpu_stop
-        .keys()
-        .copied()
-        .filter(|&c| Some(c) != reads.owner)
-        .collect();
-    let mut profiles = Vec::with_capacity(cpus.len());
-    for (k, &c) in cpus.iter().enumerate() {
-        if watch.stop() {
-            return Err(HomeError::Interrupted);
-        }
-        let v = probe.read_ns(reads.access, c, reads.owner, &flat, reads.repeats)?;
-        watch.step("placing CPUs", k as u64 + 1, cpus.len() as u64);
-        let mut at = 0;
-        let mut p = Vec::with_capacity(homes.len());
-        for &h in &homes {
-            let n = picked[h].len();
-            p.push(v[at..at + n].iter().sum::<f64>() / n as f64);
-            at += n;
-        }
-        profiles.push(p);
-    }
     let anchors: Vec<u32> = homes.iter().map(|&h| loc[h].stop).collect();
     let for_cpus = Floorplan {
         candidates: fp.grid.core_stops(),
         ..fp.clone()
     };
-    let weights = vec![REFINE_LINES; cpus.len()];
-    let placed = locate(&for_cpus, &anchors, &profiles, &weights, sigma);
+    // Reads of every picked line by `cpus` with one owner, averaged per home, and the
+    // CPUs placed on those profiles (one owner per fit: its distance to each home is
+    // the per-home constant of the fit).
+    let mut place = |cpus: &[u32],
+                     owner: Option<u32>,
+                     watch: &mut dyn Watch|
+     -> Result<Vec<crate::locate::Located>, HomeError> {
+        let mut profiles = Vec::with_capacity(cpus.len());
+        for (k, &c) in cpus.iter().enumerate() {
+            if watch.stop() {
+                return Err(HomeError::Interrupted);
+            }
+            let v = probe.read_ns(reads.access, c, owner, &flat, reads.repeats)?;
+            watch.step("placing CPUs", k as u64 + 1, cpus.len() as u64);
+            let mut at = 0;
+            let mut p = Vec::with_capacity(homes.len());
+            for &h in &homes {
+                let n = picked[h].len();
+                p.push(v[at..at + n].iter().sum::<f64>() / n as f64);
+                at += n;
+            }
+            profiles.push(p);
+        }
+        let weights = vec![REFINE_LINES; cpus.len()];
+        Ok(locate(&for_cpus, &anchors, &profiles, &weights, sigma))
+    };
+    let mut cpus: Vec<u32> = fp
+        .cpu_stop
+        .keys()
+        .copied()
+        .filter(|&c| Some(c) != reads.owner)
+        .collect();
+    let mut placed = place(&cpus, reads.owner, watch)?;
+    // The owner itself, with the first reader as owner, among the other readers.
+    if let (Some(a), Some(&b)) = (reads.owner, reads.readers.first()) {
+        if fp.cpu_stop.contains_key(&a) {
+            let mut group: Vec<u32> = reads.readers[1..]
+                .iter()
+                .copied()
+                .filter(|c| fp.cpu_stop.contains_key(c))
+                .collect();
+            group.push(a);
+            if group.len() >= 3 {
+                let again = place(&group, Some(b), watch)?;
+                if let Some(p) = again.last() {
+                    cpus.push(a);
+                    placed.push(p.clone());
+                }
+            }
+        }
+    }
     let mut out = fp.clone();
     let mut moved = 0;
     for (&c, p) in cpus.iter().zip(&placed) {
@@ -339,7 +385,58 @@ fn centroids(profiles: &[Vec<f64>], ids: &[u8], n: usize) -> (Vec<Vec<f64>>, Vec
 }
 
 /// Maps the probe's buffer.
+///
+/// With a floorplan, the probe CPUs are chosen on it; when placing every CPU again by its
+/// latencies to the located homes moves one of the chosen CPUs (the floorplan had put it
+/// elsewhere, so the choice rested on a wrong place), the CPUs are chosen again on the
+/// corrected floorplan and the map is measured once more; the record says so.
 pub fn map(
+    probe: &mut dyn HomeProbe,
+    floorplan: Option<&Floorplan>,
+    opts: &MapOptions,
+    watch: &mut dyn Watch,
+) -> Result<Mapped, HomeError> {
+    let first = map_once(probe, floorplan, opts, watch)?;
+    let (Some(fp), Some(fixed)) = (floorplan, first.floorplan.as_ref()) else {
+        return Ok(first);
+    };
+    let chosen: Vec<u32> = first
+        .record
+        .owner_cpu
+        .iter()
+        .chain(&first.readers)
+        .copied()
+        .collect();
+    let moved: Vec<u32> = chosen
+        .iter()
+        .copied()
+        .filter(|c| fp.cpu_stop.get(c) != fixed.cpu_stop.get(c))
+        .collect();
+    if moved.is_empty() || !opts.refine_cpus {
+        return Ok(first);
+    }
+    let fixed = fixed.clone();
+    let mut second = map_once(probe, Some(&fixed), opts, watch)?;
+    second.record.notes.insert(
+        0,
+        format!(
+            "The floorplan misplaced {} of the {} probe CPUs (CPU {}): they were chosen again on the floorplan corrected by the first map, and the map measured again ({:.1} s of reads before).",
+            moved.len(),
+            chosen.len(),
+            moved
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            first.record.measure_seconds
+        ),
+    );
+    second.record.measure_seconds += first.record.measure_seconds;
+    second.record.infer_seconds += first.record.infer_seconds;
+    Ok(second)
+}
+
+fn map_once(
     probe: &mut dyn HomeProbe,
     floorplan: Option<&Floorplan>,
     opts: &MapOptions,
@@ -358,7 +455,7 @@ pub fn map(
     if cpus.is_empty() {
         return Err(HomeError::Unsupported("no CPU to read from".into()));
     }
-    let chosen = choose_cpus(&cpus, floorplan, opts.probe_cpus + 1);
+    let chosen = choose_cpus(&cpus, floorplan, opts.probe_cpus + 1, &mut notes);
     let (access, owner, readers) = if chosen.len() >= 2 {
         (Access::Forwarded, Some(chosen[0]), chosen[1..].to_vec())
     } else {
@@ -589,7 +686,7 @@ pub fn map(
         })
         .collect();
     let structure_visible = homes.len() > 1 || interfaces.len() > 1;
-    if !structure_visible {
+    if homes.len() == 1 {
         let spread = fwd
             .iter()
             .map(|p| p.iter().sum::<f64>() / p.len().max(1) as f64)
@@ -609,7 +706,7 @@ pub fn map(
     if let Some(n) = &buf.phys_note {
         notes.push(format!("No physical addresses: {n}."));
     }
-    if !buf.huge_pages {
+    if !buf.huge_pages && buf.page_phys.is_none() {
         notes.push(format!(
             "The buffer is on {} KiB pages: the hash sees only the bits within a page.",
             buf.page_bytes / 1024

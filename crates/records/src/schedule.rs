@@ -64,6 +64,10 @@ pub struct Assignment {
     pub cpulist: String,
     /// Memory bound to this node (None: first touch).
     pub mem_node: Option<u32>,
+    /// Home affinity enforced for the task's data: the largest distance, hops, between
+    /// its cores and the homes of its lines (from a home map); None when not enforced.
+    #[serde(default)]
+    pub home_distance: Option<u32>,
     /// Predicted run time, s (None without history).
     pub predicted_s: Option<f64>,
     /// Predicted run time -+ the fit's relative residual, s.

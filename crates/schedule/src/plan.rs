@@ -15,7 +15,10 @@
 //!   first) gets the free cores with the least mean latency between them, grown greedily
 //!   from every possible first core, and its memory is bound to the NUMA node holding most
 //!   of them. Without a floorplan, the topology's compact order (cores sharing caches,
-//!   clusters and nodes together) stands in for it.
+//!   clusters and nodes together) stands in for it. With a home map, each task's data is
+//!   also placed on lines homed within a chosen distance of its cores (home affinity:
+//!   the model evaluation reads only such lines; a real run hands the map to the task's
+//!   allocator in `NUMALAB_HOME_MAP` and `NUMALAB_HOME_DISTANCE`).
 
 use crate::history::RuntimeModel;
 use crate::mix::Mix;
@@ -37,6 +40,21 @@ pub struct Resources {
     pub distance: Option<CostMatrix>,
     /// "this machine", "model knl-7210", ...
     pub source: String,
+    /// A home map to enforce home affinity with in the optimized schedule.
+    pub home: Option<HomeAffinity>,
+}
+
+/// Home affinity for the optimized schedule: each task's data on lines homed within
+/// `distance` hops of its cores (experiments.md C4, "optimized").
+#[derive(Debug, Clone, PartialEq)]
+pub struct HomeAffinity {
+    /// Largest distance, hops, between a task's cores and its lines' homes.
+    pub distance: u32,
+    /// Where the map comes from ("the model's address map", a `home.map` file).
+    pub source: String,
+    /// The map file a task's allocator opens (live runs), handed over in
+    /// `NUMALAB_HOME_MAP` (and `{home_map}`).
+    pub map_path: Option<String>,
 }
 
 /// Predicted run times: from fitted models (seconds) or, for tasks without history, none.
@@ -271,6 +289,13 @@ pub fn build(mix: &Mix, res: &Resources, pred: &Predictor) -> Result<Vec<Plan>, 
         if !pred.complete() {
             notes.push("some tasks have no history: thread counts follow data size / threads (a proxy), and no run time is predicted".into());
         }
+        let home = res.home.as_ref().filter(|_| name == "optimized");
+        if let Some(h) = home {
+            notes.push(format!(
+                "home affinity: each task's data on lines homed within {} hop(s) of its cores ({})",
+                h.distance, h.source
+            ));
+        }
         if name == "optimized" && res.distance.is_none() {
             notes.push(format!(
                 "no floorplan for {}: cores chosen in the topology's compact order",
@@ -291,6 +316,7 @@ pub fn build(mix: &Mix, res: &Resources, pred: &Predictor) -> Result<Vec<Plan>, 
                         None
                     },
                     cpus: cpus[i].clone(),
+                    home_distance: home.map(|h| h.distance),
                     predicted_s: predicted,
                     predicted_band_s: m.zip(predicted).map(|(m, v)| {
                         [

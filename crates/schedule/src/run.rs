@@ -4,7 +4,7 @@
 //! scaled by the latencies its placement gives (see [`evaluate_on_model`]).
 
 use crate::mix::{Mix, Task};
-use crate::plan::{set_makespan, Plan, Resources};
+use crate::plan::{set_makespan, Assignment, HomeAffinity, Plan, Resources};
 use numalab_layout::affinity::CostMatrix;
 use numalab_layout::error::LayoutError;
 use numalab_model::latency::{core_to_core_matrix, memory_read_cycles, Placement};
@@ -15,24 +15,36 @@ use numalab_topo::bind::MemPolicy;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-fn vars(threads: usize, cpus: &[u32], node: Option<u32>) -> Vec<(&'static str, String)> {
+fn vars(a: &Assignment, home: Option<&HomeAffinity>) -> Vec<(&'static str, String)> {
+    let map = home
+        .and_then(|h| h.map_path.clone())
+        .filter(|_| a.home_distance.is_some());
     vec![
-        ("threads", threads.to_string()),
-        ("cpus", numalab_schema::cpulist::format(cpus)),
-        ("node", node.unwrap_or(0).to_string()),
+        ("threads", a.threads.to_string()),
+        ("cpus", numalab_schema::cpulist::format(&a.cpus)),
+        ("node", a.mem_node.unwrap_or(0).to_string()),
+        ("home_map", map.unwrap_or_default()),
+        (
+            "home_distance",
+            a.home_distance.map(|d| d.to_string()).unwrap_or_default(),
+        ),
     ]
 }
 
-fn spec_of(
-    task: &Task,
-    threads: usize,
-    cpus: &[u32],
-    node: Option<u32>,
-) -> Result<Spec, LayoutError> {
-    let v = vars(threads, cpus, node);
+fn spec_of(task: &Task, a: &Assignment, home: Option<&HomeAffinity>) -> Result<Spec, LayoutError> {
+    let (cpus, node) = (&a.cpus, a.mem_node);
+    let v = vars(a, home);
     let argv = numalab_proc::substitute(&task.command, &v)
         .map_err(|e| LayoutError::Usage(format!("task {:?}: {e}", task.name)))?;
     let mut env = Vec::new();
+    if let (Some(h), Some(d)) = (home.and_then(|h| h.map_path.as_ref()), a.home_distance) {
+        env.push(("NUMALAB_HOME_MAP".to_string(), h.clone()));
+        env.push(("NUMALAB_HOME_DISTANCE".to_string(), d.to_string()));
+        env.push((
+            "NUMALAB_HOME_CPUS".to_string(),
+            numalab_schema::cpulist::format(cpus),
+        ));
+    }
     for (k, val) in &task.env {
         let s = numalab_proc::substitute(std::slice::from_ref(val), &v)
             .map_err(|e| LayoutError::Usage(format!("task {:?}, env {k}: {e}", task.name)))?;
@@ -51,21 +63,29 @@ fn spec_of(
 }
 
 /// Checks every task's command can be substituted (before anything runs).
-pub fn check_commands(mix: &Mix, plan: &Plan) -> Result<(), LayoutError> {
+pub fn check_commands(
+    mix: &Mix,
+    plan: &Plan,
+    home: Option<&HomeAffinity>,
+) -> Result<(), LayoutError> {
     for (t, a) in mix.tasks.iter().zip(&plan.assignments) {
-        spec_of(t, a.threads, &a.cpus, a.mem_node)?;
+        spec_of(t, a, home)?;
     }
     Ok(())
 }
 
 /// Runs every task of the plan at once and waits for all. A task that cannot start stops
 /// the others and is an error (nothing would work); a task that fails is recorded.
-pub fn run_plan(mix: &Mix, plan: &Plan) -> Result<ScheduleRun, LayoutError> {
+pub fn run_plan(
+    mix: &Mix,
+    plan: &Plan,
+    home: Option<&HomeAffinity>,
+) -> Result<ScheduleRun, LayoutError> {
     let specs: Vec<Spec> = mix
         .tasks
         .iter()
         .zip(&plan.assignments)
-        .map(|(t, a)| spec_of(t, a.threads, &a.cpus, a.mem_node))
+        .map(|(t, a)| spec_of(t, a, home))
         .collect::<Result<_, _>>()?;
     let start = Instant::now();
     let mut running = Vec::new();
@@ -169,21 +189,39 @@ pub fn model_resources(model: &Model) -> Resources {
         }),
         cpus,
         source: format!("model {}", model.label),
+        home: None,
     }
 }
 
 /// Mean zero-load read latency (cycles) from these cores to a node's memory: lines of the
-/// node spread over homes and controllers by the model's address map (256 lines).
-fn memory_latency(model: &Model, cores: &[u32], node: Option<u32>) -> f64 {
+/// node spread over homes and controllers by the model's address map (4096 lines). With
+/// home affinity `Some(d)`, each core reads only lines homed within `d` hops of it (the
+/// nearest homes' lines when none is that close).
+fn memory_latency(model: &Model, cores: &[u32], node: Option<u32>, home: Option<u32>) -> f64 {
     let mut s = 0.0;
     let mut n = 0.0;
     for &c in cores {
         let stop = model.cores[c as usize].stop;
         let nd = node.unwrap_or(model.cores[c as usize].node);
-        for line in 0..256u64 {
-            let loc = model.locate(nd, line);
-            s += memory_read_cycles(model, stop, model.slices[loc.home].stop, loc.mc);
-            n += 1.0;
+        let lines: Vec<(f64, u32)> = (0..4096u64)
+            .map(|line| {
+                let loc = model.locate(nd, line);
+                let h = model.slices[loc.home].stop;
+                (
+                    memory_read_cycles(model, stop, h, loc.mc),
+                    model.geo.hops(stop, h),
+                )
+            })
+            .collect();
+        let limit = home.map(|d| {
+            let nearest = lines.iter().map(|l| l.1).min().unwrap_or(0);
+            d.max(nearest)
+        });
+        for (cyc, hops) in lines {
+            if limit.is_none_or(|d| hops <= d) {
+                s += cyc;
+                n += 1.0;
+            }
         }
     }
     if n > 0.0 {
@@ -235,11 +273,11 @@ pub fn evaluate_on_model(
             let (mref, cref) = *reference.entry(a.threads).or_insert_with(|| {
                 let cores: Vec<u32> = (0..a.threads as u32).collect();
                 (
-                    memory_latency(model, &cores, None),
+                    memory_latency(model, &cores, None, None),
                     pair_latency(&d, &cores),
                 )
             });
-            let mem = memory_latency(model, &a.cpus, a.mem_node);
+            let mem = memory_latency(model, &a.cpus, a.mem_node, a.home_distance);
             let c2c = pair_latency(&d, &a.cpus);
             let mut f = 1.0 - t.memory_bound - t.communication_bound;
             f += t.memory_bound * if mref > 0.0 { mem / mref } else { 1.0 };

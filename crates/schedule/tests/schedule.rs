@@ -5,7 +5,7 @@ use numalab_harness::RunRecord;
 use numalab_layout::affinity::CostMatrix;
 use numalab_schedule::history::{self, Observation};
 use numalab_schedule::mix::Mix;
-use numalab_schedule::plan::{self, Predictor, Resources};
+use numalab_schedule::plan::{self, HomeAffinity, Predictor, Resources};
 use numalab_schedule::run;
 use numalab_schema::record::{Envelope, Host, Tool};
 use numalab_schema::{Bundle, Origin, Record};
@@ -75,6 +75,7 @@ fn line_resources(distance: bool) -> Resources {
             notes: Vec::new(),
         }),
         source: "test line".into(),
+        home: None,
     }
 }
 
@@ -290,6 +291,45 @@ fn model_evaluation_keeps_placement_insensitive_tasks_and_reference_placements()
     assert!((f[0][0] - 1.0).abs() < 1e-12, "{:?}", f[0]);
     // Optimized places A compactly: its cores are no farther apart than the OS block.
     assert!(f[2][0] <= f[1][0] + 1e-12, "{f:?}");
+    assert!(plans[2]
+        .assignments
+        .iter()
+        .all(|a| a.home_distance.is_none()));
+}
+
+#[test]
+fn home_affinity_lowers_the_memory_bound_tasks_time_on_the_model() {
+    let model = numalab_model::Model::load("knl-7210", &[]).unwrap();
+    let text = MIX.replace("threads = [1, 2]", "threads = [1, 2]\nmemory_bound = 1.0");
+    let mix = Mix::parse(&text, "m.toml").unwrap();
+    let models: Vec<_> = histories().iter().map(|o| history::fit(o)).collect();
+    let plain = run::model_resources(&model);
+    let mut homed = plain.clone();
+    homed.home = Some(HomeAffinity {
+        distance: 1,
+        source: "the model's address map".into(),
+        map_path: None,
+    });
+    let mut p0 = plan::build(&mix, &plain, &Predictor { models: &models }).unwrap();
+    let mut p1 = plan::build(&mix, &homed, &Predictor { models: &models }).unwrap();
+    assert!(p1[2].assignments.iter().all(|a| a.home_distance == Some(1)));
+    assert!(p1[2].notes.iter().any(|n| n.contains("home affinity")));
+    assert!(p1[0].assignments.iter().all(|a| a.home_distance.is_none()));
+    let f0 = run::evaluate_on_model(&mix, &mut p0, &model, &plain);
+    let f1 = run::evaluate_on_model(&mix, &mut p1, &model, &homed);
+    // Same cores; the memory-bound tasks read only nearby homes: faster, and strictly
+    // so for at least one.
+    for k in 0..f0[2].len() {
+        assert_eq!(p0[2].assignments[k].cpus, p1[2].assignments[k].cpus);
+        assert!(f1[2][k] <= f0[2][k] + 1e-12, "{f0:?} {f1:?}");
+    }
+    assert!(
+        (0..f0[2].len()).any(|k| f1[2][k] < f0[2][k] - 0.01),
+        "{f0:?} {f1:?}"
+    );
+    // Fair and load do not change.
+    assert_eq!(f0[0], f1[0]);
+    assert_eq!(f0[1], f1[1]);
 }
 
 #[test]
@@ -306,7 +346,7 @@ data = "2 KiB"
 threads = [1]
 [[task]]
 name = "loop-b"
-command = "i=0; while [ $i -lt 10000 ]; do i=$((i+1)); done; echo {threads} {cpus}"
+command = "i=0; while [ $i -lt 10000 ]; do i=$((i+1)); done; echo {threads} {cpus} map=$NUMALAB_HOME_MAP d=$NUMALAB_HOME_DISTANCE {home_distance}"
 data = "1 KiB"
 threads = [1]
 "#,
@@ -323,6 +363,11 @@ threads = [1]
         compact: cpus[..2.min(cpus.len())].to_vec(),
         distance: None,
         source: "this machine".into(),
+        home: Some(HomeAffinity {
+            distance: 2,
+            source: "a test map".into(),
+            map_path: Some("/nonexistent/home-map.json".into()),
+        }),
     };
     if res.cpus.len() < 2 {
         eprintln!("one PU: the two tasks cannot run at once here; nothing to check");
@@ -337,8 +382,8 @@ threads = [1]
     )
     .unwrap();
     for p in &plans {
-        run::check_commands(&mix, p).unwrap();
-        let r = run::run_plan(&mix, p).unwrap();
+        run::check_commands(&mix, p, res.home.as_ref()).unwrap();
+        let r = run::run_plan(&mix, p, res.home.as_ref()).unwrap();
         assert!(r.ok, "{r:?}");
         assert_eq!(r.tasks.len(), 2);
         let ends: Vec<f64> = r.tasks.iter().map(|t| t.end_s).collect();
@@ -350,6 +395,16 @@ threads = [1]
         }
         // Each task got its own CPU, and the optimized one its memory node.
         assert_ne!(r.tasks[0].cpulist, r.tasks[1].cpulist);
+        // Only the optimized schedule hands the task the home map and distance.
+        let out = &r.tasks[1].stdout_tail;
+        if p.schedule == "optimized" {
+            assert!(
+                out.contains("map=/nonexistent/home-map.json d=2 2"),
+                "{out:?}"
+            );
+        } else {
+            assert!(out.contains("map= d="), "{out:?}");
+        }
         if p.schedule == "optimized" {
             assert!(
                 r.tasks.iter().all(|t| t.mem_policy.starts_with("bind:")),

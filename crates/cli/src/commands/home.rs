@@ -80,9 +80,13 @@ pub struct ModelFlags {
     /// Standard deviation of the noise on every read and matrix cell, ns (--model).
     #[arg(long, value_name = "NS", default_value_t = 4.0)]
     pub noise_ns: f64,
-    /// Buffer pages of 2 MiB (--model).
+    /// Buffer pages (--model).
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub pages: usize,
+    /// Page size of the model's buffer (--model): 2MiB huge pages, or e.g. 64KiB (the
+    /// base page of many Arm kernels; the hash's page part then has fewer bits).
+    #[arg(long, value_name = "SIZE", default_value = "2MiB")]
+    pub page_size: String,
     /// Memory node of the buffer (--model).
     #[arg(long, value_name = "NODE", default_value_t = 0)]
     pub node: u32,
@@ -205,10 +209,19 @@ fn trial_options(
     if m.pages == 0 {
         return Err(usage("--pages must be at least 1"));
     }
+    let page = units::parse_bytes(&m.page_size)
+        .map_err(|e| usage(format!("--page-size {:?}: {e}", m.page_size)))?;
+    if !page.is_power_of_two() || page < 4096 {
+        return Err(usage(format!(
+            "--page-size {}: give a power of two of 4KiB or more",
+            m.page_size
+        )));
+    }
     let mut t = TrialOptions::new(preset);
     t.truth.noise_ns = m.noise_ns;
     t.truth.seed = f.seed;
     t.truth.pages = m.pages;
+    t.truth.page_bytes = page;
     t.truth.node = m.node;
     t.truth.phys_known = !m.no_phys;
     t.truth.sets = m.sets.clone();
@@ -291,7 +304,7 @@ fn run_map(a: &MapArgs) -> CliResult {
         "floorplan": a.floorplan.as_ref().map(|p| p.display().to_string()),
         "measure_pages": a.measure_pages, "cpus": a.map.cpus, "repeats": a.map.repeats,
         "sample_lines": a.map.sample_lines, "interfaces": !a.map.no_interfaces, "seed": a.map.seed,
-        "noise_ns": a.model_flags.noise_ns, "pages": a.model_flags.pages, "node": a.model_flags.node,
+        "noise_ns": a.model_flags.noise_ns, "pages": a.model_flags.pages, "page_size": a.model_flags.page_size, "node": a.model_flags.node,
         "phys": !a.model_flags.no_phys, "sets": a.model_flags.sets,
     });
     if let Some(preset) = &a.model {
@@ -376,7 +389,7 @@ fn run_bench(a: &BenchArgs) -> CliResult {
     let config = serde_json::json!({
         "model": a.model, "threads": a.threads, "lines": a.lines, "max_distance": a.max_distance,
         "stencil": a.stencil, "cpus": a.map.cpus, "repeats": a.map.repeats, "seed": a.map.seed,
-        "noise_ns": a.model_flags.noise_ns, "pages": a.model_flags.pages, "node": a.model_flags.node,
+        "noise_ns": a.model_flags.noise_ns, "pages": a.model_flags.pages, "page_size": a.model_flags.page_size, "node": a.model_flags.node,
         "phys": !a.model_flags.no_phys, "sets": a.model_flags.sets,
     });
     let mut rec = Recorder::new(

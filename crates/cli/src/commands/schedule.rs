@@ -14,7 +14,7 @@ use numalab_layout::LayoutError;
 use numalab_model::Model;
 use numalab_schedule::history::{self, RuntimeModel};
 use numalab_schedule::mix::Mix;
-use numalab_schedule::plan::{self, Predictor, Resources};
+use numalab_schedule::plan::{self, HomeAffinity, Predictor, Resources};
 use numalab_schedule::record::{self as srec, PlanRecord, TaskHistory};
 use numalab_schedule::run::{self, model_resources};
 use numalab_schema::{ErrorClass, Origin, Record};
@@ -47,9 +47,52 @@ pub struct ScheduleArgs {
     /// An inferred floorplan (`numalab layout infer`) for the optimized placement here.
     #[arg(long, value_name = "LAYOUT", conflicts_with = "model")]
     pub layout: Option<PathBuf>,
+    /// A home map of this machine (`numalab home map --out DIR`): the optimized schedule
+    /// enforces home affinity, handing each task the map in NUMALAB_HOME_MAP (and
+    /// `{home_map}`) for its allocator (`libnumalab_home`). With --model the model's
+    /// own address map is used.
+    #[arg(long, value_name = "MAP", conflicts_with = "model")]
+    pub home_map: Option<PathBuf>,
+    /// Home affinity: the largest distance, hops, between a task's cores and the homes
+    /// of its data (NUMALAB_HOME_DISTANCE, `{home_distance}`).
+    #[arg(long, value_name = "HOPS", default_value_t = 1)]
+    pub home_distance: u32,
+    /// Do not enforce home affinity in the optimized schedule of --model.
+    #[arg(long, requires = "model")]
+    pub no_home_affinity: bool,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// A home map of this machine for the optimized schedule: it must have been made here
+/// (same fingerprint), show home structure, and place its homes on a floorplan.
+fn home_affinity(path: &std::path::Path, distance: u32) -> Result<HomeAffinity, CliError> {
+    let input = |m: String| {
+        CliError::new(
+            ErrorClass::Input,
+            format!("--home-map {}: {m}", path.display()),
+        )
+    };
+    let rec = numalab_home::ffi::load_map(path).map_err(|e| input(e.to_string()))?;
+    let here = numalab_home::live::live_fingerprint();
+    let d = rec.fingerprint.differences(&here);
+    if !d.is_empty() {
+        return Err(input(format!(
+            "the map was made on another machine ({}); map this one with `numalab home map --out DIR`",
+            d.join("; ")
+        )));
+    }
+    if !rec.structure_visible || rec.homes.iter().all(|h| h.stop.is_none()) {
+        return Err(input(
+            "the map shows no homes placed on a floorplan, so there is no affinity to enforce; map with `--floorplan LAYOUT` on a machine whose homes are visible".into(),
+        ));
+    }
+    Ok(HomeAffinity {
+        distance,
+        source: format!("home map {}", path.display()),
+        map_path: Some(path.display().to_string()),
+    })
 }
 
 fn usage(msg: impl Into<String>) -> CliError {
@@ -85,7 +128,15 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         Some(p) => {
             let m = Model::load(p, &[]).map_err(LayoutError::from)?;
             let h = numalab_model::machine::host(&m);
-            (model_resources(&m), h, Some(m), Origin::Modeled)
+            let mut r = model_resources(&m);
+            if !a.no_home_affinity {
+                r.home = Some(HomeAffinity {
+                    distance: a.home_distance,
+                    source: format!("the address map of model {}", m.label),
+                    map_path: None,
+                });
+            }
+            (r, h, Some(m), Origin::Modeled)
         }
         None => {
             let machine = numalab_topo::live()?;
@@ -128,6 +179,11 @@ pub fn run(a: ScheduleArgs) -> CliResult {
                     compact,
                     distance,
                     source: "this machine".into(),
+                    home: a
+                        .home_map
+                        .as_deref()
+                        .map(|p| home_affinity(p, a.home_distance))
+                        .transpose()?,
                 },
                 h,
                 None,
@@ -147,7 +203,7 @@ pub fn run(a: ScheduleArgs) -> CliResult {
     };
     if a.run {
         for p in &plans {
-            run::check_commands(&mix, p)?;
+            run::check_commands(&mix, p, res.home.as_ref())?;
         }
     }
     let mut notes = Vec::new();
@@ -191,7 +247,9 @@ pub fn run(a: ScheduleArgs) -> CliResult {
     let config = serde_json::json!({"mix": path_text(&a.mix),
         "history": a.history.iter().map(|p| path_text(p)).collect::<Vec<_>>(),
         "run": a.run, "model": a.model, "repeat": a.repeat, "cpus": a.cpus,
-        "layout": a.layout.as_deref().map(path_text)});
+        "layout": a.layout.as_deref().map(path_text),
+        "home_map": a.home_map.as_deref().map(path_text), "home_distance": a.home_distance,
+        "home_affinity": !a.no_home_affinity});
     let mut rec = Recorder::new(&a.output, config, origin, host)?;
     let plan_key = format!(
         "schedule/{mix_id}/plan/{}/{}",
@@ -229,7 +287,7 @@ pub fn run(a: ScheduleArgs) -> CliResult {
                 continue;
             }
             bar.set_message(p.schedule.clone());
-            match run::run_plan(&mix, p) {
+            match run::run_plan(&mix, p, res.home.as_ref()) {
                 Ok(r) => {
                     let r = srec::RunRecord {
                         mix_id: mix_id.clone(),

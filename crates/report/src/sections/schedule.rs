@@ -101,10 +101,12 @@ fn plan(s: &mut Section, b: usize, i: usize, r: &PlanRecord) {
                 Cell::text(&a.task),
                 Cell::num(a.threads as f64, 0),
                 Cell::text(&a.cpulist),
-                Cell::text(
-                    a.mem_node
-                        .map_or("first touch".to_string(), |n| format!("node {n}")),
-                ),
+                Cell::text(match (a.mem_node, a.home_distance) {
+                    (None, None) => "first touch".to_string(),
+                    (Some(n), None) => format!("node {n}"),
+                    (None, Some(d)) => format!("homes within {d} hop(s)"),
+                    (Some(n), Some(d)) => format!("node {n}, homes within {d} hop(s)"),
+                }),
                 secs(a.predicted_s, "no history"),
             ]);
         }
@@ -198,6 +200,7 @@ mod tests {
                     cpus: vec![0, 1],
                     cpulist: "0-1".into(),
                     mem_node: Some(1),
+                    home_distance: None,
                     predicted_s: Some(1.25),
                     predicted_band_s: None,
                 }],
