@@ -157,6 +157,15 @@ pub fn run(
             "--lines and --threads must be at least 1".into(),
         ));
     }
+    let cores = numalab_model::Model::load(&opts.trial.truth.preset, &opts.trial.truth.sets)?
+        .cores
+        .len();
+    if opts.threads > cores {
+        return Err(HomeError::Usage(format!(
+            "--threads {}: the model has {cores} cores",
+            opts.threads
+        )));
+    }
     let mut t = opts.trial.clone();
     t.floorplan = true;
     let out = trial(&t, watch)?;

@@ -2,9 +2,11 @@
 //! read alike from every probe core, up to measurement noise.
 //!
 //! # Method
-//! The number of groups is not known. Profiles are first over-split by k-means (k-means++
-//! seeding, deterministic seed, Lloyd iterations) into many pieces, then pieces are merged
-//! by Ward's rule, cheapest merge first: merging groups of n1 and n2 lines whose centroids
+//! The number of groups is not known. Groups are split in two along their principal
+//! direction while a split explains more than noise (divisive 2-means; at most
+//! [`MAX_GROUPS`]), refined by Lloyd iterations over all groups, then merged back by
+//! Ward's rule where the final assignment no longer supports a split, cheapest merge
+//! first: merging groups of n1 and n2 lines whose centroids
 //! are d apart raises the squared error by `n1 n2 / (n1 + n2) d^2`. Splitting one
 //! Gaussian blob of n points in two lowers its squared error by about `2/pi n sigma^2`
 //! along the best direction (more for small n, by chance), while two groups a distance
@@ -17,13 +19,94 @@
 //! Every line then goes to its nearest final centroid; its confidence is the Gaussian
 //! posterior of that group against all others (priors by group size).
 
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
 /// Merge threshold, per line, in units of the element noise variance (see module doc).
 pub const MERGE_LAMBDA: f64 = 2.0;
 /// Merge threshold, per dimension.
 pub const MERGE_SLACK: f64 = 4.0;
+
+/// Most groups (a map holds 254 ids).
+pub const MAX_GROUPS: usize = 254;
+
+fn mean_of(points: &[Vec<f64>], idx: &[usize], dims: usize) -> Vec<f64> {
+    let mut m = vec![0.0; dims];
+    for &i in idx {
+        for (a, x) in m.iter_mut().zip(&points[i]) {
+            *a += x;
+        }
+    }
+    m.iter_mut().for_each(|a| *a /= idx.len().max(1) as f64);
+    m
+}
+
+/// Splits the group `idx` in two when that lowers its squared error by more than
+/// noise explains (see the module doc); `None` otherwise.
+fn split(
+    points: &[Vec<f64>],
+    idx: &[usize],
+    var: f64,
+    dims: usize,
+) -> Option<(Vec<usize>, Vec<usize>)> {
+    let n = idx.len();
+    if n < 4 {
+        return None;
+    }
+    let m = mean_of(points, idx, dims);
+    // Principal direction by power iteration on the scatter matrix.
+    let mut v: Vec<f64> = (0..dims).map(|j| 1.0 + j as f64 * 1e-3).collect();
+    let mut lambda = 0.0;
+    for _ in 0..30 {
+        let mut w = vec![0.0; dims];
+        for &i in idx {
+            let p = &points[i];
+            let dot: f64 = p
+                .iter()
+                .zip(&m)
+                .zip(&v)
+                .map(|((x, c), u)| (x - c) * u)
+                .sum();
+            for ((wj, x), c) in w.iter_mut().zip(p).zip(&m) {
+                *wj += dot * (x - c);
+            }
+        }
+        let norm = w.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if norm <= 0.0 {
+            return None;
+        }
+        lambda = norm / n as f64;
+        v = w.into_iter().map(|x| x / norm).collect();
+    }
+    let spread = lambda.sqrt();
+    let mut cs = vec![
+        m.iter()
+            .zip(&v)
+            .map(|(c, u)| c + spread * u)
+            .collect::<Vec<f64>>(),
+        m.iter()
+            .zip(&v)
+            .map(|(c, u)| c - spread * u)
+            .collect::<Vec<f64>>(),
+    ];
+    let sub: Vec<Vec<f64>> = idx.iter().map(|&i| points[i].clone()).collect();
+    let label = lloyd(&sub, &mut cs, 15);
+    if cs.len() < 2 {
+        return None;
+    }
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for (&i, &l) in idx.iter().zip(&label) {
+        if l == 0 {
+            a.push(i);
+        } else {
+            b.push(i);
+        }
+    }
+    let (n1, n2) = (a.len() as f64, b.len() as f64);
+    if n1 < 2.0 || n2 < 2.0 {
+        return None;
+    }
+    let gain = n1 * n2 / (n1 + n2) * d2(&cs[0], &cs[1]);
+    let needed = MERGE_LAMBDA * (n1 + n2) * var + MERGE_SLACK * dims as f64 * var;
+    (gain > needed).then_some((a, b))
+}
 
 /// Groups found.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,7 +205,8 @@ impl Clusters {
 }
 
 /// Groups `points` (one profile per line, all of the same length) whose elements carry
-/// Gaussian noise of standard deviation `sigma`. Deterministic for a given `seed`.
+/// Gaussian noise of standard deviation `sigma`. Deterministic: the method draws
+/// nothing at random (`seed` is kept for callers that vary it).
 pub fn cluster(points: &[Vec<f64>], sigma: f64, seed: u64) -> Clusters {
     let n = points.len();
     let dims = points.first().map_or(0, Vec::len);
@@ -140,37 +224,37 @@ pub fn cluster(points: &[Vec<f64>], sigma: f64, seed: u64) -> Clusters {
             sigma,
         };
     }
-    // Over-split: about 20 lines per piece, at most 256 pieces.
-    let k0 = (n / 20).clamp(1, 256);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut cs: Vec<Vec<f64>> = vec![points[rng.random_range(0..n)].clone()];
-    let mut dist: Vec<f64> = points.iter().map(|p| d2(p, &cs[0])).collect();
-    while cs.len() < k0 {
-        let total: f64 = dist.iter().sum();
-        if total <= 0.0 {
+    // Divisive: split a group in two along its principal direction (2-means started
+    // at the mean -+ the spread along it) while the split lowers the squared error by
+    // more than noise would (the merge rule below, reversed). Splitting along the
+    // principal direction keeps working in many dimensions, where the separation of two
+    // homes lies along one direction and the noise along all of them.
+    let var = sigma * sigma;
+    let _ = seed;
+    let mut groups_idx: Vec<Vec<usize>> = vec![(0..n).collect()];
+    let mut k = 0;
+    while k < groups_idx.len() {
+        if groups_idx.len() >= MAX_GROUPS {
             break;
         }
-        let mut r = rng.random::<f64>() * total;
-        let mut pick = n - 1;
-        for (i, d) in dist.iter().enumerate() {
-            r -= d;
-            if r <= 0.0 {
-                pick = i;
-                break;
+        match split(points, &groups_idx[k], var, dims) {
+            Some((a, b)) => {
+                groups_idx[k] = a;
+                groups_idx.push(b);
             }
-        }
-        cs.push(points[pick].clone());
-        for (i, p) in points.iter().enumerate() {
-            dist[i] = dist[i].min(d2(p, &cs[cs.len() - 1]));
+            None => k += 1,
         }
     }
+    let mut cs: Vec<Vec<f64>> = groups_idx
+        .iter()
+        .map(|g| mean_of(points, g, dims))
+        .collect();
     let label = lloyd(points, &mut cs, 20);
     let mut sizes = vec![0usize; cs.len()];
     for &l in &label {
         sizes[l] += 1;
     }
-    // Ward merging.
-    let var = sigma * sigma;
+    // Ward merging: undo splits the final assignment no longer supports.
     let mut groups: Vec<(Vec<f64>, usize)> = cs.into_iter().zip(sizes).collect();
     loop {
         let mut best: Option<(f64, usize, usize)> = None;
@@ -249,6 +333,8 @@ pub fn matched_accuracy(found: &[usize], truth: &[usize]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
 
     fn blobs(
         centres: &[Vec<f64>],

@@ -39,6 +39,12 @@ fn topo_err(e: numalab_topo::TopoError) -> HomeError {
 /// The physical byte address of every page of `region` (pages of
 /// `region.page_bytes()`), from `/proc/self/pagemap`. Needs CAP_SYS_ADMIN; the pages
 /// must have been touched.
+/// The physical byte address of each page of `region`, from `/proc/self/pagemap` (needs
+/// root): what [`LivePool::open`] takes on a live machine.
+pub fn pagemap_phys(region: &Region) -> Result<Vec<u64>, HomeError> {
+    region_phys(region)
+}
+
 pub(crate) fn region_phys(region: &Region) -> Result<Vec<u64>, HomeError> {
     use std::os::unix::fs::FileExt;
     let base = base_page_size();
@@ -465,9 +471,25 @@ pub fn parse_map(text: &[u8], what: &str) -> Result<HomeMapRecord, HomeError> {
     })
 }
 
-/// Reads a `home.map` record from a file (see [`parse_map`] for the forms accepted).
+/// Reads a `home.map` record from a file (see [`parse_map`] for the forms accepted) or
+/// from the `--out` folder of `numalab home map` (its journal; the last map in it).
 pub fn load_map(path: &Path) -> Result<HomeMapRecord, HomeError> {
     let what = numalab_schema::text::path_text(path);
+    if path.is_dir() {
+        let (bundle, _) = numalab_schema::journal::read_bundle(path)
+            .map_err(|e| HomeError::input(what.clone(), e.to_string()))?;
+        return bundle
+            .records_of::<HomeMapRecord>()
+            .into_iter()
+            .last()
+            .map(|(_, r)| r)
+            .ok_or_else(|| {
+                HomeError::input(
+                    what,
+                    "the folder holds no home.map record; run `numalab home map --out DIR` first",
+                )
+            });
+    }
     let text = numalab_schema::input::read(path, "a home map", numalab_schema::input::BUNDLE)
         .map_err(|e| HomeError::input(what.clone(), e.reason))?;
     parse_map(&text, &what)

@@ -223,6 +223,13 @@ pub fn trial(opts: &TrialOptions, watch: &mut dyn Watch) -> Result<TrialOutcome,
                 inferred_targets[t as usize] = grid.stop(x, y);
             }
         }
+        // The frame is the final floorplan's (the one homes were located on).
+        let final_cores: Vec<StopId> = match &mapped.floorplan {
+            Some(fp) => (0..n as u32)
+                .map(|c| fp.cpu_stop.get(&c).copied().unwrap_or(StopId::MAX))
+                .collect(),
+            None => inferred_cores.clone(),
+        };
         // Stops no home was matched to count as wrong: map them to a stop no symmetry
         // reaches.
         let missing = inferred_targets
@@ -239,7 +246,7 @@ pub fn trial(opts: &TrialOptions, watch: &mut dyn Watch) -> Result<TrialOutcome,
         let acc = accuracy(
             &grid,
             &grid.symmetries(),
-            (&inferred_cores, &inf_t),
+            (&final_cores, &inf_t),
             (&machine.layout.core_stop, &true_t),
         );
         acc.target_exact_fraction

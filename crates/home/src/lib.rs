@@ -6,6 +6,7 @@
 
 pub mod alloc;
 pub mod bench;
+pub mod bench_live;
 pub mod cluster;
 pub mod error;
 pub mod ffi;

@@ -463,7 +463,7 @@ fn median_sigma(v: &mut [f64]) -> (f64, f64) {
 
 /// Keeps later instructions from starting before this point (after reading the clock).
 #[inline(always)]
-fn fence_start() {
+pub(crate) fn fence_start() {
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
     #[cfg(target_arch = "x86_64")]
     // SAFETY: lfence has no memory-safety preconditions (SSE2 is baseline on x86-64).
@@ -480,7 +480,7 @@ fn fence_start() {
 
 /// Waits until earlier loads have completed (before reading the clock).
 #[inline(always)]
-fn fence_end() {
+pub(crate) fn fence_end() {
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
     #[cfg(target_arch = "x86_64")]
     // SAFETY: as in fence_start.
@@ -501,7 +501,7 @@ fn fence_end() {
 /// `p` must point into a mapped, readable page.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
-unsafe fn flush_line(p: *const u8) {
+pub(crate) unsafe fn flush_line(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: p is mapped (caller's contract); mfence has no preconditions.
     unsafe {

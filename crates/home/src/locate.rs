@@ -66,6 +66,19 @@ impl Floorplan {
         })
     }
 
+    /// The floorplan's image under a map of stops (a symmetry of the mesh): every CPU
+    /// moved, the stops homes may sit at kept (they are the chip's, not the frame's).
+    pub fn turned(&self, map: &[StopId]) -> Floorplan {
+        Floorplan {
+            cpu_stop: self
+                .cpu_stop
+                .iter()
+                .map(|(&c, &s)| (c, map[s as usize]))
+                .collect(),
+            ..self.clone()
+        }
+    }
+
     /// Stops of `cpus`, `None` for a CPU the floorplan does not place.
     pub fn stops_of(&self, cpus: &[u32]) -> Vec<Option<StopId>> {
         cpus.iter().map(|c| self.cpu_stop.get(c).copied()).collect()

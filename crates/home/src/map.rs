@@ -104,6 +104,9 @@ pub struct Mapped {
     /// The floorplan with every CPU placed again by its latencies to the located homes
     /// (when there was a floorplan and homes were located).
     pub floorplan: Option<Floorplan>,
+    /// The floorplan as homes were located on it (turned to the frame they fit best),
+    /// before CPUs were placed again.
+    pub frame: Option<Floorplan>,
 }
 
 fn choose_cpus(
@@ -397,7 +400,7 @@ pub fn map(
     watch: &mut dyn Watch,
 ) -> Result<Mapped, HomeError> {
     let first = map_once(probe, floorplan, opts, watch)?;
-    let (Some(fp), Some(fixed)) = (floorplan, first.floorplan.as_ref()) else {
+    let (Some(fp), Some(fixed)) = (first.frame.as_ref(), first.floorplan.as_ref()) else {
         return Ok(first);
     };
     let chosen: Vec<u32> = first
@@ -431,6 +434,14 @@ pub fn map(
             first.record.measure_seconds
         ),
     );
+    for n in first
+        .record
+        .notes
+        .iter()
+        .filter(|n| n.contains("was turned"))
+    {
+        second.record.notes.insert(0, n.clone());
+    }
     second.record.measure_seconds += first.record.measure_seconds;
     second.record.infer_seconds += first.record.infer_seconds;
     Ok(second)
@@ -633,12 +644,37 @@ fn map_once(
         }
     }
     // Locate.
+    // Locate, in the frame homes fit best: a core-to-core floorplan is defined up to the
+    // mesh's symmetries (a mirror image explains the matrix as well), but the stops homes
+    // may sit at need not be symmetric, so the homes' fit tells the frames apart.
+    let mut framed: Option<Floorplan> = floorplan.cloned();
     let located = match (floorplan, access) {
         (Some(fp), Access::Forwarded) => {
             let stops: Vec<Option<u32>> = fp.stops_of(&readers);
             if stops.iter().all(Option::is_some) && readers.len() >= 3 {
-                let s: Vec<u32> = stops.into_iter().flatten().collect();
-                Some(locate(fp, &s, &home_centroids, &home_counts, sigma))
+                let mut best: Option<(f64, String, Floorplan, Vec<crate::locate::Located>)> = None;
+                for sym in fp.grid.symmetries() {
+                    let f = fp.turned(&sym.map);
+                    let s: Vec<u32> = f.stops_of(&readers).into_iter().flatten().collect();
+                    let loc = locate(&f, &s, &home_centroids, &home_counts, sigma);
+                    let sse: f64 = loc
+                        .iter()
+                        .zip(&home_counts)
+                        .map(|(l, &n)| n as f64 * l.residual_ns * l.residual_ns)
+                        .sum();
+                    if best.as_ref().is_none_or(|b| sse < b.0 * (1.0 - 1e-9)) {
+                        best = Some((sse, sym.name.clone(), f, loc));
+                    }
+                }
+                best.map(|(_, name, f, loc)| {
+                    if name != "identity" {
+                        notes.push(format!(
+                            "The floorplan was turned ({name}): the homes fit its image better (a core-to-core matrix cannot tell the two apart; the stops homes may sit at can)."
+                        ));
+                    }
+                    framed = Some(f);
+                    loc
+                })
             } else {
                 notes.push("The floorplan does not place every probe CPU (or fewer than 3 readers): homes are not located.".into());
                 None
@@ -652,6 +688,7 @@ fn map_once(
         }
         _ => None,
     };
+    let floorplan = framed.as_ref();
     // Every CPU placed again from its latencies to the located homes.
     let mut refined = None;
     if let (Some(fp), Some(loc), true) = (floorplan, &located, opts.refine_cpus) {
@@ -778,6 +815,7 @@ fn map_once(
         home: home_ids,
         interface: iface_ids,
         readers,
-        floorplan: refined.or_else(|| floorplan.cloned()),
+        frame: framed.clone(),
+        floorplan: refined.or_else(|| framed.clone()),
     })
 }

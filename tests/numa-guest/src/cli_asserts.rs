@@ -1060,6 +1060,63 @@ pub fn evaluate_report(html: &str) -> Res {
 }
 
 /// Fails with `what` unless `cond` holds.
+/// `numalab home map --json` on the guest: one measured map of `lines` lines read from
+/// CPUs of the guest, forwarded with an owner (the guest has several CPUs), every line
+/// with a home, and a fingerprint naming every node and its memory.
+pub fn home_map(l: &Layout, v: &Value, lines: u64) -> Res {
+    let maps = records(v, "home.map")?;
+    expect(
+        maps.len() == 1,
+        format!("one home.map record, got {}", maps.len()),
+    )?;
+    let m = maps[0];
+    expect(str_at(m, "input_origin")? == "measured", "origin measured")?;
+    expect(
+        u64_at(m, "lines_measured")? == lines,
+        format!("{lines} lines measured"),
+    )?;
+    expect(
+        str_at(m, "access")? == "forwarded",
+        "forwarded reads (several CPUs)",
+    )?;
+    let cpus: Vec<u32> = l.cpu_nodes().flat_map(|n| n.cpus.clone()).collect();
+    let readers = u32s_at(m, "probe_cpus")?;
+    expect(
+        !readers.is_empty() && readers.iter().all(|c| cpus.contains(c)),
+        format!("readers {readers:?} among the guest's CPUs {cpus:?}"),
+    )?;
+    let homes = at(m, "homes")?.as_array().ok_or("homes is not a list")?;
+    let assigned: u64 = homes.iter().filter_map(|h| h["lines"].as_u64()).sum();
+    expect(
+        !homes.is_empty() && assigned == lines,
+        format!("every line in a home: {assigned} of {lines}"),
+    )?;
+    let fp = at(m, "fingerprint")?;
+    expect(
+        u64_at(fp, "cpus")? == cpus.len() as u64,
+        "fingerprint CPU count",
+    )?;
+    let per_node = at(fp, "node_memory_bytes")?.as_array().map_or(0, Vec::len);
+    expect(
+        per_node == l.nodes.len(),
+        format!(
+            "memory of {} nodes in the fingerprint, got {per_node}",
+            l.nodes.len()
+        ),
+    )?;
+    let modes = at(fp, "modes")?.to_string();
+    let n = l.nodes.len();
+    expect(
+        modes.contains(&format!("{n} NUMA nodes")),
+        format!("\"{n} NUMA nodes\" in {modes}"),
+    )?;
+    Ok(format!(
+        "{lines} lines, {} reader(s), {} home group(s), fingerprint of {n} nodes",
+        readers.len(),
+        homes.len()
+    ))
+}
+
 pub fn expect(cond: bool, what: impl Into<String>) -> Result<(), String> {
     if cond {
         Ok(())

@@ -682,6 +682,19 @@ pub fn table(layout: &Layout) -> Vec<CliCheck> {
             ["c2c", "--home-node", "2", "--cpus", "0,3", "--json"],
             |l, v| cli_asserts::c2c_home(l, v, 2, &[0, 3]),
         ),
+        // The home map's live path on a real multi-node kernel: reads pinned across the
+        // nodes, flushed reads (`DC CIVAC` at EL0 on Arm), pagemap, and the fingerprint
+        // read from every node's sysfs. Timings under emulation mean nothing: only the
+        // map's shape and the fingerprint are checked. Base pages keep the read count
+        // small (64 lines per page, 8 sampled on the others).
+        CliCheck::json(
+            "home.map-live",
+            [
+                "home", "map", "--bytes", "64KiB", "--huge", "never", "--repeats", "4",
+                "--sample-lines", "8", "--cpus", "4", "--json",
+            ],
+            |l, v| cli_asserts::home_map(l, v, 64 + 15 * 8),
+        ),
         CliCheck::text("c2c.missing-home-node", ["c2c", "--home-node", "9"], |_, out| {
             expect(out.contains("--home-node 9: no such NUMA node"), format!("refused: {out}"))
                 .map(|_| "refused (exit 2)".into())

@@ -140,8 +140,20 @@ pub struct MapArgs {
 pub struct BenchArgs {
     /// Model preset (NAME[:VARIANT,...]): the machine is generated, mapped, and the
     /// experiments run with memory from the inferred map and latencies from the truth.
-    #[arg(long, value_name = "PRESET")]
-    pub model: String,
+    #[arg(
+        long,
+        value_name = "PRESET",
+        required_unless_present = "map",
+        conflicts_with = "map"
+    )]
+    pub model: Option<String>,
+    /// A home map of this machine (`numalab home map --floorplan LAYOUT --out DIR`, as
+    /// root): the reduction kernel runs here on lines from the home-aware allocator.
+    #[arg(long, value_name = "MAP")]
+    pub map: Option<PathBuf>,
+    /// Timed rounds per point (--map; the median round is kept).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub rounds: usize,
     /// Threads of the reduction kernel.
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub threads: usize,
@@ -154,9 +166,9 @@ pub struct BenchArgs {
     /// Thread counts of the stencil, comma separated.
     #[arg(long, value_name = "LIST", default_value = "4,8,16")]
     pub stencil: String,
-    /// Map settings.
+    /// Map settings (--model).
     #[command(flatten)]
-    pub map: MapFlags,
+    pub map_flags: MapFlags,
     /// Model settings.
     #[command(flatten)]
     pub model_flags: ModelFlags,
@@ -368,6 +380,10 @@ fn run_map(a: &MapArgs) -> CliResult {
 }
 
 fn run_bench(a: &BenchArgs) -> CliResult {
+    if let Some(path) = &a.map {
+        return run_bench_live(a, path);
+    }
+    let model = a.model.as_deref().unwrap_or_default();
     let stencil: Vec<usize> = a
         .stencil
         .split(',')
@@ -380,15 +396,15 @@ fn run_bench(a: &BenchArgs) -> CliResult {
                 a.stencil
             ))
         })?;
-    let mut b = BenchOptions::new(&a.model);
-    b.trial = trial_options(&a.model, &a.map, &a.model_flags, None)?;
+    let mut b = BenchOptions::new(model);
+    b.trial = trial_options(model, &a.map_flags, &a.model_flags, None)?;
     b.threads = a.threads;
     b.lines_per_thread = a.lines;
     b.max_distance = a.max_distance;
     b.stencil_threads = stencil;
     let config = serde_json::json!({
-        "model": a.model, "threads": a.threads, "lines": a.lines, "max_distance": a.max_distance,
-        "stencil": a.stencil, "cpus": a.map.cpus, "repeats": a.map.repeats, "seed": a.map.seed,
+        "model": model, "threads": a.threads, "lines": a.lines, "max_distance": a.max_distance,
+        "stencil": a.stencil, "cpus": a.map_flags.cpus, "repeats": a.map_flags.repeats, "seed": a.map_flags.seed,
         "noise_ns": a.model_flags.noise_ns, "pages": a.model_flags.pages, "page_size": a.model_flags.page_size, "node": a.model_flags.node,
         "phys": !a.model_flags.no_phys, "sets": a.model_flags.sets,
     });
@@ -396,15 +412,15 @@ fn run_bench(a: &BenchArgs) -> CliResult {
         &a.output,
         config,
         Origin::Modeled,
-        Host::unknown(format!("model:{}", a.model)),
+        Host::unknown(format!("model:{model}")),
     )?;
     let (out, record) = {
         let mut bar = Bar::new(rec.json());
         bench::run(&b, &mut bar)?
     };
     let key = format!(
-        "home/{}/noise-{}/seed-{}",
-        a.model, a.model_flags.noise_ns, a.map.seed
+        "home/{model}/noise-{}/seed-{}",
+        a.model_flags.noise_ns, a.map_flags.seed
     );
     rec.push(Record::new(
         format!("{key}/map"),
@@ -419,6 +435,47 @@ fn run_bench(a: &BenchArgs) -> CliResult {
     rec.push(Record::new(
         format!("{key}/bench"),
         Origin::Modeled,
+        &record,
+    ))?;
+    print(rec)
+}
+
+fn run_bench_live(a: &BenchArgs, path: &Path) -> CliResult {
+    let map = numalab_home::ffi::load_map(path)?;
+    let opts = numalab_home::bench_live::LiveBenchOptions {
+        threads: a.threads,
+        lines_per_thread: a.lines,
+        max_distance: a.max_distance,
+        rounds: a.rounds,
+    };
+    if a.threads == 0 || a.lines == 0 || a.rounds == 0 {
+        return Err(usage("--threads, --lines and --rounds must be at least 1"));
+    }
+    // Room for every thread's lines at the strictest distance: one home in `homes` holds
+    // about 1/homes of the lines.
+    let homes = map.homes.len().max(1);
+    let bytes = (a.threads * a.lines * 64 * homes * 2).clamp(64 << 20, 1 << 30);
+    let here = numalab_home::live::live_fingerprint();
+    let mut pool =
+        numalab_home::ffi::LivePool::open(&map, bytes, &numalab_home::ffi::pagemap_phys, &here)?;
+    let machine = numalab_topo::live()?;
+    let config = serde_json::json!({
+        "map": path.display().to_string(), "threads": a.threads, "lines": a.lines,
+        "max_distance": a.max_distance, "rounds": a.rounds, "pool_bytes": bytes,
+    });
+    let mut rec = Recorder::new(
+        &a.output,
+        config,
+        Origin::Measured,
+        numalab_topo::system::host(&machine),
+    )?;
+    let record = {
+        let mut bar = Bar::new(rec.json());
+        numalab_home::bench_live::run(&map, &opts, &mut pool, &mut bar)?
+    };
+    rec.push(Record::new(
+        "home/live/bench".to_string(),
+        Origin::Measured,
         &record,
     ))?;
     print(rec)

@@ -10,6 +10,7 @@ mod cli;
 mod doctor;
 mod evaluate;
 mod harness;
+mod home;
 mod layout;
 mod mem;
 mod model;
