@@ -131,10 +131,15 @@ pub struct HashFit {
 }
 
 impl HashFit {
-    /// The syndrome of a byte address.
+    /// Most syndrome bits a hash may have (a table of `2^MAX_BITS` entries).
+    pub const MAX_BITS: usize = 16;
+
+    /// The syndrome of a byte address (masks beyond [`HashFit::MAX_BITS`] are ignored;
+    /// [`HashFit::predict`] refuses such a hash).
     pub fn syndrome(&self, address: u64) -> usize {
         self.masks
             .iter()
+            .take(Self::MAX_BITS)
             .enumerate()
             .map(|(t, m)| (((address & m).count_ones() & 1) as usize) << t)
             .sum()
@@ -143,7 +148,10 @@ impl HashFit {
     /// The id the hash gives a byte address; `None` unless the hash was recovered over
     /// every bit (`status == "recovered"`) or the table has no entry.
     pub fn predict(&self, address: u64) -> Option<u8> {
-        if self.status != "recovered" {
+        if self.status != "recovered"
+            || self.masks.len() > Self::MAX_BITS
+            || self.table.len() != 1 << self.masks.len()
+        {
             return None;
         }
         self.table
@@ -405,6 +413,21 @@ mod tests {
         assert_eq!(h.syndrome(0b1100_0000), 0);
         assert_eq!(h.syndrome(0b1_0100_0000), 3);
         assert_eq!(h.predict(0b1_0100_0000), Some(2));
+        let short = HashFit {
+            table: vec![3, 1],
+            ..h.clone()
+        };
+        assert_eq!(
+            short.predict(0),
+            None,
+            "a table that does not match the masks"
+        );
+        let huge = HashFit {
+            masks: vec![1 << 6; 80],
+            ..h.clone()
+        };
+        assert_eq!(huge.predict(1 << 6), None);
+        assert!(huge.syndrome(1 << 6) < 1 << HashFit::MAX_BITS);
         let partial = HashFit {
             status: "page-offset".into(),
             ..h
