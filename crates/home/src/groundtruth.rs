@@ -232,9 +232,11 @@ pub fn trial(opts: &TrialOptions, watch: &mut dyn Watch) -> Result<TrialOutcome,
         };
         // Stops no home was matched to count as wrong: map them to a stop no symmetry
         // reaches.
+        let used = machine.places_used();
         let missing = inferred_targets
             .iter()
-            .filter(|&&s| s == StopId::MAX)
+            .zip(&used)
+            .filter(|(&s, &u)| u && s == StopId::MAX)
             .count();
         let present: Vec<(StopId, StopId)> = inferred_targets
             .iter()
@@ -314,8 +316,8 @@ pub fn trial(opts: &TrialOptions, watch: &mut dyn Watch) -> Result<TrialOutcome,
         preset: opts.truth.preset.clone(),
         noise_ns: opts.truth.noise_ns,
         seed: opts.truth.seed,
-        homes_true: machine.home_stops.len(),
-        home_places_true: machine.home_places.len(),
+        homes_true: machine.homes_used(),
+        home_places_true: machine.places_used().iter().filter(|&&u| u).count(),
         homes_found: rec.homes.len(),
         interfaces_true: machine.interfaces.len(),
         interface_places_true: machine.interface_places.len(),

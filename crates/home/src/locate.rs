@@ -114,10 +114,10 @@ impl Floorplan {
             .collect()
     }
 
-    /// Whether at least [`RESOLVE_MARGIN`] readers see the two stops differently from
+    /// Whether at least [`RESOLVE_MARGIN`] readers (at `readers`' stops) see the two stops differently from
     /// the largest group of readers that sees them alike: one misplaced reader then does
     /// not leave two homes unresolved.
-    fn resolves(&self, readers: &[StopId], a: StopId, b: StopId) -> bool {
+    pub fn resolves(&self, readers: &[StopId], a: StopId, b: StopId) -> bool {
         let diffs: Vec<Vec<f64>> = readers.iter().map(|&r| self.diff(r, a, b)).collect();
         let largest = diffs
             .iter()

@@ -270,13 +270,17 @@ fn refine_cpus(
             }
         }
     }
+    // A CPU moves only where the anchors tell its new stop from its old one (homes all
+    // on one side cannot tell two stops in line with them apart) and the fit is sure.
     let mut out = fp.clone();
     let mut moved = 0;
     for (&c, p) in cpus.iter().zip(&placed) {
-        if out.cpu_stop.get(&c) != Some(&p.stop) {
+        let old = fp.cpu_stop.get(&c).copied();
+        let told = old.is_none_or(|o| for_cpus.resolves(&anchors, o, p.stop));
+        if old != Some(p.stop) && told && p.confidence > 0.9 {
             moved += 1;
+            out.cpu_stop.insert(c, p.stop);
         }
-        out.cpu_stop.insert(c, p.stop);
     }
     out.name = format!(
         "{}, CPUs placed again by their latencies to the homes",

@@ -12,8 +12,9 @@
 //!   cores at random over its tiles (tile pairs kept) and gives the noisy core-to-core
 //!   matrix.
 //! - Homes: the slices (CHA, HN-F) of the memory node's group (`slc.home_group`: the
-//!   node's slices for `node`, the socket's otherwise; `mc-region` is treated as `all`,
-//!   said in the notes), numbered at random.
+//!   node's slices for `node`, the socket's otherwise), numbered at random. In quadrant
+//!   mode (`mc-region`, KNL's default) a line's home is in its controller's region: the
+//!   home hash is the interface hash's syndrome plus more bits, through one table.
 //! - Interfaces: the node's memory controllers.
 //! - Hashes: home and interface are each `table[L pa]` with `L` random XOR masks over
 //!   physical address bits 6..`phys_bits` (`b` rows) and a table from the `2^b`
@@ -104,6 +105,26 @@ fn gf2_rank(rows: &[u64]) -> usize {
         }
     }
     basis.len()
+}
+
+/// `b` random masks over physical bits 6..`phys_bits` whose part within a page, with
+/// `prefix`'s, has full rank.
+fn draw_masks(
+    b: usize,
+    page_bytes: u64,
+    phys_bits: u32,
+    prefix: &[u64],
+    rng: &mut ChaCha8Rng,
+) -> Vec<u64> {
+    let page_mask = (page_bytes - 1) & !63;
+    let all = ((1u64 << phys_bits) - 1) & !63;
+    loop {
+        let m: Vec<u64> = (0..b).map(|_| rng.random::<u64>() & all).collect();
+        let low: Vec<u64> = prefix.iter().chain(&m).map(|x| x & page_mask).collect();
+        if gf2_rank(&low) == low.len() {
+            return m;
+        }
+    }
 }
 
 impl TrueHash {
@@ -204,14 +225,9 @@ impl TruthMachine {
         let mut notes = Vec::new();
         let mut homes: Vec<usize> = match model.spec.slc.home_group {
             HomeGroup::Node if !node.slices.is_empty() => node.slices.clone(),
-            g => {
-                if g == HomeGroup::McRegion {
-                    notes.push("The preset's quadrant grouping (a line's home in its controller's region) is generated as all-to-all: any home for any address.".to_string());
-                }
-                (0..model.slices.len())
-                    .filter(|&i| model.slices[i].socket == node.socket)
-                    .collect()
-            }
+            _ => (0..model.slices.len())
+                .filter(|&i| model.slices[i].socket == node.socket)
+                .collect(),
         };
         let interfaces = node.mcs.clone();
         if homes.is_empty() || interfaces.is_empty() || homes.len() > 254 || interfaces.len() > 254
@@ -244,9 +260,99 @@ impl TruthMachine {
                 interface_places.len()
             ));
         }
-        let home_hash = TrueHash::draw(homes.len(), opts.page_bytes, opts.phys_bits, &mut rng);
-        let interface_hash =
-            TrueHash::draw(interfaces.len(), opts.page_bytes, opts.phys_bits, &mut rng);
+        let quadrants = match (model.spec.slc.home_group, model.spec.slc.region_split) {
+            (HomeGroup::McRegion, Some(split)) => Some(split),
+            _ => None,
+        };
+        let (home_hash, interface_hash) = match quadrants {
+            None => {
+                let h = TrueHash::draw(homes.len(), opts.page_bytes, opts.phys_bits, &mut rng);
+                let i = TrueHash::draw(interfaces.len(), opts.page_bytes, opts.phys_bits, &mut rng);
+                (h, i)
+            }
+            Some([rx, ry]) => {
+                // A line's home is in its controller's quadrant: the home hash is the
+                // interface hash's syndrome (which quadrant) and more bits (which home
+                // of the quadrant), through one table.
+                let iface =
+                    TrueHash::draw(interfaces.len(), opts.page_bytes, opts.phys_bits, &mut rng);
+                let g = &model.geo;
+                let region = |s: StopId| {
+                    let (_, x, y) = g.coords(s);
+                    ((y * ry / g.rows) * rx + x * rx / g.cols) as usize
+                };
+                let mut by_region: Vec<Vec<u8>> = vec![Vec::new(); (rx * ry) as usize];
+                for (id, &s) in home_stops.iter().enumerate() {
+                    by_region[region(s)].push(id as u8);
+                }
+                // A controller serves the regions it touches: its own stop's and its
+                // neighbours' (a controller on a boundary row, KNL's DDR, serves the two
+                // quadrants on its side).
+                let regions_of = |s: StopId| -> Vec<usize> {
+                    let (_, x, y) = g.coords(s);
+                    let mut r: Vec<usize> = [(0i64, 0i64), (1, 0), (-1, 0), (0, 1), (0, -1)]
+                        .iter()
+                        .filter_map(|&(dx, dy)| {
+                            let (nx, ny) = (i64::from(x) + dx, i64::from(y) + dy);
+                            (nx >= 0 && ny >= 0 && nx < i64::from(g.cols) && ny < i64::from(g.rows))
+                                .then(|| region(g.stop(0, nx as u32, ny as u32)))
+                        })
+                        .collect();
+                    r.sort_unstable();
+                    r.dedup();
+                    r
+                };
+                let serves: Vec<Vec<u8>> = interfaces
+                    .iter()
+                    .map(|&m| {
+                        regions_of(model.mcs[m].stop)
+                            .into_iter()
+                            .flat_map(|r| by_region[r].clone())
+                            .collect()
+                    })
+                    .collect();
+                let most = serves.iter().map(Vec::len).max().unwrap_or(1).max(1);
+                let need = (usize::BITS - (most - 1).leading_zeros()) as usize;
+                let b_h = if most.is_power_of_two() {
+                    need
+                } else {
+                    need + 2
+                };
+                let extra =
+                    draw_masks(b_h, opts.page_bytes, opts.phys_bits, &iface.masks, &mut rng);
+                let b_m = iface.masks.len();
+                let deal: Vec<Vec<u8>> = serves
+                    .iter()
+                    .map(|homes| {
+                        let mut t: Vec<u8> = (0..1usize << b_h)
+                            .map(|k| homes.get(k % homes.len().max(1)).copied().unwrap_or(0))
+                            .collect();
+                        t.shuffle(&mut rng);
+                        t
+                    })
+                    .collect();
+                let table = (0..1usize << (b_m + b_h))
+                    .map(|s| {
+                        let mc = iface.table[s & ((1 << b_m) - 1)] as usize;
+                        if serves[mc].is_empty() {
+                            // No home in the controller's regions: any home.
+                            (s >> b_m) as u8 % homes.len() as u8
+                        } else {
+                            deal[mc][s >> b_m]
+                        }
+                    })
+                    .collect();
+                let masks = iface.masks.iter().chain(&extra).copied().collect();
+                let used: std::collections::BTreeSet<u8> =
+                    serves.iter().flatten().copied().collect();
+                notes.push(format!(
+                    "Quadrant mode: a line's home is in the quadrant(s) its memory controller touches ({rx} x {ry} regions); the home hash takes the interface hash's bits and {b_h} more; {} of the {} homes serve this node's lines.",
+                    used.len(),
+                    homes.len()
+                ));
+                (TrueHash { masks, table }, iface)
+            }
+        };
         let frames = 1u64 << (opts.phys_bits - opts.page_bytes.trailing_zeros());
         if opts.pages as u64 > frames / 2 {
             return Err(HomeError::Usage(format!(
@@ -294,6 +400,25 @@ impl TruthMachine {
     /// Physical byte address of a line.
     pub fn pa(&self, line: Line) -> u64 {
         self.page_phys[line.page] + u64::from(line.offset) * u64::from(self.buffer.line_bytes)
+    }
+
+    /// Homes the home hash gives any address (in quadrant mode on a node whose
+    /// controllers sit in some regions only, the others get none of its lines).
+    pub fn homes_used(&self) -> usize {
+        let mut used = vec![false; self.home_stops.len()];
+        for &id in &self.home_hash.table {
+            used[id as usize] = true;
+        }
+        used.iter().filter(|&&u| u).count()
+    }
+
+    /// Whether each home place serves any address.
+    pub fn places_used(&self) -> Vec<bool> {
+        let mut used = vec![false; self.home_places.len()];
+        for &id in &self.home_hash.table {
+            used[self.home_place[id as usize] as usize] = true;
+        }
+        used
     }
 
     /// True home id of a line.
@@ -538,7 +663,17 @@ mod tests {
         let m = TruthMachine::generate(&small("knl-7210")).unwrap();
         assert_eq!(m.home_stops.len(), 38);
         assert_eq!(m.interfaces.len(), 2);
-        assert!(m.notes.iter().any(|n| n.contains("all-to-all")));
+        assert!(m.notes.iter().any(|n| n.contains("Quadrant mode")));
+        // Every line's home is on its controller's side (KNL's DDR controllers sit on
+        // the west and east edges, each touching the two quadrants of its side).
+        let g = &m.model.geo;
+        for o in 0..1024 {
+            let l = Line { page: 1, offset: o };
+            let (_, hx, _) = g.coords(m.home_stops[m.home_of(l) as usize]);
+            let (_, cx, _) = g.coords(m.model.mcs[m.interfaces[m.interface_of(l) as usize]].stop);
+            assert_eq!(hx * 2 / g.cols, cx * 2 / g.cols, "line {o}");
+        }
+        assert_eq!(m.homes_used(), 38);
         let mut p = TruthProbe::new(m);
         let lines: Vec<Line> = (0..8).map(|o| Line { page: 1, offset: o }).collect();
         let a = p.read_ns(Access::Flushed, 0, None, &lines, 9).unwrap();
