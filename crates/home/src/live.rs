@@ -442,23 +442,6 @@ fn read_sys_u64(path: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// Median and 1.4826 x median absolute deviation (sorts `v`).
-fn median_sigma(v: &mut [f64]) -> (f64, f64) {
-    fn med(s: &[f64]) -> f64 {
-        let n = s.len();
-        if n % 2 == 1 {
-            s[n / 2]
-        } else {
-            (s[n / 2 - 1] + s[n / 2]) / 2.0
-        }
-    }
-    v.sort_by(f64::total_cmp);
-    let m = med(v);
-    let mut dev: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
-    dev.sort_by(f64::total_cmp);
-    (m, 1.4826 * med(&dev))
-}
-
 // ---- the timed primitives ----------------------------------------------------------
 
 /// Keeps later instructions from starting before this point (after reading the clock).
@@ -575,7 +558,7 @@ fn timer_calibration() -> (f64, f64) {
             t0.elapsed().as_nanos() as f64
         })
         .collect();
-    let (overhead, _) = median_sigma(&mut d);
+    let (overhead, _) = crate::probe::median_and_sigma(&mut d);
     let mut resolution = f64::INFINITY;
     let mut last = Instant::now();
     for _ in 0..2000 {
@@ -1397,16 +1380,6 @@ mod tests {
     }
 
     #[test]
-    fn median_and_sigma() {
-        let (m, s) = median_sigma(&mut [5.0, 1.0, 3.0, 2.0, 4.0]);
-        assert_eq!(m, 3.0);
-        assert!((s - 1.4826).abs() < 1e-12);
-        let (m, s) = median_sigma(&mut [2.0, 4.0]);
-        assert_eq!(m, 3.0);
-        assert!((s - 1.4826).abs() < 1e-12);
-    }
-
-    #[test]
     fn size_check_names_the_remedy() {
         assert!(check_buffer_size(1 << 20, 4 << 20, 0.5).is_ok());
         let e = check_buffer_size(3 << 20, 4 << 20, 0.5).unwrap_err();
@@ -1563,7 +1536,7 @@ mod tests {
         let noise = p.noise_ns().expect("noise after reads");
         assert!(noise.is_finite() && noise >= 0.0);
         let mut s = ns.clone();
-        let (med, sd) = median_sigma(&mut s);
+        let (med, sd) = crate::probe::median_and_sigma(&mut s);
         eprintln!(
             "flushed: median over lines {med:.1} ns, spread {sd:.1} ns, min {:.1} max {:.1}, noise {noise:.2} ns, timer overhead {:.1} ns, resolution {:.1} ns, huge {}",
             s[0],
@@ -1596,7 +1569,7 @@ mod tests {
         let noise = p.noise_ns().expect("noise after reads");
         assert!(noise.is_finite() && noise >= 0.0);
         let mut s = ns.clone();
-        let (med, sd) = median_sigma(&mut s);
+        let (med, sd) = crate::probe::median_and_sigma(&mut s);
         eprintln!(
             "forwarded: median over lines {med:.1} ns, spread {sd:.1} ns, min {:.1} max {:.1}, noise {noise:.2} ns, timer overhead {:.1} ns",
             s[0],

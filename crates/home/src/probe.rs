@@ -81,28 +81,48 @@ pub fn center_and_sigma(v: &mut [f64]) -> (f64, f64) {
     if v.is_empty() {
         return (f64::NAN, f64::NAN);
     }
-    v.sort_by(f64::total_cmp);
+    let (_, sigma) = median_and_sigma(v);
     let n = v.len();
-    let med = |w: &[f64]| {
-        let k = w.len();
-        if k % 2 == 1 {
-            w[k / 2]
-        } else {
-            0.5 * (w[k / 2 - 1] + w[k / 2])
-        }
-    };
     let (lo, hi) = (n / 4, n - n / 4);
     let mid = &v[lo..hi.max(lo + 1)];
-    let center = mid.iter().sum::<f64>() / mid.len() as f64;
+    (mid.iter().sum::<f64>() / mid.len() as f64, sigma)
+}
+
+/// The median of `v` and 1.4826 x its median absolute deviation (a Gaussian sigma);
+/// sorts `v`. NaN for an empty slice.
+pub fn median_and_sigma(v: &mut [f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    fn med(s: &[f64]) -> f64 {
+        let n = s.len();
+        if n % 2 == 1 {
+            s[n / 2]
+        } else {
+            0.5 * (s[n / 2 - 1] + s[n / 2])
+        }
+    }
+    v.sort_by(f64::total_cmp);
     let m = med(v);
     let mut dev: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
     dev.sort_by(f64::total_cmp);
-    (center, 1.4826 * med(&dev))
+    (m, 1.4826 * med(&dev))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_and_sigma_of_small_samples() {
+        let (m, s) = median_and_sigma(&mut [5.0, 1.0, 3.0, 2.0, 4.0]);
+        assert_eq!(m, 3.0);
+        assert!((s - 1.4826).abs() < 1e-12);
+        let (m, s) = median_and_sigma(&mut [2.0, 4.0]);
+        assert_eq!(m, 3.0);
+        assert!((s - 1.4826).abs() < 1e-12);
+        assert!(median_and_sigma(&mut []).0.is_nan());
+    }
 
     #[test]
     fn the_center_ignores_the_tail_and_the_ticks() {

@@ -528,26 +528,6 @@ impl TruthProbe {
     }
 }
 
-/// Median of `xs` (sorted in place) and its MAD scaled to a Gaussian sigma.
-pub fn median_and_sigma(xs: &mut [f64]) -> (f64, f64) {
-    if xs.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    xs.sort_by(f64::total_cmp);
-    let med = |v: &[f64]| {
-        let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            0.5 * (v[n / 2 - 1] + v[n / 2])
-        }
-    };
-    let m = med(xs);
-    let mut dev: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
-    dev.sort_by(f64::total_cmp);
-    (m, 1.4826 * med(&dev))
-}
-
 impl HomeProbe for TruthProbe {
     fn buffer(&self) -> &BufferInfo {
         &self.machine.buffer
@@ -623,7 +603,7 @@ impl HomeProbe for TruthProbe {
 
     fn noise_ns(&self) -> Option<f64> {
         let mut s = self.sigmas.clone();
-        (!s.is_empty()).then(|| median_and_sigma(&mut s).0)
+        (!s.is_empty()).then(|| crate::probe::median_and_sigma(&mut s).0)
     }
 }
 
