@@ -580,6 +580,13 @@ fn map_once(
     }
     let n_homes = homes_c.centroids.len();
     let (home_centroids, home_counts) = centroids(&fwd, &home_ids, n_homes);
+    let unknown = home_ids.iter().filter(|&&h| h == LINE_UNKNOWN).count();
+    if unknown > 0 {
+        notes.push(format!(
+            "{unknown} of {} lines have no home (marked ff): their page matched no shift of the hash's table clearly, and a guess would be worse than no answer.",
+            lines.len()
+        ));
+    }
     // Interfaces.
     let mut iface_ids = vec![LINE_UNKNOWN; lines.len()];
     let mut interfaces = Vec::new();

@@ -1062,7 +1062,7 @@ pub fn evaluate_report(html: &str) -> Res {
 /// Fails with `what` unless `cond` holds.
 /// `numalab home map --json` on the guest: one measured map of `lines` lines read from
 /// CPUs of the guest, forwarded with an owner (the guest has several CPUs), every line
-/// with a home, and a fingerprint naming every node and its memory.
+/// in a home or marked unknown with a note, and a fingerprint naming every node and its memory.
 pub fn home_map(l: &Layout, v: &Value, lines: u64) -> Res {
     let maps = records(v, "home.map")?;
     expect(
@@ -1087,10 +1087,34 @@ pub fn home_map(l: &Layout, v: &Value, lines: u64) -> Res {
     )?;
     let homes = at(m, "homes")?.as_array().ok_or("homes is not a list")?;
     let assigned: u64 = homes.iter().filter_map(|h| h["lines"].as_u64()).sum();
+    // A line either counts in one home or is marked `ff` (its page matched no shift of
+    // the hash clearly), and unknown lines are said in a note.
+    let pages = at(m, "pages")?.as_array().ok_or("pages is not a list")?;
+    let mut marked = 0u64;
+    let mut unknown = 0u64;
+    for p in pages {
+        let hex = p["home"].as_str().ok_or("a page without home bytes")?;
+        expect(hex.len() % 2 == 0, "home bytes in pairs of hex digits")?;
+        marked += hex.len() as u64 / 2;
+        unknown += (0..hex.len() / 2)
+            .filter(|i| hex[2 * i..2 * i + 2].eq_ignore_ascii_case("ff"))
+            .count() as u64;
+    }
     expect(
-        !homes.is_empty() && assigned == lines,
-        format!("every line in a home: {assigned} of {lines}"),
+        marked == lines,
+        format!("a home byte for every line: {marked} of {lines}"),
     )?;
+    expect(
+        !homes.is_empty() && assigned + unknown == lines,
+        format!("every line in a home or marked unknown: {assigned} + {unknown} of {lines}"),
+    )?;
+    if unknown > 0 {
+        let notes = at(m, "notes")?.to_string();
+        expect(
+            notes.contains(&format!("{unknown} of {lines} lines have no home")),
+            format!("a note on the {unknown} lines without a home"),
+        )?;
+    }
     let fp = at(m, "fingerprint")?;
     expect(
         u64_at(fp, "cpus")? == cpus.len() as u64,
@@ -1111,7 +1135,7 @@ pub fn home_map(l: &Layout, v: &Value, lines: u64) -> Res {
         format!("\"{n} NUMA nodes\" in {modes}"),
     )?;
     Ok(format!(
-        "{lines} lines, {} reader(s), {} home group(s), fingerprint of {n} nodes",
+        "{lines} lines ({unknown} without a home), {} reader(s), {} home group(s), fingerprint of {n} nodes",
         readers.len(),
         homes.len()
     ))
@@ -1272,5 +1296,43 @@ mod tests {
             .unwrap_err()
             .contains("holds a picture"));
         assert!(evaluate_report("not html").is_err());
+    }
+
+    /// A `home.map` bundle of 2 pages of 3 lines on the standard guest: homes counting
+    /// `in_homes` lines, page 1's bytes `page1`, and these notes.
+    fn home_bundle(l: &Layout, in_homes: u64, page1: &str, notes: &[&str]) -> Value {
+        let cpus: Vec<u32> = l.cpu_nodes().flat_map(|n| n.cpus.clone()).collect();
+        json!({"records": [{"kind": "home.map", "data": {
+            "input_origin": "measured",
+            "lines_measured": 6,
+            "access": "forwarded",
+            "probe_cpus": cpus,
+            "homes": [{"id": 0, "lines": in_homes}],
+            "pages": [{"home": "000000"}, {"home": page1}],
+            "notes": notes,
+            "fingerprint": {
+                "cpus": cpus.len(),
+                "node_memory_bytes": vec![1u64 << 30; l.nodes.len()],
+                "modes": [format!("{} NUMA nodes", l.nodes.len())]
+            }
+        }}]})
+    }
+
+    #[test]
+    fn a_home_map_accounts_for_every_line() {
+        let l = Layout::standard();
+        let ok = home_map(&l, &home_bundle(&l, 6, "000000", &[]), 6).unwrap();
+        assert!(ok.contains("(0 without a home)"), "{ok}");
+        // A page whose shift was not clear: its lines are marked ff and a note says so.
+        let note = "3 of 6 lines have no home (marked ff): ...";
+        let ok = home_map(&l, &home_bundle(&l, 3, "ffffff", &[note]), 6).unwrap();
+        assert!(ok.contains("(3 without a home)"), "{ok}");
+        let e = home_map(&l, &home_bundle(&l, 3, "ffffff", &[]), 6).unwrap_err();
+        assert!(e.contains("a note on the 3 lines"), "{e}");
+        // Lines lost: neither in a home nor marked.
+        let e = home_map(&l, &home_bundle(&l, 5, "000000", &[]), 6).unwrap_err();
+        assert!(e.contains("5 + 0 of 6"), "{e}");
+        let e = home_map(&l, &home_bundle(&l, 5, "0000", &[]), 6).unwrap_err();
+        assert!(e.contains("a home byte for every line: 5 of 6"), "{e}");
     }
 }
