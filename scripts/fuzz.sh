@@ -34,6 +34,7 @@ printf 'noc.cols=4;noc.rows=3\n' > "$corpus/model_preset/set-only"
 seed snapshot_archive tests/fixtures/topology/*.tar.bz2
 seed small_parsers fuzz/seeds/small_parsers/*
 seed home_map fuzz/seeds/home_map/*
+seed pmu_text crates/memaccess/tests/fixtures/*.script fuzz/seeds/pmu_text/*
 targets=$(cargo +nightly fuzz list)
 for t in $targets; do
   echo "fuzz: $t for $secs s" >&2

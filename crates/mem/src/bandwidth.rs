@@ -16,6 +16,12 @@
 //! After the timed rounds every worker checks each kernel's results against the closed
 //! form ([`crate::kernels::verify`]); a wrong result fails the cell instead of giving a
 //! figure, and records say `verified`.
+//!
+//! Where the machine has memory-controller PMUs (Intel iMC, AMD UMC/DF, Arm CMN:
+//! `numalab-uncore`), every kernel then runs one more untimed pass (its inner
+//! repetitions, all threads) with the controllers counted system-wide, and the record
+//! puts the probe's bytes beside the controllers' ([`UncoreSource`]); the timed samples
+//! are not disturbed by the counting. Where it has none, the record says so.
 
 use crate::kernels::IsaExt;
 use crate::kernels::{self, verify, Arrays, Isa, Kernel};
@@ -492,10 +498,65 @@ fn corrupt_for_test(prefix: &str, k: Kernel, arr: &mut Arrays<'_>) {
 #[cfg(not(test))]
 fn corrupt_for_test(_: &str, _: Kernel, _: &mut Arrays<'_>) {}
 
+/// Where the memory controllers' counts come from (the live machine's sysfs, or a
+/// recorded tree and replayed counts in tests).
+pub trait UncoreSource: Sync {
+    /// The PMUs found, or why none can be read.
+    fn discovery(&self) -> Result<numalab_uncore::Discovery, String>;
+    /// A backend to count them with.
+    fn backend(&self) -> Box<dyn numalab_uncore::Backend + Send>;
+}
+
+/// This machine's uncore PMUs, counted with perf_event_open.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LiveUncore;
+
+impl UncoreSource for LiveUncore {
+    fn discovery(&self) -> Result<numalab_uncore::Discovery, String> {
+        let root = std::path::Path::new("/");
+        numalab_uncore::discover(root, &numalab_uncore::packages_from_sysfs(root))
+            .map_err(|e| e.to_string())
+    }
+
+    fn backend(&self) -> Box<dyn numalab_uncore::Backend + Send> {
+        Box::new(numalab_uncore::PerfBackend)
+    }
+}
+
+/// The controllers to count for a plan, or why there are none.
+fn uncore_setup(source: &dyn UncoreSource) -> Result<numalab_uncore::Discovery, String> {
+    let d = source.discovery()?;
+    let plan =
+        numalab_uncore::plan(&d, &numalab_uncore::What::memory()).map_err(|e| e.to_string())?;
+    if plan.groups.is_empty() {
+        let names: Vec<&str> = d.devices.iter().map(|x| x.name.as_str()).collect();
+        return Err(format!(
+            "no memory-controller PMU under {}/bus/event_source/devices (the kernel lists {}): the controllers' bytes cannot be counted here",
+            d.root.join("sys").display(),
+            if names.is_empty() { "none".to_string() } else { names.join(", ") }
+        ));
+    }
+    Ok(d)
+}
+
 /// Runs a plan: each group in turn, records to `sink` as each completes. A group that
-/// fails is reported in the outcome and the others go on.
+/// fails is reported in the outcome and the others go on. The memory controllers are
+/// counted where this machine has PMUs for them ([`LiveUncore`]).
 pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn Sink) -> Outcome {
+    run_with(plan, machine, placer, sink, &LiveUncore)
+}
+
+/// [`run`], with the controllers' counts from `uncore`.
+pub fn run_with(
+    plan: &Plan,
+    machine: &Machine,
+    placer: &dyn Placer,
+    sink: &mut dyn Sink,
+    uncore: &dyn UncoreSource,
+) -> Outcome {
     let (clock, clock_warnings) = check_clock();
+    let controllers = uncore_setup(uncore);
+    let backend = Mutex::new(uncore.backend());
     let mut cells = Cells::new(sink, "bandwidth", plan.groups.len() as u64);
     for (gi, group) in plan.groups.iter().enumerate() {
         if cells.stop() {
@@ -512,18 +573,25 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
         if todo.is_empty() {
             continue;
         }
-        match run_group(plan, group, &todo, machine, placer, &clock) {
+        let counting = controllers.as_ref().ok().map(|d| (d, &backend));
+        match run_group(plan, group, &todo, machine, placer, &clock, counting) {
             Ok(records) => {
                 for (k, rec) in records {
                     let key = plan.key(group, k);
-                    let rec = match rec {
+                    let mut rec = match rec {
                         Ok(r) => r,
                         Err(e) => {
                             cells.fail(key, e);
                             continue;
                         }
                     };
+                    if let Err(why) = &controllers {
+                        rec.uncore_note = Some(why.clone());
+                    }
                     let mut warnings = clock_warnings.clone();
+                    if let Some(c) = rec.uncore_check.as_ref().filter(|c| c.is_finding()) {
+                        warnings.push(Warning::new("uncore.disagrees", c.text.clone()));
+                    }
                     warnings.extend(rec.placement.warning());
                     warnings.extend(pages_warning(&rec.pages));
                     if rec.imbalance > 1.25 {
@@ -562,6 +630,15 @@ pub fn run(plan: &Plan, machine: &Machine, placer: &dyn Placer, sink: &mut dyn S
 /// A kernel's record, or why it has none (a failed result check).
 type CellResult = (Kernel, Result<BandwidthRecord, MemError>);
 
+/// The controllers to count during the untimed pass, and the backend to count them with.
+type Counting<'a> = (
+    &'a numalab_uncore::Discovery,
+    &'a Mutex<Box<dyn numalab_uncore::Backend + Send>>,
+);
+
+/// Each kernel's controller count (or why it failed), from the untimed pass.
+type UncorePass = Result<numalab_uncore::UncoreReport, String>;
+
 fn run_group(
     plan: &Plan,
     group: &Group,
@@ -569,6 +646,7 @@ fn run_group(
     machine: &Machine,
     placer: &dyn Placer,
     clock: &numalab_clock::ClockCheck,
+    counting: Option<Counting<'_>>,
 ) -> Result<Vec<CellResult>, MemError> {
     let opts = &plan.options;
     let threads = group.pus.len();
@@ -581,6 +659,8 @@ fn run_group(
     let placed_info: Mutex<Vec<Option<(numalab_topo::bind::PagePlacement, PagesObtained)>>> =
         Mutex::new(vec![None; threads]);
     let inner_all: Mutex<Vec<u64>> = Mutex::new(vec![1; nk]);
+    let session: Mutex<Option<Result<numalab_uncore::Session, String>>> = Mutex::new(None);
+    let passes: Mutex<Vec<Option<UncorePass>>> = Mutex::new(vec![None; nk]);
     let times = pool::run_pinned(
         placer,
         &group.pus,
@@ -638,6 +718,38 @@ fn run_group(
                     rounds[ki].push((t0, t1));
                 }
             }
+            // The controllers' count: one untimed pass per kernel, counted from before
+            // the first thread starts to after the last one ends.
+            if let (Some((discovery, backend)), false) = (counting, stop.load(Ordering::SeqCst)) {
+                for (ki, &k) in kernels.iter().enumerate() {
+                    barrier.wait();
+                    if i == 0 {
+                        let mut b = backend.lock().unwrap();
+                        *session.lock().unwrap() = Some(
+                            numalab_uncore::Session::start(
+                                discovery,
+                                &numalab_uncore::What::memory(),
+                                &mut **b,
+                            )
+                            .map_err(|e| e.to_string()),
+                        );
+                    }
+                    barrier.wait();
+                    for _ in 0..inner[ki] {
+                        let mut arr = Arrays::split(buf, k);
+                        sink += kernels::run(k, opts.isa, &mut arr, SCALAR).unwrap_or(0.0);
+                    }
+                    barrier.wait();
+                    if i == 0 {
+                        let done = session
+                            .lock()
+                            .unwrap()
+                            .take()
+                            .map(|s| s.and_then(|s| s.stop().map_err(|e| e.to_string())));
+                        passes.lock().unwrap()[ki] = done;
+                    }
+                }
+            }
             std::hint::black_box(sink);
             // The result check, untimed: known values in, the measured kernel, every
             // element compared with the closed form.
@@ -672,6 +784,7 @@ fn run_group(
     let placement = pool::placement(machine, placer, &group.pus, &group.policy, &per_worker);
     let pages = PagesObtained::merge(&obtained).expect("at least one worker");
     let inner = inner_all.into_inner().unwrap();
+    let passes = passes.into_inner().unwrap();
     let mut out = Vec::new();
     for (ki, &k) in kernels.iter().enumerate() {
         let elems: u64 = times.iter().map(|t| t.elements[ki] as u64).sum();
@@ -694,6 +807,28 @@ fn run_group(
         }
         let stream = elems * k.stream_bytes_per_element() * inner[ki];
         let actual = elems * k.actual_bytes_per_element() * inner[ki];
+        // The untimed pass's bytes as the probe moved them: reads (with the line a
+        // plain store reads first) and writes.
+        let written = elems * 8 * k.spec().writes.len() as u64 * inner[ki];
+        let (uncore, uncore_check, uncore_note) = match passes.get(ki).cloned().flatten() {
+            Some(Ok(report)) => {
+                let check = report.seconds.and_then(|secs| {
+                    numalab_uncore::compare_with_probe(
+                        &report,
+                        (actual - written) as f64,
+                        written as f64,
+                        secs,
+                    )
+                });
+                (Some(report), check, None)
+            }
+            Some(Err(e)) => (
+                None,
+                None,
+                Some(format!("counting the controllers failed: {e}")),
+            ),
+            None => (None, None, None),
+        };
         let gbps =
             |bytes: u64| -> Vec<f64> { sample_ns.iter().map(|ns| bytes as f64 / ns).collect() };
         let slowest_gbps: Vec<f64> = slowest_ns.iter().map(|ns| stream as f64 / ns).collect();
@@ -771,6 +906,9 @@ fn run_group(
                     expected_checksum: checked.expected_checksum,
                     tolerance: verify::TOLERANCE,
                 }),
+                uncore,
+                uncore_check,
+                uncore_note,
             }),
         ));
     }

@@ -75,6 +75,19 @@ pub struct BandwidthRecord {
     /// The result check made after the timed rounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
+    /// The memory controllers' own count of one untimed pass of this kernel (`inner`
+    /// repetitions on every thread, after the timed rounds), where the machine has
+    /// memory-controller PMUs (Intel iMC, AMD UMC/DF, Arm CMN).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncore: Option<crate::uncore::UncoreReport>,
+    /// The probe's bytes of that pass against the controllers' (a difference beyond
+    /// 10% is a finding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncore_check: Option<crate::uncore::ProbeCheck>,
+    /// Why the controllers were not counted (no such PMU here, or it could not be
+    /// read), when they were not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncore_note: Option<String>,
 }
 
 /// The result check of a bandwidth cell (`numalab_mem::kernels::verify`): after the timed

@@ -730,6 +730,9 @@ mod tests {
             vector_bits: None,
             verified: Some(true),
             verification: None,
+            uncore: None,
+            uncore_check: None,
+            uncore_note: None,
         }
     }
 

@@ -367,7 +367,82 @@ fn bandwidth(b: usize, recs: &[BandwidthRecord], of: &str) -> Section {
             ));
         }
     }
+    controllers(&mut s, b, recs);
     s
+}
+
+/// The memory controllers' own count beside the probe's bytes (an untimed pass of each
+/// kernel counted with the uncore PMUs), or why there is none.
+fn controllers(s: &mut Section, b: usize, recs: &[BandwidthRecord]) {
+    let checked: Vec<&BandwidthRecord> = recs.iter().filter(|r| r.uncore.is_some()).collect();
+    if checked.is_empty() {
+        let mut notes: Vec<&str> = recs
+            .iter()
+            .filter_map(|r| r.uncore_note.as_deref())
+            .collect();
+        notes.dedup();
+        for n in notes {
+            s.para(format!("Memory controllers: {n}."));
+        }
+        return;
+    }
+    let mut t = table(
+        &anchors::id(b, "mem-bandwidth-controllers"),
+        "The probe's bytes against the memory controllers' count",
+        &[
+            ("kernel", None),
+            ("threads", None),
+            ("cell", None),
+            ("side", None),
+            ("probe", Some("GB/s")),
+            ("controllers", Some("GB/s")),
+            ("difference", Some("%")),
+            ("verdict", None),
+        ],
+    );
+    for r in &checked {
+        let cell = match r.matrix {
+            Some(m) => format!("CPU node {} -> memory node {}", m.cpu_node, m.mem_node),
+            None => format!(
+                "CPUs {}",
+                numalab_schema::cpulist::format(&r.placement.cpus)
+            ),
+        };
+        match &r.uncore_check {
+            Some(c) => {
+                for side in &c.sides {
+                    t.push(vec![
+                        Cell::text(r.kernel.name()),
+                        Cell::num(r.threads as f64, 0),
+                        Cell::text(&cell),
+                        Cell::text(&side.side),
+                        Cell::num(side.probe_gbps, 2),
+                        Cell::num(side.controllers_gbps, 2),
+                        Cell::num(side.difference_pct, 1),
+                        Cell::text(&c.verdict),
+                    ]);
+                }
+            }
+            None => t.push(vec![
+                Cell::text(r.kernel.name()),
+                Cell::num(r.threads as f64, 0),
+                Cell::text(&cell),
+                Cell::missing("no controller figure"),
+                Cell::missing("no controller figure"),
+                Cell::missing("no controller figure"),
+                Cell::missing("no controller figure"),
+                Cell::text("see the controllers' notes"),
+            ]),
+        }
+    }
+    t.notes.push("one untimed pass of each kernel (its inner repetitions on every thread) after the timed rounds, counted system-wide at the memory controllers; the probe's reads include the line a plain store reads first (write-allocate); beyond 10% apart is a finding".into());
+    s.table(t);
+    // The controllers' breakdown of the first few passes (per controller, socket, link).
+    for (i, r) in checked.iter().take(4).enumerate() {
+        if let Some(u) = &r.uncore {
+            super::uncore::render(s, &anchors::id(b, &format!("mem-bandwidth-uncore-{i}")), u);
+        }
+    }
 }
 
 fn latency(b: usize, recs: &[LatencyRecord], m: Option<&Machine>, of: &str) -> Section {

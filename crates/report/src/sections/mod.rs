@@ -10,9 +10,11 @@ pub mod home;
 pub mod layout;
 pub mod machine;
 pub mod mem;
+pub mod memaccess;
 pub mod model;
 pub mod pmu;
 pub mod schedule;
+pub mod uncore;
 pub mod workload;
 
 use crate::doc::Document;
@@ -47,6 +49,7 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<numalab_records::pmu::Profile>,
         ok::<numalab_records::pmu::SampleReport>,
         ok::<numalab_records::pmu::Comparison>,
+        ok::<numalab_records::memaccess::MemAccessRecord>,
         ok::<m::StreamTriad>,
         ok::<m::LatencyHeatmap>,
         ok::<m::Traffic>,
@@ -65,6 +68,7 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<numalab_records::home::HomeMapRecord>,
         ok::<numalab_records::home::AccuracyRecord>,
         ok::<numalab_records::home::BenchRecord>,
+        ok::<numalab_records::uncore::UncoreCounts>,
     ]
     .iter()
     .find_map(|f| f(r))
@@ -221,11 +225,13 @@ pub fn document(set: &[Loaded]) -> Document {
         sections.extend(workload::sections(b, l, &o));
         sections.extend(harness::sections(b, l, &o));
         sections.extend(pmu::sections(b, l, &o));
+        sections.extend(memaccess::sections(b, l, &o));
         sections.extend(machine::power(b, l, &o));
         sections.extend(model::sections(b, l, &o));
         sections.extend(layout::sections(b, l, &o));
         sections.extend(schedule::sections(b, l, &o));
         sections.extend(home::sections(b, l, &o));
+        sections.extend(uncore::sections(b, l, &o));
     }
     sections.extend(machine::warnings(set));
     sections.push(appendix::appendix(set));

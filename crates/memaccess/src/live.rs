@@ -1,0 +1,926 @@
+//! Live data-address sampling.
+//!
+//! [`detect`] finds a facility in sysfs (`ROOT/bus/event_source/devices`): Arm SPE
+//! (`arm_spe_*`, with its format fields), Intel PEBS load latency (the core PMU `cpu`
+//! or `cpu_core` with `events/mem-loads` and a `format/ldlat` field, and
+//! `events/mem-stores`), AMD IBS op (`ibs_op`). [`record`] opens the event per CPU
+//! with perf-event2 (sample_type IP|TID|TIME|ADDR|CPU|WEIGHT|DATA_SRC, with PHYS_ADDR
+//! when the kernel allows it), data mappings on, for a child command (created gated,
+//! sampling from its exec, like `numalab_pmu::sample`) or the threads a running pid
+//! has when sampling starts (per thread, any CPU), and asks
+//! move_pages for the node of every sampled page while the process lives.
+//!
+//! Kernel records are parsed here from their bytes ([`parse_sample_record`],
+//! [`parse_mmap2_record`]) into the same [`MemSample`] / [`Mapping`] the importer
+//! makes, so the analysis is shared and the parsing is tested without hardware.
+//!
+//! Arm SPE is detected but not recorded live: it delivers its records through the AUX
+//! area as SPE packets, which numalab does not decode; `perf mem record` there and
+//! the import of its `perf script` output work.
+
+use crate::datasrc::DataSrc;
+use crate::sample::{Mapping, MemSample, Samples};
+use std::path::{Path, PathBuf};
+
+/// The kind of facility.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FacilityKind {
+    /// Arm Statistical Profiling Extension.
+    ArmSpe,
+    /// Intel PEBS load latency (mem-loads with ldlat) and mem-stores.
+    IntelPebs,
+    /// AMD Instruction-Based Sampling, op.
+    AmdIbsOp,
+}
+
+impl FacilityKind {
+    /// Name for records.
+    pub fn name(self) -> &'static str {
+        match self {
+            FacilityKind::ArmSpe => "Arm SPE",
+            FacilityKind::IntelPebs => "Intel PEBS load latency",
+            FacilityKind::AmdIbsOp => "AMD IBS op",
+        }
+    }
+}
+
+/// A data-address sampling facility found in sysfs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Facility {
+    /// Kind.
+    pub kind: FacilityKind,
+    /// The PMU's sysfs name (`arm_spe_0`, `cpu`, `cpu_core`, `ibs_op`).
+    pub pmu: String,
+    /// Its perf type (`type` file).
+    pub pmu_type: u32,
+    /// Its format fields: (name, spec such as `config1:0-15`).
+    pub formats: Vec<(String, String)>,
+    /// The load event's terms (PEBS: `events/mem-loads`).
+    pub loads_event: Option<String>,
+    /// The store event's terms (PEBS: `events/mem-stores`).
+    pub stores_event: Option<String>,
+    /// The CPUs the PMU covers (its `cpus` or `cpumask` file), when it says.
+    pub cpus: Option<Vec<u32>>,
+}
+
+/// No facility: what was looked for and what there is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no data-address sampling facility in {devices}: looked for {}; this machine has {}. Record with `perf mem record` (or `perf c2c record`) on a machine that has one and import `perf script -F comm,pid,tid,cpu,time,event,ip,sym,dso,addr,data_src,weight,phys_addr --show-mmap-events` output", looked_for.join("; "), if found.is_empty() { "no event sources".to_string() } else { found.join(", ") })]
+pub struct Unsupported {
+    /// The directory searched.
+    pub devices: String,
+    /// What was looked for.
+    pub looked_for: Vec<String>,
+    /// The event sources present.
+    pub found: Vec<String>,
+}
+
+fn read_trim(p: &Path) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn formats(dir: &Path) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir(dir.join("format"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    read_trim(&e.path()).map(|v| (name, v))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// Finds a facility under `root` (a sysfs root, normally `/sys`). Arm SPE first, then
+/// Intel PEBS load latency, then AMD IBS op.
+pub fn detect(root: &Path) -> Result<Facility, Unsupported> {
+    let devices = root.join("bus/event_source/devices");
+    let mut found: Vec<String> = std::fs::read_dir(&devices)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    let facility = |kind, name: &str| -> Option<Facility> {
+        let dir = devices.join(name);
+        let pmu_type = read_trim(&dir.join("type"))?.parse().ok()?;
+        let formats = formats(&dir);
+        let (loads_event, stores_event) = if kind == FacilityKind::IntelPebs {
+            (
+                read_trim(&dir.join("events/mem-loads")),
+                read_trim(&dir.join("events/mem-stores")),
+            )
+        } else {
+            (None, None)
+        };
+        let cpus = ["cpus", "cpumask"].iter().find_map(|f| {
+            read_trim(&dir.join(f)).and_then(|t| numalab_schema::cpulist::parse(&t).ok())
+        });
+        Some(Facility {
+            kind,
+            pmu: name.to_string(),
+            pmu_type,
+            formats,
+            loads_event,
+            stores_event,
+            cpus,
+        })
+    };
+    if let Some(f) = found
+        .iter()
+        .filter(|n| n.starts_with("arm_spe_"))
+        .find_map(|n| facility(FacilityKind::ArmSpe, n))
+    {
+        return Ok(f);
+    }
+    for core in ["cpu", "cpu_core"] {
+        let dir = devices.join(core);
+        if dir.join("events/mem-loads").is_file() && dir.join("format/ldlat").is_file() {
+            if let Some(f) = facility(FacilityKind::IntelPebs, core) {
+                return Ok(f);
+            }
+        }
+    }
+    if let Some(f) = found
+        .iter()
+        .filter(|n| *n == "ibs_op")
+        .find_map(|n| facility(FacilityKind::AmdIbsOp, n))
+    {
+        return Ok(f);
+    }
+    Err(Unsupported {
+        devices: devices.display().to_string(),
+        looked_for: vec![
+            "Arm SPE (arm_spe_*)".into(),
+            "Intel PEBS load latency (cpu or cpu_core with events/mem-loads and format/ldlat)"
+                .into(),
+            "AMD IBS op (ibs_op)".into(),
+        ],
+        found,
+    })
+}
+
+/// Encodes event terms (`event=0xcd,umask=0x1,ldlat=3`) with a PMU's format fields
+/// (`event` = `config:0-7`, `ldlat` = `config1:0-15`...) into (config, config1,
+/// config2). A term without a value is 1; `overrides` replace or add terms.
+pub fn encode_terms(
+    terms: &str,
+    formats: &[(String, String)],
+    overrides: &[(&str, u64)],
+) -> Result<[u64; 3], String> {
+    let mut pairs: Vec<(String, u64)> = Vec::new();
+    for t in terms.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let (k, v) = match t.split_once('=') {
+            Some((k, v)) => {
+                let v = v.trim();
+                let n = match v.strip_prefix("0x") {
+                    Some(h) => u64::from_str_radix(h, 16),
+                    None => v.parse::<u64>(),
+                }
+                .map_err(|_| format!("term {t:?}: value is not a number"))?;
+                (k.trim().to_string(), n)
+            }
+            None => (t.to_string(), 1),
+        };
+        pairs.push((k, v));
+    }
+    for (k, v) in overrides {
+        match pairs.iter_mut().find(|(n, _)| n == k) {
+            Some(p) => p.1 = *v,
+            None => pairs.push((k.to_string(), *v)),
+        }
+    }
+    let mut cfg = [0u64; 3];
+    for (k, v) in pairs {
+        let spec = formats
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, s)| s.as_str())
+            .ok_or_else(|| format!("the PMU has no format field {k:?}"))?;
+        let (reg, ranges) = spec
+            .split_once(':')
+            .ok_or_else(|| format!("format {k}: {spec:?} is not `configN:lo-hi`"))?;
+        let idx = match reg {
+            "config" => 0,
+            "config1" => 1,
+            "config2" => 2,
+            _ => return Err(format!("format {k}: register {reg:?} not supported")),
+        };
+        let mut value = v;
+        for r in ranges.split(',') {
+            let (lo, hi) = match r.split_once('-') {
+                Some((a, b)) => (a.parse::<u32>(), b.parse::<u32>()),
+                None => (r.parse::<u32>(), r.parse::<u32>()),
+            };
+            let (Ok(lo), Ok(hi)) = (lo, hi) else {
+                return Err(format!("format {k}: bad bit range {r:?}"));
+            };
+            if hi < lo || hi > 63 {
+                return Err(format!("format {k}: bad bit range {r:?}"));
+            }
+            let width = hi - lo + 1;
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
+            cfg[idx] |= (value & mask) << lo;
+            value = if width == 64 { 0 } else { value >> width };
+        }
+        if value != 0 {
+            return Err(format!("term {k}={v} does not fit its format {spec}"));
+        }
+    }
+    Ok(cfg)
+}
+
+// Sample type bits (include/uapi/linux/perf_event.h).
+const S_IP: u64 = 1 << 0;
+const S_TID: u64 = 1 << 1;
+const S_TIME: u64 = 1 << 2;
+const S_ADDR: u64 = 1 << 3;
+const S_READ: u64 = 1 << 4;
+const S_CALLCHAIN: u64 = 1 << 5;
+const S_ID: u64 = 1 << 6;
+const S_CPU: u64 = 1 << 7;
+const S_PERIOD: u64 = 1 << 8;
+const S_STREAM_ID: u64 = 1 << 9;
+const S_RAW: u64 = 1 << 10;
+const S_BRANCH_STACK: u64 = 1 << 11;
+const S_REGS_USER: u64 = 1 << 12;
+const S_STACK_USER: u64 = 1 << 13;
+const S_WEIGHT: u64 = 1 << 14;
+const S_DATA_SRC: u64 = 1 << 15;
+const S_IDENTIFIER: u64 = 1 << 16;
+const S_TRANSACTION: u64 = 1 << 17;
+const S_REGS_INTR: u64 = 1 << 18;
+const S_PHYS_ADDR: u64 = 1 << 19;
+const S_WEIGHT_STRUCT: u64 = 1 << 24;
+
+/// The sample fields [`parse_sample_record`] reads; others make it refuse.
+pub const SAMPLE_TYPE: u64 =
+    S_IP | S_TID | S_TIME | S_ADDR | S_CPU | S_PERIOD | S_WEIGHT | S_DATA_SRC;
+/// With physical addresses.
+pub const SAMPLE_TYPE_PHYS: u64 = SAMPLE_TYPE | S_PHYS_ADDR;
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn u64(&mut self) -> Result<u64, String> {
+        let s = self.b.get(self.at..self.at + 8).ok_or_else(|| {
+            format!(
+                "record ends at byte {} (needs {})",
+                self.b.len(),
+                self.at + 8
+            )
+        })?;
+        self.at += 8;
+        Ok(u64::from_ne_bytes(s.try_into().expect("8 bytes")))
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        let s = self.b.get(self.at..self.at + 4).ok_or_else(|| {
+            format!(
+                "record ends at byte {} (needs {})",
+                self.b.len(),
+                self.at + 4
+            )
+        })?;
+        self.at += 4;
+        Ok(u32::from_ne_bytes(s.try_into().expect("4 bytes")))
+    }
+}
+
+/// Parses the body (after the 8-byte header) of a PERF_RECORD_SAMPLE with this
+/// sample_type, in the kernel's field order. Fields this crate never asks for (read
+/// values, call chains, raw data, branch stacks, registers, user stack, transaction)
+/// make it refuse, as their sizes depend on other attributes.
+pub fn parse_sample_record(body: &[u8], sample_type: u64) -> Result<MemSample, String> {
+    let unsupported = S_READ
+        | S_CALLCHAIN
+        | S_RAW
+        | S_BRANCH_STACK
+        | S_REGS_USER
+        | S_STACK_USER
+        | S_TRANSACTION
+        | S_REGS_INTR;
+    if sample_type & unsupported != 0 {
+        return Err(format!(
+            "sample_type 0x{sample_type:x} has fields this parser does not read"
+        ));
+    }
+    let mut c = Cursor { b: body, at: 0 };
+    let mut s = MemSample {
+        seq: 0,
+        pid: 0,
+        tid: 0,
+        cpu: 0,
+        time_ns: None,
+        ip: None,
+        code: None,
+        addr: 0,
+        data_src: DataSrc(0),
+        weight: 0,
+        phys_addr: None,
+        event: 0,
+    };
+    if sample_type & S_IDENTIFIER != 0 {
+        c.u64()?;
+    }
+    if sample_type & S_IP != 0 {
+        s.ip = Some(c.u64()?);
+    }
+    if sample_type & S_TID != 0 {
+        s.pid = c.u32()?;
+        s.tid = c.u32()?;
+    }
+    if sample_type & S_TIME != 0 {
+        s.time_ns = Some(c.u64()?);
+    }
+    if sample_type & S_ADDR != 0 {
+        s.addr = c.u64()?;
+    }
+    if sample_type & S_ID != 0 {
+        c.u64()?;
+    }
+    if sample_type & S_STREAM_ID != 0 {
+        c.u64()?;
+    }
+    if sample_type & S_CPU != 0 {
+        s.cpu = c.u32()?;
+        c.u32()?; // res
+    }
+    if sample_type & S_PERIOD != 0 {
+        c.u64()?;
+    }
+    if sample_type & (S_WEIGHT | S_WEIGHT_STRUCT) != 0 {
+        let w = c.u64()?;
+        // The struct form's first 32 bits are the latency (var1_dw).
+        s.weight = if sample_type & S_WEIGHT_STRUCT != 0 {
+            w & 0xffff_ffff
+        } else {
+            w
+        };
+    }
+    if sample_type & S_DATA_SRC != 0 {
+        s.data_src = DataSrc(c.u64()?);
+    }
+    if sample_type & S_PHYS_ADDR != 0 {
+        s.phys_addr = Some(c.u64()?);
+    }
+    Ok(s)
+}
+
+/// Parses the body of a PERF_RECORD_MMAP2: pid, tid, addr, len, pgoff, then either
+/// maj, min, ino, ino_generation or (misc & PERF_RECORD_MISC_MMAP_BUILD_ID) a build-id
+/// size, 3 reserved bytes and 20 id bytes; prot, flags, the file name (NUL-padded).
+pub fn parse_mmap2_record(body: &[u8], misc: u16) -> Result<Mapping, String> {
+    const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+    let mut c = Cursor { b: body, at: 0 };
+    let pid = c.u32()?;
+    let _tid = c.u32()?;
+    let start = c.u64()?;
+    let len = c.u64()?;
+    let pgoff = c.u64()?;
+    let (dev_ino, build_id) = if misc & MISC_MMAP_BUILD_ID != 0 {
+        let raw = body
+            .get(c.at..c.at + 24)
+            .ok_or("record ends inside the build id")?;
+        let n = (raw[0] as usize).min(20);
+        c.at += 24;
+        (
+            None,
+            Some(
+                raw[4..4 + n]
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>(),
+            ),
+        )
+    } else {
+        let maj = c.u32()?;
+        let min = c.u32()?;
+        let ino = c.u64()?;
+        let _gen = c.u64()?;
+        (Some((maj, min, ino)), None)
+    };
+    let prot = c.u32()?;
+    let flags = c.u32()?;
+    let name = body.get(c.at..).ok_or("record ends before the file name")?;
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    let path = String::from_utf8_lossy(&name[..end]).into_owned();
+    let p = |bit: u32, ch: char| if prot & bit != 0 { ch } else { '-' };
+    let prot_s = format!(
+        "{}{}{}{}",
+        p(libc::PROT_READ as u32, 'r'),
+        p(libc::PROT_WRITE as u32, 'w'),
+        p(libc::PROT_EXEC as u32, 'x'),
+        if flags & libc::MAP_SHARED as u32 != 0 {
+            's'
+        } else {
+            'p'
+        }
+    );
+    Ok(Mapping {
+        seq: 0,
+        pid,
+        start,
+        len,
+        pgoff,
+        prot: Some(prot_s),
+        path,
+        dev_ino,
+        build_id,
+    })
+}
+
+/// What to sample.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// Run this command and sample it from its exec to its end.
+    Command(numalab_proc::Spec),
+    /// Sample this running process for a while.
+    Pid {
+        /// The process.
+        pid: i32,
+        /// For how long.
+        duration: std::time::Duration,
+    },
+}
+
+/// Live sampling options.
+#[derive(Debug, Clone)]
+pub struct LiveOptions {
+    /// The sysfs root (`/sys`).
+    pub sysfs_root: PathBuf,
+    /// Events per sample (PEBS: loads above ldlat per sample; IBS: ops, a multiple of 16).
+    pub period: u64,
+    /// PEBS load-latency threshold, cycles (the kernel's `ldlat`; perf mem uses 30).
+    pub ldlat: u64,
+    /// Also sample stores (PEBS mem-stores).
+    pub stores: bool,
+    /// Include kernel samples (IBS cannot exclude them; they are dropped unless asked).
+    pub include_kernel: bool,
+    /// Ask for physical addresses (needs privileges; dropped silently when refused).
+    pub phys_addr: bool,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            sysfs_root: PathBuf::from("/sys"),
+            period: 4000,
+            ldlat: 30,
+            stores: true,
+            include_kernel: false,
+            phys_addr: true,
+        }
+    }
+}
+
+/// Why live sampling failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// No facility.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// A facility that numalab cannot record live (Arm SPE).
+    #[error("{0}")]
+    NotImplemented(String),
+    /// The command could not be started.
+    #[error(transparent)]
+    Proc(#[from] numalab_proc::ProcError),
+    /// The event could not be opened.
+    #[error("cannot open {event}: {detail}")]
+    Open {
+        /// The event.
+        event: String,
+        /// Why.
+        detail: String,
+    },
+}
+
+impl numalab_schema::Classify for LiveError {
+    fn class(&self) -> numalab_schema::ErrorClass {
+        use numalab_schema::ErrorClass;
+        match self {
+            LiveError::Unsupported(_) | LiveError::NotImplemented(_) | LiveError::Open { .. } => {
+                ErrorClass::Unsupported
+            }
+            LiveError::Proc(e) => e.class(),
+        }
+    }
+}
+
+/// What a live run collected.
+#[derive(Debug)]
+pub struct Collected {
+    /// The facility used.
+    pub facility: Facility,
+    /// The events opened (as perf would name them).
+    pub events: Vec<String>,
+    /// Samples and mappings.
+    pub samples: Samples,
+    /// Nodes of the sampled pages, asked while the process lived.
+    pub nodes: crate::node::MovePages,
+    /// How the command ended (command target).
+    pub outcome: Option<numalab_proc::Outcome>,
+    /// Caveats.
+    pub notes: Vec<String>,
+}
+
+struct EventSpec {
+    name: String,
+    ty: u32,
+    config: [u64; 3],
+    precise: bool,
+    exclude_kernel: bool,
+}
+
+fn event_specs(f: &Facility, opts: &LiveOptions) -> Result<Vec<EventSpec>, LiveError> {
+    match f.kind {
+        FacilityKind::ArmSpe => Err(LiveError::NotImplemented(format!(
+            "{} found ({}), but Arm SPE delivers its samples as packets in the AUX area, which numalab does not decode; record with `perf mem record -- CMD` (or `perf c2c record`) and import `perf script -F comm,pid,tid,cpu,time,event,ip,sym,dso,addr,data_src,weight,phys_addr --show-mmap-events` output",
+            f.kind.name(),
+            f.pmu
+        ))),
+        FacilityKind::IntelPebs => {
+            let loads = f.loads_event.as_deref().unwrap_or_default();
+            let cfg = encode_terms(loads, &f.formats, &[("ldlat", opts.ldlat)])
+                .map_err(|detail| LiveError::Open {
+                    event: format!("{}/mem-loads/", f.pmu),
+                    detail,
+                })?;
+            let mut v = vec![EventSpec {
+                name: format!("{}/mem-loads,ldlat={}/P", f.pmu, opts.ldlat),
+                ty: f.pmu_type,
+                config: cfg,
+                precise: true,
+                exclude_kernel: !opts.include_kernel,
+            }];
+            if opts.stores {
+                if let Some(st) = &f.stores_event {
+                    let cfg = encode_terms(st, &f.formats, &[]).map_err(|detail| LiveError::Open {
+                        event: format!("{}/mem-stores/", f.pmu),
+                        detail,
+                    })?;
+                    v.push(EventSpec {
+                        name: format!("{}/mem-stores/P", f.pmu),
+                        ty: f.pmu_type,
+                        config: cfg,
+                        precise: true,
+                        exclude_kernel: !opts.include_kernel,
+                    });
+                }
+            }
+            Ok(v)
+        }
+        FacilityKind::AmdIbsOp => Ok(vec![EventSpec {
+            name: "ibs_op//".into(),
+            ty: f.pmu_type,
+            config: [0, 0, 0],
+            precise: false,
+            // IBS cannot filter by privilege level (the kernel refuses any exclude_*
+            // flag); kernel samples are dropped later.
+            exclude_kernel: false,
+        }]),
+    }
+}
+
+/// Where one sampler looks: a task on one CPU with its future children (a command
+/// started gated), or one thread of a running process on any CPU.
+#[derive(Clone, Copy)]
+enum Scope {
+    TaskOnCpu(i32, usize),
+    Thread(i32),
+}
+
+fn open_one(
+    e: &EventSpec,
+    scope: Scope,
+    period: u64,
+    gated: bool,
+    sample_type: u64,
+) -> std::io::Result<perf_event::Sampler> {
+    use perf_event::events::Software;
+    use perf_event::{Builder, SampleFlag, SampleSkid};
+    let mut last = None;
+    let skids: &[SampleSkid] = if e.precise {
+        &[
+            SampleSkid::RequireZero,
+            SampleSkid::RequestZero,
+            SampleSkid::Constant,
+        ]
+    } else {
+        &[SampleSkid::Arbitrary]
+    };
+    for &skid in skids {
+        let mut b = Builder::new(Software::DUMMY);
+        {
+            let a = b.attrs_mut();
+            a.type_ = e.ty;
+            a.config = e.config[0];
+            a.__bindgen_anon_3.config1 = e.config[1];
+            a.__bindgen_anon_4.config2 = e.config[2];
+        }
+        match scope {
+            // The kernel refuses inherited per-task ring buffers on any CPU: per CPU.
+            Scope::TaskOnCpu(pid, cpu) => b.observe_pid(pid).one_cpu(cpu).inherit(true),
+            Scope::Thread(tid) => b.observe_pid(tid).any_cpu().inherit(false),
+        };
+        b.enabled(!gated)
+            .enable_on_exec(gated)
+            .exclude_kernel(e.exclude_kernel)
+            .exclude_hv(e.exclude_kernel)
+            .precise_ip(skid)
+            .mmap(true)
+            .mmap2(true)
+            .mmap_data(true)
+            .comm(true)
+            .sample_id_all(true)
+            .sample_period(period)
+            .sample(SampleFlag::from_bits_retain(sample_type));
+        match b.build().and_then(|c| c.sampled(512 * 1024)) {
+            Ok(s) => return Ok(s),
+            Err(err) => {
+                let retry = matches!(
+                    err.raw_os_error(),
+                    Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)
+                );
+                last = Some(err);
+                if !retry {
+                    break;
+                }
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no attempt")))
+}
+
+fn online_cpus() -> Vec<usize> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| numalab_schema::cpulist::parse(s.trim()).ok())
+        .map(|v| v.into_iter().map(|c| c as usize).collect())
+        .unwrap_or_else(|| {
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
+        })
+}
+
+const RECORD_MMAP2: u32 = 10;
+const RECORD_LOST: u32 = 2;
+const RECORD_SAMPLE: u32 = 9;
+
+fn drain(
+    samplers: &mut [(perf_event::Sampler, u16)],
+    sample_type: u64,
+    include_kernel: bool,
+    out: &mut Samples,
+    seq: &mut u64,
+    fresh: &mut Vec<MemSample>,
+) {
+    for (s, ev) in samplers.iter_mut() {
+        while let Some(rec) = s.next_record() {
+            let body = rec.to_contiguous();
+            match rec.ty() {
+                RECORD_SAMPLE => {
+                    if let Ok(mut smp) = parse_sample_record(&body, sample_type) {
+                        if !include_kernel && smp.addr >= 0xffff_0000_0000_0000 {
+                            continue;
+                        }
+                        if smp.phys_addr == Some(0) {
+                            smp.phys_addr = None;
+                        }
+                        smp.seq = *seq;
+                        smp.event = *ev;
+                        *seq += 1;
+                        fresh.push(smp.clone());
+                        out.samples.push(smp);
+                    }
+                }
+                RECORD_MMAP2 => {
+                    if let Ok(mut m) = parse_mmap2_record(&body, rec.misc()) {
+                        m.seq = *seq;
+                        *seq += 1;
+                        out.mappings.push(m);
+                    }
+                }
+                RECORD_LOST if body.len() >= 16 => {
+                    out.lost += u64::from_ne_bytes(body[8..16].try_into().expect("8 bytes"));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Samples the target with the facility found under `opts.sysfs_root`.
+pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveError> {
+    let facility = detect(&opts.sysfs_root)?;
+    let specs = event_specs(&facility, opts)?;
+    let mut notes = Vec::new();
+    let (mut running, pid, gated) = match target {
+        Target::Command(spec) => {
+            let mut child = spec.clone();
+            child.gated = true;
+            let r = numalab_proc::spawn(&child)?;
+            let pid = r.pid();
+            (Some(r), pid, true)
+        }
+        Target::Pid { pid, .. } => (None, *pid, false),
+    };
+    let mut data = Samples::default();
+    let ids: Vec<u16> = specs.iter().map(|e| data.event_index(&e.name)).collect();
+    // A PMU that covers only some CPUs (hybrid cores, IBS) says which; a per-task
+    // event on the others would fail, and the task runs on them unsampled.
+    let cpus: Vec<usize> = match &facility.cpus {
+        Some(c) if !c.is_empty() => {
+            let online = online_cpus();
+            let covered: Vec<usize> = c
+                .iter()
+                .map(|&x| x as usize)
+                .filter(|x| online.contains(x))
+                .collect();
+            if covered.len() < online.len() {
+                notes.push(format!(
+                    "{} covers {} of {} online CPUs; the program is not sampled on the others",
+                    facility.pmu,
+                    covered.len(),
+                    online.len()
+                ));
+            }
+            covered
+        }
+        _ => online_cpus(),
+    };
+    // A command: every CPU the PMU covers, inherited by its threads and children. A
+    // running process: each of its threads now (threads it starts later are not seen).
+    let scopes: Vec<Scope> = if gated {
+        cpus.iter().map(|&c| Scope::TaskOnCpu(pid, c)).collect()
+    } else {
+        let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        tids.sort_unstable();
+        if tids.is_empty() {
+            tids.push(pid);
+        }
+        notes.push(format!(
+            "process {pid} sampled in its {} thread(s) present when sampling started",
+            tids.len()
+        ));
+        tids.into_iter().map(Scope::Thread).collect()
+    };
+    let open_all =
+        |sample_type: u64| -> Result<Vec<(perf_event::Sampler, u16)>, (String, std::io::Error)> {
+            let mut v = Vec::new();
+            for (e, &ev) in specs.iter().zip(&ids) {
+                for &scope in &scopes {
+                    let s = open_one(e, scope, opts.period, gated, sample_type)
+                        .map_err(|err| (e.name.clone(), err))?;
+                    v.push((s, ev));
+                }
+            }
+            Ok(v)
+        };
+    let mut sample_type = if opts.phys_addr {
+        SAMPLE_TYPE_PHYS
+    } else {
+        SAMPLE_TYPE
+    };
+    let mut opened = open_all(sample_type);
+    if let Err((_, err)) = &opened {
+        if sample_type == SAMPLE_TYPE_PHYS
+            && matches!(
+                err.raw_os_error(),
+                Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EINVAL)
+            )
+        {
+            // Physical addresses need more privilege (or are not supported): without.
+            notes.push(format!("physical addresses not sampled ({err})"));
+            sample_type = SAMPLE_TYPE;
+            opened = open_all(sample_type);
+        }
+    }
+    let mut samplers = match opened {
+        Ok(v) => v,
+        Err((event, e)) => {
+            if let Some(mut r) = running.take() {
+                let _ = r.release();
+                let _ = r.wait();
+            }
+            let detail = match e.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) => format!(
+                    "permission denied ({e}): sampling needs perf_event_paranoid <= 2 for your own processes, <= 1 with kernel samples, or CAP_PERFMON"
+                ),
+                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) | Some(libc::EINVAL) => {
+                    format!("the PMU refused the event ({e})")
+                }
+                _ => e.to_string(),
+            };
+            return Err(LiveError::Open { event, detail });
+        }
+    };
+    let mut nodes = crate::node::MovePages::new();
+    let mut seq = 0;
+    let mut fresh = Vec::new();
+    let outcome = match running.take() {
+        Some(mut r) => {
+            r.release()?;
+            let waiter = std::thread::spawn(move || r.wait());
+            while !waiter.is_finished() {
+                drain(
+                    &mut samplers,
+                    sample_type,
+                    opts.include_kernel,
+                    &mut data,
+                    &mut seq,
+                    &mut fresh,
+                );
+                nodes.query(&fresh);
+                fresh.clear();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            drain(
+                &mut samplers,
+                sample_type,
+                opts.include_kernel,
+                &mut data,
+                &mut seq,
+                &mut fresh,
+            );
+            // The process is gone: its pages cannot be asked any more.
+            let left = fresh.len();
+            fresh.clear();
+            if left > 0 {
+                notes.push(format!(
+                    "{left} samples arrived after the process ended; their page nodes could not be asked"
+                ));
+            }
+            waiter.join().ok()
+        }
+        None => {
+            let Target::Pid { duration, .. } = target else {
+                unreachable!("a command target has a running child")
+            };
+            for (s, _) in samplers.iter_mut() {
+                let _ = s.enable();
+            }
+            let until = std::time::Instant::now() + *duration;
+            while std::time::Instant::now() < until {
+                drain(
+                    &mut samplers,
+                    sample_type,
+                    opts.include_kernel,
+                    &mut data,
+                    &mut seq,
+                    &mut fresh,
+                );
+                nodes.query(&fresh);
+                fresh.clear();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            for (s, _) in samplers.iter_mut() {
+                let _ = s.disable();
+            }
+            drain(
+                &mut samplers,
+                sample_type,
+                opts.include_kernel,
+                &mut data,
+                &mut seq,
+                &mut fresh,
+            );
+            nodes.query(&fresh);
+            None
+        }
+    };
+    data.has_ip = true;
+    data.has_time = true;
+    data.drop_non_memory();
+    data.has_phys_addr = sample_type & S_PHYS_ADDR != 0;
+    if let Some(e) = &nodes.error {
+        notes.push(format!("page nodes: {e}"));
+    }
+    Ok(Collected {
+        events: specs.iter().map(|e| e.name.clone()).collect(),
+        facility,
+        samples: data,
+        nodes,
+        outcome,
+        notes,
+    })
+}
