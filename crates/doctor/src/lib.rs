@@ -829,9 +829,11 @@ mod tests {
             verdict(&checks, "hypervisor").value.as_deref(),
             Some("none")
         );
+        // A Xeon Platinum 8259CL: family 6 model 85 stepping 7 is Cascade Lake, which
+        // has Intel's TMA catalog.
         assert_eq!(
             verdict(&checks, "pmu-catalog").value.as_deref(),
-            Some("x86-64")
+            Some("intel-clx")
         );
         assert_eq!(verdict(&checks, "power-sensors").verdict, Verdict::Ok);
         assert_eq!(verdict(&checks, "cgroup").verdict, Verdict::Ok);

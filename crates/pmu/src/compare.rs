@@ -200,6 +200,11 @@ mod tests {
             spread: vec![],
             tree: None,
             coverage: None,
+            attach: None,
+            interval_ms: None,
+            timeline: vec![],
+            uncore: None,
+            uncore_note: None,
         }
     }
 

@@ -319,20 +319,52 @@ pub struct GroupReading {
     pub counts: Vec<Option<u64>>,
 }
 
-/// Opened counters on one run of the child.
+/// What the counters watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A gated child that has not exec'd yet: counting starts at its exec and follows
+    /// its threads and children (`inherit`).
+    Child(i32),
+    /// The threads of a running process (`--pid`): one counter set per thread, enabled
+    /// at once, each following the threads and children it creates from then on.
+    Threads(Vec<i32>),
+    /// Every process on these CPUs (`--all-cpus`): one counter set per CPU, enabled at
+    /// once (needs perf_event_paranoid <= 0 or CAP_PERFMON).
+    Cpus(Vec<usize>),
+}
+
+impl Target {
+    /// Counter sets opened per group.
+    pub fn instances(&self) -> usize {
+        match self {
+            Target::Child(_) => 1,
+            Target::Threads(t) => t.len(),
+            Target::Cpus(c) => c.len(),
+        }
+    }
+}
+
+/// Opened counters on one run of the child (or one attachment).
 pub trait Session {
-    /// Per group, per event: whether it opened.
+    /// Per group, per event: whether it opened (on every instance: an event that failed
+    /// on one thread or CPU shows that instance's error).
     fn statuses(&self) -> Vec<Vec<OpenStatus>>;
-    /// Reads every group (after the child has exited).
+    /// Reads every group, summed over instances (threads, CPUs). Counts are cumulative:
+    /// reading while counting runs gives the counts so far (interval mode).
     fn read(&mut self) -> Vec<Result<GroupReading, String>>;
 }
 
 /// The counting hardware (or its replay).
 pub trait Backend {
-    /// Opens `groups` on process `pid` (a gated child that has not exec'd yet); counting
-    /// starts at its exec. Events that cannot be opened are reported in
+    /// Opens `groups` on `target`. For [`Target::Child`] counting starts at the child's
+    /// exec; for the others at once. Events that cannot be opened are reported in
     /// [`Session::statuses`], not as an error.
-    fn open(&mut self, pid: i32, groups: &[Vec<EventRef>], opts: OpenOptions) -> Box<dyn Session>;
+    fn open(
+        &mut self,
+        target: &Target,
+        groups: &[Vec<EventRef>],
+        opts: OpenOptions,
+    ) -> Box<dyn Session>;
 }
 
 /// Real counters through perf_event_open (the `perf-event2` crate).
@@ -346,12 +378,26 @@ struct PerfGroup {
 }
 
 struct PerfSession {
-    groups: Vec<PerfGroup>,
+    /// Per planned group, one opened group per instance (thread or CPU).
+    groups: Vec<Vec<PerfGroup>>,
 }
 
-fn builder_for(e: &EventRef, pid: i32, opts: OpenOptions) -> Option<Builder<'static>> {
+/// Where one counter set is opened.
+#[derive(Clone, Copy)]
+enum Instance {
+    /// A gated child: enabled by its exec.
+    Child(i32),
+    /// A thread, enabled at once.
+    Thread(i32),
+    /// A CPU, every process on it, enabled at once.
+    Cpu(usize),
+}
+
+fn builder_for(e: &EventRef, at: Instance, opts: OpenOptions) -> Option<Builder<'static>> {
     let (ty, config) = match e.encoding {
-        Encoding::Raw(c) => (opts.raw_type.unwrap_or(perf_event_open_sys_type::RAW), c),
+        Encoding::Raw(c) | Encoding::RawExt { config: c, .. } => {
+            (opts.raw_type.unwrap_or(perf_event_open_sys_type::RAW), c)
+        }
         Encoding::Hardware(c) => (perf_event_open_sys_type::HARDWARE, c),
         Encoding::Cache(c) => (perf_event_open_sys_type::HW_CACHE, c),
         Encoding::Software(c) => (perf_event_open_sys_type::SOFTWARE, c),
@@ -360,10 +406,18 @@ fn builder_for(e: &EventRef, pid: i32, opts: OpenOptions) -> Option<Builder<'sta
     let mut b = Builder::new(Software::DUMMY);
     b.attrs_mut().type_ = ty;
     b.attrs_mut().config = config;
-    b.observe_pid(pid)
-        .any_cpu()
-        .inherit(true)
-        .exclude_kernel(!opts.include_kernel)
+    if let Encoding::RawExt { config1, .. } = e.encoding {
+        b.attrs_mut().config1 = config1;
+    }
+    match at {
+        Instance::Child(pid) | Instance::Thread(pid) => {
+            b.observe_pid(pid).any_cpu().inherit(true);
+        }
+        Instance::Cpu(cpu) => {
+            b.any_pid().one_cpu(cpu);
+        }
+    }
+    b.exclude_kernel(!opts.include_kernel)
         .exclude_hv(true)
         .read_format(
             ReadFormat::GROUP
@@ -382,83 +436,171 @@ mod perf_event_open_sys_type {
     pub const RAW: u32 = 4;
 }
 
-impl Backend for PerfBackend {
-    fn open(&mut self, pid: i32, groups: &[Vec<EventRef>], opts: OpenOptions) -> Box<dyn Session> {
-        let mut out = Vec::new();
-        for g in groups {
-            let mut pg = PerfGroup {
-                leader: None,
-                counters: Vec::new(),
-                statuses: Vec::new(),
-            };
-            for e in g {
-                let Some(mut b) = builder_for(e, pid, opts) else {
-                    pg.counters.push(None);
-                    pg.statuses
-                        .push(EventStatus::NotSupported("not a counter".into()));
-                    continue;
+fn open_group(g: &[EventRef], at: Instance, opts: OpenOptions) -> PerfGroup {
+    let mut pg = PerfGroup {
+        leader: None,
+        counters: Vec::new(),
+        statuses: Vec::new(),
+    };
+    for e in g {
+        let Some(mut b) = builder_for(e, at, opts) else {
+            pg.counters.push(None);
+            pg.statuses
+                .push(EventStatus::NotSupported("not a counter".into()));
+            continue;
+        };
+        let result = match pg.leader {
+            None => {
+                match at {
+                    // The leader starts disabled and is enabled by the child's exec.
+                    Instance::Child(_) => b.enabled(false).enable_on_exec(true),
+                    Instance::Thread(_) | Instance::Cpu(_) => b.enabled(true),
                 };
-                let result = match pg.leader {
-                    None => {
-                        // The leader starts disabled and is enabled by the child's exec.
-                        b.enabled(false).enable_on_exec(true);
-                        b.build()
-                    }
-                    Some(li) => {
-                        b.enabled(true);
-                        let leader = pg.counters[li].as_mut().expect("leader is open");
-                        b.build_with_group(leader)
-                    }
-                };
-                match result {
-                    Ok(c) => {
-                        if pg.leader.is_none() {
-                            pg.leader = Some(pg.counters.len());
-                        }
-                        pg.counters.push(Some(c));
-                        pg.statuses.push(EventStatus::Works);
-                    }
-                    Err(err) => {
-                        pg.counters.push(None);
-                        pg.statuses.push(crate::capability::status_from_error(&err));
-                    }
-                }
+                b.build()
             }
-            out.push(pg);
+            Some(li) => {
+                b.enabled(true);
+                let leader = pg.counters[li].as_mut().expect("leader is open");
+                b.build_with_group(leader)
+            }
+        };
+        match result {
+            Ok(c) => {
+                if pg.leader.is_none() {
+                    pg.leader = Some(pg.counters.len());
+                }
+                pg.counters.push(Some(c));
+                pg.statuses.push(EventStatus::Works);
+            }
+            Err(err) => {
+                pg.counters.push(None);
+                pg.statuses.push(crate::capability::status_from_error(&err));
+            }
         }
+    }
+    pg
+}
+
+impl Backend for PerfBackend {
+    fn open(
+        &mut self,
+        target: &Target,
+        groups: &[Vec<EventRef>],
+        opts: OpenOptions,
+    ) -> Box<dyn Session> {
+        let instances: Vec<Instance> = match target {
+            Target::Child(pid) => vec![Instance::Child(*pid)],
+            Target::Threads(t) => t.iter().map(|&t| Instance::Thread(t)).collect(),
+            Target::Cpus(c) => c.iter().map(|&c| Instance::Cpu(c)).collect(),
+        };
+        let out = groups
+            .iter()
+            .map(|g| {
+                instances
+                    .iter()
+                    .map(|&at| open_group(g, at, opts))
+                    .collect()
+            })
+            .collect();
         Box::new(PerfSession { groups: out })
     }
 }
 
+/// The statuses of one planned group over its instances: the first instance's, except
+/// where another instance failed (a thread that exited while being attached to, a CPU
+/// that refused): then that failure.
+fn merged_statuses(per_instance: &[PerfGroup]) -> Vec<OpenStatus> {
+    let Some(first) = per_instance.first() else {
+        return Vec::new();
+    };
+    let mut st = first.statuses.clone();
+    for g in &per_instance[1..] {
+        for (a, b) in st.iter_mut().zip(&g.statuses) {
+            if a.works() && !b.works() {
+                *a = b.clone();
+            }
+        }
+    }
+    st
+}
+
 impl Session for PerfSession {
     fn statuses(&self) -> Vec<Vec<OpenStatus>> {
-        self.groups.iter().map(|g| g.statuses.clone()).collect()
+        self.groups.iter().map(|g| merged_statuses(g)).collect()
     }
 
     fn read(&mut self) -> Vec<Result<GroupReading, String>> {
         self.groups
             .iter_mut()
-            .map(|g| {
-                let Some(li) = g.leader else {
-                    return Err("no event of the group could be opened".to_string());
-                };
-                let data = g.counters[li]
-                    .as_mut()
-                    .expect("leader is open")
-                    .read_group()
-                    .map_err(|e| e.to_string())?;
-                let counts = g
-                    .counters
-                    .iter()
-                    .map(|c| c.as_ref().and_then(|c| data.get(c)).map(|en| en.value()))
-                    .collect();
-                Ok(GroupReading {
-                    time_enabled_ns: data.time_enabled().map_or(0, |d| d.as_nanos() as u64),
-                    time_running_ns: data.time_running().map_or(0, |d| d.as_nanos() as u64),
-                    counts,
-                })
+            .map(|per_instance| {
+                let mut sum: Option<GroupReading> = None;
+                let mut last_err = None;
+                for g in per_instance.iter_mut() {
+                    let Some(li) = g.leader else {
+                        last_err = Some("no event of the group could be opened".to_string());
+                        continue;
+                    };
+                    let data = match g.counters[li]
+                        .as_mut()
+                        .expect("leader is open")
+                        .read_group()
+                    {
+                        Ok(d) => d,
+                        Err(e) => {
+                            last_err = Some(e.to_string());
+                            continue;
+                        }
+                    };
+                    let counts: Vec<Option<u64>> = g
+                        .counters
+                        .iter()
+                        .map(|c| c.as_ref().and_then(|c| data.get(c)).map(|en| en.value()))
+                        .collect();
+                    let r = GroupReading {
+                        time_enabled_ns: data.time_enabled().map_or(0, |d| d.as_nanos() as u64),
+                        time_running_ns: data.time_running().map_or(0, |d| d.as_nanos() as u64),
+                        counts,
+                    };
+                    sum = Some(match sum {
+                        None => r,
+                        Some(s) => s.plus(&r),
+                    });
+                }
+                sum.ok_or_else(|| last_err.unwrap_or_else(|| "nothing opened".into()))
             })
             .collect()
+    }
+}
+
+impl GroupReading {
+    /// Two instances' readings added: counts per event (None if either lacks it), and
+    /// times, so that the running fraction of the sum is the time-weighted one.
+    pub fn plus(&self, o: &GroupReading) -> GroupReading {
+        GroupReading {
+            time_enabled_ns: self.time_enabled_ns + o.time_enabled_ns,
+            time_running_ns: self.time_running_ns + o.time_running_ns,
+            counts: self
+                .counts
+                .iter()
+                .zip(&o.counts)
+                .map(|(a, b)| a.zip(*b).map(|(a, b)| a + b))
+                .collect(),
+        }
+    }
+
+    /// What was counted since `earlier` (a reading of the same group): counts and times
+    /// as differences (interval mode).
+    pub fn since(&self, earlier: &GroupReading) -> GroupReading {
+        GroupReading {
+            time_enabled_ns: self.time_enabled_ns.saturating_sub(earlier.time_enabled_ns),
+            time_running_ns: self.time_running_ns.saturating_sub(earlier.time_running_ns),
+            counts: self
+                .counts
+                .iter()
+                .zip(&earlier.counts)
+                .map(|(a, b)| a.zip(*b).map(|(a, b)| a.saturating_sub(b)))
+                .collect(),
+        }
     }
 }
 
@@ -499,6 +641,12 @@ pub struct ReplayBackend {
     pub asked: Vec<Vec<Vec<String>>>,
     /// The raw-event PMU type asked for, per run.
     pub raw_types: Vec<Option<u32>>,
+    /// What each run was opened on.
+    pub targets: Vec<Target>,
+    /// Reads until the whole count is reached (interval mode): read `k` of `n` gives
+    /// `k/n` of every count and of the times, later reads the whole; 0 or 1: the whole
+    /// count from the first read.
+    pub reads_to_full: usize,
 }
 
 impl ReplayBackend {
@@ -525,13 +673,21 @@ impl ReplayBackend {
 struct ReplaySession {
     statuses: Vec<Vec<OpenStatus>>,
     readings: Vec<Result<GroupReading, String>>,
+    reads: usize,
+    reads_to_full: usize,
 }
 
 impl Backend for ReplayBackend {
-    fn open(&mut self, _pid: i32, groups: &[Vec<EventRef>], opts: OpenOptions) -> Box<dyn Session> {
+    fn open(
+        &mut self,
+        target: &Target,
+        groups: &[Vec<EventRef>],
+        opts: OpenOptions,
+    ) -> Box<dyn Session> {
         let factor = self.run_factors.get(self.opened).copied().unwrap_or(1.0);
         self.opened += 1;
         self.raw_types.push(opts.raw_type);
+        self.targets.push(target.clone());
         self.asked.push(
             groups
                 .iter()
@@ -592,7 +748,12 @@ impl Backend for ReplayBackend {
             }
             statuses.push(st);
         }
-        Box::new(ReplaySession { statuses, readings })
+        Box::new(ReplaySession {
+            statuses,
+            readings,
+            reads: 0,
+            reads_to_full: self.reads_to_full,
+        })
     }
 }
 
@@ -602,7 +763,22 @@ impl Session for ReplaySession {
     }
 
     fn read(&mut self) -> Vec<Result<GroupReading, String>> {
-        self.readings.clone()
+        self.reads += 1;
+        let n = self.reads_to_full.max(1);
+        if self.reads >= n {
+            return self.readings.clone();
+        }
+        let (k, n) = (self.reads as u64, n as u64);
+        self.readings
+            .iter()
+            .map(|r| {
+                r.clone().map(|r| GroupReading {
+                    time_enabled_ns: r.time_enabled_ns * k / n,
+                    time_running_ns: r.time_running_ns * k / n,
+                    counts: r.counts.iter().map(|c| c.map(|c| c * k / n)).collect(),
+                })
+            })
+            .collect()
     }
 }
 

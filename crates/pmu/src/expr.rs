@@ -6,6 +6,14 @@
 //! numbers, event names, `+ - * /`, unary minus and parentheses — with the usual
 //! precedence and left associativity.
 //!
+//! Intel's perfmon metric files need more, so [`parse_extended`] also accepts what they
+//! use: event names with `.` and `:` (`CPU_CLK_UNHALTED.THREAD`, `L1D_PEND_MISS.FB_FULL:c1`),
+//! `min(...)`/`max(...)`, comparisons (`<`, `>`, `<=`, `>=`, `==`, `!=`; a comparison is
+//! 1 when it holds and 0 when not), `&`/`&&` and `|`/`||` (nonzero is true), and
+//! Python's conditional `X if C else Y`. Precedence, loosest first (as in perf's metric
+//! parser): `if else`, `|`, `&`, comparisons, `+ -`, `* /`, unary minus. [`parse`] keeps
+//! the plain grammar, so an Arm or numalab formula using any of this is still an error.
+//!
 //! Evaluation never turns a missing input into 0: an input that was not counted or is
 //! not supported, or a division by zero, makes the whole metric "not available" with
 //! the reason (every missing input is named, not just the first).
@@ -45,6 +53,56 @@ impl Op {
     }
 }
 
+/// A comparison (extended grammar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+impl Cmp {
+    fn symbol(self) -> &'static str {
+        match self {
+            Cmp::Lt => "<",
+            Cmp::Le => "<=",
+            Cmp::Gt => ">",
+            Cmp::Ge => ">=",
+            Cmp::Eq => "==",
+            Cmp::Ne => "!=",
+        }
+    }
+
+    fn holds(self, x: f64, y: f64) -> bool {
+        match self {
+            Cmp::Lt => x < y,
+            Cmp::Le => x <= y,
+            Cmp::Gt => x > y,
+            Cmp::Ge => x >= y,
+            Cmp::Eq => x == y,
+            Cmp::Ne => x != y,
+        }
+    }
+}
+
+/// A function of the extended grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    /// The smallest argument.
+    Min,
+    /// The largest argument.
+    Max,
+}
+
 /// A parsed formula.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
@@ -56,6 +114,23 @@ pub enum Expr {
     Neg(Box<Expr>),
     /// A binary operation.
     Bin(Op, Box<Expr>, Box<Expr>),
+    /// A comparison: 1 when it holds, 0 when not (extended grammar).
+    Cmp(Cmp, Box<Expr>, Box<Expr>),
+    /// Both nonzero (`&`, `&&`; extended grammar).
+    And(Box<Expr>, Box<Expr>),
+    /// Either nonzero (`|`, `||`; extended grammar).
+    Or(Box<Expr>, Box<Expr>),
+    /// `min(...)` / `max(...)` (extended grammar).
+    Call(Func, Vec<Expr>),
+    /// `then if cond else otherwise` (extended grammar).
+    If {
+        /// The condition (nonzero is true).
+        cond: Box<Expr>,
+        /// Its value when the condition holds.
+        then: Box<Expr>,
+        /// Its value otherwise.
+        otherwise: Box<Expr>,
+    },
 }
 
 /// Why a formula could not be parsed.
@@ -124,9 +199,13 @@ enum Token {
     Op(Op),
     Open,
     Close,
+    Comma,
+    Cmp(Cmp),
+    And,
+    Or,
 }
 
-fn tokenize(text: &str) -> Result<Vec<(usize, Token)>, ParseError> {
+fn tokenize(text: &str, extended: bool) -> Result<Vec<(usize, Token)>, ParseError> {
     let err = |pos: usize, message: String| ParseError {
         formula: text.to_string(),
         position: pos + 1,
@@ -189,10 +268,56 @@ fn tokenize(text: &str) -> Result<Vec<(usize, Token)>, ParseError> {
             }
             c if c.is_ascii_alphabetic() || c == '_' => {
                 let start = i;
-                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
+                // Extended names may contain `.` and `:` (followed by a name character).
+                let name_char = |j: usize| {
+                    let c = chars[j];
+                    c.is_ascii_alphanumeric()
+                        || c == '_'
+                        || (extended
+                            && (c == '.' || c == ':')
+                            && chars
+                                .get(j + 1)
+                                .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '_'))
+                };
+                while i < chars.len() && name_char(i) {
                     i += 1;
                 }
                 out.push((start, Token::Ident(chars[start..i].iter().collect())));
+            }
+            ',' if extended => {
+                out.push((i, Token::Comma));
+                i += 1
+            }
+            '&' | '|' if extended => {
+                let start = i;
+                i += 1;
+                if chars.get(i) == Some(&c) {
+                    i += 1;
+                }
+                out.push((start, if c == '&' { Token::And } else { Token::Or }));
+            }
+            '<' | '>' | '=' | '!' if extended => {
+                let start = i;
+                i += 1;
+                // `>=` (Intel's files also write `> =`).
+                let mut j = i;
+                while j < chars.len() && chars[j] == ' ' {
+                    j += 1;
+                }
+                let eq = chars.get(j) == Some(&'=');
+                if eq {
+                    i = j + 1;
+                }
+                let cmp = match (c, eq) {
+                    ('<', false) => Cmp::Lt,
+                    ('<', true) => Cmp::Le,
+                    ('>', false) => Cmp::Gt,
+                    ('>', true) => Cmp::Ge,
+                    ('=', _) => Cmp::Eq,
+                    ('!', true) => Cmp::Ne,
+                    _ => return Err(err(start, format!("unexpected character {c:?}"))),
+                };
+                out.push((start, Token::Cmp(cmp)));
             }
             other => return Err(err(i, format!("unexpected character {other:?}"))),
         }
@@ -204,6 +329,7 @@ struct Parser<'a> {
     text: &'a str,
     tokens: Vec<(usize, Token)>,
     pos: usize,
+    extended: bool,
 }
 
 impl Parser<'_> {
@@ -222,6 +348,61 @@ impl Parser<'_> {
 
     fn peek(&self) -> Option<&Token> {
         self.tokens.get(self.pos).map(|(_, t)| t)
+    }
+
+    fn keyword(&self, word: &str) -> bool {
+        matches!(self.peek(), Some(Token::Ident(w)) if w == word)
+    }
+
+    /// A whole (sub)formula: arithmetic only, or in the extended grammar the loosest
+    /// level, `X if C else Y`.
+    fn full(&mut self) -> Result<Expr, ParseError> {
+        if !self.extended {
+            return self.expr(1);
+        }
+        let then = self.or()?;
+        if !self.keyword("if") {
+            return Ok(then);
+        }
+        self.pos += 1;
+        let cond = self.or()?;
+        if !self.keyword("else") {
+            return Err(self.error("expected 'else'"));
+        }
+        self.pos += 1;
+        let otherwise = self.full()?;
+        Ok(Expr::If {
+            cond: Box::new(cond),
+            then: Box::new(then),
+            otherwise: Box::new(otherwise),
+        })
+    }
+
+    fn or(&mut self) -> Result<Expr, ParseError> {
+        let mut lhs = self.and()?;
+        while self.peek() == Some(&Token::Or) {
+            self.pos += 1;
+            lhs = Expr::Or(Box::new(lhs), Box::new(self.and()?));
+        }
+        Ok(lhs)
+    }
+
+    fn and(&mut self) -> Result<Expr, ParseError> {
+        let mut lhs = self.comparison()?;
+        while self.peek() == Some(&Token::And) {
+            self.pos += 1;
+            lhs = Expr::And(Box::new(lhs), Box::new(self.comparison()?));
+        }
+        Ok(lhs)
+    }
+
+    fn comparison(&mut self) -> Result<Expr, ParseError> {
+        let mut lhs = self.expr(1)?;
+        while let Some(Token::Cmp(c)) = self.peek().cloned() {
+            self.pos += 1;
+            lhs = Expr::Cmp(c, Box::new(lhs), Box::new(self.expr(1)?));
+        }
+        Ok(lhs)
     }
 
     /// Precedence climbing: parses an expression whose operators bind at least `min`.
@@ -261,15 +442,36 @@ impl Parser<'_> {
             Some(Token::Ident(name)) => {
                 self.pos += 1;
                 if self.peek() == Some(&Token::Open) {
-                    return Err(self.error(format!(
-                        "function calls such as {name}(...) are not part of the formula language"
-                    )));
+                    let func = match name.as_str() {
+                        "min" if self.extended => Func::Min,
+                        "max" if self.extended => Func::Max,
+                        _ => {
+                            return Err(self.error(format!(
+                                "function calls such as {name}(...) are not part of the formula language"
+                            )))
+                        }
+                    };
+                    self.pos += 1;
+                    let mut args = vec![self.full()?];
+                    while self.peek() == Some(&Token::Comma) {
+                        self.pos += 1;
+                        args.push(self.full()?);
+                    }
+                    if self.peek() != Some(&Token::Close) {
+                        return Err(self.error("expected ')'"));
+                    }
+                    self.pos += 1;
+                    return Ok(Expr::Call(func, args));
+                }
+                if self.extended && (name == "if" || name == "else") {
+                    self.pos -= 1;
+                    return Err(self.error(format!("unexpected '{name}'")));
                 }
                 Ok(Expr::Var(name))
             }
             Some(Token::Open) => {
                 self.pos += 1;
-                let inner = self.expr(1)?;
+                let inner = self.full()?;
                 if self.peek() != Some(&Token::Close) {
                     return Err(self.error("expected ')'"));
                 }
@@ -278,23 +480,38 @@ impl Parser<'_> {
             }
             Some(Token::Close) => Err(self.error("unexpected ')'")),
             Some(Token::Op(op)) => Err(self.error(format!("unexpected '{}'", op.symbol()))),
+            Some(Token::Comma) => Err(self.error("unexpected ','")),
+            Some(Token::Cmp(c)) => Err(self.error(format!("unexpected '{}'", c.symbol()))),
+            Some(Token::And) => Err(self.error("unexpected '&'")),
+            Some(Token::Or) => Err(self.error("unexpected '|'")),
             None => Err(self.error("the formula ends too early")),
         }
     }
 }
 
-/// Parses a formula.
+/// Parses a formula (the plain grammar: numbers, names, `+ - * /`, parentheses).
 pub fn parse(text: &str) -> Result<Expr, ParseError> {
-    let tokens = tokenize(text)?;
+    parse_with(text, false)
+}
+
+/// Parses a formula in the extended grammar of Intel's perfmon files (see the module
+/// documentation).
+pub fn parse_extended(text: &str) -> Result<Expr, ParseError> {
+    parse_with(text, true)
+}
+
+fn parse_with(text: &str, extended: bool) -> Result<Expr, ParseError> {
+    let tokens = tokenize(text, extended)?;
     let mut p = Parser {
         text,
         tokens,
         pos: 0,
+        extended,
     };
     if p.tokens.is_empty() {
         return Err(p.error("the formula is empty"));
     }
-    let e = p.expr(1)?;
+    let e = p.full()?;
     if p.pos < p.tokens.len() {
         return Err(p.error("unexpected text after the end of the formula"));
     }
@@ -315,10 +532,104 @@ impl Expr {
             Expr::Var(v) => {
                 out.insert(v.clone());
             }
-            Expr::Neg(e) => e.collect(out),
-            Expr::Bin(_, a, b) => {
-                a.collect(out);
-                b.collect(out);
+            _ => {
+                for c in self.children() {
+                    c.collect(out);
+                }
+            }
+        }
+    }
+
+    /// The direct sub-expressions.
+    fn children(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Num(_) | Expr::Var(_) => Vec::new(),
+            Expr::Neg(e) => vec![e],
+            Expr::Bin(_, a, b) | Expr::Cmp(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+                vec![a, b]
+            }
+            Expr::Call(_, args) => args.iter().collect(),
+            Expr::If {
+                cond,
+                then,
+                otherwise,
+            } => vec![cond, then, otherwise],
+        }
+    }
+
+    /// The formula with every variable `f` gives an expression for replaced (aliases
+    /// by event names, constants by numbers).
+    pub fn substitute(&self, f: &dyn Fn(&str) -> Option<Expr>) -> Expr {
+        let sub = |e: &Expr| Box::new(e.substitute(f));
+        match self {
+            Expr::Num(v) => Expr::Num(*v),
+            Expr::Var(v) => f(v).unwrap_or_else(|| Expr::Var(v.clone())),
+            Expr::Neg(e) => Expr::Neg(sub(e)),
+            Expr::Bin(op, a, b) => Expr::Bin(*op, sub(a), sub(b)),
+            Expr::Cmp(c, a, b) => Expr::Cmp(*c, sub(a), sub(b)),
+            Expr::And(a, b) => Expr::And(sub(a), sub(b)),
+            Expr::Or(a, b) => Expr::Or(sub(a), sub(b)),
+            Expr::Call(func, args) => {
+                Expr::Call(*func, args.iter().map(|a| a.substitute(f)).collect())
+            }
+            Expr::If {
+                cond,
+                then,
+                otherwise,
+            } => Expr::If {
+                cond: sub(cond),
+                then: sub(then),
+                otherwise: sub(otherwise),
+            },
+        }
+    }
+
+    /// Resolves every conditional whose condition has no variable (`X if 0 else Y` is
+    /// `Y`), so the branch not taken names no event that would have to be counted.
+    pub fn fold_conditions(&self) -> Expr {
+        match self {
+            Expr::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let cond = cond.fold_conditions();
+                if cond.variables().is_empty() {
+                    if let Ok(c) = cond.compute(&|_| Input::Missing(String::new())) {
+                        return if truth(c) {
+                            then.fold_conditions()
+                        } else {
+                            otherwise.fold_conditions()
+                        };
+                    }
+                }
+                Expr::If {
+                    cond: Box::new(cond),
+                    then: Box::new(then.fold_conditions()),
+                    otherwise: Box::new(otherwise.fold_conditions()),
+                }
+            }
+            other => {
+                // Rebuild with folded children.
+                let folded: Vec<Expr> = other
+                    .children()
+                    .iter()
+                    .map(|c| c.fold_conditions())
+                    .collect();
+                let mut it = folded.into_iter();
+                let mut next = || Box::new(it.next().expect("same arity"));
+                match other {
+                    Expr::Num(_) | Expr::Var(_) => other.clone(),
+                    Expr::Neg(_) => Expr::Neg(next()),
+                    Expr::Bin(op, _, _) => Expr::Bin(*op, next(), next()),
+                    Expr::Cmp(c, _, _) => Expr::Cmp(*c, next(), next()),
+                    Expr::And(_, _) => Expr::And(next(), next()),
+                    Expr::Or(_, _) => Expr::Or(next(), next()),
+                    Expr::Call(func, args) => {
+                        Expr::Call(*func, (0..args.len()).map(|_| *next()).collect())
+                    }
+                    Expr::If { .. } => unreachable!("handled above"),
+                }
             }
         }
     }
@@ -352,10 +663,10 @@ impl Expr {
                         out.push(v.clone())
                     }
                 }
-                Expr::Neg(x) => walk(x, out),
-                Expr::Bin(_, a, b) => {
-                    walk(a, out);
-                    walk(b, out);
+                other => {
+                    for c in other.children() {
+                        walk(c, out);
+                    }
                 }
             }
         }
@@ -393,6 +704,44 @@ impl Expr {
                     }
                 }
             }
+            Expr::Cmp(c, a, b) => {
+                let x = a.compute(input)?;
+                let y = b.compute(input)?;
+                f64::from(u8::from(c.holds(x, y)))
+            }
+            Expr::And(a, b) => {
+                let x = truth(a.compute(input)?);
+                let y = truth(b.compute(input)?);
+                f64::from(u8::from(x && y))
+            }
+            Expr::Or(a, b) => {
+                let x = truth(a.compute(input)?);
+                let y = truth(b.compute(input)?);
+                f64::from(u8::from(x || y))
+            }
+            Expr::Call(func, args) => {
+                let mut out: Option<f64> = None;
+                for a in args {
+                    let v = a.compute(input)?;
+                    out = Some(match (out, func) {
+                        (None, _) => v,
+                        (Some(o), Func::Min) => o.min(v),
+                        (Some(o), Func::Max) => o.max(v),
+                    });
+                }
+                out.unwrap_or(f64::NAN)
+            }
+            Expr::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                if truth(cond.compute(input)?) {
+                    then.compute(input)?
+                } else {
+                    otherwise.compute(input)?
+                }
+            }
         })
     }
 
@@ -404,6 +753,22 @@ impl Expr {
                 write!(f, "-")?;
                 e.fmt_prec(f, 3, false)
             }
+            Expr::Cmp(c, a, b) => write!(f, "({a} {} {b})", c.symbol()),
+            Expr::And(a, b) => write!(f, "({a} & {b})"),
+            Expr::Or(a, b) => write!(f, "({a} | {b})"),
+            Expr::Call(func, args) => {
+                let name = match func {
+                    Func::Min => "min",
+                    Func::Max => "max",
+                };
+                let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                write!(f, "{name}({})", args.join(", "))
+            }
+            Expr::If {
+                cond,
+                then,
+                otherwise,
+            } => write!(f, "({then} if {cond} else {otherwise})"),
             Expr::Bin(op, a, b) => {
                 let p = op.precedence();
                 // Parentheses where precedence or (on the right of - and /) associativity
@@ -422,6 +787,11 @@ impl Expr {
             }
         }
     }
+}
+
+/// Nonzero (and not NaN) is true.
+fn truth(v: f64) -> bool {
+    v != 0.0 && !v.is_nan()
 }
 
 impl fmt::Display for Expr {
@@ -533,5 +903,103 @@ mod tests {
         assert_eq!(e.to_string(), "A - (B - C)");
         let e = parse("A / (B * C)").unwrap();
         assert_eq!(e.to_string(), "A / (B * C)");
+    }
+
+    fn eval_x(text: &str, pairs: &[(&str, f64)]) -> Result<f64, NotAvailable> {
+        parse_extended(text).unwrap().eval(&env(pairs))
+    }
+
+    #[test]
+    fn extended_grammar_of_intel_files() {
+        // Names with dots and modifiers.
+        let e = parse_extended("CPU_CLK_UNHALTED.THREAD / L1D_PEND_MISS.FB_FULL:c1").unwrap();
+        assert_eq!(
+            e.variables().into_iter().collect::<Vec<_>>(),
+            ["CPU_CLK_UNHALTED.THREAD", "L1D_PEND_MISS.FB_FULL:c1"]
+        );
+        // min/max, nested.
+        assert_eq!(
+            eval_x("max(1 - (a + b), 0)", &[("a", 0.7), ("b", 0.6)]).unwrap(),
+            0.0
+        );
+        assert_eq!(
+            eval_x("min(a, b, 3)", &[("a", 5.0), ("b", 4.0)]).unwrap(),
+            3.0
+        );
+        // Python's conditional, loosest of all; `> =` as Intel writes it.
+        assert_eq!(
+            eval_x("a / 2 if s else a", &[("a", 8.0), ("s", 1.0)]).unwrap(),
+            4.0
+        );
+        assert_eq!(
+            eval_x("a / 2 if s else a", &[("a", 8.0), ("s", 0.0)]).unwrap(),
+            8.0
+        );
+        assert_eq!(
+            eval_x("(a * 2 if (a > = 0) else 7) + 1", &[("a", -1.0)]).unwrap(),
+            8.0
+        );
+        assert_eq!(
+            eval_x("(a * 2 if (a >= 0) else 7) + 1", &[("a", 3.0)]).unwrap(),
+            7.0
+        );
+        // Comparisons bind tighter than & and | (perf's precedence, not Python's).
+        assert_eq!(
+            eval_x("a > 20 & b > 20", &[("a", 30.0), ("b", 25.0)]).unwrap(),
+            1.0
+        );
+        assert_eq!(
+            eval_x("a > 20 & b > 20", &[("a", 30.0), ("b", 15.0)]).unwrap(),
+            0.0
+        );
+        assert_eq!(
+            eval_x("( a > 70 ) | ( b > 10 )", &[("a", 10.0), ("b", 15.0)]).unwrap(),
+            1.0
+        );
+        assert_eq!(
+            eval_x(
+                "a >0.15 && b >0.20 || c < 1",
+                &[("a", 0.1), ("b", 0.3), ("c", 0.5)]
+            )
+            .unwrap(),
+            1.0
+        );
+        assert_eq!(eval_x("a != 1", &[("a", 1.0)]).unwrap(), 0.0);
+        // Display round-trips.
+        for text in [
+            "100 * ( max( 1 - ( a + b ) , 0 ) )",
+            "( a > 20 ) & ( b > 20 ) | c <= 2",
+            "x if y > = 0 else min( z , 2 )",
+            "- a if b else c / ( d - e )",
+        ] {
+            let e = parse_extended(text).unwrap();
+            assert_eq!(parse_extended(&e.to_string()).unwrap(), e, "{text} -> {e}");
+        }
+        // Substitution and folding of constant conditions.
+        let e = parse_extended("( b / 2 ) if smt_on else ( c )").unwrap();
+        let folded = e
+            .substitute(&|v| (v == "smt_on").then_some(Expr::Num(0.0)))
+            .fold_conditions();
+        assert_eq!(folded, Expr::Var("c".into()));
+        let folded = e
+            .substitute(&|v| (v == "smt_on").then_some(Expr::Num(1.0)))
+            .fold_conditions();
+        assert_eq!(folded.to_string(), "b / 2");
+        // The plain grammar still refuses all of it.
+        for text in ["max(a, b)", "a > b", "a & b", "a if b else c", "A.B"] {
+            assert!(parse(text).is_err(), "{text}");
+        }
+        // Errors, not panics.
+        for text in [
+            "max(a,",
+            "a if b",
+            "a >",
+            "min()",
+            "if a else b",
+            ",",
+            "a & & b",
+        ] {
+            assert!(parse_extended(text).is_err(), "{text}");
+        }
     }
 }

@@ -593,7 +593,13 @@ pub fn guess_catalog(lines: &[PerfLine]) -> Option<CpuMatch> {
     if max == 0 {
         return None;
     }
-    let best: Vec<&str> = scores.iter().filter(|s| s.0 == max).map(|s| s.1).collect();
+    let mut best: Vec<&str> = scores.iter().filter(|s| s.0 == max).map(|s| s.1).collect();
+    // The x86 vendor catalogs hold the generic events too: a tie with x86-64 is x86-64
+    // (only the model's own event names pick a model).
+    if best.contains(&catalog::X86_ID) {
+        let vendor = catalog::x86_ids();
+        best.retain(|id| !vendor.contains(id));
+    }
     // Names that fit both architectures (perf's generic `cycles`) decide nothing.
     if best.contains(&catalog::X86_ID) && best.len() > 1 {
         return None;

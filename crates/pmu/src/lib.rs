@@ -3,7 +3,7 @@
 //! [`capability`] answers what this machine lets us count before anything is
 //! attempted: is there a hardware PMU at all (many VMs have none), which software
 //! events work, and what `perf_event_paranoid` permits. [`catalog`] holds the event
-//! catalogs (Arm's own files for Neoverse N1/N2/V1, the kernel's generic events on
+//! catalogs (Arm's own files for the Neoverse cores, the kernel's generic events on
 //! x86-64) and the methodology's metrics as data; [`expr`] evaluates every formula;
 //! [`count`] counts a child process with perf_event_open (default and `--exact` modes);
 //! [`metrics`] derives the metrics, [`tree`] walks the decision tree to a verdict;

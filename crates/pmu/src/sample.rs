@@ -89,7 +89,7 @@ fn online_cpus() -> Vec<usize> {
 
 fn sampler_for(cfg: &SampleConfig, pid: i32, cpu: usize) -> std::io::Result<Sampler> {
     let (ty, config) = match cfg.event.encoding {
-        Encoding::Raw(c) => (4, c),
+        Encoding::Raw(c) | Encoding::RawExt { config: c, .. } => (4, c),
         Encoding::Hardware(c) => (0, c),
         Encoding::Cache(c) => (3, c),
         Encoding::Software(c) => (1, c),
@@ -103,6 +103,9 @@ fn sampler_for(cfg: &SampleConfig, pid: i32, cpu: usize) -> std::io::Result<Samp
     let mut b = Builder::new(Software::DUMMY);
     b.attrs_mut().type_ = ty;
     b.attrs_mut().config = config;
+    if let Encoding::RawExt { config1, .. } = cfg.event.encoding {
+        b.attrs_mut().config1 = config1;
+    }
     b.observe_pid(pid)
         .one_cpu(cpu)
         .inherit(true)

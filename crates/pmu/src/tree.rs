@@ -9,8 +9,9 @@
 //! make a metric "notable" are data (`[tree]` and `notable` in data/metrics/*.toml);
 //! this module only walks them.
 
-use crate::catalog::{BranchDef, Catalog};
-use crate::metrics::{fmt_pct, fmt_sig, MetricValue};
+use crate::catalog::{own_threshold, BranchDef, Catalog, VendorNode, VendorTree};
+use crate::expr::{self, Input};
+use crate::metrics::{fmt_metric, fmt_pct, fmt_sig, MetricValue};
 
 // The walk's record lives in numalab-records.
 pub use numalab_records::pmu::{Finding, SideStall, StepMetric, TreeReport, TreeStep, Unevaluated};
@@ -79,6 +80,7 @@ fn walk(
                     severity: if t > 0.0 { v / t } else { f64::INFINITY },
                     rank: def.rank,
                     text: phrase(def.finding.as_deref().unwrap_or(&def.name), v),
+                    description: None,
                 });
             }
             step.metrics.push(StepMetric {
@@ -160,6 +162,13 @@ fn info_text(catalog: &Catalog, metrics: &[MetricValue], branch: &BranchDef) -> 
 
 /// Walks the tree over evaluated metrics.
 pub fn walk_tree(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
+    if let Some(vt) = catalog
+        .vendor_tree
+        .as_ref()
+        .filter(|vt| !vt.nodes.is_empty())
+    {
+        return walk_topdown(catalog, metrics, vt);
+    }
     let mut report = walk_cycles(catalog, metrics);
     if let Some(vt) = &catalog.vendor_tree {
         let ours: Vec<&str> = catalog
@@ -226,7 +235,9 @@ fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
             SideStall {
                 side: b.side.clone(),
                 metric: b.stall.clone(),
-                stall_rate: m.and_then(|m| m.value),
+                stall_rate: m
+                    .and_then(|m| m.value)
+                    .map(|v| v * b.stall_scale.unwrap_or(1.0)),
                 reason: match m {
                     Some(m) => m.reason.clone(),
                     None => Some("not in the selected metric set".into()),
@@ -324,6 +335,225 @@ fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
         verdict.push_str(&format!("; {}", findings_text(&findings)));
     }
     let sample = sample_next(&branch.sample, &findings, catalog);
+    let unevaluated = unevaluated_steps(&steps);
+    TreeReport {
+        ipc,
+        sides,
+        dominant: Some(branch.side.clone()),
+        steps,
+        findings,
+        unevaluated,
+        verdict,
+        sample_next: sample,
+        vendor_topdown: Vec::new(),
+        no_verdict: None,
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// x86 top-down (Intel TMA, AMD pipeline utilization): the same report, with the
+// vendor's level-1 categories as the sides and its hierarchy walked below the dominant
+// one.
+
+/// What the expression engine sees of a metric value (thresholds are formulas over
+/// metrics).
+fn metric_input<'a>(metrics: &'a [MetricValue]) -> impl Fn(&str) -> Input + 'a {
+    move |name: &str| match find(metrics, name) {
+        Some(MetricValue { value: Some(v), .. }) => Input::Value(*v),
+        Some(m) => Input::Missing(m.reason.clone().unwrap_or_else(|| "has no value".into())),
+        None => Input::Missing("not in the selected metric set".into()),
+    }
+}
+
+/// Whether the vendor's threshold of a node holds: None when it has none or it cannot
+/// be evaluated (a metric it names has no value).
+fn holds(node: &VendorNode, metrics: &[MetricValue]) -> Option<bool> {
+    let t = expr::parse_extended(node.threshold.as_deref()?).ok()?;
+    t.eval(&metric_input(metrics)).ok().map(|v| v != 0.0)
+}
+
+/// The first sentence of a vendor description.
+fn first_sentence(s: &str) -> &str {
+    match s.find(". ") {
+        Some(i) => &s[..=i],
+        None => s,
+    }
+}
+
+/// Walks the children of `parent` whose thresholds hold, depth first; returns the
+/// phrase of what held ("tma_memory_bound 35% (tma_dram_bound 22%)").
+fn descend(
+    vt: &VendorTree,
+    metrics: &[MetricValue],
+    parent: &VendorNode,
+    label: &str,
+    steps: &mut Vec<TreeStep>,
+    findings: &mut Vec<Finding>,
+    sample: &mut Vec<String>,
+) -> Vec<String> {
+    let children: Vec<&VendorNode> = vt
+        .nodes
+        .iter()
+        .filter(|n| n.parent.as_deref() == Some(parent.name.as_str()))
+        .collect();
+    if children.is_empty() {
+        return Vec::new();
+    }
+    let mut step = TreeStep {
+        group: parent.name.clone(),
+        title: format!(
+            "{} (top-down level {})",
+            parent.name,
+            children[0].level.unwrap_or(0)
+        ),
+        metrics: Vec::new(),
+    };
+    let mut held = Vec::new();
+    for c in &children {
+        let mv = find(metrics, &c.name);
+        let value = mv.and_then(|m| m.value);
+        let notable = value.is_some() && holds(c, metrics) == Some(true);
+        step.metrics.push(StepMetric {
+            name: c.name.clone(),
+            value,
+            unit: mv.map(|m| m.unit.clone()).unwrap_or_default(),
+            notable,
+            reason: match mv {
+                Some(m) => m.reason.clone(),
+                None => Some("not in the selected metric set".into()),
+            },
+        });
+        if notable {
+            held.push((
+                *c,
+                value.unwrap_or(0.0),
+                mv.map(|m| m.unit.clone()).unwrap_or_default(),
+            ));
+        }
+    }
+    steps.push(step);
+    let mut phrases = Vec::new();
+    for (c, v, unit) in held {
+        let threshold = c
+            .threshold
+            .as_deref()
+            .and_then(|t| expr::parse_extended(t).ok())
+            .and_then(|t| own_threshold(&c.name, &t))
+            .unwrap_or(0.0);
+        let text = format!("{} {}", c.name, fmt_metric(v, &unit));
+        findings.push(Finding {
+            metric: c.name.clone(),
+            group: parent.name.clone(),
+            label: label.to_string(),
+            value: v,
+            threshold,
+            severity: if threshold > 0.0 { v / threshold } else { 1.0 },
+            rank: c.level.unwrap_or(9),
+            text: text.clone(),
+            description: c
+                .description
+                .as_deref()
+                .map(|d| first_sentence(d).to_string()),
+        });
+        for s in &c.sample_events {
+            if !sample.contains(s) {
+                sample.push(s.clone());
+            }
+        }
+        let below = descend(vt, metrics, c, label, steps, findings, sample);
+        phrases.push(if below.is_empty() {
+            text
+        } else {
+            format!("{text} ({})", below.join(", "))
+        });
+    }
+    phrases
+}
+
+fn walk_topdown(catalog: &Catalog, metrics: &[MetricValue], vt: &VendorTree) -> TreeReport {
+    let tree = &catalog.tree;
+    let ipc = find(metrics, &tree.ipc).and_then(|m| m.value);
+    let ipc_text = ipc
+        .map(|v| format!(" (IPC {})", fmt_sig(v)))
+        .unwrap_or_default();
+    let node = |name: &str| vt.roots.iter().chain(&vt.nodes).find(|n| n.name == name);
+    // Without every level-1 share there is no verdict: the cycle walk says why.
+    let sides: Vec<SideStall> = walk_cycles(catalog, metrics).sides;
+    if sides.iter().any(|s| s.stall_rate.is_none()) {
+        return walk_cycles(catalog, metrics);
+    }
+    // A side dominates when the vendor's threshold for it holds (numalab's
+    // `stall_notable` for a side without one) and it is the largest such share.
+    let mut best: Option<usize> = None;
+    for (i, (b, s)) in tree.branches.iter().zip(&sides).enumerate() {
+        let rate = s.stall_rate.unwrap_or(0.0);
+        let significant = match b
+            .vendor_root
+            .as_deref()
+            .and_then(node)
+            .and_then(|n| holds(n, metrics))
+        {
+            Some(h) => h,
+            None => rate >= tree.stall_notable,
+        };
+        if significant && best.is_none_or(|j| rate > sides[j].stall_rate.unwrap_or(0.0)) {
+            best = Some(i);
+        }
+    }
+    let Some(bi) = best else {
+        let shares: Vec<String> = tree
+            .branches
+            .iter()
+            .zip(&sides)
+            .map(|(b, s)| format!("{} {}", b.words, fmt_pct(s.stall_rate.unwrap_or(0.0))))
+            .collect();
+        let verdict = format!(
+            "no top-down category stands out: pipeline slots {}{ipc_text}",
+            shares.join(", ")
+        );
+        return undecided(catalog, metrics, ipc, sides, verdict, "still notable");
+    };
+    let branch = &tree.branches[bi];
+    let rate = sides[bi].stall_rate.unwrap_or(0.0);
+    let mut steps = Vec::new();
+    let mut findings = Vec::new();
+    let mut sample: Vec<String> = branch.sample.clone();
+    let mut verdict = format!(
+        "{}: {} of pipeline slots ({}){ipc_text}",
+        branch.bound,
+        fmt_pct(rate),
+        branch.stall
+    );
+    if let Some(root) = branch.vendor_root.as_deref().and_then(node) {
+        for s in &root.sample_events {
+            if !sample.contains(s) {
+                sample.push(s.clone());
+            }
+        }
+        let held = descend(
+            vt,
+            metrics,
+            root,
+            &branch.bound,
+            &mut steps,
+            &mut findings,
+            &mut sample,
+        );
+        if !held.is_empty() {
+            verdict.push_str(&format!("; {}", held.join(", ")));
+        }
+    }
+    let vendor_findings = findings.len();
+    walk(catalog, metrics, &branch.groups, &mut steps, &mut findings);
+    if findings.len() > vendor_findings {
+        verdict.push_str(&format!(
+            "; {}",
+            findings_text(&findings[vendor_findings..])
+        ));
+    } else if vendor_findings == 0 {
+        verdict.push_str(&format!("; {}", branch.otherwise));
+    }
+    let sample = sample_next(&sample, &findings[vendor_findings..], catalog);
     let unevaluated = unevaluated_steps(&steps);
     TreeReport {
         ipc,

@@ -302,7 +302,7 @@ fn real_backend_reads_an_inherited_group() {
     spec.gated = true;
     let mut running = numalab_proc::spawn(&spec).unwrap();
     let mut session = PerfBackend.open(
-        running.pid(),
+        &numalab_pmu::count::Target::Child(running.pid()),
         &[group],
         OpenOptions {
             include_kernel: false,

@@ -34,6 +34,10 @@ pub enum ListWhat {
   numalab profile -- ./my-program --size 16M
   numalab profile --exact --metrics l1d,ll -- ./my-program
   numalab profile --sample cpu-clock -- ./my-program
+  numalab profile --pid 4242 --duration 30s --interval 1s
+  numalab profile --all-cpus --duration 10s
+  numalab profile --memory-samples -- ./my-program
+  numalab profile --import perf-mem-script.txt --regions regions.txt
   numalab profile --import perf-stat.csv --cpu-model neoverse-n1
   numalab profile --compare before.csv after.csv
   numalab profile --list metrics --cpu-model neoverse-n2
@@ -72,8 +76,9 @@ pub struct ProfileArgs {
     /// Sample every N events instead of by frequency.
     #[arg(long, value_name = "N")]
     pub sample_period: Option<u64>,
-    /// The CPU whose catalog to use (neoverse-n1, neoverse-n2, neoverse-v1, x86-64,
-    /// ampere-altra, graviton2, a MIDR value...), instead of detecting this machine's.
+    /// The CPU whose catalog to use (a catalog id such as neoverse-n1 or x86-64, a
+    /// product such as ampere-altra or graviton4, a MIDR value such as 0x413fd0c1; --list
+    /// models prints them all), instead of detecting this machine's.
     #[arg(long, value_name = "NAME")]
     pub cpu_model: Option<String>,
     /// Programmable counters per CPU (default: from the CPU's event file).
@@ -85,6 +90,44 @@ pub struct ProfileArgs {
     /// Run the command through /bin/sh -c (for pipes and redirections).
     #[arg(long)]
     pub shell: bool,
+    /// Count a running process instead of starting a command: every thread it has and
+    /// those they create, until it exits, --duration or Ctrl-C (the counts so far are
+    /// kept). Another user's process needs CAP_PERFMON and CAP_SYS_PTRACE.
+    #[arg(long, value_name = "PID", conflicts_with_all = ["command", "import", "compare", "list", "exact", "sample", "all_cpus"])]
+    pub pid: Option<i32>,
+    /// Count every CPU (system-wide): while the command after `--` runs, or without one
+    /// until --duration or Ctrl-C. Needs perf_event_paranoid <= 0 or CAP_PERFMON.
+    #[arg(long, conflicts_with_all = ["import", "compare", "list", "exact", "sample"])]
+    pub all_cpus: bool,
+    /// Read the counters this often (at least 10ms) and keep a timeline of counts and
+    /// metrics, e.g. 100ms, 1s; the report draws it.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with_all = ["import", "compare", "list", "exact"])]
+    pub interval: Option<std::time::Duration>,
+    /// Stop counting a running process (--pid) or the whole system (--all-cpus without a
+    /// command) after this long, e.g. 10s, 5m.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with_all = ["import", "compare", "list", "command"])]
+    pub duration: Option<std::time::Duration>,
+    /// Do not count the uncore PMUs (memory controllers, LLC/SLC, socket links), which
+    /// are counted system-wide over the same time wherever the machine has them.
+    #[arg(long, conflicts_with_all = ["import", "compare", "list"])]
+    pub no_uncore: bool,
+    /// After counting, sample loads and stores with their data addresses (Intel PEBS
+    /// load latency, AMD IBS op): which mappings and data symbols the slow and remote
+    /// accesses hit, latency per NUMA node of the page, false sharing.
+    #[arg(long, conflicts_with_all = ["import", "compare", "list", "all_cpus"])]
+    pub memory_samples: bool,
+    /// With --memory-samples or an imported `perf script` file: loads at or above this
+    /// latency (the PMU's weight, cycles) are slow; default: the 90th percentile.
+    #[arg(long, value_name = "CYCLES")]
+    pub slow: Option<f64>,
+    /// With --memory-samples or an imported `perf script` file: named address ranges,
+    /// one per line: `name start len [pid]` (hex or decimal, K/M/G suffixes).
+    #[arg(long, value_name = "FILE")]
+    pub regions: Option<PathBuf>,
+    /// The imported `perf script` file was recorded on this machine: its physical
+    /// addresses are mapped to NUMA nodes through this machine's memory blocks.
+    #[arg(long, requires = "import")]
+    pub same_machine: bool,
     /// List what the CPU model's catalog offers, then exit.
     #[arg(long, value_enum, value_name = "WHAT", num_args = 0..=1, default_missing_value = "metrics", conflicts_with = "command")]
     pub list: Option<ListWhat>,
@@ -108,7 +151,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
     let modes = [
         args.import.is_some(),
         args.compare.is_some(),
-        !args.command.is_empty(),
+        !args.command.is_empty() || args.pid.is_some() || args.all_cpus,
         args.list.is_some(),
     ]
     .iter()
@@ -116,7 +159,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
     .count();
     if modes == 0 {
         return Err(usage(
-            "nothing to profile: give a command after `--` (numalab profile -- ./my-program), --import FILE, --compare BASE NEW or --list",
+            "nothing to profile: give a command after `--` (numalab profile -- ./my-program), --pid PID, --all-cpus, --import FILE, --compare BASE NEW or --list",
         ));
     }
     let given = args
@@ -156,6 +199,15 @@ pub fn run(args: ProfileArgs) -> CliResult {
         "cpu_model": args.cpu_model,
         "counters": args.counters,
         "timeout_s": args.timeout.map(|d| d.as_secs_f64()),
+        "pid": args.pid,
+        "all_cpus": args.all_cpus,
+        "interval_ms": args.interval.map(|d| d.as_millis() as u64),
+        "duration_s": args.duration.map(|d| d.as_secs_f64()),
+        "no_uncore": args.no_uncore,
+        "memory_samples": args.memory_samples,
+        "slow": args.slow,
+        "regions": args.regions.as_deref().map(numalab_schema::text::path_text),
+        "same_machine": args.same_machine,
     });
 
     if let Some(paths) = &args.compare {
@@ -180,7 +232,30 @@ pub fn run(args: ProfileArgs) -> CliResult {
         return Ok(());
     }
 
+    let analysis = memaccess_analysis(args.slow)?;
+    let regions = read_regions(args.regions.as_deref())?;
     if let Some(path) = &args.import {
+        if let Some(text) = memory_sample_text(path)? {
+            let opts = numalab_memaccess::ImportOptions {
+                path: Some(path.display().to_string()),
+                analysis,
+                regions,
+                same_machine: args.same_machine,
+                ..Default::default()
+            };
+            let r = numalab_memaccess::import(&text, &opts)?;
+            let mut rec = Recorder::new(
+                &args.output,
+                config,
+                Origin::Imported,
+                numalab_topo::system::host(&machine),
+            )?;
+            let key = format!("memaccess:import:{}", path.display());
+            rec.push(Record::new(key.clone(), Origin::Imported, &r))?;
+            show_memaccess(&rec, &[key]);
+            rec.finish()?;
+            return Ok(());
+        }
         let p = profile::from_import(path, given, live_cpu.ok(), &metrics_set, &events)?;
         let mut rec = Recorder::new(
             &args.output,
@@ -237,7 +312,19 @@ pub fn run(args: ProfileArgs) -> CliResult {
         numalab_topo::system::host(&machine),
     )?;
     let mode = if args.exact { "exact" } else { "default" };
-    let key = format!("profile:{mode}:{}", args.command.join(" "));
+    let subject = match (args.pid, args.all_cpus) {
+        (Some(pid), _) => profile::Subject::Pid(pid),
+        (None, true) => profile::Subject::AllCpus((!args.command.is_empty()).then(|| spec.clone())),
+        (None, false) => profile::Subject::Command(spec.clone()),
+    };
+    let key = match &subject {
+        profile::Subject::Command(_) => format!("profile:{mode}:{}", args.command.join(" ")),
+        profile::Subject::Pid(pid) => format!("profile:pid:{pid}"),
+        profile::Subject::AllCpus(None) => "profile:system-wide".to_string(),
+        profile::Subject::AllCpus(Some(_)) => {
+            format!("profile:system-wide:{}", args.command.join(" "))
+        }
+    };
     let mut failure: Option<CliError> = None;
     let mut no_hardware: Option<CliError> = None;
     let mut shown = vec![key.clone()];
@@ -253,14 +340,32 @@ pub fn run(args: ProfileArgs) -> CliResult {
             exact: args.exact,
             counters: args.counters.map(|c| c as usize),
             sysroot: PathBuf::from("/"),
+            interval: args.interval,
+            duration: args.duration,
+        };
+        let mut uncore = if args.no_uncore {
+            None
+        } else {
+            Some(start_uncore())
         };
         let bar = progress_bar(args.exact);
-        let result = profile::profile_with(
-            &spec,
+        let result = profile::profile_subject(
+            &subject,
             &pcfg,
             &mut numalab_pmu::count::PerfBackend,
             &cap,
             &mut |run, runs| {
+                // Said once everything was checked, as counting starts.
+                match &subject {
+                    profile::Subject::Pid(pid) => eprintln!(
+                        "numalab: counting process {pid} until it exits{}",
+                        until(args.duration)
+                    ),
+                    profile::Subject::AllCpus(None) => {
+                        eprintln!("numalab: counting every CPU{}", until(args.duration))
+                    }
+                    _ => {}
+                }
                 if let Some(b) = &bar {
                     b.set_length(runs as u64);
                     b.set_position(run as u64);
@@ -271,7 +376,17 @@ pub fn run(args: ProfileArgs) -> CliResult {
         if let Some(b) = &bar {
             b.finish_and_clear();
         }
-        let p: Profiled = result?;
+        let mut p: Profiled = result?;
+        match uncore.take() {
+            Some(Ok(session)) => match session.stop() {
+                Ok(u) => p.profile.uncore = Some(u),
+                Err(e) => {
+                    p.profile.uncore_note = Some(format!("counting the uncore PMUs failed: {e}"))
+                }
+            },
+            Some(Err(why)) => p.profile.uncore_note = Some(why),
+            None => {}
+        }
         failure = workload_failure(&p.profile, &args.command);
         no_hardware = no_hardware_counted(&p.profile);
         rec.push(p.into_record(key.clone()))?;
@@ -303,11 +418,139 @@ pub fn run(args: ProfileArgs) -> CliResult {
         }
         shown.push(skey);
     }
+    let mut sampled = Vec::new();
+    let mut no_sampling: Option<CliError> = None;
+    if args.memory_samples && failure.is_none() {
+        let mkey = match &subject {
+            profile::Subject::Pid(pid) => format!("memaccess:pid:{pid}"),
+            _ => format!("memaccess:{}", args.command.join(" ")),
+        };
+        if !rec.done(&mkey) {
+            let target = match &subject {
+                profile::Subject::Pid(pid) => numalab_memaccess::Target::Pid {
+                    pid: *pid,
+                    duration: args.duration.unwrap_or(std::time::Duration::from_secs(10)),
+                },
+                _ => numalab_memaccess::Target::Command(spec.clone()),
+            };
+            let ropts = numalab_memaccess::RecordOptions {
+                analysis,
+                regions,
+                ..Default::default()
+            };
+            match numalab_memaccess::record(&target, &ropts) {
+                Ok(r) => {
+                    rec.push(Record::new(mkey.clone(), Origin::Measured, &r.record))?;
+                    sampled.push(mkey);
+                }
+                Err(e) => {
+                    no_sampling = Some(CliError::new(
+                        ErrorClass::Unsupported,
+                        format!("--memory-samples: {e}; the counts were recorded"),
+                    ));
+                }
+            }
+        } else {
+            sampled.push(mkey);
+        }
+    }
     show(&rec, &shown);
+    show_memaccess(&rec, &sampled);
     rec.finish()?;
-    match failure.or(no_hardware) {
+    if let (Some(e), true) = (&no_sampling, failure.is_some() || no_hardware.is_some()) {
+        // Said too, though another problem decides the exit code.
+        eprintln!("numalab: {}", e.message);
+    }
+    match failure.or(no_hardware).or(no_sampling) {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// The uncore PMUs counted system-wide from now (memory controllers, LLC/SLC, links),
+/// or why they are not.
+fn start_uncore() -> Result<numalab_uncore::Session, String> {
+    let root = Path::new("/");
+    let d = numalab_uncore::discover(root, &numalab_uncore::packages_from_sysfs(root))
+        .map_err(|e| e.to_string())?;
+    if d.uncore().next().is_none() {
+        let names: Vec<&str> = d.devices.iter().map(|x| x.name.as_str()).collect();
+        return Err(format!(
+            "no uncore PMU under /sys/bus/event_source/devices (the kernel lists {}): memory-controller, LLC and link traffic cannot be counted here",
+            if names.is_empty() { "none".to_string() } else { names.join(", ") }
+        ));
+    }
+    numalab_uncore::Session::start(
+        &d,
+        &numalab_uncore::What::all(),
+        &mut numalab_uncore::PerfBackend,
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// How slow loads are chosen (`--slow`).
+fn memaccess_analysis(slow: Option<f64>) -> Result<numalab_memaccess::AnalysisOptions, CliError> {
+    let mut a = numalab_memaccess::AnalysisOptions::default();
+    if let Some(v) = slow {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(usage(format!(
+                "--slow {v}: give a latency above 0 (the PMU's weight, cycles)"
+            )));
+        }
+        a.threshold = numalab_memaccess::ThresholdSpec::Value(v);
+    }
+    Ok(a)
+}
+
+/// `--regions FILE`, parsed.
+fn read_regions(path: Option<&Path>) -> Result<Vec<numalab_memaccess::NamedRegion>, CliError> {
+    let Some(p) = path else {
+        return Ok(Vec::new());
+    };
+    let text = std::fs::read_to_string(p)
+        .map_err(|e| CliError::new(ErrorClass::Input, format!("--regions {}: {e}", p.display())))?;
+    numalab_memaccess::parse_regions(&text).map_err(|e| {
+        CliError::new(
+            ErrorClass::Input,
+            format!(
+                "--regions {}: {e} (each line: name start len [pid])",
+                p.display()
+            ),
+        )
+    })
+}
+
+/// The text of an imported file when it holds `perf script` data-address samples
+/// (recognised by content); None for the perf stat files `from_import` reads.
+fn memory_sample_text(path: &Path) -> Result<Option<String>, CliError> {
+    let Ok(bytes) = std::fs::read(path) else {
+        // Missing or unreadable: the perf stat reader says so with its own words.
+        return Ok(None);
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(numalab_memaccess::looks_like(&text).then(|| text.into_owned()))
+}
+
+/// The `pmu.memaccess` records of these keys as the report shows them.
+fn show_memaccess(rec: &Recorder, keys: &[String]) {
+    if !rec.json() && !keys.is_empty() {
+        let records = rec.latest().into_iter().filter(|r| keys.contains(&r.key));
+        crate::output::print_sections(
+            rec.envelope(),
+            records,
+            numalab_report::sections::memaccess::sections,
+        );
+    }
+}
+
+/// ", --duration or Ctrl-C" as the user set it.
+fn until(duration: Option<std::time::Duration>) -> String {
+    match duration {
+        Some(d) => format!(
+            ", for at most {}, or until Ctrl-C (the counts so far are kept)",
+            humantime::format_duration(d)
+        ),
+        None => " or until Ctrl-C (the counts so far are kept)".into(),
     }
 }
 
@@ -383,7 +626,19 @@ fn list(cat: &Catalog, cpu: &CpuMatch, what: ListWhat) -> CliResult {
     match what {
         ListWhat::Models => {
             println!("catalogs: {}", catalog::shipped().join(", "));
-            println!("also accepted by --cpu-model: ampere-altra, altra, graviton2 (Neoverse N1), graviton3 (Neoverse V1), n1, n2, v1, intel, amd, x86, a MIDR value such as 0x413fd0c1");
+            let x86: Vec<String> = catalog::x86_products()
+                .iter()
+                .map(|(p, id)| format!("{p} ({id})"))
+                .collect();
+            println!("x86 names accepted by --cpu-model: {}", x86.join(", "));
+            let products: Vec<String> = catalog::products()
+                .iter()
+                .map(|(p, id)| format!("{p} ({id})"))
+                .collect();
+            println!(
+                "also accepted by --cpu-model: {}, a MIDR value such as 0x413fd0c1",
+                products.join(", ")
+            );
         }
         ListWhat::Events => {
             println!(

@@ -4,7 +4,7 @@
 
 use crate::common::{self, assert_ok, bundle, numalab, refused};
 use serde::Deserialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> String {
     common::fixture("pmu/perf-stat", name)
@@ -379,7 +379,7 @@ fn error_table() {
             "unknown CPU model",
         ),
         (
-            vec!["profile", "--cpu-model", "neoverse-v2", "--", "true"],
+            vec!["profile", "--cpu-model", "cortex-a72", "--", "true"],
             4,
             "known Arm core",
         ),
@@ -416,6 +416,22 @@ fn error_table() {
             2,
             "invalid value",
         ),
+        (vec!["profile", "--pid", "2147483646"], 2, "no such process"),
+        (
+            vec!["profile", "--interval", "5ms", "--", "true"],
+            2,
+            "below 10 ms",
+        ),
+        (
+            vec!["profile", "--pid", "1", "--exact"],
+            2,
+            "cannot be used with",
+        ),
+        (
+            vec!["profile", "--duration", "1s", "--", "true"],
+            2,
+            "cannot be used with",
+        ),
     ];
     if !numalab_pmu::capability::probe().hardware_pmu() {
         cases.push((
@@ -434,5 +450,169 @@ fn error_table() {
     }
     for (args, code, text) in cases {
         refused(&args, code, text);
+    }
+}
+
+/// `--pid` with `--duration` and `--interval`, and `--all-cpus`, through the CLI: the
+/// record says what was counted and what stopped it, and the timeline is there.
+#[test]
+fn attach_system_wide_and_intervals_through_the_cli() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("5")
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let out = numalab(&[
+        "profile",
+        "--json",
+        "--pid",
+        &pid,
+        "--duration",
+        "300ms",
+        "--interval",
+        "100ms",
+    ]);
+    let _ = child.kill();
+    let _ = child.wait();
+    let b = bundle_any(&out);
+    assert_eq!(b.records[0].key, format!("profile:pid:{pid}"));
+    let d = &b.records[0].data;
+    assert_eq!(d["attach"]["kind"], "pid");
+    assert_eq!(d["attach"]["comm"], "sleep");
+    assert_eq!(d["attach"]["stopped_by"], "duration");
+    assert_eq!(d["interval_ms"], 100);
+    let points = d["timeline"].as_array().unwrap();
+    assert!((3..=5).contains(&points.len()), "{points:?}");
+    assert!(points
+        .iter()
+        .all(|p| p["counts"]["DURATION_TIME"].as_f64().unwrap() > 0.0));
+    // The text report draws nothing without a terminal but lists the intervals.
+    let mut child = std::process::Command::new("sleep")
+        .arg("5")
+        .spawn()
+        .unwrap();
+    let text = numalab(&[
+        "profile",
+        "--pid",
+        &child.id().to_string(),
+        "--duration",
+        "250ms",
+        "--interval",
+        "100ms",
+    ]);
+    let _ = child.kill();
+    let _ = child.wait();
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(stdout.contains("Timeline"), "{stdout}");
+    assert!(stdout.contains("stopped by duration"), "{stdout}");
+
+    // System-wide: as root (CI) it counts every online CPU; otherwise it says what it
+    // needs.
+    let out = numalab(&["profile", "--json", "--all-cpus", "--duration", "200ms"]);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let b = bundle_any(&out);
+        let d = &b.records[0].data;
+        assert_eq!(b.records[0].key, "profile:system-wide");
+        assert_eq!(d["attach"]["kind"], "system-wide");
+        let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+        let n = numalab_pmu::profile::parse_cpu_list(&online).unwrap().len();
+        assert_eq!(d["attach"]["cpus"].as_array().unwrap().len(), n);
+    } else {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("perf_event_paranoid <= 0"), "{stderr}");
+    }
+}
+
+/// `perf script` data-address samples are recognised by content through `--import`,
+/// with named regions; `--memory-samples` on a machine without PEBS, IBS or SPE keeps
+/// the counts and exits 4 naming what it looked for.
+#[test]
+fn memory_samples_import_and_live_refusal() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../memaccess/tests/fixtures/graphwalk.script")
+        .display()
+        .to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let regions = tmp.path().join("regions.txt");
+    std::fs::write(&regions, "graph.edges 0x7f0000000000 256M 4242\n").unwrap();
+    let regions = regions.display().to_string();
+    let out = numalab(&[
+        "profile",
+        "--json",
+        "--import",
+        &script,
+        "--regions",
+        &regions,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b: common::BundleJson = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(b.records.len(), 1);
+    let r = &b.records[0];
+    assert_eq!(
+        (r.kind.as_str(), r.origin.as_str()),
+        ("pmu.memaccess", "imported")
+    );
+    assert_eq!(r.data["samples"], 30);
+    let findings = r.data["findings"].to_string();
+    assert!(findings.contains("hit graph.edges"), "{findings}");
+    // A given threshold replaces the percentile.
+    let out = numalab(&["profile", "--json", "--import", &script, "--slow", "200"]);
+    let b: common::BundleJson = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(b.records[0].data["threshold"]["value"], 200.0);
+    assert_eq!(b.records[0].data["threshold"]["how"], "given");
+    // Refusals.
+    let out = numalab(&["profile", "--import", &script, "--slow", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--slow 0"));
+    let out = numalab(&[
+        "profile",
+        "--import",
+        &script,
+        "--regions",
+        "/nonexistent/r.txt",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--regions /nonexistent/r.txt"));
+    let bad = tmp.path().join("bad.script");
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str(
+        "     graphwalk  4242 [001] 10.000000:  cpu/mem-loads/P: 7f0000001000 |OP LOAD|LVL\n",
+    );
+    std::fs::write(&bad, text).unwrap();
+    let out = numalab(&["profile", "--import", &bad.display().to_string()]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("line "),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Live: no sampling facility on the development VM and the CI machine.
+    let facility = numalab_memaccess::detect(Path::new("/sys"));
+    let out = numalab(&["profile", "--json", "--memory-samples", "--", "true"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let b = bundle_any(&out);
+    assert!(
+        b.records.iter().any(|r| r.kind == "pmu.profile"),
+        "the counts are kept"
+    );
+    if facility.is_err() {
+        assert_eq!(out.status.code(), Some(4), "{stderr}");
+        assert!(
+            stderr.contains("--memory-samples: no data-address sampling facility"),
+            "{stderr}"
+        );
+        assert!(b.records.iter().all(|r| r.kind != "pmu.memaccess"));
     }
 }

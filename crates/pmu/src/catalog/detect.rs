@@ -57,7 +57,8 @@ pub fn detect(cpu: &CpuIdentity, midr: Option<u64>) -> Result<CpuMatch, CatalogE
             catalog: ARM_GENERIC_ID.into(),
             cpu: name,
             how: format!(
-                "{how}; no vendor metrics for this core (numalab ships event files for Neoverse N1, N2 and V1): the kernel's generic events only; --cpu-model borrows the closest catalog, --events takes raw codes (r11 = CPU_CYCLES, r8 = INST_RETIRED on every Arm core)"
+                "{how}; no vendor metrics for this core (numalab ships event files for {}): the kernel's generic events only; --cpu-model borrows the closest catalog, --events takes raw codes (r11 = CPU_CYCLES, r8 = INST_RETIRED on every Arm core)",
+                arm_cores_text()
             ),
         });
     }
@@ -74,6 +75,24 @@ pub fn detect(cpu: &CpuIdentity, midr: Option<u64>) -> Result<CpuMatch, CatalogE
             .unwrap_or_else(|| "architecture x86_64".into());
         if let (Some(f), Some(m)) = (cpu.family, cpu.model) {
             how.push_str(&format!(" family {f} model {m}"));
+        }
+        // The model's own catalog (Intel TMA, AMD Zen), or the generic events, said so.
+        match x86::detect_x86(vendor, cpu.family, cpu.model, cpu.stepping) {
+            Ok(id) => {
+                let c = load(id)?;
+                if let Some(note) = x86::amd_note(id) {
+                    how.push_str(&format!("; {note}"));
+                }
+                return Ok(CpuMatch {
+                    catalog: c.id,
+                    cpu: cpu.model_name.clone().unwrap_or(c.name),
+                    how,
+                });
+            }
+            Err(why) => how.push_str(&format!(
+                "; {why}: the kernel's generic events only (--cpu-model names a catalog: {})",
+                x86_ids().join(", ")
+            )),
         }
         let c = load_x86(vendor)?;
         return Ok(CpuMatch {
@@ -108,7 +127,11 @@ pub fn resolve_model(name: &str) -> Result<CpuMatch, CatalogError> {
     }
     let id = if shipped().contains(&n.as_str()) {
         n.clone()
-    } else if let Some((_, id)) = PRODUCTS.iter().find(|(p, _)| *p == n) {
+    } else if let Some((_, id)) = PRODUCTS
+        .iter()
+        .chain(x86::X86_PRODUCTS)
+        .find(|(p, _)| *p == n)
+    {
         id.to_string()
     } else {
         // A name like "Neoverse N1" normalises to the id.
@@ -119,8 +142,10 @@ pub fn resolve_model(name: &str) -> Result<CpuMatch, CatalogError> {
                 if let Ok(cpus) = serde_json::from_str::<ArmCpusFile>(ARM_CPUS_JSON) {
                     if let Some(c) = cpus.cpus.iter().find(|c| norm(&c.name) == n) {
                         return Err(CatalogError::NoCatalog(format!(
-                            "{} is a known Arm core (cpuid {}), but numalab ships event files for Neoverse N1, N2 and V1 only",
-                            c.name, c.cpuid
+                            "{} is a known Arm core (cpuid {}), but numalab ships event files for {} only",
+                            c.name,
+                            c.cpuid,
+                            arm_cores_text()
                         )));
                     }
                 }
@@ -133,7 +158,8 @@ pub fn resolve_model(name: &str) -> Result<CpuMatch, CatalogError> {
                         shipped()
                             .iter()
                             .map(|s| s.to_string())
-                            .chain(PRODUCTS.iter().map(|(p, _)| p.to_string())),
+                            .chain(PRODUCTS.iter().map(|(p, _)| p.to_string()))
+                            .chain(x86::X86_PRODUCTS.iter().map(|(p, _)| p.to_string())),
                     ),
                 });
             }

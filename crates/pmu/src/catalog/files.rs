@@ -38,6 +38,10 @@ pub(super) struct TomlMetric {
     pub(super) same_as: Option<String>,
     #[serde(default)]
     pub(super) scale: Option<f64>,
+    /// Arm only: the formula on a core (catalog id) whose files lack an event of
+    /// `formula` or define the vendor metric differently; `load_arm` substitutes it.
+    #[serde(default)]
+    pub(super) formula_for: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -144,6 +148,9 @@ pub(super) struct TelemetryGrouping {
 
 #[derive(Deserialize)]
 pub(super) struct TelemetryTree {
+    /// The level-1 nodes (N3 and V3 list their level-2 nodes in `metrics` too).
+    #[serde(default)]
+    pub(super) root_nodes: Vec<String>,
     pub(super) metrics: Vec<VendorNode>,
 }
 
@@ -151,7 +158,9 @@ pub(super) struct TelemetryTree {
 pub(super) struct ArmPmuFile {
     pub(super) cpu: String,
     pub(super) cpuid: String,
-    pub(super) counters: usize,
+    /// Absent from the files of newer cores (see `ArmFiles::counters`).
+    #[serde(default)]
+    pub(super) counters: Option<usize>,
     pub(super) events: Vec<ArmPmuEvent>,
 }
 
@@ -340,6 +349,9 @@ pub fn load(id: &str) -> Result<Catalog, CatalogError> {
     if id == X86_ID {
         return load_x86(None);
     }
+    if let Some(c) = x86::load_x86_vendor(id) {
+        return c;
+    }
     if id == ARM_GENERIC_ID {
         return load_arm_generic();
     }
@@ -404,7 +416,8 @@ pub(super) fn load_arm(files: &ArmFiles) -> Result<Catalog, CatalogError> {
         }
     }
     let sw = parse_toml("data/linux/software.toml", SOFTWARE_TOML)?;
-    let m = parse_toml("data/metrics/arm.toml", ARM_METRICS_TOML)?;
+    let mut m = parse_toml("data/metrics/arm.toml", ARM_METRICS_TOML)?;
+    per_core_formulas(&mut m.metric, files.id)?;
     events.extend(toml_events("data/linux/software.toml", sw.event)?);
     for (alias, target) in &m.aliases {
         let e = events
@@ -478,24 +491,47 @@ pub(super) fn load_arm(files: &ArmFiles) -> Result<Catalog, CatalogError> {
     let vendor_tree = t.methodologies.values().next().map(|mt| VendorTree {
         stage_1: mt.metric_grouping.stage_1.clone(),
         stage_2: mt.metric_grouping.stage_2.clone(),
-        roots: mt.decision_tree.metrics.clone(),
+        roots: mt
+            .decision_tree
+            .metrics
+            .iter()
+            .filter(|n| {
+                let roots = &mt.decision_tree.root_nodes;
+                roots.is_empty() || roots.contains(&n.name)
+            })
+            .cloned()
+            .collect(),
+        nodes: Vec::new(),
     });
     let tree = m
         .tree
         .ok_or_else(|| data_err("data/metrics/arm.toml", "no [tree]"))?;
     let fixed = vec!["CPU_CYCLES".to_string()];
     let name = t.product_configuration.product_name.clone();
-    if name != p.cpu {
+    if name != p.cpu || name != files.name {
         return Err(data_err(
             &pfile,
-            format!("cpu {:?} differs from {:?} in {tfile}", p.cpu, name),
+            format!(
+                "cpu {:?} differs from {:?} in {tfile} or {:?} in numalab's table",
+                p.cpu, name, files.name
+            ),
         ));
     }
+    let counters = match (p.counters, files.counters) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(data_err(
+                &pfile,
+                format!("{a} counters here but {b} in numalab's table"),
+            ))
+        }
+        (Some(n), _) | (None, Some(n)) => n,
+        (None, None) => return Err(data_err(&pfile, "no number of counters")),
+    };
     build(Raw {
         id: files.id.to_string(),
         name,
         arch: Arch::Arm,
-        counters: p.counters,
+        counters,
         fixed,
         midr: Some((implementer, part)),
         slots: t.product_configuration.num_slots,
@@ -506,13 +542,43 @@ pub(super) fn load_arm(files: &ArmFiles) -> Result<Catalog, CatalogError> {
         groups,
         tree,
         vendor_tree,
-        sources: vec![
-            format!("{tfile} (Arm telemetry specification, Apache-2.0)"),
-            format!("{pfile} (Arm PMU event file, Apache-2.0)"),
-            "data/metrics/arm.toml (numalab methodology)".into(),
-            "data/linux/software.toml".into(),
-        ],
+        sources: {
+            let mut s = vec![
+                format!("{tfile} (Arm telemetry specification, Apache-2.0)"),
+                format!("{pfile} (Arm PMU event file, Apache-2.0)"),
+            ];
+            if p.counters.is_none() {
+                s.push(format!(
+                    "{counters} programmable counters: Arm Streamline's pmus.xml (not in {pfile})"
+                ));
+            }
+            s.push("data/metrics/arm.toml (numalab methodology)".into());
+            s.push("data/linux/software.toml".into());
+            s
+        },
     })
+}
+
+/// Gives each methodology metric its formula for the Arm core `id` (`formula_for`), and
+/// refuses a `formula_for` that names no shipped Arm core (a typo would otherwise be
+/// silently ignored).
+pub(super) fn per_core_formulas(metrics: &mut [TomlMetric], id: &str) -> Result<(), CatalogError> {
+    for tm in metrics {
+        if let Some(core) = tm
+            .formula_for
+            .keys()
+            .find(|k| !ARM.iter().any(|a| a.id == *k))
+        {
+            return Err(data_err(
+                "data/metrics/arm.toml",
+                format!("metric {}: formula_for names unknown core {core}", tm.name),
+            ));
+        }
+        if let Some(f) = tm.formula_for.remove(id) {
+            tm.formula = f;
+        }
+    }
+    Ok(())
 }
 
 /// Loads the x86-64 catalog, adjusted for a vendor ("GenuineIntel", "AuthenticAMD").

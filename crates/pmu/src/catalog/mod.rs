@@ -1,10 +1,10 @@
 //! Event catalogs as data: which events a CPU has (name, code), which metrics are
 //! derived from them (formula), how metrics are grouped, and the decision tree.
 //!
-//! Arm Neoverse N1, N2 and V1 come from Arm's own machine-readable files (telemetry
-//! specifications: events, metrics, groups, topdown methodology; PMU event files: the
-//! number of programmable counters), shipped inside the binary with their Apache-2.0
-//! licence (`data/arm/`). x86-64 uses the kernel's generic hardware and cache events
+//! The Arm Neoverse cores of the `ARM` table ([`arm_cores_text`]) come from Arm's own
+//! machine-readable files (telemetry specifications: events, metrics, groups, topdown
+//! methodology; PMU event files: the number of programmable counters where they give it),
+//! shipped inside the binary with their Apache-2.0 licence (`data/arm/`). x86-64 uses the kernel's generic hardware and cache events
 //! (`data/x86/generic.toml`) plus raw codes. The methodology's own metrics, groups and
 //! decision tree are one data file per architecture (`data/metrics/`), and the Linux
 //! software events one more (`data/linux/software.toml`). Every file is checked when it
@@ -30,11 +30,16 @@ mod detect;
 mod files;
 #[cfg(test)]
 mod tests;
+mod x86;
 
 use checks::*;
 pub use detect::{detect, load_match, midr_from_sysfs, resolve_model};
 use files::*;
 pub use files::{load, load_arm_generic, load_x86};
+pub use x86::{
+    is_topdown_metric, own_threshold, slots_lead_topdown_groups, x86_ids, x86_products,
+    SLOTS_CONFIG,
+};
 
 const SOFTWARE_TOML: &str = include_str!("../../data/linux/software.toml");
 const X86_EVENTS_TOML: &str = include_str!("../../data/x86/generic.toml");
@@ -44,25 +49,60 @@ const ARM_CPUS_JSON: &str = include_str!("../../data/arm/pmu/cpus.json");
 
 struct ArmFiles {
     id: &'static str,
+    /// The core's name, as both of Arm's files spell it (checked when loading).
+    name: &'static str,
     telemetry: &'static str,
     pmu: &'static str,
+    /// Programmable counters, for a core whose PMU event file does not give the number
+    /// (`None` when it does; both given and different is a data error).
+    counters: Option<usize>,
 }
 
+// Neoverse N3, V2 and V3: ARM-software/data's PMU event files give no counter count; Arm's
+// Streamline daemon lists 6 (`pmnc_counters="6"` in ARM-software/gator daemon/pmus.xml,
+// commit f0774012f36d, cpuids 0x41d8e, 0x41d4f, 0x41d84), as does libpfm4 for V2 and V3.
 const ARM: &[ArmFiles] = &[
     ArmFiles {
         id: "neoverse-n1",
+        name: "Neoverse N1",
         telemetry: include_str!("../../data/arm/telemetry/neoverse-n1.json"),
         pmu: include_str!("../../data/arm/pmu/neoverse-n1.json"),
+        counters: None,
     },
     ArmFiles {
         id: "neoverse-n2",
+        name: "Neoverse N2",
         telemetry: include_str!("../../data/arm/telemetry/neoverse-n2.json"),
         pmu: include_str!("../../data/arm/pmu/neoverse-n2.json"),
+        counters: None,
+    },
+    ArmFiles {
+        id: "neoverse-n3",
+        name: "Neoverse N3",
+        telemetry: include_str!("../../data/arm/telemetry/neoverse-n3.json"),
+        pmu: include_str!("../../data/arm/pmu/neoverse-n3.json"),
+        counters: Some(6),
     },
     ArmFiles {
         id: "neoverse-v1",
+        name: "Neoverse V1",
         telemetry: include_str!("../../data/arm/telemetry/neoverse-v1.json"),
         pmu: include_str!("../../data/arm/pmu/neoverse-v1.json"),
+        counters: None,
+    },
+    ArmFiles {
+        id: "neoverse-v2",
+        name: "Neoverse V2",
+        telemetry: include_str!("../../data/arm/telemetry/neoverse-v2.json"),
+        pmu: include_str!("../../data/arm/pmu/neoverse-v2.json"),
+        counters: Some(6),
+    },
+    ArmFiles {
+        id: "neoverse-v3",
+        name: "Neoverse V3",
+        telemetry: include_str!("../../data/arm/telemetry/neoverse-v3.json"),
+        pmu: include_str!("../../data/arm/pmu/neoverse-v3.json"),
+        counters: Some(6),
     },
 ];
 
@@ -76,20 +116,70 @@ pub const ARM_GENERIC_ID: &str = "arm-generic";
 pub fn shipped() -> Vec<&'static str> {
     let mut v: Vec<&str> = ARM.iter().map(|a| a.id).collect();
     v.push(X86_ID);
+    v.extend(x86_ids());
     v.push(ARM_GENERIC_ID);
     v
 }
 
-/// Products whose cores are a shipped catalog (for `--cpu-model`).
+/// The Arm cores with vendor files, in words: "Neoverse N1, N2, N3, V1, V2 and V3" (from
+/// the table, so messages and help cannot go stale).
+pub fn arm_cores_text() -> String {
+    cores_in_words(&ARM.iter().map(|a| a.name).collect::<Vec<_>>())
+}
+
+/// "Neoverse N2, V1 and V2": core names as a list in words, the family said once.
+fn cores_in_words(names: &[&str]) -> String {
+    let names = names.to_vec();
+    let family = names
+        .first()
+        .and_then(|n| n.split_once(' '))
+        .map(|(f, _)| f);
+    let (prefix, short): (String, Vec<&str>) = match family {
+        Some(f) if names.iter().all(|n| n.starts_with(&format!("{f} "))) => (
+            format!("{f} "),
+            names.iter().map(|n| &n[f.len() + 1..]).collect(),
+        ),
+        _ => (String::new(), names),
+    };
+    match short.split_last() {
+        Some((last, rest)) if !rest.is_empty() => {
+            format!("{prefix}{} and {last}", rest.join(", "))
+        }
+        _ => format!("{prefix}{}", short.join("")),
+    }
+}
+
+/// Products accepted by `--cpu-model` and the catalog each gets (Arm and generic, then
+/// x86 vendor models), in the order `resolve_model` looks them up.
+pub fn products() -> Vec<(&'static str, &'static str)> {
+    PRODUCTS.iter().chain(x86_products()).copied().collect()
+}
+
+/// Products whose cores are a shipped catalog (for `--cpu-model`). Sources for the cores
+/// added with N3/V2/V3: Graviton3E V1, Graviton4 V2 (The Next Platform, 2023-11-28; WikiChip),
+/// Graviton5 V3 (AWS re:Invent 2025, Tom's Hardware), Grace V2 (NVIDIA's Grace documentation
+/// cites the Neoverse V2 errata), Axion V2 (Google Cloud, 2024-04-09), Cobalt 100 N2
+/// (ServeTheHome), Cobalt 200 V3 (Microsoft, Arm CSS V3). The MIDR names the core, not the
+/// product, so these only spare users the lookup.
 const PRODUCTS: &[(&str, &str)] = &[
     ("ampere-altra", "neoverse-n1"),
     ("altra", "neoverse-n1"),
     ("altra-max", "neoverse-n1"),
     ("graviton2", "neoverse-n1"),
     ("graviton3", "neoverse-v1"),
+    ("graviton3e", "neoverse-v1"),
+    ("graviton4", "neoverse-v2"),
+    ("graviton5", "neoverse-v3"),
+    ("grace", "neoverse-v2"),
+    ("axion", "neoverse-v2"),
+    ("cobalt-100", "neoverse-n2"),
+    ("cobalt-200", "neoverse-v3"),
     ("n1", "neoverse-n1"),
     ("n2", "neoverse-n2"),
+    ("n3", "neoverse-n3"),
     ("v1", "neoverse-v1"),
+    ("v2", "neoverse-v2"),
+    ("v3", "neoverse-v3"),
     ("x86", X86_ID),
     ("x86_64", X86_ID),
     ("intel", X86_ID),
@@ -162,6 +252,14 @@ pub enum Arch {
 pub enum Encoding {
     /// PERF_TYPE_RAW with this config (Arm: the event number; x86: umask << 8 | event).
     Raw(u64),
+    /// PERF_TYPE_RAW with an extra register value in `config1` (x86: Intel's offcore
+    /// response, load-latency and front-end filters, `MSRValue` in the event files).
+    RawExt {
+        /// event | umask << 8 | edge << 18 | any << 21 | inv << 23 | cmask << 24.
+        config: u64,
+        /// The extra register's value.
+        config1: u64,
+    },
     /// PERF_TYPE_HARDWARE with this config (PERF_COUNT_HW_*).
     Hardware(u64),
     /// PERF_TYPE_HW_CACHE with this config (cache | op << 8 | result << 16).
@@ -199,6 +297,9 @@ impl EventDef {
     pub fn raw_code(&self) -> Option<String> {
         match self.encoding {
             Encoding::Raw(c) => Some(format!("r{c:x}")),
+            Encoding::RawExt { config, config1 } => {
+                Some(format!("cpu/config={config:#x},config1={config1:#x}/"))
+            }
             _ => None,
         }
     }
@@ -282,6 +383,10 @@ pub struct BranchDef {
     /// A group whose largest values are quoted when nothing is notable.
     #[serde(default)]
     pub info_group: Option<String>,
+    /// Factor from the stall metric's unit to a ratio (0.01 for Intel's TMA metrics,
+    /// which are percentages); none means the metric is a ratio.
+    #[serde(default)]
+    pub stall_scale: Option<f64>,
 }
 
 /// The decision tree.
@@ -308,6 +413,20 @@ pub struct VendorNode {
     /// Events to sample.
     #[serde(default)]
     pub sample_events: Vec<String>,
+    /// The node above it in the vendor's hierarchy (x86 top-down: `tma_backend_bound`
+    /// above `tma_memory_bound`); none for a root.
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// Its level (1 = the top-down level 1).
+    #[serde(default)]
+    pub level: Option<u32>,
+    /// When the vendor calls it significant: a formula over metric names (extended
+    /// grammar, e.g. `(tma_memory_bound > 20) & (tma_backend_bound > 20)`).
+    #[serde(default)]
+    pub threshold: Option<String>,
+    /// The vendor's description.
+    #[serde(default)]
+    pub description: Option<String>,
 }
 
 /// The vendor's topdown methodology.
@@ -319,6 +438,10 @@ pub struct VendorTree {
     pub stage_2: Vec<String>,
     /// Roots.
     pub roots: Vec<VendorNode>,
+    /// Every node below the roots, parents before children (x86 top-down hierarchies;
+    /// empty for Arm, whose methodology stops at the roots' groups).
+    #[serde(default)]
+    pub nodes: Vec<VendorNode>,
 }
 
 /// Everything known about one CPU's events.
@@ -469,10 +592,14 @@ impl Catalog {
                     .collect()
             };
             match part.to_ascii_lowercase().as_str() {
-                "first-pass" | "default" => push(by_origin(&[
-                    MetricOrigin::Methodology,
-                    MetricOrigin::Software,
-                ])),
+                "first-pass" | "default" => {
+                    push(by_origin(&[
+                        MetricOrigin::Methodology,
+                        MetricOrigin::Software,
+                    ]));
+                    // x86 top-down catalogs: the vendor's hierarchy feeds the verdict.
+                    push(self.topdown_nodes(3));
+                }
                 "vendor" => {
                     let v = by_origin(&[MetricOrigin::Vendor]);
                     if v.is_empty() && self.shadowed.is_empty() {
@@ -490,9 +617,15 @@ impl Catalog {
                 "none" => {}
                 "topdown" => {
                     let g = self.group("Topdown_L1").ok_or_else(|| {
+                        let with: Vec<&str> = ARM
+                            .iter()
+                            .filter(|a| load_arm(a).is_ok_and(|c| c.group("Topdown_L1").is_some()))
+                            .map(|a| a.name)
+                            .collect();
                         CatalogError::NoCatalog(format!(
-                            "{} has no topdown level-1 metrics (Arm publishes them for Neoverse N2 and V1)",
-                            self.name
+                            "{} has no topdown level-1 metrics (Arm publishes them for {})",
+                            self.name,
+                            cores_in_words(&with)
                         ))
                     })?;
                     push(g.metrics.clone())
@@ -524,6 +657,18 @@ impl Catalog {
             }
         }
         Ok(out)
+    }
+
+    /// The metrics of the vendor's top-down hierarchy down to `max_level` (x86: Intel
+    /// TMA, AMD pipeline utilization), roots first; empty when the catalog has none.
+    pub fn topdown_nodes(&self, max_level: u32) -> Vec<String> {
+        self.vendor_tree
+            .iter()
+            .flat_map(|vt| vt.roots.iter().chain(&vt.nodes))
+            .filter(|n| n.level.is_some_and(|l| l <= max_level))
+            .filter(|n| self.metric(&n.name).is_some())
+            .map(|n| n.name.clone())
+            .collect()
     }
 
     /// Whether an event takes a fixed counter (not a programmable one).

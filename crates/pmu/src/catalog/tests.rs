@@ -48,7 +48,7 @@ fn every_shipped_catalog_loads_and_is_consistent() {
 /// same formula.
 #[test]
 fn methodology_agrees_with_vendor_metrics() {
-    for id in ["neoverse-n1", "neoverse-n2", "neoverse-v1"] {
+    for id in ARM.iter().map(|a| a.id) {
         let c = load(id).unwrap();
         let value = |name: &str| {
             // Distinct, deterministic, non-zero counts per event.
@@ -80,6 +80,109 @@ fn methodology_agrees_with_vendor_metrics() {
             assert_eq!(ours.same_as.as_deref(), Some(s.name.as_str()), "{id}");
             assert_eq!(ours.scale, 1.0, "{id}");
         }
+    }
+}
+
+/// A per-core formula (`formula_for`) exists only where it is needed: on that core the
+/// default formula names an event the core lacks, or differs from the vendor metric it
+/// claims to equal. (So an override cannot outlive the reason for it.)
+#[test]
+fn per_core_formulas_are_needed() {
+    let m = parse_toml("data/metrics/arm.toml", ARM_METRICS_TOML).unwrap();
+    let mut seen = 0;
+    for tm in &m.metric {
+        for (core, formula) in &tm.formula_for {
+            let c = load(core).unwrap();
+            let ours = c.metric(&tm.name).unwrap();
+            assert_eq!(&ours.formula, formula, "{core} {}", tm.name);
+            let default = expr::parse(&tm.formula).unwrap();
+            let lacks = default.variables().iter().any(|v| c.event(v).is_none());
+            let target = tm.same_as.as_deref().unwrap();
+            let vendor = c.metric(target).unwrap();
+            let value = |name: &str| {
+                let h = name
+                    .bytes()
+                    .fold(7u64, |a, b| a.wrapping_mul(31) ^ b as u64);
+                expr::Input::Value((h % 9_000 + 1_000) as f64)
+            };
+            let differs = !lacks && {
+                let a = default.eval(&value).unwrap() * tm.scale.unwrap_or(1.0);
+                let b = vendor.expr.eval(&value).unwrap();
+                (a - b).abs() > 1e-9 * b.abs().max(1.0)
+            };
+            assert!(
+                lacks || differs,
+                "{core} {}: formula_for is not needed",
+                tm.name
+            );
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 2, "mix_dp_pct and mix_branch_pct on Neoverse N3");
+    // A core name that is not shipped is refused, not ignored.
+    let mut bad = parse_toml(
+        "t.toml",
+        "[[metric]]\nname = \"x\"\ntitle = \"x\"\nformula = \"A\"\nunit = \"ratio\"\ngroup = \"g\"\n[metric.formula_for]\nneoverse-n9 = \"B\"\n",
+    )
+    .unwrap();
+    let e = per_core_formulas(&mut bad.metric, "neoverse-n1")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown core neoverse-n9"), "{e}");
+}
+
+/// Every Arm core's files are loaded with their counters and names; the newer cores'
+/// PMU files give no counter count and numalab's table does (Arm Streamline: 6).
+#[test]
+fn arm_table_matches_the_files() {
+    assert_eq!(arm_cores_text(), "Neoverse N1, N2, N3, V1, V2 and V3");
+    for a in ARM {
+        let c = load(a.id).unwrap();
+        assert_eq!(c.name, a.name);
+        assert_eq!(c.counters, 6, "{}", a.id);
+        let p: ArmPmuFile = serde_json::from_str(a.pmu).unwrap();
+        assert_eq!(p.counters.is_none(), a.counters.is_some(), "{}", a.id);
+        assert_eq!(
+            c.sources.iter().any(|s| s.contains("Streamline")),
+            a.counters.is_some(),
+            "{}",
+            a.id
+        );
+        // The vendor tree's roots are the level-1 nodes only (N3 and V3 list level 2 too).
+        let roots: Vec<&str> = c
+            .vendor_tree
+            .as_ref()
+            .unwrap()
+            .roots
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        if a.id == "neoverse-n1" {
+            assert_eq!(roots, ["frontend_stalled_cycles", "backend_stalled_cycles"]);
+        } else {
+            let mut roots = roots;
+            roots.sort();
+            assert_eq!(
+                roots,
+                [
+                    "backend_bound",
+                    "bad_speculation",
+                    "frontend_bound",
+                    "retiring"
+                ],
+                "{}",
+                a.id
+            );
+        }
+    }
+    let arm: Vec<_> = products()
+        .into_iter()
+        .filter(|(_, id)| id.starts_with("neoverse-"))
+        .collect();
+    assert!(arm.len() >= 18, "{arm:?}");
+    for (product, id) in arm {
+        assert!(shipped().contains(&id), "{product} -> {id}");
+        assert_eq!(resolve_model(product).unwrap().catalog, id, "{product}");
     }
 }
 
@@ -169,8 +272,9 @@ fn unknown_names_list_close_matches() {
     assert!(e.contains("l1d_mpki"), "{e}");
     let e = resolve_model("neoverse-n3x").unwrap_err().to_string();
     assert!(e.contains("neoverse-n"), "{e}");
-    let e = resolve_model("Neoverse V2").unwrap_err().to_string();
+    let e = resolve_model("Neoverse E1").unwrap_err().to_string();
     assert!(e.contains("known Arm core"), "{e}");
+    assert!(e.contains("Neoverse N1, N2, N3, V1, V2 and V3 only"), "{e}");
 }
 
 #[test]
@@ -197,6 +301,15 @@ fn metric_sets() {
         .unwrap()
         .contains(&"ipc".to_string()));
     assert!(c.select_metrics("none").unwrap().is_empty());
+    let e = load("neoverse-n1")
+        .unwrap()
+        .select_metrics("topdown")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with("(Arm publishes them for Neoverse N2, N3, V1, V2 and V3)"),
+        "{e}"
+    );
     let x = load(X86_ID).unwrap();
     assert!(x.select_metrics("topdown").is_err());
     assert!(x.select_metrics("vendor").is_err());
@@ -219,12 +332,22 @@ fn cpu_detection() {
     // From sysfs alone.
     let m = detect(&CpuIdentity::default(), Some(0x410fd400)).unwrap();
     assert_eq!(m.catalog, "neoverse-v1");
-    // Grace (Neoverse V2) is named, not silently mapped to another core's files:
-    // the kernel's generic events, said so.
+    // Grace is Neoverse V2, which has its own files now.
     let m = detect(&CpuIdentity::default(), Some(0x410fd4f0)).unwrap();
+    assert_eq!(
+        (m.catalog.as_str(), m.cpu.as_str()),
+        ("neoverse-v2", "Neoverse V2")
+    );
+    // A core without files (Neoverse E1) is named, not silently mapped to another core's
+    // files: the kernel's generic events, said so.
+    let m = detect(&CpuIdentity::default(), Some(0x411fd4a0)).unwrap();
     assert_eq!(m.catalog, ARM_GENERIC_ID);
-    assert!(m.cpu.contains("Neoverse V2"), "{m:?}");
+    assert!(m.cpu.contains("Neoverse E1"), "{m:?}");
     assert!(m.how.contains("no vendor metrics for this core"), "{m:?}");
+    assert!(
+        m.how.contains("Neoverse N1, N2, N3, V1, V2 and V3)"),
+        "{m:?}"
+    );
     let c = load_match(&m).unwrap();
     assert_eq!(c.arch, Arch::Generic);
     assert_eq!(c.anchors(), ["CYCLES", "INSTRUCTIONS"]);
@@ -241,7 +364,9 @@ fn cpu_detection() {
         ..Default::default()
     };
     let m = detect(&amd, None).unwrap();
-    assert_eq!(m.catalog, X86_ID);
+    // Zen 3 (family 0x19 model 0x01): its own catalog, without a top-down verdict.
+    assert_eq!(m.catalog, "amd-zen3");
+    assert!(m.how.contains("no top-down verdict"), "{m:?}");
     assert_eq!(load_match(&m).unwrap().counters, 6);
     assert_eq!(resolve_model("Neoverse N1").unwrap().catalog, "neoverse-n1");
     assert_eq!(

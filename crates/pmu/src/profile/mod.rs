@@ -5,8 +5,12 @@
 //! [`profile_with`] (live) or [`from_import`] (offline), so every profile in a bundle
 //! has the same shape whatever produced it.
 
+mod attach;
 mod coverage;
 mod values;
+
+pub use attach::parse_cpu_list;
+use attach::*;
 
 pub use coverage::not_computable;
 use coverage::*;
@@ -23,10 +27,12 @@ use numalab_proc::{Outcome, ProcError, Spec};
 use numalab_schema::{Classify, ErrorClass, Origin, Record, Warning};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 // What a profile records lives in numalab-records.
 pub use numalab_records::pmu::{
-    Coverage, GroupRecord, NotComputable, Profile, RunRecord, Source, Spread,
+    Attachment, Coverage, GroupRecord, IntervalPoint, NotComputable, Profile, RunRecord, Source,
+    Spread,
 };
 
 /// A profile and the warnings that go with it.
@@ -66,6 +72,36 @@ pub struct ProfileConfig {
     /// The filesystem root holding `sys/` (normally `/`): the core PMU's advertised
     /// events and type are read under it (tests use fake trees).
     pub sysroot: PathBuf,
+    /// Interval mode: read the counters this often and keep a timeline (at least 10 ms).
+    pub interval: Option<Duration>,
+    /// Stop counting a running process or the whole system after this long.
+    pub duration: Option<Duration>,
+}
+
+/// The shortest interval of interval mode: below it the reads themselves (one
+/// `read()` per group and thread or CPU) become a visible part of what is counted.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+/// What to count.
+#[derive(Debug, Clone)]
+pub enum Subject {
+    /// A command numalab starts (and reruns per group in `--exact` mode).
+    Command(Spec),
+    /// A running process (`--pid`): every thread it has, and those they create.
+    Pid(i32),
+    /// Every CPU (`--all-cpus`): while the command runs, or without one until
+    /// `--duration` or Ctrl-C.
+    AllCpus(Option<Spec>),
+}
+
+impl Subject {
+    /// The command's argv, when there is one.
+    pub fn argv(&self) -> Vec<String> {
+        match self {
+            Subject::Command(s) | Subject::AllCpus(Some(s)) => s.argv.clone(),
+            Subject::Pid(_) | Subject::AllCpus(None) => Vec::new(),
+        }
+    }
 }
 
 impl ProfileConfig {
@@ -85,6 +121,8 @@ impl ProfileConfig {
             exact: false,
             counters: None,
             sysroot: PathBuf::from("/"),
+            interval: None,
+            duration: None,
         }
     }
 }
@@ -110,6 +148,9 @@ pub enum ProfileError {
     /// Not even software events can be counted.
     #[error("{0}")]
     Unsupported(String),
+    /// The process to attach to does not exist.
+    #[error("{0}")]
+    NoProcess(String),
 }
 
 impl Classify for ProfileError {
@@ -118,7 +159,7 @@ impl Classify for ProfileError {
             ProfileError::Catalog(e) => e.class(),
             ProfileError::Proc(e) => e.class(),
             ProfileError::Import(e) => e.class(),
-            ProfileError::Plan(_) => ErrorClass::Usage,
+            ProfileError::Plan(_) | ProfileError::NoProcess(_) => ErrorClass::Usage,
             ProfileError::Denied(_) | ProfileError::Unsupported(_) => ErrorClass::Unsupported,
         }
     }
@@ -191,6 +232,64 @@ pub fn profile_with(
     cap: &Capability,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Profiled, ProfileError> {
+    profile_subject(
+        &Subject::Command(spec.clone()),
+        config,
+        backend,
+        cap,
+        progress,
+    )
+}
+
+/// Checks the combination of subject and options before anything runs.
+fn check_subject(subject: &Subject, config: &ProfileConfig) -> Result<(), ProfileError> {
+    if let Some(iv) = config.interval {
+        if iv < MIN_INTERVAL {
+            return Err(ProfileError::Plan(format!(
+                "--interval {} ms is below 10 ms: reading every counter that often disturbs what is counted; use 10ms or more",
+                iv.as_secs_f64() * 1e3
+            )));
+        }
+        if config.exact {
+            return Err(ProfileError::Plan(
+                "--interval needs one run (the default mode): --exact runs the command once per group, so no timeline covers every event".into(),
+            ));
+        }
+    }
+    let attached = !matches!(subject, Subject::Command(_));
+    if attached && config.exact {
+        return Err(ProfileError::Plan(
+            "--exact runs the command once per group; a running process or the whole system cannot be run again: use the default mode".into(),
+        ));
+    }
+    if config.duration.is_some()
+        && matches!(subject, Subject::Command(_) | Subject::AllCpus(Some(_)))
+    {
+        return Err(ProfileError::Plan(
+            "--duration stops counting a running process (--pid) or the whole system (--all-cpus); a command is stopped with --timeout".into(),
+        ));
+    }
+    if let Subject::Pid(pid) = subject {
+        if *pid <= 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(ProfileError::NoProcess(format!(
+                "--pid {pid}: no such process (nothing under /proc/{pid}); check the pid with `ps`"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Profiles `subject` with `backend`: a command (as [`profile_with`]), a running process
+/// or every CPU, optionally in interval mode. `progress(run, runs)` is called before
+/// each run.
+pub fn profile_subject(
+    subject: &Subject,
+    config: &ProfileConfig,
+    backend: &mut dyn Backend,
+    cap: &Capability,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Profiled, ProfileError> {
+    check_subject(subject, config)?;
     let catalog = catalog::load_match(&config.cpu)?;
     let (names, extra) = selection(&catalog, &config.metrics, &config.events)?;
     let counters = config.counters.unwrap_or(catalog.counters);
@@ -199,6 +298,8 @@ pub fn profile_with(
     } else {
         count::plan_default(&catalog, &names, &extra, counters)
     };
+    // Intel's topdown-* events count only in a group led by slots.
+    catalog::slots_lead_topdown_groups(&catalog, &mut plan);
     let mut warnings = std::mem::take(&mut plan.warnings);
     // A PMU that counts either anchor is a hardware PMU here: an emulated Arm PMU
     // without `inst_retired` (QEMU without -icount) refuses the generic instructions
@@ -276,6 +377,13 @@ pub fn profile_with(
     let mut groups_out: Vec<GroupRecord> = Vec::new();
     let mut software_runs: Vec<Vec<EventValue>> = Vec::new();
     let mut runs: Vec<RunRecord> = Vec::new();
+    let mut attachment: Option<Attachment> = None;
+    // Its name now: a process that exits while counted leaves no /proc entry.
+    let comm = match subject {
+        Subject::Pid(p) => comm_of(*p),
+        _ => None,
+    };
+    let mut timeline_raw: Vec<(f64, f64, Vec<GroupRecord>, Vec<EventValue>)> = Vec::new();
     let hw_reason = "no hardware PMU here".to_string();
     for run in 0..plan.runs {
         if numalab_schema::interrupt::requested() {
@@ -314,14 +422,25 @@ pub fn profile_with(
             .collect();
         to_open.extend(sw_counted.iter().map(|e| vec![(*e).clone()]));
 
-        let mut child_spec = spec.clone();
-        child_spec.gated = true;
-        let mut running = numalab_proc::spawn(&child_spec)?;
+        // The command (gated: the counters are open before it runs) and the target.
+        let command = match subject {
+            Subject::Command(spec) | Subject::AllCpus(Some(spec)) => {
+                let mut child_spec = spec.clone();
+                child_spec.gated = true;
+                Some(numalab_proc::spawn(&child_spec)?)
+            }
+            Subject::Pid(_) | Subject::AllCpus(None) => None,
+        };
+        let target = match (subject, &command) {
+            (Subject::Command(_), Some(r)) => count::Target::Child(r.pid()),
+            (Subject::Pid(pid), _) => count::Target::Threads(threads_of(*pid)?),
+            _ => count::Target::Cpus(online_cpus(&config.sysroot)),
+        };
         let opts = |include_kernel| OpenOptions {
             include_kernel,
             raw_type,
         };
-        let mut session = backend.open(running.pid(), &to_open, opts(include_kernel));
+        let mut session = backend.open(&target, &to_open, opts(include_kernel));
         let statuses = session.statuses();
         let denied = statuses
             .iter()
@@ -335,69 +454,179 @@ pub fn profile_with(
                 "pmu.user_only",
                 "kernel-mode counting was denied: counting user space only",
             ));
-            session = backend.open(running.pid(), &to_open, opts(include_kernel));
+            session = backend.open(&target, &to_open, opts(include_kernel));
         }
         let statuses = session.statuses();
-        if statuses
-            .iter()
-            .flatten()
-            .all(|s| matches!(s, EventStatus::Denied(_)))
-            && !statuses.is_empty()
+        // Nothing opened and permission was among the reasons: say what would allow it.
+        if !statuses.iter().flatten().any(EventStatus::works)
+            && statuses
+                .iter()
+                .flatten()
+                .any(|s| matches!(s, EventStatus::Denied(_)))
         {
-            let outcome = running.wait();
-            drop(outcome);
-            return Err(ProfileError::Denied(format!(
-                "perf_event_paranoid = {} forbids counting: counting your own processes in user space needs perf_event_paranoid <= 2, kernel-mode counting <= 1, system-wide <= 0 (or CAP_PERFMON); numalab never changes it (as root: sysctl kernel.perf_event_paranoid=2)",
-                cap.paranoid.map_or("unknown".into(), |p| p.to_string())
-            )));
+            if let Some(r) = command {
+                drop(r.wait());
+            }
+            return Err(ProfileError::Denied(denied_text(subject, cap)));
         }
-        running.release()?;
-        let outcome = running.wait();
-        let readings = session.read();
-
-        // Hardware groups, with the events left out put back in plan order.
-        let hw_count = hw_opened;
-        for (k, (gi, g)) in run_groups.iter().enumerate() {
-            let (reading, st) = if hardware {
-                let opened = opened_hw
-                    .iter()
-                    .position(|x| *x == k)
-                    .map(|i| (&readings[i], &statuses[i]));
-                let (r, s) = expand(&g.events, opened, &blocked);
-                (Some(r), Some(s))
+        let started = std::time::Instant::now();
+        let mut waiter = None;
+        if let Some(mut r) = command {
+            r.release()?;
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(r.wait());
+            });
+            waiter = Some(rx);
+        }
+        // Count until the command ends, the process exits, --duration or Ctrl-C; read
+        // at every interval.
+        let mut last: Option<Vec<Result<count::GroupReading, String>>> = None;
+        let mut last_t = 0.0;
+        let mut next_tick = config.interval;
+        let poll = std::time::Duration::from_millis(20);
+        let (outcome, stopped_by) = loop {
+            let now = started.elapsed();
+            let mut wait = poll;
+            if let Some(t) = next_tick {
+                wait = wait.min(t.saturating_sub(now));
+            }
+            if let Some(rx) = &waiter {
+                match rx.recv_timeout(wait) {
+                    Ok(o) => {
+                        let by = if o.interrupted {
+                            "ctrl-c"
+                        } else if o.timed_out {
+                            "timeout"
+                        } else {
+                            "command ended"
+                        };
+                        break (Some(o), by);
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                        return Err(ProfileError::Unsupported(
+                            "the thread waiting for the command died".into(),
+                        ))
+                    }
+                }
             } else {
-                (None, None)
-            };
-            let mut rec = group_record(*gi, g, reading.as_ref(), st.as_ref(), &hw_reason, run);
+                std::thread::sleep(wait);
+                if numalab_schema::interrupt::requested() {
+                    break (None, "ctrl-c");
+                }
+                if let Subject::Pid(pid) = subject {
+                    if !alive(*pid) {
+                        break (None, "process exited");
+                    }
+                }
+                if config.duration.is_some_and(|d| started.elapsed() >= d) {
+                    break (None, "duration");
+                }
+            }
+            if let (Some(iv), Some(t)) = (config.interval, next_tick) {
+                if started.elapsed() >= t {
+                    let readings = session.read();
+                    let end = started.elapsed().as_secs_f64();
+                    timeline_raw.push(interval_of(
+                        &run_groups,
+                        &opened_hw,
+                        &readings,
+                        last.as_deref(),
+                        &statuses,
+                        hardware,
+                        &blocked,
+                        &sw_counted,
+                        hw_opened,
+                        &hw_reason,
+                        (last_t, end),
+                    ));
+                    last = Some(readings);
+                    last_t = end;
+                    next_tick = Some(t + iv);
+                }
+            }
+        };
+        let readings = session.read();
+        let seconds = started.elapsed().as_secs_f64();
+        if config.interval.is_some() && seconds > last_t {
+            timeline_raw.push(interval_of(
+                &run_groups,
+                &opened_hw,
+                &readings,
+                last.as_deref(),
+                &statuses,
+                hardware,
+                &blocked,
+                &sw_counted,
+                hw_opened,
+                &hw_reason,
+                (last_t, seconds),
+            ));
+        }
+        if !matches!(subject, Subject::Command(_)) {
+            attachment = Some(Attachment {
+                kind: match subject {
+                    Subject::Pid(_) => "pid",
+                    _ => "system-wide",
+                }
+                .into(),
+                pid: match subject {
+                    Subject::Pid(p) => Some(*p),
+                    _ => None,
+                },
+                comm: comm.clone(),
+                threads: match &target {
+                    count::Target::Threads(t) => Some(t.len()),
+                    _ => None,
+                },
+                cpus: match &target {
+                    count::Target::Cpus(c) => c.clone(),
+                    _ => Vec::new(),
+                },
+                stopped_by: stopped_by.into(),
+                seconds,
+            });
+        }
+
+        let (mut recs, mut sw_values) = assemble(
+            &run_groups,
+            &opened_hw,
+            &readings,
+            &statuses,
+            hardware,
+            &blocked,
+            &sw_counted,
+            hw_opened,
+            &hw_reason,
+            run,
+        );
+        for rec in &mut recs {
             for v in &mut rec.values {
                 v.advertised = standing.get(&v.name).map(|(a, _)| *a);
             }
-            groups_out.push(rec);
         }
-        // Software events.
-        let mut sw_values = Vec::new();
-        for (k, e) in sw_counted.iter().enumerate() {
-            let idx = hw_count + k;
-            let mut v = values_of(
-                std::slice::from_ref(e),
-                Some(&readings[idx]),
-                Some(&statuses[idx]),
-                &hw_reason,
-                run,
-            );
-            sw_values.append(&mut v);
-        }
+        groups_out.append(&mut recs);
         if plan
             .software
             .iter()
             .any(|e| e.encoding == catalog::Encoding::Wall)
         {
-            sw_values.push(wall_value(&outcome, run));
-        }
-        for v in &mut sw_values {
-            v.software = true;
+            sw_values.push(match &outcome {
+                Some(o) => wall_value(o, run),
+                None => wall_of(seconds, run),
+            });
         }
         software_runs.push(sw_values);
+        let Some(outcome) = outcome else {
+            if stopped_by == "ctrl-c" {
+                warnings.push(Warning::new(
+                    "pmu.interrupted",
+                    format!("stopped by Ctrl-C after {seconds:.1} s; the counts cover that time"),
+                ));
+            }
+            break;
+        };
         if !outcome.success() {
             warnings.push(Warning::new(
                 "pmu.workload_failed",
@@ -444,7 +673,7 @@ pub fn profile_with(
         hardware_pmu: Some(hardware),
         counters: Some(counters),
         metric_set: config.metrics.clone(),
-        command: spec.argv.clone(),
+        command: subject.argv(),
         events: Vec::new(),
         groups: groups_out,
         runs,
@@ -452,6 +681,11 @@ pub fn profile_with(
         metrics: Vec::new(),
         tree: None,
         coverage: None,
+        attach: attachment,
+        interval_ms: config.interval.map(|d| d.as_millis() as u64),
+        timeline: Vec::new(),
+        uncore: None,
+        uncore_note: None,
     };
     profile.events = summarize_events(&profile.groups, &software);
     // Zeros where hardware must count are not counted here (never fed to a metric).
@@ -482,6 +716,7 @@ pub fn profile_with(
         names
     };
     profile.metrics = evaluate_live(&catalog, &names, &profile, config.exact);
+    profile.timeline = timeline(&catalog, &names, &profile, timeline_raw);
     multiplex_warnings(&profile, &mut warnings);
     unsupported_warning(&profile, hardware, &mut warnings);
     let extra = evaluate_live(
@@ -620,6 +855,11 @@ pub fn from_import(
         metrics: Vec::new(),
         tree: None,
         coverage: None,
+        attach: None,
+        interval_ms: None,
+        timeline: Vec::new(),
+        uncore: None,
+        uncore_note: None,
     };
     let untrusted = crate::trust::mark(&mut profile.events, &mut []);
     if !untrusted.is_empty() {

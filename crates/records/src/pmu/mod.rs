@@ -22,6 +22,9 @@ pub use catalog::{CpuMatch, MetricOrigin};
 pub use check::PmuCheck;
 pub use compare::{Comparison, CountChange, MetricChange};
 pub use metrics::{fmt_count, fmt_metric, fmt_pct, fmt_sig, EventState, EventValue, MetricValue};
-pub use profile::{Coverage, GroupRecord, NotComputable, Profile, RunRecord, Source, Spread};
+pub use profile::{
+    Attachment, Coverage, GroupRecord, IntervalPoint, NotComputable, Profile, RunRecord, Source,
+    Spread,
+};
 pub use sample::{FunctionHits, LineHits, SampleReport};
 pub use tree::{Finding, SideStall, StepMetric, TreeReport, TreeStep, Unevaluated};

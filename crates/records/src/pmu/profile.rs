@@ -162,6 +162,64 @@ pub struct Profile {
     /// trusted, never scheduled; metrics not computable grouped by cause.
     #[serde(default)]
     pub coverage: Option<Coverage>,
+    /// What was counted when not a command numalab started: a running process
+    /// (`--pid`) or every CPU (`--all-cpus`), and what ended the counting.
+    #[serde(default)]
+    pub attach: Option<Attachment>,
+    /// Interval mode (`--interval`): the interval, ms.
+    #[serde(default)]
+    pub interval_ms: Option<u64>,
+    /// Interval mode: counts and metrics per interval, in time order.
+    #[serde(default)]
+    pub timeline: Vec<IntervalPoint>,
+    /// The uncore PMUs (memory controllers, LLC/SLC, socket links) counted system-wide
+    /// over the same time, where the machine has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncore: Option<crate::uncore::UncoreReport>,
+    /// Why the uncore PMUs were not counted, when they were not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncore_note: Option<String>,
+}
+
+/// What the counters watched and why they stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// "command" (started by numalab), "pid" (a running process) or "system-wide".
+    pub kind: String,
+    /// The process attached to (`--pid`).
+    #[serde(default)]
+    pub pid: Option<i32>,
+    /// Its command name (`/proc/PID/comm`).
+    #[serde(default)]
+    pub comm: Option<String>,
+    /// Threads it had when attached (each counted, and the threads they create).
+    #[serde(default)]
+    pub threads: Option<usize>,
+    /// CPUs counted (system-wide).
+    #[serde(default)]
+    pub cpus: Vec<usize>,
+    /// "duration", "ctrl-c", "process exited" or "command ended".
+    pub stopped_by: String,
+    /// Seconds counted.
+    pub seconds: f64,
+}
+
+/// Counts and metrics over one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalPoint {
+    /// Start, seconds from the start of counting.
+    pub start_s: f64,
+    /// End, seconds from the start of counting.
+    pub end_s: f64,
+    /// The smallest share of the interval any hardware group was on counters (None
+    /// without hardware groups).
+    #[serde(default)]
+    pub running_fraction: Option<f64>,
+    /// Counts in the interval (scaled for multiplexing), per event; events without a
+    /// value in the interval are absent.
+    pub counts: std::collections::BTreeMap<String, f64>,
+    /// Metrics over the interval; metrics without a value are absent.
+    pub metrics: std::collections::BTreeMap<String, f64>,
 }
 
 impl RecordKind for Profile {

@@ -6,11 +6,12 @@ use serde::{Deserialize, Serialize};
 /// The stall share of one side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SideStall {
-    /// "frontend" / "backend".
+    /// "frontend" / "backend" (x86 top-down also "bad_speculation" / "retiring").
     pub side: String,
     /// The stall-share metric.
     pub metric: String,
-    /// Its value (a ratio of cycles).
+    /// Its value: a ratio of cycles (stall accounting) or of pipeline slots (x86
+    /// top-down level 1).
     pub stall_rate: Option<f64>,
     /// Why it has none.
     #[serde(default)]
@@ -63,6 +64,10 @@ pub struct Finding {
     pub rank: u32,
     /// The phrase ("99% of last-level reads miss").
     pub text: String,
+    /// The vendor's description of the metric, for nodes of a vendor top-down hierarchy
+    /// (Intel TMA, AMD pipeline utilization); none for numalab's own metrics.
+    #[serde(default)]
+    pub description: Option<String>,
 }
 
 /// The walk and its verdict.
@@ -83,7 +88,7 @@ pub struct TreeReport {
     /// Events worth sampling next (`--sample EVENT`).
     pub sample_next: Vec<String>,
     /// The vendor's own top-level breakdown when it differs from cycle accounting and
-    /// was measured (Arm's slot-based topdown level 1 on Neoverse N2/V1), as
+    /// was measured (Arm's slot-based topdown level 1, every Neoverse core but N1), as
     /// (metric, value, unit).
     #[serde(default)]
     pub vendor_topdown: Vec<(String, f64, String)>,

@@ -101,6 +101,11 @@ mod tests {
             metrics: vec![],
             tree,
             coverage: None,
+            attach: None,
+            interval_ms: None,
+            timeline: vec![],
+            uncore: None,
+            uncore_note: None,
         }
     }
 

@@ -161,6 +161,83 @@ pub fn tree_outline(t: &TreeReport) -> Vec<OutlineItem> {
     out
 }
 
+/// Interval mode: one chart per unit of the metrics over time (up to 6 metrics each),
+/// and the whole timeline as a table.
+fn timeline(s: &mut Section, b: usize, key: &str, p: &Profile) {
+    use numalab_chart::{LineChart, Series};
+    // Metrics with a value in some interval, in the profile's order, by unit.
+    let mut by_unit: Vec<(String, Vec<&str>)> = Vec::new();
+    for m in &p.metrics {
+        if !p.timeline.iter().any(|pt| pt.metrics.contains_key(&m.name)) {
+            continue;
+        }
+        match by_unit.iter_mut().find(|(u, _)| *u == m.unit) {
+            Some((_, v)) if v.len() < 6 => v.push(&m.name),
+            Some(_) => {}
+            None => by_unit.push((m.unit.clone(), vec![&m.name])),
+        }
+    }
+    for (i, (unit, names)) in by_unit.iter().enumerate().take(3) {
+        let percent = unit == "ratio";
+        let mut c = LineChart::new(
+            "Metrics over time",
+            "seconds",
+            if percent { "%" } else { unit },
+        );
+        for n in names {
+            let pts = p
+                .timeline
+                .iter()
+                .filter_map(|pt| {
+                    let v = *pt.metrics.get(*n)?;
+                    Some((pt.end_s, if percent { 100.0 * v } else { v }))
+                })
+                .collect();
+            c.series.push(Series::new(n, pts));
+        }
+        s.chart(
+            &anchors::id(b, &format!("pmu-timeline-{i}-{key}")),
+            c.to_svg(),
+            format!(
+                "{} per interval of {} ms, at each interval's end (interval mode); an interval whose events were not counted has no point",
+                names.join(", "),
+                p.interval_ms.unwrap_or(0)
+            ),
+        );
+    }
+    let names: Vec<&str> = by_unit
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .collect();
+    let mut cols: Vec<(&str, Option<&str>)> = vec![("from", Some("s")), ("to", Some("s"))];
+    cols.extend(names.iter().map(|n| (*n, None)));
+    cols.push(("counted", None));
+    let mut t = table(
+        &anchors::id(b, &format!("pmu-timeline-{key}")),
+        "Timeline",
+        &cols,
+    );
+    let units: Vec<&str> = names
+        .iter()
+        .map(|n| p.metric(n).map_or("", |m| m.unit.as_str()))
+        .collect();
+    for pt in &p.timeline {
+        let mut row = vec![Cell::num(pt.start_s, 3), Cell::num(pt.end_s, 3)];
+        for (n, u) in names.iter().zip(&units) {
+            row.push(match pt.metrics.get(*n) {
+                Some(v) => Cell::text(fmt_metric(*v, u)),
+                None => Cell::missing("not counted in this interval"),
+            });
+        }
+        row.push(opt(pt.running_fraction, 2, "software events only"));
+        t.push(row);
+    }
+    t.notes.push(
+        "counted = the smallest share of the interval any hardware group was on a counter".into(),
+    );
+    s.table(t);
+}
+
 /// The PMU sections of a bundle.
 pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     let checks = l.records_of::<PmuCheck>();
@@ -218,13 +295,22 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         s.table(t);
     }
     for (r, p) in &profiles {
-        let what = if p.command.is_empty() {
-            p.source
+        let what = match (&p.attach, p.command.is_empty()) {
+            (Some(a), _) if a.kind == "pid" => format!(
+                "process {} ({})",
+                a.pid.map_or("?".into(), |p| p.to_string()),
+                a.comm.as_deref().unwrap_or("?")
+            ),
+            (Some(a), true) if a.kind == "system-wide" => {
+                format!("every CPU ({} CPUs)", a.cpus.len())
+            }
+            (Some(_), false) => format!("every CPU while {} ran", p.command.join(" ")),
+            (_, true) => p
+                .source
                 .path
                 .clone()
-                .unwrap_or_else(|| "imported counts".into())
-        } else {
-            p.command.join(" ")
+                .unwrap_or_else(|| "imported counts".into()),
+            (_, false) => p.command.join(" "),
         };
         let mut facts = vec![match p.mode.as_str() {
             "exact" => format!("exact mode: {} run(s), no multiplexing", p.runs.len()),
@@ -236,6 +322,22 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         }];
         if let Some(sc) = &p.scope {
             facts.push(format!("{sc} counting"));
+        }
+        if let Some(a) = &p.attach {
+            let threads = a
+                .threads
+                .map(|t| format!(" ({t} threads when attached, and those they created)"))
+                .unwrap_or_default();
+            facts.push(format!(
+                "counted for {:.2} s{threads}, stopped by {}",
+                a.seconds, a.stopped_by
+            ));
+        }
+        if let Some(ms) = p.interval_ms {
+            facts.push(format!(
+                "read every {ms} ms: {} intervals",
+                p.timeline.len()
+            ));
         }
         if let Some(run) = p.runs.last() {
             facts.push(format!(
@@ -306,6 +408,19 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 ]);
             }
             s.table(anchor);
+        }
+        if !p.timeline.is_empty() {
+            timeline(&mut s, b, &r.key, p);
+        }
+        match (&p.uncore, &p.uncore_note) {
+            (Some(u), _) => {
+                s.para("Uncore PMUs counted system-wide over the same time (every process on the machine, not only this one):");
+                super::uncore::render(&mut s, &anchors::id(b, &format!("pmu-uncore-{}", r.key)), u);
+            }
+            (None, Some(n)) => {
+                s.para(format!("Uncore: {n}."));
+            }
+            (None, None) => {}
         }
         let mut m = table(
             &anchors::id(b, &format!("pmu-metrics-{}", r.key)),
