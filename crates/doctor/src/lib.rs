@@ -468,10 +468,22 @@ fn pmu_catalog(machine: &Machine, sys: &SysRoot) -> Check {
             check(
                 "pmu-catalog",
                 Verdict::Ok,
-                format!(
-                    "PMU catalog: Arm {} (events and metrics from Arm's telemetry files; matched by {})",
-                    m.cpu, m.how
-                ),
+                if m.catalog.starts_with("intel-") {
+                    format!(
+                        "PMU catalog: {} (events and TMA metrics from Intel's perfmon files; matched by {})",
+                        m.cpu, m.how
+                    )
+                } else if m.catalog.starts_with("amd-") {
+                    format!(
+                        "PMU catalog: {} (events and metrics written from AMD's Processor Programming Reference; matched by {})",
+                        m.cpu, m.how
+                    )
+                } else {
+                    format!(
+                        "PMU catalog: Arm {} (events and metrics from Arm's telemetry files; matched by {})",
+                        m.cpu, m.how
+                    )
+                },
                 None,
             ),
             m.catalog,

@@ -370,7 +370,7 @@ fn spr_perf_metrics_and_slots() {
     let mut plan = count::plan_default(&c, &names, &[], c.counters);
     let mut exact = count::plan_exact(&c, &names, &[], c.counters).unwrap();
     for p in [&mut plan, &mut exact] {
-        catalog::slots_lead_topdown_groups(&c, p);
+        count::slots_lead_topdown_groups(&c, p);
         let mut checked = 0;
         for g in &p.groups {
             if g.events
@@ -403,7 +403,7 @@ fn spr_perf_metrics_and_slots() {
         }
     };
     let mut p = count::plan_default(&c, &[], &[td("topdown-be-bound")], c.counters);
-    catalog::slots_lead_topdown_groups(&c, &mut p);
+    count::slots_lead_topdown_groups(&c, &mut p);
     assert_eq!(p.groups[0].events, [td("slots"), td("topdown-be-bound")]);
 }
 

@@ -3,11 +3,11 @@
 //! [`crate::table::FORMULAS`] and the constants next to it; a figure whose inputs were
 //! not counted is absent with the reason.
 
-use crate::session::What;
 use crate::table::{
     Class, Topic, BYTES_PER_CAS, BYTES_PER_CMN_MC_REQUEST, BYTES_PER_DF_DRAM_REQUEST,
     BYTES_PER_DF_LINK_PACKET, BYTES_PER_UPI_DATA_FLIT, FORMULAS,
 };
+use crate::what::What;
 use numalab_records::uncore::{
     BoxCounts, ControllerFigures, Derived, Formula, LinkFigures, SocketFigures, UncoreReport,
 };

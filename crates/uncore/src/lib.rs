@@ -36,6 +36,7 @@ pub mod permission;
 pub mod session;
 pub mod sysfs;
 pub mod table;
+pub mod what;
 
 pub use backend::{Backend, PerfBackend, Replay, ReplayBackend};
 pub use compare::compare_with_probe;

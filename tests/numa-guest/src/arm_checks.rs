@@ -396,7 +396,61 @@ pub fn counting(_layout: &Layout) -> Vec<Check> {
         },
     )
     .save(profile(0), base_file)
-    .timeout(Duration::from_secs(300))];
+    .timeout(Duration::from_secs(300)),
+    // Interval mode on a PMU that counts: the timeline's instructions add up to the
+    // whole run's (each interval is a difference of cumulative reads, scaled by its
+    // own running fraction, so only multiplexing can make them differ slightly).
+    CliCheck::json(
+        "arm.profile.interval",
+        [
+            "profile", "--json", "--interval", "100ms", "--", "numa-guest", "spin",
+            "--iterations", "200000000",
+        ],
+        |_, v| {
+            let whole = counted(v, "INST_RETIRED")?;
+            let p = records(v, "pmu.profile")?[0];
+            let t = at(p, "timeline")?.as_array().ok_or("timeline is not a list")?;
+            expect(t.len() >= 2, format!("at least 2 intervals, got {}", t.len()))?;
+            let sum: f64 = t
+                .iter()
+                .filter_map(|pt| pt["counts"]["INST_RETIRED"].as_f64())
+                .sum();
+            let off = (sum - whole).abs() / whole;
+            expect(
+                off < 0.05,
+                format!("the intervals' INST_RETIRED ({sum:.0}) within 5% of the whole run's ({whole:.0})"),
+            )?;
+            let with_ipc = t.iter().filter(|pt| pt["metrics"]["ipc"].is_number()).count();
+            expect(with_ipc > 0, "IPC in some interval")?;
+            Ok(format!(
+                "{} intervals, INST_RETIRED {sum:.0} over the intervals vs {whole:.0} whole ({:.3}% off), IPC in {with_ipc}",
+                t.len(),
+                off * 100.0
+            ))
+        },
+    )
+    .timeout(Duration::from_secs(300)),
+    // System-wide on every vCPU: a counter set per CPU, cycles counted.
+    CliCheck::json(
+        "arm.profile.all-cpus",
+        ["profile", "--json", "--all-cpus", "--duration", "500ms"],
+        |l, v| {
+            let p = records(v, "pmu.profile")?[0];
+            let cpus = at(p, "attach.cpus")?.as_array().map_or(0, Vec::len);
+            expect(
+                cpus == l.cpu_count(),
+                format!("{} CPUs counted, got {cpus}", l.cpu_count()),
+            )?;
+            expect(
+                str_at(p, "attach.stopped_by")? == "duration",
+                "stopped by the duration",
+            )?;
+            let cycles = counted(v, "CPU_CYCLES")?;
+            expect(cycles > 0.0, format!("cycles counted: {cycles}"))?;
+            Ok(format!("{cpus} CPUs for 500 ms: CPU_CYCLES {cycles:.0}"))
+        },
+    )
+    .timeout(Duration::from_secs(120))];
     v.extend(cli.into_iter().map(CliCheck::into_check));
     v
 }

@@ -388,6 +388,20 @@ pub fn run(args: ProfileArgs) -> CliResult {
             None => {}
         }
         failure = workload_failure(&p.profile, &args.command);
+        // Ctrl-C is how counting a process or the system ends when no --duration was
+        // given; with one, it interrupted the count (exit 130, the counts kept).
+        if let (Some(a), Some(_)) = (&p.profile.attach, args.duration) {
+            if a.stopped_by == "ctrl-c" {
+                failure = Some(CliError::new(
+                    ErrorClass::Interrupted,
+                    format!(
+                        "interrupted after {:.1} s of the {} asked for; the counts so far are recorded",
+                        a.seconds,
+                        humantime::format_duration(args.duration.unwrap_or_default())
+                    ),
+                ));
+            }
+        }
         no_hardware = no_hardware_counted(&p.profile);
         rec.push(p.into_record(key.clone()))?;
     }
@@ -523,12 +537,16 @@ fn read_regions(path: Option<&Path>) -> Result<Vec<numalab_memaccess::NamedRegio
 /// The text of an imported file when it holds `perf script` data-address samples
 /// (recognised by content); None for the perf stat files `from_import` reads.
 fn memory_sample_text(path: &Path) -> Result<Option<String>, CliError> {
-    let Ok(bytes) = std::fs::read(path) else {
-        // Missing or unreadable: the perf stat reader says so with its own words.
+    // Read as every import is (regular files only, bounded); a file that cannot be read
+    // so is left to the perf stat reader, which says why in its own words.
+    let Ok(text) = numalab_schema::input::read_to_string(
+        path,
+        "`perf stat` output or `perf script` data-address samples",
+        numalab_schema::input::PERF,
+    ) else {
         return Ok(None);
     };
-    let text = String::from_utf8_lossy(&bytes);
-    Ok(numalab_memaccess::looks_like(&text).then(|| text.into_owned()))
+    Ok(numalab_memaccess::looks_like(&text).then_some(text))
 }
 
 /// The `pmu.memaccess` records of these keys as the report shows them.

@@ -616,3 +616,47 @@ fn memory_samples_import_and_live_refusal() {
         assert!(b.records.iter().all(|r| r.kind != "pmu.memaccess"));
     }
 }
+
+/// Ctrl-C ends counting a running process and keeps the counts: the designated stop
+/// without --duration (exit 0, or 4 without a PMU), an interruption with one (exit 130).
+#[test]
+fn ctrl_c_keeps_the_counts_of_an_attached_profile() {
+    for duration in [None, Some("60s")] {
+        let mut target = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = target.id().to_string();
+        let mut args = vec!["profile", "--json", "--pid", &pid, "--interval", "50ms"];
+        if let Some(d) = duration {
+            args.extend(["--duration", d]);
+        }
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        // SAFETY: signalling our own child.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGINT);
+        }
+        let out = child.wait_with_output().unwrap();
+        let _ = target.kill();
+        let _ = target.wait();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let b: common::BundleJson =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+        let d = &b.records[0].data;
+        assert_eq!(d["attach"]["stopped_by"], "ctrl-c", "{stderr}");
+        assert!(!d["timeline"].as_array().unwrap().is_empty());
+        match duration {
+            None => assert!(matches!(out.status.code(), Some(0 | 4)), "{stderr}"),
+            Some(_) => {
+                assert_eq!(out.status.code(), Some(130), "{stderr}");
+                assert!(stderr.contains("interrupted after"), "{stderr}");
+            }
+        }
+    }
+}

@@ -36,10 +36,7 @@ use checks::*;
 pub use detect::{detect, load_match, midr_from_sysfs, resolve_model};
 use files::*;
 pub use files::{load, load_arm_generic, load_x86};
-pub use x86::{
-    is_topdown_metric, own_threshold, slots_lead_topdown_groups, x86_ids, x86_products,
-    SLOTS_CONFIG,
-};
+pub use x86::{is_topdown_metric, own_threshold, x86_ids, x86_products, SLOTS_CONFIG};
 
 const SOFTWARE_TOML: &str = include_str!("../../data/linux/software.toml");
 const X86_EVENTS_TOML: &str = include_str!("../../data/x86/generic.toml");

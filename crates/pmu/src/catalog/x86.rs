@@ -1174,35 +1174,6 @@ pub(super) fn load_amd(a: &AmdFiles) -> Result<Catalog, CatalogError> {
     Ok(c)
 }
 
-// ---------------------------------------------------------------------------------
-// Planning.
-
-/// The kernel's rule for Intel's PERF_METRICS (`topdown-*`) events: they are read only
-/// in a group led by `slots` (TOPDOWN.SLOTS). Every planned group holding one gets the
-/// slots event, as its leader (anchors such as cycles and instructions follow it).
-/// Neither takes a programmable counter (slots is fixed counter 3, the metrics are
-/// fields of the PERF_METRICS register), so no group grows beyond the counters.
-pub fn slots_lead_topdown_groups(catalog: &Catalog, plan: &mut crate::count::Plan) {
-    let Some(slots) = catalog
-        .events
-        .iter()
-        .find(|e| e.encoding == Encoding::Raw(SLOTS_CONFIG))
-    else {
-        return;
-    };
-    let slots = EventRef {
-        name: slots.name.clone(),
-        encoding: slots.encoding,
-    };
-    for g in &mut plan.groups {
-        if !g.events.iter().any(|e| is_topdown_metric(&e.encoding)) {
-            continue;
-        }
-        g.events.retain(|e| *e != slots);
-        g.events.insert(0, slots.clone());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

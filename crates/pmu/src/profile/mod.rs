@@ -299,7 +299,7 @@ pub fn profile_subject(
         count::plan_default(&catalog, &names, &extra, counters)
     };
     // Intel's topdown-* events count only in a group led by slots.
-    catalog::slots_lead_topdown_groups(&catalog, &mut plan);
+    count::slots_lead_topdown_groups(&catalog, &mut plan);
     let mut warnings = std::mem::take(&mut plan.warnings);
     // A PMU that counts either anchor is a hardware PMU here: an emulated Arm PMU
     // without `inst_retired` (QEMU without -icount) refuses the generic instructions
