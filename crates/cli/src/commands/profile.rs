@@ -343,11 +343,8 @@ pub fn run(args: ProfileArgs) -> CliResult {
             interval: args.interval,
             duration: args.duration,
         };
-        let mut uncore = if args.no_uncore {
-            None
-        } else {
-            Some(start_uncore())
-        };
+        // Started as the first run starts (after every check), stopped after the last.
+        let mut uncore: Option<Result<numalab_uncore::Session, String>> = None;
         let bar = progress_bar(args.exact);
         let result = profile::profile_subject(
             &subject,
@@ -355,6 +352,9 @@ pub fn run(args: ProfileArgs) -> CliResult {
             &mut numalab_pmu::count::PerfBackend,
             &cap,
             &mut |run, runs| {
+                if run == 0 && !args.no_uncore && uncore.is_none() {
+                    uncore = Some(start_uncore());
+                }
                 // Said once everything was checked, as counting starts.
                 match &subject {
                     profile::Subject::Pid(pid) => eprintln!(

@@ -607,6 +607,25 @@ fn memory_samples_import_and_live_refusal() {
         b.records.iter().any(|r| r.kind == "pmu.profile"),
         "the counts are kept"
     );
+    // The uncore beside the counts: counted where the machine has uncore PMUs, else a
+    // note naming the PMUs it has; `--no-uncore` asks for neither.
+    let root = Path::new("/");
+    let d = numalab_uncore::discover(root, &numalab_uncore::packages_from_sysfs(root)).unwrap();
+    let prof = b.records.iter().find(|r| r.kind == "pmu.profile").unwrap();
+    if d.uncore().next().is_none() {
+        let note = prof.data["uncore_note"].as_str().unwrap_or_default();
+        assert!(note.starts_with("no uncore PMU"), "{}", prof.data);
+    } else {
+        assert!(
+            prof.data["uncore"].is_object(),
+            "{}",
+            prof.data["uncore_note"]
+        );
+    }
+    let off = numalab(&["profile", "--json", "--no-uncore", "--", "true"]);
+    let b2 = bundle_any(&off);
+    assert!(b2.records[0].data.get("uncore").is_none());
+    assert!(b2.records[0].data.get("uncore_note").is_none());
     if facility.is_err() {
         assert_eq!(out.status.code(), Some(4), "{stderr}");
         assert!(
