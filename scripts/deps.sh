@@ -24,6 +24,9 @@ if [ "${1:-}" = "--test" ]; then
   pkgs+=(qemu-system-x86 linux-image-amd64 busybox-static cpio xz-utils)
   # The HTML report in a real browser (crates/cli/tests/cli/browser.rs).
   pkgs+=(chromium)
+  # BMC power (crates/bmc/tests): OpenIPMI's simulator on loopback, ipmitool as its
+  # client, openssl for the Redfish TLS test's self-signed certificate.
+  pkgs+=(openipmi ipmitool openssl)
 fi
 
 missing=()

@@ -134,7 +134,14 @@ fn main() {
             ("read", "load_avx", "load_avx512"),
             ("triad-nt", "stream_mem_avx", "stream_mem_avx512"),
             ("copy-nt", "copy_mem_avx", "copy_mem_avx512"),
+            ("write", "store_avx", "store_avx512"),
+            ("write-nt", "store_mem_avx", "store_mem_avx512"),
         ];
+        let only = std::env::var("NUMALAB_BENCH_KERNELS").unwrap_or_default();
+        let pairs: Vec<(&str, &str, &str)> = pairs
+            .into_iter()
+            .filter(|(k, _, _)| only.is_empty() || only.split(',').any(|o| o == *k))
+            .collect();
         // [kernel][variant] -> per-round GB/s (variant 0: 256-bit, 1: 512-bit).
         let mut ours_gbps = vec![vec![Vec::<f64>::new(); 2]; pairs.len()];
         let mut lk_gbps = vec![vec![Vec::<f64>::new(); 2]; pairs.len()];

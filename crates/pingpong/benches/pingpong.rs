@@ -5,7 +5,14 @@
 //!    core-to-core-latency`): the same pair (CPUs 1 and 0), the same 1000 round trips x
 //!    300 samples, alternating runs, medians of the results and of the wall times.
 //!
-//! Run: `cargo bench -p numalab-pingpong` (`C2C_RUNS=N` alternations, default 5).
+//! 3. The whole process: `numalab c2c --cpus 0-1 --samples 300 --round-trips 5000`
+//!    against `core-to-core-latency 5000 300 -c 0,1`, alternating, wall time per run
+//!    and the median latency each reports; the ratio of wall times is the median of
+//!    same-round ratios with its range. numalab is `NUMALAB_BIN` (default: the release
+//!    build in `target/release/numalab`, which `scripts/peers.sh` builds).
+//!
+//! Run: `cargo bench -p numalab-pingpong` (`C2C_RUNS=N` alternations, default 5;
+//! `C2C_SKIP_STRUCTURE=1` skips part 1). `scripts/peers.sh` runs it with the others.
 
 use numalab_pingpong::{measure_pair, Config, Variant};
 use numalab_topo::bind::HwlocPlacer;
@@ -156,8 +163,154 @@ fn side_by_side() {
     println!("ratio numalab/core-to-core-latency (means): {ratio:.3}");
 }
 
+/// Median and range of same-round ratios, "0.95 (0.90..1.02)".
+fn ratio_text(ratios: &[f64]) -> String {
+    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{:.2} ({lo:.2}..{hi:.2})", median(ratios.to_vec()))
+}
+
+/// Spread of repeated figures as (max - min) / median, in percent.
+fn spread_pct(v: &[f64]) -> f64 {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    100.0 * (hi - lo) / median(v.to_vec())
+}
+
+fn numalab_bin() -> PathBuf {
+    std::env::var_os("NUMALAB_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/release/numalab")
+        })
+}
+
+fn whole_process() {
+    let runs: usize = std::env::var("C2C_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let Some(tool) = tool() else {
+        println!("core-to-core-latency is not installed: no whole-process comparison");
+        return;
+    };
+    let bin = numalab_bin();
+    if Command::new(&bin).arg("--version").output().is_err() {
+        println!(
+            "{}: no numalab binary (cargo build --release -p numalab, or set NUMALAB_BIN): no whole-process comparison",
+            bin.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let (mut ours_wall, mut theirs_wall, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ours_lat, mut theirs_lat) = (Vec::new(), Vec::new());
+    for r in 0..runs {
+        // Alternate which tool goes first, so that neither always follows the other.
+        let mut pair = [0.0f64; 2];
+        for side in [r % 2, 1 - r % 2] {
+            if side == 0 {
+                let t = Instant::now();
+                let out = Command::new(&tool)
+                    .args(["5000", "300", "-c", "0,1", "--csv"])
+                    .output()
+                    .expect("run core-to-core-latency");
+                pair[0] = t.elapsed().as_secs_f64();
+                let text = String::from_utf8_lossy(&out.stdout);
+                theirs_lat.push(
+                    text.lines()
+                        .nth(1)
+                        .and_then(|l| l.split(',').next())
+                        .and_then(|f| f.trim().parse::<f64>().ok())
+                        .unwrap_or(f64::NAN),
+                );
+            } else {
+                let out_dir = dir.path().join(format!("run{r}"));
+                let t = Instant::now();
+                let out = Command::new(&bin)
+                    .args([
+                        "c2c",
+                        "--cpus",
+                        "0-1",
+                        "--samples",
+                        "300",
+                        "--round-trips",
+                        "5000",
+                        "--json",
+                        "--out",
+                    ])
+                    .arg(&out_dir)
+                    .output()
+                    .expect("run numalab c2c");
+                pair[1] = t.elapsed().as_secs_f64();
+                let v: serde_json::Value =
+                    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+                // The pair's record: its latency is the median of its samples.
+                let lat = v
+                    .get("records")
+                    .and_then(|r| r.as_array())
+                    .and_then(|r| r.iter().find(|x| x["kind"] == "c2c.pair"))
+                    .and_then(|x| x.pointer("/data/latency_ns"))
+                    .and_then(|x| x.as_f64())
+                    .unwrap_or(f64::NAN);
+                if !lat.is_finite() {
+                    println!(
+                        "numalab c2c gave no figure (status {}): {}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stderr)
+                            .chars()
+                            .take(300)
+                            .collect::<String>()
+                    );
+                }
+                ours_lat.push(lat);
+            }
+        }
+        theirs_wall.push(pair[0]);
+        ours_wall.push(pair[1]);
+        ratios.push(pair[1] / pair[0]);
+        println!(
+            "round {}: core-to-core-latency {:.3} s, mean {:.1} ns | numalab c2c {:.3} s, median {:.1} ns",
+            r + 1,
+            pair[0],
+            theirs_lat.last().copied().unwrap_or(f64::NAN),
+            pair[1],
+            ours_lat.last().copied().unwrap_or(f64::NAN)
+        );
+    }
+    let finite = |v: &[f64]| {
+        v.iter()
+            .copied()
+            .filter(|x| x.is_finite())
+            .collect::<Vec<_>>()
+    };
+    println!();
+    println!("## whole process: `numalab c2c --cpus 0-1 --samples 300 --round-trips 5000 --json --out DIR` against `core-to-core-latency 5000 300 -c 0,1 --csv` ({runs} alternating rounds)");
+    println!("| tool | wall time (median) | latency (median of runs) | latency spread over runs |");
+    println!("|---|---|---|---|");
+    println!(
+        "| core-to-core-latency | {:.3} s | {:.1} ns (mean of samples) | {:.0}% |",
+        median(theirs_wall),
+        median(finite(&theirs_lat)),
+        spread_pct(&finite(&theirs_lat))
+    );
+    println!(
+        "| numalab c2c | {:.3} s | {:.1} ns (median of samples) | {:.0}% |",
+        median(ours_wall),
+        median(finite(&ours_lat)),
+        spread_pct(&finite(&ours_lat))
+    );
+    println!(
+        "wall time numalab / core-to-core-latency, median of same-round ratios (range): {}",
+        ratio_text(&ratios)
+    );
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` passes nothing special.
-    structure_bench();
+    if std::env::var_os("C2C_SKIP_STRUCTURE").is_none() {
+        structure_bench();
+    }
     side_by_side();
+    whole_process();
 }

@@ -15,6 +15,7 @@
 //! evaluation, power) and [`doctor`]; and [`process`], how a user's command ended,
 //! which several carry.
 
+pub mod bmc;
 pub mod c2c;
 pub mod doctor;
 pub mod evaluate;
@@ -23,6 +24,7 @@ pub mod home;
 pub mod layout;
 pub mod mem;
 pub mod memaccess;
+pub mod memconfig;
 pub mod model;
 pub mod pmu;
 pub mod process;

@@ -19,6 +19,7 @@ pub mod findings;
 pub mod html;
 pub mod load;
 pub mod metrics;
+pub mod peak;
 pub mod records;
 pub mod sections;
 pub mod table;

@@ -305,9 +305,15 @@ impl HwlocPlacer {
     /// Loads the live topology for binding.
     pub fn new() -> Result<Self, TopoError> {
         let loaded = crate::load::load(&crate::load::Input::Live)?;
-        Ok(HwlocPlacer {
+        Ok(Self::from_loaded(loaded))
+    }
+
+    /// The backend on a topology already loaded from the live machine
+    /// ([`crate::live_with_placer`]).
+    pub(crate) fn from_loaded(loaded: crate::load::Loaded) -> Self {
+        HwlocPlacer {
             topology: loaded.topology,
-        })
+        }
     }
 
     fn cpuset(&self, pus: &[u32]) -> Result<CpuSet, TopoError> {

@@ -16,7 +16,6 @@ use numalab_c2c::record::{matrix_record, MatrixMeta};
 use numalab_pingpong::{self as pingpong, Config, Variant};
 use numalab_schema::record::Host;
 use numalab_schema::{units, Classify, ErrorClass, Machine, Origin, Record};
-use numalab_topo::bind::HwlocPlacer;
 use std::path::PathBuf;
 
 /// Ping-pong variant (command line).
@@ -155,7 +154,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         VariantArg::Flag => Variant::Flag,
     };
     // Plan against the topology.
-    let machine = numalab_topo::live()?;
+    let (machine, placer) = numalab_topo::live_with_placer()?;
     let cpus = numalab_topo::select::CpuSelection::parse(&args.cpus)?.resolve(&machine)?;
     if cpus.len() < 2 {
         return Err(CliError::new(
@@ -205,11 +204,10 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         variant,
         round_trips: args.round_trips,
         samples: args.samples,
-        warmup_samples: (args.samples / 30).clamp(1, 10),
+        warmup_samples: (args.samples / 100).clamp(1, 10),
         home_node: args.home_node,
     };
     let clock = numalab_clock::check(100_000);
-    let placer = HwlocPlacer::new()?;
     let config = serde_json::json!({
         "cpus": numalab_schema::cpulist::format(&plan.cpus),
         "variant": variant.name(),

@@ -119,7 +119,7 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             );
         }
     }
-    let machine = numalab_topo::live()?;
+    let (machine, placer) = numalab_topo::live_with_placer()?;
     let output = OutputArgs {
         json: false,
         out: Some(args.out.clone()),
@@ -147,7 +147,6 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             eprintln!("numalab: {line}");
         }
     }
-    let placer = numalab_topo::bind::HwlocPlacer::new()?;
     let bar = crate::output::bar(
         all.len() as u64,
         "{elapsed:>4} [{bar:30}] {pos}/{len} {msg}",

@@ -408,6 +408,25 @@ fn execute<P: serde::Serialize>(
     conclude(&outcome)
 }
 
+/// Key of the memory configuration record in a bandwidth or loaded-latency bundle.
+const MEMCONFIG_KEY: &str = "topology/memconfig";
+
+/// Records the memory configuration from SMBIOS (the peak that bandwidth figures are a
+/// share of, or why it is unknown), once per journal. A sink that refuses it is reported by the probe's
+/// own first push, which meets the same sink.
+fn push_memconfig(sink: &mut ProgressSink<'_>) {
+    use numalab_schema::sink::Sink;
+    if sink.done(MEMCONFIG_KEY) {
+        return;
+    }
+    let cfg = numalab_memconfig::read(std::path::Path::new("/"));
+    let _ = sink.push(numalab_schema::Record::new(
+        MEMCONFIG_KEY,
+        Origin::Measured,
+        &cfg,
+    ));
+}
+
 /// Ends a run: exit class from the outcome, failures on stderr.
 fn conclude(outcome: &Outcome) -> CliResult {
     for (key, e) in &outcome.failed {
@@ -505,13 +524,18 @@ fn run_bandwidth(a: BandwidthArgs) -> CliResult {
         bandwidth::plan(&machine, &budgets, &cpus, &threads, &policy, opts)
     }
     .map_err(mem_err)?;
+    let mut keys = plan.keys();
+    keys.push(MEMCONFIG_KEY.into());
     execute(
         &a.output,
         &machine,
         &plan,
         &plan.notes,
-        &plan.keys(),
-        |placer, sink| bandwidth::run(&plan, &machine, placer, sink),
+        &keys,
+        |placer, sink| {
+            push_memconfig(sink);
+            bandwidth::run(&plan, &machine, placer, sink)
+        },
     )
 }
 
@@ -672,13 +696,17 @@ fn run_loaded(a: LoadedArgs) -> CliResult {
     let mut plan =
         loaded::plan(&machine, &budgets, &cpus, a.generators, &policy, opts).map_err(mem_err)?;
     plan.notes.extend(fit_note);
+    let keys = [plan.key.clone(), MEMCONFIG_KEY.into()];
     execute(
         &a.output,
         &machine,
         &plan,
         &plan.notes,
-        std::slice::from_ref(&plan.key),
-        |placer, sink| loaded::run(&plan, &machine, placer, sink),
+        &keys,
+        |placer, sink| {
+            push_memconfig(sink);
+            loaded::run(&plan, &machine, placer, sink)
+        },
     )
 }
 

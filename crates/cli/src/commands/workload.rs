@@ -10,7 +10,7 @@ use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use numalab_schema::{ErrorClass, Origin};
-use numalab_topo::bind::{HwlocPlacer, PageKind};
+use numalab_topo::bind::PageKind;
 use numalab_workload::graph::{GraphSpec, DEFAULT_NODES};
 use numalab_workload::run::{run_observed, Progress, RunConfig, WorkloadRun};
 use numalab_workload::{CpuOrder, Mode};
@@ -149,11 +149,10 @@ fn config_of(args: &RunArgs, threads: usize) -> RunConfig {
 fn run_cmd(args: RunArgs) -> CliResult {
     // Flags first, without touching the machine.
     config_of(&args, args.threads.unwrap_or(1)).validate()?;
-    let machine = numalab_topo::live()?;
+    let (machine, placer) = numalab_topo::live_with_placer()?;
     let threads = args.threads.unwrap_or(machine.pus.len().max(1));
     let config = config_of(&args, threads);
     config.slots(&machine)?;
-    let placer = HwlocPlacer::new()?;
     let config_json = serde_json::to_value(&config).map_err(|e| {
         CliError::new(
             ErrorClass::Runtime,

@@ -260,8 +260,24 @@ fn bandwidth_runs_for_real_and_resumes() {
         &out_dir,
     ];
     let b = bundle(&numalab(&args));
-    assert_eq!(b.records.len(), 4);
-    for r in &b.records {
+    assert_eq!(b.records.len(), 5);
+    // The memory configuration: a theoretical peak, or why there is none (this VM has
+    // no SMBIOS tables), never a guess.
+    let cfg: Vec<&RecordJson> = b
+        .records
+        .iter()
+        .filter(|r| r.kind == "memconfig.smbios")
+        .collect();
+    assert_eq!(cfg.len(), 1);
+    let system = &cfg[0].data["system"];
+    match system["gbps"].as_f64() {
+        Some(g) => assert!(g > 0.0 && system["reason"].is_null(), "{system}"),
+        None => assert!(
+            system["reason"].as_str().is_some_and(|r| r.len() > 10),
+            "{system}"
+        ),
+    }
+    for r in b.records.iter().filter(|r| r.kind != "memconfig.smbios") {
         assert_eq!(r.kind, "mem.bandwidth");
         let d: Bandwidth = serde_json::from_value(r.data.clone()).unwrap();
         assert!(
@@ -341,6 +357,7 @@ fn bandwidth_runs_for_real_and_resumes() {
         text.contains("results verified: every kernel's arrays matched the closed-form values"),
         "{text}"
     );
+    assert!(text.contains("of peak"), "{text}");
 }
 
 #[derive(Deserialize)]
@@ -435,9 +452,11 @@ fn loaded_latency_runs_from_idle_to_saturation() {
         "60",
         "--json",
     ]));
-    assert_eq!(b.records.len(), 1);
-    assert_eq!(b.records[0].kind, "mem.loaded");
-    let l: Loaded = serde_json::from_value(b.records[0].data.clone()).unwrap();
+    // The loaded-latency record and the memory configuration its traffic is a share of.
+    assert_eq!(b.records.len(), 2);
+    assert_eq!(b.records[0].kind, "memconfig.smbios");
+    assert_eq!(b.records[1].kind, "mem.loaded");
+    let l: Loaded = serde_json::from_value(b.records[1].data.clone()).unwrap();
     assert!(!l.generator_cpus.contains(&l.chaser_cpu));
     assert_eq!(l.points.len(), 3);
     assert_eq!(l.points[0].delay_ns, None);

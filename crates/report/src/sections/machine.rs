@@ -97,10 +97,14 @@ pub fn summary(set: &[Loaded]) -> Section {
             ("figure", None),
             ("median", None),
             ("unit", None),
+            ("of peak", Some("%")),
             ("samples", None),
         ],
     );
+    let mut peak_notes: Vec<String> = Vec::new();
     for l in set {
+        let peak = crate::peak::of(l);
+        let mut shown = false;
         for m in metrics(l) {
             let Some(med) = numalab_stats::median(&m.samples) else {
                 continue;
@@ -129,10 +133,16 @@ pub fn summary(set: &[Loaded]) -> Section {
                 Cell::text(m.label()),
                 value,
                 Cell::text(&m.unit),
+                crate::peak::metric_share(peak.as_ref(), &m.id, med),
                 Cell::num(m.samples.len() as f64, 0),
             ]);
+            shown |= m.id.starts_with("mem.bandwidth.");
+        }
+        if shown {
+            peak_notes.push(format!("{}: {}", l.label, crate::peak::note(peak.as_ref())));
         }
     }
+    k.notes.extend(peak_notes);
     k.notes.push("medians with 95% bootstrap intervals where there are 3 or more samples (time slices of a run, repetitions, pairs); `numalab compare` puts these figures of two bundles side by side".into());
     s.table(k);
     s

@@ -14,6 +14,7 @@ use numalab_records::mem::latency::LatencyRecord;
 use numalab_records::mem::LoadedRecord;
 use numalab_records::mem::MigrateRecord;
 use numalab_records::mem::{BandwidthRecord, MatrixCell};
+use numalab_records::memconfig::MemConfig;
 use numalab_schema::machine::CacheKind;
 use numalab_schema::{cpulist, units, Machine};
 
@@ -178,8 +179,9 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         .into_iter()
         .map(|(_, r)| r)
         .collect();
+    let peak = crate::peak::of(l);
     if !bw.is_empty() {
-        out.push(bandwidth(b, &bw, of));
+        out.push(bandwidth(b, &bw, peak.as_ref(), of));
     }
     let lat: Vec<LatencyRecord> = l
         .records_of::<LatencyRecord>()
@@ -195,7 +197,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         .map(|(r, x)| (r.key.clone(), x))
         .collect();
     if !loaded.is_empty() {
-        out.push(loaded_section(b, &loaded, of));
+        out.push(loaded_section(b, &loaded, peak.as_ref(), of));
     }
     let mig: Vec<MigrateRecord> = l
         .records_of::<MigrateRecord>()
@@ -208,7 +210,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     out
 }
 
-fn bandwidth(b: usize, recs: &[BandwidthRecord], of: &str) -> Section {
+fn bandwidth(b: usize, recs: &[BandwidthRecord], peak: Option<&MemConfig>, of: &str) -> Section {
     let mut s = Section::new(
         &anchors::id(b, "mem-bandwidth"),
         &format!("Memory bandwidth{of}"),
@@ -302,6 +304,7 @@ fn bandwidth(b: usize, recs: &[BandwidthRecord], of: &str) -> Section {
             ("CPUs", None),
             ("data", None),
             ("median", Some("GB/s")),
+            ("of peak", Some("%")),
             ("p10", Some("GB/s")),
             ("p90", Some("GB/s")),
             ("slowest thread", Some("GB/s")),
@@ -324,6 +327,7 @@ fn bandwidth(b: usize, recs: &[BandwidthRecord], of: &str) -> Section {
             Cell::text(cpulist::format(&r.placement.cpus)),
             Cell::text(data),
             Cell::num(r.bandwidth_gbps.median, 2),
+            crate::peak::share_cell(peak, r.bandwidth_gbps.median, r.matrix.map(|m| m.mem_node)),
             Cell::num(r.bandwidth_gbps.p10, 2),
             Cell::num(r.bandwidth_gbps.p90, 2),
             Cell::num(r.slowest_thread_gbps.median, 2),
@@ -342,6 +346,7 @@ fn bandwidth(b: usize, recs: &[BandwidthRecord], of: &str) -> Section {
         ));
     }
     t.notes.push(verified_text(recs));
+    t.notes.push(crate::peak::note(peak));
     s.table(t);
     // Every node-pair matrix as numbers: one table per kernel and thread count.
     for k in first_seen(
@@ -702,7 +707,12 @@ fn latency(b: usize, recs: &[LatencyRecord], m: Option<&Machine>, of: &str) -> S
     s
 }
 
-fn loaded_section(b: usize, recs: &[(String, LoadedRecord)], of: &str) -> Section {
+fn loaded_section(
+    b: usize,
+    recs: &[(String, LoadedRecord)],
+    peak: Option<&MemConfig>,
+    of: &str,
+) -> Section {
     let mut s = Section::new(
         &anchors::id(b, "mem-loaded"),
         &format!("Latency under load{of}"),
@@ -753,22 +763,34 @@ fn loaded_section(b: usize, recs: &[(String, LoadedRecord)], of: &str) -> Sectio
                 ("delay", Some("ns")),
                 ("traffic", Some("GB/s")),
                 ("actual traffic", Some("GB/s")),
+                ("of peak", Some("%")),
                 ("p50", Some("ns")),
                 ("p90", Some("ns")),
                 ("p99", Some("ns")),
             ],
         );
+        // The data on one node: that node's peak; spread over several: the system's.
+        let data_node = match r.placement.expected_nodes.as_slice() {
+            [n] => Some(*n),
+            _ => None,
+        };
         for p in &r.points {
             t.push(vec![
                 p.delay_ns
                     .map_or(Cell::text("idle"), |d| Cell::num(d as f64, 0)),
                 Cell::num(p.traffic_gbps, 2),
                 Cell::num(p.actual_traffic_gbps, 2),
+                crate::peak::share_cell(peak, p.traffic_gbps, data_node),
                 Cell::num(p.latency_ns.median, 1),
                 Cell::num(p.latency_ns.p90, 1),
                 Cell::num(p.latency_ns.p99, 1),
             ]);
         }
+        t.notes.push(format!(
+            "of peak: traffic (STREAM-counted) against the peak of {}; {}",
+            data_node.map_or("the system".to_string(), |n| format!("node {n}")),
+            crate::peak::note(peak)
+        ));
         s.table(t);
     }
     s

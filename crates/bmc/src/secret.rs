@@ -1,0 +1,196 @@
+//! Credentials: a wrapper that never prints its content, the owner-only file check,
+//! and the scrubbing of text that could echo a credential back (a tool's stderr, an
+//! HTTP library's error).
+
+use crate::error::BmcError;
+use std::fmt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// A password or other credential. Its `Debug` and `Display` print `***`; it is not
+/// serializable; the only way to the text is [`Secret::expose`], used where the
+/// credential is handed to `ipmitool`'s environment or an HTTP header.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a credential.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The credential itself. Never log, format or store what this returns.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// True for an empty credential.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Reads a credential from an environment variable; `None` when unset or empty.
+    pub fn from_env(var: &str) -> Option<Secret> {
+        std::env::var(var)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(Secret)
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        // Best effort: overwrite the bytes before the allocation is freed. Copies made by
+        // the OS (a child's environment) or by a library are out of reach.
+        let bytes = std::mem::take(&mut self.0).into_bytes();
+        let mut bytes = std::hint::black_box(bytes);
+        bytes.iter_mut().for_each(|b| *b = 0);
+        std::hint::black_box(&bytes);
+    }
+}
+
+/// Reads a credential file that only its owner may read or write: the first line,
+/// without its line ending (as `ipmitool -f` does). A file that its group or others
+/// may read or write is refused, naming the fix (`chmod 600`).
+pub fn read_owner_only_file(path: &Path) -> Result<Vec<Secret>, BmcError> {
+    check_owner_only(path)?;
+    let text = std::fs::read_to_string(path).map_err(|e| BmcError::CredentialFile {
+        path: path.to_path_buf(),
+        problem: format!("cannot read it: {e}"),
+    })?;
+    Ok(text
+        .lines()
+        .map(|l| Secret::new(l.trim_end_matches('\r')))
+        .collect())
+}
+
+/// Refuses a credential file that is not a regular file or whose group/other
+/// permission bits are set.
+pub fn check_owner_only(path: &Path) -> Result<(), BmcError> {
+    let meta = std::fs::metadata(path).map_err(|e| BmcError::CredentialFile {
+        path: path.to_path_buf(),
+        problem: format!("cannot read its metadata: {e}"),
+    })?;
+    if !meta.is_file() {
+        return Err(BmcError::CredentialFile {
+            path: path.to_path_buf(),
+            problem: "not a regular file".into(),
+        });
+    }
+    let mode = meta.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(BmcError::CredentialFile {
+            path: path.to_path_buf(),
+            problem: format!(
+                "its group or other users may read or write it (mode {mode:04o}); \
+                 a credential file must be readable by its owner only: chmod 600 {}",
+                path.display()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Replaces every occurrence of each non-empty secret in `text` with `***`.
+pub fn scrub(text: &str, secrets: &[&Secret]) -> String {
+    let mut out = text.to_string();
+    for s in secrets {
+        if !s.0.is_empty() {
+            out = out.replace(&s.0, "***");
+        }
+    }
+    out
+}
+
+/// Standard base64 (RFC 4648, with padding), for the HTTP Basic authorization header.
+pub(crate) fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_secret_never_prints() {
+        let s = Secret::new("hunter2-xyz");
+        assert_eq!(format!("{s}"), "***");
+        assert_eq!(format!("{s:?}"), "***");
+        assert_eq!(format!("{:?}", Some(s.clone())), "Some(***)");
+        assert_eq!(s.expose(), "hunter2-xyz");
+    }
+
+    #[test]
+    fn scrub_hides_every_occurrence() {
+        let s = Secret::new("pw1");
+        let t = Secret::new("");
+        assert_eq!(scrub("a pw1 b pw1", &[&s, &t]), "a *** b ***");
+    }
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (plain, enc) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), enc);
+        }
+    }
+
+    #[test]
+    fn group_or_world_readable_credential_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("pw");
+        std::fs::write(&p, "s3cret\nsecond\n").unwrap();
+        for mode in [0o644, 0o640, 0o604, 0o620] {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            let e = read_owner_only_file(&p).unwrap_err().to_string();
+            assert!(
+                e.contains("chmod 600") && e.contains(&format!("{mode:04o}")),
+                "{e}"
+            );
+            assert!(!e.contains("s3cret"));
+        }
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let lines = read_owner_only_file(&p).unwrap();
+        assert_eq!(lines[0].expose(), "s3cret");
+        assert_eq!(lines[1].expose(), "second");
+        let e = read_owner_only_file(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+}

@@ -1,0 +1,641 @@
+//! Storing bundles: the content key, the hardware fingerprint, the size caps and the
+//! one transaction per bundle.
+//!
+//! Why: a fleet copies, re-sends and re-collects bundles; keying runs by their content
+//! makes ingest idempotent whatever the path, and one transaction per bundle makes it
+//! safe to kill at any moment.
+
+use crate::{retry, unix_seconds, History, HistoryError};
+use numalab_report::load::Loaded;
+use numalab_report::metrics::Metric;
+use numalab_schema::record::{Bundle, Envelope, Host, Record, Warning};
+use numalab_schema::units::bytes;
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+/// Record kinds kept verbatim beside the figures: the runs of `numalab scale`, `policy`
+/// and `sweep` (`harness.run`), which [`History::task_history`] returns for `schedule`.
+pub const KEPT_KINDS: &[&str] = &["harness.run"];
+
+/// Size caps on what is stored: a bundle over any of them is refused as a whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest bundle file (an output folder's `results.jsonl`, or a bundle file), bytes.
+    pub max_bundle_bytes: u64,
+    /// Most records in a bundle.
+    pub max_records: usize,
+    /// Most figures in a bundle.
+    pub max_metrics: usize,
+    /// Most samples of one figure.
+    pub max_samples_per_metric: usize,
+    /// Longest string (label, figure id, name, unit, setup, tag key), bytes.
+    pub max_text_bytes: usize,
+    /// Largest tags object, as JSON text, bytes.
+    pub max_tags_bytes: usize,
+}
+
+impl Default for Limits {
+    /// 256 MiB per bundle file, 1,000,000 records, 100,000 figures, 1,000,000 samples
+    /// per figure, 64 KiB per string and per tags object.
+    fn default() -> Self {
+        Limits {
+            max_bundle_bytes: 256 << 20,
+            max_records: 1_000_000,
+            max_metrics: 100_000,
+            max_samples_per_metric: 1_000_000,
+            max_text_bytes: 64 << 10,
+            max_tags_bytes: 64 << 10,
+        }
+    }
+}
+
+/// What the caller adds to a run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct IngestOptions {
+    /// Label for people; default: the bundle's host name, else its folder or file name.
+    pub label: Option<String>,
+    /// Free-form tags: a JSON object (e.g. `{"cluster": "a", "node": "n17"}`); its
+    /// top-level entries can be filtered on ([`crate::RunFilter::tags`]). `Null` = none.
+    pub tags: Value,
+}
+
+/// What [`History::ingest`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IngestOutcome {
+    /// A new run was stored.
+    Stored {
+        /// Its id.
+        run_id: i64,
+        /// Its [`content_key`].
+        content_key: String,
+        /// Figures stored.
+        metrics: usize,
+        /// Problems met while reading the bundle (a cut-off last line...).
+        warnings: Vec<Warning>,
+    },
+    /// A bundle with the same content was already stored; nothing changed (the tags and
+    /// label given this time are not applied).
+    AlreadyPresent {
+        /// The stored run.
+        run_id: i64,
+        /// Its [`content_key`].
+        content_key: String,
+    },
+}
+
+impl IngestOutcome {
+    /// The run's id, new or old.
+    pub fn run_id(&self) -> i64 {
+        match self {
+            IngestOutcome::Stored { run_id, .. } | IngestOutcome::AlreadyPresent { run_id, .. } => {
+                *run_id
+            }
+        }
+    }
+}
+
+/// A machine's hardware identity: what has to be equal for two runs to be on "the
+/// same machine". Kernel and firmware are not part of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// 16 hex digits of SHA-256 over the other fields.
+    pub fingerprint: String,
+    /// CPU vendor ("GenuineIntel", "AuthenticAMD", an Arm implementer).
+    pub vendor: Option<String>,
+    /// CPU model name.
+    pub model_name: Option<String>,
+    /// x86 "family F model M stepping S", or Arm "MIDR 0x..." (variant and revision
+    /// included).
+    pub cpu_id: Option<String>,
+    /// Cores.
+    pub cores: Option<u64>,
+    /// PUs (hardware threads).
+    pub pus: Option<u64>,
+    /// NUMA nodes (with memory-only nodes).
+    pub numa_nodes: Option<u64>,
+    /// Total memory rounded to the nearest GiB (exact sizes move by megabytes between
+    /// boots and kernels).
+    pub memory_gib: Option<u64>,
+}
+
+impl Fingerprint {
+    /// The fingerprint of the host an envelope describes; fields the envelope does not
+    /// know stay `None` (and are part of the hash as unknown).
+    pub fn of(host: &Host) -> Fingerprint {
+        let t = host.topology.as_ref();
+        let cpu = t.map(|m| &m.cpu);
+        let cpu_id = cpu.and_then(|c| match (c.midr(), c.family, c.model, c.stepping) {
+            (Some(midr), ..) => Some(format!("MIDR {midr:#010x}")),
+            (None, Some(f), Some(m), s) => Some(format!(
+                "family {f} model {m} stepping {}",
+                s.map_or("?".to_string(), |s| s.to_string())
+            )),
+            _ => None,
+        });
+        let memory: Option<u64> = t
+            .map(|m| m.summary.numa.iter().map(|n| n.memory_bytes).sum())
+            .filter(|b: &u64| *b > 0);
+        let mut f = Fingerprint {
+            fingerprint: String::new(),
+            vendor: cpu.and_then(|c| c.vendor.clone()),
+            model_name: cpu
+                .and_then(|c| c.model_name.clone())
+                .or_else(|| host.cpu_model.clone()),
+            cpu_id,
+            cores: t.map(|m| m.summary.cores as u64),
+            pus: t.map(|m| m.summary.pus as u64),
+            numa_nodes: t.map(|m| m.summary.numa_nodes as u64),
+            memory_gib: memory.map(|b| (b as f64 / (1u64 << 30) as f64).round() as u64),
+        };
+        let text = serde_json::to_string(&(
+            "numalab-machine-v1",
+            &f.vendor,
+            &f.model_name,
+            &f.cpu_id,
+            f.cores,
+            f.pus,
+            f.numa_nodes,
+            f.memory_gib,
+        ))
+        .expect("fingerprint fields serialize");
+        f.fingerprint = Sha256::digest(text.as_bytes())
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        f
+    }
+
+    /// "AuthenticAMD AMD EPYC (family 26 model 2 stepping 1), 2 cores, 2 PUs, 1 NUMA
+    /// node, 16 GiB".
+    pub fn description(&self) -> String {
+        let mut s = [self.vendor.as_deref(), self.model_name.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if s.is_empty() {
+            s = "unknown CPU".into();
+        }
+        if let Some(id) = &self.cpu_id {
+            s.push_str(&format!(" ({id})"));
+        }
+        let count = |n: Option<u64>, one: &str, many: &str| match n {
+            Some(1) => format!("1 {one}"),
+            Some(n) => format!("{n} {many}"),
+            None => format!("? {many}"),
+        };
+        s.push_str(&format!(
+            ", {}, {}, {}, {}",
+            count(self.cores, "core", "cores"),
+            count(self.pus, "PU", "PUs"),
+            count(self.numa_nodes, "NUMA node", "NUMA nodes"),
+            self.memory_gib
+                .map_or("? GiB".to_string(), |g| format!("{g} GiB"))
+        ));
+        s
+    }
+}
+
+/// Writes `v` as JSON with object keys sorted, whatever the map type serde_json uses.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// The content key of a bundle: SHA-256 (64 hex digits) over the canonical JSON
+/// (object keys sorted) of the envelope, then of each record in key order. It does
+/// not depend on where the bundle lives, its modification time, the order the records
+/// were written in, or whether it is a journal or a bundle file.
+pub fn content_key(bundle: &Bundle) -> String {
+    keyed(bundle).0
+}
+
+/// The content key and the envelope as JSON (one serialization for both).
+fn keyed(bundle: &Bundle) -> (String, Value) {
+    let mut h = Sha256::new();
+    let mut text = String::new();
+    h.update(b"numalab-history-content-v1\n");
+    let env = serde_json::to_value(&bundle.envelope).expect("envelopes serialize");
+    canonical(&env, &mut text);
+    text.push('\n');
+    h.update(text.as_bytes());
+    let mut records: Vec<&Record> = bundle.records.iter().collect();
+    records.sort_by(|a, b| a.key.cmp(&b.key));
+    for r in records {
+        text.clear();
+        let v = serde_json::to_value(r).expect("records serialize");
+        canonical(&v, &mut text);
+        text.push('\n');
+        h.update(text.as_bytes());
+    }
+    let key = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    (key, env)
+}
+
+/// The firmware as the machine description reports it (DMI BIOS vendor, version and
+/// date), if known.
+fn firmware(host: &Host) -> Option<String> {
+    let infos = &host.topology.as_ref()?.infos;
+    let parts: Vec<&str> = ["DMIBIOSVendor", "DMIBIOSVersion", "DMIBIOSDate"]
+        .iter()
+        .filter_map(|k| infos.get(*k).map(|s| s.as_str()))
+        .filter(|s| !s.is_empty())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
+/// The value a tag filter compares with: a string as it is, anything else as JSON.
+pub(crate) fn tag_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn finite(samples: &[f64]) -> Vec<f64> {
+    samples.iter().copied().filter(|v| v.is_finite()).collect()
+}
+
+impl History {
+    /// Stores the bundle at `path` (an output folder, a journal or a bundle file) with
+    /// default options. See [`History::ingest_with`].
+    pub fn ingest(&mut self, path: &Path) -> Result<IngestOutcome, HistoryError> {
+        self.ingest_with(path, &IngestOptions::default())
+    }
+
+    /// Stores the bundle at `path` with a label and tags: its figures
+    /// ([`numalab_report::metrics::metrics`]), every sample, the machine's fingerprint
+    /// and the records of [`KEPT_KINDS`], in one transaction. A bundle whose content is
+    /// already stored is not stored again ([`IngestOutcome::AlreadyPresent`]).
+    ///
+    /// The file's size is checked against [`Limits::max_bundle_bytes`] before it is read.
+    pub fn ingest_with(
+        &mut self,
+        path: &Path,
+        opts: &IngestOptions,
+    ) -> Result<IngestOutcome, HistoryError> {
+        let file = if path.is_dir() {
+            path.join(numalab_schema::journal::JOURNAL_FILE)
+        } else {
+            path.to_path_buf()
+        };
+        if let Ok(meta) = std::fs::metadata(&file) {
+            if meta.is_file() && meta.len() > self.limits.max_bundle_bytes {
+                return Err(HistoryError::TooLarge {
+                    path: file,
+                    what: "the bundle file".into(),
+                    actual: bytes(meta.len()),
+                    limit: bytes(self.limits.max_bundle_bytes),
+                });
+            }
+        }
+        let loaded = numalab_report::load::load(path)?;
+        self.ingest_loaded(&loaded, opts)
+    }
+
+    /// Stores a bundle already read (or built in memory). See [`History::ingest_with`].
+    pub fn ingest_loaded(
+        &mut self,
+        loaded: &Loaded,
+        opts: &IngestOptions,
+    ) -> Result<IngestOutcome, HistoryError> {
+        self.check_bundle(&loaded.path, &loaded.bundle)?;
+        let metrics = numalab_report::metrics::metrics(loaded);
+        let mut opts = opts.clone();
+        if opts.label.is_none() {
+            opts.label = Some(loaded.label.clone());
+        }
+        self.store(
+            &loaded.path,
+            &loaded.bundle,
+            &metrics,
+            &opts,
+            loaded.warnings.clone(),
+        )
+    }
+
+    /// Stores a bundle with figures the caller extracted (an importer, a benchmark):
+    /// the figures are taken to be the bundle's, and the run is keyed by the bundle's
+    /// [`content_key`] alone. Same checks and transaction as [`History::ingest_with`].
+    pub fn ingest_with_metrics(
+        &mut self,
+        bundle: &Bundle,
+        metrics: &[Metric],
+        opts: &IngestOptions,
+    ) -> Result<IngestOutcome, HistoryError> {
+        self.check_bundle(Path::new(""), bundle)?;
+        self.store(Path::new(""), bundle, metrics, opts, Vec::new())
+    }
+
+    fn check_bundle(&self, path: &Path, bundle: &Bundle) -> Result<(), HistoryError> {
+        if bundle.records.len() > self.limits.max_records {
+            return Err(HistoryError::TooLarge {
+                path: path.to_path_buf(),
+                what: "the record count".into(),
+                actual: bundle.records.len().to_string(),
+                limit: self.limits.max_records.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    fn check_text(&self, path: &Path, what: &str, s: &str) -> Result<(), HistoryError> {
+        if s.len() > self.limits.max_text_bytes {
+            return Err(HistoryError::TooLarge {
+                path: path.to_path_buf(),
+                what: format!("{what} ({:?}...)", s.chars().take(40).collect::<String>()),
+                actual: bytes(s.len() as u64),
+                limit: bytes(self.limits.max_text_bytes as u64),
+            });
+        }
+        Ok(())
+    }
+
+    fn store(
+        &mut self,
+        path: &Path,
+        bundle: &Bundle,
+        metrics: &[Metric],
+        opts: &IngestOptions,
+        warnings: Vec<Warning>,
+    ) -> Result<IngestOutcome, HistoryError> {
+        let env: &Envelope = &bundle.envelope;
+        // Everything is checked before the transaction starts.
+        let time = humantime::parse_rfc3339_weak(env.created_utc.trim()).map_err(|e| {
+            HistoryError::Invalid {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "the envelope's created_utc {:?} is not an RFC 3339 time ({e}); the bundle was not stored",
+                    env.created_utc.chars().take(60).collect::<String>()
+                ),
+            }
+        })?;
+        let tags = match &opts.tags {
+            Value::Null => serde_json::Map::new(),
+            Value::Object(m) => m.clone(),
+            other => {
+                return Err(HistoryError::Invalid {
+                    path: self.path.clone(),
+                    reason: format!(
+                        "tags must be a JSON object like {{\"cluster\": \"a\"}}, not {}",
+                        other.to_string().chars().take(60).collect::<String>()
+                    ),
+                })
+            }
+        };
+        let tags_text = Value::Object(tags.clone()).to_string();
+        if tags_text.len() > self.limits.max_tags_bytes {
+            return Err(HistoryError::TooLarge {
+                path: path.to_path_buf(),
+                what: "the tags".into(),
+                actual: bytes(tags_text.len() as u64),
+                limit: bytes(self.limits.max_tags_bytes as u64),
+            });
+        }
+        for k in tags.keys() {
+            self.check_text(path, "a tag key", k)?;
+        }
+        if metrics.len() > self.limits.max_metrics {
+            return Err(HistoryError::TooLarge {
+                path: path.to_path_buf(),
+                what: "the figure count".into(),
+                actual: metrics.len().to_string(),
+                limit: self.limits.max_metrics.to_string(),
+            });
+        }
+        for m in metrics {
+            for (what, s) in [
+                ("a figure id", m.id.as_str()),
+                ("a figure group", &m.group),
+                ("a figure name", &m.name),
+                ("a unit", &m.unit),
+                ("a setup", m.setup.as_deref().unwrap_or("")),
+            ] {
+                self.check_text(path, what, s)?;
+            }
+            if m.samples.len() > self.limits.max_samples_per_metric {
+                return Err(HistoryError::TooLarge {
+                    path: path.to_path_buf(),
+                    what: format!("the sample count of {:?}", m.id),
+                    actual: m.samples.len().to_string(),
+                    limit: self.limits.max_samples_per_metric.to_string(),
+                });
+            }
+        }
+        let label = opts
+            .label
+            .clone()
+            .or_else(|| env.host.hostname.clone())
+            .unwrap_or_else(|| "unnamed".into());
+        self.check_text(path, "the label", &label)?;
+        let (key, mut light) = keyed(bundle);
+        let fp = Fingerprint::of(&env.host);
+        // The machine description is summarised in `machine`; the rest is kept.
+        if let Some(host) = light.get_mut("host").and_then(Value::as_object_mut) {
+            host.insert("topology".into(), Value::Null);
+        }
+        let envelope_json = light.to_string();
+        let memory_bytes: Option<i64> = env.host.topology.as_ref().and_then(|m| {
+            i64::try_from(m.summary.numa.iter().map(|n| n.memory_bytes).sum::<u64>()).ok()
+        });
+        let kernel = env.host.kernel.clone().or_else(|| {
+            env.host
+                .topology
+                .as_ref()
+                .and_then(|m| m.software.kernel.clone())
+        });
+        let source = (!path.as_os_str().is_empty()).then(|| {
+            numalab_schema::text::path_text(
+                &std::fs::canonicalize(path).unwrap_or(path.to_path_buf()),
+            )
+        });
+        let origin = serde_json::to_value(env.origin)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        let kept: Vec<(&Record, String)> = bundle
+            .records
+            .iter()
+            .filter(|r| KEPT_KINDS.contains(&r.kind.as_str()))
+            .map(|r| (r, serde_json::to_string(r).expect("records serialize")))
+            .collect();
+        let now = numalab_schema::record::now_utc();
+        let as_i64 = |n: Option<u64>| n.and_then(|n| i64::try_from(n).ok());
+
+        let outcome = retry(|| {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if let Some(id) = tx
+                .query_row(
+                    "SELECT id FROM run WHERE content_key = ?1",
+                    params![key],
+                    |r| r.get::<_, i64>(0),
+                )
+                .optional()?
+            {
+                return Ok(IngestOutcome::AlreadyPresent {
+                    run_id: id,
+                    content_key: key.clone(),
+                });
+            }
+            tx.prepare_cached(
+                "INSERT INTO machine (fingerprint, vendor, model_name, cpu_id, cores, pus, numa_nodes, memory_gib, description)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT (fingerprint) DO NOTHING",
+            )?
+            .execute(params![
+                fp.fingerprint,
+                fp.vendor,
+                fp.model_name,
+                fp.cpu_id,
+                as_i64(fp.cores),
+                as_i64(fp.pus),
+                as_i64(fp.numa_nodes),
+                as_i64(fp.memory_gib),
+                fp.description(),
+            ])?;
+            let machine_id: i64 = tx
+                .prepare_cached("SELECT id FROM machine WHERE fingerprint = ?1")?
+                .query_row(params![fp.fingerprint], |r| r.get(0))?;
+            tx.prepare_cached(
+                "INSERT INTO run (content_key, label, time_utc, time_s, tool_version, origin, host_name,
+                     machine_id, topology_hash, kernel, firmware, memory_bytes, source_path,
+                     ingested_utc, tags, metric_count, envelope)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            )?
+            .execute(params![
+                key,
+                label,
+                env.created_utc,
+                unix_seconds(time),
+                env.tool.version,
+                origin,
+                env.host.hostname,
+                machine_id,
+                env.host.topology_hash,
+                kernel,
+                firmware(&env.host),
+                memory_bytes,
+                source,
+                now,
+                tags_text,
+                metrics.len() as i64,
+                envelope_json,
+            ])?;
+            let run_id = tx.last_insert_rowid();
+            {
+                let mut tag = tx.prepare_cached(
+                    "INSERT INTO tag (run_id, key, value) VALUES (?1, ?2, ?3)",
+                )?;
+                for (k, v) in &tags {
+                    tag.execute(params![run_id, k, tag_text(v)])?;
+                }
+                let mut metric = tx.prepare_cached(
+                    "INSERT INTO metric (run_id, metric_id, metric_group, name, unit, higher_is_better,
+                         setup, bound_low, bound_high, n, median, mad, min, max)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                )?;
+                let mut sample = tx.prepare_cached(
+                    "INSERT INTO sample (metric_row, idx, value) VALUES (?1, ?2, ?3)",
+                )?;
+                for m in metrics {
+                    let values = finite(&m.samples);
+                    let s = numalab_stats::Summary::of(&values);
+                    let bounds = m.bounds.filter(|(a, b)| a.is_finite() && b.is_finite());
+                    metric.execute(params![
+                        run_id,
+                        m.id,
+                        m.group,
+                        m.name,
+                        m.unit,
+                        m.higher_is_better,
+                        m.setup,
+                        bounds.map(|b| b.0),
+                        bounds.map(|b| b.1),
+                        values.len() as i64,
+                        s.as_ref().map(|s| s.median),
+                        s.as_ref().map(|s| s.mad),
+                        s.as_ref().map(|s| s.min),
+                        s.as_ref().map(|s| s.max),
+                    ])?;
+                    let row = tx.last_insert_rowid();
+                    for (i, v) in values.iter().enumerate() {
+                        sample.execute(params![row, i as i64, v])?;
+                    }
+                }
+                let mut rec = tx.prepare_cached(
+                    "INSERT INTO kept_record (run_id, key, kind, record) VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                for (r, json) in &kept {
+                    rec.execute(params![run_id, r.key, r.kind, json])?;
+                }
+            }
+            tx.commit()?;
+            Ok(IngestOutcome::Stored {
+                run_id,
+                content_key: key.clone(),
+                metrics: metrics.len(),
+                warnings: warnings.clone(),
+            })
+        })
+        .map_err(|e| self_err(&self.path, e))?;
+        Ok(outcome)
+    }
+}
+
+fn self_err(path: &Path, e: rusqlite::Error) -> HistoryError {
+    HistoryError::sqlite(path, "storing the bundle", e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_sorts_keys_at_every_level() {
+        let v: Value =
+            serde_json::from_str(r#"{"b":1,"a":{"d":[{"z":1,"y":2}],"c":"x\"y"}}"#).unwrap();
+        let mut s = String::new();
+        canonical(&v, &mut s);
+        assert_eq!(s, r#"{"a":{"c":"x\"y","d":[{"y":2,"z":1}]},"b":1}"#);
+    }
+
+    #[test]
+    fn fingerprint_of_an_unknown_host_is_stable() {
+        let h = Host::unknown("00");
+        let a = Fingerprint::of(&h);
+        assert_eq!(a, Fingerprint::of(&h));
+        assert_eq!(a.fingerprint.len(), 16);
+        assert!(a.description().starts_with("unknown CPU"));
+    }
+}

@@ -1,0 +1,208 @@
+//! The database layout and its migrations.
+//!
+//! Why: a history outlives the numalab that created it, so its layout is versioned and
+//! every change is a migration step, never an edit of an earlier step. `PRAGMA
+//! user_version` holds the number of steps applied; opening a database applies the
+//! missing steps in order, each in one transaction together with the new version, so a
+//! crash during a migration leaves the previous version intact. A database with a
+//! higher version than [`SCHEMA_VERSION`] was written by a newer numalab and is refused.
+
+use crate::HistoryError;
+use rusqlite::{Connection, TransactionBehavior};
+use std::path::Path;
+
+/// One step of the layout: the SQL that takes version `version - 1` to `version`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migration {
+    /// The version after this step (1 for the first step).
+    pub version: u32,
+    /// What the step changes, for people.
+    pub summary: &'static str,
+    /// The SQL, run as one batch inside the step's transaction.
+    pub sql: &'static str,
+}
+
+/// `PRAGMA application_id` of a numalab history ("nlhi"): a SQLite file of another
+/// program is refused instead of being migrated.
+pub const APPLICATION_ID: i32 = 0x6e6c_6869;
+
+/// Every migration step, in order; step `i` has version `i + 1`. Append only.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        summary: "machines, runs, metrics and their samples",
+        sql: r#"
+CREATE TABLE machine (
+    id          INTEGER PRIMARY KEY,
+    fingerprint TEXT NOT NULL UNIQUE,
+    vendor      TEXT,
+    model_name  TEXT,
+    cpu_id      TEXT,
+    cores       INTEGER,
+    pus         INTEGER,
+    numa_nodes  INTEGER,
+    memory_gib  INTEGER,
+    description TEXT NOT NULL
+);
+CREATE TABLE run (
+    id            INTEGER PRIMARY KEY,
+    content_key   TEXT NOT NULL UNIQUE,
+    label         TEXT NOT NULL,
+    time_utc      TEXT NOT NULL,
+    time_s        INTEGER NOT NULL,
+    tool_version  TEXT NOT NULL,
+    origin        TEXT NOT NULL,
+    host_name     TEXT,
+    machine_id    INTEGER NOT NULL REFERENCES machine(id),
+    topology_hash TEXT NOT NULL,
+    kernel        TEXT,
+    firmware      TEXT,
+    memory_bytes  INTEGER,
+    source_path   TEXT,
+    ingested_utc  TEXT NOT NULL,
+    tags          TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(tags)),
+    metric_count  INTEGER NOT NULL,
+    envelope      TEXT NOT NULL CHECK (json_valid(envelope))
+);
+CREATE INDEX run_by_time ON run(time_s, id);
+CREATE INDEX run_by_machine ON run(machine_id, time_s);
+CREATE TABLE metric (
+    id               INTEGER PRIMARY KEY,
+    run_id           INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    metric_id        TEXT NOT NULL,
+    metric_group     TEXT NOT NULL,
+    name             TEXT NOT NULL,
+    unit             TEXT NOT NULL,
+    higher_is_better INTEGER NOT NULL CHECK (higher_is_better IN (0, 1)),
+    setup            TEXT,
+    bound_low        REAL,
+    bound_high       REAL,
+    n                INTEGER NOT NULL,
+    median           REAL,
+    mad              REAL,
+    min              REAL,
+    max              REAL,
+    UNIQUE (run_id, metric_id)
+);
+CREATE INDEX metric_by_id ON metric(metric_id, run_id);
+CREATE TABLE sample (
+    metric_row INTEGER NOT NULL REFERENCES metric(id) ON DELETE CASCADE,
+    idx        INTEGER NOT NULL,
+    value      REAL NOT NULL,
+    PRIMARY KEY (metric_row, idx)
+) WITHOUT ROWID;
+"#,
+    },
+    Migration {
+        version: 2,
+        summary: "tags as rows (key, value) for filtering, filled from run.tags",
+        sql: r#"
+CREATE TABLE tag (
+    run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    key    TEXT NOT NULL,
+    value  TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
+CREATE INDEX tag_by_value ON tag(key, value, run_id);
+INSERT INTO tag (run_id, key, value)
+    SELECT run.id, j.key,
+           CASE j.type
+               WHEN 'text' THEN j.value
+               WHEN 'true' THEN 'true'
+               WHEN 'false' THEN 'false'
+               WHEN 'null' THEN 'null'
+               ELSE CAST(j.value AS TEXT)
+           END
+    FROM run, json_each(run.tags) AS j
+    WHERE json_type(run.tags) = 'object';
+"#,
+    },
+    Migration {
+        version: 3,
+        summary: "records kept verbatim for task histories (harness.run)",
+        sql: r#"
+CREATE TABLE kept_record (
+    run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    key    TEXT NOT NULL,
+    kind   TEXT NOT NULL,
+    record TEXT NOT NULL CHECK (json_valid(record)),
+    PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
+CREATE INDEX kept_by_kind ON kept_record(kind, run_id);
+"#,
+    },
+];
+
+/// The layout version this numalab writes: the number of [`MIGRATIONS`].
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+fn version(conn: &Connection) -> rusqlite::Result<u32> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+        .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+}
+
+/// Applies the missing migration steps, each in its own immediate transaction (the
+/// version is read again inside it, so concurrent openers apply each step once).
+pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), HistoryError> {
+    loop {
+        let step = crate::retry(|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let v = version(&tx)?;
+            let app: i32 = tx.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+            if v > SCHEMA_VERSION {
+                return Ok(Err(v));
+            }
+            if v == 0 {
+                // A fresh file, or a SQLite database of another program.
+                let tables: i64 = tx.query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'",
+                    [],
+                    |r| r.get(0),
+                )?;
+                if tables > 0 || (app != 0 && app != APPLICATION_ID) {
+                    return Ok(Err(0));
+                }
+            } else if app != APPLICATION_ID {
+                return Ok(Err(0));
+            }
+            if v == SCHEMA_VERSION {
+                return Ok(Ok(false));
+            }
+            let m = &MIGRATIONS[v as usize];
+            tx.execute_batch(m.sql)?;
+            tx.pragma_update(None, "user_version", m.version)?;
+            tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+            tx.commit()?;
+            Ok(Ok(true))
+        })
+        .map_err(|e| HistoryError::sqlite(path, "migrating the history", e))?;
+        match step {
+            Ok(true) => continue,
+            Ok(false) => return Ok(()),
+            Err(0) => {
+                return Err(HistoryError::NotAHistory {
+                    path: path.to_path_buf(),
+                })
+            }
+            Err(found) => {
+                return Err(HistoryError::NewerSchema {
+                    path: path.to_path_buf(),
+                    found,
+                    supported: SCHEMA_VERSION,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_consecutive() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version as usize, i + 1);
+        }
+    }
+}

@@ -1,0 +1,828 @@
+//! The history's guarantees, end to end: idempotent ingest of real bundles, queries,
+//! regressions, exports, hostile input, migrations, and several processes (some killed
+//! with SIGKILL) writing one file.
+//!
+//! Child processes are this test binary run again with `child_process` as the only
+//! test and `NUMALAB_HISTORY_CHILD` set; without that variable `child_process` does
+//! nothing.
+
+use numalab_history::schema::MIGRATIONS;
+use numalab_history::{
+    Baseline, History, HistoryError, IngestOptions, IngestOutcome, Limits, Query, RegressionQuery,
+    RunFilter, Verdict, SCHEMA_VERSION,
+};
+use numalab_schema::journal::{read_bundle, Journal, JOURNAL_FILE};
+use numalab_schema::{Bundle, Record};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+const CHILD_ENV: &str = "NUMALAB_HISTORY_CHILD";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/bundles")
+        .join(name)
+}
+
+fn time(i: u64) -> String {
+    // 2026-01-01T00:00:00Z plus i hours.
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(1_767_225_600 + i * 3600))
+        .to_string()
+}
+
+/// A bundle of the `vm-policy` fixture's machine with one placement figure (`local`,
+/// higher is better) whose samples are `throughput`, and a core-to-core matrix of three
+/// pairs (lower is better) whose pair latencies are `latency`.
+fn bundle(created: &str, throughput: &[f64], latency: [f64; 3]) -> Bundle {
+    let (mut b, _) = read_bundle(&fixture("vm-policy")).unwrap();
+    b.envelope.created_utc = created.into();
+    let (c2c, _) = read_bundle(&fixture("c2c-dual-xeon-gold-6242")).unwrap();
+    let mut matrix = c2c.records[0].clone();
+    let [a, bb, c] = latency;
+    matrix.data["cpus"] = json!([0, 1, 2]);
+    matrix.data["matrix_ns"] = json!([[null, a, bb], [a, null, c], [bb, c, null]]);
+    matrix.data["groups"] = json!([]);
+    matrix.data["levels"] = json!([]);
+    matrix.data["variant"] = json!("cas");
+    let mut records: Vec<Record> = Vec::new();
+    for r in &b.records {
+        let mut r = r.clone();
+        if r.kind == "harness.policy" {
+            let first = r.data["results"][0].clone();
+            r.data["results"] = json!([first]);
+            r.data["results"][0]["stats"]["throughput_values"] = json!(throughput);
+        }
+        records.push(r);
+    }
+    records.push(matrix);
+    b.records = records;
+    b
+}
+
+const POLICY: &str = "policy.sh -c i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done.local";
+
+/// Writes `b` as an output folder (a journal) with the schema crate's writer.
+fn write_journal(dir: &Path, b: &Bundle) -> PathBuf {
+    let mut j = Journal::open(dir, &b.envelope)
+        .unwrap()
+        .journal
+        .without_fsync();
+    for r in &b.records {
+        assert!(j.append(r).unwrap());
+    }
+    dir.to_path_buf()
+}
+
+fn open(dir: &Path) -> History {
+    History::open(&dir.join("history.db")).unwrap()
+}
+
+fn stored(o: &IngestOutcome) -> i64 {
+    match o {
+        IngestOutcome::Stored { run_id, .. } => *run_id,
+        other => panic!("expected a new run, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_same_content_is_stored_once_wherever_it_lives() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = open(dir.path());
+    let b = bundle(&time(0), &[100.0, 101.0, 99.0], [50.0, 51.0, 49.0]);
+    let a = write_journal(&dir.path().join("a"), &b);
+    let id = stored(&h.ingest(&a).unwrap());
+    let again = h.ingest(&a).unwrap();
+    assert!(matches!(again, IngestOutcome::AlreadyPresent { run_id, .. } if run_id == id));
+    // A copy in another folder, later modification time.
+    std::fs::create_dir(dir.path().join("copy")).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::copy(
+        a.join(JOURNAL_FILE),
+        dir.path().join("copy").join(JOURNAL_FILE),
+    )
+    .unwrap();
+    assert_eq!(h.ingest(&dir.path().join("copy")).unwrap().run_id(), id);
+    // The same bundle as a single JSON document, records in another order.
+    let mut shuffled = b.clone();
+    shuffled.records.reverse();
+    let file = dir.path().join("bundle.json");
+    std::fs::write(&file, serde_json::to_vec(&shuffled).unwrap()).unwrap();
+    assert!(matches!(
+        h.ingest(&file).unwrap(),
+        IngestOutcome::AlreadyPresent { run_id, .. } if run_id == id
+    ));
+    // Another run (another time) is new.
+    let other = write_journal(
+        &dir.path().join("b"),
+        &bundle(&time(1), &[1.0], [1.0, 2.0, 3.0]),
+    );
+    assert_ne!(stored(&h.ingest(&other).unwrap()), id);
+    assert_eq!(h.run_count().unwrap(), 2);
+
+    let run = h.run(id).unwrap().unwrap();
+    assert_eq!(run.label, "vm");
+    assert_eq!(run.host.as_deref(), Some("vm"));
+    assert_eq!(run.time_utc, time(0));
+    assert_eq!(run.tool_version, b.envelope.tool.version);
+    assert_eq!(run.kernel.as_deref(), Some("6.18.44-fc-v595"));
+    assert_eq!(run.machine.vendor.as_deref(), Some("AuthenticAMD"));
+    assert_eq!(
+        run.machine.cpu_id.as_deref(),
+        Some("family 25 model 17 stepping 1")
+    );
+    assert_eq!(
+        (
+            run.machine.cores,
+            run.machine.pus,
+            run.machine.numa_nodes,
+            run.machine.memory_gib
+        ),
+        (Some(2), Some(2), Some(1), Some(20))
+    );
+    assert_eq!(run.metric_count, 4);
+    assert!(h.verify().unwrap().is_empty());
+}
+
+#[test]
+fn every_fixture_bundle_is_stored_with_all_its_figures_and_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = open(dir.path());
+    let mut total = 0;
+    for entry in std::fs::read_dir(fixture("")).unwrap() {
+        let path = entry.unwrap().path();
+        let loaded = numalab_report::load::load(&path).unwrap();
+        let metrics = numalab_report::metrics::metrics(&loaded);
+        let outcome = h.ingest(&path).unwrap();
+        let id = stored(&outcome);
+        assert!(matches!(outcome, IngestOutcome::Stored { metrics: n, .. } if n == metrics.len()));
+        for m in &metrics {
+            let samples = h.metric_samples(id, &m.id).unwrap().unwrap();
+            assert_eq!(samples, m.samples, "{} of {}", m.id, path.display());
+        }
+        total += metrics.len();
+    }
+    assert!(total > 50, "the fixtures hold {total} figures");
+    assert_eq!(h.query(&Query::default()).unwrap().len(), total);
+    assert!(h.verify().unwrap().is_empty());
+}
+
+#[test]
+fn kernel_and_firmware_are_beside_the_fingerprint_not_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = open(dir.path());
+    let a = bundle(&time(0), &[1.0], [1.0, 2.0, 3.0]);
+    let mut b = bundle(&time(1), &[1.0], [1.0, 2.0, 3.0]);
+    b.envelope.host.kernel = Some("6.19.0".into());
+    let topo = b.envelope.host.topology.as_mut().unwrap();
+    topo.infos.insert("DMIBIOSVersion".into(), "2.1".into());
+    let mut c = bundle(&time(2), &[1.0], [1.0, 2.0, 3.0]);
+    c.envelope.host.topology.as_mut().unwrap().cpu.stepping = Some(2);
+    let opts = IngestOptions::default();
+    let ids: Vec<i64> = [a, b, c]
+        .iter()
+        .map(|b| h.ingest_with_metrics(b, &[], &opts).unwrap().run_id())
+        .collect();
+    let runs: Vec<_> = ids.iter().map(|i| h.run(*i).unwrap().unwrap()).collect();
+    assert_eq!(runs[0].machine, runs[1].machine);
+    assert_eq!(runs[1].kernel.as_deref(), Some("6.19.0"));
+    assert_eq!(runs[1].firmware.as_deref(), Some("2.1"));
+    assert_eq!(runs[0].firmware, None);
+    assert_ne!(runs[0].machine.fingerprint, runs[2].machine.fingerprint);
+}
+
+#[test]
+fn queries_filter_by_figure_machine_tags_and_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = open(dir.path());
+    for i in 0..6u64 {
+        let b = bundle(
+            &time(i),
+            &[100.0 + i as f64, 102.0, 98.0],
+            [50.0, 52.0, 48.0],
+        );
+        let tags = json!({"cluster": if i % 2 == 0 { "even" } else { "odd" }, "rack": i});
+        let path = write_journal(&dir.path().join(format!("b{i}")), &b);
+        let opts = IngestOptions {
+            label: Some(format!("run {i}")),
+            tags,
+        };
+        h.ingest_with(&path, &opts).unwrap();
+    }
+    let all = h.query(&Query::metric(POLICY)).unwrap();
+    assert_eq!(all.len(), 6);
+    assert!(all.windows(2).all(|w| w[0].time_s < w[1].time_s));
+    assert_eq!(all[0].median, Some(100.0));
+    assert_eq!(all[0].mad, Some(2.0));
+    assert_eq!(all[0].samples, 3);
+    assert!(all[0].higher_is_better);
+    assert_eq!(all[3].label, "run 3");
+    assert_eq!(all[3].tags["rack"], json!(3));
+
+    let mut q = Query::metric(POLICY);
+    q.runs.tags = vec![("cluster".into(), "odd".into())];
+    assert_eq!(h.query(&q).unwrap().len(), 3);
+    q.runs.tags.push(("rack".into(), "3".into()));
+    let p = h.query(&q).unwrap();
+    assert_eq!(
+        p.iter().map(|p| p.label.as_str()).collect::<Vec<_>>(),
+        ["run 3"]
+    );
+
+    let mut q = Query::metric(POLICY);
+    q.runs.since = Some(humantime::parse_rfc3339(&time(2)).unwrap());
+    q.runs.until = Some(humantime::parse_rfc3339(&time(4)).unwrap());
+    assert_eq!(h.query(&q).unwrap().len(), 3);
+
+    let mut q = Query::metric(POLICY);
+    q.runs.machine = Some(all[0].machine.clone());
+    assert_eq!(h.query(&q).unwrap().len(), 6);
+    q.runs.machine = Some("0000000000000000".into());
+    assert!(h.query(&q).unwrap().is_empty());
+
+    let q = Query {
+        group: Some("core-to-core".into()),
+        ..Query::default()
+    };
+    let ids: std::collections::BTreeSet<String> = h
+        .query(&q)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.metric_id)
+        .collect();
+    assert_eq!(
+        ids.into_iter().collect::<Vec<_>>(),
+        ["c2c.cas.max", "c2c.cas.median", "c2c.cas.min"]
+    );
+    let q = Query {
+        limit: Some(2),
+        ..Query::metric(POLICY)
+    };
+    assert_eq!(h.query(&q).unwrap().len(), 2);
+}
+
+fn verdict_of(h: &History, q: &RegressionQuery, id: &str) -> numalab_history::Regression {
+    h.verdicts(q)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.metric_id == id)
+        .unwrap_or_else(|| panic!("no verdict for {id}"))
+}
+
+#[test]
+fn a_true_regression_is_found_noise_and_improvements_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = open(dir.path());
+    let opts = IngestOptions::default();
+    let mut ingest = |i: u64, tp: &[f64], lat: [f64; 3]| {
+        let b = bundle(&time(i), tp, lat);
+        let p = write_journal(&dir.path().join(format!("r{i}")), &b);
+        h.ingest_with(&p, &opts).unwrap().run_id()
+    };
+    let base = ingest(0, &[100.0, 101.0, 99.0, 100.5, 99.5], [50.0, 51.0, 49.0]);
+    let mid = ingest(1, &[99.0, 101.5, 100.0, 98.5, 100.0], [50.5, 49.5, 50.0]);
+    // Throughput halved (higher is better: a regression); core-to-core latency halved
+    // (lower is better: an improvement).
+    ingest(2, &[50.0, 51.0, 49.0, 50.5, 49.5], [25.0, 25.5, 24.5]);
+
+    let q = RegressionQuery::default();
+    let r = verdict_of(&h, &q, POLICY);
+    assert_eq!(r.verdict, Verdict::Worse);
+    assert!(r.is_regression());
+    assert_eq!(r.baseline_runs, [base]);
+    assert!((r.ratio.unwrap() - 0.5).abs() < 0.01, "{r:?}");
+    let (lo, hi) = r.interval.unwrap();
+    assert!(lo < 0.5 && hi < 1.0);
+    assert!(matches!(
+        r.noise,
+        Some(numalab_history::RunNoise::Assumed { .. })
+    ));
+
+    let c2c = verdict_of(&h, &q, "c2c.cas.median");
+    assert!(!c2c.higher_is_better);
+    assert_eq!(c2c.verdict, Verdict::Better);
+    let regs = h.regressions(&q).unwrap();
+    assert_eq!(
+        regs.iter()
+            .map(|r| r.metric_id.as_str())
+            .collect::<Vec<_>>(),
+        [POLICY],
+        "{regs:#?}"
+    );
+
+    // Baseline run 1 against the same latest run; then run 0 against run 1 only: a 1%
+    // change within the noise.
+    let q = RegressionQuery {
+        baseline: Baseline::Run(mid),
+        ..RegressionQuery::default()
+    };
+    assert_eq!(verdict_of(&h, &q, POLICY).baseline_runs, [mid]);
+    let q = RegressionQuery {
+        runs: RunFilter {
+            until: Some(humantime::parse_rfc3339(&time(1)).unwrap()),
+            ..RunFilter::default()
+        },
+        ..RegressionQuery::default()
+    };
+    let r = verdict_of(&h, &q, POLICY);
+    assert_eq!(r.verdict, Verdict::WithinNoise, "{r:?}");
+    assert!(h.regressions(&q).unwrap().is_empty());
+
+    // A baseline time after every run: nothing to compare.
+    let q = RegressionQuery {
+        baseline: Baseline::Time(humantime::parse_rfc3339(&time(9)).unwrap()),
+        ..RegressionQuery::default()
+    };
+    assert!(h.verdicts(&q).unwrap().is_empty());
+}
+
+#[test]
+fn too_few_samples_give_no_verdict_not_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = open(dir.path());
+    let opts = IngestOptions::default();
+    for (i, tp) in [[100.0, 100.0], [10.0, 10.0]].iter().enumerate() {
+        let b = bundle(&time(i as u64), tp, [50.0, 51.0, 49.0]);
+        h.ingest_with_metrics(&b, &metrics_of(&b), &opts).unwrap();
+    }
+    // Two samples of the throughput, one of the closest pair: no interval.
+    let q = RegressionQuery::default();
+    for id in [POLICY, "c2c.cas.min"] {
+        let r = verdict_of(&h, &q, id);
+        assert_eq!(r.verdict, Verdict::Unknown, "{r:?}");
+        assert_eq!(r.interval, None);
+    }
+    assert!(h.regressions(&q).unwrap().is_empty());
+}
+
+fn metrics_of(b: &Bundle) -> Vec<numalab_history::Metric> {
+    numalab_report::metrics::metrics(&numalab_report::Loaded::from_bundle("x", b.clone()))
+}
+
+#[test]
+fn several_runs_per_side_measure_the_run_to_run_noise() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = open(dir.path());
+    let opts = IngestOptions::default();
+    // Runs that wander by +-5% between runs although each is tight inside.
+    let levels = [100.0, 95.0, 105.0, 98.0, 103.0, 96.0];
+    for (i, l) in levels.iter().enumerate() {
+        let tp = [*l, l * 1.001, l * 0.999];
+        let b = bundle(&time(i as u64), &tp, [50.0, 51.0, 49.0]);
+        h.ingest_with_metrics(&b, &metrics_of(&b), &opts).unwrap();
+    }
+    // One run per side: run 1 vs run 5 (95 -> 96) is within the assumed 10%.
+    // Three runs per side: the measured spread keeps 100/95/105 vs 98/103/96 within noise.
+    let q = RegressionQuery {
+        baseline_runs: 3,
+        latest_runs: 3,
+        ..RegressionQuery::default()
+    };
+    let r = verdict_of(&h, &q, POLICY);
+    assert_eq!(r.baseline_runs.len(), 3);
+    assert_eq!(r.latest_runs.len(), 3);
+    assert!(matches!(
+        r.noise,
+        Some(numalab_history::RunNoise::Measured {
+            runs_baseline: 3,
+            runs_other: 3,
+            ..
+        })
+    ));
+    assert_eq!(r.verdict, Verdict::WithinNoise, "{r:?}");
+}
+
+#[test]
+fn hostile_strings_are_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = open(dir.path());
+    let evil = "x'); DROP TABLE run; --";
+    let script = "<script>alert(\"1\")</script>\u{1b}[2J\u{0}\r\n,;";
+    let mut b = bundle(&time(0), &[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]);
+    for r in &mut b.records {
+        if r.kind == "harness.policy" {
+            r.data["command"] = json!([evil, script]);
+        }
+    }
+    b.envelope.host.hostname = Some(format!("{evil}{script}"));
+    let path = write_journal(&dir.path().join("evil"), &b);
+    let tags = json!({evil: script, "quote\"key": "a'b"});
+    let opts = IngestOptions {
+        label: Some(format!("{evil} {script}")),
+        tags,
+    };
+    let id = stored(&h.ingest_with(&path, &opts).unwrap());
+    let run = h.run(id).unwrap().unwrap();
+    assert_eq!(run.label, format!("{evil} {script}"));
+    assert_eq!(run.host, Some(format!("{evil}{script}")));
+    let metric_id = format!("policy.{evil} {script}.local");
+    let points = h.query(&Query::metric(&metric_id)).unwrap();
+    assert_eq!(points.len(), 1);
+    assert!(points[0].name.contains(evil));
+    let mut q = Query::metric(&metric_id);
+    q.runs.tags = vec![
+        (evil.into(), script.into()),
+        ("quote\"key".into(), "a'b".into()),
+    ];
+    q.runs.host = Some(format!("{evil}{script}"));
+    assert_eq!(h.query(&q).unwrap().len(), 1);
+    q.runs.tags = vec![(evil.into(), "' OR 1=1 --".into())];
+    assert!(h.query(&q).unwrap().is_empty());
+    // Still there, still consistent, still writable.
+    assert_eq!(h.run_count().unwrap(), 1);
+    assert!(h.verify().unwrap().is_empty());
+    let more = write_journal(
+        &dir.path().join("more"),
+        &bundle(&time(1), &[1.0], [1.0, 2.0, 3.0]),
+    );
+    stored(&h.ingest(&more).unwrap());
+}
+
+#[test]
+fn oversized_malformed_and_odd_input_is_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = bundle(&time(0), &[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]);
+    let path = write_journal(&dir.path().join("b"), &b);
+    let mut h = open(dir.path()).with_limits(Limits {
+        max_bundle_bytes: 4096,
+        ..Limits::default()
+    });
+    let e = h.ingest(&path).unwrap_err();
+    assert!(matches!(e, HistoryError::TooLarge { .. }), "{e}");
+    assert!(e.to_string().contains("over the limit of 4 KiB"), "{e}");
+
+    let mut h = h.with_limits(Limits {
+        max_samples_per_metric: 2,
+        ..Limits::default()
+    });
+    let e = h.ingest(&path).unwrap_err();
+    assert!(e.to_string().contains("sample count"), "{e}");
+    let mut h = h.with_limits(Limits {
+        max_text_bytes: 10,
+        ..Limits::default()
+    });
+    let e = h.ingest(&path).unwrap_err();
+    assert!(e.to_string().contains("over the limit of 10 B"), "{e}");
+    let mut h = h.with_limits(Limits::default());
+
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"line\":\"envelope\", not json\n").unwrap();
+    let e = h.ingest(&bad).unwrap_err();
+    assert!(matches!(e, HistoryError::Load(_)), "{e}");
+    assert!(e.to_string().contains("not JSON"), "{e}");
+
+    let mut no_time = b.clone();
+    no_time.envelope.created_utc = "yesterday'); --".into();
+    let e = h
+        .ingest_with_metrics(&no_time, &[], &IngestOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("not an RFC 3339 time"), "{e}");
+
+    let opts = IngestOptions {
+        label: None,
+        tags: json!(["not", "an", "object"]),
+    };
+    let e = h.ingest_with(&path, &opts).unwrap_err();
+    assert!(e.to_string().contains("tags must be a JSON object"), "{e}");
+
+    // Nothing was stored by the refusals.
+    assert_eq!(h.run_count().unwrap(), 0);
+    stored(&h.ingest(&path).unwrap());
+}
+
+#[test]
+fn a_newer_or_foreign_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.db");
+    drop(History::open(&path).unwrap());
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.pragma_update(None, "user_version", SCHEMA_VERSION + 7)
+        .unwrap();
+    drop(c);
+    let e = History::open(&path).unwrap_err();
+    assert!(
+        matches!(e, HistoryError::NewerSchema { found, supported, .. }
+        if found == SCHEMA_VERSION + 7 && supported == SCHEMA_VERSION)
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!("version {}", SCHEMA_VERSION + 7))
+            && msg.contains(&format!("up to version {SCHEMA_VERSION}"))
+            && msg.contains("upgrade numalab"),
+        "{msg}"
+    );
+
+    let other = dir.path().join("other.db");
+    let c = rusqlite::Connection::open(&other).unwrap();
+    c.execute_batch("CREATE TABLE accounts (id INTEGER)")
+        .unwrap();
+    drop(c);
+    assert!(matches!(
+        History::open(&other),
+        Err(HistoryError::NotAHistory { .. })
+    ));
+    let text = dir.path().join("notes.txt");
+    std::fs::write(
+        &text,
+        "hello, this is not a database at all, just some words",
+    )
+    .unwrap();
+    let e = History::open(&text).unwrap_err();
+    assert!(matches!(e, HistoryError::NotAHistory { .. }), "{e}");
+}
+
+#[test]
+fn a_version_1_database_is_migrated_to_the_current_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.db");
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute_batch(MIGRATIONS[0].sql).unwrap();
+    c.pragma_update(None, "user_version", 1).unwrap();
+    c.pragma_update(
+        None,
+        "application_id",
+        numalab_history::schema::APPLICATION_ID,
+    )
+    .unwrap();
+    c.execute_batch(
+        r#"
+        INSERT INTO machine (id, fingerprint, description) VALUES (1, 'f00df00df00df00d', 'old machine');
+        INSERT INTO run (id, content_key, label, time_utc, time_s, tool_version, origin, machine_id,
+                         topology_hash, ingested_utc, tags, metric_count, envelope)
+            VALUES (1, 'k1', 'old run', '2025-01-01T00:00:00Z', 1735689600, '0.0.1', 'measured', 1,
+                    'abc', '2025-01-02T00:00:00Z', '{"cluster":"c1","rack":3,"odd''key":"it''s"}', 1, '{}');
+        INSERT INTO metric (id, run_id, metric_id, metric_group, name, unit, higher_is_better, n, median, mad, min, max)
+            VALUES (1, 1, 'mem.bandwidth.triad.all', 'memory bandwidth', 'triad', 'GB/s', 1, 2, 10.5, 0.5, 10, 11);
+        INSERT INTO sample (metric_row, idx, value) VALUES (1, 0, 10), (1, 1, 11);
+        "#,
+    )
+    .unwrap();
+    drop(c);
+
+    let mut h = History::open(&path).unwrap();
+    assert_eq!(h.schema_version().unwrap(), SCHEMA_VERSION);
+    let mut q = Query::metric("mem.bandwidth.triad.all");
+    q.runs.tags = vec![
+        ("cluster".into(), "c1".into()),
+        ("rack".into(), "3".into()),
+        ("odd'key".into(), "it's".into()),
+    ];
+    let p = h.query(&q).unwrap();
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].label, "old run");
+    assert_eq!(p[0].median, Some(10.5));
+    assert!(h.task_history(&RunFilter::default()).unwrap().is_empty());
+    assert!(h.verify().unwrap().is_empty());
+    // The migrated history takes new runs.
+    let b = write_journal(
+        &dir.path().join("new"),
+        &bundle(&time(0), &[1.0], [1.0, 2.0, 3.0]),
+    );
+    stored(&h.ingest(&b).unwrap());
+    assert_eq!(h.run_count().unwrap(), 2);
+    drop(h);
+    // Opening again changes nothing.
+    assert_eq!(
+        History::open(&path).unwrap().schema_version().unwrap(),
+        SCHEMA_VERSION
+    );
+}
+
+#[test]
+fn exports_escape_commas_quotes_and_newlines() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = open(dir.path());
+    let b = bundle(&time(0), &[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]);
+    let opts = IngestOptions {
+        label: Some("a, \"quoted\"\nlabel".into()),
+        tags: json!({"note": "x,y"}),
+    };
+    h.ingest_with_metrics(&b, &metrics_of(&b), &opts).unwrap();
+    let mut csv = Vec::new();
+    let n = h.export_csv(&Query::metric(POLICY), &mut csv).unwrap();
+    assert_eq!(n, 1);
+    let csv = String::from_utf8(csv).unwrap();
+    let lines: Vec<&str> = csv.split("\r\n").collect();
+    assert_eq!(lines[0], numalab_history::CSV_HEADER.join(","));
+    assert!(csv.contains(",\"a, \"\"quoted\"\"\nlabel\","), "{csv}");
+    assert!(csv.contains(",\"{\"\"note\"\":\"\"x,y\"\"}\"\r\n"), "{csv}");
+    // The policy's name holds "; " and "$": no quoting needed, written as it is.
+    assert!(csv.contains(",2,1,1,3,"), "{csv}");
+
+    let mut js = Vec::new();
+    h.export_json(&Query::metric(POLICY), &mut js).unwrap();
+    let doc: Value = serde_json::from_slice(&js).unwrap();
+    assert_eq!(doc["format"], "numalab-history-points");
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["points"][0]["label"], "a, \"quoted\"\nlabel");
+    assert_eq!(doc["points"][0]["median"], 2.0);
+    let back: Vec<numalab_history::Point> = serde_json::from_value(doc["points"].clone()).unwrap();
+    assert_eq!(back, h.query(&Query::metric(POLICY)).unwrap());
+}
+
+#[test]
+fn task_history_returns_the_runs_schedule_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = open(dir.path());
+    for name in ["vm-scale", "vm-policy", "c2c-dual-xeon-gold-6242"] {
+        h.ingest(&fixture(name)).unwrap();
+    }
+    let bundles = h.task_history(&RunFilter::default()).unwrap();
+    assert_eq!(bundles.len(), 2);
+    for (got, name) in bundles.iter().zip(["vm-scale", "vm-policy"]) {
+        let (orig, _) = read_bundle(&fixture(name)).unwrap();
+        let runs: Vec<&Record> = orig
+            .records
+            .iter()
+            .filter(|r| r.kind == "harness.run")
+            .collect();
+        assert_eq!(got.records.iter().collect::<Vec<_>>(), {
+            let mut r = runs.clone();
+            r.sort_by(|a, b| a.key.cmp(&b.key));
+            r
+        });
+        assert_eq!(got.envelope.command, orig.envelope.command);
+        // What schedule's `history::gather` decodes.
+        let decoded = got.records_of::<numalab_records::harness::RunRecord>();
+        assert_eq!(decoded.len(), runs.len());
+    }
+    let f = RunFilter {
+        tags: vec![("cluster".into(), "none".into())],
+        ..RunFilter::default()
+    };
+    assert!(h.task_history(&f).unwrap().is_empty());
+}
+
+// ---- several processes ----
+
+fn child(db: &Path, bundles: &[PathBuf]) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([
+        "child_process",
+        "--exact",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ])
+    .env(CHILD_ENV, "ingest")
+    .env("NUMALAB_HISTORY_DB", db)
+    .env(
+        "NUMALAB_HISTORY_BUNDLES",
+        bundles
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    c
+}
+
+/// The child: `ingest` ingests every bundle listed, in order; `loop` writes and
+/// ingests new bundles (12,000 samples each) until it is killed, saying on stderr when
+/// each ingest starts and ends. Does nothing in a normal test run.
+#[test]
+fn child_process() {
+    let Ok(role) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let db = PathBuf::from(std::env::var("NUMALAB_HISTORY_DB").unwrap());
+    let mut h = History::open(&db).unwrap();
+    if role == "ingest" {
+        let list = std::env::var("NUMALAB_HISTORY_BUNDLES").unwrap();
+        for p in list.lines() {
+            h.ingest(Path::new(p)).unwrap();
+        }
+        return;
+    }
+    let dir = db
+        .parent()
+        .unwrap()
+        .join(format!("child{}", std::process::id()));
+    let big: Vec<f64> = (0..12_000).map(|i| 100.0 + (i % 7) as f64).collect();
+    for i in 0.. {
+        let b = bundle(
+            &time(u64::from(std::process::id()) * 1000 + i),
+            &big,
+            [50.0, 51.0, 49.0],
+        );
+        let p = write_journal(&dir.join(i.to_string()), &b);
+        eprintln!("start {i}");
+        h.ingest(&p).unwrap();
+        eprintln!("done {i}");
+    }
+}
+
+#[test]
+fn several_processes_ingesting_at_once_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    const PROCS: u64 = 4;
+    const OWN: u64 = 10;
+    const SHARED: u64 = 5;
+    let make = |i: u64| {
+        let b = bundle(
+            &time(i),
+            &[100.0 + i as f64, 101.0, 99.0],
+            [50.0, 51.0, 49.0],
+        );
+        write_journal(&dir.path().join(format!("b{i}")), &b)
+    };
+    let shared: Vec<PathBuf> = (0..SHARED).map(|i| make(1000 + i)).collect();
+    let mut children = Vec::new();
+    for p in 0..PROCS {
+        let mut list: Vec<PathBuf> = (0..OWN).map(|i| make(p * 100 + i)).collect();
+        // The shared bundles first for half of the processes, last for the others.
+        if p % 2 == 0 {
+            list.splice(0..0, shared.iter().cloned());
+        } else {
+            list.extend(shared.iter().cloned());
+        }
+        children.push(child(&db, &list).spawn().unwrap());
+    }
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let h = History::open(&db).unwrap();
+    assert_eq!(h.run_count().unwrap(), PROCS * OWN + SHARED);
+    assert_eq!(
+        h.query(&Query::metric(POLICY)).unwrap().len() as u64,
+        PROCS * OWN + SHARED
+    );
+    assert!(h.verify().unwrap().is_empty());
+}
+
+/// A small xorshift generator: random kill moments without a dependency.
+fn next(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+#[test]
+fn a_process_killed_during_ingest_leaves_a_consistent_history() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    drop(History::open(&db).unwrap());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let mut seed = (u64::from(std::process::id()) << 32) ^ u64::from(nanos) | 1;
+    let mut waits = Vec::new();
+    let (mut kills, mut inside) = (0, 0);
+    let start = Instant::now();
+    for _ in 0..8 {
+        let mut c = child(&db, &[]);
+        c.env(CHILD_ENV, "loop");
+        let mut c = c.spawn().unwrap();
+        let wait = 100 + next(&mut seed) % 300;
+        waits.push(wait);
+        std::thread::sleep(Duration::from_millis(wait));
+        assert!(c.try_wait().unwrap().is_none(), "the child ended by itself");
+        c.kill().unwrap(); // SIGKILL
+        c.wait().unwrap();
+        kills += 1;
+        let mut log = String::new();
+        c.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+        if log
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("start") || l.starts_with("done"))
+            .is_some_and(|l| l.starts_with("start"))
+        {
+            inside += 1;
+        }
+        let h = History::open(&db).unwrap();
+        let problems = h.verify().unwrap();
+        assert!(problems.is_empty(), "after kill {kills}: {problems:?}");
+        for p in h.query(&Query::metric(POLICY)).unwrap() {
+            assert_eq!(p.samples, 12_000, "run {}", p.run_id);
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+    }
+    let h = History::open(&db).unwrap();
+    let integrity: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    let runs = h.run_count().unwrap();
+    eprintln!("{kills} kills (after {waits:?} ms), {inside} of them during an ingest call; {runs} runs stored");
+    assert!(runs > 0);
+    // Every stored run has every figure (the rest of the figures per run: 3 of c2c).
+    for r in h.runs(&RunFilter::default()).unwrap() {
+        assert_eq!(r.metric_count, 4);
+    }
+}
