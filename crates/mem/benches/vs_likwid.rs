@@ -11,7 +11,9 @@
 //!
 //! Environment: NUMALAB_BENCH_MB (working set, default 1000), NUMALAB_BENCH_THREADS
 //! (default: every PU of package 0), NUMALAB_BENCH_ROUNDS (default 5),
-//! NUMALAB_BENCH_SKIP (comma list of parts to skip: bandwidth, latency, migrate).
+//! NUMALAB_BENCH_SKIP (comma list of parts to skip: bandwidth, latency, migrate),
+//! NUMALAB_BENCH_KERNELS (comma list of kernels, default all seven),
+//! NUMALAB_BENCH_WIDTHS=1 (also numalab with each vector width forced).
 
 use numalab_mem::bandwidth::{self, BandwidthRecord};
 use numalab_mem::budget::Budgets;
@@ -60,17 +62,22 @@ fn likwid(test: &str, mb: u64, threads: usize) -> Option<(f64, u64)> {
     Some((field("MByte/s:")? / 1000.0, field("Size (Byte):")? as u64))
 }
 
+/// One numalab run: `isa` given (as `--isa`), or None for numalab's own choice (the
+/// variant trial). Returns GB/s (team), GB/s (slowest thread) and the ISA that ran.
 fn ours(
     machine: &numalab_schema::Machine,
     placer: &HwlocPlacer,
     kernel: Kernel,
     bytes: u64,
     cpus: &[u32],
-    isa: kernels::Isa,
-) -> (f64, f64) {
+    isa: Option<kernels::Isa>,
+) -> (f64, f64, String) {
     let mut o = bandwidth::Options::defaults(machine);
     o.kernels = vec![kernel];
-    o.isa = isa;
+    if let Some(isa) = isa {
+        o.isa = isa;
+        o.isa_forced = true;
+    }
     o.working_set_bytes = bytes;
     o.size_given = true;
     o.reps = 5;
@@ -91,7 +98,11 @@ fn ours(
     let out = bandwidth::run(&plan, machine, placer, &mut recs);
     assert!(out.failed.is_empty(), "{:?}", out.failed);
     let b = recs[0].decode::<BandwidthRecord>().unwrap().unwrap();
-    (b.bandwidth_gbps.median, b.slowest_thread_gbps.median)
+    (
+        b.bandwidth_gbps.median,
+        b.slowest_thread_gbps.median,
+        b.isa.label(),
+    )
 }
 
 fn main() {
@@ -122,19 +133,18 @@ fn main() {
                 "likwid-bench not found (Debian: apt-get install likwid): numalab figures only"
             );
         }
-        // Each tool in its 256-bit and its 512-bit variant (or only what the CPU has).
-        let isas: Vec<kernels::Isa> = [kernels::Isa::Avx2, kernels::Isa::Avx512]
-            .into_iter()
-            .filter(|i| i.available())
-            .collect();
-        // (ours, likwid 256-bit, likwid 512-bit)
+        // likwid in its 256-bit and 512-bit variants (what the CPU has); numalab as a
+        // user gets it: one run that picks its variant itself (the ISA trial), plus,
+        // with NUMALAB_BENCH_WIDTHS=1, each width forced.
+        let has512 = kernels::Isa::Avx512.available();
+        let widths = std::env::var_os("NUMALAB_BENCH_WIDTHS").is_some();
         let pairs: Vec<(&str, &str, &str)> = vec![
             ("triad", "stream_avx", "stream_avx512"),
             ("copy", "copy_avx", "copy_avx512"),
             ("read", "load_avx", "load_avx512"),
+            ("write", "store_avx", "store_avx512"),
             ("triad-nt", "stream_mem_avx", "stream_mem_avx512"),
             ("copy-nt", "copy_mem_avx", "copy_mem_avx512"),
-            ("write", "store_avx", "store_avx512"),
             ("write-nt", "store_mem_avx", "store_mem_avx512"),
         ];
         let only = std::env::var("NUMALAB_BENCH_KERNELS").unwrap_or_default();
@@ -142,86 +152,128 @@ fn main() {
             .into_iter()
             .filter(|(k, _, _)| only.is_empty() || only.split(',').any(|o| o == *k))
             .collect();
-        // [kernel][variant] -> per-round GB/s (variant 0: 256-bit, 1: 512-bit).
-        let mut ours_gbps = vec![vec![Vec::<f64>::new(); 2]; pairs.len()];
-        let mut lk_gbps = vec![vec![Vec::<f64>::new(); 2]; pairs.len()];
+        // Per kernel, per round: likwid 256, likwid 512, numalab auto, avx2, avx512.
+        let nan = f64::NAN;
+        let mut rows = vec![vec![[nan; 5]; rounds]; pairs.len()];
+        let mut chosen: Vec<Vec<String>> = vec![Vec::new(); pairs.len()];
         let mut sizes: Vec<u64> = vec![mb * 1_000_000; pairs.len()];
         for r in 0..rounds {
             for k in 0..pairs.len() {
                 let i = (k + r) % pairs.len();
                 let (ok, l256, l512) = pairs[i];
-                for (v, isa) in isas.iter().enumerate() {
-                    let v = if isas.len() == 1 && *isa == kernels::Isa::Avx512 {
-                        1
-                    } else {
-                        v
-                    };
-                    let test = if v == 0 { l256 } else { l512 };
-                    if has_likwid {
-                        if let Some((g, size)) = likwid(test, mb, cpus.len()) {
-                            lk_gbps[i][v].push(g);
-                            sizes[i] = size;
-                        }
+                let kernel = Kernel::parse(ok).unwrap();
+                // Alternate which tool goes first from round to round.
+                let mut steps: Vec<usize> = vec![0, 2];
+                if has512 {
+                    steps.insert(1, 1);
+                }
+                if widths {
+                    steps.push(3);
+                    if has512 {
+                        steps.push(4);
                     }
-                    let (team, _slowest) = ours(
-                        &machine,
-                        &placer,
-                        Kernel::parse(ok).unwrap(),
-                        sizes[i],
-                        &cpus,
-                        *isa,
-                    );
-                    ours_gbps[i][v].push(team);
+                }
+                if r % 2 == 1 {
+                    steps.reverse();
+                }
+                for v in steps {
+                    let g = match v {
+                        0 | 1 => {
+                            let test = if v == 0 { l256 } else { l512 };
+                            if !has_likwid {
+                                continue;
+                            }
+                            match likwid(test, mb, cpus.len()) {
+                                Some((g, size)) => {
+                                    sizes[i] = size;
+                                    g
+                                }
+                                None => nan,
+                            }
+                        }
+                        2 => {
+                            let (g, _, isa) =
+                                ours(&machine, &placer, kernel, sizes[i], &cpus, None);
+                            chosen[i].push(isa);
+                            g
+                        }
+                        _ => {
+                            let isa = if v == 3 {
+                                kernels::Isa::Avx2
+                            } else {
+                                kernels::Isa::Avx512
+                            };
+                            ours(&machine, &placer, kernel, sizes[i], &cpus, Some(isa)).0
+                        }
+                    };
+                    rows[i][r][v] = g;
                 }
             }
             eprintln!("round {} of {rounds} done", r + 1);
         }
-        // Per round: numalab's better variant over likwid's better variant (both tools
-        // get the same best-of-two advantage), and same-width ratios.
-        let paired = |num: &dyn Fn(usize) -> Option<f64>, den: &dyn Fn(usize) -> Option<f64>| {
-            let ratios: Vec<f64> = (0..rounds)
-                .filter_map(|r| Some(num(r)? / den(r)?))
-                .collect();
+        let ratio_text = |ratios: Vec<f64>| -> String {
+            let ratios: Vec<f64> = ratios.into_iter().filter(|x| x.is_finite()).collect();
+            if ratios.is_empty() {
+                return "-".into();
+            }
             let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             format!("{:.2} ({lo:.2}..{hi:.2})", median(ratios))
         };
-        let best_of = |v: &Vec<Vec<f64>>, r: usize| -> Option<f64> {
-            let x = v
-                .iter()
-                .filter_map(|s| s.get(r))
-                .fold(f64::NAN, |m: f64, x| m.max(*x));
-            x.is_finite().then_some(x)
+        let med = |i: usize, v: usize| -> String {
+            let x = median(rows[i].iter().map(|row| row[v]).collect());
+            if x.is_finite() {
+                format!("{x:.2}")
+            } else {
+                "-".into()
+            }
         };
-        println!("\n| kernel | numalab avx2 | likwid AVX | numalab avx512 | likwid AVX-512 | best / best | avx2 / AVX | avx512 / AVX-512 |");
-        println!("|---|---|---|---|---|---|---|---|");
+        println!(
+            "\n| kernel (likwid tests) | numalab (its choice) | likwid AVX | likwid AVX-512 | numalab / likwid's best | ISA numalab chose |{}",
+            if widths { " numalab avx2 | numalab avx512 | avx2 / AVX | avx512 / AVX-512 |" } else { "" }
+        );
+        println!(
+            "|---|---|---|---|---|---|{}",
+            if widths { "---|---|---|---|" } else { "" }
+        );
         for (i, (ok, l256, l512)) in pairs.iter().enumerate() {
-            let m = |v: &Vec<f64>| {
-                let x = median(v.clone());
-                if x.is_finite() {
-                    format!("{x:.2}")
-                } else {
-                    "-".into()
-                }
-            };
-            let same = |v: usize| {
-                paired(&|r| ours_gbps[i][v].get(r).copied(), &|r| {
-                    lk_gbps[i][v].get(r).copied()
-                })
-            };
-            println!(
-                "| {ok} ({l256}, {l512}) | {} | {} | {} | {} | {} | {} | {} |",
-                m(&ours_gbps[i][0]),
-                m(&lk_gbps[i][0]),
-                m(&ours_gbps[i][1]),
-                m(&lk_gbps[i][1]),
-                paired(&|r| best_of(&ours_gbps[i], r), &|r| best_of(&lk_gbps[i], r)),
-                same(0),
-                same(1)
+            // Same-round ratio: numalab's one run against the better of likwid's two.
+            let vs_best = ratio_text(
+                rows[i]
+                    .iter()
+                    .map(|row| row[2] / row[0].max(if row[1].is_nan() { 0.0 } else { row[1] }))
+                    .collect(),
             );
+            let mut isas = chosen[i].clone();
+            isas.sort();
+            let mut counted: Vec<String> = Vec::new();
+            for isa in &isas {
+                let n = isas.iter().filter(|x| *x == isa).count();
+                let t = format!("{isa} x{n}");
+                if !counted.contains(&t) {
+                    counted.push(t);
+                }
+            }
+            let mut line = format!(
+                "| {ok} ({l256}, {l512}) | {} | {} | {} | {vs_best} | {} |",
+                med(i, 2),
+                med(i, 0),
+                med(i, 1),
+                counted.join(", ")
+            );
+            if widths {
+                line.push_str(&format!(
+                    " {} | {} | {} | {} |",
+                    med(i, 3),
+                    med(i, 4),
+                    ratio_text(rows[i].iter().map(|row| row[3] / row[0]).collect()),
+                    ratio_text(rows[i].iter().map(|row| row[4] / row[1]).collect())
+                ));
+            }
+            println!("{line}");
         }
         println!(
-            "\nGB/s (STREAM count, 10^9 B/s): medians over {rounds} alternating rounds (each round, per kernel: likwid 256-bit, numalab avx2, likwid 512-bit, numalab avx512). Ratios: median (range) over rounds of the per-round ratio. numalab: median of 5 timed samples of >= 200 ms per run (team time); likwid-bench: its own figure per run (1-4 s)."
+            "\nGB/s (STREAM count, 10^9 B/s): medians over {rounds} alternating rounds. numalab runs as a user gets it (no --isa: it tries this CPU's vector ISAs in an untimed trial and keeps the fastest), median of 5 timed samples of >= 200 ms (team time); likwid-bench: its own figure per run (1-4 s), both widths, and the ratio is against the better of the two in the same round. Ratios: median (range) over rounds."
         );
     }
     if !skip.contains("latency") {

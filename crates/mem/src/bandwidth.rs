@@ -30,6 +30,7 @@ use crate::{
     budget, check_clock, llc_bytes, Cells, MemError, Outcome, PageRequest, PagesObtained, Sink,
     Timer,
 };
+use numalab_records::mem::bandwidth::{TrialPoint, VariantChoice};
 use numalab_schema::{cpulist, units, Machine, Origin, Record, Warning};
 use numalab_stats::Summary;
 use numalab_topo::bind::{MemPolicy, Placer};
@@ -652,8 +653,19 @@ fn run_group(
     let threads = group.pus.len();
     let bytes = per_worker_bytes(opts, threads);
     let nk = kernels.len();
-    // warm[k][w] = warm-up duration of kernel k on worker w.
-    let warm: Mutex<Vec<Vec<u64>>> = Mutex::new(vec![vec![0; threads]; nk]);
+    // The variants tried: the ISA given, or this CPU's vector ISAs (the fastest wins).
+    let candidates: Vec<Isa> = if opts.isa_forced {
+        vec![opts.isa]
+    } else {
+        kernels::candidates(opts.isa)
+    };
+    let nc = candidates.len();
+    // Alternations of the trial: one pass (the warm-up) with one candidate; with several,
+    // A B A B so that neither always runs first, and each keeps its best pass.
+    let alternations = if nc > 1 { TRIAL_ALTERNATIONS } else { 1 };
+    // warm[k][c][w] = best trial pass of kernel k with candidate c on worker w, ns.
+    let warm: Mutex<Vec<Vec<Vec<u64>>>> = Mutex::new(vec![vec![vec![u64::MAX; threads]; nc]; nk]);
+    let chosen_all: Mutex<Vec<usize>> = Mutex::new(vec![0; nk]);
     let stop = AtomicBool::new(false);
     let min_sample = opts.min_sample_ns.max(clock.min_interval_ns());
     let placed_info: Mutex<Vec<Option<(numalab_topo::bind::PagePlacement, PagesObtained)>>> =
@@ -676,27 +688,42 @@ fn run_group(
                 .iter()
                 .map(|&k| Arrays::split(buf, k).elements(k))
                 .collect();
-            // Warm-up round: discarded, sizes the inner repetitions.
-            for (ki, &k) in kernels.iter().enumerate() {
-                barrier.wait();
-                let t0 = numalab_clock::now_ns();
-                let mut arr = Arrays::split(buf, k);
-                sink += kernels::run(k, opts.isa, &mut arr, SCALAR).unwrap_or(0.0);
-                let t1 = numalab_clock::now_ns();
-                warm.lock().unwrap()[ki][i] = t1 - t0;
+            // Warm-up and variant trial, discarded: every candidate ISA on every kernel,
+            // all threads together; the fastest team pass wins and sizes the inner
+            // repetitions.
+            for _ in 0..alternations {
+                for (ki, &k) in kernels.iter().enumerate() {
+                    for (ci, &isa) in candidates.iter().enumerate() {
+                        barrier.wait();
+                        let t0 = numalab_clock::now_ns();
+                        let mut arr = Arrays::split(buf, k);
+                        sink += kernels::run(k, isa, &mut arr, SCALAR).unwrap_or(0.0);
+                        let t1 = numalab_clock::now_ns();
+                        let w = &mut warm.lock().unwrap()[ki][ci][i];
+                        *w = (*w).min(t1 - t0);
+                    }
+                }
             }
             barrier.wait();
-            let inner: Vec<u64> = warm
+            let (chosen, inner): (Vec<usize>, Vec<u64>) = warm
                 .lock()
                 .unwrap()
                 .iter()
-                .map(|ws| {
-                    let longest = ws.iter().copied().max().unwrap_or(1).max(1) as f64;
-                    (min_sample / longest).ceil().max(1.0) as u64
+                .map(|per_c| {
+                    // A team pass lasts as long as its slowest thread.
+                    let team: Vec<u64> = per_c
+                        .iter()
+                        .map(|ws| ws.iter().copied().max().unwrap_or(1).max(1))
+                        .collect();
+                    let best = (0..team.len()).min_by_key(|&c| team[c]).unwrap_or(0);
+                    let longest = team[best] as f64;
+                    (best, (min_sample / longest).ceil().max(1.0) as u64)
                 })
-                .collect();
+                .unzip();
+            let isa_of: Vec<Isa> = chosen.iter().map(|&c| candidates[c]).collect();
             if i == 0 {
                 *inner_all.lock().unwrap() = inner.clone();
+                *chosen_all.lock().unwrap() = chosen.clone();
             }
             let mut rounds = vec![Vec::with_capacity(opts.reps); nk];
             for _ in 0..opts.reps {
@@ -712,7 +739,7 @@ fn run_group(
                     let t0 = numalab_clock::now_ns();
                     for _ in 0..inner[ki] {
                         let mut arr = Arrays::split(buf, k);
-                        sink += kernels::run(k, opts.isa, &mut arr, SCALAR).unwrap_or(0.0);
+                        sink += kernels::run(k, isa_of[ki], &mut arr, SCALAR).unwrap_or(0.0);
                     }
                     let t1 = numalab_clock::now_ns();
                     rounds[ki].push((t0, t1));
@@ -737,7 +764,7 @@ fn run_group(
                     barrier.wait();
                     for _ in 0..inner[ki] {
                         let mut arr = Arrays::split(buf, k);
-                        sink += kernels::run(k, opts.isa, &mut arr, SCALAR).unwrap_or(0.0);
+                        sink += kernels::run(k, isa_of[ki], &mut arr, SCALAR).unwrap_or(0.0);
                     }
                     barrier.wait();
                     if i == 0 {
@@ -755,13 +782,14 @@ fn run_group(
             // element compared with the closed form.
             let checks = kernels
                 .iter()
-                .map(|&k| {
+                .enumerate()
+                .map(|(ki, &k)| {
                     if stop.load(Ordering::SeqCst) {
                         return None;
                     }
                     let mut arr = Arrays::split(buf, k);
                     Some(verify::verify_with(k, &mut arr, SCALAR, |arr| {
-                        let r = kernels::run(k, opts.isa, arr, SCALAR);
+                        let r = kernels::run(k, isa_of[ki], arr, SCALAR);
                         corrupt_for_test(&group.key_prefix, k, arr);
                         r
                     }))
@@ -784,6 +812,8 @@ fn run_group(
     let placement = pool::placement(machine, placer, &group.pus, &group.policy, &per_worker);
     let pages = PagesObtained::merge(&obtained).expect("at least one worker");
     let inner = inner_all.into_inner().unwrap();
+    let chosen = chosen_all.into_inner().unwrap();
+    let warm = warm.into_inner().unwrap();
     let passes = passes.into_inner().unwrap();
     let mut out = Vec::new();
     for (ki, &k) in kernels.iter().enumerate() {
@@ -805,6 +835,15 @@ fn run_group(
             imbalance.push(hi as f64 / lo.max(1) as f64);
             slowest_ns.push(hi.max(1) as f64);
         }
+        let isa = candidates[chosen[ki]];
+        let variant = variant_choice(
+            opts.isa_forced,
+            &candidates,
+            chosen[ki],
+            &warm[ki],
+            elems * k.stream_bytes_per_element(),
+            alternations,
+        );
         let stream = elems * k.stream_bytes_per_element() * inner[ki];
         let actual = elems * k.actual_bytes_per_element() * inner[ki];
         // The untimed pass's bytes as the probe moved them: reads (with the line a
@@ -861,7 +900,7 @@ fn run_group(
                 k,
                 Err(MemError::Runtime(format!(
                     "kernel {k} ({}) failed its result check, so no bandwidth is reported: {e}; rerun with another --isa to compare, and report this as a bug",
-                    opts.isa.label()
+                    isa.label()
                 ))),
             ));
             continue;
@@ -874,7 +913,7 @@ fn run_group(
             Ok(BandwidthRecord {
                 kernel: k,
                 formula: k.spec().formula.clone(),
-                isa: opts.isa,
+                isa,
                 threads,
                 matrix: group.matrix,
                 placement: placement.clone(),
@@ -885,7 +924,7 @@ fn run_group(
                 stream_bytes_per_sample: stream,
                 actual_bytes_per_sample: actual,
                 inner_iterations: inner[ki],
-                warmup_rounds: 1,
+                warmup_rounds: alternations * candidates.len(),
                 sample_ns,
                 slowest_thread_ns: slowest_ns,
                 bandwidth_gbps: bw,
@@ -896,7 +935,7 @@ fn run_group(
                     check: clock.clone(),
                     subtracted_ns: 0.0,
                 },
-                vector_bits: Some(opts.isa.vector_bits()),
+                vector_bits: Some(isa.vector_bits()),
                 verified: Some(true),
                 verification: Some(Verification {
                     method: "closed form: after the timed rounds each thread set its arrays to known values, ran the measured kernel and compared every element with the values the formula must give (inputs unchanged)".into(),
@@ -909,10 +948,69 @@ fn run_group(
                 uncore,
                 uncore_check,
                 uncore_note,
+                variant: Some(variant),
             }),
         ));
     }
     Ok(out)
+}
+
+/// Passes per candidate in a variant trial with several candidates (A B A B: each
+/// keeps its best pass).
+const TRIAL_ALTERNATIONS: usize = 2;
+
+/// The record of how a kernel's ISA was chosen: `best_pass[c][w]` is candidate c's best
+/// trial pass on worker w (ns), `pass_bytes` the STREAM-counted bytes of one team pass.
+fn variant_choice(
+    forced: bool,
+    candidates: &[Isa],
+    chosen: usize,
+    best_pass: &[Vec<u64>],
+    pass_bytes: u64,
+    alternations: usize,
+) -> VariantChoice {
+    let isa = candidates[chosen];
+    if forced {
+        return VariantChoice {
+            how: "given".into(),
+            trial: Vec::new(),
+            reason: format!("{} as given with --isa", isa.label()),
+        };
+    }
+    let trial: Vec<TrialPoint> = candidates
+        .iter()
+        .zip(best_pass)
+        .map(|(&c, ws)| {
+            let team = ws.iter().copied().max().unwrap_or(1).max(1) as f64;
+            TrialPoint {
+                isa: c,
+                vector_bits: c.vector_bits(),
+                gbps: pass_bytes as f64 / team,
+            }
+        })
+        .collect();
+    let reason = if candidates.len() == 1 {
+        format!(
+            "{}: the only vector ISA this CPU has for this kernel",
+            isa.label()
+        )
+    } else {
+        let others: Vec<String> = trial
+            .iter()
+            .map(|t| format!("{} {:.2} GB/s", t.isa.label(), t.gbps))
+            .collect();
+        format!(
+            "{} was the fastest in an untimed trial of {} passes each, all threads together, best pass kept ({})",
+            isa.label(),
+            alternations,
+            others.join(", ")
+        )
+    };
+    VariantChoice {
+        how: "trial".into(),
+        trial,
+        reason,
+    }
 }
 
 #[cfg(test)]

@@ -210,6 +210,7 @@ struct Timer {
 struct Bandwidth {
     kernel: String,
     isa: String,
+    variant: serde_json::Value,
     threads: usize,
     placement: Placement,
     pages: serde_json::Value,
@@ -304,6 +305,22 @@ fn bandwidth_runs_for_real_and_resumes() {
             assert_eq!(d.actual_bandwidth_gbps.median, d.bandwidth_gbps.median);
         }
         assert!(!d.isa.is_empty());
+        // No --isa: the ISA that ran is the fastest of the trial, which lists every
+        // vector ISA this CPU has, and the reason names it.
+        assert_eq!(d.variant["how"], "trial", "{}", d.variant);
+        let trial = d.variant["trial"].as_array().unwrap();
+        assert!(!trial.is_empty());
+        let fastest = trial
+            .iter()
+            .map(|t| t["gbps"].as_f64().unwrap())
+            .fold(f64::NEG_INFINITY, f64::max);
+        let ran = trial
+            .iter()
+            .find(|t| t["isa"] == d.isa.as_str())
+            .expect("the ISA that ran was a candidate");
+        assert_eq!(ran["gbps"].as_f64().unwrap(), fastest, "{}", d.variant);
+        assert!(trial.iter().all(|t| t["gbps"].as_f64().unwrap() > 0.0));
+        assert!(d.variant["reason"].as_str().unwrap().contains(&d.isa));
         // The result check: every element of every array of each thread.
         assert!(d.verified, "{}", r.key);
         assert!(

@@ -140,6 +140,23 @@ pub fn best() -> Isa {
         .unwrap_or(Isa::Scalar)
 }
 
+/// The ISAs a bandwidth trial compares when none is given: this CPU's vector ISAs
+/// (AVX2 and AVX-512 on x86-64, NEON and SVE on AArch64), narrowest first; `fallback`
+/// alone where it has none. The widest is not always the fastest: Zen 4 executes
+/// 512-bit operations as two 256-bit halves, and 256-bit kernels stream as fast or
+/// faster there (docs/benchmarks.md).
+pub fn candidates(fallback: Isa) -> Vec<Isa> {
+    let v: Vec<Isa> = [Isa::Avx2, Isa::Avx512, Isa::Neon, Isa::Sve]
+        .into_iter()
+        .filter(|i| i.available() && i.width_bytes() > 0)
+        .collect();
+    if v.is_empty() {
+        vec![fallback]
+    } else {
+        v
+    }
+}
+
 /// Why a kernel cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KernelError {

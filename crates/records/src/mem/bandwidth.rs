@@ -88,6 +88,34 @@ pub struct BandwidthRecord {
     /// read), when they were not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncore_note: Option<String>,
+    /// Which variant of the kernel ran and why: the ISA given with `--isa`, or the
+    /// fastest of this CPU's vector ISAs in an untimed trial on the same threads and
+    /// arrays. Absent in records of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<VariantChoice>,
+}
+
+/// How the variant of a bandwidth kernel was chosen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantChoice {
+    /// `given` (`--isa`) or `trial` (the fastest candidate won).
+    pub how: String,
+    /// The candidates with the STREAM-counted team bandwidth of their best trial pass,
+    /// GB/s (empty when the ISA was given).
+    pub trial: Vec<TrialPoint>,
+    /// The choice in a sentence.
+    pub reason: String,
+}
+
+/// One candidate of a variant trial.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TrialPoint {
+    /// The ISA tried.
+    pub isa: Isa,
+    /// Vector width on this CPU, bits.
+    pub vector_bits: u32,
+    /// GB/s of its best pass (STREAM-counted, all threads together).
+    pub gbps: f64,
 }
 
 /// The result check of a bandwidth cell (`numalab_mem::kernels::verify`): after the timed

@@ -733,6 +733,7 @@ mod tests {
             uncore: None,
             uncore_check: None,
             uncore_note: None,
+            variant: None,
         }
     }
 

@@ -140,6 +140,50 @@ fn verified_text(rs: &[BandwidthRecord]) -> String {
 }
 
 /// The cache sizes a CPU sees, as chart marks ("L1d 32 KiB").
+/// How the ISA of each measurement was chosen, when a trial chose it: "ISA: the fastest
+/// of avx2, avx512 in an untimed trial on the same threads and arrays: triad, 1 thread:
+/// avx2 (avx2 40.10, avx512 39.20 GB/s); ...".
+fn variant_text(rs: &[BandwidthRecord]) -> Option<String> {
+    let tried: Vec<String> = rs
+        .iter()
+        .filter_map(|r| {
+            let v = r.variant.as_ref()?;
+            (v.how == "trial" && v.trial.len() > 1).then(|| {
+                let t: Vec<String> = v
+                    .trial
+                    .iter()
+                    .map(|p| format!("{} {:.2}", p.isa, p.gbps))
+                    .collect();
+                let cell = match &r.matrix {
+                    Some(m) => format!(", node {} -> {}", m.cpu_node, m.mem_node),
+                    None => String::new(),
+                };
+                format!(
+                    "{}, {} thread(s){cell}: {} ({} GB/s)",
+                    r.kernel.name(),
+                    r.threads,
+                    r.isa,
+                    t.join(", ")
+                )
+            })
+        })
+        .collect();
+    if tried.is_empty() {
+        return None;
+    }
+    const SHOWN: usize = 12;
+    let more = tried.len().saturating_sub(SHOWN);
+    Some(format!(
+        "ISA: no --isa was given, so each measurement ran the fastest of this CPU's vector ISAs in an untimed trial on the same threads and arrays (best of 2 passes each): {}{}",
+        tried[..tried.len().min(SHOWN)].join("; "),
+        if more > 0 {
+            format!("; and {more} more (in each record's `variant`)")
+        } else {
+            String::new()
+        }
+    ))
+}
+
 fn cache_marks(m: Option<&Machine>, cpu: u32) -> Vec<(f64, String)> {
     let Some(m) = m else { return Vec::new() };
     let mut out: Vec<(f64, String)> = m
@@ -346,6 +390,9 @@ fn bandwidth(b: usize, recs: &[BandwidthRecord], peak: Option<&MemConfig>, of: &
         ));
     }
     t.notes.push(verified_text(recs));
+    if let Some(n) = variant_text(recs) {
+        t.notes.push(n);
+    }
     t.notes.push(crate::peak::note(peak));
     s.table(t);
     // Every node-pair matrix as numbers: one table per kernel and thread count.
