@@ -154,7 +154,7 @@ fn main() {
             .collect();
         // Per kernel, per round: likwid 256, likwid 512, numalab auto, avx2, avx512.
         let nan = f64::NAN;
-        let mut rows = vec![vec![[nan; 5]; rounds]; pairs.len()];
+        let mut rows: Vec<Vec<[f64; 5]>> = vec![Vec::with_capacity(rounds); pairs.len()];
         let mut chosen: Vec<Vec<String>> = vec![Vec::new(); pairs.len()];
         let mut sizes: Vec<u64> = vec![mb * 1_000_000; pairs.len()];
         for r in 0..rounds {
@@ -176,6 +176,7 @@ fn main() {
                 if r % 2 == 1 {
                     steps.reverse();
                 }
+                let mut row = [nan; 5];
                 for v in steps {
                     let g = match v {
                         0 | 1 => {
@@ -206,8 +207,9 @@ fn main() {
                             ours(&machine, &placer, kernel, sizes[i], &cpus, Some(isa)).0
                         }
                     };
-                    rows[i][r][v] = g;
+                    row[v] = g;
                 }
+                rows[i].push(row);
             }
             eprintln!("round {} of {rounds} done", r + 1);
         }
