@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # numalab against its peers, on this machine, in one command anyone can rerun:
-#   scripts/peers.sh            every comparison (about 25 minutes on a 2-CPU machine)
+#   scripts/peers.sh            every comparison (about 30 minutes on a 2-CPU machine)
 #   scripts/peers.sh --quick    fewer rounds (about 8 minutes), for a first look
 #
 # It installs the peers if they are missing (likwid-bench from Debian's `likwid`;
@@ -9,7 +9,8 @@
 # the tools round by round and print every ratio as the median of same-round ratios with
 # their range:
 #   1. `cargo bench -p numalab-mem --bench vs_likwid`: bandwidth kernels against
-#      likwid-bench, at one thread and at every CPU of package 0;
+#      likwid-bench, at one thread and at every CPU of package 0, then at one thread
+#      with numalab's arrays on transparent huge pages;
 #   2. `cargo bench -p numalab-pingpong --bench pingpong`: the c2c measurement against
 #      core-to-core-latency, the library call and the whole process (`numalab c2c`
 #      against `core-to-core-latency`, same samples and round trips).
@@ -62,6 +63,13 @@ for threads in 1 "$(nproc)"; do
   echo "- load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
 done
+
+echo "## Bandwidth kernels against likwid-bench, 1 thread, numalab on transparent huge pages"
+NUMALAB_BENCH_PAGES=thp NUMALAB_BENCH_THREADS=1 NUMALAB_BENCH_ROUNDS=$rounds NUMALAB_BENCH_SKIP=latency,migrate \
+  cargo bench --quiet -p numalab-mem --bench vs_likwid 2>/dev/null
+echo
+echo "- load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
 
 echo "## Core-to-core against core-to-core-latency"
 C2C_RUNS=$c2c_runs C2C_SKIP_STRUCTURE=1 cargo bench --quiet -p numalab-pingpong --bench pingpong 2>/dev/null

@@ -13,7 +13,9 @@
 //! (default: every PU of package 0), NUMALAB_BENCH_ROUNDS (default 5),
 //! NUMALAB_BENCH_SKIP (comma list of parts to skip: bandwidth, latency, migrate),
 //! NUMALAB_BENCH_KERNELS (comma list of kernels, default all seven),
-//! NUMALAB_BENCH_WIDTHS=1 (also numalab with each vector width forced).
+//! NUMALAB_BENCH_WIDTHS=1 (also numalab with each vector width forced),
+//! NUMALAB_BENCH_PAGES=thp (numalab's arrays on transparent huge pages; default base
+//! pages, as likwid-bench's buffers get under the usual THP `madvise` setting).
 
 use numalab_mem::bandwidth::{self, BandwidthRecord};
 use numalab_mem::budget::Budgets;
@@ -81,6 +83,11 @@ fn ours(
     o.working_set_bytes = bytes;
     o.size_given = true;
     o.reps = 5;
+    o.pages = match std::env::var("NUMALAB_BENCH_PAGES").as_deref() {
+        Ok("thp") => PageRequest::Thp,
+        Ok("base") | Err(_) => PageRequest::Base,
+        Ok(other) => panic!("NUMALAB_BENCH_PAGES: {other:?} is not thp or base"),
+    };
     // Samples of at least 200 ms: about a second of timed work per run, like one
     // likwid-bench run, so both see the same kind of noise.
     o.min_sample_ns = 200e6;
@@ -274,6 +281,10 @@ fn main() {
             }
             println!("{line}");
         }
+        println!(
+            "\nnumalab's pages: {}",
+            std::env::var("NUMALAB_BENCH_PAGES").unwrap_or_else(|_| "base".into())
+        );
         println!(
             "\nGB/s (STREAM count, 10^9 B/s): medians over {rounds} alternating rounds. numalab runs as a user gets it (no --isa: it tries this CPU's vector ISAs in an untimed trial and keeps the fastest), median of 5 timed samples of >= 200 ms (team time); likwid-bench: its own figure per run (1-4 s), both widths, and the ratio is against the better of the two in the same round. Ratios: median (range) over rounds."
         );

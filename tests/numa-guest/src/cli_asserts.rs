@@ -1024,8 +1024,33 @@ pub fn evaluate_journal(l: &Layout, journal: &str, skipped: &[&str]) -> Res {
         !of("mem.loaded").is_empty(),
         "a loaded-latency curve in the journal",
     )?;
+    // The memory configuration read from this guest's SMBIOS tables (QEMU's own, on a
+    // real kernel's /sys/firmware/dmi): the devices are listed, and the peak is a
+    // figure or "unknown" with a reason (QEMU's type 17 gives no speed), never a guess.
+    let cfg = of("memconfig.smbios");
+    expect(cfg.len() == 1, format!("one memory configuration record, got {}", cfg.len()))?;
+    let c = at(cfg[0], "data")?;
+    let system = at(c, "system")?;
+    let peak = match system.get("gbps").and_then(Value::as_f64) {
+        Some(g) => {
+            expect(g > 0.0, format!("a positive peak: {system}"))?;
+            format!("{g:.1} GB/s")
+        }
+        None => {
+            let why = str_at(system, "reason")?;
+            expect(why.len() > 10, format!("a reason for the unknown peak: {system}"))?;
+            format!("unknown: {why}")
+        }
+    };
+    if std::path::Path::new("/sys/firmware/dmi/tables/DMI").exists() {
+        let devices = at(c, "devices")?.as_array().map_or(0, Vec::len);
+        expect(
+            devices > 0,
+            format!("the guest has SMBIOS tables, so its memory devices are listed: {c}"),
+        )?;
+    }
     Ok(format!(
-        "steps {}; bandwidth: {b}; latency: {m}",
+        "steps {}; bandwidth: {b}; latency: {m}; peak {peak}",
         steps.join(" ")
     ))
 }
