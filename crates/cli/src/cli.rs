@@ -60,6 +60,9 @@ pub enum Command {
     /// Where each cache line lives: map lines to home agents and memory interfaces,
     /// recover the address hash; the affinity experiments.
     Home(crate::commands::home::HomeArgs),
+    /// The history of every bundle in one SQLite file: ingest, runs, a figure over time,
+    /// regressions beyond the run-to-run noise, CSV/JSON export.
+    Db(crate::commands::db::DbArgs),
 }
 
 /// Runs the parsed command.
@@ -82,5 +85,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Layout(a) => commands::layout::run(a),
         Command::Schedule(a) => commands::schedule::run(a),
         Command::Home(a) => commands::home::run(a),
+        Command::Db(a) => commands::db::run(a),
     }
 }

@@ -1028,7 +1028,10 @@ pub fn evaluate_journal(l: &Layout, journal: &str, skipped: &[&str]) -> Res {
     // real kernel's /sys/firmware/dmi): the devices are listed, and the peak is a
     // figure or "unknown" with a reason (QEMU's type 17 gives no speed), never a guess.
     let cfg = of("memconfig.smbios");
-    expect(cfg.len() == 1, format!("one memory configuration record, got {}", cfg.len()))?;
+    expect(
+        cfg.len() == 1,
+        format!("one memory configuration record, got {}", cfg.len()),
+    )?;
     let c = at(cfg[0], "data")?;
     let system = at(c, "system")?;
     let peak = match system.get("gbps").and_then(Value::as_f64) {
@@ -1038,7 +1041,10 @@ pub fn evaluate_journal(l: &Layout, journal: &str, skipped: &[&str]) -> Res {
         }
         None => {
             let why = str_at(system, "reason")?;
-            expect(why.len() > 10, format!("a reason for the unknown peak: {system}"))?;
+            expect(
+                why.len() > 10,
+                format!("a reason for the unknown peak: {system}"),
+            )?;
             format!("unknown: {why}")
         }
     };

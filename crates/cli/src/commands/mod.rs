@@ -2,6 +2,7 @@
 //! dispatches.
 
 pub mod c2c;
+pub mod db;
 pub mod doctor;
 pub mod evaluate;
 pub mod generate;

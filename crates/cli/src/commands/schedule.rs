@@ -32,6 +32,9 @@ pub struct ScheduleArgs {
     /// Results of earlier runs of the tasks (`numalab scale --out DIR`), repeatable.
     #[arg(long, value_name = "DIR", num_args = 1..)]
     pub history: Vec<PathBuf>,
+    /// Also every task run stored in this history database (`numalab db ingest`).
+    #[arg(long, value_name = "FILE")]
+    pub history_db: Option<PathBuf>,
     /// Run the three schedules on this machine (each task pinned to its cores).
     #[arg(long, conflicts_with = "model")]
     pub run: bool,
@@ -120,6 +123,20 @@ pub fn run(a: ScheduleArgs) -> CliResult {
             eprintln!("numalab: warning: {w}");
         }
         bundles.push(b);
+    }
+    if let Some(db) = &a.history_db {
+        if !db.exists() {
+            return Err(CliError::new(
+                ErrorClass::Input,
+                format!(
+                    "--history-db {}: no such file; create it with `numalab db ingest --db {} DIR`",
+                    db.display(),
+                    db.display()
+                ),
+            ));
+        }
+        let h = numalab_history::History::open(db)?;
+        bundles.extend(h.task_history(&numalab_history::RunFilter::default())?);
     }
     let obs = history::gather(&mix, &bundles);
     let models: Vec<Option<RuntimeModel>> = obs.iter().map(|o| history::fit(o)).collect();
@@ -227,7 +244,12 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         mix_id: mix_id.clone(),
         resources: res.source.clone(),
         cores: res.cpus.len(),
-        history: a.history.iter().map(|h| h.display().to_string()).collect(),
+        history: a
+            .history
+            .iter()
+            .map(|h| h.display().to_string())
+            .chain(a.history_db.iter().map(|d| format!("db:{}", d.display())))
+            .collect(),
         tasks: mix
             .tasks
             .iter()

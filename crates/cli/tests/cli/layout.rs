@@ -173,6 +173,29 @@ fn schedule_campaign_runs_for_real() {
     assert_eq!(p["tasks"][0]["runs"], 2);
     assert_eq!(p["tasks"][0]["model"]["form"], "one-point");
     assert!(p["tasks"][1]["model"].is_null());
+    // The same history through the database (`db ingest`, `--history-db`): the same runs
+    // and the same fitted model of task a.
+    let db = dir.path().join("history.sqlite");
+    assert_ok(&numalab(&[
+        "db",
+        "--db",
+        db.to_str().unwrap(),
+        "ingest",
+        hist.to_str().unwrap(),
+    ]));
+    let from_db = numalab(&[
+        "schedule",
+        "--mix",
+        mix.to_str().unwrap(),
+        "--history-db",
+        db.to_str().unwrap(),
+        "--cpus",
+        "0-1",
+        "--json",
+    ]);
+    let pd = &records(&from_db, "schedule.plan")[0];
+    assert_eq!(pd["tasks"][0]["runs"], 2);
+    assert_eq!(pd["tasks"][0]["model"], p["tasks"][0]["model"]);
     let names = field_strs(&p["plans"], "schedule");
     assert_eq!(names, vec!["fair", "load", "optimized"]);
     let runs = records(&out, "schedule.run");

@@ -7,6 +7,7 @@ mod common;
 mod browser;
 mod c2c;
 mod cli;
+mod db;
 mod doctor;
 mod evaluate;
 mod harness;

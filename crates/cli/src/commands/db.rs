@@ -1,0 +1,531 @@
+//! `numalab db`: the history of every bundle in one SQLite file (crate
+//! `numalab-history`): ingest bundles, list runs, a figure over time, regressions beyond
+//! the run-to-run noise, CSV/JSON export.
+
+use crate::{CliError, CliResult};
+use clap::{Args, Subcommand, ValueEnum};
+use numalab_history::{
+    Baseline, History, IngestOptions, IngestOutcome, Query, RegressionQuery, RunFilter, Verdict,
+};
+use numalab_report::table::{render, Cell, Column, Format, Table};
+use numalab_schema::ErrorClass;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+/// History of results in one SQLite file.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab db ingest results/ other-machine/\n  numalab db ingest --tag cluster=a --tag node=n17 results/\n  numalab db runs\n  numalab db query --metric mem.bandwidth.triad.all\n  numalab db query --metric mem.bandwidth.triad.all --format csv > triad.csv\n  numalab db regressions --baseline first --latest-runs 3\n\nThe file is --db, else $NUMALAB_DB, else $XDG_DATA_HOME/numalab/history.sqlite\n(~/.local/share/numalab/history.sqlite). Ingest is idempotent (a bundle is keyed by its\ncontent); several processes may ingest into one file at once."
+)]
+pub struct DbArgs {
+    /// The history file (created if missing).
+    #[arg(long, global = true, env = "NUMALAB_DB")]
+    pub db: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: DbCommand,
+}
+
+/// `numalab db` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Store bundles (result folders, journals or bundle files); each is stored once.
+    Ingest(IngestArgs),
+    /// List the stored runs (filtered).
+    Runs(RunsArgs),
+    /// A figure (or every figure) over time.
+    Query(QueryArgs),
+    /// Figures that moved beyond their run-to-run noise since a baseline.
+    Regressions(RegressionsArgs),
+}
+
+/// `numalab db ingest`.
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// Bundles: folders written with `--out`, `results.jsonl` journals or bundle files.
+    #[arg(required = true)]
+    pub bundles: Vec<PathBuf>,
+    /// Label of the runs (default: the host name, else the folder name).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// A tag KEY=VALUE stored with each run, for filters (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Which runs (shared by the reading subcommands).
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    /// Runs of this machine fingerprint (16 hex digits, as `db runs` shows).
+    #[arg(long)]
+    pub machine: Option<String>,
+    /// Runs of this host name.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Runs with this tag KEY=VALUE (repeatable: all must hold).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Runs at or after this time (RFC 3339: 2026-11-01 or 2026-11-01T12:00:00Z).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Runs at or before this time (RFC 3339).
+    #[arg(long)]
+    pub until: Option<String>,
+}
+
+/// `numalab db runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Which runs.
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DbFormat::Table)]
+    pub format: DbFormat,
+}
+
+/// `numalab db query`.
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// The figure id (e.g. mem.bandwidth.triad.all; `db query` without it lists every figure).
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// Only figures of this group (e.g. "memory bandwidth").
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Which runs.
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// At most this many points (earliest first).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Output format (csv and json are the export formats).
+    #[arg(long, value_enum, default_value_t = DbFormat::Table)]
+    pub format: DbFormat,
+}
+
+/// `numalab db regressions`.
+#[derive(Debug, Args)]
+pub struct RegressionsArgs {
+    /// Where the baseline starts: `first` (each figure's first run on its machine), a run
+    /// id (`run:12`) or a time (RFC 3339: the first run at or after it).
+    #[arg(long, default_value = "first")]
+    pub baseline: String,
+    /// Runs in the baseline side (their spread measures the run-to-run noise).
+    #[arg(long, default_value_t = 1)]
+    pub baseline_runs: usize,
+    /// The most recent runs that form the other side.
+    #[arg(long, default_value_t = 1)]
+    pub latest_runs: usize,
+    /// Only this figure.
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// Only figures of this group.
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Relative run-to-run spread assumed when a side has one run, percent.
+    #[arg(long, default_value_t = 100.0 * numalab_report::compare::DEFAULT_RUN_SPREAD)]
+    pub run_noise: f64,
+    /// Show every figure with its verdict, not only those that got worse.
+    #[arg(long)]
+    pub all: bool,
+    /// Which runs.
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Output formats of `db runs` and `db query`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DbFormat {
+    /// Aligned table.
+    Table,
+    /// CSV (one row per point; `db query` only: the export format).
+    Csv,
+    /// JSON.
+    Json,
+}
+
+/// Runs `numalab db`.
+pub fn run(a: DbArgs) -> CliResult {
+    let path = db_path(a.db)?;
+    match a.command {
+        DbCommand::Ingest(i) => ingest(&path, i),
+        DbCommand::Runs(r) => runs(&path, r),
+        DbCommand::Query(q) => query(&path, q),
+        DbCommand::Regressions(r) => regressions(&path, r),
+    }
+}
+
+fn usage(msg: impl Into<String>) -> CliError {
+    CliError::new(ErrorClass::Usage, msg)
+}
+
+/// `--db`, else `$NUMALAB_DB` (clap reads it), else the user's data folder.
+fn db_path(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    if let Some(p) = given {
+        return Ok(p);
+    }
+    let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+            Some(h) => PathBuf::from(h).join(".local/share"),
+            None => {
+                return Err(usage(
+                    "no history file: neither HOME nor XDG_DATA_HOME is set; give --db FILE",
+                ))
+            }
+        },
+    };
+    let dir = base.join("numalab");
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        CliError::new(
+            ErrorClass::Runtime,
+            format!(
+                "{}: cannot create the history folder: {e}; give --db FILE",
+                dir.display()
+            ),
+        )
+    })?;
+    Ok(dir.join("history.sqlite"))
+}
+
+/// KEY=VALUE pairs of `--tag`.
+fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>, CliError> {
+    tags.iter()
+        .map(|t| match t.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+            _ => Err(usage(format!(
+                "--tag {t:?}: give KEY=VALUE, e.g. --tag node=n17"
+            ))),
+        })
+        .collect()
+}
+
+fn parse_time(flag: &str, t: &str) -> Result<SystemTime, CliError> {
+    let full = if t.len() == 10 {
+        format!("{t}T00:00:00Z")
+    } else {
+        t.to_string()
+    };
+    humantime::parse_rfc3339_weak(&full).map_err(|e| {
+        usage(format!(
+            "{flag} {t:?}: {e}; give an RFC 3339 date or time, e.g. 2026-11-01 or 2026-11-01T12:00:00Z"
+        ))
+    })
+}
+
+fn filter(f: &FilterArgs) -> Result<RunFilter, CliError> {
+    Ok(RunFilter {
+        machine: f.machine.clone(),
+        host: f.host.clone(),
+        tags: parse_tags(&f.tags)?,
+        since: f
+            .since
+            .as_deref()
+            .map(|t| parse_time("--since", t))
+            .transpose()?,
+        until: f
+            .until
+            .as_deref()
+            .map(|t| parse_time("--until", t))
+            .transpose()?,
+    })
+}
+
+fn open(path: &std::path::Path) -> Result<History, CliError> {
+    Ok(History::open(path)?)
+}
+
+fn ingest(path: &std::path::Path, a: IngestArgs) -> CliResult {
+    let tags = parse_tags(&a.tags)?;
+    let mut h = open(path)?;
+    let opts = IngestOptions {
+        label: a.label.clone(),
+        tags: serde_json::Value::Object(
+            tags.into_iter()
+                .map(|(k, v)| (k, serde_json::Value::String(v)))
+                .collect(),
+        ),
+    };
+    let mut outcomes = Vec::new();
+    let mut failed = Vec::new();
+    for b in &a.bundles {
+        match h.ingest_with(b, &opts) {
+            Ok(o) => {
+                let (status, run_id, figures) = match &o {
+                    IngestOutcome::Stored {
+                        run_id,
+                        metrics,
+                        warnings,
+                        ..
+                    } => {
+                        for w in warnings {
+                            eprintln!("numalab: {}: {}", b.display(), w.message);
+                        }
+                        ("stored", *run_id, Some(*metrics))
+                    }
+                    IngestOutcome::AlreadyPresent { run_id, .. } => {
+                        ("already present", *run_id, None)
+                    }
+                };
+                if !a.json {
+                    println!(
+                        "{}: {status} as run {run_id}{}",
+                        numalab_report::table::plain(&b.display().to_string()),
+                        figures.map_or(String::new(), |n| format!(" ({n} figures)"))
+                    );
+                }
+                outcomes.push(serde_json::json!({
+                    "bundle": b.display().to_string(), "status": status,
+                    "run_id": run_id, "figures": figures,
+                }));
+            }
+            Err(e) => {
+                // One bad bundle does not stop the others.
+                eprintln!("numalab: {e}");
+                outcomes.push(serde_json::json!({
+                    "bundle": b.display().to_string(), "status": "failed", "error": e.to_string(),
+                }));
+                failed.push(e);
+            }
+        }
+    }
+    if a.json {
+        crate::output::print_json(&serde_json::json!({
+            "db": path.display().to_string(),
+            "runs": h.run_count()?,
+            "bundles": outcomes,
+        }))?;
+    }
+    match failed.len() {
+        0 => Ok(()),
+        n if n == a.bundles.len() => {
+            let first = failed.remove(0);
+            Err(CliError::from(first))
+        }
+        n => Err(CliError::new(
+            ErrorClass::Partial,
+            format!(
+                "{n} of {} bundles were not stored; the others were",
+                a.bundles.len()
+            ),
+        )),
+    }
+}
+
+fn runs(path: &std::path::Path, a: RunsArgs) -> CliResult {
+    let h = open(path)?;
+    let runs = h.runs(&filter(&a.filter)?)?;
+    match a.format {
+        DbFormat::Json => crate::output::print_json(&runs),
+        DbFormat::Csv => Err(usage(
+            "--format csv is the export of `db query`; use --format table or json for runs",
+        )),
+        DbFormat::Table => {
+            let mut t = Table::new(
+                "runs",
+                &format!("Runs in {}", path.display()),
+                ["run", "time", "label", "host", "machine", "figures", "tags"]
+                    .iter()
+                    .map(|c| Column::new(c, None))
+                    .collect(),
+            );
+            for r in &runs {
+                t.push(vec![
+                    Cell::num(r.run_id as f64, 0),
+                    Cell::text(&r.time_utc),
+                    Cell::text(&r.label),
+                    Cell::text(r.host.clone().unwrap_or_default()),
+                    Cell::text(format!(
+                        "{} ({})",
+                        r.machine.fingerprint, r.machine_description
+                    )),
+                    Cell::num(r.metric_count as f64, 0),
+                    Cell::text(r.tags.to_string()),
+                ]);
+            }
+            if runs.is_empty() {
+                t.notes
+                    .push("no runs match; `numalab db ingest DIR` stores a bundle".into());
+            }
+            print!("{}", render(&[t], Format::Terminal));
+            Ok(())
+        }
+    }
+}
+
+fn query(path: &std::path::Path, a: QueryArgs) -> CliResult {
+    let h = open(path)?;
+    let q = Query {
+        metric_id: a.metric.clone(),
+        group: a.group.clone(),
+        runs: filter(&a.filter)?,
+        limit: a.limit,
+    };
+    let stdout = std::io::stdout();
+    match a.format {
+        DbFormat::Csv => {
+            h.export_csv(&q, stdout.lock())?;
+            Ok(())
+        }
+        DbFormat::Json => {
+            h.export_json(&q, stdout.lock())?;
+            Ok(())
+        }
+        DbFormat::Table => {
+            let points = h.query(&q)?;
+            let mut t = Table::new(
+                "query",
+                &match &a.metric {
+                    Some(m) => format!("{m} over time"),
+                    None => "Every figure over time".into(),
+                },
+                vec![
+                    Column::new("time", None),
+                    Column::new("run", None),
+                    Column::new("label", None),
+                    Column::new("figure", None),
+                    Column::new("median", None),
+                    Column::new("spread (MAD)", None),
+                    Column::new("unit", None),
+                    Column::new("samples", None),
+                ],
+            );
+            for p in &points {
+                t.push(vec![
+                    Cell::text(&p.time_utc),
+                    Cell::num(p.run_id as f64, 0),
+                    Cell::text(&p.label),
+                    Cell::text(match &p.setup {
+                        Some(s) => format!("{}, {s}", p.name),
+                        None => p.name.clone(),
+                    }),
+                    p.median.map_or(Cell::text("-"), |m| Cell::num(m, 2)),
+                    p.mad.map_or(Cell::text("-"), |m| Cell::num(m, 2)),
+                    Cell::text(&p.unit),
+                    Cell::num(p.samples as f64, 0),
+                ]);
+            }
+            if points.is_empty() {
+                t.notes.push(
+                    "no points match; `numalab db runs` lists the runs, `db query` without --metric every figure"
+                        .into(),
+                );
+            }
+            print!("{}", render(&[t], Format::Terminal));
+            Ok(())
+        }
+    }
+}
+
+fn baseline(text: &str) -> Result<Baseline, CliError> {
+    if text == "first" {
+        return Ok(Baseline::First);
+    }
+    if let Some(id) = text.strip_prefix("run:") {
+        return id.parse().map(Baseline::Run).map_err(|_| {
+            usage(format!(
+                "--baseline {text:?}: give run:N with a run id from `numalab db runs`"
+            ))
+        });
+    }
+    parse_time("--baseline", text).map(Baseline::Time)
+}
+
+fn regressions(path: &std::path::Path, a: RegressionsArgs) -> CliResult {
+    if a.baseline_runs == 0 || a.latest_runs == 0 {
+        return Err(usage(
+            "--baseline-runs and --latest-runs must be at least 1",
+        ));
+    }
+    if !(a.run_noise.is_finite() && a.run_noise >= 0.0) {
+        return Err(usage(format!(
+            "--run-noise {}: give a percentage, e.g. 10",
+            a.run_noise
+        )));
+    }
+    let h = open(path)?;
+    let q = RegressionQuery {
+        baseline: baseline(&a.baseline)?,
+        baseline_runs: a.baseline_runs,
+        latest_runs: a.latest_runs,
+        metric_id: a.metric.clone(),
+        group: a.group.clone(),
+        runs: filter(&a.filter)?,
+        assumed_run_spread: a.run_noise / 100.0,
+    };
+    let rows = if a.all {
+        h.verdicts(&q)?
+    } else {
+        h.regressions(&q)?
+    };
+    if a.json {
+        return crate::output::print_json(&rows);
+    }
+    let mut t = Table::new(
+        "regressions",
+        if a.all {
+            "Every figure, baseline against latest"
+        } else {
+            "Figures that got worse beyond their run-to-run noise"
+        },
+        vec![
+            Column::new("machine", None),
+            Column::new("figure", None),
+            Column::new("baseline", None),
+            Column::new("latest", None),
+            Column::new("unit", None),
+            Column::new("latest / baseline", None),
+            Column::new("95% interval", None),
+            Column::new("verdict", None),
+            Column::new("runs", None),
+        ],
+    );
+    for r in &rows {
+        let verdict = match r.verdict {
+            Verdict::Worse => "WORSE",
+            Verdict::Better => "better",
+            Verdict::WithinNoise => "within noise",
+            Verdict::Unknown => "no verdict (too few samples)",
+            Verdict::NotComparable => "not comparable",
+        }
+        .to_string();
+        t.push(vec![
+            Cell::text(&r.machine),
+            Cell::text(&r.name),
+            r.baseline.map_or(Cell::text("-"), |v| Cell::num(v, 2)),
+            r.latest.map_or(Cell::text("-"), |v| Cell::num(v, 2)),
+            Cell::text(&r.unit),
+            r.ratio.map_or(Cell::text("-"), |v| Cell::num(v, 3)),
+            Cell::text(
+                r.interval
+                    .map_or("-".into(), |(lo, hi)| format!("{lo:.3}..{hi:.3}")),
+            ),
+            Cell::text(
+                r.not_comparable
+                    .clone()
+                    .map_or(verdict, |why| format!("not comparable: {why}")),
+            ),
+            Cell::text(format!("{:?} -> {:?}", r.baseline_runs, r.latest_runs)),
+        ]);
+    }
+    if rows.is_empty() {
+        t.notes.push(if a.all {
+            "no figure has a baseline and a later run; ingest more bundles".into()
+        } else {
+            "no figure got worse beyond its run-to-run noise (`--all` shows every verdict)".into()
+        });
+    }
+    t.notes.push(format!(
+        "verdicts use compare's statistics: 95% intervals of the ratio, widened by the run-to-run noise (measured from the runs when a side has several, else {}% assumed); fewer than 3 samples give no verdict",
+        a.run_noise
+    ));
+    print!("{}", render(&[t], Format::Terminal));
+    Ok(())
+}
