@@ -50,7 +50,7 @@ export NUMALAB_BIN="$PWD/target/release/numalab"
 echo "# numalab against its peers, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo
 echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
-echo "- peers: $(likwid-bench -h 2>&1 | grep -m1 -io 'likwid-bench.*' || echo likwid-bench), $("$c2cl" --version 2>/dev/null || echo core-to-core-latency 1.2.0)"
+echo "- peers: likwid-bench $(dpkg-query -W -f='${Version}' likwid 2>/dev/null || echo '(version unknown)'), $(cargo install --list 2>/dev/null | grep -m1 '^core-to-core-latency' | tr -d ':' || echo core-to-core-latency)"
 echo "- numalab: $("$NUMALAB_BIN" --version)"
 echo "- load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
