@@ -1056,18 +1056,24 @@ mod tests {
             let json = serde_json::to_value(r).unwrap();
             let data = &json["data"];
             assert_eq!(data["verified"], true, "{json}");
-            assert_eq!(
-                data["vector_bits"],
-                good.options.isa.vector_bits(),
+            // No ISA given: the one that ran is a candidate of the trial, with its width.
+            let isa = Isa::from_name(data["isa"].as_str().unwrap()).unwrap();
+            assert!(
+                kernels::candidates(good.options.isa).contains(&isa),
                 "{json}"
             );
+            assert_eq!(data["vector_bits"], isa.vector_bits(), "{json}");
+            assert_eq!(data["variant"]["how"], "trial", "{json}");
             let v: Verification = serde_json::from_value(data["verification"].clone()).unwrap();
             assert!(v.elements_checked > 0);
             assert_eq!(v.checksum, v.expected_checksum);
         }
         // A corrupted check on another group (its own key prefix: tests run in
         // parallel).
-        let bad = plan(&m, &b, &[2, 3], &[2], &MemPolicy::FirstTouch, small(&m)).unwrap();
+        // The ISA given (as `--isa`): no trial, that ISA in every record and error.
+        let mut forced = small(&m);
+        forced.isa_forced = true;
+        let bad = plan(&m, &b, &[2, 3], &[2], &MemPolicy::FirstTouch, forced).unwrap();
         *CORRUPT_FOR_TEST.lock().unwrap() = Some(bad.groups[0].key_prefix.clone());
         let mut recs: Vec<Record> = Vec::new();
         let out = run(&bad, &m, &placer, &mut recs);
@@ -1089,7 +1095,17 @@ mod tests {
             assert!(e.contains("expected"), "{e}");
             assert!(e.contains(&bad.options.isa.label()), "{e}");
         }
-        assert!(recs.iter().all(|r| r.key.ends_with("/read")));
+        let read_key = format!("/read@{}", bad.options.isa);
+        assert!(
+            recs.iter().all(|r| r.key.ends_with(&read_key)),
+            "{:?}",
+            recs.iter().map(|r| &r.key).collect::<Vec<_>>()
+        );
+        for r in &recs {
+            let json = serde_json::to_value(r).unwrap();
+            assert_eq!(json["data"]["variant"]["how"], "given", "{json}");
+            assert_eq!(json["data"]["isa"], bad.options.isa.name(), "{json}");
+        }
     }
 
     /// Like the emulated Arm server: 4 NUMA nodes of 512 MiB (about 400 MiB free each) and a
