@@ -27,6 +27,11 @@ if [ "${1:-}" = "--test" ]; then
   # BMC power (crates/bmc/tests): OpenIPMI's simulator on loopback, ipmitool as its
   # client, openssl for the Redfish TLS test's self-signed certificate.
   pkgs+=(openipmi ipmitool openssl)
+  # numalab fleet (crates/fleet/tests): a real Slurm cluster on this machine
+  # (scripts/slurm-cluster.sh) and Open MPI's mpirun.
+  pkgs+=(slurm-wlm munge openmpi-bin)
+  # hwloc's own tools read the exported memory attributes (crates/topo/tests/memattrs.rs).
+  pkgs+=(hwloc)
 fi
 
 missing=()

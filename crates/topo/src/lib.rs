@@ -10,6 +10,7 @@ pub mod bind;
 pub mod describe;
 pub mod error;
 pub mod load;
+pub mod memattrs;
 pub mod render;
 pub mod select;
 pub mod system;

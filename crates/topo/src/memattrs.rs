@@ -1,0 +1,598 @@
+//! Measured memory attributes for hwloc consumers: node-to-node bandwidth and latency
+//! written into a topology as hwloc memory attributes (`Bandwidth`, `ReadBandwidth`,
+//! `WriteBandwidth` in MiB/s; `Latency`, `ReadLatency`, `WriteLatency` in ns), exported
+//! by hwloc as XML that runtimes load with `HWLOC_XMLFILE=FILE HWLOC_THISSYSTEM=1`.
+//!
+//! The initiator of a value is the cpuset of the initiator NUMA node; the target is the
+//! NUMA node object with the target's OS index. A value already in the topology for
+//! the same initiator cpuset and target (from the firmware's HMAT) is replaced, and the
+//! export says which ([`SetValue::replaced`]). Values are converted to hwloc's units
+//! and rounded to integers; a value that is not finite, not positive, rounds to 0 or
+//! does not fit in 64 bits is an error, never clamped.
+//!
+//! hwlocality 1.0.0-alpha.13 sets values only on attributes it registers itself
+//! (`MemoryAttributeBuilder::set_values`): hwloc's predefined attributes cannot be
+//! written through it. The values are therefore set with hwloc's own
+//! `hwloc_memattr_set_value` (through `hwlocality-sys`) on a copy of the topology
+//! imported from the XML hwlocality exports, and hwloc writes the resulting XML.
+//! Reading them back ([`value`], [`initiators`]) uses hwlocality's memory attribute
+//! API.
+
+use crate::error::TopoError;
+use crate::load::Loaded;
+use hwlocality::cpu::cpuset::CpuSet;
+use hwlocality::memory::attribute::{Initiator, MemoryAttribute};
+use hwlocality::object::types::ObjectType;
+use hwlocality::object::TopologyObject;
+use hwlocality::Topology;
+use hwlocality_sys as sys;
+use serde::{Deserialize, Serialize};
+use std::ffi::{c_char, c_int, CStr, CString};
+
+/// One of hwloc's predefined performance memory attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Attribute {
+    /// Average of read and write bandwidth, MiB/s.
+    Bandwidth,
+    /// Read bandwidth, MiB/s.
+    ReadBandwidth,
+    /// Write bandwidth, MiB/s.
+    WriteBandwidth,
+    /// Average of read and write latency, ns.
+    Latency,
+    /// Read latency, ns.
+    ReadLatency,
+    /// Write latency, ns.
+    WriteLatency,
+}
+
+impl Attribute {
+    /// Every attribute.
+    pub const ALL: [Attribute; 6] = [
+        Attribute::Bandwidth,
+        Attribute::ReadBandwidth,
+        Attribute::WriteBandwidth,
+        Attribute::Latency,
+        Attribute::ReadLatency,
+        Attribute::WriteLatency,
+    ];
+
+    /// hwloc's name ("Bandwidth", "ReadLatency", ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Attribute::Bandwidth => "Bandwidth",
+            Attribute::ReadBandwidth => "ReadBandwidth",
+            Attribute::WriteBandwidth => "WriteBandwidth",
+            Attribute::Latency => "Latency",
+            Attribute::ReadLatency => "ReadLatency",
+            Attribute::WriteLatency => "WriteLatency",
+        }
+    }
+
+    /// The attribute of an hwloc name (any case).
+    pub fn from_name(text: &str) -> Option<Attribute> {
+        Attribute::ALL
+            .into_iter()
+            .find(|a| a.name().eq_ignore_ascii_case(text.trim()))
+    }
+
+    /// Whether it is a bandwidth (else a latency).
+    pub fn is_bandwidth(self) -> bool {
+        matches!(
+            self,
+            Attribute::Bandwidth | Attribute::ReadBandwidth | Attribute::WriteBandwidth
+        )
+    }
+
+    /// The unit hwloc defines for it: "MiB/s" or "ns".
+    pub fn hwloc_unit(self) -> &'static str {
+        if self.is_bandwidth() {
+            "MiB/s"
+        } else {
+            "ns"
+        }
+    }
+
+    fn id(self) -> sys::hwloc_memattr_id_t {
+        match self {
+            Attribute::Bandwidth => sys::HWLOC_MEMATTR_ID_BANDWIDTH,
+            Attribute::ReadBandwidth => sys::HWLOC_MEMATTR_ID_READ_BANDWIDTH,
+            Attribute::WriteBandwidth => sys::HWLOC_MEMATTR_ID_WRITE_BANDWIDTH,
+            Attribute::Latency => sys::HWLOC_MEMATTR_ID_LATENCY,
+            Attribute::ReadLatency => sys::HWLOC_MEMATTR_ID_READ_LATENCY,
+            Attribute::WriteLatency => sys::HWLOC_MEMATTR_ID_WRITE_LATENCY,
+        }
+    }
+
+    /// hwlocality's handle of it in `topology`.
+    pub fn of(self, topology: &Topology) -> MemoryAttribute<'_> {
+        match self {
+            Attribute::Bandwidth => MemoryAttribute::bandwidth(topology),
+            Attribute::ReadBandwidth => MemoryAttribute::read_bandwidth(topology),
+            Attribute::WriteBandwidth => MemoryAttribute::write_bandwidth(topology),
+            Attribute::Latency => MemoryAttribute::latency(topology),
+            Attribute::ReadLatency => MemoryAttribute::read_latency(topology),
+            Attribute::WriteLatency => MemoryAttribute::write_latency(topology),
+        }
+    }
+}
+
+impl std::fmt::Display for Attribute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The unit of a measured value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Unit {
+    /// GB/s, 10^9 bytes per second (numalab's and STREAM's bandwidth unit).
+    GBps,
+    /// MiB/s, 2^20 bytes per second (hwloc's bandwidth unit).
+    MiBps,
+    /// Nanoseconds (hwloc's latency unit).
+    Ns,
+}
+
+impl Unit {
+    /// Its symbol.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::GBps => "GB/s",
+            Unit::MiBps => "MiB/s",
+            Unit::Ns => "ns",
+        }
+    }
+}
+
+/// A measured figure for one (initiator node, target node) pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredValue {
+    /// OS index of the NUMA node whose CPUs accessed the memory.
+    pub initiator_node: u32,
+    /// OS index of the NUMA node holding the memory.
+    pub target_node: u32,
+    /// Which hwloc attribute it sets.
+    pub attribute: Attribute,
+    /// The value, in `unit`.
+    pub value: f64,
+    /// Its unit.
+    pub unit: Unit,
+    /// Where it comes from, in words (e.g. "measured, mem.bandwidth read, 8 threads").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// A value as it was set in the topology.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetValue {
+    /// hwloc attribute name.
+    pub attribute: Attribute,
+    /// OS index of the initiator node.
+    pub initiator_node: u32,
+    /// The initiator: the CPUs of the initiator node.
+    pub initiator_cpus: Vec<u32>,
+    /// OS index of the target node.
+    pub target_node: u32,
+    /// The value set, in `unit`.
+    pub value: u64,
+    /// hwloc's unit: "MiB/s" or "ns".
+    pub unit: String,
+    /// The value the topology held for this pair before (from the firmware's HMAT or
+    /// an earlier export), now replaced.
+    pub replaced: Option<u64>,
+    /// Where the value comes from ([`MeasuredValue::source`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// hwloc XML carrying measured memory attributes, and what was set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Export {
+    /// The XML, written by hwloc (v2 format).
+    pub xml: String,
+    /// Every value set, in the order given.
+    pub values: Vec<SetValue>,
+}
+
+/// Converts a value to hwloc's unit of `attribute` (MiB/s or ns), rounded to the
+/// nearest integer. Refuses a unit that does not fit the attribute and a value that is
+/// not finite, not positive, rounds to 0 or does not fit in 64 bits.
+pub fn to_hwloc(attribute: Attribute, value: f64, unit: Unit) -> Result<u64, String> {
+    let scaled = match (attribute.is_bandwidth(), unit) {
+        (true, Unit::GBps) => value * 1e9 / (1u64 << 20) as f64,
+        (true, Unit::MiBps) | (false, Unit::Ns) => value,
+        (true, Unit::Ns) | (false, Unit::GBps | Unit::MiBps) => {
+            return Err(format!(
+                "{attribute} is in {}, not {}",
+                attribute.hwloc_unit(),
+                unit.symbol()
+            ))
+        }
+    };
+    if !scaled.is_finite() || scaled <= 0.0 {
+        return Err(format!(
+            "{attribute} value {value} {} is not a positive number",
+            unit.symbol()
+        ));
+    }
+    let rounded = scaled.round();
+    // 2^64 is exactly representable; anything at or above it does not fit.
+    if rounded >= 18_446_744_073_709_551_616.0 {
+        return Err(format!(
+            "{attribute} value {value} {} is {scaled:e} {}, more than hwloc's 64-bit values hold",
+            unit.symbol(),
+            attribute.hwloc_unit()
+        ));
+    }
+    if rounded < 1.0 {
+        return Err(format!(
+            "{attribute} value {value} {} rounds to 0 {}; hwloc's values are integers",
+            unit.symbol(),
+            attribute.hwloc_unit()
+        ));
+    }
+    Ok(rounded as u64)
+}
+
+fn what(loaded: &Loaded) -> String {
+    match &loaded.source {
+        numalab_schema::machine::MachineSource::Live => "this machine".into(),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|v| v.get("path").and_then(|p| p.as_str()).map(String::from))
+            .unwrap_or_else(|| "the topology".into()),
+    }
+}
+
+fn hwloc_err(loaded: &Loaded, call: &str) -> TopoError {
+    TopoError::Hwloc {
+        what: what(loaded),
+        detail: format!("{call} failed ({})", std::io::Error::last_os_error()),
+        remedy: "report this as a bug".into(),
+    }
+}
+
+/// The NUMA nodes of a topology by OS index.
+fn numa_nodes(topology: &Topology) -> Vec<(u32, &TopologyObject)> {
+    topology
+        .objects_with_type(ObjectType::NUMANode)
+        .filter_map(|o| Some((o.os_index()? as u32, o)))
+        .collect()
+}
+
+fn cpus(set: &CpuSet) -> Vec<u32> {
+    set.iter_set().map(|i| usize::from(i) as u32).collect()
+}
+
+/// An hwloc topology owned through the C API (see the module documentation for why).
+struct Raw(sys::hwloc_topology_t);
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from hwloc_topology_init and is destroyed once.
+        unsafe { sys::hwloc_topology_destroy(self.0) }
+    }
+}
+
+impl Raw {
+    /// Imports hwloc XML, keeping every object it holds.
+    fn from_xml(xml: &str) -> Result<Raw, String> {
+        let text = CString::new(xml).map_err(|_| "the XML holds a NUL byte".to_string())?;
+        let len = c_int::try_from(text.as_bytes_with_nul().len())
+            .map_err(|_| "the XML is larger than 2 GiB".to_string())?;
+        let mut ptr: sys::hwloc_topology_t = std::ptr::null_mut();
+        // SAFETY: ptr is an out-parameter.
+        if unsafe { sys::hwloc_topology_init(&mut ptr) } != 0 || ptr.is_null() {
+            return Err("hwloc_topology_init failed".into());
+        }
+        let raw = Raw(ptr);
+        // SAFETY: raw.0 is a valid, not yet loaded topology; `text` outlives the load
+        // (hwloc reads the buffer during hwloc_topology_load) and `len` counts its NUL.
+        unsafe {
+            if sys::hwloc_topology_set_all_types_filter(raw.0, sys::HWLOC_TYPE_FILTER_KEEP_ALL) != 0
+            {
+                return Err("hwloc_topology_set_all_types_filter failed".into());
+            }
+            if sys::hwloc_topology_set_xmlbuffer(raw.0, text.as_ptr(), len) != 0 {
+                return Err("hwloc_topology_set_xmlbuffer failed".into());
+            }
+            if sys::hwloc_topology_load(raw.0) != 0 {
+                return Err(format!(
+                    "hwloc_topology_load failed ({})",
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+        Ok(raw)
+    }
+
+    /// The NUMA node with OS index `os`.
+    fn node(&self, os: u32) -> Option<*mut sys::hwloc_obj> {
+        // SAFETY: a loaded topology; objects are valid while it lives.
+        unsafe {
+            let n = sys::hwloc_get_nbobjs_by_depth(self.0, sys::HWLOC_TYPE_DEPTH_NUMANODE);
+            (0..n)
+                .map(|i| sys::hwloc_get_obj_by_depth(self.0, sys::HWLOC_TYPE_DEPTH_NUMANODE, i))
+                .find(|o| !o.is_null() && (**o).os_index == os)
+        }
+    }
+
+    /// The value of `attr` for initiator cpuset `initiator` and `target`, if any.
+    ///
+    /// # Safety
+    /// `initiator` and `target` are objects of this topology.
+    unsafe fn get(
+        &self,
+        attr: Attribute,
+        initiator: *mut sys::hwloc_obj,
+        target: *mut sys::hwloc_obj,
+    ) -> Option<u64> {
+        // SAFETY: per the contract.
+        let loc = unsafe { location(initiator) };
+        let mut value = 0u64;
+        // SAFETY: per the contract; loc borrows the initiator's cpuset.
+        let rc =
+            unsafe { sys::hwloc_memattr_get_value(self.0, attr.id(), target, &loc, 0, &mut value) };
+        (rc == 0).then_some(value)
+    }
+
+    /// Exports the topology as hwloc XML (v2 format).
+    fn export(&self) -> Result<String, String> {
+        let mut buf: *mut c_char = std::ptr::null_mut();
+        let mut len: c_int = 0;
+        // SAFETY: buf and len are out-parameters; the buffer is freed by
+        // hwloc_free_xmlbuffer after it was copied.
+        unsafe {
+            if sys::hwloc_topology_export_xmlbuffer(self.0, &mut buf, &mut len, 0) != 0
+                || buf.is_null()
+            {
+                return Err(format!(
+                    "hwloc_topology_export_xmlbuffer failed ({})",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            let text = CStr::from_ptr(buf).to_string_lossy().into_owned();
+            sys::hwloc_free_xmlbuffer(self.0, buf);
+            Ok(text)
+        }
+    }
+}
+
+/// The cpuset of `obj` as an hwloc initiator location.
+///
+/// # Safety
+/// `obj` is a valid object whose cpuset outlives the location.
+unsafe fn location(obj: *mut sys::hwloc_obj) -> sys::hwloc_location {
+    sys::hwloc_location {
+        ty: sys::HWLOC_LOCATION_TYPE_CPUSET,
+        location: sys::hwloc_location_u {
+            // SAFETY: per the contract.
+            cpuset: unsafe { (*obj).cpuset },
+        },
+    }
+}
+
+/// Returns `loaded`'s topology as hwloc XML with `values` set as hwloc memory
+/// attributes: for each value, the initiator is the cpuset of the initiator NUMA node
+/// and the target the NUMA node with that OS index, the value converted to hwloc's unit
+/// ([`to_hwloc`]). A value the topology held for the same initiator cpuset and target
+/// is replaced ([`SetValue::replaced`]).
+///
+/// Errors: a node missing from the topology, an initiator node without CPUs, two values
+/// for the same attribute and pair, a value that does not convert, and a value hwloc
+/// would not answer with afterwards (the topology holds one for a wider initiator
+/// cpuset that shadows it).
+pub fn export_xml(loaded: &Loaded, values: &[MeasuredValue]) -> Result<Export, TopoError> {
+    let topology = &loaded.topology;
+    let bad = |reason: String| TopoError::Selection(format!("{}: {reason}", what(loaded)));
+    let nodes = numa_nodes(topology);
+    let machine = crate::describe::describe(loaded);
+    let node_list = nodes
+        .iter()
+        .map(|(os, _)| os.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut seen = std::collections::BTreeSet::new();
+    let mut converted = Vec::with_capacity(values.len());
+    for v in values {
+        for (role, node) in [("initiator", v.initiator_node), ("target", v.target_node)] {
+            if !nodes.iter().any(|(os, _)| *os == node) {
+                return Err(bad(format!(
+                    "{} node{} -> node{}: {role} NUMA node {node} is not in this topology (its nodes: {node_list})",
+                    v.attribute, v.initiator_node, v.target_node
+                )));
+            }
+        }
+        if !seen.insert((v.attribute, v.initiator_node, v.target_node)) {
+            return Err(bad(format!(
+                "two {} values for node{} -> node{}",
+                v.attribute, v.initiator_node, v.target_node
+            )));
+        }
+        // numalab's view of the node's CPUs (a memory-only node has none, although
+        // hwloc gives it the cpuset of the CPUs it is attached near).
+        let init_cpus = machine
+            .node(v.initiator_node)
+            .map(|n| n.cpus.clone())
+            .unwrap_or_default();
+        if init_cpus.is_empty() {
+            return Err(bad(format!(
+                "{} node{} -> node{}: NUMA node {} has no CPUs, so it cannot be an initiator",
+                v.attribute, v.initiator_node, v.target_node, v.initiator_node
+            )));
+        }
+        let value = to_hwloc(v.attribute, v.value, v.unit).map_err(|e| {
+            bad(format!(
+                "{} node{} -> node{}: {e}",
+                v.attribute, v.initiator_node, v.target_node
+            ))
+        })?;
+        converted.push(SetValue {
+            attribute: v.attribute,
+            initiator_node: v.initiator_node,
+            initiator_cpus: init_cpus,
+            target_node: v.target_node,
+            value,
+            unit: v.attribute.hwloc_unit().into(),
+            replaced: None,
+            source: v.source.clone(),
+        });
+    }
+
+    let xml = topology
+        .export_xml(hwlocality::topology::export::xml::XMLExportFlags::empty())
+        .map_err(|e| TopoError::Hwloc {
+            what: what(loaded),
+            detail: e.to_string(),
+            remedy: "report this as a bug".into(),
+        })?;
+    let raw = Raw::from_xml(xml.as_str()).map_err(|detail| TopoError::Hwloc {
+        what: what(loaded),
+        detail,
+        remedy: "report this as a bug".into(),
+    })?;
+    for s in &mut converted {
+        let (Some(init), Some(target)) = (raw.node(s.initiator_node), raw.node(s.target_node))
+        else {
+            return Err(bad(format!(
+                "NUMA node {} or {} vanished when hwloc re-imported the topology",
+                s.initiator_node, s.target_node
+            )));
+        };
+        // SAFETY: both objects belong to `raw`, which outlives these calls; the
+        // location borrows the initiator node's cpuset, which hwloc copies.
+        unsafe {
+            s.replaced = raw.get(s.attribute, init, target);
+            let loc = location(init);
+            if sys::hwloc_memattr_set_value(raw.0, s.attribute.id(), target, &loc, 0, s.value) != 0
+            {
+                return Err(hwloc_err(
+                    loaded,
+                    &format!(
+                        "hwloc_memattr_set_value({} node{} -> node{})",
+                        s.attribute, s.initiator_node, s.target_node
+                    ),
+                ));
+            }
+        }
+    }
+    // Every value must be what hwloc now answers for the node's cpuset.
+    for s in &converted {
+        let (Some(init), Some(target)) = (raw.node(s.initiator_node), raw.node(s.target_node))
+        else {
+            continue;
+        };
+        // SAFETY: objects of `raw`.
+        let now = unsafe { raw.get(s.attribute, init, target) };
+        if now != Some(s.value) {
+            return Err(bad(format!(
+                "{} node{} -> node{}: hwloc answers {} instead of the value set ({} {}): the topology holds a value for a wider initiator (CPUs including node{}'s) that shadows it; export the topology without memory attributes (e.g. from a snapshot) and try again",
+                s.attribute,
+                s.initiator_node,
+                s.target_node,
+                now.map_or("nothing".into(), |v| v.to_string()),
+                s.value,
+                s.unit,
+                s.initiator_node
+            )));
+        }
+    }
+    let xml = raw.export().map_err(|detail| TopoError::Hwloc {
+        what: what(loaded),
+        detail,
+        remedy: "report this as a bug".into(),
+    })?;
+    Ok(Export {
+        xml,
+        values: converted,
+    })
+}
+
+/// The value of `attribute` hwloc gives for initiator CPUs `initiator_cpus` and the
+/// NUMA node with OS index `target_node` (hwlocality's `MemoryAttribute::value`).
+pub fn value(
+    topology: &Topology,
+    attribute: Attribute,
+    initiator_cpus: &[u32],
+    target_node: u32,
+) -> Result<Option<u64>, TopoError> {
+    let target = numa_nodes(topology)
+        .into_iter()
+        .find(|(os, _)| *os == target_node)
+        .map(|(_, o)| o)
+        .ok_or_else(|| TopoError::Selection(format!("no NUMA node {target_node}")))?;
+    let mut set = CpuSet::new();
+    for &c in initiator_cpus {
+        set.set(c as usize);
+    }
+    attribute
+        .of(topology)
+        .value(Some(Initiator::from(set)), target)
+        .map_err(|e| TopoError::Selection(format!("{attribute} of node {target_node}: {e}")))
+}
+
+/// Every (initiator CPUs, value) pair hwloc holds for `attribute` and the NUMA node with
+/// OS index `target_node` (hwlocality's `MemoryAttribute::initiators`).
+pub fn initiators(
+    topology: &Topology,
+    attribute: Attribute,
+    target_node: u32,
+) -> Result<Vec<(Vec<u32>, u64)>, TopoError> {
+    let target = numa_nodes(topology)
+        .into_iter()
+        .find(|(os, _)| *os == target_node)
+        .map(|(_, o)| o)
+        .ok_or_else(|| TopoError::Selection(format!("no NUMA node {target_node}")))?;
+    let (inits, values) = attribute
+        .of(topology)
+        .initiators(target)
+        .map_err(|e| TopoError::Selection(format!("{attribute} of node {target_node}: {e}")))?;
+    Ok(inits
+        .into_iter()
+        .zip(values)
+        .map(|(i, v)| {
+            let c = match i {
+                Initiator::CpuSet(s) => cpus(&s),
+                Initiator::Object(o) => o.cpuset().map(|s| cpus(&s)).unwrap_or_default(),
+            };
+            (c, v)
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_convert_and_round() {
+        // 1 GB/s = 10^9 / 2^20 MiB/s = 953.674... MiB/s.
+        assert_eq!(to_hwloc(Attribute::Bandwidth, 1.0, Unit::GBps), Ok(954));
+        assert_eq!(to_hwloc(Attribute::Bandwidth, 12.5, Unit::GBps), Ok(11921));
+        assert_eq!(
+            to_hwloc(Attribute::ReadBandwidth, 100.4, Unit::MiBps),
+            Ok(100)
+        );
+        assert_eq!(to_hwloc(Attribute::Latency, 87.5, Unit::Ns), Ok(88));
+        assert!(to_hwloc(Attribute::Latency, 1.0, Unit::GBps).is_err());
+        assert!(to_hwloc(Attribute::Bandwidth, 1.0, Unit::Ns).is_err());
+        assert!(to_hwloc(Attribute::Latency, f64::NAN, Unit::Ns).is_err());
+        assert!(to_hwloc(Attribute::Latency, -3.0, Unit::Ns).is_err());
+        assert!(to_hwloc(Attribute::Latency, 0.4, Unit::Ns).is_err());
+        assert!(to_hwloc(Attribute::Latency, 1.9e19, Unit::Ns).is_err());
+        assert!(to_hwloc(Attribute::Bandwidth, 2e16, Unit::GBps).is_err());
+        assert_eq!(
+            to_hwloc(Attribute::Latency, 1.8e19, Unit::Ns),
+            Ok(18_000_000_000_000_000_000)
+        );
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for a in Attribute::ALL {
+            assert_eq!(Attribute::from_name(a.name()), Some(a));
+        }
+        assert_eq!(Attribute::from_name("latency"), Some(Attribute::Latency));
+    }
+}
