@@ -1,0 +1,196 @@
+//! Reading a fleet folder: `FLEET/nodes/<node>/results.jsonl` and
+//! `FLEET/nodes/<node>/status.json`, one folder per node, as `numalab fleet run` writes
+//! them. A node whose bundle or status cannot be read keeps its problem beside its
+//! name; only a fleet folder that cannot be listed at all is an error.
+
+use crate::load::{load, Loaded};
+use numalab_schema::input;
+use numalab_schema::text::{excerpt, os_text, path_text};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Largest `status.json` read (bytes; `NUMALAB_MAX_INPUT` replaces it).
+pub const MAX_STATUS_BYTES: u64 = 1 << 20;
+/// Longest stderr tail kept per node (characters; the end is kept).
+pub const MAX_STDERR_CHARS: usize = 4000;
+/// Longest status message kept per node (characters).
+pub const MAX_MESSAGE_CHARS: usize = 2000;
+/// Longest node name shown (characters; longer names are cut with "...").
+pub const MAX_NAME_CHARS: usize = 200;
+
+/// A node's `status.json`, read leniently: every field optional, unknown fields
+/// ignored, so that the runner can add fields without breaking the report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeStatus {
+    /// `done`, `failed`, `timeout` or `launch-failed` (anything else is shown as it is).
+    #[serde(default)]
+    pub state: Option<String>,
+    /// Exit code of `numalab` on the node (None: not known, e.g. never started).
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    /// Wall time of the node's run, seconds.
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// The last lines of the node's standard error.
+    #[serde(default)]
+    pub stderr_tail: Option<String>,
+    /// What the runner has to say (why the launch failed...).
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl NodeStatus {
+    /// Whether the node's run completed (`done`).
+    pub fn is_done(&self) -> bool {
+        self.state.as_deref() == Some("done")
+    }
+}
+
+/// One node of a fleet folder.
+#[derive(Debug, Clone)]
+pub struct FleetNode {
+    /// The node's folder name (lossless for non-UTF-8 names, cut to
+    /// [`MAX_NAME_CHARS`]).
+    pub name: String,
+    /// Its folder.
+    pub path: PathBuf,
+    /// Its `status.json` (None: absent or unreadable, see `problems`).
+    pub status: Option<NodeStatus>,
+    /// Its bundle (None: absent or unreadable, see `problems`).
+    pub bundle: Option<Loaded>,
+    /// What went wrong reading it, each in a sentence.
+    pub problems: Vec<String>,
+}
+
+impl FleetNode {
+    /// The node's state: the status file's, else "unknown".
+    pub fn state(&self) -> String {
+        self.status
+            .as_ref()
+            .and_then(|s| s.state.clone())
+            .unwrap_or_else(|| "unknown".into())
+    }
+}
+
+/// A fleet folder, read.
+#[derive(Debug, Clone, Default)]
+pub struct FleetInput {
+    /// The fleet folder (`FLEET`).
+    pub root: PathBuf,
+    /// Nodes in name order.
+    pub nodes: Vec<FleetNode>,
+}
+
+/// Why a fleet folder could not be read at all.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct FleetError {
+    /// The input, what is wrong, the remedy.
+    pub message: String,
+}
+
+impl numalab_schema::Classify for FleetError {
+    fn class(&self) -> numalab_schema::ErrorClass {
+        numalab_schema::ErrorClass::Input
+    }
+}
+
+/// `s` cut to `max` characters from its end (a tail), with control characters kept
+/// as they are (every renderer escapes them).
+fn tail(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        s.to_string()
+    } else {
+        let t: String = s.chars().skip(n - max).collect();
+        format!("...({} characters before) {t}", n - max)
+    }
+}
+
+/// Reads a node's status file; a problem in a sentence when it cannot.
+pub fn read_status(path: &Path) -> Result<NodeStatus, String> {
+    let text =
+        input::read_to_string(path, "node status", MAX_STATUS_BYTES).map_err(|e| e.to_string())?;
+    let mut s: NodeStatus = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}: not a status file ({}); numalab fleet run writes it",
+            path_text(path),
+            excerpt(&e.to_string(), 200)
+        )
+    })?;
+    s.state = s.state.map(|v| excerpt(&v, 100));
+    s.stderr_tail = s.stderr_tail.map(|v| tail(&v, MAX_STDERR_CHARS));
+    s.message = s.message.map(|v| tail(&v, MAX_MESSAGE_CHARS));
+    s.duration_s = s.duration_s.filter(|d| d.is_finite());
+    Ok(s)
+}
+
+/// Reads one node's folder.
+pub fn load_node(name: &str, dir: &Path) -> FleetNode {
+    let mut node = FleetNode {
+        name: crate::shorten(name, MAX_NAME_CHARS),
+        path: dir.to_path_buf(),
+        status: None,
+        bundle: None,
+        problems: Vec::new(),
+    };
+    let status = dir.join("status.json");
+    if status.exists() {
+        match read_status(&status) {
+            Ok(s) => node.status = Some(s),
+            Err(p) => node.problems.push(p),
+        }
+    } else {
+        node.problems.push("no status.json".into());
+    }
+    let journal = dir.join("results.jsonl");
+    if journal.exists() {
+        match load(&journal) {
+            Ok(l) => {
+                for w in &l.warnings {
+                    node.problems
+                        .push(format!("results.jsonl: {}", excerpt(&w.message, 300)));
+                }
+                node.bundle = Some(l);
+            }
+            Err(e) => node.problems.push(excerpt(&e.message, 500)),
+        }
+    } else if node.status.as_ref().is_none_or(NodeStatus::is_done) {
+        node.problems.push("no results.jsonl".into());
+    }
+    node
+}
+
+/// Reads a fleet folder: every folder under `dir/nodes/`, in name order. Entries that
+/// are not folders are skipped; a node that cannot be read is kept with its problem.
+pub fn load_fleet(dir: &Path) -> Result<FleetInput, FleetError> {
+    let nodes_dir = dir.join("nodes");
+    let entries = std::fs::read_dir(&nodes_dir).map_err(|e| FleetError {
+        message: format!(
+            "{}: {}; give the folder numalab fleet run wrote (with nodes/<node>/results.jsonl)",
+            path_text(&nodes_dir),
+            input::io_reason(&e)
+        ),
+    })?;
+    let mut dirs: Vec<(String, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| (os_text(&e.file_name()), e.path()))
+        .collect();
+    dirs.sort();
+    let mut nodes: Vec<FleetNode> = dirs.iter().map(|(n, p)| load_node(n, p)).collect();
+    // Names cut to the same text stay apart.
+    let mut seen = std::collections::HashSet::new();
+    for n in &mut nodes {
+        let mut k = 1;
+        let base = n.name.clone();
+        while !seen.insert(n.name.clone()) {
+            k += 1;
+            n.name = format!("{base} #{k}");
+        }
+    }
+    Ok(FleetInput {
+        root: dir.to_path_buf(),
+        nodes,
+    })
+}
