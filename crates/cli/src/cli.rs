@@ -63,6 +63,9 @@ pub enum Command {
     /// The history of every bundle in one SQLite file: ingest, runs, a figure over time,
     /// regressions beyond the run-to-run noise, CSV/JSON export.
     Db(crate::commands::db::DbArgs),
+    /// Many nodes through Slurm or MPI: run a command on each and gather the bundles;
+    /// the fleet report finds the nodes whose figures are off.
+    Fleet(crate::commands::fleet::FleetArgs),
 }
 
 /// Runs the parsed command.
@@ -86,5 +89,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Schedule(a) => commands::schedule::run(a),
         Command::Home(a) => commands::home::run(a),
         Command::Db(a) => commands::db::run(a),
+        Command::Fleet(a) => commands::fleet::run(a),
     }
 }

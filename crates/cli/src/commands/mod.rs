@@ -5,6 +5,7 @@ pub mod c2c;
 pub mod db;
 pub mod doctor;
 pub mod evaluate;
+pub mod fleet;
 pub mod generate;
 pub mod harness;
 pub mod home;

@@ -1,0 +1,352 @@
+//! `numalab fleet`: one numalab command on many nodes through Slurm or MPI, the bundles
+//! gathered into one folder (crate `numalab-fleet`), and the fleet report that finds
+//! the nodes whose figures are off (`numalab_report::fleet`).
+
+use crate::{CliError, CliResult};
+use clap::{Args, Subcommand, ValueEnum};
+use numalab_fleet::{AgentOptions, FleetError, FleetRunOptions, LauncherKind};
+use numalab_schema::ErrorClass;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `numalab fleet`.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: FleetCommand,
+}
+
+/// `numalab fleet` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Run a numalab command (default `evaluate --quick`) on many nodes through srun or
+    /// mpirun and gather every node's bundle into one folder; a rerun resumes.
+    #[command(
+        after_help = "Examples:\n  salloc -N 16 --exclusive numalab fleet run --fleet qual-2026-11\n  numalab fleet run --nodes 'n[01-16]' --fleet qual -- mem bandwidth --quick\n  numalab fleet run --sbatch --nodes 'n[01-16]' --fleet /shared/qual\n  numalab fleet run --launcher mpi --hostfile hosts --fleet qual\n  numalab fleet report qual\n\nnumalab must be at the same path on every node. Bundles come back through the\nlauncher's output (no shared file system needed) or through --shared DIR. A node that\nfails or hangs past --timeout is recorded with its stderr; the others go on. Running\nthe same command into the same --fleet folder again reruns only the nodes not done.\nExit 0 when every node is done, 5 when some are not."
+    )]
+    Run(Box<RunArgs>),
+    /// The node side of `fleet run` (started by the launcher on each node): runs the
+    /// command and sends its bundle on stdout.
+    #[command(hide = true)]
+    Node(NodeArgs),
+    /// The fleet report: a table of the nodes and, per hardware group, the nodes whose
+    /// figures are outside the group's robust spread (median and MAD), with evidence.
+    #[command(
+        after_help = "Examples:\n  numalab fleet report qual\n  numalab fleet report qual --html qual.html\n  numalab fleet report qual --json > qual.json\n  numalab fleet report qual --floor 10\n\nNodes are grouped by hardware (CPU model and stepping, cores, NUMA nodes, memory and\nits configuration); kernel and firmware are shown beside each node, never grouped on.\nA node is an outlier on a figure when its robust z (deviation over 1.4826 MAD) is beyond\n--z, its deviation beyond --floor percent, and beyond what its own repetitions spread."
+    )]
+    Report(ReportArgs),
+}
+
+/// Which launcher.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LauncherArg {
+    /// Slurm's srun (inside an allocation, or one-node jobs outside; --sbatch submits one).
+    Slurm,
+    /// Open MPI's mpirun with a hostfile.
+    Mpi,
+}
+
+/// `numalab fleet run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The fleet folder (created; a rerun into it resumes).
+    #[arg(long, value_name = "DIR")]
+    pub fleet: PathBuf,
+    /// The launcher.
+    #[arg(long, value_enum, default_value = "slurm")]
+    pub launcher: LauncherArg,
+    /// Nodes: a Slurm node list (n[1-16], expanded by scontrol) [default: the
+    /// allocation's SLURM_JOB_NODELIST].
+    #[arg(long, value_name = "LIST", conflicts_with = "hostfile")]
+    pub nodes: Option<String>,
+    /// MPI hostfile (host or host slots=N per line); one run per distinct host.
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// Nodes running at once.
+    #[arg(long, value_name = "N", default_value_t = numalab_fleet::DEFAULT_PARALLEL)]
+    pub parallel: usize,
+    /// Time limit per node (e.g. 90m, 2h): the node's command is killed after it and
+    /// the node recorded as timed out.
+    #[arg(long, value_name = "DURATION", default_value = "2h", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// A folder every node and this machine see at the same path: nodes write their
+    /// bundles there instead of sending them through the launcher's output.
+    #[arg(long, value_name = "DIR")]
+    pub shared: Option<PathBuf>,
+    /// Submit one batch allocation (sbatch --wait) that runs the fleet inside it; the
+    /// --fleet folder must then be writable from the batch host at the same path.
+    #[arg(long)]
+    pub sbatch: bool,
+    /// An argument for srun or mpirun, before the command (repeatable), e.g.
+    /// --launcher-arg=--partition=qual.
+    #[arg(long = "launcher-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub launcher_args: Vec<String>,
+    /// Start over in a folder that holds another command's run (the old nodes/ folder
+    /// is kept aside).
+    #[arg(long)]
+    pub restart: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The numalab command to run on every node [default: evaluate --quick].
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `numalab fleet node` (arguments as `fleet run` writes them).
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// --node NAME --timeout DUR [--shared DIR] -- COMMAND...
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub args: Vec<String>,
+}
+
+/// Output format of the report.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ReportFormat {
+    /// Terminal text.
+    Terminal,
+    /// The report as JSON.
+    Json,
+}
+
+/// `numalab fleet report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The fleet folder `fleet run` wrote.
+    #[arg(value_name = "FLEET")]
+    pub fleet: PathBuf,
+    /// Also write the self-contained HTML report here [default: FLEET/fleet-report.html].
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Robust z beyond which a node may be an outlier.
+    #[arg(long, value_name = "Z", default_value_t = 3.5)]
+    pub z: f64,
+    /// Percent deviation from the group median a node must exceed (the run-to-run
+    /// noise of one machine is a few percent).
+    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    pub floor: f64,
+    /// Fewest nodes in a hardware group to judge it.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub min_nodes: usize,
+}
+
+/// Runs `numalab fleet`.
+pub fn run(args: FleetArgs) -> CliResult {
+    match args.command {
+        FleetCommand::Run(a) => run_cmd(*a),
+        FleetCommand::Node(a) => node_cmd(a),
+        FleetCommand::Report(a) => report_cmd(a),
+    }
+}
+
+fn fleet_error(e: FleetError) -> CliError {
+    let class = match &e {
+        FleetError::Options(_)
+        | FleetError::BadNodeName { .. }
+        | FleetError::CommandChanged { .. }
+        | FleetError::AgentArgs(_) => ErrorClass::Usage,
+        FleetError::Hostfile { .. } | FleetError::Manifest { .. } => ErrorClass::Input,
+        FleetError::NoNodes(_) | FleetError::Tool { .. } => ErrorClass::Unsupported,
+        _ => ErrorClass::Runtime,
+    };
+    CliError::new(class, e.to_string())
+}
+
+fn this_exe() -> Result<PathBuf, CliError> {
+    std::env::current_exe().map_err(|e| {
+        CliError::new(
+            ErrorClass::Runtime,
+            format!("cannot find the path of this numalab binary: {e}"),
+        )
+    })
+}
+
+/// The fleet's progress on a bar (stderr).
+struct Bar(indicatif::ProgressBar);
+
+impl numalab_fleet::Progress for Bar {
+    fn start(&self, total: u64, already: u64) {
+        self.0.set_length(total);
+        self.0.set_position(already);
+    }
+    fn message(&self, text: &str) {
+        self.0.set_message(text.to_string());
+    }
+    fn node_problem(&self, line: &str) {
+        self.0
+            .suspend(|| eprintln!("numalab: {}", numalab_report::table::plain(line)));
+    }
+    fn node_ended(&self) {
+        self.0.inc(1);
+    }
+}
+
+fn run_cmd(a: RunArgs) -> CliResult {
+    if a.parallel == 0 {
+        return Err(CliError::new(
+            ErrorClass::Usage,
+            "--parallel must be at least 1",
+        ));
+    }
+    let exe = this_exe()?;
+    let mut opts = FleetRunOptions::new(&a.fleet, exe, env!("CARGO_PKG_VERSION"));
+    opts.launcher = match a.launcher {
+        LauncherArg::Slurm => LauncherKind::Slurm,
+        LauncherArg::Mpi => LauncherKind::Mpi,
+    };
+    if matches!(a.launcher, LauncherArg::Mpi) && a.hostfile.is_none() {
+        return Err(CliError::new(
+            ErrorClass::Usage,
+            "--launcher mpi needs --hostfile FILE (one host per line)",
+        ));
+    }
+    opts.nodes = a.nodes;
+    opts.hostfile = a.hostfile;
+    opts.parallel = a.parallel;
+    opts.timeout = a.timeout;
+    opts.shared = a.shared;
+    opts.sbatch = a.sbatch;
+    opts.launcher_args = a.launcher_args;
+    opts.restart = a.restart;
+    if !a.command.is_empty() {
+        opts.command = a.command;
+    }
+    // Ctrl-C and SIGTERM reach numalab (the launchers run in their own process
+    // groups): the flag they set is handed on, and the run kills its launchers.
+    let cancel = Arc::new(AtomicBool::new(false));
+    opts.cancel = Some(cancel.clone());
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (cancel, done) = (cancel.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if numalab_schema::interrupt::requested() {
+                    cancel.store(true, Ordering::Relaxed);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let bar = crate::output::bar(0, "{elapsed:>4} [{bar:30}] {pos}/{len} nodes {msg}");
+    let summary = numalab_fleet::run_fleet(&opts, &Bar(bar.clone()));
+    done.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    bar.finish_and_clear();
+    let summary = summary.map_err(fleet_error)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary).expect("summary serializes")
+        );
+    } else {
+        for n in &summary.nodes {
+            println!(
+                "{:<20} {:<14} {:>8.1} s  {}",
+                numalab_report::table::plain(&n.node),
+                format!("{:?}", n.state).to_lowercase() + if n.resumed { " (kept)" } else { "" },
+                n.duration_s,
+                numalab_report::table::plain(&n.message)
+            );
+        }
+        println!(
+            "\n{} node(s): {} done ({} kept from before), {} failed, {} timed out, {} not launched; bundles in {}",
+            summary.nodes.len(),
+            summary.done,
+            summary.resumed,
+            summary.failed,
+            summary.timeout,
+            summary.launch_failed,
+            summary.fleet.join("nodes").display()
+        );
+        if summary.done > 0 {
+            println!("next: numalab fleet report {}", summary.fleet.display());
+        }
+    }
+    if summary.interrupted {
+        return Err(CliError::new(
+            ErrorClass::Interrupted,
+            format!(
+                "interrupted; every bundle gathered so far is in {}; run the same command again to resume",
+                summary.fleet.display()
+            ),
+        ));
+    }
+    let not_done = summary.nodes.len() - summary.done;
+    if not_done > 0 {
+        return Err(CliError::new(
+            ErrorClass::Partial,
+            format!(
+                "{not_done} of {} node(s) did not finish (see each node's status.json); run the same command again to retry them",
+                summary.nodes.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn node_cmd(a: NodeArgs) -> CliResult {
+    let opts = AgentOptions::from_args(&a.args, this_exe()?, env!("CARGO_PKG_VERSION"))
+        .map_err(fleet_error)?;
+    let code = numalab_fleet::run_agent(&opts).map_err(fleet_error)?;
+    if code == 0 {
+        return Ok(());
+    }
+    // The agent's own code is the contract with `fleet run` (the command's exit code,
+    // 124 timeout, 127 not found): exit with it as it is.
+    std::process::exit(code)
+}
+
+fn report_cmd(a: ReportArgs) -> CliResult {
+    use numalab_report::fleet;
+    if !(a.z > 0.0 && a.z.is_finite()) {
+        return Err(CliError::new(
+            ErrorClass::Usage,
+            format!("--z {}: give a positive number", a.z),
+        ));
+    }
+    if !(0.0..100.0).contains(&a.floor) {
+        return Err(CliError::new(
+            ErrorClass::Usage,
+            format!("--floor {}: give a percentage from 0 to 100", a.floor),
+        ));
+    }
+    if a.min_nodes < 2 {
+        return Err(CliError::new(
+            ErrorClass::Usage,
+            "--min-nodes must be at least 2 (a median and MAD need company)",
+        ));
+    }
+    let input =
+        fleet::load_fleet(&a.fleet).map_err(|e| CliError::new(ErrorClass::Input, e.to_string()))?;
+    let opts = fleet::Options {
+        z_threshold: a.z,
+        relative_floor: a.floor / 100.0,
+        min_nodes: a.min_nodes,
+        ..fleet::Options::default()
+    };
+    let report = fleet::analyse(&input, &opts);
+    let html_path = a
+        .html
+        .clone()
+        .unwrap_or_else(|| a.fleet.join("fleet-report.html"));
+    crate::commands::report::write_output(Some(&html_path), &fleet::render_html(&report))?;
+    if a.json {
+        print!("{}", fleet::render_json(&report));
+    } else {
+        print!("{}", fleet::render_text(&report));
+    }
+    eprintln!("numalab: wrote {}", html_path.display());
+    Ok(())
+}

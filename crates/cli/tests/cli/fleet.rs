@@ -1,0 +1,185 @@
+//! `numalab fleet` end to end on a real four-node Slurm cluster started on this machine
+//! (`scripts/slurm-cluster.sh`, Debian's slurm-wlm and munge): the real numalab binary
+//! runs `fleet node` under srun on each node; node n2's slurmd is put in a cgroup with
+//! a CPU quota, so everything it starts is throttled as on a node with a throttling
+//! fan or a wrong power cap. The fleet report must flag n2's bandwidth and no other
+//! node; the fleet is then ingested into the history database and queried.
+
+use crate::common::{numalab, p, stderr, stdout};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-cluster.sh")
+}
+
+/// The cluster and the cgroup, torn down when dropped (also when the test fails).
+struct Cluster {
+    dir: PathBuf,
+    cgroup: Option<PathBuf>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(script()).arg("stop").arg(&self.dir).output();
+        if let Some(cg) = &self.cgroup {
+            // The throttled processes are gone with the cluster; an empty cgroup can go.
+            for _ in 0..50 {
+                if std::fs::remove_dir(cg).is_ok() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// A cgroup holding `pid` with half a CPU (5 ms every 10 ms), cgroup v1 or v2.
+fn throttle(pid: &str) -> PathBuf {
+    let name = format!("numalab-fleet-test-{}", std::process::id());
+    let v1 = Path::new("/sys/fs/cgroup/cpu");
+    if v1.join("cpu.cfs_quota_us").exists() {
+        let cg = v1.join(&name);
+        std::fs::create_dir_all(&cg).unwrap();
+        std::fs::write(cg.join("cpu.cfs_period_us"), "10000").unwrap();
+        std::fs::write(cg.join("cpu.cfs_quota_us"), "5000").unwrap();
+        std::fs::write(cg.join("cgroup.procs"), pid).unwrap();
+        return cg;
+    }
+    let root = Path::new("/sys/fs/cgroup");
+    assert!(
+        root.join("cgroup.controllers").exists(),
+        "neither cgroup v1's cpu controller nor cgroup v2 is mounted at /sys/fs/cgroup"
+    );
+    let _ = std::fs::write(root.join("cgroup.subtree_control"), "+cpu");
+    let cg = root.join(&name);
+    std::fs::create_dir_all(&cg).unwrap();
+    std::fs::write(cg.join("cpu.max"), "5000 10000").unwrap();
+    std::fs::write(cg.join("cgroup.procs"), pid).unwrap();
+    cg
+}
+
+#[test]
+fn a_throttled_node_of_a_real_slurm_cluster_is_the_one_outlier_and_the_fleet_goes_to_the_history() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cluster");
+    let mut cluster = Cluster {
+        dir: dir.clone(),
+        cgroup: None,
+    };
+    let start = Command::new(script())
+        .arg("start")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        start.status.success(),
+        "the Slurm cluster did not start: {}{}",
+        String::from_utf8_lossy(&start.stdout),
+        String::from_utf8_lossy(&start.stderr)
+    );
+    let pid = std::fs::read_to_string(dir.join("run/slurmd-n2.pid")).unwrap();
+    cluster.cgroup = Some(throttle(pid.trim()));
+
+    let fleet = tmp.path().join("qual");
+    let run = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .env("SLURM_CONF", dir.join("slurm.conf"))
+        .env("NO_COLOR", "1")
+        .args([
+            "fleet",
+            "run",
+            "--nodes",
+            "n[1-4]",
+            "--parallel",
+            "1",
+            "--timeout",
+            "5m",
+            "--fleet",
+            p(&fleet),
+            "--json",
+            "--",
+            "mem",
+            "bandwidth",
+            "--kernel",
+            "triad",
+            "--threads",
+            "1",
+            "--size",
+            "256MiB",
+            "--reps",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(summary["done"], 4, "{summary}");
+    for n in ["n1", "n2", "n3", "n4"] {
+        let journal = std::fs::read_to_string(fleet.join("nodes").join(n).join("results.jsonl"))
+            .unwrap_or_else(|e| panic!("{n}: {e}"));
+        assert!(journal.contains("\"mem.bandwidth\""), "{n}");
+    }
+
+    // The report: n2 is worse on triad bandwidth, nobody else is off. The floor is
+    // raised to 15%: a VM's run-to-run noise is several percent, the throttle ~50%.
+    let html = tmp.path().join("fleet.html");
+    let rep = numalab(&[
+        "fleet",
+        "report",
+        p(&fleet),
+        "--json",
+        "--floor",
+        "15",
+        "--html",
+        p(&html),
+    ]);
+    assert!(rep.status.success(), "{}", stderr(&rep));
+    let report: serde_json::Value = serde_json::from_slice(&rep.stdout).unwrap();
+    let outliers = report["outliers"].as_array().unwrap();
+    assert!(!outliers.is_empty(), "n2 was not flagged: {report}");
+    for o in outliers {
+        assert_eq!(o["node"], "n2", "only n2 is off: {o}");
+        assert_eq!(o["direction"], "worse", "{o}");
+    }
+    let text = serde_json::to_string(outliers).unwrap();
+    assert!(text.contains("triad"), "{text}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("n2") && page.contains("<html"),
+        "the HTML report"
+    );
+
+    // The history: the fleet folder is ingested node by node, tagged, and queried.
+    let db = tmp.path().join("h.sqlite");
+    let ing = numalab(&["db", "--db", p(&db), "ingest", p(&fleet)]);
+    assert!(ing.status.success(), "{}", stderr(&ing));
+    assert_eq!(
+        stdout(&ing).matches(": stored as run").count(),
+        4,
+        "{}",
+        stdout(&ing)
+    );
+    let again = numalab(&["db", "--db", p(&db), "ingest", p(&fleet)]);
+    assert_eq!(
+        stdout(&again).matches("already present").count(),
+        4,
+        "{}",
+        stdout(&again)
+    );
+    let q = numalab(&[
+        "db",
+        "--db",
+        p(&db),
+        "query",
+        "--tag",
+        "node=n2",
+        "--format",
+        "json",
+    ]);
+    assert!(q.status.success(), "{}", stderr(&q));
+    let qj: serde_json::Value = serde_json::from_slice(&q.stdout).unwrap();
+    let qt = qj.to_string();
+    assert!(qt.contains("triad"), "{qt}");
+    assert!(qt.contains("n2") && !qt.contains("\"n3\""), "{qt}");
+    drop(cluster);
+}
