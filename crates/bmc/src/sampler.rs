@@ -216,6 +216,7 @@ impl Sampler {
             errors_dropped: d.errors_dropped,
             mean_watts,
             notes,
+            during: None,
         }
     }
 

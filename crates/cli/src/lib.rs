@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod commands;
 pub mod output;
+pub mod power;
 pub mod recorder;
 
 use clap::Parser;

@@ -81,6 +81,20 @@ pub trait Observer {
 /// An observer that shows nothing.
 impl Observer for () {}
 
+/// Watches each step while it runs and may add records of its own (node power from the
+/// BMC sampled during the step): called around every step that runs, also when it
+/// fails or is interrupted, so nothing it measured is lost.
+pub trait StepMonitor {
+    /// The step starts.
+    fn step_started(&mut self, _step: &Step) {}
+    /// The step ended; records go into `sink` (their failures are the monitor's to
+    /// report: a step is never failed by its monitor).
+    fn step_ended(&mut self, _step: &Step, _sink: &mut dyn Sink) {}
+}
+
+/// A monitor that does nothing.
+impl StepMonitor for () {}
+
 /// The options of one run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Options {
@@ -189,6 +203,19 @@ pub fn run(
     sink: &mut dyn Sink,
     observer: &mut dyn Observer,
 ) -> Result<Outcome, EvalError> {
+    run_monitored(opts, resume, machine, placer, sink, observer, &mut ())
+}
+
+/// [`run`] with a [`StepMonitor`] around every step that runs.
+pub fn run_monitored(
+    opts: &Options,
+    resume: &Resume,
+    machine: &Machine,
+    placer: &dyn Placer,
+    sink: &mut dyn Sink,
+    observer: &mut dyn Observer,
+    monitor: &mut dyn StepMonitor,
+) -> Result<Outcome, EvalError> {
     let run_no = resume.run;
     sink.push(Record::new(
         format!("evaluate/run/{run_no}"),
@@ -229,6 +256,7 @@ pub fn run(
                 reason: LEFT_OUT.into(),
             }
         } else {
+            monitor.step_started(step);
             let mut ctx = Ctx {
                 machine,
                 sink: &mut *sink,
@@ -236,10 +264,12 @@ pub fn run(
                 placer,
                 observer: &mut *observer,
             };
-            match (step.run)(&mut ctx) {
+            let status = match (step.run)(&mut ctx) {
                 Ok(o) => o,
                 Err(e) => StepStatus::Failed { error: e.message },
-            }
+            };
+            monitor.step_ended(step, &mut *sink);
+            status
         };
         if interrupt::requested() {
             // The step stopped early: no closing record, so a rerun finishes it.

@@ -243,3 +243,73 @@ fn set_aside_moves_the_outputs_and_deletes_nothing() {
     let again = set_aside(dir.path()).unwrap().expect("moved");
     assert_ne!(again, aside);
 }
+
+/// A monitor that pushes one record of its own after each step it watched.
+#[derive(Default)]
+struct Watcher {
+    started: Vec<String>,
+    ended: Vec<String>,
+}
+
+impl numalab_evaluate::StepMonitor for Watcher {
+    fn step_started(&mut self, step: &Step) {
+        assert_eq!(self.started.len(), self.ended.len(), "a step started twice");
+        self.started.push(step.id.into());
+    }
+    fn step_ended(&mut self, step: &Step, sink: &mut dyn numalab_schema::sink::Sink) {
+        assert_eq!(self.started.last().map(String::as_str), Some(step.id));
+        self.ended.push(step.id.into());
+        let note = StepRecord {
+            step: step.id.into(),
+            title: "watched".into(),
+            outcome: StepStatus::Done,
+            seconds: 0.0,
+            run: None,
+        };
+        sink.push(Record::new(
+            format!("watch/{}", step.id),
+            Origin::Measured,
+            &note,
+        ))
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_monitor_watches_every_step_that_runs_and_its_records_precede_the_step_record() {
+    let machine = numalab_topo::live().expect("this machine's topology");
+    let placer = numalab_topo::bind::HwlocPlacer::new().expect("hwloc");
+    let opts = Options {
+        quick: true,
+        skip: all_but(&["topology", "pmu"]),
+        command: vec!["numalab".into(), "evaluate".into()],
+    };
+    let mut sink = MemorySink::default();
+    let mut watcher = Watcher::default();
+    let out = numalab_evaluate::run_monitored(
+        &opts,
+        &Resume::from_previous(&[]),
+        &machine,
+        &placer,
+        &mut sink,
+        &mut (),
+        &mut watcher,
+    )
+    .unwrap();
+    assert_eq!(out.failed, 0);
+    // Left-out steps are not watched: nothing ran.
+    assert_eq!(watcher.started, vec!["topology", "pmu"]);
+    assert_eq!(watcher.ended, watcher.started);
+    let keys: Vec<&str> = sink.records.iter().map(|r| r.key.as_str()).collect();
+    for id in ["topology", "pmu"] {
+        let w = keys
+            .iter()
+            .position(|k| *k == format!("watch/{id}"))
+            .unwrap();
+        let s = keys
+            .iter()
+            .position(|k| *k == format!("evaluate/step/{id}"))
+            .unwrap();
+        assert!(w < s, "{keys:?}");
+    }
+}

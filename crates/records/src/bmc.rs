@@ -179,6 +179,10 @@ pub struct BmcPowerRecord {
     /// What limits these figures (the BMC's averaging window, its refresh rate,
     /// sampling faster than the BMC refreshes, insecure TLS).
     pub notes: Vec<String>,
+    /// The measurement the samples were taken during ("mem bandwidth", "evaluate step
+    /// workload"); `None` in records written before numalab sampled during measurements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub during: Option<String>,
 }
 
 impl RecordKind for BmcPowerRecord {
@@ -225,6 +229,7 @@ mod tests {
             errors_dropped: 0,
             mean_watts: Some(344.0),
             notes: vec![],
+            during: Some("mem bandwidth".into()),
         };
         let text = serde_json::to_string(&record).unwrap();
         assert!(text.contains("\"transport\":\"https_insecure\""), "{text}");

@@ -552,6 +552,75 @@ mod tests {
     }
 
     #[test]
+    fn power_sources_are_named_and_different_ones_warned_about_per_watt() {
+        let pw = |v: f64| {
+            Metric::new(
+                "w.per_joule",
+                crate::metrics::PER_WATT,
+                "requests per joule",
+                "requests/J",
+                true,
+                vec![v],
+            )
+        };
+        let sides = [
+            Side::single("arm", vec![pw(10.0)]),
+            Side::single("x86", vec![pw(8.0)]),
+        ];
+        let power = |a: &[&str], b: &[&str]| {
+            vec![
+                SidePower {
+                    side: "arm".into(),
+                    sources: a.iter().map(|s| s.to_string()).collect(),
+                },
+                SidePower {
+                    side: "x86".into(),
+                    sources: b.iter().map(|s| s.to_string()).collect(),
+                },
+            ]
+        };
+        let differ = compare_groups(&sides, vec![], Options::default())
+            .with_power(power(&["sensors: SoC CPU power"], &["sensors: package"]));
+        assert!(differ
+            .summary
+            .contains(&"power: arm used sensors: SoC CPU power".to_string()));
+        assert!(
+            differ
+                .summary
+                .iter()
+                .any(|l| l.starts_with("power: arm and x86 used different power sources")),
+            "{:?}",
+            differ.summary
+        );
+        let doc = differ.document(&[]);
+        assert!(doc
+            .findings
+            .iter()
+            .any(|f| f.id == "compare_power" && f.severity == crate::findings::Severity::Warning));
+        let same = compare_groups(&sides, vec![], Options::default())
+            .with_power(power(&["wall (BMC)"], &["wall (BMC)"]));
+        assert!(!same
+            .summary
+            .iter()
+            .any(|l| l.contains("different power sources")));
+        // Without a per-watt figure compared, different sources are only named.
+        let bw = [
+            Side::single("arm", vec![m("bw.triad", true, &[1.0])]),
+            Side::single("x86", vec![m("bw.triad", true, &[1.0])]),
+        ];
+        let r = compare_groups(&bw, vec![], Options::default()).with_power(power(&["a"], &[]));
+        assert!(r
+            .summary
+            .contains(&"power: x86 has no power figure".to_string()));
+        assert!(!r
+            .summary
+            .iter()
+            .any(|l| l.contains("different power sources")));
+        let back: Report = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back.power, r.power);
+    }
+
+    #[test]
     fn percentiles_without_samples_use_their_bounds() {
         let mut a = m("lat.p99", false, &[100.0]);
         a.bounds = Some((95.0, 105.0));
@@ -756,9 +825,52 @@ pub struct Report {
     pub summary: Vec<String>,
     /// Problems met while reading the bundles.
     pub problems: Vec<String>,
+    /// The power sources of each side (see [`Report::with_power`]); empty when not
+    /// given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub power: Vec<SidePower>,
+}
+
+/// The power sources one side's figures rest on ([`crate::power::sources`] of its
+/// bundles).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SidePower {
+    /// The side's label.
+    pub side: String,
+    /// Its sources, one sentence each; empty: no power figure.
+    pub sources: Vec<String>,
 }
 
 impl Report {
+    /// Adds which power source each side used, and a warning to the summary when
+    /// per-watt figures were compared on sides whose sources differ (a RAPL package
+    /// counter and a BMC's wall power are different quantities).
+    pub fn with_power(mut self, power: Vec<SidePower>) -> Self {
+        let per_watt_compared = self
+            .comparisons
+            .iter()
+            .any(|c| c.rows.iter().any(|r| r.group == crate::metrics::PER_WATT));
+        for p in &power {
+            self.summary.push(if p.sources.is_empty() {
+                format!("power: {} has no power figure", p.side)
+            } else {
+                format!("power: {} used {}", p.side, p.sources.join("; "))
+            });
+        }
+        if per_watt_compared {
+            if let Some(first) = power.first() {
+                for p in power.iter().skip(1).filter(|p| p.sources != first.sources) {
+                    self.summary.push(format!(
+                        "power: {} and {} used different power sources, so their per-watt ratios compare different quantities; sample both with the same source (e.g. --bmc on both)",
+                        first.side, p.side
+                    ));
+                }
+            }
+        }
+        self.power = power;
+        self
+    }
+
     /// Whether no pair of bundles shares a metric.
     pub fn nothing_in_common(&self) -> bool {
         self.comparisons.iter().all(Comparison::is_empty)
@@ -835,6 +947,20 @@ impl Report {
                 s.para(format!("Only in {}: {}", c.other, c.only_other.join(", ")));
             }
             sections.push(s);
+        }
+        for line in self.summary.iter().filter(|l| l.starts_with("power: ")) {
+            findings.push(Finding {
+                id: "compare_power".into(),
+                severity: if line.contains("used different power sources") {
+                    Severity::Warning
+                } else {
+                    Severity::Info
+                },
+                text: line.clone(),
+                anchor: None,
+                modeled: false,
+                source: self.baseline.clone(),
+            });
         }
         for line in self
             .summary
@@ -958,5 +1084,6 @@ pub fn compare_groups(sides: &[Side], problems: Vec<String>, opts: Options) -> R
         comparisons,
         summary,
         problems,
+        power: Vec::new(),
     }
 }

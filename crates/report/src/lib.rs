@@ -8,7 +8,8 @@
 //! writes what the records say in sentences; [`metrics`] extracts comparable figures
 //! and [`compare`] puts bundles side by side with ratio intervals. [`records`] holds
 //! the record types of `evaluate` and `doctor`; [`draw`] the charts of record families
-//! that the command line also writes as files.
+//! that the command line also writes as files. [`fingerprint`] is a machine's hardware
+//! identity; [`fleet`] finds the nodes of a fleet whose figures are off.
 
 pub mod anchors;
 pub mod compare;
@@ -16,10 +17,13 @@ pub mod doc;
 pub mod draw;
 pub mod facts;
 pub mod findings;
+pub mod fingerprint;
+pub mod fleet;
 pub mod html;
 pub mod load;
 pub mod metrics;
 pub mod peak;
+pub mod power;
 pub mod records;
 pub mod sections;
 pub mod table;

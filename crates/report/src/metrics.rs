@@ -173,6 +173,7 @@ pub const PERSPECTIVES: [&str; 5] = [PER_SERVER, PER_WATT, SINGLE_THREAD, PER_TH
 pub fn metrics(l: &Loaded) -> Vec<Metric> {
     let mut out = Vec::new();
     workload(l, &mut out);
+    workload_wall(l, &mut out);
     scale(l, &mut out);
     c2c(l, &mut out);
     mem(l, &mut out);
@@ -185,6 +186,39 @@ pub fn metrics(l: &Loaded) -> Vec<Metric> {
     let rank = |g: &str| ORDER.iter().position(|x| *x == g).unwrap_or(ORDER.len());
     out.sort_by_key(|m| rank(&m.group));
     out
+}
+
+/// Requests per joule at the wall: the all-CPU run of each mode over the BMC's mean
+/// power in its window (`power.bmc` samples taken during the run). A figure of its own,
+/// beside the sensors' per-joule figure, so that two machines are compared on the
+/// same source.
+fn workload_wall(l: &Loaded, out: &mut Vec<Metric>) {
+    let mut full: BTreeMap<String, (&numalab_schema::Record, WorkloadRun)> = BTreeMap::new();
+    for (rec, r) in l.records_of::<WorkloadRun>() {
+        if r.interrupted || r.requests == 0 || r.threads < 2 {
+            continue;
+        }
+        let mode = r.mode.name().to_string();
+        if full.get(&mode).is_none_or(|(_, b)| r.threads >= b.threads) {
+            full.insert(mode, (rec, r));
+        }
+    }
+    for (mode, (rec, r)) in full {
+        let Some(w) = crate::power::wall_power(l, &rec.time_utc, r.measured_s) else {
+            continue;
+        };
+        out.push(Metric::new(
+            &format!("workload.{mode}.all_cpus.per_joule_wall"),
+            PER_WATT,
+            &format!(
+                "requests per joule at the wall, all CPUs ({mode}; BMC: {}, {} sample(s))",
+                w.source, w.samples
+            ),
+            "requests/J",
+            true,
+            vec![r.requests_per_s / w.watts],
+        ));
+    }
 }
 
 fn workload(l: &Loaded, out: &mut Vec<Metric>) {

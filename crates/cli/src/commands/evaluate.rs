@@ -36,6 +36,31 @@ pub struct EvaluateArgs {
     /// is deleted), then run every step.
     #[arg(long)]
     pub fresh: bool,
+    #[command(flatten)]
+    pub bmc: crate::power::BmcArgs,
+}
+
+/// Node power from the BMC sampled during every step (`--bmc`).
+struct BmcSteps {
+    power: crate::power::BmcPower,
+    watch: Option<crate::power::Watch>,
+}
+
+impl numalab_evaluate::StepMonitor for BmcSteps {
+    fn step_started(&mut self, step: &Step) {
+        self.watch = self.power.start(&format!("evaluate step {}", step.id));
+    }
+
+    fn step_ended(&mut self, step: &Step, sink: &mut dyn numalab_schema::sink::Sink) {
+        if let Some(w) = self.watch.take() {
+            if let Err(e) = w.finish(&format!("step/{}", step.id), sink) {
+                eprintln!(
+                    "numalab: warning: BMC power of step {}: {}",
+                    step.id, e.message
+                );
+            }
+        }
+    }
 }
 
 /// The progress bar, or one line per step on stderr when there is no terminal (a log,
@@ -119,6 +144,7 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             );
         }
     }
+    let bmc = args.bmc.open()?;
     let (machine, placer) = numalab_topo::live_with_placer()?;
     let output = OutputArgs {
         json: false,
@@ -158,7 +184,20 @@ pub fn run(args: EvaluateArgs) -> CliResult {
     };
     let outcome = {
         let mut sink = ProgressSink::with_message(&mut rec, &bar);
-        numalab_evaluate::run(&opts, &resume, &machine, &placer, &mut sink, &mut observer)?
+        match bmc {
+            Some(power) => numalab_evaluate::run_monitored(
+                &opts,
+                &resume,
+                &machine,
+                &placer,
+                &mut sink,
+                &mut observer,
+                &mut BmcSteps { power, watch: None },
+            )?,
+            None => {
+                numalab_evaluate::run(&opts, &resume, &machine, &placer, &mut sink, &mut observer)?
+            }
+        }
     };
     bar.finish_and_clear();
     if outcome.interrupted {

@@ -110,6 +110,8 @@ pub struct BandwidthArgs {
     #[command(flatten)]
     pub common: Common,
     #[command(flatten)]
+    pub bmc: crate::power::BmcArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
 }
 
@@ -195,6 +197,8 @@ pub struct LoadedArgs {
     pub traffic_size: Option<String>,
     #[command(flatten)]
     pub common: Common,
+    #[command(flatten)]
+    pub bmc: crate::power::BmcArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -383,8 +387,13 @@ fn execute<P: serde::Serialize>(
     plan: &P,
     notes: &[String],
     keys: &[String],
+    bmc: Option<(&crate::power::BmcArgs, &str)>,
     run: impl FnOnce(&HwlocPlacer, &mut ProgressSink<'_>) -> Outcome,
 ) -> CliResult {
+    let power = match bmc {
+        Some((args, _)) => args.open()?,
+        None => None,
+    };
     let placer = HwlocPlacer::new()?;
     let mut rec = start(
         output,
@@ -393,7 +402,14 @@ fn execute<P: serde::Serialize>(
     )?;
     note(notes, rec.json());
     let mut sink = ProgressSink::with_bar(&mut rec);
+    let what = bmc.map_or("", |(_, w)| w);
+    let watch = power.as_ref().and_then(|p| p.start(what));
     let outcome = run(&placer, &mut sink);
+    if let Some(w) = watch {
+        if let Err(e) = w.finish(&what.replace(' ', "-"), &mut sink) {
+            eprintln!("numalab: warning: BMC power of {what}: {}", e.message);
+        }
+    }
     sink.finish();
     if !rec.json() {
         // This run's records and earlier runs' of the same journal, for the plan's keys.
@@ -532,6 +548,7 @@ fn run_bandwidth(a: BandwidthArgs) -> CliResult {
         &plan,
         &plan.notes,
         &keys,
+        Some((&a.bmc, "mem bandwidth")),
         |placer, sink| {
             push_memconfig(sink);
             bandwidth::run(&plan, &machine, placer, sink)
@@ -625,6 +642,7 @@ fn run_latency(a: LatencyArgs) -> CliResult {
         &plan,
         &plan.notes,
         &plan.keys(),
+        None,
         |placer, sink| latency::run(&plan, &machine, placer, sink),
     )
 }
@@ -703,6 +721,7 @@ fn run_loaded(a: LoadedArgs) -> CliResult {
         &plan,
         &plan.notes,
         &keys,
+        Some((&a.bmc, "mem loaded")),
         |placer, sink| {
             push_memconfig(sink);
             loaded::run(&plan, &machine, placer, sink)
@@ -794,6 +813,7 @@ fn run_migrate(a: MigrateArgs) -> CliResult {
         &plan,
         &plan.notes,
         &plan.keys(),
+        None,
         |placer, sink| migrate::run(&plan, &machine, &budgets, placer, sink),
     )
 }

@@ -386,13 +386,33 @@ pub fn compare(args: CompareArgs) -> CliResult {
         .iter()
         .flat_map(|l| l.warnings.iter().map(move |w| format!("{}: {w}", l.label)))
         .collect();
+    // Each side's power sources: every bundle of the side, without repeats.
+    let power: Vec<numalab_report::compare::SidePower> = keys
+        .iter()
+        .zip(&sides)
+        .map(|(k, side)| {
+            let mut sources: Vec<String> = Vec::new();
+            for (l, _) in set.iter().zip(&side_of).filter(|(_, s)| s == k) {
+                for src in numalab_report::power::sources(l) {
+                    if !sources.contains(&src) {
+                        sources.push(src);
+                    }
+                }
+            }
+            numalab_report::compare::SidePower {
+                side: side.label.clone(),
+                sources,
+            }
+        })
+        .collect();
     let report = numalab_report::compare::compare_groups(
         &sides,
         problems,
         numalab_report::compare::Options {
             assumed_run_spread: args.run_noise / 100.0,
         },
-    );
+    )
+    .with_power(power);
     let text = match format {
         FormatArg::Json => {
             serde_json::to_string_pretty(&report).expect("comparison serializes") + "\n"

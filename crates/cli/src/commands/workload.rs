@@ -109,6 +109,8 @@ pub struct RunArgs {
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub bmc: crate::power::BmcArgs,
 }
 
 /// Runs `numalab workload`.
@@ -149,6 +151,7 @@ fn config_of(args: &RunArgs, threads: usize) -> RunConfig {
 fn run_cmd(args: RunArgs) -> CliResult {
     // Flags first, without touching the machine.
     config_of(&args, args.threads.unwrap_or(1)).validate()?;
+    let power = args.bmc.open()?;
     let (machine, placer) = numalab_topo::live_with_placer()?;
     let threads = args.threads.unwrap_or(machine.pus.len().max(1));
     let config = config_of(&args, threads);
@@ -232,10 +235,16 @@ fn run_cmd(args: RunArgs) -> CliResult {
             bar.tick();
         }
     };
+    let watch = power.as_ref().and_then(|p| p.start("workload run"));
     let outcome = run_observed(&config, &machine, &placer, &mut observer);
     bar.finish_and_clear();
     let outcome = outcome?;
     rec.push(outcome.record())?;
+    if let Some(w) = watch {
+        if let Err(e) = w.finish("workload-run", &mut rec) {
+            eprintln!("numalab: warning: BMC power of workload run: {}", e.message);
+        }
+    }
     if args.metric_line {
         println!("{}", outcome.metric_line());
     } else if !rec.json() {

@@ -1,0 +1,160 @@
+//! `--bmc`: node power from the BMC sampled during a measurement, recorded with its
+//! source; the planted password appears nowhere; `compare` names each side's source.
+//! The BMC is numalab-bmc's stand-in `ipmitool` (DCMI responses constructed from the
+//! specification; it checks that the password comes through the environment only).
+
+use crate::common::{numalab, p, refused, stderr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const PLANTED: &str = "pl4nted-BMC-s3cret";
+
+fn fake_ipmitool() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../bmc/tests/fixtures/fake-ipmitool")
+}
+
+fn with_bmc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("NUMALAB_IPMITOOL", fake_ipmitool())
+        .env("IPMI_PASSWORD", PLANTED)
+        .output()
+        .expect("run numalab")
+}
+
+/// Every file under `dir`, as text.
+fn all_text(dir: &Path) -> String {
+    let mut out = String::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            out.push_str(&all_text(&path));
+        } else {
+            out.push_str(&String::from_utf8_lossy(&std::fs::read(&path).unwrap()));
+        }
+    }
+    out
+}
+
+#[test]
+fn bandwidth_with_bmc_records_wall_power_with_its_source_and_no_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = with_bmc(&[
+        "mem",
+        "bandwidth",
+        "--kernel",
+        "triad",
+        "--threads",
+        "1",
+        "--size",
+        "96MiB",
+        "--reps",
+        "3",
+        "--bmc",
+        "ipmi://admin@bmc.test",
+        "--bmc-interval",
+        "50",
+        "--out",
+        p(&out_dir),
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    let rec: serde_json::Value = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["kind"] == "power.bmc")
+        .unwrap_or_else(|| panic!("no power.bmc record in {journal}"));
+    assert_eq!(rec["key"], "power/bmc/mem-bandwidth");
+    let d = &rec["data"];
+    assert_eq!(d["during"], "mem bandwidth");
+    assert_eq!(d["covers"], "whole node at the wall (BMC)");
+    assert_eq!(d["source"]["kind"], "ipmi_dcmi");
+    assert_eq!(d["source"]["access"]["via"], "lan");
+    assert_eq!(d["source"]["access"]["host"], "bmc.test");
+    assert_eq!(d["source"]["access"]["user"], "admin");
+    let samples = d["samples"].as_array().unwrap();
+    assert!(!samples.is_empty(), "{d}");
+    // The stand-in BMC answers 345 W (DCMI instantaneous reading).
+    assert!(
+        samples.iter().all(|s| s["reading"]["watts"] == 345.0),
+        "{d}"
+    );
+    // The mem record is there too: power is beside the measurement, not instead of it.
+    assert!(journal.contains("\"mem.bandwidth\""));
+    // The password is nowhere: not in the bundle, the report, stdout or stderr.
+    let everything = all_text(&out_dir) + &String::from_utf8_lossy(&out.stdout) + &err;
+    assert!(!everything.contains(PLANTED), "the password leaked");
+
+    // `compare` names the power source of each side.
+    let other = dir.path().join("other");
+    let o = numalab(&[
+        "mem",
+        "bandwidth",
+        "--kernel",
+        "triad",
+        "--threads",
+        "1",
+        "--size",
+        "96MiB",
+        "--reps",
+        "3",
+        "--out",
+        p(&other),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c = numalab(&["compare", p(&out_dir), p(&other), "--format", "json"]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    let report: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    let power = report["power"].as_array().unwrap();
+    assert_eq!(power.len(), 2, "{report}");
+    let first = power[0]["sources"].as_array().unwrap();
+    assert!(
+        first[0]
+            .as_str()
+            .unwrap()
+            .starts_with("whole node at the wall (BMC)"),
+        "{report}"
+    );
+    assert!(power[1]["sources"].as_array().unwrap().is_empty());
+    let summary = report["summary"].to_string();
+    assert!(summary.contains("has no power figure"), "{summary}");
+}
+
+#[test]
+fn bmc_addresses_with_passwords_and_unreachable_bmcs_are_refused() {
+    // A password in the address: refused before anything runs, and not repeated.
+    let out = refused(
+        &["mem", "bandwidth", "--bmc", "ipmi://admin:hunter2@bmc.test"],
+        2,
+        "never on the command line",
+    );
+    assert!(!stderr(&out).contains("hunter2"));
+    refused(
+        &["workload", "run", "--bmc", "snmp://x"],
+        2,
+        "not a BMC address",
+    );
+    // A BMC that answers neither DCMI nor has power sensors: exit 4 before measuring.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args([
+            "mem",
+            "bandwidth",
+            "--bmc",
+            "ipmi://admin@invalid",
+            "--out",
+            p(&dir.path().join("o")),
+        ])
+        .env("NUMALAB_IPMITOOL", fake_ipmitool())
+        .env("IPMI_PASSWORD", PLANTED)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("--bmc ipmi://admin@invalid"), "{err}");
+    assert!(!err.contains(PLANTED));
+    assert!(!dir.path().join("o/results.jsonl").exists());
+}
