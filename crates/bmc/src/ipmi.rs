@@ -366,16 +366,7 @@ impl PowerSource for IpmiSdrSource {
         let choice = sdr::choose(&sdr::parse(&text), &self.names)?;
         self.used = choice.used;
         self.method = choice.method;
-        Ok(BmcReading {
-            watts: choice.watts,
-            min_watts: None,
-            max_watts: None,
-            average_watts: None,
-            bmc_period_s: None,
-            bmc_timestamp_unix_s: None,
-            active: None,
-            parts: choice.parts,
-        })
+        Ok(BmcReading::watts(choice.watts, choice.parts))
     }
 }
 

@@ -556,16 +556,7 @@ impl RedfishSource {
                 (w, parts)
             }
         };
-        Ok(BmcReading {
-            watts,
-            min_watts: None,
-            max_watts: None,
-            average_watts: None,
-            bmc_period_s: None,
-            bmc_timestamp_unix_s: None,
-            active: None,
-            parts,
-        })
+        Ok(BmcReading::watts(watts, parts))
     }
 
     /// The URL of the resource read (for one power supply, its metrics), without

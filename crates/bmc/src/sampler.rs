@@ -268,16 +268,7 @@ mod tests {
             if self.n.is_multiple_of(3) {
                 return Err(BmcError::NoPower(format!("read {}", self.n)));
             }
-            Ok(BmcReading {
-                watts: 99.0 + f64::from(self.n),
-                min_watts: None,
-                max_watts: None,
-                average_watts: None,
-                bmc_period_s: None,
-                bmc_timestamp_unix_s: None,
-                active: None,
-                parts: vec![],
-            })
+            Ok(BmcReading::watts(99.0 + f64::from(self.n), vec![]))
         }
     }
 

@@ -509,7 +509,7 @@ esac
             .parse()
             .unwrap();
         assert!(
-            crate::test_support::process_gone(pid, Duration::from_secs(5)),
+            crate::process_gone(pid, Duration::from_secs(5)),
             "grandchild {pid} survived"
         );
     }

@@ -74,6 +74,7 @@ pub use nodes::{
     expand_slurm_nodelist, parse_hostfile, parse_plain_list, read_hostfile, validate_node_name,
     MAX_NODE_NAME,
 };
+pub use process::process_gone;
 pub use run::{
     resolve_nodes, run_fleet, sbatch_argv, FleetRunOptions, FleetSummary, NodeSummary, Progress,
     DEFAULT_PARALLEL, DEFAULT_TIMEOUT, STDERR_TAIL_BYTES,
@@ -82,29 +83,3 @@ pub use store::{
     can_skip, node_dir, read_manifest, read_status, write_atomic, GatheredFile, Manifest,
     NodeState, NodeStatus, FLEET_SCHEMA_VERSION,
 };
-
-#[cfg(test)]
-pub(crate) mod test_support {
-    use std::time::{Duration, Instant};
-
-    /// Whether `pid` is gone (or a zombie nobody reaped yet) within `within`.
-    pub(crate) fn process_gone(pid: i32, within: Duration) -> bool {
-        let t0 = Instant::now();
-        loop {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
-            let gone = match stat {
-                Err(_) => true,
-                Ok(s) => s
-                    .rsplit_once(')')
-                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-            };
-            if gone {
-                return true;
-            }
-            if t0.elapsed() > within {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}

@@ -168,6 +168,28 @@ impl Tail {
     }
 }
 
+/// Whether process `pid` is gone (or a zombie nobody reaped yet) within `within`,
+/// looking every 50 ms: how a caller (and the tests) checks that a killed process
+/// group really died.
+pub fn process_gone(pid: i32, within: Duration) -> bool {
+    let t0 = Instant::now();
+    loop {
+        let gone = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(s) => s
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        };
+        if gone {
+            return true;
+        }
+        if t0.elapsed() > within {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -68,7 +68,7 @@ fn done_failed_hang_wedge_and_resume() {
     assert!(hang.message.contains("timeout"), "{}", hang.message);
     let gc = common::grandchild(state.path(), "hang1");
     assert!(
-        common::process_gone(gc, Duration::from_secs(5)),
+        numalab_fleet::process_gone(gc, Duration::from_secs(5)),
         "hang1's grandchild {gc} survived"
     );
 
@@ -83,7 +83,7 @@ fn done_failed_hang_wedge_and_resume() {
     );
     let gc = common::grandchild(state.path(), "wedge");
     assert!(
-        common::process_gone(gc, Duration::from_secs(5)),
+        numalab_fleet::process_gone(gc, Duration::from_secs(5)),
         "wedge1's grandchild {gc} survived"
     );
 
@@ -158,7 +158,7 @@ fn cancel_stops_running_nodes() {
     assert!(st.message.starts_with("interrupted"), "{}", st.message);
     let gc = common::grandchild(state.path(), "hang1");
     assert!(
-        common::process_gone(gc, Duration::from_secs(10)),
+        numalab_fleet::process_gone(gc, Duration::from_secs(10)),
         "grandchild {gc} survived"
     );
     assert!(read_status(fleet.path(), "ok1").is_none());

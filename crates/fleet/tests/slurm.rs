@@ -143,7 +143,7 @@ fn four_nodes_through_srun() {
     );
     let gc = common::grandchild(state.path(), "n4");
     assert!(
-        common::process_gone(gc, Duration::from_secs(10)),
+        numalab_fleet::process_gone(gc, Duration::from_secs(10)),
         "n4's grandchild {gc} survived the timeout"
     );
     assert_eq!(common::launches(state.path()), ["n1", "n2", "n3", "n4"]);

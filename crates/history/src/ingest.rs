@@ -8,7 +8,7 @@
 use crate::{retry, unix_seconds, History, HistoryError};
 use numalab_report::load::Loaded;
 use numalab_report::metrics::Metric;
-use numalab_schema::record::{Bundle, Envelope, Host, Record, Warning};
+use numalab_schema::record::{Bundle, Envelope, Record, Warning};
 use numalab_schema::units::bytes;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
@@ -158,18 +158,6 @@ fn keyed(bundle: &Bundle) -> (String, Value) {
     }
     let key = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     (key, env)
-}
-
-/// The firmware as the machine description reports it (DMI BIOS vendor, version and
-/// date), if known.
-fn firmware(host: &Host) -> Option<String> {
-    let infos = &host.topology.as_ref()?.infos;
-    let parts: Vec<&str> = ["DMIBIOSVendor", "DMIBIOSVersion", "DMIBIOSDate"]
-        .iter()
-        .filter_map(|k| infos.get(*k).map(|s| s.as_str()))
-        .filter(|s| !s.is_empty())
-        .collect();
-    (!parts.is_empty()).then(|| parts.join(" "))
 }
 
 /// The value a tag filter compares with: a string as it is, anything else as JSON.
@@ -443,7 +431,7 @@ impl History {
                 machine_id,
                 env.host.topology_hash,
                 kernel,
-                firmware(&env.host),
+                numalab_report::fingerprint::firmware_of(&env.host),
                 memory_bytes,
                 source,
                 now,

@@ -132,6 +132,23 @@ pub struct BmcReading {
     pub parts: Vec<PowerPart>,
 }
 
+impl BmcReading {
+    /// A figure with its parts and nothing else (a sensor sum, a Redfish property):
+    /// the DCMI-only fields unknown.
+    pub fn watts(watts: f64, parts: Vec<PowerPart>) -> Self {
+        BmcReading {
+            watts,
+            min_watts: None,
+            max_watts: None,
+            average_watts: None,
+            bmc_period_s: None,
+            bmc_timestamp_unix_s: None,
+            active: None,
+            parts,
+        }
+    }
+}
+
 /// One timed sample of a [`BmcPowerRecord`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BmcSample {
@@ -214,16 +231,7 @@ mod tests {
                 t_s: 0.0,
                 unix_ms: 1,
                 read_s: 0.1,
-                reading: BmcReading {
-                    watts: 344.0,
-                    min_watts: None,
-                    max_watts: None,
-                    average_watts: None,
-                    bmc_period_s: None,
-                    bmc_timestamp_unix_s: None,
-                    active: None,
-                    parts: vec![],
-                },
+                reading: BmcReading::watts(344.0, vec![]),
             }],
             errors: vec![],
             errors_dropped: 0,

@@ -127,3 +127,30 @@ pub fn unique_labels(set: &mut [Loaded]) {
         }
     }
 }
+
+/// A loaded bundle of `records` from an unknown host, made with `command` (tests).
+#[cfg(test)]
+pub(crate) fn test_loaded(
+    command: &str,
+    origin: numalab_schema::Origin,
+    records: Vec<numalab_schema::Record>,
+) -> Loaded {
+    use numalab_schema::record::{Host, Tool, SCHEMA_VERSION};
+    use numalab_schema::{Bundle, Envelope};
+    Loaded::from_bundle(
+        "m",
+        Bundle {
+            schema_version: SCHEMA_VERSION,
+            envelope: Envelope {
+                schema_version: SCHEMA_VERSION,
+                tool: Tool::this("0"),
+                created_utc: "2026-01-01T00:00:00Z".into(),
+                command: vec!["numalab".into(), command.into()],
+                config: serde_json::json!({}),
+                origin,
+                host: Host::unknown("x"),
+            },
+            records,
+        },
+    )
+}

@@ -101,8 +101,7 @@ mod tests {
     use numalab_records::bmc::{
         BmcAccess, BmcReading, BmcSample, BmcSource, BmcSourceKind, COVERS_WHOLE_NODE,
     };
-    use numalab_schema::record::{Host, Tool};
-    use numalab_schema::{Bundle, Envelope, Origin, Record};
+    use numalab_schema::{Origin, Record};
 
     pub(crate) fn bmc_record(start_ms: u64, watts: &[f64]) -> BmcPowerRecord {
         BmcPowerRecord {
@@ -124,16 +123,7 @@ mod tests {
                     t_s: i as f64,
                     unix_ms: start_ms + 1000 * i as u64,
                     read_s: 0.01,
-                    reading: BmcReading {
-                        watts: *w,
-                        min_watts: None,
-                        max_watts: None,
-                        average_watts: None,
-                        bmc_period_s: None,
-                        bmc_timestamp_unix_s: None,
-                        active: None,
-                        parts: vec![],
-                    },
+                    reading: BmcReading::watts(*w, vec![]),
                 })
                 .collect(),
             errors: vec![],
@@ -145,22 +135,7 @@ mod tests {
     }
 
     fn loaded(records: Vec<Record>) -> Loaded {
-        Loaded::from_bundle(
-            "b",
-            Bundle {
-                schema_version: numalab_schema::record::SCHEMA_VERSION,
-                envelope: Envelope {
-                    schema_version: numalab_schema::record::SCHEMA_VERSION,
-                    tool: Tool::this("0"),
-                    created_utc: "2026-01-01T00:00:00Z".into(),
-                    command: vec!["numalab".into()],
-                    config: serde_json::json!({}),
-                    origin: Origin::Measured,
-                    host: Host::unknown("x"),
-                },
-                records,
-            },
-        )
+        crate::load::test_loaded("workload", Origin::Measured, records)
     }
 
     #[test]

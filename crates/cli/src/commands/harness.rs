@@ -55,6 +55,8 @@ pub struct StudyArgs {
     pub svg: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub bmc: crate::power::BmcArgs,
     /// The command, after `--`. Placeholders: {threads}, {cpus}, {node}, and {NAME} for
     /// sweep parameters (`{{`/`}}` for literal braces).
     #[arg(
@@ -243,14 +245,21 @@ fn recorder(
 /// its summary (not with --json), its chart (--svg), and failed runs in the exit code.
 fn run_study<S>(
     mut rec: Recorder,
+    bmc: (Option<crate::power::BmcPower>, &str),
     svg_path: &Option<PathBuf>,
     study: impl FnOnce(&mut dyn Sink, &mut dyn FnMut(&Progress)) -> Result<S, HarnessError>,
     svg: fn(&S) -> String,
     failed_runs: fn(&S) -> (usize, usize),
 ) -> CliResult {
     let bar = progress_bar();
+    let watch = bmc.0.as_ref().and_then(|p| p.start(bmc.1));
     let result = study(&mut rec, &mut on_progress(&bar));
     bar.finish_and_clear();
+    if let Some(w) = watch {
+        if let Err(e) = w.finish(bmc.1, &mut rec) {
+            eprintln!("numalab: warning: BMC power of {}: {}", bmc.1, e.message);
+        }
+    }
     match result {
         Ok(s) => {
             if !rec.json() {
@@ -331,9 +340,11 @@ pub fn scale(a: ScaleArgs) -> CliResult {
     let m = live()?;
     let plan = ScalePlan::new(&m, a.placement, threads.as_deref(), a.node)
         .map_err(|e| usage(format!("{e}")))?;
+    let power = a.study.bmc.open()?;
     let rec = recorder("scale", &a.study, &plan, &m)?;
     run_study(
         rec,
+        (power, "scale"),
         &a.study.svg,
         |sink, progress| numalab_harness::scale(&m, &plan, &study, sink, progress),
         numalab_report::draw::harness::scale_svg,
@@ -352,9 +363,11 @@ pub fn policy(a: PolicyArgs) -> CliResult {
     let m = live()?;
     let plan = numalab_harness::policy::new_plan(&m, a.threads, a.placement, a.node, &a.policies)
         .map_err(|e| usage(format!("{e}")))?;
+    let power = a.study.bmc.open()?;
     let rec = recorder("policy", &a.study, &plan, &m)?;
     run_study(
         rec,
+        (power, "policy"),
         &a.study.svg,
         |sink, progress| numalab_harness::policy(&m, &plan, &study, sink, progress),
         numalab_report::draw::harness::policy_svg,
@@ -380,6 +393,7 @@ pub fn sweep(a: SweepArgs) -> CliResult {
         &study,
     )
     .map_err(CliError::from)?;
+    let power = a.study.bmc.open()?;
     let rec = recorder("sweep", &a.study, &plan, &m)?;
     // --profile: a counter profile of each point's command, right after its runs.
     let profile_config = if a.profile {
@@ -399,6 +413,7 @@ pub fn sweep(a: SweepArgs) -> CliResult {
         };
     run_study(
         rec,
+        (power, "sweep"),
         &a.study.svg,
         |sink, progress| {
             numalab_harness::sweep_with(

@@ -37,6 +37,19 @@ fn all_text(dir: &Path) -> String {
     out
 }
 
+/// The one `power.bmc` record of a journal.
+fn bmc_record(journal: &str) -> serde_json::Value {
+    let mut found = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["kind"] == "power.bmc");
+    let rec = found
+        .next()
+        .unwrap_or_else(|| panic!("no power.bmc record in {journal}"));
+    assert!(found.next().is_none(), "two power.bmc records: {journal}");
+    rec
+}
+
 #[test]
 fn bandwidth_with_bmc_records_wall_power_with_its_source_and_no_secret() {
     let dir = tempfile::tempdir().unwrap();
@@ -62,11 +75,7 @@ fn bandwidth_with_bmc_records_wall_power_with_its_source_and_no_secret() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
-    let rec: serde_json::Value = journal
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|v| v["kind"] == "power.bmc")
-        .unwrap_or_else(|| panic!("no power.bmc record in {journal}"));
+    let rec = bmc_record(&journal);
     assert_eq!(rec["key"], "power/bmc/mem-bandwidth");
     let d = &rec["data"];
     assert_eq!(d["during"], "mem bandwidth");
@@ -157,4 +166,36 @@ fn bmc_addresses_with_passwords_and_unreachable_bmcs_are_refused() {
     assert!(err.contains("--bmc ipmi://admin@invalid"), "{err}");
     assert!(!err.contains(PLANTED));
     assert!(!dir.path().join("o/results.jsonl").exists());
+}
+
+#[test]
+fn a_scale_study_with_bmc_keeps_the_wall_power_of_the_whole_study() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("scale");
+    let out = with_bmc(&[
+        "scale",
+        "--threads",
+        "1",
+        "--repeat",
+        "2",
+        "--bmc",
+        "ipmi://admin@bmc.test",
+        "--bmc-interval",
+        "20",
+        "--out",
+        p(&out_dir),
+        "--",
+        "sleep",
+        "0.2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    let rec = bmc_record(&journal);
+    assert_eq!(rec["key"], "power/bmc/scale");
+    assert_eq!(rec["data"]["during"], "scale");
+    // Two runs of 0.2 s sampled every 20 ms: several samples, all the BMC's 345 W.
+    let samples = rec["data"]["samples"].as_array().unwrap();
+    assert!(samples.len() >= 3, "{rec}");
+    assert!(journal.contains("\"harness.scale\""));
+    assert!(!journal.contains(PLANTED));
 }

@@ -5,7 +5,6 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 /// A small real journal from the repository's fixtures.
 pub fn fixture_journal() -> PathBuf {
@@ -86,26 +85,6 @@ pub fn launches(dir: &Path) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
-}
-
-/// Whether `pid` is gone (or an unreaped zombie) within `within`.
-pub fn process_gone(pid: i32, within: Duration) -> bool {
-    let t0 = Instant::now();
-    loop {
-        let gone = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => true,
-            Ok(s) => s
-                .rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-        };
-        if gone {
-            return true;
-        }
-        if t0.elapsed() > within {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// The pid a fake wrote in `DIR/<name>.grandchild`.

@@ -156,27 +156,11 @@ mod tests {
     use super::*;
     use crate::table::Format;
     use numalab_records::schedule::{Assignment, Plan, ScheduleFigures, TaskHistory};
-    use numalab_schema::record::{Host, Tool};
-    use numalab_schema::{Bundle, Envelope, Origin, Record};
+    use numalab_schema::{Origin, Record};
     use numalab_stats::Interval;
 
     fn loaded(records: Vec<Record>) -> Loaded {
-        Loaded::from_bundle(
-            "m",
-            Bundle {
-                schema_version: numalab_schema::record::SCHEMA_VERSION,
-                envelope: Envelope {
-                    schema_version: numalab_schema::record::SCHEMA_VERSION,
-                    tool: Tool::this("0"),
-                    created_utc: "2026-01-01T00:00:00Z".into(),
-                    command: vec!["numalab".into(), "schedule".into()],
-                    config: serde_json::json!({}),
-                    origin: Origin::Measured,
-                    host: Host::unknown("x"),
-                },
-                records,
-            },
-        )
+        crate::load::test_loaded("schedule", Origin::Measured, records)
     }
 
     #[test]

@@ -297,26 +297,10 @@ mod tests {
         BoxCounts, ControllerFigures, EventCount, Formula, LinkFigures, NotOpened,
         PermissionProblem, SocketFigures, UncoreDevice,
     };
-    use numalab_schema::record::{Host, Tool};
-    use numalab_schema::{Bundle, Envelope, Origin, Record};
+    use numalab_schema::{Origin, Record};
 
     fn loaded(records: Vec<Record>) -> Loaded {
-        Loaded::from_bundle(
-            "m",
-            Bundle {
-                schema_version: numalab_schema::record::SCHEMA_VERSION,
-                envelope: Envelope {
-                    schema_version: numalab_schema::record::SCHEMA_VERSION,
-                    tool: Tool::this("0"),
-                    created_utc: "2026-01-01T00:00:00Z".into(),
-                    command: vec!["numalab".into(), "mem".into()],
-                    config: serde_json::json!({}),
-                    origin: Origin::Measured,
-                    host: Host::unknown("x"),
-                },
-                records,
-            },
-        )
+        crate::load::test_loaded("mem", Origin::Measured, records)
     }
 
     fn report() -> UncoreReport {
