@@ -103,6 +103,8 @@ pub const MEM_BW: &str = "memory bandwidth";
 pub const MEM_LAT: &str = "memory latency";
 /// Page migration.
 pub const MIGRATION: &str = "page migration";
+/// Node power at the wall (BMC) during a measurement.
+pub const POWER: &str = "node power";
 
 fn short(cmd: &[String]) -> String {
     crate::shorten(&cmd.join(" "), 40)
@@ -151,7 +153,7 @@ fn percentile(
 
 /// The perspectives of a server evaluation (experiments.md A), in the order a
 /// comparison reports them; then the other groups.
-pub const ORDER: [&str; 12] = [
+pub const ORDER: [&str; 13] = [
     PER_SERVER,
     PER_WATT,
     SINGLE_THREAD,
@@ -161,6 +163,7 @@ pub const ORDER: [&str; 12] = [
     MEM_LAT,
     C2C,
     MIGRATION,
+    POWER,
     PLACEMENT,
     SWEEP,
     MODEL,
@@ -174,6 +177,7 @@ pub fn metrics(l: &Loaded) -> Vec<Metric> {
     let mut out = Vec::new();
     workload(l, &mut out);
     workload_wall(l, &mut out);
+    wall_power(l, &mut out);
     scale(l, &mut out);
     c2c(l, &mut out);
     mem(l, &mut out);
@@ -218,6 +222,39 @@ fn workload_wall(l: &Loaded, out: &mut Vec<Metric>) {
             true,
             vec![r.requests_per_s / w.watts],
         ));
+    }
+}
+
+/// Node power at the wall during each measurement a BMC was sampled in (lower is
+/// better for the same measurement: the `during` text is the figure's setup, so only
+/// the same measurement is compared). In a fleet, a node that draws more than its
+/// peers for the same work stands out here.
+fn wall_power(l: &Loaded, out: &mut Vec<Metric>) {
+    use numalab_records::bmc::BmcPowerRecord;
+    for (rec, b) in l.records_of::<BmcPowerRecord>() {
+        let watts: Vec<f64> = b
+            .samples
+            .iter()
+            .map(|s| s.reading.watts)
+            .filter(|w| w.is_finite() && *w > 0.0)
+            .collect();
+        if watts.is_empty() {
+            continue;
+        }
+        let during = b.during.clone().unwrap_or_else(|| rec.key.clone());
+        let mut m = Metric::new(
+            &format!(
+                "power.bmc.{}",
+                rec.key.trim_start_matches("power/bmc/").replace('/', ".")
+            ),
+            POWER,
+            &format!("node power at the wall during {during} (BMC)"),
+            "W",
+            false,
+            watts,
+        );
+        m.setup = Some(during);
+        out.push(m);
     }
 }
 

@@ -168,5 +168,12 @@ mod tests {
         );
         assert!(has_wall(&s));
         assert!(sources(&loaded(vec![])).is_empty());
+        // The samples are a figure of their own, for compare and the fleet report.
+        let m = crate::metrics::metrics(&l);
+        let p = m.iter().find(|m| m.id == "power.bmc.x").unwrap();
+        assert_eq!(p.group, crate::metrics::POWER);
+        assert_eq!(p.samples, watts);
+        assert!(!p.higher_is_better);
+        assert_eq!(p.setup.as_deref(), Some("workload run"));
     }
 }
