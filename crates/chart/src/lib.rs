@@ -10,7 +10,9 @@ pub mod svg;
 pub use boxes::{BoxDiagram, BoxGroup, BoxItem};
 pub use floorplan::{CellState, FloorCell, FloorItem, Floorplan, ItemShape};
 pub use mesh::{At, Mark, MeshPicture, MeshStop};
-pub use svg::{AxisFormat, Bar, BarChart, Heatmap, LineChart, Series};
+pub use svg::{
+    AxisFormat, Bar, BarChart, Dot, DotKind, Heatmap, LineChart, Series, Strip, StripChart,
+};
 
 /// Escapes text for HTML and SVG (element content and attribute values).
 pub fn escape(text: &str) -> String {

@@ -6,11 +6,13 @@
 mod bar;
 mod heatmap;
 mod line;
+mod strip;
 
 pub use bar::{Bar, BarChart};
 pub(crate) use heatmap::ramp;
 pub use heatmap::Heatmap;
 pub use line::{LineChart, Series};
+pub use strip::{Dot, DotKind, Strip, StripChart};
 
 pub(crate) const PALETTE: [&str; 8] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000",

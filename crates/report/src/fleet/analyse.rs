@@ -401,7 +401,9 @@ fn majority<'a>(values: impl Iterator<Item = Option<&'a str>>) -> Option<String>
 /// A number with 3 significant digits at least, for sentences.
 pub fn fmt_value(v: f64) -> String {
     let a = v.abs();
-    if a >= 100.0 {
+    if a == 0.0 {
+        "0".to_string()
+    } else if a >= 100.0 {
         format!("{v:.1}")
     } else if a >= 1.0 {
         format!("{v:.2}")

@@ -5,7 +5,7 @@
 use super::analyse::{fmt_value, Direction, FigureStats, FleetReport, Group};
 use crate::doc::{Document, Section};
 use crate::findings::{Finding, Severity};
-use crate::svg::{LineChart, Series};
+use crate::svg::{Dot, DotKind, Strip, StripChart};
 use crate::table::{Cell, Column, Format, Table};
 
 /// Nodes listed in the terminal's node table before it keeps only the nodes with
@@ -42,84 +42,73 @@ fn samples_text(s: &[f64]) -> String {
     t.join(", ")
 }
 
-/// The distribution of one figure in a group: the nodes sorted by their deviation from
-/// the group median, the median with its 1.4826 x MAD band, outliers in their own
-/// colours and named.
-pub fn figure_chart(g: &Group, f: &FigureStats) -> LineChart {
+/// The distribution of one figure in a group as one strip: a dot per node at its
+/// deviation from the group median (percent; the value itself when the median is 0),
+/// the median line with its 1.4826 x MAD band, outliers in their own colours and
+/// named (the most extreme first).
+pub fn figure_chart(g: &Group, f: &FigureStats) -> StripChart {
     let relative = f.median != 0.0;
-    let y = |v: f64| {
+    let x = |v: f64| {
         if relative {
             (v - f.median) / f.median.abs() * 100.0
         } else {
             v
         }
     };
+    // Outliers first, the most extreme first, so the labels go to them.
     let mut order: Vec<usize> = (0..f.nodes.len()).collect();
     order.sort_by(|a, b| {
-        f.nodes[*a]
-            .value
-            .total_cmp(&f.nodes[*b].value)
-            .then_with(|| f.nodes[*a].node.cmp(&f.nodes[*b].node))
+        let (na, nb) = (&f.nodes[*a], &f.nodes[*b]);
+        nb.outlier
+            .is_some()
+            .cmp(&na.outlier.is_some())
+            .then_with(|| {
+                let za = na.z.map_or(f64::INFINITY, f64::abs);
+                let zb = nb.z.map_or(f64::INFINITY, f64::abs);
+                zb.total_cmp(&za)
+            })
+            .then_with(|| na.node.cmp(&nb.node))
     });
-    let (mut normal, mut worse, mut better) = (Vec::new(), Vec::new(), Vec::new());
-    let mut named: Vec<(f64, f64, String)> = Vec::new();
-    for (rank, &i) in order.iter().enumerate() {
-        let n = &f.nodes[i];
-        let p = ((rank + 1) as f64, y(n.value));
-        match n.outlier {
-            None => normal.push(p),
-            Some(d) => {
-                named.push((n.z.map_or(f64::INFINITY, f64::abs), p.0, n.node.clone()));
-                if d == Direction::Worse {
-                    worse.push(p);
-                } else {
-                    better.push(p);
-                }
+    let dots = order
+        .into_iter()
+        .map(|i| {
+            let n = &f.nodes[i];
+            Dot {
+                x: x(n.value),
+                kind: match n.outlier {
+                    None => DotKind::Normal,
+                    Some(Direction::Worse) => DotKind::Worse,
+                    Some(Direction::Better) => DotKind::Better,
+                },
+                label: n.outlier.map(|_| crate::shorten(&n.node, 24)),
+                tip: format!("{}: {} {}", n.node, fmt_value(n.value), f.figure.unit),
             }
-        }
-    }
-    named.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let last = f.nodes.len().max(1) as f64;
+        })
+        .collect();
     let (mid, half) = if relative {
         (0.0, f.sigma / f.median.abs() * 100.0)
     } else {
         (f.median, f.sigma)
     };
-    let y_label = if relative {
-        "deviation from the group median (%)".to_string()
-    } else {
-        f.figure.unit.clone()
-    };
-    let mut c = LineChart::new(
-        &format!("{} (group {})", f.figure.label, g.id),
-        "nodes, sorted by value",
-        &y_label,
-    );
-    c.series = vec![
-        Series::new(&format!("nodes ({})", normal.len()), normal),
-        Series::new(&format!("worse outliers ({})", worse.len()), worse),
-        Series::new(&format!("better outliers ({})", better.len()), better),
-        Series {
-            band: vec![
-                (1.0, mid - half, mid + half),
-                (last, mid - half, mid + half),
-            ],
-            ..Series::reference(
-                &format!(
-                    "group median {} {}, band 1.4826 x MAD",
-                    fmt_value(f.median),
-                    f.figure.unit
-                ),
-                vec![(1.0, mid), (last, mid)],
+    StripChart {
+        title: format!("{} (group {})", f.figure.label, g.id),
+        x_label: if relative {
+            format!(
+                "deviation from the group median {} {} (%); band: 1.4826 x MAD",
+                fmt_value(f.median),
+                f.figure.unit
             )
+        } else {
+            format!("{}; band: 1.4826 x MAD", f.figure.unit)
         },
-    ];
-    c.marks = named
-        .into_iter()
-        .take(LABELLED)
-        .map(|(_, x, name)| (x, crate::shorten(&name, 24)))
-        .collect();
-    c
+        strips: vec![Strip {
+            label: format!("{} nodes", f.nodes.len()),
+            dots,
+            median: Some(mid),
+            band: Some((mid - half, mid + half)),
+        }],
+        max_labels: LABELLED,
+    }
 }
 
 fn node_table(r: &FleetReport, only_notable: bool) -> Table {
