@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
-# A real four-node Slurm cluster on this one machine, for numalab fleet's tests.
-#   scripts/slurm-cluster.sh start DIR   munged, slurmctld and slurmd n1..n4, all state under DIR
+# A real Slurm cluster of N nodes (default 4) on this one machine, for numalab fleet's tests.
+#   scripts/slurm-cluster.sh start DIR [N]   munged, slurmctld and slurmd n1..nN, all state under DIR
 #   scripts/slurm-cluster.sh stop DIR    stops them by the pids in their pid files
 # Needs root and Debian's slurm-wlm and munge (scripts/deps.sh --test installs them).
 # Nothing outside DIR is touched: the munge key, socket, pid, log and seed files, the
 # slurm.conf and every Slurm state, spool, pid and log path live under DIR. Clients use
 # it with `SLURM_CONF=DIR/slurm.conf` (printed at the end of start, and in DIR/env).
-# The nodes n1..n4 all run here (NodeAddr=127.0.0.1, one slurmd each on its own port);
+# The nodes n1..nN all run here (NodeAddr=127.0.0.1, one slurmd each on its own port);
 # each has CPUs=2 whatever this machine has, which is what Slurm schedules on.
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start DIR | stop DIR" >&2
+  echo "usage: $0 start DIR [NODES] | stop DIR" >&2
   exit 2
 }
-[ $# -eq 2 ] || usage
+[ $# -eq 2 ] || [ $# -eq 3 ] || usage
 action=$1
 dir=$2
+nodes=${3:-4}
+case "$nodes" in
+  ''|*[!0-9]*) usage ;;
+esac
+[ "$nodes" -ge 1 ] && [ "$nodes" -le 16 ] || { echo "slurm-cluster: 1 to 16 nodes" >&2; exit 2; }
 
 # Whether TCP port $1 is in use on any address (from /proc, no extra tool needed).
 port_used() {
@@ -25,18 +30,18 @@ port_used() {
   cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '{print $2}' | grep -qi ":$hex\$"
 }
 
-# Five consecutive free ports (controller, then n1..n4), from a random start.
+# NODES+1 consecutive free ports (controller, then n1..nN), from a random start.
 free_ports() {
   local tries base ok i
   for tries in $(seq 1 50); do
     base=$((20000 + (RANDOM % 1000) * 30))
     ok=1
-    for i in 0 1 2 3 4; do
+    for i in $(seq 0 "$nodes"); do
       if port_used $((base + i)); then ok=0; break; fi
     done
     if [ "$ok" = 1 ]; then echo "$base"; return 0; fi
   done
-  echo "slurm-cluster: no five consecutive free TCP ports found in 50 tries" >&2
+  echo "slurm-cluster: no $((nodes + 1)) consecutive free TCP ports found in 50 tries" >&2
   return 1
 }
 
@@ -130,8 +135,8 @@ SlurmdTimeout=60
 InactiveLimit=0
 KillWait=5
 MinJobAge=10
-NodeName=n[1-4] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$((base + 1))-$((base + 4))] CPUs=2 State=UNKNOWN
-PartitionName=fleet Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP
+NodeName=n[1-$nodes] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$((base + 1))-$((base + nodes))] CPUs=2 State=UNKNOWN
+PartitionName=fleet Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP
 EOF
   echo "SLURM_CONF=$dir/slurm.conf" > "$dir/env"
   export SLURM_CONF="$dir/slurm.conf"
@@ -141,7 +146,7 @@ EOF
     show_logs
     exit 1
   }
-  for n in 1 2 3 4; do
+  for n in $(seq 1 "$nodes"); do
     slurmd -f "$dir/slurm.conf" -N "n$n" || {
       echo "slurm-cluster: slurmd -N n$n did not start" >&2
       show_logs
@@ -149,20 +154,20 @@ EOF
     }
   done
 
-  # Wait (at most 60 s) until sinfo shows the four nodes idle.
+  # Wait (at most 60 s) until sinfo shows every node idle.
   idle=0
   for i in $(seq 1 120); do
     idle=$(sinfo -h -N -t idle -o '%N' 2>/dev/null | sort -u | wc -l || true)
-    [ "$idle" -ge 4 ] && break
+    [ "$idle" -ge "$nodes" ] && break
     sleep 0.5
   done
-  if [ "$idle" -lt 4 ]; then
-    echo "slurm-cluster: only $idle of 4 nodes idle after 60 s:" >&2
+  if [ "$idle" -lt "$nodes" ]; then
+    echo "slurm-cluster: only $idle of $nodes nodes idle after 60 s:" >&2
     sinfo -N >&2 || true
     show_logs
     exit 1
   fi
-  echo "slurm-cluster: 4 nodes idle; use SLURM_CONF=$dir/slurm.conf"
+  echo "slurm-cluster: $nodes nodes idle; use SLURM_CONF=$dir/slurm.conf"
   ;;
 stop)
   [ -d "$dir" ] || exit 0

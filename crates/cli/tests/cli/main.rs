@@ -10,7 +10,6 @@ mod cli;
 mod db;
 mod doctor;
 mod evaluate;
-mod fleet;
 mod harness;
 mod home;
 mod layout;
