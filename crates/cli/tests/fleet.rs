@@ -1,7 +1,7 @@
 //! `numalab fleet` end to end on a real six-node Slurm cluster started on this machine
 //! (`scripts/slurm-cluster.sh`, Debian's slurm-wlm and munge): the real numalab binary
 //! runs `fleet node` under srun on each node; node n2's slurmd is put in a cgroup with
-//! a CPU quota (a fifth of a CPU), so everything it starts is throttled as on a node with a throttling
+//! a CPU quota (a twentieth of a CPU), so everything it starts is throttled as on a node with a throttling
 //! fan or a wrong power cap. The fleet report must flag n2's bandwidth and no other
 //! node; the fleet is then ingested into the history database and queried.
 //!
@@ -57,15 +57,15 @@ impl Drop for Cluster {
     }
 }
 
-/// A cgroup holding `pid` with a fifth of a CPU (2 ms every 10 ms), cgroup v1 or v2.
+/// A cgroup holding `pid` with a twentieth of a CPU (1 ms every 20 ms), cgroup v1 or v2.
 fn throttle(pid: &str) -> PathBuf {
     let name = format!("numalab-fleet-test-{}", std::process::id());
     let v1 = Path::new("/sys/fs/cgroup/cpu");
     if v1.join("cpu.cfs_quota_us").exists() {
         let cg = v1.join(&name);
         std::fs::create_dir_all(&cg).unwrap();
-        std::fs::write(cg.join("cpu.cfs_period_us"), "10000").unwrap();
-        std::fs::write(cg.join("cpu.cfs_quota_us"), "2000").unwrap();
+        std::fs::write(cg.join("cpu.cfs_period_us"), "20000").unwrap();
+        std::fs::write(cg.join("cpu.cfs_quota_us"), "1000").unwrap();
         std::fs::write(cg.join("cgroup.procs"), pid).unwrap();
         return cg;
     }
@@ -77,7 +77,7 @@ fn throttle(pid: &str) -> PathBuf {
     let _ = std::fs::write(root.join("cgroup.subtree_control"), "+cpu");
     let cg = root.join(&name);
     std::fs::create_dir_all(&cg).unwrap();
-    std::fs::write(cg.join("cpu.max"), "2000 10000").unwrap();
+    std::fs::write(cg.join("cpu.max"), "1000 20000").unwrap();
     std::fs::write(cg.join("cgroup.procs"), pid).unwrap();
     cg
 }
@@ -148,8 +148,11 @@ fn a_throttled_node_of_a_real_slurm_cluster_is_the_one_outlier_and_the_fleet_goe
     }
 
     // The report: n2 is worse on triad bandwidth, nobody else is off. The floor is
-    // raised to 15%: a VM's run-to-run noise is several percent, the throttle's effect
-    // several times that.
+    // raised to 25%: a normal node is only flagged if something else on this 2-vCPU
+    // machine slows its whole run by a quarter (the VM's run-to-run noise is a few
+    // percent); the throttled node runs at about a twentieth of the others' speed. The
+    // statistics at a 20% deviation are tested on synthetic fleets
+    // (numalab_report::fleet's tests).
     let html = tmp.path().join("fleet.html");
     let rep = numalab(&[
         "fleet",
@@ -157,7 +160,7 @@ fn a_throttled_node_of_a_real_slurm_cluster_is_the_one_outlier_and_the_fleet_goe
         p(&fleet),
         "--json",
         "--floor",
-        "15",
+        "25",
         "--html",
         p(&html),
     ]);
