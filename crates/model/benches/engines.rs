@@ -1,6 +1,10 @@
 //! Prints the model's speed figures (issue "Machine model", Performance):
 //! - discrete-event speed in simulated router-cycles per second, one thread, 8x8 and
 //!   16x16 meshes at low (10%) and high (80% of saturation) uniform load;
+//! - the input-queued router (`noc.router = "input-queued"`) in router-cycles per second
+//!   on 8x8 and 16x16 at 80% of BookSim2's saturation load, beside BookSim2's own speed
+//!   for the same configuration when its binary is at hand (`$BOOKSIM`, else
+//!   /tmp/booksim2/src/booksim; scripts/booksim-compare.sh builds it);
 //! - the analytic engine's time for whole experiments on a 16x16 mesh and on the V1
 //!   preset.
 //!
@@ -74,6 +78,8 @@ fn main() {
         );
     }
 
+    input_queued(reps);
+
     println!();
     println!("analytic engine, whole experiments ({reps} runs each, alternating)");
     let k16 = Model::load("mesh:k16", &[]).unwrap();
@@ -133,5 +139,91 @@ fn main() {
             "{name:<48} median {:>8.2} ms  min {lo:>8.2} ms",
             median(times[i].clone())
         );
+    }
+}
+
+/// BookSim2's simulated cycles and wall seconds for one run of a recorded configuration.
+fn booksim_run(cfg: &str, rate: f64) -> Option<(u64, f64)> {
+    let bin = std::env::var("BOOKSIM").unwrap_or_else(|_| "/tmp/booksim2/src/booksim".into());
+    if !std::path::Path::new(&bin).is_file() {
+        return None;
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/booksim2");
+    let start = Instant::now();
+    let out = std::process::Command::new(&bin)
+        .arg(dir.join(cfg))
+        .arg(format!("injection_rate={rate}"))
+        .current_dir(std::env::temp_dir())
+        .output()
+        .ok()?;
+    let wall = start.elapsed().as_secs_f64();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cycles = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Time taken is "))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some((cycles, wall))
+}
+
+/// The input-queued router at 80% of BookSim2's uniform saturation load (0.43 on 8x8,
+/// 0.225 on 16x16, tests/fixtures/booksim2), beside BookSim2 when it is at hand.
+fn input_queued(reps: usize) {
+    println!();
+    println!("input-queued router (BookSim2 reference configuration), uniform traffic at 80% of saturation, one thread ({reps} runs each)");
+    println!("mesh   offered   router-cycles/s   BookSim2 router-cycles/s   speed-up   BookSim2 wall for its run   numalab wall for the same cycles");
+    for (k, sat, cfg_file) in [
+        (8u32, 0.43, "mesh8_uniform.cfg"),
+        (16, 0.225, "mesh16_uniform.cfg"),
+    ] {
+        let m = Model::load(
+            "mesh",
+            &[
+                format!("noc.cols={k}"),
+                format!("noc.rows={k}"),
+                "noc.router=input-queued".into(),
+            ],
+        )
+        .unwrap();
+        let rate = (0.8 * sat * 1000.0_f64).round() / 1000.0;
+        let t = Synthetic {
+            pattern: Pattern::Uniform,
+            rate,
+            flits: 1,
+        };
+        let bs = booksim_run(cfg_file, rate);
+        let cycles = bs.map_or(20_000, |(c, _)| c.max(1_000));
+        let mut speed = Vec::new();
+        let mut walls = Vec::new();
+        for rep in 0..reps {
+            let cfg = DesConfig {
+                seed: rep as u64 + 1,
+                warmup_cycles: 0,
+                measure_cycles: cycles,
+                drain_cycles: 0,
+            };
+            let start = Instant::now();
+            let (_, s) = des::synthetic(&m, &t, &cfg).unwrap();
+            let secs = start.elapsed().as_secs_f64();
+            speed.push((s.cycles * s.routers) as f64 / secs);
+            walls.push(secs);
+        }
+        let ours = median(speed);
+        let wall = median(walls);
+        match bs {
+            Some((c, bw)) => {
+                let theirs = (c * u64::from(k * k)) as f64 / bw;
+                println!(
+                    "{k:>2}x{k:<2}  {rate:>7.3}   {ours:>15.3e}   {theirs:>24.3e}   {:>7.1}x   {bw:>10.3} s ({c} cycles)   {wall:>10.4} s",
+                    ours / theirs
+                );
+            }
+            None => println!(
+                "{k:>2}x{k:<2}  {rate:>7.3}   {ours:>15.3e}   {:>24}   {:>8}   {:>26}   {wall:>10.4} s",
+                "(no BookSim2 binary)", "", ""
+            ),
+        }
     }
 }

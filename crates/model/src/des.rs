@@ -21,35 +21,10 @@ use crate::model::{Model, VN_NAMES};
 use crate::traffic::{plan, App, Data, Figures, Op, Outcome, Plan, Step, Synthetic, VnFigures};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
-use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// How long to simulate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DesConfig {
-    /// Random seed.
-    pub seed: u64,
-    /// Cycles simulated before measuring (discarded).
-    pub warmup_cycles: u64,
-    /// Cycles measured.
-    pub measure_cycles: u64,
-    /// Synthetic traffic: extra cycles allowed to deliver the packets created while
-    /// measuring; packets still in flight after that make the point unstable.
-    pub drain_cycles: u64,
-}
-
-impl Default for DesConfig {
-    fn default() -> Self {
-        DesConfig {
-            seed: 1,
-            warmup_cycles: 2_000,
-            measure_cycles: 20_000,
-            drain_cycles: 20_000,
-        }
-    }
-}
-
+pub use crate::traffic::DesConfig;
 pub use numalab_records::model::SimStats;
 
 const NONE: u32 = u32::MAX;
@@ -689,6 +664,17 @@ pub fn synthetic(
     traffic: &Synthetic,
     cfg: &DesConfig,
 ) -> Result<(Figures, SimStats), ModelError> {
+    if model.spec.noc.router == crate::spec::RouterKind::InputQueued {
+        let r = crate::router::simulate(
+            model,
+            &crate::router::Workload::Synthetic {
+                traffic: *traffic,
+                networks: 1,
+            },
+            cfg,
+        )?;
+        return Ok((r.figures, r.stats));
+    }
     check_next_hop_table(model)?;
     let w0 = cfg.warmup_cycles;
     let w1 = w0 + cfg.measure_cycles.max(1);
@@ -751,6 +737,11 @@ fn check_next_hop_table(model: &Model) -> Result<(), ModelError> {
 
 /// Simulates closed-loop application traffic for warm-up plus the measured window.
 pub fn app(model: &Model, app: &App, cfg: &DesConfig) -> Result<(Figures, SimStats), ModelError> {
+    if model.spec.noc.router == crate::spec::RouterKind::InputQueued {
+        return Err(ModelError::Usage {
+            msg: "the input-queued router (noc.router = \"input-queued\") runs synthetic traffic only (uniform, hotspot, transpose) for now; use noc.router = \"output-queued\" for application experiments".into(),
+        });
+    }
     check_next_hop_table(model)?;
     let w0 = cfg.warmup_cycles;
     let w1 = w0 + cfg.measure_cycles.max(1);

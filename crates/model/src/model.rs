@@ -192,6 +192,28 @@ impl Model {
                 "noc.link_bytes must be > 0 and noc.links_per_vn 1-8",
             ));
         }
+        if n.vcs == 0
+            || n.vcs > 16
+            || n.buffer_flits == 0
+            || n.buffer_flits > 1024
+            || n.vc_alloc_delay == 0
+            || n.sw_alloc_delay == 0
+            || n.alloc_iters == 0
+            || n.alloc_iters > 16
+            || n.credit_delay > 1000
+            || n.routing_delay > 1000
+            || n.vc_alloc_delay > 1000
+            || n.sw_alloc_delay > 1000
+            || n.st_final_delay > 1000
+        {
+            return Err(bad(
+                what,
+                format!(
+                    "input-queued router: noc.vcs must be 1-16 (got {}), noc.buffer_flits 1-1024 (got {}), noc.alloc_iters 1-16 (got {}), noc.vc_alloc_delay and noc.sw_alloc_delay 1-1000 (got {} and {}), the other delays 0-1000",
+                    n.vcs, n.buffer_flits, n.alloc_iters, n.vc_alloc_delay, n.sw_alloc_delay
+                ),
+            ));
+        }
         if s.cores.per_stop == 0
             || s.slc.per_stop == 0
             || s.cores.max_outstanding == 0

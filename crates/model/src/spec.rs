@@ -126,6 +126,65 @@ pub struct NocSpec {
     /// Slower links across region boundaries.
     #[serde(default)]
     pub boundary: Option<Boundary>,
+    /// Router microarchitecture: `output-queued` (ideal FCFS output queues with unbounded
+    /// buffers, the default) or `input-queued` (virtual channels, credits, allocators;
+    /// docs/model.md, "Router microarchitecture").
+    #[serde(default)]
+    pub router: RouterKind,
+    /// Input-queued router: virtual channels per virtual network per input port.
+    #[serde(default = "default_vcs")]
+    pub vcs: u32,
+    /// Input-queued router: buffer depth of one virtual channel, in flits.
+    #[serde(default = "default_buffer_flits")]
+    pub buffer_flits: u32,
+    /// Input-queued router: cycles from a flit leaving a buffer until its credit can be
+    /// used upstream, beyond the link's cycles.
+    #[serde(default = "default_credit_delay")]
+    pub credit_delay: u32,
+    /// Input-queued router: cycles of route computation.
+    #[serde(default)]
+    pub routing_delay: u32,
+    /// Input-queued router: cycles of virtual-channel allocation (at least 1).
+    #[serde(default = "one")]
+    pub vc_alloc_delay: u32,
+    /// Input-queued router: cycles of switch allocation (at least 1).
+    #[serde(default = "one")]
+    pub sw_alloc_delay: u32,
+    /// Input-queued router: cycles of switch traversal (crossbar).
+    #[serde(default = "one")]
+    pub st_final_delay: u32,
+    /// Input-queued router: iterations of the iSLIP allocators.
+    #[serde(default = "one")]
+    pub alloc_iters: u32,
+    /// Input-queued router: one physical link per direction shared by all virtual
+    /// networks (their flits interleave) instead of one link per network.
+    #[serde(default)]
+    pub shared_links: bool,
+}
+
+/// Router microarchitecture of the discrete-event engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RouterKind {
+    /// Ideal output-queued routers: every output an FCFS server, unbounded buffers.
+    #[default]
+    OutputQueued,
+    /// Input-queued virtual-channel routers with credit flow control and separable
+    /// iSLIP allocators (BookSim2's IQ router).
+    InputQueued,
+}
+
+fn default_vcs() -> u32 {
+    8
+}
+fn default_buffer_flits() -> u32 {
+    8
+}
+fn default_credit_delay() -> u32 {
+    2
+}
+fn one() -> u32 {
+    1
 }
 
 /// The cores.

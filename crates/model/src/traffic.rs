@@ -324,3 +324,28 @@ pub struct Figures {
     /// Whether some resource is at or beyond its capacity (results are a bound).
     pub saturated: bool,
 }
+
+/// How long to simulate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DesConfig {
+    /// Random seed.
+    pub seed: u64,
+    /// Cycles simulated before measuring (discarded).
+    pub warmup_cycles: u64,
+    /// Cycles measured.
+    pub measure_cycles: u64,
+    /// Synthetic traffic: extra cycles allowed to deliver the packets created while
+    /// measuring; packets still in flight after that make the point unstable.
+    pub drain_cycles: u64,
+}
+
+impl Default for DesConfig {
+    fn default() -> Self {
+        DesConfig {
+            seed: 1,
+            warmup_cycles: 2_000,
+            measure_cycles: 20_000,
+            drain_cycles: 20_000,
+        }
+    }
+}

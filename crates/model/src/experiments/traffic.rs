@@ -121,7 +121,15 @@ pub(super) fn traffic(
     };
     let curve = analytic::SyntheticCurve::new(model, &base);
     let zero = curve.at(1e-9);
-    let t0 = zero.packet_latency_cycles;
+    let t0 = if model.spec.noc.router == crate::spec::RouterKind::InputQueued {
+        // The engines' zero-load latency differs with the router: the stability test of
+        // the discrete-event points uses the input-queued pipeline's.
+        let n = &model.spec.noc;
+        let link = f64::from(n.link_cycles_x + n.link_cycles_y) / 2.0;
+        crate::router::zero_load_latency(model, zero.mean_hops, base.flits, link)
+    } else {
+        zero.packet_latency_cycles
+    };
     let sat = curve.saturation_rate();
     let loads = opts.loads.clone().unwrap_or_else(|| DEFAULT_LOADS.to_vec());
     if loads.iter().any(|&l| l.is_nan() || l <= 0.0 || l > 4.0) {

@@ -1,0 +1,469 @@
+//! The input-queued router (`noc.router = "input-queued"`): mechanism tests (credits,
+//! shared links, head-of-line blocking) and the comparison with the BookSim2 curves
+//! recorded in tests/fixtures/booksim2 (README.md there: commit, configs, commands).
+
+use numalab_model::des::{self, DesConfig};
+use numalab_model::router::{simulate, Flow, IqResult, Workload};
+use numalab_model::traffic::{Pattern, Synthetic};
+use numalab_model::Model;
+
+fn iq(k_cols: u32, k_rows: u32, extra: &[&str]) -> Model {
+    let mut sets = vec![
+        format!("noc.cols={k_cols}"),
+        format!("noc.rows={k_rows}"),
+        "noc.router=input-queued".to_string(),
+    ];
+    sets.extend(extra.iter().map(|s| s.to_string()));
+    Model::load("mesh", &sets).expect("mesh preset with input-queued routers")
+}
+
+fn cfg(measure: u64) -> DesConfig {
+    DesConfig {
+        seed: 11,
+        warmup_cycles: 2_000,
+        measure_cycles: measure,
+        drain_cycles: 0,
+    }
+}
+
+fn flows(m: &Model, flows: Vec<Flow>, c: &DesConfig) -> IqResult {
+    simulate(m, &Workload::Flows { flows, flits: 1 }, c).expect("simulation")
+}
+
+/// With one VC of one flit and a long credit delay, a single stream can send one packet
+/// per credit round trip. By hand, for 1-flit packets with the default pipeline
+/// (routing 0, VC allocation 1, switch allocation 1, switch traversal 1, links 1): a flit
+/// wins the switch at `s`, reaches the next buffer at `s + 1 + 1 + 1`, is routed and gets
+/// its next VC at `s + 3`, wins that router's switch at `s + 4` and leaves the buffer; the
+/// credit is usable upstream at `s + 4 + 1 (link) + credit_delay`. Period =
+/// `5 + credit_delay` cycles, throughput = `1 / (5 + credit_delay)` packets per cycle.
+#[test]
+fn credits_stall_a_full_buffer() {
+    for delay in [2u32, 10, 25] {
+        let m = iq(
+            2,
+            2,
+            &[
+                "noc.vcs=1",
+                "noc.buffer_flits=1",
+                &format!("noc.credit_delay={delay}"),
+            ],
+        );
+        // (1,0) -> (0,1): two hops (west, then north), offered far above the bound.
+        let r = flows(
+            &m,
+            vec![Flow {
+                src: 1,
+                dst: 2,
+                rate: 0.9,
+                vn: 0,
+            }],
+            &cfg(30_000),
+        );
+        let expect = 1.0 / f64::from(5 + delay);
+        let got = r.flows[0].accepted;
+        assert!(
+            (got - expect).abs() / expect < 0.01,
+            "credit_delay {delay}: accepted {got:.5}, hand-computed bound {expect:.5}"
+        );
+        // Deep enough buffers lift the bound: 6 + delay flits cover the loop (two VCs:
+        // one VC alone passes at most one 1-flit packet per two cycles, since its next
+        // packet is allocated the cycle after the previous one's tail left).
+        let deep = iq(
+            2,
+            2,
+            &[
+                "noc.vcs=2",
+                &format!("noc.buffer_flits={}", 6 + delay),
+                &format!("noc.credit_delay={delay}"),
+            ],
+        );
+        let r = flows(
+            &deep,
+            vec![Flow {
+                src: 1,
+                dst: 2,
+                rate: 0.9,
+                vn: 0,
+            }],
+            &cfg(30_000),
+        );
+        assert!(
+            r.flows[0].accepted > 0.85,
+            "credit_delay {delay} with deep buffers: {:.3}",
+            r.flows[0].accepted
+        );
+    }
+}
+
+/// Two virtual networks at rate r each over one shared link behave as one network at
+/// 2r; with a link per network each behaves as one network at r.
+#[test]
+fn a_shared_link_serialises_its_networks() {
+    let line = |shared: bool| {
+        iq(
+            4,
+            1,
+            &[if shared {
+                "noc.shared_links=true"
+            } else {
+                "noc.shared_links=false"
+            }],
+        )
+    };
+    let two = |r: f64| {
+        vec![
+            Flow {
+                src: 0,
+                dst: 3,
+                rate: r,
+                vn: 0,
+            },
+            Flow {
+                src: 0,
+                dst: 3,
+                rate: r,
+                vn: 1,
+            },
+        ]
+    };
+    let one = |r: f64| {
+        vec![Flow {
+            src: 0,
+            dst: 3,
+            rate: r,
+            vn: 0,
+        }]
+    };
+    let c = cfg(40_000);
+    let c = DesConfig {
+        drain_cycles: 20_000,
+        ..c
+    };
+    // Below saturation: latency.
+    let r = 0.35;
+    let shared = flows(&line(true), two(r), &c);
+    let separate = flows(&line(false), two(r), &c);
+    let at_2r = flows(&line(false), one(2.0 * r), &c);
+    let at_r = flows(&line(false), one(r), &c);
+    let ls = shared.figures.packet_latency_cycles;
+    let l2 = at_2r.figures.packet_latency_cycles;
+    let lsep = separate.figures.packet_latency_cycles;
+    let l1 = at_r.figures.packet_latency_cycles;
+    assert!(
+        (ls - l2).abs() / l2 < 0.05,
+        "shared at 2 x {r}: {ls:.2} cycles, one network at {}: {l2:.2}",
+        2.0 * r
+    );
+    assert!(
+        (lsep - l1).abs() / l1 < 0.02,
+        "separate links: {lsep:.2}, one network at {r}: {l1:.2}"
+    );
+    assert!(
+        ls > lsep + 0.3,
+        "sharing must add queueing: {ls:.2} vs {lsep:.2}"
+    );
+    // Beyond a link's capacity: throughput.
+    let c = cfg(30_000);
+    let r = 0.7;
+    let shared = flows(&line(true), two(r), &c);
+    let separate = flows(&line(false), two(r), &c);
+    let at_2r = flows(&line(false), one(2.0 * r), &c);
+    let ts = shared.figures.packets_per_cycle;
+    let t2 = at_2r.figures.packets_per_cycle;
+    assert!(
+        ts <= 1.0 + 1e-9 && ts > 0.97,
+        "shared link carries {ts:.3} of 1"
+    );
+    assert!(
+        (ts - t2).abs() < 0.02,
+        "shared {ts:.3}, one network {t2:.3}"
+    );
+    let tsep = separate.figures.packets_per_cycle;
+    assert!(
+        (tsep - 2.0 * r).abs() < 0.03,
+        "separate links carry both: {tsep:.3} of {}",
+        2.0 * r
+    );
+}
+
+/// Head-of-line blocking: on a 4x2 mesh, A (0,0)->(3,0) and B (2,0)->(3,0) load the
+/// link (2,0)->(3,0) to 90%; C (1,0)->(2,1) shares (2,0)'s west input with A but turns
+/// north to an idle output. With one VC C waits behind A's queued packets; with 8 VCs it
+/// passes them.
+#[test]
+fn head_of_line_blocking_with_one_vc_not_with_eight() {
+    let pattern = vec![
+        Flow {
+            src: 0,
+            dst: 3,
+            rate: 0.3,
+            vn: 0,
+        },
+        Flow {
+            src: 2,
+            dst: 3,
+            rate: 0.15,
+            vn: 0,
+        },
+        Flow {
+            src: 1,
+            dst: 6,
+            rate: 0.1,
+            vn: 0,
+        },
+    ];
+    let c = DesConfig {
+        drain_cycles: 20_000,
+        ..cfg(50_000)
+    };
+    let one = flows(&iq(4, 2, &["noc.vcs=1"]), pattern.clone(), &c);
+    let eight = flows(&iq(4, 2, &["noc.vcs=8"]), pattern.clone(), &c);
+    let zero = numalab_model::router::zero_load_latency(&iq(4, 2, &[]), 2.0, 1, 1.0);
+    let (c1, c8) = (one.flows[2].latency_cycles, eight.flows[2].latency_cycles);
+    eprintln!(
+        "C: 1 VC {c1:.2}, 8 VCs {c8:.2}, zero load {zero}; A: {:.2} / {:.2}",
+        one.flows[0].latency_cycles, eight.flows[0].latency_cycles
+    );
+    assert!(c1 > zero + 3.0, "1 VC: C at {c1:.2}, zero load {zero}");
+    assert!(c8 < zero + 1.0, "8 VCs: C at {c8:.2}, zero load {zero}");
+    assert!(c1 > c8 + 2.5, "1 VC {c1:.2} vs 8 VCs {c8:.2}");
+}
+
+/// The input-queued router's zero-load latency is the pipeline formula, and it is what
+/// `des::synthetic` runs when the spec asks for it.
+#[test]
+fn lone_packets_take_the_pipeline_latency() {
+    let m = iq(8, 8, &[]);
+    let t = Synthetic {
+        pattern: Pattern::Uniform,
+        rate: 0.002,
+        flits: 1,
+    };
+    let (f, s) = des::synthetic(
+        &m,
+        &t,
+        &DesConfig {
+            seed: 5,
+            warmup_cycles: 1_000,
+            measure_cycles: 100_000,
+            drain_cycles: 10_000,
+        },
+    )
+    .unwrap();
+    assert!(s.drained);
+    let expect = numalab_model::router::zero_load_latency(&m, f.mean_hops, 1, 1.0);
+    assert!(
+        (f.packet_latency_cycles - expect).abs() < 0.1,
+        "{} vs {expect}",
+        f.packet_latency_cycles
+    );
+    assert!(
+        f.vns[0].queueing_cycles < 0.1,
+        "{}",
+        f.vns[0].queueing_cycles
+    );
+    // 1 + t_inject + 3 (H + 1) + H t_link + t_eject = 6 + 4H: BookSim's minimum of 6 for a
+    // packet to itself.
+    assert!((numalab_model::router::zero_load_latency(&m, 0.0, 1, 1.0) - 6.0).abs() < 1e-9);
+}
+
+/// One recorded BookSim2 point: offered load, and latency and accepted rate if stable.
+fn booksim(file: &str) -> Vec<(f64, Option<(f64, f64)>)> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/booksim2")
+        .join(file);
+    let text = std::fs::read_to_string(&path).expect("recorded BookSim2 curve");
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let r: f64 = f[0].parse().unwrap();
+            let point = (f[3] == "1").then(|| (f[1].parse().unwrap(), f[2].parse().unwrap()));
+            (r, point)
+        })
+        .collect()
+}
+
+/// Checks the model against one recorded BookSim2 uniform curve:
+/// - latency within `tol_latency` at the recorded loads in `loads` that are at most 90%
+///   of BookSim's saturation load (saturation load: the highest offered load BookSim
+///   accepts within 1%);
+/// - saturation throughput (the accepted rate at BookSim's highest stable load) within
+///   `tol_throughput`.
+///
+/// Returns the worst latency difference and the throughput difference.
+fn against_booksim(
+    file: &str,
+    k: u32,
+    flits: u32,
+    loads: &[f64],
+    tol_latency: f64,
+    tol_throughput: f64,
+) -> (f64, f64) {
+    let m = iq(k, k, &[]);
+    let curve = booksim(file);
+    let sat = curve
+        .iter()
+        .filter_map(|(r, p)| p.filter(|(_, acc)| *acc >= 0.99 * r).map(|_| *r))
+        .fold(0.0, f64::max);
+    let c = DesConfig {
+        seed: 3,
+        warmup_cycles: 3_000,
+        measure_cycles: if k > 8 { 4_000 } else { 10_000 },
+        drain_cycles: 20_000,
+    };
+    let run = |rate: f64| {
+        let t = Synthetic {
+            pattern: Pattern::Uniform,
+            rate,
+            flits,
+        };
+        des::synthetic(&m, &t, &c).unwrap()
+    };
+    let mut worst: f64 = 0.0;
+    let mut checked = 0;
+    for (r, p) in &curve {
+        let Some((lat, _)) = p else { continue };
+        if *r > 0.9 * sat + 1e-9 || !loads.iter().any(|l| (l - r).abs() < 1e-9) {
+            continue;
+        }
+        let (f, s) = run(*r);
+        assert!(s.drained, "{file}: unstable at {r}");
+        let d = (f.packet_latency_cycles - lat) / lat;
+        worst = worst.max(d.abs());
+        checked += 1;
+        assert!(
+            d.abs() < tol_latency,
+            "{file}, offered {r}: model {:.2} cycles, BookSim2 {lat:.2}",
+            f.packet_latency_cycles
+        );
+    }
+    assert_eq!(
+        checked,
+        loads.len(),
+        "{file}: loads not in the curve or above 90% of {sat}"
+    );
+    let (last, point) = curve
+        .iter()
+        .rev()
+        .find_map(|(r, p)| p.map(|p| (*r, p)))
+        .unwrap();
+    let (f, _) = run(last);
+    let acc = f.packets_per_cycle / f64::from(k * k);
+    let d = (acc - point.1) / point.1;
+    assert!(
+        d.abs() < tol_throughput,
+        "{file}: saturation throughput: model {acc:.4}, BookSim2 {:.4} at offered {last}",
+        point.1
+    );
+    eprintln!(
+        "{file}: worst latency difference up to 90% of saturation ({sat}): {:.1}%, saturation throughput {:+.1}%",
+        worst * 100.0,
+        d * 100.0
+    );
+    (worst, d)
+}
+
+/// Uniform 8x8, 1-flit packets, the reference configuration: latency within 10% up to
+/// 90% of saturation (measured: within 0.5%), saturation throughput within 5% (measured:
+/// +0.2%).
+#[test]
+fn matches_booksim2_uniform_8x8() {
+    against_booksim(
+        "mesh8_uniform.csv",
+        8,
+        1,
+        &[0.1, 0.2, 0.3, 0.34, 0.36],
+        0.10,
+        0.05,
+    );
+}
+
+/// The same with 4-flit packets (VCs of 8 flits; rates in packets): measured within 2.3%
+/// and -0.6%.
+#[test]
+fn matches_booksim2_uniform_8x8_four_flit_packets() {
+    against_booksim(
+        "mesh8_uniform_p4.csv",
+        8,
+        4,
+        &[0.02, 0.05, 0.07, 0.09],
+        0.10,
+        0.05,
+    );
+}
+
+/// Uniform 16x16: measured within 0.2% and -0.1%.
+#[test]
+fn matches_booksim2_uniform_16x16() {
+    against_booksim("mesh16_uniform.csv", 16, 1, &[0.1, 0.16, 0.18], 0.10, 0.05);
+}
+
+/// `--set noc.router=input-queued` reaches the uniform experiment of the discrete-event
+/// engine: its points use the pipeline's zero-load latency for the stability test, and
+/// on 4x4 the observed saturation lies below the ideal routers' (about 85-90% of 4/k).
+#[test]
+fn the_uniform_experiment_runs_on_input_queued_routers() {
+    use numalab_model::experiments::{self, Engine, Experiment, Options};
+    let run = |router: &str| {
+        let m = Model::load(
+            "mesh",
+            &[
+                "noc.cols=4".into(),
+                "noc.rows=4".into(),
+                format!("noc.router={router}"),
+            ],
+        )
+        .unwrap();
+        let opts = Options {
+            engine: Engine::Des,
+            des: DesConfig {
+                seed: 2,
+                warmup_cycles: 1_000,
+                measure_cycles: 8_000,
+                drain_cycles: 8_000,
+            },
+            loads: Some(vec![0.2, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0]),
+            ..Default::default()
+        };
+        let mut out: Vec<numalab_schema::Record> = Vec::new();
+        experiments::run(&m, Experiment::Uniform, &opts, &mut out).unwrap();
+        let rec = out.iter().find(|r| r.kind == "model.traffic").unwrap();
+        let points = rec.data["points"].as_array().unwrap().clone();
+        let observed = rec.data["saturation_observed"].as_f64().unwrap();
+        (points, observed)
+    };
+    let (iq_points, iq_sat) = run("input-queued");
+    let (_, oq_sat) = run("output-queued");
+    // The lowest load is stable with the pipeline's latency (6 + 4 x 2.5 = 16 cycles).
+    assert_eq!(iq_points[0]["stable"], true);
+    let l0 = iq_points[0]["latency_cycles"].as_f64().unwrap();
+    assert!(l0 > 15.0 && l0 < 22.0, "{l0}");
+    assert!(
+        iq_sat < oq_sat,
+        "input-queued saturates at {iq_sat}, output-queued at {oq_sat}"
+    );
+}
+
+/// The same seed gives the same figures; another seed other figures.
+#[test]
+fn input_queued_runs_are_deterministic_per_seed() {
+    let m = iq(4, 4, &[]);
+    let t = Synthetic {
+        pattern: Pattern::Uniform,
+        rate: 0.4,
+        flits: 2,
+    };
+    let c = DesConfig {
+        seed: 9,
+        warmup_cycles: 200,
+        measure_cycles: 3_000,
+        drain_cycles: 3_000,
+    };
+    let (a, _) = des::synthetic(&m, &t, &c).unwrap();
+    let (b, _) = des::synthetic(&m, &t, &c).unwrap();
+    assert_eq!(a, b);
+    let (d, _) = des::synthetic(&m, &t, &DesConfig { seed: 10, ..c }).unwrap();
+    assert_ne!(a.packet_latency_cycles, d.packet_latency_cycles);
+}
