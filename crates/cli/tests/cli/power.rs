@@ -9,6 +9,20 @@ use std::process::{Command, Output};
 
 const PLANTED: &str = "pl4nted-BMC-s3cret";
 
+/// A short one-thread triad measurement, without its options for power and output.
+const TRIAD: [&str; 10] = [
+    "mem",
+    "bandwidth",
+    "--kernel",
+    "triad",
+    "--threads",
+    "1",
+    "--size",
+    "96MiB",
+    "--reps",
+    "3",
+];
+
 fn fake_ipmitool() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../bmc/tests/fixtures/fake-ipmitool")
 }
@@ -54,24 +68,20 @@ fn bmc_record(journal: &str) -> serde_json::Value {
 fn bandwidth_with_bmc_records_wall_power_with_its_source_and_no_secret() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("out");
-    let out = with_bmc(&[
-        "mem",
-        "bandwidth",
-        "--kernel",
-        "triad",
-        "--threads",
-        "1",
-        "--size",
-        "96MiB",
-        "--reps",
-        "3",
-        "--bmc",
-        "ipmi://admin@bmc.test",
-        "--bmc-interval",
-        "50",
-        "--out",
-        p(&out_dir),
-    ]);
+    let out = with_bmc(
+        &[
+            &TRIAD[..],
+            &[
+                "--bmc",
+                "ipmi://admin@bmc.test",
+                "--bmc-interval",
+                "50",
+                "--out",
+                p(&out_dir),
+            ],
+        ]
+        .concat(),
+    );
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
@@ -99,20 +109,7 @@ fn bandwidth_with_bmc_records_wall_power_with_its_source_and_no_secret() {
 
     // `compare` names the power source of each side.
     let other = dir.path().join("other");
-    let o = numalab(&[
-        "mem",
-        "bandwidth",
-        "--kernel",
-        "triad",
-        "--threads",
-        "1",
-        "--size",
-        "96MiB",
-        "--reps",
-        "3",
-        "--out",
-        p(&other),
-    ]);
+    let o = numalab(&[&TRIAD[..], &["--out", p(&other)]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let c = numalab(&["compare", p(&out_dir), p(&other), "--format", "json"]);
     assert!(c.status.success(), "{}", stderr(&c));
