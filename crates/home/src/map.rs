@@ -293,6 +293,15 @@ fn refine_cpus(
 pub const REREAD_LINES: usize = 512;
 /// Groups whose re-read lines land in the same group less often than this are dropped.
 pub const REPRODUCE_MIN: f64 = 0.8;
+/// Each group has at least this many re-read lines (all of its lines when it has fewer).
+pub const REREAD_PER_GROUP: usize = 24;
+/// A group whose own re-read lines land in it less often than this did not reproduce.
+pub const REPRODUCE_GROUP_MIN: f64 = 0.5;
+/// Third readings of the lines of groups that did not reproduce, at most.
+pub const THIRD_READ_ROUNDS: usize = 2;
+/// Lines of groups that did not reproduce are read a third time only while they are at
+/// most this share of all lines (more, and the grouping as a whole is an artefact).
+pub const THIRD_READ_MAX_SHARE: f64 = 0.25;
 
 /// Flushed minus forwarded latency, minus its mean over readers.
 fn shape(flushed: &[f64], forwarded: &[f64]) -> Vec<f64> {
@@ -309,6 +318,51 @@ fn reproduced(check: &[usize], again: &[Vec<f64>], c: &Clusters) -> f64 {
         .filter(|(&i, p)| nearest(p, &c.centroids).0 == c.label[i])
         .count();
     same as f64 / check.len().max(1) as f64
+}
+
+/// Per group: its re-read lines, and how many of them fell in it again.
+fn group_agreement(check: &[usize], again: &[Vec<f64>], c: &Clusters) -> Vec<(usize, usize)> {
+    let mut v = vec![(0usize, 0usize); c.centroids.len()];
+    for (&i, p) in check.iter().zip(again) {
+        let g = c.label[i];
+        v[g].0 += 1;
+        if nearest(p, &c.centroids).0 == g {
+            v[g].1 += 1;
+        }
+    }
+    v
+}
+
+/// Lines (indices and lines) to re-read so that every group has [`REREAD_PER_GROUP`]
+/// re-read lines, spread over its members, or all of its members when it has fewer.
+fn group_rereads(c: &Clusters, check: &[usize], lines: &[Line]) -> (Vec<usize>, Vec<Line>) {
+    let k = c.centroids.len();
+    let mut in_check = vec![false; lines.len()];
+    let mut have = vec![0usize; k];
+    for &i in check {
+        in_check[i] = true;
+        have[c.label[i]] += 1;
+    }
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); k];
+    for (i, &g) in c.label.iter().enumerate() {
+        if !in_check[i] {
+            members[g].push(i);
+        }
+    }
+    let mut idx = Vec::new();
+    for g in 0..k {
+        let need = REREAD_PER_GROUP
+            .saturating_sub(have[g])
+            .min(members[g].len());
+        if need == 0 {
+            continue;
+        }
+        let m = &members[g];
+        idx.extend((0..need).map(|j| m[j * m.len() / need]));
+    }
+    idx.sort_unstable();
+    let l = idx.iter().map(|&i| lines[i]).collect();
+    (idx, l)
 }
 
 /// Ids ordered by the groups' mean latency (fastest first), as bytes.
@@ -538,21 +592,97 @@ fn map_once(
             "Two readings of one line differ more than the reads' own noise explains ({repeatability:.2} ns against {sigma_reads:.2} ns per profile element): the latencies drift over the run, and lines are grouped at the larger figure."
         ));
     }
+    // Groups must reproduce: re-read lines must fall in their group again, over all
+    // lines and in every group (a group of lines read during a burst of load elsewhere
+    // is small, so it hardly lowers the overall share, but its own lines, read again
+    // later, leave it). Lines of a group that fails are read a third time, in another
+    // time window, and grouped again.
+    let mut fwd = fwd;
+    let mut flushed = flushed;
+    let spread = check.len();
+    let mut check = check;
+    let mut sub = sub;
+    let mut again = again;
     let mut homes_c = cluster(&fwd, sigma, opts.seed);
-    // Groups must reproduce: the re-read lines must fall in their group again.
     let mut homes_reproduced = None;
-    if homes_c.centroids.len() > 1 {
-        let agree = reproduced(&check, &again, &homes_c);
-        homes_reproduced = Some(agree);
-        if agree < REPRODUCE_MIN {
-            notes.push(format!(
-                "The lines fell into {} groups by latency, but a second reading of {} of them put only {:.1}% in the same group: the groups are measurement artefacts (timer resolution, frequency or scheduling changes), not homes, and are dropped.",
-                homes_c.centroids.len(),
-                sub.len(),
-                100.0 * agree
-            ));
-            homes_c = Clusters::single(&fwd, sigma);
+    let mut third_reads = 0usize;
+    while homes_c.centroids.len() > 1 {
+        let (extra_idx, extra_lines) = group_rereads(&homes_c, &check, &lines);
+        if !extra_lines.is_empty() {
+            again.extend(measure(
+                probe,
+                fwd_reads,
+                &extra_lines,
+                watch,
+                "re-reading",
+            )?);
+            check.extend(extra_idx);
+            sub.extend(extra_lines);
         }
+        let per_group = group_agreement(&check, &again, &homes_c);
+        // The overall share over the spread sample alone (the lines added for small
+        // groups would weigh small groups more than their lines do).
+        let agree = reproduced(&check[..spread], &again[..spread], &homes_c);
+        homes_reproduced = Some(agree);
+        let failing: Vec<usize> = (0..per_group.len())
+            .filter(|&g| {
+                let (n, s) = per_group[g];
+                n > 0 && (s as f64) < REPRODUCE_GROUP_MIN * n as f64
+            })
+            .collect();
+        if agree >= REPRODUCE_MIN && failing.is_empty() {
+            break;
+        }
+        let redo: Vec<usize> = (0..lines.len())
+            .filter(|&i| failing.contains(&homes_c.label[i]))
+            .collect();
+        let redo_share = redo.len() as f64 / lines.len().max(1) as f64;
+        if !failing.is_empty()
+            && third_reads < THIRD_READ_ROUNDS
+            && redo_share <= THIRD_READ_MAX_SHARE
+        {
+            // Read them again, last line first, so that a drift in time does not fall
+            // on the same addresses twice.
+            let redo_lines: Vec<Line> = redo.iter().rev().map(|&i| lines[i]).collect();
+            let fresh = measure(probe, fwd_reads, &redo_lines, watch, "reading again")?;
+            for (&i, p) in redo.iter().rev().zip(fresh) {
+                fwd[i] = p;
+            }
+            if let Some(fl) = flushed.as_mut() {
+                let fresh = measure(probe, flush_reads, &redo_lines, watch, "reading again")?;
+                for (&i, p) in redo.iter().rev().zip(fresh) {
+                    fl[i] = p;
+                }
+            }
+            notes.push(format!(
+                "{} group(s) of lines ({} lines) did not reproduce on a second reading (their re-read lines fell in other groups): those lines were read a third time and all lines grouped again.",
+                failing.len(),
+                redo.len()
+            ));
+            third_reads += 1;
+            homes_c = cluster(&fwd, sigma, opts.seed);
+            continue;
+        }
+        notes.push(format!(
+            "The lines fell into {} groups by latency, but a second reading of {} of them put only {:.1}% in the same group{}: the groups are measurement artefacts (timer resolution, frequency or scheduling changes, load elsewhere on the machine), not homes, and are dropped.",
+            homes_c.centroids.len(),
+            sub.len(),
+            100.0 * agree,
+            if failing.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", and the re-read lines of {} group(s) left them{}",
+                    failing.len(),
+                    if third_reads > 0 {
+                        " even after a third reading"
+                    } else {
+                        ""
+                    }
+                )
+            }
+        ));
+        homes_c = Clusters::single(&fwd, sigma);
     }
     let mut again_fwd = Some(again);
     let home_profiles = ids(&homes_c)?;

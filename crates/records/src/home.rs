@@ -216,9 +216,11 @@ pub struct HomeMapRecord {
     pub cpu_stops: Vec<[u32; 3]>,
     /// Whether any home structure is visible: more than one home, or interfaces.
     pub structure_visible: bool,
-    /// Share of re-read lines that fell in the same home group the second time (null
-    /// with one group): groups that do not reproduce are measurement artefacts (timer
-    /// resolution, frequency changes) and are dropped.
+    /// Share of a spread sample of re-read lines that fell in the same home group the
+    /// second time (null with one group): groups that do not reproduce are measurement
+    /// artefacts (timer resolution, frequency changes, load) and are dropped. Each group
+    /// must also reproduce on its own re-read lines (notes say when lines were read a
+    /// third time).
     pub homes_reproduced: Option<f64>,
     /// The same for interface groups.
     pub interfaces_reproduced: Option<f64>,
