@@ -1,6 +1,7 @@
 //! A whole plan of pairs, measured the way every probe runs: the pairs an earlier run
 //! delivered (same journal) are skipped and put back into the matrix, a short pilot on
-//! the first pair left estimates the run, then each pair is measured and its
+//! the first pair left estimates the run (when more than one is left), then each pair
+//! is measured and its
 //! `c2c.pair` record pushed to the [`Sink`] at once, so a killed run loses nothing and
 //! a rerun continues.
 
@@ -26,10 +27,11 @@ pub struct Estimate {
     pub todo: usize,
     /// Pairs of the plan an earlier run already measured.
     pub already: usize,
-    /// Estimated time per pair, ns (setup, warm-up and samples).
-    pub per_pair_ns: f64,
-    /// Estimated time of the run, s.
-    pub total_s: f64,
+    /// Estimated time per pair, ns (setup, warm-up and samples), from a pilot on the
+    /// first pair; `None` with a single pair to measure (no pilot runs).
+    pub per_pair_ns: Option<f64>,
+    /// Estimated time of the run, s (`None` as `per_pair_ns`).
+    pub total_s: Option<f64>,
     /// Warnings about the whole run (clock, samples too short for it).
     pub warnings: Vec<Warning>,
 }
@@ -68,7 +70,8 @@ impl numalab_schema::Classify for PlanError {
 }
 
 /// Measures the pairs of `plan` the sink does not have yet. `on_estimate` hears the
-/// pilot's estimate before the long part starts; progress goes to the sink.
+/// pilot's estimate before the long part starts (without figures when a single pair is
+/// left: no pilot runs then); progress goes to the sink.
 pub fn run_plan(
     placer: &dyn Placer,
     plan: &Plan,
@@ -103,9 +106,22 @@ pub fn run_plan(
             }
         }
     }
-    // Estimate from a short pilot on the first pair to do.
+    // Estimate from a short pilot on the first pair to do. With one pair to do, the
+    // pilot would cost more than the estimate is worth (two more threads, a page, and
+    // a few hundred round trips before a run that may last 80 ms): the pair itself
+    // tells whether its samples were long enough.
     let stop = || numalab_schema::interrupt::requested();
-    if let Some(p) = todo.first() {
+    let mut check_samples = false;
+    if todo.len() == 1 {
+        check_samples = true;
+        on_estimate(&Estimate {
+            todo: 1,
+            already: plan.pairs.len() - 1,
+            per_pair_ns: None,
+            total_s: None,
+            warnings: run_warnings.clone(),
+        });
+    } else if let Some(p) = todo.first() {
         let pilot_cfg = Config {
             round_trips: cfg.round_trips.min(200),
             samples: 5,
@@ -116,24 +132,12 @@ pub fn run_plan(
         let per_rt = pilot.summary().map(|s| s.median * 2.0).unwrap_or(200.0);
         let per_pair =
             per_rt * f64::from(cfg.round_trips) * f64::from(cfg.samples + cfg.warmup_samples) + 2e5;
-        if per_rt * 0.5 * f64::from(cfg.round_trips) < clock.min_interval_ns() {
-            run_warnings.push(
-                Warning::new(
-                    "short_samples",
-                    format!(
-                        "one sample lasts about {}, shorter than the {} this clock needs for 1% precision",
-                        units::nanos(per_rt * f64::from(cfg.round_trips)),
-                        units::nanos(clock.min_interval_ns())
-                    ),
-                )
-                .with_remedy("raise --round-trips"),
-            );
-        }
+        run_warnings.extend(short_samples(per_rt, cfg, clock));
         on_estimate(&Estimate {
             todo: todo.len(),
             already: plan.pairs.len() - todo.len(),
-            per_pair_ns: per_pair,
-            total_s: per_pair * todo.len() as f64 / 1e9,
+            per_pair_ns: Some(per_pair),
+            total_s: Some(per_pair * todo.len() as f64 / 1e9),
             warnings: run_warnings.clone(),
         });
     }
@@ -149,6 +153,9 @@ pub fn run_plan(
         match measure_pair(placer, p.first, p.second, cfg, &stop) {
             Ok(m) => {
                 let Some(summary) = m.summary() else { continue };
+                if check_samples {
+                    run_warnings.extend(short_samples(summary.median * 2.0, cfg, clock));
+                }
                 let mut warnings = Vec::new();
                 if let (Some(want), Some(got)) = (m.home_node_requested, m.home_node) {
                     if want != got {
@@ -215,6 +222,22 @@ pub fn run_plan(
     })
 }
 
+/// A warning when a sample of `cfg.round_trips` round trips of `per_rt` ns each is too
+/// short for the clock to time it to 1%.
+fn short_samples(per_rt: f64, cfg: &Config, clock: &ClockCheck) -> Option<Warning> {
+    (per_rt * 0.5 * f64::from(cfg.round_trips) < clock.min_interval_ns()).then(|| {
+        Warning::new(
+            "short_samples",
+            format!(
+                "one sample lasts about {}, shorter than the {} this clock needs for 1% precision",
+                units::nanos(per_rt * f64::from(cfg.round_trips)),
+                units::nanos(clock.min_interval_ns())
+            ),
+        )
+        .with_remedy("raise --round-trips")
+    })
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -263,6 +286,9 @@ pub(crate) mod tests {
         assert_eq!(m.matrix.measured_pairs(), 3);
         assert_eq!(estimates.len(), 1);
         assert_eq!((estimates[0].todo, estimates[0].already), (3, 0));
+        // Three pairs: a pilot ran and the estimate has figures.
+        assert!(estimates[0].per_pair_ns.is_some_and(|p| p > 0.0));
+        assert!(estimates[0].total_s.is_some());
         let keys: Vec<&str> = first.records.iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys, ["c2c/flag/1-0", "c2c/flag/2-0", "c2c/flag/2-1"]);
         // A resumed run that has two of them measures only the third, and its matrix
@@ -279,6 +305,11 @@ pub(crate) mod tests {
         assert_eq!(second.records.len(), 1);
         assert_eq!(second.records[0].key, "c2c/flag/2-1");
         assert_eq!((estimates[0].todo, estimates[0].already), (1, 2));
+        // One pair left: no pilot, so no figures.
+        assert_eq!(
+            (estimates[0].per_pair_ns, estimates[0].total_s),
+            (None, None)
+        );
         assert_eq!(m2.matrix.measured_pairs(), 3);
         assert_eq!(m2.matrix.get(0, 1), m.matrix.get(0, 1));
         assert_eq!(m2.matrix.get(0, 2), m.matrix.get(0, 2));
@@ -294,5 +325,52 @@ pub(crate) mod tests {
         .unwrap();
         assert_eq!((third.records.len(), estimates), (0, 0));
         assert_eq!(m3.matrix, m.matrix);
+    }
+
+    #[test]
+    fn a_single_pair_without_pilot_still_says_when_its_samples_are_too_short() {
+        let placer = FakePlacer::for_machine(&two_nodes());
+        let clock = numalab_clock::check(10_000);
+        // One round trip per sample: far shorter than any clock times to 1%.
+        let short = Config {
+            round_trips: 1,
+            ..cfg()
+        };
+        let mut sink = MemorySink::default();
+        let m = run_plan(
+            &placer,
+            &Plan::full(&[0, 1]),
+            &short,
+            &clock,
+            &mut sink,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(sink.records.len(), 1);
+        assert!(
+            m.run_warnings.iter().any(|w| w.code == "short_samples"),
+            "{:?}",
+            m.run_warnings
+        );
+        // Long enough samples: no such warning.
+        let long = Config {
+            round_trips: 20_000,
+            ..cfg()
+        };
+        let mut sink = MemorySink::default();
+        let m = run_plan(
+            &placer,
+            &Plan::full(&[0, 1]),
+            &long,
+            &clock,
+            &mut sink,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(
+            !m.run_warnings.iter().any(|w| w.code == "short_samples"),
+            "{:?}",
+            m.run_warnings
+        );
     }
 }

@@ -158,7 +158,9 @@ impl Journal {
                 keys: HashSet::new(),
                 sync: true,
             };
-            journal.write_line(&Line::Envelope(Box::new(envelope.clone())))?;
+            // The envelope reaches the disk with the first record's sync: alone it holds
+            // nothing measured, and a kill keeps it either way (one write).
+            journal.write_line(&Line::Envelope(Box::new(envelope.clone())), false)?;
             return Ok(Opened {
                 journal,
                 envelope: envelope.clone(),
@@ -209,17 +211,17 @@ impl Journal {
         if self.keys.contains(&record.key) {
             return Ok(false);
         }
-        self.write_line(&Line::Record(record.clone()))?;
+        self.write_line(&Line::Record(record.clone()), self.sync)?;
         self.keys.insert(record.key.clone());
         Ok(true)
     }
 
-    fn write_line(&mut self, line: &Line) -> Result<(), JournalError> {
+    fn write_line(&mut self, line: &Line, sync: bool) -> Result<(), JournalError> {
         let mut bytes = serde_json::to_vec(line).expect("journal lines serialize");
         bytes.push(b'\n');
         // One write call per line: a kill can only leave this line half-written.
         self.file.write_all(&bytes).map_err(io_err(&self.path))?;
-        if self.sync {
+        if sync {
             self.file.sync_data().map_err(io_err(&self.path))?;
         }
         Ok(())

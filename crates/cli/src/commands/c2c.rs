@@ -153,6 +153,9 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         VariantArg::Cas => Variant::Cas,
         VariantArg::Flag => Variant::Flag,
     };
+    // The clock check (about 120,000 clock reads) runs beside hwloc's discovery (sysfs
+    // reads): the two are independent and each takes a few milliseconds of start-up.
+    let clock_check = std::thread::spawn(|| numalab_clock::check(100_000));
     // Plan against the topology.
     let (machine, placer) = numalab_topo::live_with_placer()?;
     let cpus = numalab_topo::select::CpuSelection::parse(&args.cpus)?.resolve(&machine)?;
@@ -207,7 +210,12 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         warmup_samples: (args.samples / 100).clamp(1, 10),
         home_node: args.home_node,
     };
-    let clock = numalab_clock::check(100_000);
+    let clock = clock_check.join().map_err(|_| {
+        CliError::new(
+            ErrorClass::Runtime,
+            "the clock check failed; report this as a bug",
+        )
+    })?;
     let config = serde_json::json!({
         "cpus": numalab_schema::cpulist::format(&plan.cpus),
         "variant": variant.name(),
@@ -225,9 +233,18 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         if json {
             return;
         }
+        let estimate = match (e.total_s, e.per_pair_ns) {
+            (Some(t), Some(p)) => format!(
+                ", about {} ({} per pair)",
+                human_seconds(t),
+                units::nanos(p)
+            ),
+            _ => String::new(),
+        };
         eprintln!(
-            "numalab: {} pairs to measure{} ({} CPUs, {} pairs in a full matrix), about {} ({} per pair)",
+            "numalab: {} pair{} to measure{} ({} CPUs, {} pairs in a full matrix){estimate}",
             e.todo,
+            if e.todo == 1 { "" } else { "s" },
             if e.already > 0 {
                 format!(", {} already in the journal", e.already)
             } else {
@@ -235,8 +252,6 @@ fn run_measure(args: &C2cArgs) -> CliResult {
             },
             plan.cpus.len(),
             full,
-            human_seconds(e.total_s),
-            units::nanos(e.per_pair_ns)
         );
         for w in &e.warnings {
             crate::recorder::warn(w);
