@@ -5,7 +5,12 @@
 //! ```sh
 //! cargo run --release -p numalab-model --example booksim_compare -- crates/model/tests/fixtures/booksim2
 //! ```
+//!
+//! Each point also shows the analytic engine's answer for the same routers (`an_lat`),
+//! and each curve the analytic saturation estimate; `--analytic-only` after the folder
+//! skips the discrete-event runs.
 
+use numalab_model::analytic::SyntheticCurve;
 use numalab_model::des::DesConfig;
 use numalab_model::router::{simulate, Flow, Workload};
 use numalab_model::traffic::{Pattern, Synthetic};
@@ -57,6 +62,7 @@ fn main() {
     let dir = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "crates/model/tests/fixtures/booksim2".into());
+    let analytic_only = std::env::args().any(|a| a == "--analytic-only");
     let cfg = DesConfig {
         seed: 1,
         warmup_cycles: 3_000,
@@ -93,9 +99,27 @@ fn main() {
         )
         .expect("mesh preset");
         println!("\n{file} (BookSim2 vs numalab input-queued router)");
+        // The analytic engine runs numalab's own patterns: its transpose leaves the
+        // diagonal silent where BookSim's sends to itself (no link is touched either way).
+        let curve = SyntheticCurve::new(
+            &model,
+            &Synthetic {
+                pattern,
+                rate: 1e-9,
+                flits,
+            },
+        );
         println!(
-            "{:>8} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}",
-            "offered", "bs_lat", "model_lat", "diff%", "bs_acc", "model_acc", "model_ok"
+            "{:>8} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10} {:>8}",
+            "offered",
+            "bs_lat",
+            "model_lat",
+            "diff%",
+            "bs_acc",
+            "model_acc",
+            "model_ok",
+            "an_lat",
+            "an_diff%"
         );
         let mut bs_sat: f64 = 0.0;
         let mut model_sat: f64 = 0.0;
@@ -105,7 +129,25 @@ fn main() {
         let mut bs_sat1: f64 = 0.0;
         let mut model_sat1: f64 = 0.0;
         let mut model_over = false;
+        let mut an_worst: f64 = 0.0;
+        let an_sat = curve.router_saturation_rate();
         for (r, bs) in rows {
+            let an = curve.at(r);
+            let an_lat = if an.saturated {
+                f64::NAN
+            } else {
+                an.packet_latency_cycles
+            };
+            if analytic_only {
+                if let Some((bl, _)) = bs {
+                    let d = 100.0 * (an_lat - bl) / bl;
+                    if r <= 0.9 * an_sat {
+                        an_worst = an_worst.max(d.abs());
+                    }
+                    println!("{r:>8.3} {bl:>10.2} {an_lat:>10.2} {d:>+8.1}");
+                }
+                continue;
+            }
             let res = simulate(&model, &workload(k, pattern, r, flits), &cfg).expect("simulate");
             let n = f64::from(k * k);
             let lat = res.figures.packet_latency_cycles;
@@ -128,15 +170,23 @@ fn main() {
                         bs_sat1 = bs_sat1.max(r);
                     }
                     println!(
-                        "{r:>8.3} {bl:>10.2} {lat:>10.2} {:>+8.1} {ba:>10.4} {acc:>10.4} {ok:>8}",
-                        100.0 * (lat - bl) / bl
+                        "{r:>8.3} {bl:>10.2} {lat:>10.2} {:>+8.1} {ba:>10.4} {acc:>10.4} {ok:>8} {an_lat:>10.2} {:>+8.1}",
+                        100.0 * (lat - bl) / bl,
+                        100.0 * (an_lat - bl) / bl
                     );
                 }
                 None => println!(
-                    "{r:>8.3} {:>10} {lat:>10.2} {:>8} {:>10} {acc:>10.4} {ok:>8}",
+                    "{r:>8.3} {:>10} {lat:>10.2} {:>8} {:>10} {acc:>10.4} {ok:>8} {an_lat:>10.2}",
                     "unstable", "", ""
                 ),
             }
+        }
+        println!(
+            "analytic: saturation estimate {an_sat:.3} (link bound {:.3}); worst latency difference from BookSim up to 90% of it: {an_worst:.1}%",
+            curve.saturation_rate()
+        );
+        if analytic_only {
+            continue;
         }
         let res = simulate(
             &model,

@@ -14,6 +14,10 @@
 //!   it is 0 (a lone stream never waits);
 //! - c lanes or channels: M/D/c by Allen-Cunneen, half the Erlang-C M/M/c wait.
 //!
+//! With input-queued routers (`noc.router = "input-queued"`) the zero-load latency is
+//! their pipeline's, and input ports lose cycles in switch allocation
+//! ([`Network::allocation_losses`]), which brings saturation below the link bound.
+//!
 //! Closed-loop cores (each with `outstanding` requests) are solved as a fixed point of
 //! Little's law: rate = outstanding / round trip, with round trips from the loads the
 //! rates cause. Resources at or beyond 99.9% utilization make the result a bound and
@@ -37,6 +41,9 @@ pub struct Network<'a> {
     route: Vec<(u32, u8)>,
     n_res: usize,
     servers: Vec<f64>,
+    /// Input-queued routers (`noc.router = "input-queued"`): their pipeline's zero-load
+    /// latency and the switch allocator's losses (see [`Network::allocation_losses`]).
+    iq: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +66,13 @@ struct Loads {
     inrho: Vec<[f64; 5]>,
     tracked: Vec<bool>,
     wait: Vec<f64>,
+    /// Input-queued routers: cycles a flit spends at the input port it entered by
+    /// (index: the output resource and that input port) beyond the output's own wait:
+    /// requests lost in switch allocation and the input port's queue they cause.
+    extra: Vec<[f64; 5]>,
+    /// Highest utilization of any resource: outputs, and with input-queued routers the
+    /// input ports (lost allocation cycles included).
+    max_util: f64,
     saturated: bool,
 }
 
@@ -80,6 +94,7 @@ impl<'a> Network<'a> {
             route: Vec::new(),
             n_res,
             servers,
+            iq: model.spec.noc.router == crate::spec::RouterKind::InputQueued,
         }
     }
 
@@ -130,10 +145,20 @@ impl<'a> Network<'a> {
         }
         self.route.push((self.ej_res(to, vn), inport));
         let id = self.legs.len() as u32;
+        let mut t0 = f64::from(g.packet_cycles(from, to, flits));
+        if self.iq {
+            // The input-queued pipeline instead of `t_router` per hop: a cycle to enter
+            // the first buffer, then routing, VC and switch allocation and traversal at
+            // each of the H + 1 routers on the way (crate::router::zero_load_latency).
+            let n = &self.model.spec.noc;
+            let stages =
+                f64::from(n.routing_delay + n.vc_alloc_delay + n.sw_alloc_delay + n.st_final_delay);
+            t0 += 1.0 + f64::from(hops + 1) * stages - f64::from(hops * g.router_cycles);
+        }
         self.legs.push(Leg {
             vn,
             hops,
-            t0: f64::from(g.packet_cycles(from, to, flits)),
+            t0,
             start,
             len: self.route.len() as u32 - start,
             flits: f64::from(flits),
@@ -159,6 +184,8 @@ impl<'a> Network<'a> {
             inrho: vec![[0.0; 5]; self.n_res],
             tracked: vec![true; self.n_res],
             wait: vec![0.0; self.n_res],
+            extra: vec![[0.0; 5]; self.n_res],
+            max_util: 0.0,
             saturated: false,
         };
         for (i, leg) in self.legs.iter().enumerate() {
@@ -193,11 +220,13 @@ impl<'a> Network<'a> {
     /// Waits from the accumulated loads.
     fn finish_waits(&self, l: &mut Loads) {
         l.saturated = false;
+        l.max_util = 0.0;
         for r in 0..self.n_res {
             if l.lambda[r] == 0.0 {
                 continue;
             }
             let rho_true = l.rho[r];
+            l.max_util = l.max_util.max(rho_true);
             if rho_true >= RHO_MAX {
                 l.saturated = true;
             }
@@ -220,12 +249,93 @@ impl<'a> Network<'a> {
             }
             l.wait[r] = w;
         }
+        if self.iq {
+            self.allocation_losses(l);
+        }
+    }
+
+    /// The router stop and virtual network of an output resource (a mesh link or an
+    /// ejection port), `None` for other resources.
+    fn output_router(&self, r: usize) -> Option<(usize, usize)> {
+        let n = self.n_stops as usize;
+        if r < n * 16 {
+            Some((r / 16, r % 4))
+        } else if (n * 20..n * 24).contains(&r) {
+            Some(((r - n * 20) / 4, (r - n * 20) % 4))
+        } else {
+            None
+        }
+    }
+
+    /// Input-queued routers: what the output-queued wait leaves out. Each input port
+    /// sends at most one flit per cycle, chosen by a separable allocator in one
+    /// iteration: the input picks one of its waiting flits and requests that flit's
+    /// output; the output grants one of the inputs that requested it. A request that
+    /// loses wastes the input's cycle. For a flit at input `j` bound for output `o`, the
+    /// other inputs request `o` in a cycle with probability about their flit rate to it,
+    /// `sum_k!=j f_ko`, and a round-robin output grants each of two contenders half the
+    /// time, so the request loses with probability `l = (sum_k!=j f_ko) / 2` and the
+    /// flit needs a geometric number of attempts (mean `1 / (1 - l)`). The input port is
+    /// then a server of utilization `U = sum_o f_jo / (1 - l_jo)`, and its queue adds
+    /// the M/G/1 wait of the attempts beyond the first (a lone stream that never loses
+    /// never waits, as in the output-queued case). Saturation comes where some `U` or
+    /// some output's utilization reaches 1, below the link bound.
+    fn allocation_losses(&self, l: &mut Loads) {
+        let n_in = self.n_stops as usize * 5 * 4;
+        let mut util = vec![0.0f64; n_in];
+        let mut excess2 = vec![0.0f64; n_in];
+        for r in 0..self.n_res {
+            let Some((stop, vn)) = self.output_router(r) else {
+                continue;
+            };
+            let total: f64 = l.inrho[r].iter().sum();
+            if total == 0.0 {
+                continue;
+            }
+            for j in 0..5 {
+                let f = l.inrho[r][j];
+                if f == 0.0 {
+                    continue;
+                }
+                let lose = (0.5 * (total - f)).clamp(0.0, 0.95);
+                let p = 1.0 - lose;
+                let idx = (stop * 5 + j) * 4 + vn;
+                util[idx] += f / p;
+                // Second moment of the attempts, less the one attempt every flit makes.
+                excess2[idx] += f * ((2.0 - p) / (p * p) - 1.0);
+                l.extra[r][j] = lose / p;
+            }
+        }
+        let mut wait_in = vec![0.0f64; n_in];
+        for i in 0..n_in {
+            if util[i] == 0.0 {
+                continue;
+            }
+            l.max_util = l.max_util.max(util[i]);
+            if util[i] >= RHO_MAX {
+                l.saturated = true;
+            }
+            wait_in[i] = excess2[i] / (2.0 * (1.0 - util[i].min(RHO_MAX)));
+        }
+        for r in 0..self.n_res {
+            let Some((stop, vn)) = self.output_router(r) else {
+                continue;
+            };
+            for j in 0..5 {
+                if l.inrho[r][j] > 0.0 {
+                    l.extra[r][j] += wait_in[(stop * 5 + j) * 4 + vn];
+                }
+            }
+        }
     }
 
     fn leg_wait(&self, loads: &Loads, leg: &Leg) -> f64 {
         self.route[leg.start as usize..(leg.start + leg.len) as usize]
             .iter()
-            .map(|&(r, _)| loads.wait[r as usize])
+            .map(|&(r, inport)| {
+                // Every flit of the packet wins the switch on its own.
+                loads.wait[r as usize] + leg.flits * loads.extra[r as usize][inport as usize]
+            })
             .sum()
     }
 
@@ -364,6 +474,43 @@ impl<'a> SyntheticCurve<'a> {
         self.net.finish_waits(&mut l);
         let leg_rate: Vec<f64> = self.unit_rate.iter().map(|u| u * rate).collect();
         self.net.figures(&leg_rate, &l)
+    }
+
+    /// Utilization of the busiest resource at an offered rate: links and ports, and
+    /// with input-queued routers the input ports with their lost allocation cycles.
+    fn max_util_at(&self, rate: f64) -> f64 {
+        let mut l = self.unit.clone();
+        for r in 0..l.lambda.len() {
+            l.lambda[r] *= rate;
+            l.rho[r] *= rate;
+            l.s2[r] *= rate;
+            for i in &mut l.inrho[r] {
+                *i *= rate;
+            }
+        }
+        self.net.finish_waits(&mut l);
+        l.max_util
+    }
+
+    /// The offered rate at which some resource reaches 100% utilization in the model of
+    /// its routers: the link bound ([`Self::saturation_rate`]) for output-queued routers;
+    /// lower for input-queued ones, whose inputs lose cycles in switch allocation
+    /// (found by bisection: the input ports' utilization grows faster than the rate).
+    pub fn router_saturation_rate(&self) -> f64 {
+        let ideal = self.saturation_rate();
+        if !self.net.iq || !ideal.is_finite() {
+            return ideal;
+        }
+        let (mut lo, mut hi) = (0.0, ideal);
+        for _ in 0..50 {
+            let mid = 0.5 * (lo + hi);
+            if self.max_util_at(mid) < 1.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// The offered rate at which the busiest link (or port) reaches 100% utilization:

@@ -156,6 +156,11 @@ pub struct Traffic {
     pub mean_hops: f64,
     /// Offered load at which the busiest link reaches 100% (analytic, exact).
     pub saturation_rate: f64,
+    /// Input-queued routers: the offered load at which the analytic model's busiest
+    /// resource reaches 100% once input ports lose cycles in switch allocation (below
+    /// `saturation_rate`; absent for output-queued routers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_saturation_rate: Option<f64>,
     /// Highest offered load of the curve that was stable (this engine).
     pub saturation_observed: Option<f64>,
     /// `4/k` on a square k x k mesh under uniform traffic (machines.md), for comparison.

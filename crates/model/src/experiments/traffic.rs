@@ -205,6 +205,8 @@ pub(super) fn traffic(
             zero_load_latency_cycles: t0,
             mean_hops: zero.mean_hops,
             saturation_rate: sat,
+            router_saturation_rate: (model.spec.noc.router == crate::spec::RouterKind::InputQueued)
+                .then(|| curve.router_saturation_rate()),
             saturation_observed: observed,
             bisection_bound: bisection,
             simulation: sim_total,

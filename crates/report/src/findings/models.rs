@@ -283,6 +283,7 @@ mod tests {
             zero_load_latency_cycles: 12.25,
             mean_hops: 3.0,
             saturation_rate: 0.1234,
+            router_saturation_rate: None,
             saturation_observed: None,
             bisection_bound: None,
             simulation: None,

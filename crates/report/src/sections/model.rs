@@ -272,6 +272,12 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             tr.bisection_bound
                 .map_or(String::new(), |bb| format!(" (bisection bound 4/k = {bb:.4})"))
         ));
+        if let Some(r) = tr.router_saturation_rate {
+            t.notes.push(format!(
+                "input-queued routers: the analytic model saturates at {r:.4} packets/stop/cycle ({:.0}% of the link bound), where input ports lose cycles in switch allocation",
+                100.0 * r / tr.saturation_rate
+            ));
+        }
         if let Some(st) = tr.saturation_observed {
             t.notes.push(format!(
                 "highest stable load: {st:.4} ({:.0}% of the saturation rate)",
