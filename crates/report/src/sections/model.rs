@@ -29,13 +29,13 @@ fn policy_tables(s: &mut Section, b: usize, key: &str, p: &m::Policy) {
     let what = format!("{} / {} ({})", p.configuration, p.application, p.engine);
     let n = p.node_packets_per_cycle.len();
     if n > 0 {
-        let mut cols: Vec<(String, Option<&str>)> = vec![("from node".into(), None)];
-        cols.extend((0..n).map(|d| (format!("to node {d}"), Some("packets/kcycle"))));
-        cols.push(("total".into(), Some("packets/kcycle")));
+        let mut cols: Vec<(String, Option<&str>)> = vec![("from node \\ to node".into(), None)];
+        cols.extend((0..n).map(|d| (format!("{d}"), None)));
+        cols.push(("total".into(), None));
         let cols: Vec<(&str, Option<&str>)> = cols.iter().map(|(c, u)| (c.as_str(), *u)).collect();
         let mut t = table(
             &anchors::model(b, &format!("{key}-nodes")),
-            &format!("Packets between NUMA nodes, {what}"),
+            &format!("Packets per 1000 cycles between NUMA nodes, {what}"),
             &cols,
         );
         for (src, row) in p.node_packets_per_cycle.iter().enumerate() {
