@@ -119,7 +119,7 @@ fn main() {
             &analytic,
         ),
         (
-            "neoverse-v1-64 policy (3 configurations x 2)",
+            "neoverse-v1-64 policy (3 configurations x 3 applications)",
             &v1,
             Experiment::Policy,
             &policy,

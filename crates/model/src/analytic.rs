@@ -25,7 +25,9 @@
 
 use crate::geometry::Hop;
 use crate::model::{Model, VN_NAMES};
-use crate::traffic::{plan, App, Data, Figures, Op, Outcome, Step, Synthetic, VnFigures};
+use crate::traffic::{
+    node_matrices, plan, App, Data, Figures, Op, Outcome, Step, Synthetic, VnFigures,
+};
 use std::collections::HashMap;
 
 const LOCAL: usize = 4;
@@ -48,6 +50,8 @@ pub struct Network<'a> {
 
 #[derive(Debug, Clone, Copy)]
 struct Leg {
+    from: u32,
+    to: u32,
     vn: u8,
     hops: u32,
     t0: f64,
@@ -156,6 +160,8 @@ impl<'a> Network<'a> {
             t0 += 1.0 + f64::from(hops + 1) * stages - f64::from(hops * g.router_cycles);
         }
         self.legs.push(Leg {
+            from,
+            to,
             vn,
             hops,
             t0,
@@ -349,6 +355,9 @@ impl<'a> Network<'a> {
         let mut lat = 0.0;
         let mut hops = 0.0;
         let mut hist: Vec<f64> = Vec::new();
+        let mut vn_hist: [Vec<f64>; 4] = Default::default();
+        let nodes = self.model.nodes.len();
+        let mut node_rate = vec![0.0; nodes * nodes * 4];
         let mut vn_rate = [0.0; 4];
         let mut vn_wait = [0.0; 4];
         let mut vn_lat = [0.0; 4];
@@ -367,6 +376,13 @@ impl<'a> Network<'a> {
             }
             hist[h] += lam;
             let v = leg.vn as usize;
+            if vn_hist[v].len() <= h {
+                vn_hist[v].resize(h + 1, 0.0);
+            }
+            vn_hist[v][h] += lam;
+            let sn = self.model.stop_node[leg.from as usize] as usize;
+            let dn = self.model.stop_node[leg.to as usize] as usize;
+            node_rate[(sn * nodes + dn) * 4 + v] += lam;
             vn_rate[v] += lam;
             vn_wait[v] += lam * w;
             vn_lat[v] += lam * (leg.t0 + w);
@@ -385,6 +401,8 @@ impl<'a> Network<'a> {
             .iter()
             .map(|h| h / total.max(f64::MIN_POSITIVE))
             .collect();
+        let (all, mut per_vn) = node_matrices(&node_rate, nodes, 1.0);
+        f.node_packets_per_cycle = all;
         f.vns = (0..4)
             .map(|v| VnFigures {
                 vn: VN_NAMES[v].into(),
@@ -400,6 +418,11 @@ impl<'a> Network<'a> {
                     0.0
                 },
                 max_link_utilization: vn_max[v],
+                hop_histogram: vn_hist[v]
+                    .iter()
+                    .map(|h| h / vn_rate[v].max(f64::MIN_POSITIVE))
+                    .collect(),
+                node_packets_per_cycle: std::mem::take(&mut per_vn[v]),
             })
             .collect();
         f.max_link_utilization = vn_max.iter().copied().fold(0.0, f64::max);
@@ -842,6 +865,19 @@ pub fn app(model: &Model, app: &App) -> Figures {
         .sum::<f64>()
         / total;
     f.mc_accesses_per_cycle = mc_rate.clone();
+    // Accesses by whether the requesting core is on the controller's node.
+    f.mc_local_accesses_per_cycle = vec![0.0; n_mcs];
+    f.mc_remote_accesses_per_cycle = vec![0.0; n_mcs];
+    for ((p, &xc), &c) in profiles.iter().zip(&x).zip(&app.cores) {
+        for &(mc, w, _) in &p.mems {
+            let m = mc as usize;
+            if model.cores[c].node == model.mcs[m].node {
+                f.mc_local_accesses_per_cycle[m] += xc * w;
+            } else {
+                f.mc_remote_accesses_per_cycle[m] += xc * w;
+            }
+        }
+    }
     f.mc_utilization = (0..n_mcs)
         .map(|mc| loads.rho[net.mc_res(mc as u32) as usize])
         .collect();

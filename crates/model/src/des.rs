@@ -18,7 +18,7 @@
 use crate::error::ModelError;
 use crate::geometry::Hop;
 use crate::model::{Model, VN_NAMES};
-use crate::traffic::{plan, App, Data, Figures, Op, Outcome, Plan, Step, Synthetic, VnFigures};
+use crate::traffic::{draw_request, node_matrices, App, Figures, Plan, Step, Synthetic, VnFigures};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use std::cmp::Reverse;
@@ -54,6 +54,8 @@ struct Pkt {
     vn: u8,
     flits: u8,
     hops: u16,
+    /// NUMA node of the sending stop.
+    snode: u16,
     txn: u32,
     created: u64,
     waited: u64,
@@ -104,9 +106,20 @@ struct Sim<'a> {
     vn_count: [u64; 4],
     vn_wait: [u64; 4],
     vn_lat: [u64; 4],
+    /// Delivered packets by hop count and network: index `hops * 4 + vn`.
     hops_hist: Vec<u64>,
+    /// NUMA node of every stop, and the node count.
+    stop_node: Vec<u16>,
+    n_nodes: usize,
+    /// Delivered packets by (source node, destination node, network):
+    /// index `(src * n_nodes + dst) * 4 + vn`.
+    node_pkts: Vec<u64>,
     busy: Vec<u64>,
     mc_count: Vec<u64>,
+    /// Accesses at each controller from cores of its own node.
+    mc_local: Vec<u64>,
+    /// NUMA node of each core slot of the application.
+    slot_node: Vec<u32>,
     mc_busy: Vec<f64>,
     measured_in_flight: u64,
     done_count: u64,
@@ -182,8 +195,13 @@ impl<'a> Sim<'a> {
             vn_wait: [0; 4],
             vn_lat: [0; 4],
             hops_hist: Vec::new(),
+            stop_node: model.stop_node.iter().map(|&n| n as u16).collect(),
+            n_nodes: model.nodes.len(),
+            node_pkts: vec![0; model.nodes.len() * model.nodes.len() * 4],
             busy: vec![0; (n_stops * 16) as usize],
             mc_count: vec![0; model.mcs.len()],
+            mc_local: vec![0; model.mcs.len()],
+            slot_node: Vec::new(),
             mc_busy: vec![0.0; model.mcs.len()],
             measured_in_flight: 0,
             done_count: 0,
@@ -250,6 +268,7 @@ impl<'a> Sim<'a> {
             vn,
             flits,
             hops: 0,
+            snode: self.stop_node[from as usize],
             txn,
             created: t,
             waited: 0,
@@ -382,11 +401,13 @@ impl<'a> Sim<'a> {
             self.vn_count[v] += 1;
             self.vn_wait[v] += p.waited;
             self.vn_lat[v] += at - p.created;
-            let h = p.hops as usize;
+            let h = p.hops as usize * 4 + v;
             if self.hops_hist.len() <= h {
-                self.hops_hist.resize(h + 1, 0);
+                self.hops_hist.resize(h + 4 - h % 4, 0);
             }
             self.hops_hist[h] += 1;
+            let d = usize::from(self.stop_node[p.dst as usize]);
+            self.node_pkts[(usize::from(p.snode) * self.n_nodes + d) * 4 + v] += 1;
         }
         if p.txn != NONE {
             self.txns[p.txn as usize].step += 1;
@@ -438,6 +459,9 @@ impl<'a> Sim<'a> {
                     self.chan_free[ch] = start + info.service_cycles;
                     if self.in_window(now) {
                         self.mc_count[m] += 1;
+                        if self.slot_node[tx.core as usize] == info.node {
+                            self.mc_local[m] += 1;
+                        }
                         self.mc_busy[m] += info.service_cycles;
                     }
                     let done = (start + info.service_cycles + info.latency_cycles).ceil() as u64;
@@ -471,42 +495,9 @@ impl<'a> Sim<'a> {
 
     fn issue(&mut self, core_slot: u32) {
         let app = self.app.expect("application workload");
-        let core = app.cores[core_slot as usize];
         let k = self.issue_counter[core_slot as usize];
         self.issue_counter[core_slot as usize] = k.wrapping_add(1);
-        let op = app.mix[k as usize % app.mix.len()];
-        let line: u64 = self.rng.random::<u64>() >> 24;
-        let loc = app.locate(self.model, core, line);
-        let slc_hit = match app.data {
-            Data::Fixed { hit, .. } => hit,
-            _ => self.rng.random::<f64>() < app.slc_hit,
-        };
-        let msc_hit = loc.cache_mc.is_some() && !slc_hit && self.rng.random::<f64>() < app.msc_hit;
-        let snoop = if op == Op::Read
-            && app.snoop > 0.0
-            && app.cores.len() > 1
-            && self.rng.random::<f64>() < app.snoop
-        {
-            // Another active core, uniformly.
-            let mut j = self.rng.random_range(0..app.cores.len() - 1);
-            if j >= core_slot as usize {
-                j += 1;
-            }
-            Some(self.model.cores[app.cores[j]].stop)
-        } else {
-            None
-        };
-        let pl = plan(
-            self.model,
-            op,
-            self.model.cores[core].stop,
-            loc,
-            Outcome {
-                slc_hit,
-                msc_hit,
-                snoop,
-            },
-        );
+        let pl = draw_request(self.model, app, core_slot as usize, k, &mut self.rng);
         let tx = Txn {
             plan: pl,
             step: 0,
@@ -617,14 +608,17 @@ impl<'a> Sim<'a> {
         let tf = total.max(1) as f64;
         f.packets_per_cycle = total as f64 / m;
         f.packet_latency_cycles = self.vn_lat.iter().sum::<u64>() as f64 / tf;
-        f.mean_hops = self
-            .hops_hist
+        let hops_all: Vec<u64> = self.hops_hist.chunks(4).map(|c| c.iter().sum()).collect();
+        f.mean_hops = hops_all
             .iter()
             .enumerate()
             .map(|(h, n)| h as f64 * *n as f64)
             .sum::<f64>()
             / tf;
-        f.hop_histogram = self.hops_hist.iter().map(|&n| n as f64 / tf).collect();
+        f.hop_histogram = hops_all.iter().map(|&n| n as f64 / tf).collect();
+        let counts: Vec<f64> = self.node_pkts.iter().map(|&n| n as f64).collect();
+        let (all, mut per_vn) = node_matrices(&counts, self.n_nodes, m);
+        f.node_packets_per_cycle = all;
         let mut vn_max = [0.0f64; 4];
         for (r, &b) in self.busy.iter().enumerate() {
             let v = r % 4;
@@ -639,6 +633,8 @@ impl<'a> Sim<'a> {
                     queueing_cycles: self.vn_wait[v] as f64 / n,
                     latency_cycles: self.vn_lat[v] as f64 / n,
                     max_link_utilization: vn_max[v],
+                    hop_histogram: self.hops_hist.chunks(4).map(|c| c[v] as f64 / n).collect(),
+                    node_packets_per_cycle: std::mem::take(&mut per_vn[v]),
                 }
             })
             .collect();
@@ -646,6 +642,13 @@ impl<'a> Sim<'a> {
         f.requests_per_cycle = self.done_count as f64 / m;
         f.request_latency_cycles = self.done_latency as f64 / self.done_count.max(1) as f64;
         f.mc_accesses_per_cycle = self.mc_count.iter().map(|&c| c as f64 / m).collect();
+        f.mc_local_accesses_per_cycle = self.mc_local.iter().map(|&c| c as f64 / m).collect();
+        f.mc_remote_accesses_per_cycle = self
+            .mc_count
+            .iter()
+            .zip(&self.mc_local)
+            .map(|(&c, &l)| (c - l) as f64 / m)
+            .collect();
         f.mc_utilization = self
             .mc_busy
             .iter()
@@ -738,15 +741,15 @@ fn check_next_hop_table(model: &Model) -> Result<(), ModelError> {
 /// Simulates closed-loop application traffic for warm-up plus the measured window.
 pub fn app(model: &Model, app: &App, cfg: &DesConfig) -> Result<(Figures, SimStats), ModelError> {
     if model.spec.noc.router == crate::spec::RouterKind::InputQueued {
-        return Err(ModelError::Usage {
-            msg: "the input-queued router (noc.router = \"input-queued\") runs synthetic traffic only (uniform, hotspot, transpose) for now; use noc.router = \"output-queued\" for application experiments".into(),
-        });
+        let r = crate::router::simulate(model, &crate::router::Workload::App(app.clone()), cfg)?;
+        return Ok((r.figures, r.stats));
     }
     check_next_hop_table(model)?;
     let w0 = cfg.warmup_cycles;
     let w1 = w0 + cfg.measure_cycles.max(1);
     let mut sim = Sim::new(model, cfg.seed, (w0, w1));
     sim.app = Some(app);
+    sim.slot_node = app.cores.iter().map(|&c| model.cores[c].node).collect();
     sim.issue_counter = vec![0; app.cores.len()];
     for slot in 0..app.cores.len() as u32 {
         // Stagger the first requests so cores do not start in lockstep.

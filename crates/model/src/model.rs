@@ -56,6 +56,8 @@ pub struct McInfo {
     pub latency_cycles: f64,
     /// Its socket.
     pub socket: u32,
+    /// NUMA node of its stop (the node whose cores are "local" to it).
+    pub node: u32,
 }
 
 /// A memory pool of the resolved model.
@@ -127,6 +129,8 @@ pub struct Model {
     pub pools: Vec<PoolInfo>,
     /// NUMA nodes by id (CPU nodes first, then memory-only nodes).
     pub nodes: Vec<NodeInfo>,
+    /// NUMA node of every stop (by [`StopId`]): the CPU node of its region of the mesh.
+    pub stop_node: Vec<u32>,
     /// Flits per packet on each virtual network.
     pub flits: [u32; 4],
     /// Packets per cycle each link of a virtual network can carry (links per VN).
@@ -485,6 +489,7 @@ impl Model {
                         service_cycles: line * clock / p.channel_gbps,
                         latency_cycles: p.latency_ns * clock,
                         socket: k,
+                        node: node_of(k, st),
                     });
                     mc_local.push(node_of(k, st));
                 }
@@ -667,6 +672,12 @@ impl Model {
                     .collect()
             })
             .collect();
+        let stop_node = (0..geo.stops())
+            .map(|st| {
+                let (k, x, y) = geo.coords(st);
+                node_of(k, [x, y])
+            })
+            .collect();
         Ok(Model {
             label: l.label.clone(),
             spec: l.spec.clone(),
@@ -677,6 +688,7 @@ impl Model {
             mcs,
             pools,
             nodes,
+            stop_node,
             flits: [1, 1, 1, dat],
             lanes: n.links_per_vn,
             socket_cycles_per_flit,

@@ -35,11 +35,12 @@
 use crate::error::ModelError;
 use crate::model::Model;
 use crate::traffic::DesConfig;
-use crate::traffic::{Figures, Synthetic, VnFigures};
+use crate::traffic::{draw_request, node_matrices, App, Figures, Plan, Step, Synthetic, VnFigures};
 use numalab_records::model::SimStats;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 const PORTS: usize = 5;
 const LOCAL: usize = 4;
@@ -77,6 +78,10 @@ pub enum Workload {
         /// Flits per packet.
         flits: u32,
     },
+    /// Closed-loop application traffic: the same request scripts as the output-queued
+    /// engine (packets on the four networks, SLC lookups, memory channels), with the
+    /// packets carried by the input-queued routers; per-network figures.
+    App(App),
 }
 
 /// Figures of one flow (or of one virtual network of a synthetic workload).
@@ -124,9 +129,45 @@ struct Pkt {
     flits: u16,
     vn: u8,
     measured: bool,
+    /// Statistics index (flow or network), or the request id of application traffic.
     flow: u32,
     hops: u16,
+    /// NUMA node of the sending stop.
+    snode: u16,
     created: u64,
+}
+
+/// One application request in flight.
+#[derive(Debug, Clone, Copy)]
+struct Txn {
+    plan: Plan,
+    step: u8,
+    slot: u32,
+    start: u64,
+}
+
+const EV_DELIVERED: u8 = 0;
+const EV_STEP: u8 = 1;
+const EV_ISSUE: u8 = 2;
+
+/// The closed-loop side of an application workload: requests, their timed steps
+/// (lookups, memory accesses, think time; a heap, as they are few next to flits), the
+/// memory channels and the request statistics.
+#[derive(Default)]
+struct Closed {
+    txns: Vec<Txn>,
+    free_txns: Vec<u32>,
+    events: BinaryHeap<Reverse<(u64, u64, u8, u32)>>,
+    seq: u64,
+    issue_counter: Vec<u32>,
+    slot_node: Vec<u32>,
+    mc_first: Vec<usize>,
+    chan_free: Vec<f64>,
+    mc_count: Vec<u64>,
+    mc_local: Vec<u64>,
+    mc_busy: Vec<f64>,
+    done_count: u64,
+    done_latency: u64,
 }
 
 /// One input VC: the cycle its front flit may take its next step, its ring buffer's head
@@ -223,7 +264,17 @@ struct Iq {
     lat_sum: Vec<u64>,
     lat_n: Vec<u64>,
     hop_sum: Vec<u64>,
+    /// Delivered packets by hop count and network: index `hops * 4 + vn`.
     hops_hist: Vec<u64>,
+    /// NUMA node of every stop, the node count, and delivered packets by (source node,
+    /// destination node, network): index `(src * n_nodes + dst) * 4 + vn`.
+    stop_node: Vec<u16>,
+    n_nodes: usize,
+    node_pkts: Vec<u64>,
+    /// Application traffic (counted by delivery in the window, as the output-queued
+    /// engine does), and its closed-loop state.
+    app_mode: bool,
+    closed: Closed,
     link_busy: Vec<u64>,
     router_cycles: u64,
     // Scratch for the allocators.
@@ -342,6 +393,11 @@ impl Iq {
             lat_n: Vec::new(),
             hop_sum: Vec::new(),
             hops_hist: Vec::new(),
+            stop_node: model.stop_node.iter().map(|&n| n as u16).collect(),
+            n_nodes: model.nodes.len(),
+            node_pkts: vec![0; model.nodes.len() * model.nodes.len() * 4],
+            app_mode: false,
+            closed: Closed::default(),
             link_busy: vec![0; routers * 4],
             router_cycles: 0,
             va_req: Vec::new(),
@@ -369,6 +425,7 @@ impl Iq {
             measured,
             flow,
             hops: 0,
+            snode: self.stop_node[src as usize],
             created: self.now,
         };
         let id = match self.free_pkts.pop() {
@@ -917,20 +974,147 @@ impl Iq {
     fn deliver(&mut self, id: u32, at: u64) {
         let p = self.pkts[id as usize];
         self.free_pkts.push(id);
-        let k = p.flow as usize;
-        if at >= self.window.0 && at < self.window.1 {
-            self.acc[k] += 1;
-        }
+        let in_window = at >= self.window.0 && at < self.window.1;
         if p.measured {
             self.measured_in_flight -= 1;
+        }
+        // Statistics index and whether the packet counts: application packets by their
+        // network when delivered in the window; others by flow when created in it.
+        let (k, counted) = if self.app_mode {
+            (usize::from(p.vn), in_window)
+        } else {
+            (p.flow as usize, p.measured)
+        };
+        if in_window {
+            self.acc[k] += 1;
+        }
+        if counted {
             self.lat_sum[k] += at - p.created;
             self.lat_n[k] += 1;
             self.hop_sum[k] += u64::from(p.hops);
-            let h = usize::from(p.hops);
+            let v = usize::from(p.vn);
+            let h = usize::from(p.hops) * 4 + v;
             if self.hops_hist.len() <= h {
-                self.hops_hist.resize(h + 1, 0);
+                self.hops_hist.resize(h + 4 - h % 4, 0);
             }
             self.hops_hist[h] += 1;
+            let d = self.stop_node[usize::from(p.dy) * self.cols as usize + usize::from(p.dx)];
+            self.node_pkts[(usize::from(p.snode) * self.n_nodes + usize::from(d)) * 4 + v] += 1;
+        }
+        if self.app_mode {
+            self.event(at, EV_DELIVERED, p.flow);
+        }
+    }
+
+    #[inline]
+    fn event(&mut self, at: u64, kind: u8, id: u32) {
+        self.closed.seq += 1;
+        self.closed
+            .events
+            .push(Reverse((at, self.closed.seq, kind, id)));
+    }
+
+    /// Runs the application events due by now (new packets are injected from the next
+    /// cycle on).
+    fn run_events(&mut self, model: &Model, app: &App) {
+        while let Some(&Reverse((t, _, kind, id))) = self.closed.events.peek() {
+            if t > self.now {
+                break;
+            }
+            self.closed.events.pop();
+            match kind {
+                EV_DELIVERED => {
+                    self.closed.txns[id as usize].step += 1;
+                    self.advance(model, app, id);
+                }
+                EV_STEP => self.advance(model, app, id),
+                _ => self.issue(model, app, id),
+            }
+        }
+    }
+
+    fn issue(&mut self, model: &Model, app: &App, slot: u32) {
+        let k = self.closed.issue_counter[slot as usize];
+        self.closed.issue_counter[slot as usize] = k.wrapping_add(1);
+        let plan = draw_request(model, app, slot as usize, k, &mut self.rng);
+        let tx = Txn {
+            plan,
+            step: 0,
+            slot,
+            start: self.now,
+        };
+        let c = &mut self.closed;
+        let id = match c.free_txns.pop() {
+            Some(i) => {
+                c.txns[i as usize] = tx;
+                i
+            }
+            None => {
+                c.txns.push(tx);
+                (c.txns.len() - 1) as u32
+            }
+        };
+        self.advance(model, app, id);
+    }
+
+    /// Runs a request's steps from its current one until it waits for something (as the
+    /// output-queued engine's `advance`).
+    fn advance(&mut self, model: &Model, app: &App, t: u32) {
+        let now = self.now;
+        let in_window = now >= self.window.0 && now < self.window.1;
+        loop {
+            let tx = self.closed.txns[t as usize];
+            if tx.step >= tx.plan.len {
+                self.closed.free_txns.push(t);
+                return;
+            }
+            match tx.plan.steps[tx.step as usize] {
+                Step::Packet { from, to, vn } => {
+                    self.create(from, to, vn, model.flits[vn as usize], t);
+                    return;
+                }
+                Step::Lookup => {
+                    self.closed.txns[t as usize].step += 1;
+                    let c = u64::from(model.spec.slc.lookup_cycles);
+                    if c > 0 {
+                        self.event(now + c, EV_STEP, t);
+                        return;
+                    }
+                }
+                Step::Memory { mc } => {
+                    self.closed.txns[t as usize].step += 1;
+                    let m = mc as usize;
+                    let info = &model.mcs[m];
+                    let cl = &mut self.closed;
+                    let (a, b) = (cl.mc_first[m], cl.mc_first[m + 1]);
+                    let mut ch = a;
+                    for i in a + 1..b {
+                        if cl.chan_free[i] < cl.chan_free[ch] {
+                            ch = i;
+                        }
+                    }
+                    let start = (now as f64).max(cl.chan_free[ch]);
+                    cl.chan_free[ch] = start + info.service_cycles;
+                    if in_window {
+                        cl.mc_count[m] += 1;
+                        if cl.slot_node[tx.slot as usize] == info.node {
+                            cl.mc_local[m] += 1;
+                        }
+                        cl.mc_busy[m] += info.service_cycles;
+                    }
+                    let done = (start + info.service_cycles + info.latency_cycles).ceil() as u64;
+                    self.event(done.max(now), EV_STEP, t);
+                    return;
+                }
+                Step::Complete => {
+                    self.closed.txns[t as usize].step += 1;
+                    if in_window {
+                        self.closed.done_count += 1;
+                        self.closed.done_latency += now - tx.start;
+                    }
+                    self.event(now + u64::from(app.think_cycles), EV_ISSUE, tx.slot);
+                }
+            }
         }
     }
 
@@ -963,6 +1147,7 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
             .map(|f| usize::from(f.vn) + 1)
             .max()
             .unwrap_or(1),
+        Workload::App(_) => 4,
     };
     if networks > 4 {
         return Err(ModelError::Usage {
@@ -981,6 +1166,7 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
     let flits = match work {
         Workload::Synthetic { traffic, .. } => traffic.flits,
         Workload::Flows { flits, .. } => *flits,
+        Workload::App(_) => model.flits.iter().copied().max().unwrap_or(1),
     };
     if flits > 1024 {
         return Err(ModelError::Usage {
@@ -1013,9 +1199,30 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
     let mut sim = Iq::new(model, networks, cfg.seed, (w0, w1));
     let stops = g.stops_per_socket();
     let n_stats = match work {
-        Workload::Synthetic { .. } => networks,
+        Workload::Synthetic { .. } | Workload::App(_) => networks,
         Workload::Flows { flows, .. } => flows.len(),
     };
+    if let Workload::App(app) = work {
+        sim.app_mode = true;
+        let c = &mut sim.closed;
+        for mc in &model.mcs {
+            c.mc_first.push(c.chan_free.len());
+            c.chan_free
+                .extend(std::iter::repeat_n(0.0, mc.channels as usize));
+        }
+        c.mc_first.push(c.chan_free.len());
+        c.mc_count = vec![0; model.mcs.len()];
+        c.mc_local = vec![0; model.mcs.len()];
+        c.mc_busy = vec![0.0; model.mcs.len()];
+        c.slot_node = app.cores.iter().map(|&k| model.cores[k].node).collect();
+        c.issue_counter = (0..app.cores.len() as u32).collect();
+        // Stagger the first requests as the output-queued engine does.
+        for slot in 0..app.cores.len() as u32 {
+            for j in 0..app.outstanding {
+                sim.event(u64::from(j) + u64::from(slot % 4), EV_ISSUE, slot);
+            }
+        }
+    }
     sim.acc = vec![0; n_stats];
     sim.lat_sum = vec![0; n_stats];
     sim.lat_n = vec![0; n_stats];
@@ -1065,13 +1272,20 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
                     }
                 }
             }
+            Workload::App(app) => {
+                sim.run_events(model, app);
+                // A closed loop is measured over its window only.
+                if sim.now + 1 >= w1 {
+                    break;
+                }
+            }
         }
         if sim.now >= limit || (sim.now >= w1 && sim.measured_in_flight == 0) {
             break;
         }
         sim.now += 1;
     }
-    let drained = sim.measured_in_flight == 0;
+    let drained = sim.app_mode || sim.measured_in_flight == 0;
     let m = (w1 - w0) as f64;
     let flows: Vec<FlowFigures> = (0..n_stats)
         .map(|k| FlowFigures {
@@ -1089,31 +1303,41 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
     };
     f.packets_per_cycle = sim.acc.iter().sum::<u64>() as f64 / m;
     f.packet_latency_cycles = sim.lat_sum.iter().sum::<u64>() as f64 / tf;
-    f.mean_hops = sim
-        .hops_hist
+    let hops_all: Vec<u64> = sim.hops_hist.chunks(4).map(|c| c.iter().sum()).collect();
+    f.mean_hops = hops_all
         .iter()
         .enumerate()
         .map(|(h, n)| h as f64 * *n as f64)
         .sum::<f64>()
         / tf;
-    f.hop_histogram = sim.hops_hist.iter().map(|&n| n as f64 / tf).collect();
+    f.hop_histogram = hops_all.iter().map(|&n| n as f64 / tf).collect();
+    let counts: Vec<f64> = sim.node_pkts.iter().map(|&n| n as f64).collect();
+    // Application packets count by delivery in the window (a rate over it); others are
+    // those created in the window (all delivered when drained).
+    let (all, mut per_vn) = node_matrices(&counts, sim.n_nodes, m);
+    f.node_packets_per_cycle = all;
     f.max_link_utilization = sim
         .link_busy
         .iter()
         .map(|&b| b as f64 / m)
         .fold(0.0, f64::max);
-    if let Workload::Synthetic { .. } = work {
+    if let Workload::Synthetic { .. } | Workload::App(_) = work {
         // Queueing: latency beyond the pipeline's zero-load latency for the packets' hops.
         let link = f64::from(n.link_cycles_x + n.link_cycles_y) / 2.0;
         f.vns = (0..4)
             .map(|v| {
                 let fl = flows.get(v).copied().unwrap_or_default();
+                let vn_flits = match work {
+                    Workload::App(_) => model.flits[v],
+                    _ => flits,
+                };
                 let queueing = if fl.delivered > 0 {
                     let hops = sim.hop_sum[v] as f64 / fl.delivered as f64;
-                    (fl.latency_cycles - zero_load_latency(model, hops, flits, link)).max(0.0)
+                    (fl.latency_cycles - zero_load_latency(model, hops, vn_flits, link)).max(0.0)
                 } else {
                     0.0
                 };
+                let nv = fl.delivered.max(1) as f64;
                 VnFigures {
                     vn: crate::model::VN_NAMES[v].into(),
                     packets_per_cycle: fl.accepted,
@@ -1124,11 +1348,34 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
                     } else {
                         0.0
                     },
+                    hop_histogram: sim.hops_hist.chunks(4).map(|c| c[v] as f64 / nv).collect(),
+                    node_packets_per_cycle: std::mem::take(&mut per_vn[v]),
                 }
             })
             .collect();
     }
     f.saturated = !drained || f.max_link_utilization > 0.98;
+    if sim.app_mode {
+        let c = &sim.closed;
+        f.requests_per_cycle = c.done_count as f64 / m;
+        f.request_latency_cycles = c.done_latency as f64 / c.done_count.max(1) as f64;
+        f.mc_accesses_per_cycle = c.mc_count.iter().map(|&k| k as f64 / m).collect();
+        f.mc_local_accesses_per_cycle = c.mc_local.iter().map(|&k| k as f64 / m).collect();
+        f.mc_remote_accesses_per_cycle = c
+            .mc_count
+            .iter()
+            .zip(&c.mc_local)
+            .map(|(&k, &l)| (k - l) as f64 / m)
+            .collect();
+        f.mc_utilization = c
+            .mc_busy
+            .iter()
+            .zip(&model.mcs)
+            .map(|(b, mc)| b / m / f64::from(mc.channels))
+            .collect();
+        // A closed loop has packets in flight at the end by design: not a drain failure.
+        f.saturated = f.max_link_utilization > 0.98 || f.mc_utilization.iter().any(|&u| u > 0.98);
+    }
     let stats = SimStats {
         cycles: sim.now,
         routers: (sim.planes * sim.n_stops) as u64,

@@ -294,6 +294,75 @@ pub fn plan(model: &Model, op: Op, core_stop: StopId, loc: Location, o: Outcome)
 
 pub use numalab_records::model::VnFigures;
 
+/// Flat per-(source node, destination node, network) packet counts to matrices: the
+/// whole-machine matrix and one per network, each count divided by `per`.
+pub(crate) fn node_matrices(
+    counts: &[f64],
+    nodes: usize,
+    per: f64,
+) -> (Vec<Vec<f64>>, [Vec<Vec<f64>>; 4]) {
+    let at = |s: usize, d: usize, v: usize| counts[(s * nodes + d) * 4 + v] / per;
+    let all = (0..nodes)
+        .map(|s| {
+            (0..nodes)
+                .map(|d| (0..4).map(|v| at(s, d, v)).sum())
+                .collect()
+        })
+        .collect();
+    let vn = std::array::from_fn(|v| {
+        (0..nodes)
+            .map(|s| (0..nodes).map(|d| at(s, d, v)).collect())
+            .collect()
+    });
+    (all, vn)
+}
+
+/// Draws the next request of core slot `slot` (its `k`-th): operation, line, SLC and
+/// memory-side cache outcome, snooped core; the plan both discrete-event routers run.
+pub(crate) fn draw_request(
+    model: &Model,
+    app: &App,
+    slot: usize,
+    k: u32,
+    rng: &mut rand::rngs::Xoshiro256PlusPlus,
+) -> Plan {
+    use rand::RngExt;
+    let core = app.cores[slot];
+    let op = app.mix[k as usize % app.mix.len()];
+    let line: u64 = rng.random::<u64>() >> 24;
+    let loc = app.locate(model, core, line);
+    let slc_hit = match app.data {
+        Data::Fixed { hit, .. } => hit,
+        _ => rng.random::<f64>() < app.slc_hit,
+    };
+    let msc_hit = loc.cache_mc.is_some() && !slc_hit && rng.random::<f64>() < app.msc_hit;
+    let snoop = if op == Op::Read
+        && app.snoop > 0.0
+        && app.cores.len() > 1
+        && rng.random::<f64>() < app.snoop
+    {
+        // Another active core, uniformly.
+        let mut j = rng.random_range(0..app.cores.len() - 1);
+        if j >= slot {
+            j += 1;
+        }
+        Some(model.cores[app.cores[j]].stop)
+    } else {
+        None
+    };
+    plan(
+        model,
+        op,
+        model.cores[core].stop,
+        loc,
+        Outcome {
+            slc_hit,
+            msc_hit,
+            snoop,
+        },
+    )
+}
+
 /// What an engine reports for a workload.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Figures {
@@ -321,6 +390,16 @@ pub struct Figures {
     pub mc_accesses_per_cycle: Vec<f64>,
     /// Application: utilization of each memory controller's channels.
     pub mc_utilization: Vec<f64>,
+    /// Packets per cycle from each source NUMA node (row: node of the sending stop) to
+    /// each destination node (column: node of the receiving stop), all virtual networks;
+    /// per network in [`VnFigures::node_packets_per_cycle`].
+    pub node_packets_per_cycle: Vec<Vec<f64>>,
+    /// Application: accesses per cycle at each memory controller from cores of the
+    /// controller's NUMA node ([`crate::model::McInfo::node`]).
+    pub mc_local_accesses_per_cycle: Vec<f64>,
+    /// Application: accesses per cycle at each memory controller from cores of other
+    /// nodes.
+    pub mc_remote_accesses_per_cycle: Vec<f64>,
     /// Whether some resource is at or beyond its capacity (results are a bound).
     pub saturated: bool,
 }

@@ -293,7 +293,7 @@ fn policy_shows_what_grouping_and_placement_do() {
         .iter()
         .filter_map(|r| r.decode::<Policy>().map(|x| x.unwrap()))
         .collect();
-    assert_eq!(p.len(), 6);
+    assert_eq!(p.len(), 9);
     let get = |c: &str, a: &str| {
         p.iter()
             .find(|x| x.configuration == c && x.application == a)
@@ -313,6 +313,37 @@ fn policy_shows_what_grouping_and_placement_do() {
         get("numa4-grouped", "balanced").mean_hops < get("numa4-ungrouped", "balanced").mean_hops
     );
     assert!(get("numa4-grouped", "balanced").mean_hops < get("numa1", "balanced").mean_hops);
+    // Interleave over the 4 nodes: every controller gets its eighth, a quarter of the
+    // accesses is local (pages round-robin over nodes, each node's 2 controllers in its
+    // quadrant), and every node sends to every node.
+    for c in ["numa4-grouped", "numa4-ungrouped"] {
+        let x = get(c, "interleave");
+        assert!(x.mc_imbalance < 1.01, "{c}: {}", x.mc_imbalance);
+        assert!(
+            (x.local_share - 0.25).abs() < 1e-6,
+            "{c}: {}",
+            x.local_share
+        );
+        assert_eq!(x.node_packets_per_cycle.len(), 4);
+        assert!(x.node_packets_per_cycle.iter().flatten().all(|&v| v > 0.0));
+    }
+    // Main-thread data: all accesses on node 0's controllers (> 95%, experiments.md B2),
+    // the remote ones from the other 3 quadrants' cores; balanced data: all local.
+    let mt = get("numa4-grouped", "main-thread");
+    let on0: f64 = mt
+        .mc_node
+        .iter()
+        .zip(&mt.mc_share)
+        .filter(|(&n, _)| n == 0)
+        .map(|(_, s)| s)
+        .sum();
+    assert!(on0 > 0.95, "{on0}");
+    assert!(
+        mt.local_share > 0.0 && mt.local_share < 0.5,
+        "{}",
+        mt.local_share
+    );
+    assert!((get("numa4-grouped", "balanced").local_share - 1.0).abs() < 1e-9);
 }
 
 #[test]

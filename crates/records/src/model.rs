@@ -31,6 +31,15 @@ pub struct VnFigures {
     pub latency_cycles: f64,
     /// Utilization of its busiest link.
     pub max_link_utilization: f64,
+    /// Fraction of this network's packets by hop count (index = hops). Empty in records
+    /// written before it was reported.
+    #[serde(default)]
+    pub hop_histogram: Vec<f64>,
+    /// Packets per cycle on this network from each source NUMA node (row: node of the
+    /// sending stop) to each destination node (column: node of the receiving stop).
+    /// Empty in records written before it was reported.
+    #[serde(default)]
+    pub node_packets_per_cycle: Vec<Vec<f64>>,
 }
 
 /// B1: STREAM triad with threads on a set of cores and the arrays on one node.
@@ -181,8 +190,9 @@ pub struct Policy {
     pub engine: String,
     /// The variant (configuration) name.
     pub configuration: String,
-    /// "balanced" (each thread's data on its node) or "main-thread" (all data first
-    /// touched by one thread, on node 0).
+    /// "balanced" (each thread's data on its node), "main-thread" (all data first
+    /// touched by one thread, on node 0) or "interleave" (pages spread round-robin over
+    /// all nodes, `numactl --interleave=all`).
     pub application: String,
     /// NUMA nodes of the configuration.
     pub numa_nodes: usize,
@@ -201,10 +211,27 @@ pub struct Policy {
     pub bandwidth_gbps: f64,
     /// Mean request latency.
     pub request_latency_ns: f64,
-    /// Per virtual network.
+    /// Per virtual network (with each network's hop distribution and node x node
+    /// packet matrix).
     pub vns: Vec<VnFigures>,
     /// A resource at capacity.
     pub saturated: bool,
+    /// Packets per cycle from each source NUMA node (row: node of the sending stop) to
+    /// each destination node (column: node of the receiving stop), all virtual networks.
+    #[serde(default)]
+    pub node_packets_per_cycle: Vec<Vec<f64>>,
+    /// NUMA node of each controller of `mc_share` (the node of its stop).
+    #[serde(default)]
+    pub mc_node: Vec<u32>,
+    /// Accesses per cycle at each controller of `mc_share` from cores of its own node.
+    #[serde(default)]
+    pub mc_local_accesses_per_cycle: Vec<f64>,
+    /// Accesses per cycle at each controller of `mc_share` from cores of other nodes.
+    #[serde(default)]
+    pub mc_remote_accesses_per_cycle: Vec<f64>,
+    /// Local accesses over all accesses at those controllers (0 without accesses).
+    #[serde(default)]
+    pub local_share: f64,
 }
 impl RecordKind for Policy {
     const KIND: &'static str = "model.policy";
@@ -252,5 +279,37 @@ impl CheckMetric {
                 0.0
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_records_written_before_the_node_figures_still_read() {
+        // A model.policy record as written before the node x node matrix, the local and
+        // remote accesses and the per-network hop distributions were reported.
+        let old = r#"{"preset":"mesh:slc-all","engine":"analytic","configuration":"slc-all",
+            "application":"balanced","numa_nodes":1,"working_set_bytes":268435456,
+            "slc_hit_ratio":0.25,"mean_hops":2.6,"mc_share":[0.25,0.25,0.25,0.25],
+            "mc_imbalance":1.0,"bandwidth_gbps":200.0,"request_latency_ns":70.0,
+            "vns":[{"vn":"request","packets_per_cycle":1.0,"queueing_cycles":0.1,
+            "latency_cycles":7.0,"max_link_utilization":0.2}],"saturated":false}"#;
+        let p: Policy = serde_json::from_str(old).unwrap();
+        assert!(p.node_packets_per_cycle.is_empty() && p.mc_node.is_empty());
+        assert!(p.mc_local_accesses_per_cycle.is_empty());
+        assert!(p.mc_remote_accesses_per_cycle.is_empty());
+        assert_eq!(p.local_share, 0.0);
+        assert!(p.vns[0].hop_histogram.is_empty());
+        assert!(p.vns[0].node_packets_per_cycle.is_empty());
+        // And the new fields survive a round trip.
+        let mut q = p.clone();
+        q.node_packets_per_cycle = vec![vec![0.5, 0.1], vec![0.1, 0.5]];
+        q.mc_node = vec![0, 1];
+        q.local_share = 0.8;
+        q.vns[0].hop_histogram = vec![0.25, 0.75];
+        let back: Policy = serde_json::from_str(&serde_json::to_string(&q).unwrap()).unwrap();
+        assert_eq!(back, q);
     }
 }

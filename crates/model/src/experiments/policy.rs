@@ -49,7 +49,7 @@ pub(super) fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Resu
         )));
     }
     let engines = opts.engine.names();
-    let apps = ["balanced", "main-thread"];
+    let apps = ["balanced", "main-thread", "interleave"];
     let total = variants.len() * apps.len() * engines.len();
     let mut done = 0;
     // The user's preset (with any variants it already has), then each configuration.
@@ -74,10 +74,10 @@ pub(super) fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Resu
             .working_set_bytes
             .unwrap_or((2 * m.spec.slc.bytes).max(256 << 20));
         for app_name in apps {
-            let data = if app_name == "balanced" {
-                Data::Local
-            } else {
-                Data::Node { node: 0 }
+            let data = match app_name {
+                "balanced" => Data::Local,
+                "main-thread" => Data::Node { node: 0 },
+                _ => Data::Interleave,
             };
             let mut app = App {
                 cores: cores.clone(),
@@ -128,6 +128,16 @@ pub(super) fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Resu
                     .collect();
                 let mean = 1.0 / share.len() as f64;
                 let imbalance = share.iter().copied().fold(0.0, f64::max) / mean;
+                let pick = |v: &[f64]| -> Vec<f64> {
+                    mains
+                        .iter()
+                        .map(|&i| v.get(i).copied().unwrap_or(0.0))
+                        .collect()
+                };
+                let local = pick(&f.mc_local_accesses_per_cycle);
+                let remote = pick(&f.mc_remote_accesses_per_cycle);
+                let local_sum: f64 = local.iter().sum();
+                let all_sum = local_sum + remote.iter().sum::<f64>();
                 let rec = Policy {
                     preset: label.clone(),
                     engine: engine.into(),
@@ -145,6 +155,15 @@ pub(super) fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Resu
                     request_latency_ns: m.ns(f.request_latency_cycles),
                     vns: f.vns.clone(),
                     saturated: f.saturated,
+                    node_packets_per_cycle: f.node_packets_per_cycle.clone(),
+                    mc_node: mains.iter().map(|&i| m.mcs[i].node).collect(),
+                    mc_local_accesses_per_cycle: local,
+                    mc_remote_accesses_per_cycle: remote,
+                    local_share: if all_sum > 0.0 {
+                        local_sum / all_sum
+                    } else {
+                        0.0
+                    },
                 };
                 sink.push(
                     Record::new(key, Origin::Modeled, &rec).with_warnings(saturation_warning(&f)),
@@ -175,6 +194,7 @@ pub(super) fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Resu
                                 ),
                                 CheckMetric::new("mean_hops", a.mean_hops, d.mean_hops),
                                 CheckMetric::new("mc_imbalance", a.mc_imbalance, d.mc_imbalance),
+                                CheckMetric::new("local_share", a.local_share, d.local_share),
                             ],
                         },
                     ))?;

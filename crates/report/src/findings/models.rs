@@ -184,6 +184,11 @@ mod tests {
             request_latency_ns: 100.0,
             vns: vec![],
             saturated: false,
+            node_packets_per_cycle: vec![],
+            mc_node: vec![],
+            mc_local_accesses_per_cycle: vec![],
+            mc_remote_accesses_per_cycle: vec![],
+            local_share: 0.0,
         }
     }
 

@@ -23,6 +23,71 @@ fn vns(t: &mut crate::table::Table, v: &[numalab_records::model::VnFigures]) {
     }
 }
 
+/// One policy run's node x node packet matrix and its controllers' local and remote
+/// accesses (records written before these were reported have neither: nothing shown).
+fn policy_tables(s: &mut Section, b: usize, key: &str, p: &m::Policy) {
+    let what = format!("{} / {} ({})", p.configuration, p.application, p.engine);
+    let n = p.node_packets_per_cycle.len();
+    if n > 0 {
+        let mut cols: Vec<(String, Option<&str>)> = vec![("from node \\ to node".into(), None)];
+        cols.extend((0..n).map(|d| (format!("{d}"), None)));
+        cols.push(("total".into(), None));
+        let cols: Vec<(&str, Option<&str>)> = cols.iter().map(|(c, u)| (c.as_str(), *u)).collect();
+        let mut t = table(
+            &anchors::model(b, &format!("{key}-nodes")),
+            &format!("Packets per 1000 cycles between NUMA nodes, {what}"),
+            &cols,
+        );
+        for (src, row) in p.node_packets_per_cycle.iter().enumerate() {
+            let mut cells = vec![Cell::text(format!("{src}"))];
+            cells.extend(row.iter().map(|&x| Cell::num(x * 1000.0, 1)));
+            cells.push(Cell::num(row.iter().sum::<f64>() * 1000.0, 1));
+            t.push(cells);
+        }
+        t.notes.push(
+            "rows: node of the sending stop; columns: node of the receiving stop; all four virtual networks".into(),
+        );
+        s.table(t);
+    }
+    if !p.mc_node.is_empty() {
+        let mut t = table(
+            &anchors::model(b, &format!("{key}-controllers")),
+            &format!("Memory accesses per controller, {what}"),
+            &[
+                ("controller", None),
+                ("node", None),
+                ("local", Some("accesses/kcycle")),
+                ("from other nodes", Some("accesses/kcycle")),
+                ("local", Some("%")),
+            ],
+        );
+        for (i, &node) in p.mc_node.iter().enumerate() {
+            let l = p.mc_local_accesses_per_cycle.get(i).copied().unwrap_or(0.0);
+            let r = p
+                .mc_remote_accesses_per_cycle
+                .get(i)
+                .copied()
+                .unwrap_or(0.0);
+            t.push(vec![
+                Cell::text(format!("{i}")),
+                Cell::num(f64::from(node), 0),
+                Cell::num(l * 1000.0, 1),
+                Cell::num(r * 1000.0, 1),
+                if l + r > 0.0 {
+                    Cell::num(100.0 * l / (l + r), 1)
+                } else {
+                    Cell::missing("no accesses")
+                },
+            ]);
+        }
+        t.notes.push(format!(
+            "local: the requesting core is on the controller's node; {:.1}% of all accesses are local",
+            p.local_share * 100.0
+        ));
+        s.table(t);
+    }
+}
+
 /// The model sections of a bundle.
 pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     let mut out = Vec::new();
@@ -326,6 +391,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 ("SLC hits", None),
                 ("mean hops", None),
                 ("controller imbalance", None),
+                ("local accesses", Some("%")),
                 ("saturated", None),
             ],
         );
@@ -339,6 +405,11 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 Cell::num(p.slc_hit_ratio, 2),
                 Cell::num(p.mean_hops, 2),
                 Cell::num(p.mc_imbalance, 2),
+                if p.mc_node.is_empty() {
+                    Cell::missing("record written before local accesses were reported")
+                } else {
+                    Cell::num(p.local_share * 100.0, 1)
+                },
                 Cell::text(if p.saturated { "yes" } else { "no" }),
             ]);
             if p.configuration == policies[0].1.configuration {
@@ -346,6 +417,9 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             }
         }
         s.table(t);
+        for (r, p) in &policies {
+            policy_tables(&mut s, b, &r.key, p);
+        }
         out.push(s);
     }
     let checks = l.records_of::<m::Check>();
