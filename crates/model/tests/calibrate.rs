@@ -382,3 +382,33 @@ fn a_bundle_without_usable_records_is_refused() {
         .to_string();
     assert!(e.contains("found no records"), "{e}");
 }
+
+#[test]
+fn core_limited_bandwidth_fits_the_outstanding_depth_not_the_channels() {
+    // Two threads on the 8 x 8 mesh cannot load its 8 channels: the model's bandwidth
+    // is outstanding requests over latency, so the depth is what the figure sets.
+    let truth = Model::load("mesh", &sets(&["cores.max_outstanding=40"])).unwrap();
+    let mut b = synthetic(&truth, &[(0, 0)], &[0], &[0], NOISE, 11);
+    let gbps = predict::bandwidth(&truth, 0, 2, 3, 1);
+    for r in b.records.iter_mut() {
+        if let Some(Ok(mut bw)) = r.decode::<BandwidthRecord>() {
+            bw.threads = 2;
+            bw.actual_bandwidth_gbps.median = gbps;
+            *r = Record::new(r.key.clone(), Origin::Measured, &bw);
+        }
+    }
+    let c = calibrate::calibrate("mesh", &[], &[("two-threads".into(), b)]).unwrap();
+    let ch = param(&c, "memory.ddr.channel_gbps");
+    assert_eq!(ch.status, "not-identifiable", "{ch:?}");
+    let o = param(&c, "cores.max_outstanding");
+    assert_eq!(o.status, "fitted", "{o:?}");
+    // Latencies are fitted to 1 ns noise, and bandwidth is outstanding over latency:
+    // within 2 of 40 (5%).
+    assert!((o.saved - 40.0).abs() <= 2.0, "{o:?}");
+    let bw = c
+        .figures
+        .iter()
+        .find(|f| f.kind == "mem.bandwidth")
+        .unwrap();
+    assert!(bw.residual_percent.abs() < 5.0, "{bw:?}");
+}

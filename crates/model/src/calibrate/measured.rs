@@ -82,7 +82,7 @@ pub struct Measured {
 }
 
 fn input(what: &str, msg: impl Into<String>) -> ModelError {
-    ModelError::Input {
+    ModelError::Measurements {
         what: what.to_string(),
         msg: msg.into(),
     }

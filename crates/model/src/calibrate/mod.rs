@@ -40,6 +40,7 @@ enum Param {
     Socket,
     Lookup,
     Channel(usize),
+    Outstanding,
 }
 
 impl Param {
@@ -50,6 +51,7 @@ impl Param {
             Param::Socket => "socket.link_latency_ns".into(),
             Param::Lookup => "slc.lookup_cycles".into(),
             Param::Channel(p) => format!("memory.{}.channel_gbps", m.pools[p].name),
+            Param::Outstanding => "cores.max_outstanding".into(),
         }
     }
 
@@ -57,6 +59,7 @@ impl Param {
         match self {
             Param::Router | Param::Lookup => "cycles",
             Param::Channel(_) => "GB/s",
+            Param::Outstanding => "lines",
             _ => "ns",
         }
     }
@@ -71,6 +74,7 @@ impl Param {
             Param::Socket => "one-way latency through the socket link and its ports".into(),
             Param::Lookup => "home (SLC) lookup; every latency figure pays it once, so it also takes any constant the model lacks on the core side".into(),
             Param::Channel(p) => format!("peak bandwidth of one {} channel", m.pools[p].name),
+            Param::Outstanding => "line requests a core keeps in flight; hardware prefetchers make a streaming core keep more than its miss buffers".into(),
         }
     }
 
@@ -82,13 +86,14 @@ impl Param {
             Param::Socket => s.socket.as_ref().map_or(0.0, |k| k.link_latency_ns),
             Param::Lookup => f64::from(s.slc.lookup_cycles),
             Param::Channel(p) => s.memory[&m.pools[p].name].channel_gbps,
+            Param::Outstanding => f64::from(s.cores.max_outstanding),
         }
     }
 
     /// The value written to the preset and its TOML text.
     fn saved(self, v: f64) -> (f64, String) {
         match self {
-            Param::Router | Param::Lookup => {
+            Param::Router | Param::Lookup | Param::Outstanding => {
                 let r = v.round().max(0.0);
                 (r, format!("{}", r as u64))
             }
@@ -105,7 +110,7 @@ impl Param {
 }
 
 fn input(what: &str, msg: impl Into<String>) -> ModelError {
-    ModelError::Input {
+    ModelError::Measurements {
         what: what.to_string(),
         msg: msg.into(),
     }
@@ -242,7 +247,7 @@ pub fn calibrate(
         .count();
     let p_lat = params
         .iter()
-        .filter(|p| p.status == "fitted" && p.unit != "GB/s")
+        .filter(|p| p.status == "fitted" && (p.unit == "ns" || p.unit == "cycles"))
         .count();
     if p_lat > 0 && n_lat < p_lat + 5 {
         notes.push(format!(
@@ -338,7 +343,7 @@ fn fit_latency(
                 Param::Router => t.hops / clock,
                 Param::Socket => t.crossings,
                 Param::Lookup => t.lookups / clock,
-                Param::Channel(_) => 0.0,
+                Param::Channel(_) | Param::Outstanding => 0.0,
             });
         }
         y.push(o.value - t.ns);
@@ -352,6 +357,43 @@ fn fit_latency(
         solve::least_squares(&cols, &y, &group)
     };
     let lat_figures = y.len();
+    // Integer keys are saved rounded; the continuous ones are then fitted again with
+    // them at their rounded values, so the saved preset is the best it can be.
+    let n = lat_params.len();
+    let is_fitted = |k: usize| matches!(fit[k], Column::Fitted { .. });
+    let integer: Vec<usize> = (0..n)
+        .filter(|&k| is_fitted(k) && matches!(lat_params[k], Param::Router | Param::Lookup))
+        .collect();
+    let mut refit: Vec<Option<f64>> = vec![None; n];
+    if !integer.is_empty() && integer.len() < (0..n).filter(|&k| is_fitted(k)).count() {
+        let mut y2 = y.clone();
+        for &k in &integer {
+            if let Column::Fitted { value, .. } = fit[k] {
+                let start = lat_params[k].start(base);
+                let d = lat_params[k].saved(start + value).0 - start;
+                for (r, v) in y2.iter_mut().enumerate() {
+                    *v -= cols[k][r] * d;
+                }
+            }
+        }
+        let cols2: Vec<Vec<f64>> = (0..n)
+            .map(|k| {
+                if is_fitted(k) && !integer.contains(&k) {
+                    cols[k].clone()
+                } else {
+                    vec![0.0; y.len()]
+                }
+            })
+            .collect();
+        for (k, c) in solve::least_squares(&cols2, &y2, &group)
+            .into_iter()
+            .enumerate()
+        {
+            if let Column::Fitted { value, .. } = c {
+                refit[k] = Some(value);
+            }
+        }
+    }
     for (k, p) in lat_params.iter().enumerate() {
         let start = p.start(&base);
         let key = p.key(&base);
@@ -370,8 +412,13 @@ fn fit_latency(
             Column::Fitted { value, std_error } => {
                 cp.value = start + value;
                 cp.std_error = *std_error;
-                let (saved, text) = p.saved(cp.value);
+                let (saved, text) = p.saved(refit[k].map_or(cp.value, |d| start + d));
                 cp.saved = saved;
+                if refit[k].is_some() && (saved - p.saved(cp.value).0).abs() > 0.0 {
+                    cp.note = Some(format!(
+                        "saved as {saved}: fitted again with the integer cycle counts rounded"
+                    ));
+                }
                 if cp.value < 0.0 {
                     cp.note = Some(format!("the fit wants {:.2} {}, below zero: the rest of the model already takes more than the figures allow; saved as 0", cp.value, p.unit()));
                 }
@@ -465,7 +512,96 @@ fn fit_channels(
         }
         params.push(cp);
     }
+    // Where the model's cores, not its controllers, limit a figure, the depth of
+    // outstanding requests is what sets it.
+    let limited: Vec<&Observed> = figures
+        .iter()
+        .filter(|o| {
+            o.kind == FigureKind::Bandwidth
+                && params.iter().any(|p| {
+                    p.key == Param::Channel(base.nodes[o.mem_node as usize].pool).key(base)
+                        && p.status == "not-identifiable"
+                })
+        })
+        .collect();
+    if figures.iter().any(|o| o.kind == FigureKind::Bandwidth) {
+        let p = Param::Outstanding;
+        let start = p.start(base);
+        let mut cp = CalibratedParameter {
+            key: p.key(base),
+            unit: p.unit().into(),
+            meaning: p.meaning(base),
+            start,
+            value: start,
+            std_error: None,
+            saved: start,
+            status: "not-identifiable".into(),
+            note: Some("the model's controllers, not its cores, limit every bandwidth figure: kept at the preset's value".into()),
+        };
+        if !limited.is_empty() {
+            let s = with(lat_sets, &cal_sets);
+            fit_outstanding(preset, sets, &s, &limited, &mut cp)?;
+            if cp.status == "fitted" {
+                cal_sets.push(format!("{}={}", cp.key, cp.saved as u64));
+            }
+        }
+        params.push(cp);
+    }
     Ok((params, cal_sets))
+}
+
+/// The whole number of outstanding requests per core that brings the model's bandwidth
+/// closest to `figs` (it grows with the depth until the controllers bind): bisection
+/// on the sign of the mean residual, then the better neighbour.
+fn fit_outstanding(
+    preset: &str,
+    sets: &[String],
+    cal_sets: &[String],
+    figs: &[&Observed],
+    cp: &mut CalibratedParameter,
+) -> Result<(), ModelError> {
+    const MAX: u32 = 1024;
+    let eval = |o: u32| -> Result<(f64, f64), ModelError> {
+        let mut s = with(sets, cal_sets);
+        s.push(format!("cores.max_outstanding={o}"));
+        let m = Model::load(preset, &s)?;
+        let r: Vec<f64> = figs
+            .iter()
+            .map(|f| modeled(&m, f).unwrap_or(f64::NAN) - f.value)
+            .collect();
+        let n = r.len() as f64;
+        Ok((
+            r.iter().sum::<f64>() / n,
+            r.iter().map(|v| v * v).sum::<f64>(),
+        ))
+    };
+    let top = eval(MAX)?;
+    if !top.0.is_finite() {
+        return Ok(());
+    }
+    let (o, note) = if top.0 < 0.0 {
+        (MAX, Some(format!("even {MAX} requests in flight leave the model short of the measured bandwidth: its controllers cap it, though the channel fit found them not limiting; check the memory pool's channels")))
+    } else {
+        let (mut lo, mut hi) = (1u32, MAX);
+        if eval(lo)?.0 >= 0.0 {
+            hi = lo;
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if eval(mid)?.0 < 0.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let best = if eval(lo)?.1 < eval(hi)?.1 { lo } else { hi };
+        (best, None)
+    };
+    cp.status = "fitted".into();
+    cp.value = f64::from(o);
+    cp.saved = f64::from(o);
+    cp.note = note.or_else(|| Some("a whole number searched by bisection (no standard error): the model's cores, not its controllers, limit these figures".into()));
+    Ok(())
 }
 
 /// Gauss-Newton on one pool's channel bandwidth (a single parameter, numerical

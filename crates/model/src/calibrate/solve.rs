@@ -226,4 +226,39 @@ mod tests {
         let s2 = res.iter().map(|r| r * r).sum::<f64>() / 3.0;
         assert!((std_error.unwrap() - (s2 / 10.0).sqrt()).abs() < 1e-12);
     }
+
+    #[test]
+    fn a_noisy_group_weighs_less_than_an_exact_one() {
+        // y = 1 + 2 t exactly in group 0; group 1 carries +-3 of noise. Weighted by the
+        // groups' residual variances (one reweighting step from the unweighted fit), the
+        // fit follows group 0 much more closely than the unweighted one.
+        let t: Vec<f64> = (0..12).map(f64::from).collect();
+        let group: Vec<usize> = (0..12).map(|i| usize::from(i % 2 == 1)).collect();
+        let y: Vec<f64> = t
+            .iter()
+            .zip(&group)
+            .enumerate()
+            .map(|(i, (t, g))| {
+                1.0 + 2.0 * t
+                    + if *g == 1 {
+                        [3.0, -3.0, 2.0][i % 3]
+                    } else {
+                        0.0
+                    }
+            })
+            .collect();
+        let out = least_squares(&[vec![1.0; 12], t.clone()], &y, &group);
+        let Column::Fitted { value, std_error } = &out[1] else {
+            panic!("{out:?}")
+        };
+        let unweighted = least_squares(&[vec![1.0; 12], t], &y, &[0; 12]);
+        let Column::Fitted { value: u, .. } = &unweighted[1] else {
+            panic!()
+        };
+        assert!((u - 2.0).abs() > 3.0 * (value - 2.0).abs(), "{u} {value}");
+        let Column::Fitted { std_error: su, .. } = &unweighted[1] else {
+            panic!()
+        };
+        assert!(std_error.unwrap() < su.unwrap(), "{std_error:?} {su:?}");
+    }
 }
