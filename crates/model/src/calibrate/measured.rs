@@ -81,6 +81,9 @@ pub struct Measured {
     pub notes: Vec<String>,
 }
 
+/// Idle latency candidates of a node pair: (huge pages, ns, source).
+type Candidates = BTreeMap<(u32, u32), Vec<(bool, f64, String)>>;
+
 fn input(what: &str, msg: impl Into<String>) -> ModelError {
     ModelError::Measurements {
         what: what.to_string(),
@@ -100,7 +103,7 @@ fn single(v: &[u32]) -> Option<u32> {
 pub fn read(bundles: &[(String, Bundle)]) -> Result<Measured, ModelError> {
     let mut m = Measured::default();
     let mut hash: Option<(String, String)> = None;
-    let mut lat: BTreeMap<(u32, u32), Vec<(bool, f64, String)>> = BTreeMap::new();
+    let mut lat: Candidates = BTreeMap::new();
     let mut c2c: BTreeMap<(u32, u32), (Vec<f64>, Vec<String>)> = BTreeMap::new();
     let mut bw: BTreeMap<u32, Observed> = BTreeMap::new();
     let mut max_node = None::<u32>;

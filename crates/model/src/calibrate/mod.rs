@@ -395,12 +395,12 @@ fn fit_latency(
         }
     }
     for (k, p) in lat_params.iter().enumerate() {
-        let start = p.start(&base);
-        let key = p.key(&base);
+        let start = p.start(base);
+        let key = p.key(base);
         let mut cp = CalibratedParameter {
             key: key.clone(),
             unit: p.unit().into(),
-            meaning: p.meaning(&base),
+            meaning: p.meaning(base),
             start,
             value: start,
             std_error: None,
@@ -442,7 +442,7 @@ fn fit_latency(
             }
             Column::Dependent(on) => {
                 cp.status = "not-identifiable".into();
-                let others: Vec<String> = on.iter().map(|&j| lat_params[j].key(&base)).collect();
+                let others: Vec<String> = on.iter().map(|&j| lat_params[j].key(base)).collect();
                 cp.note = Some(if others.is_empty() {
                     "no figure left to fit it".into()
                 } else {

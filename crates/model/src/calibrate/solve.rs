@@ -43,18 +43,19 @@ pub fn least_squares(x: &[Vec<f64>], y: &[f64], group: &[usize]) -> Vec<Column> 
         return first;
     }
     let groups = group.iter().copied().max().map_or(0, |g| g + 1);
-    let mut var = vec![0.0; groups];
-    for g in 0..groups {
-        let n_g = group.iter().filter(|&&x| x == g).count() as f64;
-        if n_g == 0.0 {
-            continue;
-        }
-        let rss: f64 = (0..rows)
-            .filter(|&r| group[r] == g)
-            .map(|r| residuals[r].powi(2))
-            .sum();
-        var[g] = rss / (n_g * (rows - p) as f64 / rows as f64);
-    }
+    let var: Vec<f64> = (0..groups)
+        .map(|g| {
+            let n_g = group.iter().filter(|&&x| x == g).count() as f64;
+            if n_g == 0.0 {
+                return 0.0;
+            }
+            let rss: f64 = (0..rows)
+                .filter(|&r| group[r] == g)
+                .map(|r| residuals[r].powi(2))
+                .sum();
+            rss / (n_g * (rows - p) as f64 / rows as f64)
+        })
+        .collect();
     let top = var.iter().copied().fold(0.0, f64::max);
     if top <= 0.0 {
         return first; // an exact fit: nothing to weigh
