@@ -154,10 +154,14 @@ pub fn read(bundles: &[(String, Bundle)]) -> Result<Measured, ModelError> {
                 ));
                 continue;
             }
+            let ns = last.latency_ns.median;
+            if !(ns.is_finite() && ns > 0.0) {
+                continue;
+            }
             max_node = max_node.max(Some(c.max(mem)));
             lat.entry((c, mem))
                 .or_default()
-                .push((kind.huge(), last.latency_ns.median, src));
+                .push((kind.huge(), ns, src));
         }
         for (r, rec) in b.records_of::<MatrixRecord>() {
             let src = format!("{name}: {}", r.key);
@@ -179,7 +183,7 @@ pub fn read(bundles: &[(String, Bundle)]) -> Result<Measured, ModelError> {
                     ) else {
                         continue;
                     };
-                    if (a.1.is_some() && a.1 == b.1) || !v.is_finite() {
+                    if (a.1.is_some() && a.1 == b.1) || !v.is_finite() || *v <= 0.0 {
                         continue; // two hardware threads of one core
                     }
                     let key = (a.0.min(b.0), a.0.max(b.0));
