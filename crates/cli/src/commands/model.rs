@@ -36,13 +36,30 @@ pub enum ModelCommand {
     Run(Box<RunArgs>),
     /// Fit a preset's latencies and bandwidth to measurements of a real machine and
     /// save it as a preset of that machine.
+    ///
+    /// Figures (no map from CPUs to the model's cores is needed, only CPUs to NUMA nodes):
+    /// idle memory latency per (CPU node, memory node) at the largest working set, beyond
+    /// twice the last-level cache (mem.latency records, e.g. `numalab mem latency
+    /// --matrix`; huge pages preferred); core-to-core latency, the mean of each node pair's
+    /// cells (c2c.matrix, `numalab c2c`); the highest bandwidth of each node on its own
+    /// memory (mem.bandwidth). `numalab evaluate` writes all three.
+    ///
+    /// Parameters: noc.router_cycles (per mesh hop), slc.lookup_cycles (paid once by every
+    /// latency figure, so it also takes any constant the model lacks),
+    /// socket.link_latency_ns (two-socket presets), memory.POOL.latency_ns,
+    /// memory.POOL.channel_gbps, or cores.max_outstanding where the model's cores rather
+    /// than its controllers limit the bandwidth. Latencies are fitted by weighted linear
+    /// least squares, bandwidth by Gauss-Newton on the analytic engine. Every figure is
+    /// printed measured against modeled, with the RMS residual per kind. A parameter the figures cannot
+    /// tell apart from others, or that no figure depends on, is reported and kept at the
+    /// preset's value. The machine and the preset must have the same number of NUMA nodes;
+    /// node i of one is set against node i of the other.
     Calibrate(Box<CalibrateArgs>),
 }
 
 /// `numalab model calibrate`.
 #[derive(Debug, Args)]
 #[command(
-    long_about = "Fit a preset's free parameters to what numalab measured on a real machine, report how well the fitted preset reproduces every figure, and save it as a preset of that machine.\n\nFigures (no map from CPUs to the model's cores is needed, only CPUs to NUMA nodes): idle memory latency per (CPU node, memory node) at the largest working set, beyond twice the last-level cache (mem.latency records, e.g. `numalab mem latency --matrix`; huge pages preferred); core-to-core latency, the mean of each node pair's cells (c2c.matrix, `numalab c2c`); the highest bandwidth of each node on its own memory (mem.bandwidth). `numalab evaluate` writes all three.\n\nParameters: noc.router_cycles (per mesh hop), slc.lookup_cycles (paid once by every latency figure, so it also takes any constant the model lacks), socket.link_latency_ns (two-socket presets), memory.POOL.latency_ns, memory.POOL.channel_gbps. Latencies are fitted by weighted linear least squares, bandwidth by Gauss-Newton on the analytic engine. A parameter the figures cannot tell apart from others, or that no figure depends on, is reported and kept at the preset's value. The machine and the preset must have the same number of NUMA nodes; node i of one is set against node i of the other.",
     after_help = "Examples:\n  numalab model calibrate run1/ --preset altra-q80-2s\n  numalab model calibrate run1/ c2c-run/ --preset altra-q80-2s:quadrant --save mine.toml --out run1/\n  numalab model show mine.toml"
 )]
 pub struct CalibrateArgs {
