@@ -14,6 +14,15 @@ pub enum ModelError {
         /// What is wrong and what to do.
         msg: String,
     },
+    /// Measurements a calibration cannot use (another machine, no usable record, a
+    /// node count the preset does not have).
+    #[error("{what}: {msg}")]
+    Measurements {
+        /// Which bundle(s).
+        what: String,
+        /// What is wrong and what to do.
+        msg: String,
+    },
     /// A request that does not fit the preset (unknown core, node, target...).
     #[error("{msg}")]
     Usage {
@@ -31,7 +40,7 @@ pub enum ModelError {
 impl Classify for ModelError {
     fn class(&self) -> ErrorClass {
         match self {
-            ModelError::Input { .. } => ErrorClass::Input,
+            ModelError::Input { .. } | ModelError::Measurements { .. } => ErrorClass::Input,
             ModelError::Usage { .. } => ErrorClass::Usage,
             ModelError::Output(_) => ErrorClass::Runtime,
             ModelError::Interrupted => ErrorClass::Interrupted,

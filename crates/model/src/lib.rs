@@ -17,6 +17,7 @@
 //! schema's `Machine` form.
 
 pub mod analytic;
+pub mod calibrate;
 pub mod des;
 pub mod error;
 pub mod experiments;

@@ -282,6 +282,103 @@ impl CheckMetric {
     }
 }
 
+/// One free parameter of a calibration (`model.calibration`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibratedParameter {
+    /// Preset key, e.g. `noc.router_cycles`, `memory.ddr.latency_ns`.
+    pub key: String,
+    /// Unit of the values ("cycles", "ns", "GB/s").
+    pub unit: String,
+    /// What it stands for, in words.
+    pub meaning: String,
+    /// Value in the base preset (the starting value).
+    pub start: f64,
+    /// Fitted value (unrounded); equal to `start` when not fitted.
+    pub value: f64,
+    /// Standard error of `value` from the residuals (None: not fitted, or as many
+    /// figures as parameters so no residual is left to estimate it from).
+    pub std_error: Option<f64>,
+    /// Value written to the calibrated preset (integer keys rounded, negative clamped).
+    pub saved: f64,
+    /// "fitted", "not-identifiable" (figures depend on it only together with other
+    /// parameters, or hardly at all) or "no-data" (no figure depends on it).
+    pub status: String,
+    /// Why it was not fitted, or what limits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One measured figure set against the model (`model.calibration`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationFigure {
+    /// "mem.latency" (idle, largest working set), "c2c" (core-to-core, mean of a node
+    /// pair's cells) or "mem.bandwidth" (peak of a node on its own memory).
+    pub kind: String,
+    /// Node of the CPUs.
+    pub cpu_node: u32,
+    /// Node of the memory (c2c: node of the second CPU).
+    pub mem_node: u32,
+    /// "ns" or "GB/s".
+    pub unit: String,
+    /// Measured value.
+    pub measured: f64,
+    /// The base preset's value.
+    pub modeled_before: f64,
+    /// The calibrated preset's value.
+    pub modeled: f64,
+    /// `modeled - measured`.
+    pub residual: f64,
+    /// `residual / measured * 100`.
+    pub residual_percent: f64,
+    /// Keys of the records it comes from (bundle name: record key).
+    pub sources: Vec<String>,
+}
+
+/// RMS residual of one kind of figure (`model.calibration`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationRms {
+    /// Figure kind, as in [`CalibrationFigure::kind`].
+    pub kind: String,
+    /// "ns" or "GB/s".
+    pub unit: String,
+    /// Figures of this kind.
+    pub figures: usize,
+    /// RMS of the base preset's residuals.
+    pub rms_before: f64,
+    /// RMS of the calibrated preset's residuals.
+    pub rms: f64,
+    /// RMS of the relative residuals, percent.
+    pub rms_percent: f64,
+}
+
+/// `numalab model calibrate`: a preset's free parameters fitted to measurements of a
+/// real machine, the residuals, and where the calibrated preset was saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Base preset as given (`name:variants` or a file).
+    pub preset: String,
+    /// `--set` overrides applied to the base.
+    pub sets: Vec<String>,
+    /// Bundles the figures come from, as given.
+    pub bundles: Vec<String>,
+    /// Free parameters, fitted or not.
+    pub parameters: Vec<CalibratedParameter>,
+    /// Every figure, measured against modeled.
+    pub figures: Vec<CalibrationFigure>,
+    /// RMS residual per figure kind.
+    pub rms: Vec<CalibrationRms>,
+    /// The `--set` overrides that turn the base into the calibrated preset.
+    pub calibrated_sets: Vec<String>,
+    /// Facts about the input: records skipped and why, how nodes were matched.
+    pub notes: Vec<String>,
+    /// Where the calibrated preset was written, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset_file: Option<String>,
+}
+impl RecordKind for Calibration {
+    const KIND: &'static str = "model.calibration";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

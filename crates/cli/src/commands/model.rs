@@ -1,5 +1,5 @@
 //! `numalab model`: machine presets and what-if experiments on modeled machines
-//! (`list`, `show`, `run`). The model itself lives in `numalab-model`; this module parses
+//! (`list`, `show`, `run`), and fitting a preset to measurements (`calibrate`). The model itself lives in `numalab-model`; this module parses
 //! flags, writes records through the shared [`Recorder`] (flagged as modeled, with the
 //! modeled machine as the envelope's host) and prints tables.
 
@@ -17,7 +17,7 @@ use std::path::PathBuf;
 /// `numalab model`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  numalab model list\n  numalab model show knl-7210:snc4,cache\n  numalab model run neoverse-v1-64 --experiment stream-triad\n  numalab model run knl-7210 --experiment latency-heatmap --target slice:0 --svg knl.svg\n  numalab model run mesh:k16 --experiment uniform --engine check\n  numalab model run altra-q80 --experiment policy --set cores.max_outstanding=24 --out results/"
+    after_help = "Examples:\n  numalab model list\n  numalab model show knl-7210:snc4,cache\n  numalab model run neoverse-v1-64 --experiment stream-triad\n  numalab model run knl-7210 --experiment latency-heatmap --target slice:0 --svg knl.svg\n  numalab model run mesh:k16 --experiment uniform --engine check\n  numalab model run altra-q80 --experiment policy --set cores.max_outstanding=24 --out results/\n  numalab model calibrate run1/ --preset altra-q80-2s --save mine.toml\n  numalab model run mine.toml --experiment stream-triad --set memory.ddr.channels_per_controller=4"
 )]
 pub struct ModelArgs {
     /// What to do.
@@ -34,6 +34,54 @@ pub enum ModelCommand {
     Show(ShowArgs),
     /// Run an experiment on a modeled machine.
     Run(Box<RunArgs>),
+    /// Fit a preset's latencies and bandwidth to measurements of a real machine and
+    /// save it as a preset of that machine.
+    ///
+    /// Figures (no map from CPUs to the model's cores is needed, only CPUs to NUMA nodes):
+    /// idle memory latency per (CPU node, memory node) at the largest working set, beyond
+    /// twice the last-level cache (mem.latency records, e.g. `numalab mem latency
+    /// --matrix`; huge pages preferred); core-to-core latency, the mean of each node pair's
+    /// cells (c2c.matrix, `numalab c2c`); the highest bandwidth of each node on its own
+    /// memory (mem.bandwidth). `numalab evaluate` writes all three.
+    ///
+    /// Parameters: noc.router_cycles (per mesh hop), slc.lookup_cycles (paid once by every
+    /// latency figure, so it also takes any constant the model lacks),
+    /// socket.link_latency_ns (two-socket presets), memory.POOL.latency_ns,
+    /// memory.POOL.channel_gbps, or cores.max_outstanding where the model's cores rather
+    /// than its controllers limit the bandwidth. Latencies are fitted by weighted linear
+    /// least squares, bandwidth by Gauss-Newton on the analytic engine. Every figure is
+    /// printed measured against modeled, with the RMS residual per kind. A parameter the figures cannot
+    /// tell apart from others, or that no figure depends on, is reported and kept at the
+    /// preset's value. The machine and the preset must have the same number of NUMA nodes;
+    /// node i of one is set against node i of the other.
+    Calibrate(Box<CalibrateArgs>),
+}
+
+/// `numalab model calibrate`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  numalab model calibrate run1/ --preset altra-q80-2s\n  numalab model calibrate run1/ c2c-run/ --preset altra-q80-2s:quadrant --save mine.toml --out run1/\n  numalab model show mine.toml"
+)]
+pub struct CalibrateArgs {
+    /// Bundles measured on the machine: output folders (holding results.jsonl), journal
+    /// files or JSON bundle files, all of one machine.
+    #[arg(required = true, value_name = "BUNDLE")]
+    pub bundles: Vec<PathBuf>,
+    /// The preset to start from: NAME[:VARIANT,...] or a TOML file. It must have as many
+    /// NUMA nodes as the measured machine.
+    #[arg(long, value_name = "PRESET")]
+    pub preset: String,
+    /// Override a value of the starting preset: dotted key = TOML value (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Write the calibrated preset to this TOML file: every value of the starting preset
+    /// with its source, the fitted ones saying from which bundles and when. Load it with
+    /// `numalab model show FILE` or `numalab model run FILE`.
+    #[arg(long, value_name = "FILE.toml")]
+    pub save: Option<PathBuf>,
+    /// Output options (the `model.calibration` record).
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `numalab model list`.
@@ -148,6 +196,7 @@ pub fn run(args: ModelArgs) -> CliResult {
         ModelCommand::List(a) => list(a),
         ModelCommand::Show(a) => show(a),
         ModelCommand::Run(a) => run_experiment(*a),
+        ModelCommand::Calibrate(a) => calibrate(*a),
     }
 }
 
@@ -420,4 +469,126 @@ fn run_experiment(a: RunArgs) -> CliResult {
         );
     }
     Ok(())
+}
+
+fn calibrate(a: CalibrateArgs) -> CliResult {
+    let mut bundles = Vec::new();
+    for path in &a.bundles {
+        let (b, warnings) = numalab_schema::journal::read_bundle(path).map_err(|e| {
+            CliError::new(
+                ErrorClass::Input,
+                format!("{e}; give a folder numalab wrote with --out (e.g. by `numalab evaluate --out DIR`) or a bundle file"),
+            )
+        })?;
+        for w in warnings {
+            eprintln!("numalab: warning: {w}");
+        }
+        bundles.push((path.display().to_string(), b));
+    }
+    if let Some(p) = &a.save {
+        if p.is_dir() {
+            return Err(usage(format!(
+                "--save {}: this is a folder; give a file name such as mine.toml",
+                p.display()
+            )));
+        }
+    }
+    let mut cal = numalab_model::calibrate::calibrate(&a.preset, &a.sets, &bundles)?;
+    let all_sets: Vec<String> = a.sets.iter().chain(&cal.calibrated_sets).cloned().collect();
+    let fitted = Model::load(&a.preset, &all_sets)?;
+    if let Some(p) = &a.save {
+        let text = numalab_model::calibrate::preset_text(&cal, &numalab_schema::record::now_utc())?;
+        write_file(p, &text)?;
+        cal.preset_file = Some(p.display().to_string());
+    }
+    let config = serde_json::json!({
+        "preset": a.preset,
+        "sets": a.sets,
+        "bundles": cal.bundles,
+        "save": a.save,
+    });
+    let mut rec = Recorder::new(
+        &a.output,
+        config,
+        Origin::Modeled,
+        numalab_model::machine::host(&fitted),
+    )?;
+    let key = format!(
+        "model/calibration/{}{}/from/{}",
+        a.preset,
+        a.sets.iter().map(|s| format!("/{s}")).collect::<String>(),
+        cal.bundles.join("+")
+    );
+    rec.push(Record::new(key, Origin::Modeled, &cal))?;
+    let json = rec.json();
+    rec.finish()?;
+    if !json {
+        print_calibration(&cal);
+    }
+    Ok(())
+}
+
+fn print_calibration(c: &numalab_model::records::Calibration) {
+    println!(
+        "{}  calibrated to {} ({} figures)",
+        paint("1", &c.preset),
+        c.bundles.join(", "),
+        c.figures.len()
+    );
+    println!();
+    println!(
+        "{:<28} {:>10} {:>10} {:>9} {:>8}  status",
+        "parameter", "start", "fitted", "+- s.e.", "saved"
+    );
+    for p in &c.parameters {
+        let se = p.std_error.map_or("-".to_string(), |s| format!("{s:.3}"));
+        println!(
+            "{:<28} {:>10} {:>10.3} {:>9} {:>8}  {} ({})",
+            p.key,
+            format!("{}", p.start),
+            p.value,
+            se,
+            format!("{}", p.saved),
+            p.status,
+            p.unit
+        );
+        if let Some(n) = &p.note {
+            println!("    {n}");
+        }
+    }
+    println!();
+    println!(
+        "{:<26} {:>10} {:>10} {:>10} {:>10} {:>8}",
+        "figure", "measured", "before", "calibrated", "residual", "%"
+    );
+    for f in &c.figures {
+        let what = match f.kind.as_str() {
+            "c2c" => format!("c2c {}<->{} {}", f.cpu_node, f.mem_node, f.unit),
+            k => format!("{k} {}->{} {}", f.cpu_node, f.mem_node, f.unit),
+        };
+        println!(
+            "{:<26} {:>10.2} {:>10.2} {:>10.2} {:>+10.2} {:>+8.1}",
+            what, f.measured, f.modeled_before, f.modeled, f.residual, f.residual_percent
+        );
+    }
+    println!();
+    for r in &c.rms {
+        println!(
+            "RMS residual {:<13} {:>3} figures: {:.2} {} ({:.1}%), {:.2} {} before",
+            r.kind, r.figures, r.rms, r.unit, r.rms_percent, r.rms_before, r.unit
+        );
+    }
+    for n in &c.notes {
+        println!("note: {n}");
+    }
+    match &c.preset_file {
+        Some(p) => println!(
+            "\nsaved the calibrated preset to {p}: `numalab model show {p}`, `numalab model run {p} --experiment ...`"
+        ),
+        None => println!(
+            "\n(--save FILE.toml writes the calibrated preset; the same as --preset {} --set {})",
+            c.preset,
+            c.calibrated_sets.join(" --set ")
+        ),
+    }
 }

@@ -1,7 +1,7 @@
 //! `numalab model`: exit codes and messages for bad input, the JSON contracts of `show`
 //! and `run` (read with independent structs), resuming from a journal, the SVG.
 
-use crate::common::{self, assert_ok, numalab, refused, RecordJson};
+use crate::common::{self, assert_ok, fixture, numalab, p, refused, RecordJson};
 
 #[test]
 fn error_table() {
@@ -302,4 +302,137 @@ fn list_names_every_preset() {
     ] {
         assert!(s.contains(p), "{p}");
     }
+}
+
+#[test]
+fn calibrate_refuses_what_it_cannot_fit() {
+    let vm = fixture("bundles", "vm-quick-run-1");
+    let policy = fixture("bundles", "vm-policy");
+    let tmp = tempfile::tempdir().unwrap();
+    // (args, exit code, text expected on stderr)
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (
+            vec!["model", "calibrate", &vm, "--preset", "mesh:slc-node"],
+            3,
+            "has 1 NUMA node(s), preset mesh:slc-node has 4",
+        ),
+        (
+            vec!["model", "calibrate", &policy, "--preset", "mesh"],
+            3,
+            "no record to calibrate to (found 1 harness.policy, 12 harness.run)",
+        ),
+        (
+            vec!["model", "calibrate", "/nonexistent/run", "--preset", "mesh"],
+            3,
+            "/nonexistent/run",
+        ),
+        (
+            vec![
+                "model",
+                "calibrate",
+                &vm,
+                "--preset",
+                "mesh",
+                "--save",
+                p(tmp.path()),
+            ],
+            2,
+            "this is a folder",
+        ),
+        (vec!["model", "calibrate", &vm], 2, "--preset"),
+        (vec!["model", "calibrate", "--preset", "mesh"], 2, "BUNDLE"),
+    ];
+    for (args, code, text) in cases {
+        refused(&args, code, text);
+    }
+}
+
+#[test]
+fn calibrate_saves_a_preset_that_show_and_run_load() {
+    // The real two-CPU VM bundle against the one-node mesh: memory latency, router and
+    // the depth of outstanding requests are fitted; the file must load and say so.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("vm.toml");
+    let out_dir = tmp.path().join("out");
+    let vm = fixture("bundles", "vm-quick-run-1");
+    let args = [
+        "model",
+        "calibrate",
+        &vm,
+        "--preset",
+        "mesh",
+        "--save",
+        p(&file),
+        "--out",
+        p(&out_dir),
+    ];
+    let out = numalab(&args);
+    assert_ok(&out);
+    let text = common::stdout(&out);
+    assert!(text.contains("RMS residual mem.latency"), "{text}");
+    assert!(text.contains("not-identifiable"), "{text}");
+    // The record landed in the --out folder.
+    let line = common::journal(&out_dir)
+        .lines()
+        .find(|l| l.contains("\"model.calibration\""))
+        .expect("a model.calibration record")
+        .to_string();
+    let rec: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let params = rec["data"]["parameters"].as_array().unwrap();
+    let mem = params
+        .iter()
+        .find(|p| p["key"] == "memory.ddr.latency_ns")
+        .unwrap();
+    assert_eq!(mem["status"], "fitted");
+    let saved = mem["saved"].as_f64().unwrap();
+    assert_eq!(rec["data"]["preset_file"], p(&file));
+    // The measured idle latency is 148 ns; the mesh starts at 60 ns of DRAM.
+    let fig = rec["data"]["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "mem.latency")
+        .unwrap();
+    assert!(fig["residual"].as_f64().unwrap().abs() < 2.0, "{fig}");
+    assert!(fig["modeled_before"].as_f64().unwrap() < 100.0, "{fig}");
+    // `model show FILE` loads it, with the fitted value and its source.
+    let shown: serde_json::Value = common::json(&numalab(&["model", "show", p(&file), "--json"]));
+    let v = shown["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["key"] == "memory.ddr.latency_ns")
+        .unwrap();
+    assert_eq!(v["value"].as_str().unwrap().parse::<f64>().unwrap(), saved);
+    assert!(
+        v["source"].as_str().unwrap().starts_with("calibrated on"),
+        "{v}"
+    );
+    assert_eq!(shown["name"], "mesh-calibrated");
+    // And a what-if runs on it: twice the channels.
+    let run = numalab(&[
+        "model",
+        "run",
+        p(&file),
+        "--experiment",
+        "stream-triad",
+        "--set",
+        "memory.ddr.channels_per_controller=4",
+        "--json",
+    ]);
+    assert_ok(&run);
+    // --json prints the bundle with the record.
+    let b: serde_json::Value = common::json(&numalab(&[
+        "model",
+        "calibrate",
+        &vm,
+        "--preset",
+        "mesh",
+        "--json",
+    ]));
+    assert!(b["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["kind"] == "model.calibration"));
 }
