@@ -330,8 +330,18 @@ pub(crate) mod tests {
     #[test]
     fn a_single_pair_without_pilot_still_says_when_its_samples_are_too_short() {
         let placer = FakePlacer::for_machine(&two_nodes());
-        let clock = numalab_clock::check(10_000);
-        // One round trip per sample: far shorter than any clock times to 1%.
+        // Clocks chosen so that the verdict does not hang on how fast two busy test
+        // threads ping-pong: a clock that steps once a second needs 100 s samples, one
+        // that steps every nanosecond needs 100 ns.
+        let clock_of = |step: f64| numalab_schema::clock::ClockCheck {
+            clock: "CLOCK_MONOTONIC".into(),
+            reported_resolution_ns: step,
+            observed_step_ns: step,
+            read_overhead_ns: 1.0,
+            backwards: 0,
+            reads: 1000,
+        };
+        let clock = clock_of(1e9);
         let short = Config {
             round_trips: 1,
             ..cfg()
@@ -353,8 +363,9 @@ pub(crate) mod tests {
             m.run_warnings
         );
         // Long enough samples: no such warning.
+        let clock = clock_of(1.0);
         let long = Config {
-            round_trips: 20_000,
+            round_trips: 1_000,
             ..cfg()
         };
         let mut sink = MemorySink::default();

@@ -153,9 +153,11 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         VariantArg::Cas => Variant::Cas,
         VariantArg::Flag => Variant::Flag,
     };
-    // The clock check (about 120,000 clock reads) runs beside hwloc's discovery (sysfs
-    // reads): the two are independent and each takes a few milliseconds of start-up.
-    let clock_check = std::thread::spawn(|| numalab_clock::check(100_000));
+    // The clock check runs beside hwloc's discovery (sysfs reads): the two are
+    // independent. 20,000 reads (and 5 batches of 1,000 for the overhead) find the step
+    // of any clock fine enough to time a sample; more only lengthened start-up (2.4 ms
+    // for 121,000 reads here).
+    let clock_check = std::thread::spawn(|| numalab_clock::check(20_000));
     // Plan against the topology.
     let (machine, placer) = numalab_topo::live_with_placer()?;
     let cpus = numalab_topo::select::CpuSelection::parse(&args.cpus)?.resolve(&machine)?;
