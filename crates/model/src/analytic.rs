@@ -483,8 +483,8 @@ impl<'a> SyntheticCurve<'a> {
         }
     }
 
-    /// Figures at an offered rate (packets per stop per cycle).
-    pub fn at(&self, rate: f64) -> Figures {
+    /// Every resource's load and wait at an offered rate: the unit loads scaled.
+    fn loads_at(&self, rate: f64) -> Loads {
         let mut l = self.unit.clone();
         for r in 0..l.lambda.len() {
             l.lambda[r] *= rate;
@@ -495,6 +495,12 @@ impl<'a> SyntheticCurve<'a> {
             }
         }
         self.net.finish_waits(&mut l);
+        l
+    }
+
+    /// Figures at an offered rate (packets per stop per cycle).
+    pub fn at(&self, rate: f64) -> Figures {
+        let l = self.loads_at(rate);
         let leg_rate: Vec<f64> = self.unit_rate.iter().map(|u| u * rate).collect();
         self.net.figures(&leg_rate, &l)
     }
@@ -502,17 +508,7 @@ impl<'a> SyntheticCurve<'a> {
     /// Utilization of the busiest resource at an offered rate: links and ports, and
     /// with input-queued routers the input ports with their lost allocation cycles.
     fn max_util_at(&self, rate: f64) -> f64 {
-        let mut l = self.unit.clone();
-        for r in 0..l.lambda.len() {
-            l.lambda[r] *= rate;
-            l.rho[r] *= rate;
-            l.s2[r] *= rate;
-            for i in &mut l.inrho[r] {
-                *i *= rate;
-            }
-        }
-        self.net.finish_waits(&mut l);
-        l.max_util
+        self.loads_at(rate).max_util
     }
 
     /// The offered rate at which some resource reaches 100% utilization in the model of

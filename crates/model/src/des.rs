@@ -639,23 +639,14 @@ impl<'a> Sim<'a> {
             })
             .collect();
         f.max_link_utilization = vn_max.iter().copied().fold(0.0, f64::max);
-        f.requests_per_cycle = self.done_count as f64 / m;
-        f.request_latency_cycles = self.done_latency as f64 / self.done_count.max(1) as f64;
-        f.mc_accesses_per_cycle = self.mc_count.iter().map(|&c| c as f64 / m).collect();
-        f.mc_local_accesses_per_cycle = self.mc_local.iter().map(|&c| c as f64 / m).collect();
-        f.mc_remote_accesses_per_cycle = self
-            .mc_count
-            .iter()
-            .zip(&self.mc_local)
-            .map(|(&c, &l)| (c - l) as f64 / m)
-            .collect();
-        f.mc_utilization = self
-            .mc_busy
-            .iter()
-            .zip(&self.model.mcs)
-            .map(|(b, mc)| b / m / f64::from(mc.channels))
-            .collect();
-        f.saturated = f.max_link_utilization > 0.98 || f.mc_utilization.iter().any(|&u| u > 0.98);
+        crate::traffic::AppCounts {
+            done_count: self.done_count,
+            done_latency: self.done_latency,
+            mc_count: &self.mc_count,
+            mc_local: &self.mc_local,
+            mc_busy: &self.mc_busy,
+        }
+        .fill(&mut f, self.model, m);
         f
     }
 }

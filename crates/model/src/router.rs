@@ -1357,24 +1357,15 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
     f.saturated = !drained || f.max_link_utilization > 0.98;
     if sim.app_mode {
         let c = &sim.closed;
-        f.requests_per_cycle = c.done_count as f64 / m;
-        f.request_latency_cycles = c.done_latency as f64 / c.done_count.max(1) as f64;
-        f.mc_accesses_per_cycle = c.mc_count.iter().map(|&k| k as f64 / m).collect();
-        f.mc_local_accesses_per_cycle = c.mc_local.iter().map(|&k| k as f64 / m).collect();
-        f.mc_remote_accesses_per_cycle = c
-            .mc_count
-            .iter()
-            .zip(&c.mc_local)
-            .map(|(&k, &l)| (k - l) as f64 / m)
-            .collect();
-        f.mc_utilization = c
-            .mc_busy
-            .iter()
-            .zip(&model.mcs)
-            .map(|(b, mc)| b / m / f64::from(mc.channels))
-            .collect();
         // A closed loop has packets in flight at the end by design: not a drain failure.
-        f.saturated = f.max_link_utilization > 0.98 || f.mc_utilization.iter().any(|&u| u > 0.98);
+        crate::traffic::AppCounts {
+            done_count: c.done_count,
+            done_latency: c.done_latency,
+            mc_count: &c.mc_count,
+            mc_local: &c.mc_local,
+            mc_busy: &c.mc_busy,
+        }
+        .fill(&mut f, model, m);
     }
     let stats = SimStats {
         cycles: sim.now,

@@ -404,6 +404,46 @@ pub struct Figures {
     pub saturated: bool,
 }
 
+/// A simulated application's counts over the measured window, as both discrete-event
+/// engines keep them.
+pub(crate) struct AppCounts<'a> {
+    /// Requests completed.
+    pub done_count: u64,
+    /// Their summed latency, cycles.
+    pub done_latency: u64,
+    /// Accesses per memory controller.
+    pub mc_count: &'a [u64],
+    /// Of those, from cores on the controller's node.
+    pub mc_local: &'a [u64],
+    /// Channel-busy cycles per controller.
+    pub mc_busy: &'a [f64],
+}
+
+impl AppCounts<'_> {
+    /// The application figures of `f` over `cycles` measured cycles, and `saturated`
+    /// from the busiest link and controller.
+    pub(crate) fn fill(&self, f: &mut Figures, model: &Model, cycles: f64) {
+        let m = cycles;
+        f.requests_per_cycle = self.done_count as f64 / m;
+        f.request_latency_cycles = self.done_latency as f64 / self.done_count.max(1) as f64;
+        f.mc_accesses_per_cycle = self.mc_count.iter().map(|&k| k as f64 / m).collect();
+        f.mc_local_accesses_per_cycle = self.mc_local.iter().map(|&k| k as f64 / m).collect();
+        f.mc_remote_accesses_per_cycle = self
+            .mc_count
+            .iter()
+            .zip(self.mc_local)
+            .map(|(&k, &l)| (k - l) as f64 / m)
+            .collect();
+        f.mc_utilization = self
+            .mc_busy
+            .iter()
+            .zip(&model.mcs)
+            .map(|(b, mc)| b / m / f64::from(mc.channels))
+            .collect();
+        f.saturated = f.max_link_utilization > 0.98 || f.mc_utilization.iter().any(|&u| u > 0.98);
+    }
+}
+
 /// How long to simulate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DesConfig {

@@ -285,6 +285,14 @@ fn booksim(file: &str) -> Vec<(f64, Option<(f64, f64)>)> {
         .collect()
 }
 
+/// BookSim's saturation load: the highest offered load it accepts within 1%.
+fn booksim_saturation(curve: &[(f64, Option<(f64, f64)>)]) -> f64 {
+    curve
+        .iter()
+        .filter_map(|(r, p)| p.filter(|(_, acc)| *acc >= 0.99 * r).map(|_| *r))
+        .fold(0.0, f64::max)
+}
+
 /// Checks the model against one recorded BookSim2 uniform curve:
 /// - latency within `tol_latency` at the recorded loads in `loads` that are at most 90%
 ///   of BookSim's saturation load (saturation load: the highest offered load BookSim
@@ -303,10 +311,7 @@ fn against_booksim(
 ) -> (f64, f64) {
     let m = iq(k, k, &[]);
     let curve = booksim(file);
-    let sat = curve
-        .iter()
-        .filter_map(|(r, p)| p.filter(|(_, acc)| *acc >= 0.99 * r).map(|_| *r))
-        .fold(0.0, f64::max);
+    let sat = booksim_saturation(&curve);
     let c = DesConfig {
         seed: 3,
         warmup_cycles: 3_000,
@@ -482,10 +487,7 @@ fn analytic_against_booksim(
 ) -> (f64, f64) {
     let m = iq(k, k, &[]);
     let curve = booksim(file);
-    let sat = curve
-        .iter()
-        .filter_map(|(r, p)| p.filter(|(_, acc)| *acc >= 0.99 * r).map(|_| *r))
-        .fold(0.0, f64::max);
+    let sat = booksim_saturation(&curve);
     let an = numalab_model::analytic::SyntheticCurve::new(
         &m,
         &Synthetic {

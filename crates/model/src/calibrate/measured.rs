@@ -13,7 +13,7 @@
 
 use crate::error::ModelError;
 use numalab_records::c2c::MatrixRecord;
-use numalab_records::mem::{BandwidthRecord, LatencyRecord, Load};
+use numalab_records::mem::{BandwidthRecord, LatencyRecord, Load, Placement};
 use numalab_schema::record::Bundle;
 use std::collections::BTreeMap;
 
@@ -92,6 +92,16 @@ fn input(what: &str, msg: impl Into<String>) -> ModelError {
 }
 
 /// The single element of a list, if it has exactly one.
+/// The (CPU node, memory node) cell a record measured: its matrix cell, else its
+/// placement when one CPU node read one memory node (at least 99% of the pages there).
+fn node_cell(matrix: Option<(u32, u32)>, p: &Placement) -> Option<(u32, u32)> {
+    matrix.or_else(|| {
+        (p.fraction_expected >= 0.99)
+            .then(|| Some((single(&p.cpu_nodes)?, single(&p.expected_nodes)?)))
+            .flatten()
+    })
+}
+
 fn single(v: &[u32]) -> Option<u32> {
     match v {
         [x] => Some(*x),
@@ -131,12 +141,7 @@ pub fn read(bundles: &[(String, Bundle)]) -> Result<Measured, ModelError> {
             if kind.load != Load::Idle {
                 continue;
             }
-            let cell = rec.matrix.map(|c| (c.cpu_node, c.mem_node)).or_else(|| {
-                let p = &rec.placement;
-                (p.fraction_expected >= 0.99)
-                    .then(|| Some((single(&p.cpu_nodes)?, single(&p.expected_nodes)?)))
-                    .flatten()
-            });
+            let cell = node_cell(rec.matrix.map(|c| (c.cpu_node, c.mem_node)), &rec.placement);
             let Some((c, mem)) = cell else {
                 m.notes.push(format!(
                     "{src}: skipped, its CPUs or pages are not on one node each"
@@ -207,12 +212,7 @@ pub fn read(bundles: &[(String, Bundle)]) -> Result<Measured, ModelError> {
             if rec.verified == Some(false) {
                 continue;
             }
-            let cell = rec.matrix.map(|c| (c.cpu_node, c.mem_node)).or_else(|| {
-                let p = &rec.placement;
-                (p.fraction_expected >= 0.99)
-                    .then(|| Some((single(&p.cpu_nodes)?, single(&p.expected_nodes)?)))
-                    .flatten()
-            });
+            let cell = node_cell(rec.matrix.map(|c| (c.cpu_node, c.mem_node)), &rec.placement);
             let Some((c, mem)) = cell else { continue };
             if c != mem {
                 continue; // remote bandwidth: the socket link or the mesh, not the controllers

@@ -397,17 +397,7 @@ fn fit_latency(
     for (k, p) in lat_params.iter().enumerate() {
         let start = p.start(base);
         let key = p.key(base);
-        let mut cp = CalibratedParameter {
-            key: key.clone(),
-            unit: p.unit().into(),
-            meaning: p.meaning(base),
-            start,
-            value: start,
-            std_error: None,
-            saved: start,
-            status: "fitted".into(),
-            note: None,
-        };
+        let mut cp = row(p, base, "fitted", None);
         match &fit[k] {
             Column::Fitted { value, std_error } => {
                 cp.value = start + value;
@@ -486,18 +476,12 @@ fn fit_channels(
     for pool in 0..base.pools.len() {
         let p = Param::Channel(pool);
         let key = p.key(base);
-        let start = p.start(base);
-        let mut cp = CalibratedParameter {
-            key: key.clone(),
-            unit: p.unit().into(),
-            meaning: p.meaning(base),
-            start,
-            value: start,
-            std_error: None,
-            saved: start,
-            status: "no-data".into(),
-            note: Some("no bandwidth figure of a node on this memory".into()),
-        };
+        let mut cp = row(
+            &p,
+            base,
+            "no-data",
+            Some("no bandwidth figure of a node on this memory".into()),
+        );
         if bw_pools.contains(&pool) {
             let figs: Vec<&Observed> = figures
                 .iter()
@@ -526,18 +510,7 @@ fn fit_channels(
         .collect();
     if figures.iter().any(|o| o.kind == FigureKind::Bandwidth) {
         let p = Param::Outstanding;
-        let start = p.start(base);
-        let mut cp = CalibratedParameter {
-            key: p.key(base),
-            unit: p.unit().into(),
-            meaning: p.meaning(base),
-            start,
-            value: start,
-            std_error: None,
-            saved: start,
-            status: "not-identifiable".into(),
-            note: Some("the model's controllers, not its cores, limit every bandwidth figure: kept at the preset's value".into()),
-        };
+        let mut cp = row(&p, base, "not-identifiable", Some("the model's controllers, not its cores, limit every bandwidth figure: kept at the preset's value".into()));
         if !limited.is_empty() {
             let s = with(lat_sets, &cal_sets);
             fit_outstanding(preset, sets, &s, &limited, &mut cp)?;
@@ -763,4 +736,20 @@ pub fn preset_text(cal: &Calibration, created_utc: &str) -> Result<String, Model
         }
     }
     Ok(out)
+}
+
+/// A parameter's row at the preset's value: `status` and `note` say why it stands so.
+fn row(p: &Param, base: &Model, status: &str, note: Option<String>) -> CalibratedParameter {
+    let start = p.start(base);
+    CalibratedParameter {
+        key: p.key(base),
+        unit: p.unit().into(),
+        meaning: p.meaning(base),
+        start,
+        value: start,
+        std_error: None,
+        saved: start,
+        status: status.into(),
+        note,
+    }
 }

@@ -30,6 +30,19 @@ pub struct Terms {
     pub pool_reads: Vec<f64>,
 }
 
+impl Terms {
+    /// Nothing yet but the one home lookup every latency figure pays.
+    fn one_lookup(model: &Model) -> Terms {
+        Terms {
+            ns: 0.0,
+            hops: 0.0,
+            lookups: 1.0,
+            crossings: 0.0,
+            pool_reads: vec![0.0; model.pools.len()],
+        }
+    }
+}
+
 fn hops_and_crossings(model: &Model, a: u32, b: u32) -> (f64, f64) {
     let (links, crossings) = model.geo.route(a, b);
     (links.len() as f64, f64::from(crossings))
@@ -43,13 +56,7 @@ pub fn mem_latency(model: &Model, cpu_node: u32, mem_node: u32) -> Option<Terms>
     if cores.is_empty() {
         return None;
     }
-    let mut t = Terms {
-        ns: 0.0,
-        hops: 0.0,
-        lookups: 1.0,
-        crossings: 0.0,
-        pool_reads: vec![0.0; model.pools.len()],
-    };
+    let mut t = Terms::one_lookup(model);
     let locs: Vec<_> = (0..LINES).map(|l| model.locate(mem_node, l)).collect();
     let n = (cores.len() * locs.len()) as f64;
     for &c in cores {
@@ -82,13 +89,7 @@ pub fn c2c(model: &Model, a: u32, b: u32) -> Option<Terms> {
         targets: Vec::new(),
     };
     let m = latency::core_to_core_matrix(model, &p, None);
-    let mut t = Terms {
-        ns: 0.0,
-        hops: 0.0,
-        lookups: 1.0,
-        crossings: 0.0,
-        pool_reads: vec![0.0; model.pools.len()],
-    };
+    let mut t = Terms::one_lookup(model);
     let mut n = 0usize;
     for (i, &x) in ca.iter().enumerate() {
         for (jj, &y) in cb.iter().enumerate() {
