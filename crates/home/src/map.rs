@@ -293,6 +293,9 @@ fn refine_cpus(
 pub const REREAD_LINES: usize = 512;
 /// Groups whose re-read lines land in the same group less often than this are dropped.
 pub const REPRODUCE_MIN: f64 = 0.8;
+/// With physical addresses known, groups whose address hash is not recovered, or
+/// predicts fewer lines than this share, are not homes and are dropped.
+pub const HASH_AGREEMENT_MIN: f64 = 0.9;
 /// Each group has at least this many re-read lines (all of its lines when it has fewer).
 pub const REREAD_PER_GROUP: usize = 24;
 /// A group whose own re-read lines land in it less often than this did not reproduce.
@@ -685,18 +688,31 @@ fn map_once(
         homes_c = Clusters::single(&fwd, sigma);
     }
     let mut again_fwd = Some(again);
-    let home_profiles = ids(&homes_c)?;
-    let mut conf: Vec<f64> = homes_c.confidence.clone();
+    let mut home_profiles = ids(&homes_c)?;
     let phys = buf.page_phys.as_ref();
-    let (home_hash, home_ids, changed) = fit_hash(
-        "home",
-        &home_profiles,
-        &lines,
-        lpp,
-        buf.line_bytes,
-        &sample,
-        phys,
-    );
+    let fit =
+        |profiles: &[u8]| fit_hash("home", profiles, &lines, lpp, buf.line_bytes, &sample, phys);
+    let (mut home_hash, mut home_ids, mut changed) = fit(&home_profiles);
+    // A home is a function of the physical address. With physical addresses known, groups
+    // that no hash of them explains are not homes, however well they reproduce: an
+    // artefact of the reading order (the adjacent-line prefetcher pairs lines whose
+    // address differs in bit 6, and a fully read page shows it where sampled pages do
+    // not) reproduces on every reading.
+    if phys.is_some()
+        && homes_c.centroids.len() > 1
+        && (home_hash.status != "recovered" || home_hash.agreement < HASH_AGREEMENT_MIN)
+    {
+        notes.push(format!(
+            "The lines fell into {} groups that reproduce, but no hash of their physical addresses explains them (the fit: {}, {:.1}% of lines): they are not homes (an effect of the reading order, such as the adjacent-line prefetcher, reproduces too) and are dropped.",
+            homes_c.centroids.len(),
+            home_hash.status,
+            100.0 * home_hash.agreement
+        ));
+        homes_c = Clusters::single(&fwd, sigma);
+        home_profiles = ids(&homes_c)?;
+        (home_hash, home_ids, changed) = fit(&home_profiles);
+    }
+    let mut conf: Vec<f64> = homes_c.confidence.clone();
     if changed > 0 {
         notes.push(format!(
             "The home hash relabelled {changed} of {} lines that their profiles had put in another group.",

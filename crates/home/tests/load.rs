@@ -219,3 +219,82 @@ fn a_burst_of_load_on_a_mesh_leaves_every_home_in_place() {
     let same = same_partition(&ids_b, &ids);
     assert!(same >= 0.99, "{same}: {notes_b:?}");
 }
+
+/// A flat machine whose fully read first page shows an effect of the reading order:
+/// every odd line of page 0 reads `add_ns` slower (as the adjacent-line prefetcher can
+/// make a line's buddy look), the same on every reading. Physical addresses are known.
+struct OrderEffect {
+    flat: Flat,
+    add_ns: f64,
+}
+
+impl HomeProbe for OrderEffect {
+    fn buffer(&self) -> &BufferInfo {
+        self.flat.buffer()
+    }
+    fn cpus(&self) -> Vec<u32> {
+        self.flat.cpus()
+    }
+    fn fingerprint(&self) -> Fingerprint {
+        self.flat.fingerprint()
+    }
+    fn origin(&self) -> &'static str {
+        self.flat.origin()
+    }
+    fn read_ns(
+        &mut self,
+        access: Access,
+        reader: u32,
+        owner: Option<u32>,
+        lines: &[Line],
+        repeats: u32,
+    ) -> Result<Vec<f64>, HomeError> {
+        let mut v = self.flat.read_ns(access, reader, owner, lines, repeats)?;
+        for (x, l) in v.iter_mut().zip(lines) {
+            if l.page == 0 && l.offset % 2 == 1 {
+                *x += self.add_ns;
+            }
+        }
+        Ok(v)
+    }
+    fn noise_ns(&self) -> Option<f64> {
+        self.flat.noise_ns()
+    }
+}
+
+#[test]
+fn groups_that_no_address_hash_explains_are_not_homes() {
+    // 8 MiB of 4 KiB pages at scattered physical addresses, as base pages come.
+    let pages = 2048u64;
+    let mut flat = flat();
+    flat.buffer = BufferInfo {
+        bytes: pages * 4096,
+        page_bytes: 4096,
+        huge_pages: false,
+        line_bytes: 64,
+        page_phys: Some(
+            (0..pages)
+                .map(|i| ((i * 7919 + 13) % 65_536) * 4096)
+                .collect(),
+        ),
+        phys_note: None,
+    };
+    let mut p = OrderEffect { flat, add_ns: 30.0 };
+    // As the live map that showed it: 64 reads per line, 4 lines sampled per page.
+    let opts = MapOptions {
+        sample_lines: 4,
+        repeats: 64,
+        ..flat_opts()
+    };
+    let m = map(&mut p, None, &opts, &mut Quiet).unwrap();
+    let r = &m.record;
+    assert!(!r.structure_visible, "{:?}", r.notes);
+    assert_eq!(r.homes.len(), 1);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("no hash of their physical addresses")),
+        "{:?}",
+        r.notes
+    );
+}
