@@ -14,16 +14,16 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::ops::Range;
 
-/// Adds `add_ns` to every read made while the count of line reads so far is in
-/// `window` (a burst of load elsewhere, in the probe's own time).
-struct Burst<P> {
+/// A probe whose reads are changed by `adjust(read count so far, line)`, which returns
+/// the nanoseconds to add: load elsewhere on the machine or an effect of the reading
+/// order, in the probe's own time.
+struct Adjust<P, F> {
     inner: P,
     reads: u64,
-    window: Range<u64>,
-    add_ns: f64,
+    adjust: F,
 }
 
-impl<P: HomeProbe> HomeProbe for Burst<P> {
+impl<P: HomeProbe, F: FnMut(u64, &Line) -> f64> HomeProbe for Adjust<P, F> {
     fn buffer(&self) -> &BufferInfo {
         self.inner.buffer()
     }
@@ -45,16 +45,28 @@ impl<P: HomeProbe> HomeProbe for Burst<P> {
         repeats: u32,
     ) -> Result<Vec<f64>, HomeError> {
         let mut v = self.inner.read_ns(access, reader, owner, lines, repeats)?;
-        for x in &mut v {
-            if self.window.contains(&self.reads) {
-                *x += self.add_ns;
-            }
+        for (x, l) in v.iter_mut().zip(lines) {
+            *x += (self.adjust)(self.reads, l);
             self.reads += 1;
         }
         Ok(v)
     }
     fn noise_ns(&self) -> Option<f64> {
         self.inner.noise_ns()
+    }
+}
+
+/// Adds `add_ns` to every read made while the count of line reads so far is in
+/// `window` (a burst of load elsewhere).
+fn burst<P: HomeProbe>(
+    inner: P,
+    window: Range<u64>,
+    add_ns: f64,
+) -> Adjust<P, impl FnMut(u64, &Line) -> f64> {
+    Adjust {
+        inner,
+        reads: 0,
+        adjust: move |read, _: &Line| if window.contains(&read) { add_ns } else { 0.0 },
     }
 }
 
@@ -147,12 +159,7 @@ fn a_flat_machine_shows_no_structure_without_load() {
 fn a_burst_of_load_on_a_flat_machine_is_not_a_home() {
     // 32768 lines, one reader: a burst over 1,500 of them (4.6%) adds 12 ns, four
     // times the reads' noise and far above a profile's.
-    let mut p = Burst {
-        inner: flat(),
-        reads: 0,
-        window: 20_000..21_500,
-        add_ns: 12.0,
-    };
+    let mut p = burst(flat(), 20_000..21_500, 12.0);
     let m = map(&mut p, None, &flat_opts(), &mut Quiet).unwrap();
     let r = &m.record;
     assert!(!r.structure_visible, "{:?}", r.notes);
@@ -174,12 +181,7 @@ fn knl_with_burst(add_ns: f64) -> (usize, Vec<u8>, Vec<String>) {
     t.page_bytes = 64 << 10;
     t.pages = 20;
     let machine = TruthMachine::generate(&t).unwrap();
-    let mut p = Burst {
-        inner: TruthProbe::new(machine),
-        reads: 0,
-        window: 3_000..3_400,
-        add_ns,
-    };
+    let mut p = burst(TruthProbe::new(machine), 3_000..3_400, add_ns);
     let opts = MapOptions {
         interfaces: false,
         refine_cpus: false,
@@ -220,48 +222,6 @@ fn a_burst_of_load_on_a_mesh_leaves_every_home_in_place() {
     assert!(same >= 0.99, "{same}: {notes_b:?}");
 }
 
-/// A flat machine whose fully read first page shows an effect of the reading order:
-/// every odd line of page 0 reads `add_ns` slower (as the adjacent-line prefetcher can
-/// make a line's buddy look), the same on every reading. Physical addresses are known.
-struct OrderEffect {
-    flat: Flat,
-    add_ns: f64,
-}
-
-impl HomeProbe for OrderEffect {
-    fn buffer(&self) -> &BufferInfo {
-        self.flat.buffer()
-    }
-    fn cpus(&self) -> Vec<u32> {
-        self.flat.cpus()
-    }
-    fn fingerprint(&self) -> Fingerprint {
-        self.flat.fingerprint()
-    }
-    fn origin(&self) -> &'static str {
-        self.flat.origin()
-    }
-    fn read_ns(
-        &mut self,
-        access: Access,
-        reader: u32,
-        owner: Option<u32>,
-        lines: &[Line],
-        repeats: u32,
-    ) -> Result<Vec<f64>, HomeError> {
-        let mut v = self.flat.read_ns(access, reader, owner, lines, repeats)?;
-        for (x, l) in v.iter_mut().zip(lines) {
-            if l.page == 0 && l.offset % 2 == 1 {
-                *x += self.add_ns;
-            }
-        }
-        Ok(v)
-    }
-    fn noise_ns(&self) -> Option<f64> {
-        self.flat.noise_ns()
-    }
-}
-
 #[test]
 fn groups_that_no_address_hash_explains_are_not_homes() {
     // 8 MiB of 4 KiB pages at scattered physical addresses, as base pages come.
@@ -279,7 +239,20 @@ fn groups_that_no_address_hash_explains_are_not_homes() {
         ),
         phys_note: None,
     };
-    let mut p = OrderEffect { flat, add_ns: 30.0 };
+    // A flat machine whose fully read first page shows an effect of the reading order:
+    // every odd line of page 0 reads 30 ns slower (as the adjacent-line prefetcher can
+    // make a line's buddy look), the same on every reading.
+    let mut p = Adjust {
+        inner: flat,
+        reads: 0,
+        adjust: |_, l: &Line| {
+            if l.page == 0 && l.offset % 2 == 1 {
+                30.0
+            } else {
+                0.0
+            }
+        },
+    };
     // As the live map that showed it: 64 reads per line, 4 lines sampled per page.
     let opts = MapOptions {
         sample_lines: 4,
