@@ -3,9 +3,8 @@
 //! the group's spread, a relative floor and the node's own repetitions.
 
 use super::input::{FleetInput, FleetNode};
-use crate::fingerprint::{firmware_of, Fingerprint};
-use crate::metrics::{metrics, Metric};
-use numalab_records::memconfig::MemConfig;
+use crate::fingerprint::Fingerprint;
+use crate::metrics::Metric;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -310,69 +309,27 @@ struct Facts<'a> {
     memory: Option<String>,
     kernel: Option<String>,
     firmware: Option<String>,
-    metrics: Vec<Metric>,
-}
-
-/// The memory configuration in words, the part of it that is in the grouping key:
-/// populated channels, memory types and transfer rates.
-pub fn memory_key(mc: &MemConfig) -> Option<String> {
-    if mc.channels.is_empty() {
-        return None;
-    }
-    let mut types: Vec<&str> = mc.channels.iter().map(|c| c.memory_type.as_str()).collect();
-    types.sort_unstable();
-    types.dedup();
-    let mut speeds: Vec<u32> = mc.channels.iter().filter_map(|c| c.speed_mts).collect();
-    speeds.sort_unstable();
-    speeds.dedup();
-    let speeds = if speeds.is_empty() {
-        "speed unknown".to_string()
-    } else {
-        format!(
-            "{} MT/s",
-            speeds
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()
-                .join("/")
-        )
-    };
-    Some(format!(
-        "{} channel{} {} at {speeds}",
-        mc.channels.len(),
-        if mc.channels.len() == 1 { "" } else { "s" },
-        types.join("/")
-    ))
+    metrics: &'a [Metric],
 }
 
 fn facts(node: &FleetNode) -> Facts<'_> {
-    let Some(l) = &node.bundle else {
-        return Facts {
+    match &node.facts {
+        Some(f) => Facts {
+            node,
+            fingerprint: Some(f.fingerprint.clone()),
+            memory: f.memory.clone(),
+            kernel: f.kernel.clone(),
+            firmware: f.firmware.clone(),
+            metrics: &f.metrics,
+        },
+        None => Facts {
             node,
             fingerprint: None,
             memory: None,
             kernel: None,
             firmware: None,
-            metrics: Vec::new(),
-        };
-    };
-    let host = &l.bundle.envelope.host;
-    let memory = l
-        .records_of::<MemConfig>()
-        .into_iter()
-        .find_map(|(_, m)| memory_key(&m));
-    let mut ms = metrics(l);
-    for m in &mut ms {
-        m.samples.retain(|v| v.is_finite());
-    }
-    ms.retain(|m| !m.samples.is_empty());
-    Facts {
-        node,
-        fingerprint: Some(Fingerprint::of(host)),
-        memory,
-        kernel: host.kernel.clone(),
-        firmware: firmware_of(host),
-        metrics: ms,
+            metrics: &[],
+        },
     }
 }
 
@@ -557,7 +514,7 @@ fn differences(a: &Group, b: &Group) -> Vec<String> {
 fn headline(all: &[Facts<'_>]) -> Vec<FigureInfo> {
     let mut count: HashMap<FigureKey, (usize, FigureInfo)> = HashMap::new();
     for f in all {
-        for m in &f.metrics {
+        for m in f.metrics {
             let key = FigureKey {
                 id: m.id.clone(),
                 setup: m.setup.clone(),
@@ -658,7 +615,7 @@ pub fn analyse(input: &FleetInput, o: &Options) -> FleetReport {
         let mut order: Vec<FigureKey> = Vec::new();
         let mut per: HashMap<FigureKey, (FigureInfo, NodeSamples)> = HashMap::new();
         for &i in members {
-            for m in &all[i].metrics {
+            for m in all[i].metrics {
                 let k = FigureKey {
                     id: m.id.clone(),
                     setup: m.setup.clone(),
@@ -774,11 +731,7 @@ pub fn analyse(input: &FleetInput, o: &Options) -> FleetReport {
             };
             NodeRow {
                 node: f.node.name.clone(),
-                host: f
-                    .node
-                    .bundle
-                    .as_ref()
-                    .and_then(|l| l.bundle.envelope.host.hostname.clone()),
+                host: f.node.facts.as_ref().and_then(|x| x.hostname.clone()),
                 group: group_of.get(&i).copied(),
                 fingerprint: f.fingerprint.as_ref().map(|x| x.fingerprint.clone()),
                 kernel: f.kernel.clone(),
@@ -807,7 +760,7 @@ pub fn analyse(input: &FleetInput, o: &Options) -> FleetReport {
         .iter()
         .filter(|n| {
             let done = n.status.as_ref().is_some_and(|s| s.is_done());
-            !done || n.bundle.is_none()
+            !done || n.facts.is_none()
         })
         .map(|n| FailedNode {
             node: n.name.clone(),
@@ -816,7 +769,7 @@ pub fn analyse(input: &FleetInput, o: &Options) -> FleetReport {
             duration_s: n.status.as_ref().and_then(|s| s.duration_s),
             message: n.status.as_ref().and_then(|s| s.message.clone()),
             stderr_tail: n.status.as_ref().and_then(|s| s.stderr_tail.clone()),
-            has_bundle: n.bundle.is_some(),
+            has_bundle: n.facts.is_some(),
             problems: n.problems.clone(),
         })
         .collect();

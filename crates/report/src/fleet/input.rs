@@ -3,7 +3,10 @@
 //! them. A node whose bundle or status cannot be read keeps its problem beside its
 //! name; only a fleet folder that cannot be listed at all is an error.
 
+use crate::fingerprint::{firmware_of, Fingerprint};
 use crate::load::{load, Loaded};
+use crate::metrics::{metrics, Metric};
+use numalab_records::memconfig::MemConfig;
 use numalab_schema::input;
 use numalab_schema::text::{excerpt, os_text, path_text};
 use serde::{Deserialize, Serialize};
@@ -56,8 +59,10 @@ pub struct FleetNode {
     pub path: PathBuf,
     /// Its `status.json` (None: absent or unreadable, see `problems`).
     pub status: Option<NodeStatus>,
-    /// Its bundle (None: absent or unreadable, see `problems`).
-    pub bundle: Option<Loaded>,
+    /// What the report needs of its bundle (None: absent or unreadable, see
+    /// `problems`). The bundle itself is dropped once read, so a fleet of thousands of
+    /// nodes is held as their figures, not their records.
+    pub facts: Option<NodeFacts>,
     /// What went wrong reading it, each in a sentence.
     pub problems: Vec<String>,
 }
@@ -70,6 +75,79 @@ impl FleetNode {
             .and_then(|s| s.state.clone())
             .unwrap_or_else(|| "unknown".into())
     }
+}
+
+/// What one node's bundle contributes to the fleet report.
+#[derive(Debug, Clone)]
+pub struct NodeFacts {
+    /// Host name in the bundle.
+    pub hostname: Option<String>,
+    /// Hardware identity, the grouping key.
+    pub fingerprint: Fingerprint,
+    /// The SMBIOS memory configuration in words ([`memory_key`]), when recorded.
+    pub memory: Option<String>,
+    /// Kernel release.
+    pub kernel: Option<String>,
+    /// Firmware (BIOS vendor, version, date), when the topology has it.
+    pub firmware: Option<String>,
+    /// Its comparable figures, with finite samples only.
+    pub metrics: Vec<Metric>,
+}
+
+impl NodeFacts {
+    /// Reads what the report needs from a loaded bundle.
+    pub fn of(l: &Loaded) -> NodeFacts {
+        let host = &l.bundle.envelope.host;
+        let memory = l
+            .records_of::<MemConfig>()
+            .into_iter()
+            .find_map(|(_, m)| memory_key(&m));
+        let mut ms = metrics(l);
+        for m in &mut ms {
+            m.samples.retain(|v| v.is_finite());
+        }
+        ms.retain(|m| !m.samples.is_empty());
+        NodeFacts {
+            hostname: host.hostname.clone(),
+            fingerprint: Fingerprint::of(host),
+            memory,
+            kernel: host.kernel.clone(),
+            firmware: firmware_of(host),
+            metrics: ms,
+        }
+    }
+}
+
+/// The memory configuration in words, the part of it that is in the grouping key:
+/// populated channels, memory types and transfer rates.
+pub fn memory_key(mc: &MemConfig) -> Option<String> {
+    if mc.channels.is_empty() {
+        return None;
+    }
+    let mut types: Vec<&str> = mc.channels.iter().map(|c| c.memory_type.as_str()).collect();
+    types.sort_unstable();
+    types.dedup();
+    let mut speeds: Vec<u32> = mc.channels.iter().filter_map(|c| c.speed_mts).collect();
+    speeds.sort_unstable();
+    speeds.dedup();
+    let speeds = if speeds.is_empty() {
+        "speed unknown".to_string()
+    } else {
+        format!(
+            "{} MT/s",
+            speeds
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join("/")
+        )
+    };
+    Some(format!(
+        "{} channel{} {} at {speeds}",
+        mc.channels.len(),
+        if mc.channels.len() == 1 { "" } else { "s" },
+        types.join("/")
+    ))
 }
 
 /// A fleet folder, read.
@@ -131,7 +209,7 @@ pub fn load_node(name: &str, dir: &Path) -> FleetNode {
         name: crate::shorten(name, MAX_NAME_CHARS),
         path: dir.to_path_buf(),
         status: None,
-        bundle: None,
+        facts: None,
         problems: Vec::new(),
     };
     let status = dir.join("status.json");
@@ -151,7 +229,7 @@ pub fn load_node(name: &str, dir: &Path) -> FleetNode {
                     node.problems
                         .push(format!("results.jsonl: {}", excerpt(&w.message, 300)));
                 }
-                node.bundle = Some(l);
+                node.facts = Some(NodeFacts::of(&l));
             }
             Err(e) => node.problems.push(excerpt(&e.message, 500)),
         }

@@ -16,12 +16,12 @@ mod input;
 mod render;
 
 pub use analyse::{
-    analyse, fmt_value, memory_key, Direction, FailedNode, FigureInfo, FigureKey, FigureStats,
-    FleetReport, Group, NodeRow, NodeValue, Options, Outlier, FLEET_REPORT_VERSION, MAD_SCALE,
+    analyse, fmt_value, Direction, FailedNode, FigureInfo, FigureKey, FigureStats, FleetReport,
+    Group, NodeRow, NodeValue, Options, Outlier, FLEET_REPORT_VERSION, MAD_SCALE,
 };
 pub use input::{
-    load_fleet, load_node, read_status, FleetError, FleetInput, FleetNode, NodeStatus,
-    MAX_MESSAGE_CHARS, MAX_NAME_CHARS, MAX_STATUS_BYTES, MAX_STDERR_CHARS,
+    load_fleet, load_node, memory_key, read_status, FleetError, FleetInput, FleetNode, NodeFacts,
+    NodeStatus, MAX_MESSAGE_CHARS, MAX_NAME_CHARS, MAX_STATUS_BYTES, MAX_STDERR_CHARS,
 };
 pub use render::{
     document, figure_chart, render_html, render_json, render_text, TERMINAL_NODE_ROWS,

@@ -46,7 +46,7 @@ fn node(name: &str, b: Bundle, state: &str) -> FleetNode {
             exit_code: Some(if state == "done" { 0 } else { 1 }),
             ..Default::default()
         }),
-        bundle: Some(Loaded::from_bundle(name, b)),
+        facts: Some(NodeFacts::of(&Loaded::from_bundle(name, b))),
         problems: Vec::new(),
     }
 }
@@ -59,11 +59,12 @@ fn fleet(nodes: Vec<FleetNode>) -> FleetInput {
 }
 
 /// n1..n6 at 100, 100.2, 99.8, 102 (2% high), 100, 80 (20% low) GB/s.
+const SIX: [f64; 6] = [100.0, 100.2, 99.8, 102.0, 100.0, 80.0];
+
+/// The [`SIX`] nodes.
 fn six() -> FleetInput {
-    let values = [100.0, 100.2, 99.8, 102.0, 100.0, 80.0];
     fleet(
-        values
-            .iter()
+        SIX.iter()
             .enumerate()
             .map(|(i, v)| {
                 let n = format!("n{}", i + 1);
@@ -225,25 +226,25 @@ fn fleet_two_fingerprints_are_never_mixed_and_a_group_of_two_is_too_few() {
 
 #[test]
 fn fleet_kernel_and_firmware_differences_are_pointed_out() {
-    let mut f = six();
-    for n in &mut f.nodes {
-        let l = n.bundle.as_mut().unwrap();
-        let host = &mut l.bundle.envelope.host;
-        host.kernel = Some(
-            if n.name == "n6" {
-                "6.1.0-18"
-            } else {
-                "6.1.0-21"
-            }
-            .into(),
-        );
-        let infos = &mut host.topology.as_mut().unwrap().infos;
-        infos.insert("DMIBIOSVendor".into(), "Acme".into());
-        infos.insert(
-            "DMIBIOSVersion".into(),
-            if n.name == "n6" { "1.2" } else { "1.4" }.into(),
-        );
-    }
+    // The six nodes, n6 with an older kernel and firmware.
+    let f = fleet(
+        SIX.iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let n = format!("n{}", i + 1);
+                let mut b = bundle(&n, &reps(*v));
+                let host = &mut b.envelope.host;
+                host.kernel = Some(if n == "n6" { "6.1.0-18" } else { "6.1.0-21" }.into());
+                let infos = &mut host.topology.as_mut().unwrap().infos;
+                infos.insert("DMIBIOSVendor".into(), "Acme".into());
+                infos.insert(
+                    "DMIBIOSVersion".into(),
+                    if n == "n6" { "1.2" } else { "1.4" }.into(),
+                );
+                node(&n, b, "done")
+            })
+            .collect(),
+    );
     let r = analyse(&f, &Options::default());
     let o = &r.outliers[0];
     assert_eq!(o.kernel.as_deref(), Some("6.1.0-18"));
@@ -272,7 +273,7 @@ fn fleet_failed_node_is_listed_with_its_stderr() {
             stderr_tail: Some("step mem.bandwidth\nkilled after 3600 s\n".into()),
             message: None,
         }),
-        bundle: None,
+        facts: None,
         problems: Vec::new(),
     });
     let r = analyse(&f, &Options::default());
@@ -394,7 +395,7 @@ fn fleet_folder_with_broken_nodes_loads_and_keeps_their_problems() {
     let names: Vec<&str> = input.nodes.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(names, ["bad", "lf", "n1", "n2", "n3", "n4"]);
     let bad = &input.nodes[0];
-    assert!(bad.bundle.is_none() && bad.status.is_none());
+    assert!(bad.facts.is_none() && bad.status.is_none());
     assert_eq!(bad.problems.len(), 2, "{:?}", bad.problems);
     assert!(input.nodes[2].status.as_ref().unwrap().is_done());
     let r = analyse(&input, &Options::default());
