@@ -99,16 +99,12 @@ fn main() {
         )
         .expect("mesh preset");
         println!("\n{file} (BookSim2 vs numalab input-queued router)");
-        // The analytic engine runs numalab's own patterns: its transpose leaves the
-        // diagonal silent where BookSim's sends to itself (no link is touched either way).
-        let curve = SyntheticCurve::new(
-            &model,
-            &Synthetic {
-                pattern,
-                rate: 1e-9,
-                flits,
-            },
-        );
+        // The analytic engine takes the same traffic: BookSim's transpose as flows.
+        let curve = match workload(k, pattern, 1.0, flits) {
+            Workload::Flows { flows, flits } => SyntheticCurve::from_flows(&model, &flows, flits),
+            Workload::Synthetic { traffic, .. } => SyntheticCurve::new(&model, &traffic),
+            Workload::App(_) => unreachable!("synthetic curves only"),
+        };
         println!(
             "{:>8} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10} {:>8}",
             "offered",

@@ -25,6 +25,7 @@
 
 use crate::geometry::Hop;
 use crate::model::{Model, VN_NAMES};
+use crate::router::Flow;
 use crate::traffic::{
     node_matrices, plan, App, Data, Figures, Op, Outcome, Step, Synthetic, VnFigures,
 };
@@ -457,23 +458,43 @@ pub struct SyntheticCurve<'a> {
 impl<'a> SyntheticCurve<'a> {
     /// Routes every packet of the pattern (socket 0's stops, one virtual network).
     pub fn new(model: &'a Model, traffic: &Synthetic) -> Self {
-        let mut net = Network::new(model);
-        let mut unit_rate: Vec<f64> = Vec::new();
+        let mut flows = Vec::new();
         for src in 0..Synthetic::stops(model) {
             for (dst, p) in traffic.destinations(model, src) {
                 if p > 0.0 {
-                    let id = net.leg(src, dst, 0) as usize;
-                    if unit_rate.len() <= id {
-                        unit_rate.resize(id + 1, 0.0);
-                    }
-                    unit_rate[id] += p;
+                    flows.push(Flow {
+                        src,
+                        dst,
+                        rate: p,
+                        vn: 0,
+                    });
                 }
+            }
+        }
+        Self::from_flows(model, &flows, traffic.flits)
+    }
+
+    /// Routes explicit flows of `flits`-flit packets, each `rate` packets per cycle at
+    /// unit offered load: [`Self::at`]`(r)` scales every flow by `r`. A flow whose source
+    /// is its destination touches no link: its packets go from the stop's injection port
+    /// through its own router to its ejection port, as in the discrete-event router and
+    /// BookSim (whose transpose has the diagonal nodes send to themselves).
+    pub fn from_flows(model: &'a Model, flows: &[Flow], flits: u32) -> Self {
+        let mut net = Network::new(model);
+        let mut unit_rate: Vec<f64> = Vec::new();
+        for f in flows {
+            if f.rate > 0.0 {
+                let id = net.leg(f.src, f.dst, f.vn) as usize;
+                if unit_rate.len() <= id {
+                    unit_rate.resize(id + 1, 0.0);
+                }
+                unit_rate[id] += f.rate;
             }
         }
         // Synthetic packets may be longer than the request network's 1 flit.
         for leg in &mut net.legs {
-            leg.flits = f64::from(traffic.flits);
-            leg.t0 += f64::from(traffic.flits) - 1.0;
+            leg.t0 += f64::from(flits) - leg.flits;
+            leg.flits = f64::from(flits);
         }
         let unit = net.loads(&unit_rate, &[]);
         SyntheticCurve {
