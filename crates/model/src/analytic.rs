@@ -16,7 +16,9 @@
 //!
 //! With input-queued routers (`noc.router = "input-queued"`) the zero-load latency is
 //! their pipeline's, and input ports lose cycles in switch allocation
-//! ([`Network::allocation_losses`]), which brings saturation below the link bound.
+//! ([`Network::allocation_losses`]), which brings saturation below the link bound; their
+//! finite buffers and few VCs block packets for VCs and credits
+//! ([`Network::buffer_blocking`]), which brings it lower still.
 //!
 //! Closed-loop cores (each with `outstanding` requests) are solved as a fixed point of
 //! Little's law: rate = outstanding / round trip, with round trips from the loads the
@@ -25,6 +27,7 @@
 
 use crate::geometry::Hop;
 use crate::model::{Model, VN_NAMES};
+use crate::router::Flow;
 use crate::traffic::{
     node_matrices, plan, App, Data, Figures, Op, Outcome, Step, Synthetic, VnFigures,
 };
@@ -46,6 +49,9 @@ pub struct Network<'a> {
     /// Input-queued routers (`noc.router = "input-queued"`): their pipeline's zero-load
     /// latency and the switch allocator's losses (see [`Network::allocation_losses`]).
     iq: bool,
+    /// Input-queued routers with their finite buffers and virtual channels (see
+    /// [`Network::buffer_blocking`]); off, the input ports' buffers are unbounded.
+    finite_buffers: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +80,11 @@ struct Loads {
     /// (index: the output resource and that input port) beyond the output's own wait:
     /// requests lost in switch allocation and the input port's queue they cause.
     extra: Vec<[f64; 5]>,
+    /// Finite buffers: cycles a packet's flits are spread by waiting for credits of its
+    /// own earlier flits at a channel (see [`Network::buffer_blocking`]); a packet is
+    /// delayed by the largest of these on its route, not their sum (once spread, its
+    /// flits arrive at the next channel as fast as they leave it).
+    serial: Vec<f64>,
     /// Highest utilization of any resource: outputs, and with input-queued routers the
     /// input ports (lost allocation cycles included).
     max_util: f64,
@@ -99,6 +110,7 @@ impl<'a> Network<'a> {
             n_res,
             servers,
             iq: model.spec.noc.router == crate::spec::RouterKind::InputQueued,
+            finite_buffers: true,
         }
     }
 
@@ -191,6 +203,7 @@ impl<'a> Network<'a> {
             tracked: vec![true; self.n_res],
             wait: vec![0.0; self.n_res],
             extra: vec![[0.0; 5]; self.n_res],
+            serial: vec![0.0; self.n_res],
             max_util: 0.0,
             saturated: false,
         };
@@ -256,7 +269,11 @@ impl<'a> Network<'a> {
             l.wait[r] = w;
         }
         if self.iq {
-            self.allocation_losses(l);
+            if self.finite_buffers {
+                self.buffer_blocking(l);
+            } else {
+                self.allocation_losses(l, &[]);
+            }
         }
     }
 
@@ -286,7 +303,12 @@ impl<'a> Network<'a> {
     /// the M/G/1 wait of the attempts beyond the first (a lone stream that never loses
     /// never waits, as in the output-queued case). Saturation comes where some `U` or
     /// some output's utilization reaches 1, below the link bound.
-    fn allocation_losses(&self, l: &mut Loads) {
+    ///
+    /// `block[r]` (empty: none) is the time per packet a flit bound for output `r` holds
+    /// the head of its input port without using the switch (waiting for a downstream
+    /// VC or credit, [`Network::buffer_blocking`]); it counts against the input port
+    /// when that port has a single VC, a FIFO whose head blocks the flits behind it.
+    fn allocation_losses(&self, l: &mut Loads, block: &[f64]) -> Vec<f64> {
         let n_in = self.n_stops as usize * 5 * 4;
         let mut util = vec![0.0f64; n_in];
         let mut excess2 = vec![0.0f64; n_in];
@@ -310,6 +332,13 @@ impl<'a> Network<'a> {
                 // Second moment of the attempts, less the one attempt every flit makes.
                 excess2[idx] += f * ((2.0 - p) / (p * p) - 1.0);
                 l.extra[r][j] = lose / p;
+                if let Some(&b) = block.get(r) {
+                    // Head-of-line blocking: the port is held for `b` per packet
+                    // (exponentially distributed: second moment 2 b^2).
+                    let packets = f * l.lambda[r] / total;
+                    util[idx] += packets * b;
+                    excess2[idx] += packets * 2.0 * b * b;
+                }
             }
         }
         let mut wait_in = vec![0.0f64; n_in];
@@ -333,16 +362,206 @@ impl<'a> Network<'a> {
                 }
             }
         }
+        wait_in
+    }
+
+    /// Input-queued routers with finite buffers and few virtual channels: what a packet
+    /// waits for besides the switch. Every channel (a mesh link into the next router's
+    /// input port, the injection channel from a stop's source into its router, the
+    /// ejection port) has `vcs` VCs. A packet holds one from its VC allocation until its
+    /// tail has been sent (`wait_for_tail_credit = 0`); each flit holds one of its VC's
+    /// `buffer_flits` (B) credits from being sent until the credit is back upstream.
+    /// Per channel, for packets of L flits:
+    ///
+    /// - credit loop of a flit, `h = h0 + e_f`: `h0` for a flit that leaves the next
+    ///   buffer as soon as it may (switch allocation and traversal, link, routing and VC
+    ///   allocation for a head, link back, `credit_delay`: 7 cycles for a head with the
+    ///   reference delays, as `tests/router.rs` derives by hand; the injection channel
+    ///   has `inject_cycles` each way and no credit delay), `e_f` the flit's own losses
+    ///   in the next router's switch allocation. The head's waits there, `e_p`, hold the
+    ///   `min(L, B)` credits of the flits queued behind it, once per packet;
+    /// - a packet's VC hold: `vc_alloc_delay + L x switch attempts` (a source takes a
+    ///   free VC without allocation), plus, when the packet is longer than the buffer,
+    ///   the cycles flit `i` waits for the credit of flit `i - B`
+    ///   (`t_i = max(t_{i-1} + 1, t_{i-B} + h)`, the spread) and the head's waits
+    ///   downstream `e_p` (it keeps this VC until its tail leaves: wormhole);
+    /// - the channel's VCs are `vcs` servers whose service is the larger of the VC hold
+    ///   and the packet's share of its VC's credit loop, `(L h + min(L, B) e_p) / B` (a
+    ///   VC passes at most B flits per loop). A packet waits for a VC as in M/D/c
+    ///   (Allen-Cunneen), times the finite-input factor of the output queue (packets of
+    ///   one input port are already serialised by it; not at a source, whose packets
+    ///   come at random), and one that finds its VC busy (probability: the VCs'
+    ///   utilization) also waits out the service beyond its own hold, for credits;
+    /// - its wait at the channel is the larger of the output queue's and the VC wait,
+    ///   plus that credit wait; the spread delays it once, by the largest on its route
+    ///   (`serial`); with one VC per port it blocks its input port meanwhile
+    ///   ([`Network::allocation_losses`]), whose queue then grows.
+    ///
+    /// `e_p` is taken twice. For the VCs' utilization (saturation) and for what blocks
+    /// an input port it holds all the head's waits at the next router (output queue
+    /// included: those flits sit in the buffer and keep its credits: tree saturation).
+    /// For latency it leaves out the next router's output and input-port queues, which
+    /// that router's own terms already count wherever the flits wait.
+    ///
+    /// Each channel depends only on those after it (dimension-order routes), so the
+    /// iteration reaches the fixed point in as many rounds as the longest route has
+    /// hops. The VCs' utilization counts in `max_util`: saturation comes where it or an
+    /// input port reaches 1. No constant is fitted: `h0`, the hold and B come from the
+    /// router's delays and sizes. With 8 VCs of 8 flits (BookSim's reference) the VC
+    /// waits are negligible and the figures are those of unbounded buffers.
+    fn buffer_blocking(&self, l: &mut Loads) {
+        let n = &self.model.spec.noc;
+        let g = &self.model.geo;
+        let vcs = n.vcs.max(1);
+        let v = f64::from(vcs);
+        let depth = n.buffer_flits.max(1);
+        let b = f64::from(depth);
+        let head = f64::from(n.routing_delay + n.vc_alloc_delay);
+        let sa_st = f64::from(n.sw_alloc_delay + n.st_final_delay);
+        let va = f64::from(n.vc_alloc_delay);
+        let credit = f64::from(n.credit_delay);
+        let inject = f64::from(g.inject_cycles);
+        let ns = self.n_stops as usize;
+        let n_in = ns * 5 * 4;
+        let base = l.wait.clone();
+        let mut eff = base.clone();
+        let mut eff_full = base.clone();
+        let mut block = vec![0.0f64; self.n_res];
+        // Per input port: flit rate, and rate-weighted packet waits (`e_p`) and flit
+        // losses (`e_f`) at the router's outputs.
+        let mut e_den = vec![0.0f64; n_in];
+        let mut e_pkt = vec![0.0f64; n_in];
+        let mut e_full = vec![0.0f64; n_in];
+        let mut e_flit = vec![0.0f64; n_in];
+        let mut vc_util: f64 = 0.0;
+        let rounds = 2 * (g.cols + g.rows) as usize + 4;
+        for round in 0..=rounds {
+            let wait_in = self.allocation_losses(l, if vcs == 1 { &block } else { &[] });
+            e_den.fill(0.0);
+            e_pkt.fill(0.0);
+            e_full.fill(0.0);
+            e_flit.fill(0.0);
+            for r in 0..self.n_res {
+                let Some((stop, vn)) = self.output_router(r) else {
+                    continue;
+                };
+                for j in 0..5 {
+                    let f = l.inrho[r][j];
+                    if f > 0.0 {
+                        let idx = (stop * 5 + j) * 4 + vn;
+                        e_den[idx] += f;
+                        e_pkt[idx] += f * (eff[r] - base[r]);
+                        e_full[idx] += f * eff_full[r];
+                        // Switch losses only: `extra` also holds the port's queue.
+                        e_flit[idx] += f * (l.extra[r][j] - wait_in[idx]);
+                    }
+                }
+            }
+            let mut change: f64 = 0.0;
+            vc_util = 0.0;
+            for r in 0..self.n_res {
+                let lam = l.lambda[r];
+                let phi: f64 = l.inrho[r].iter().sum();
+                if lam == 0.0 || phi == 0.0 {
+                    continue;
+                }
+                let flits = phi / lam;
+                // Mean switch attempts of a flit (as in allocation_losses).
+                let attempts: f64 = l.inrho[r]
+                    .iter()
+                    .filter(|&&f| f > 0.0)
+                    .map(|&f| f / (1.0 - (0.5 * (phi - f)).clamp(0.0, 0.95)))
+                    .sum::<f64>()
+                    / phi;
+                // (next input port, h0, VC hold without credits, fed by a source)
+                let (down, h0, hold0, source) = if r < ns * 16 {
+                    let link = (r / 4) as u32;
+                    let t = f64::from(g.link_cost(link));
+                    let to = g.link_target(link) as usize;
+                    (
+                        Some((to * 5 + (link & 3) as usize) * 4 + r % 4),
+                        sa_st + 2.0 * t + credit + head / flits,
+                        va + flits * attempts,
+                        false,
+                    )
+                } else if r < ns * 20 {
+                    let (stop, vn) = ((r - ns * 16) / 4, (r - ns * 16) % 4);
+                    (
+                        Some((stop * 5 + LOCAL) * 4 + vn),
+                        2.0 * inject + head / flits,
+                        flits,
+                        true,
+                    )
+                } else if r < ns * 24 {
+                    // Ejection: VCs, but credits that never run out.
+                    (None, 0.0, va + flits * attempts, false)
+                } else {
+                    continue;
+                };
+                // Twice: with the head's waits downstream that hold credits (for the
+                // VCs' utilization and what blocks the input port), and with only those
+                // not already counted as queueing at the next router (for latency).
+                let mut spread = 0.0;
+                let mut at = |ep: f64| {
+                    let (mut wormhole, mut service) = (0.0, hold0);
+                    if let Some(idx) = down.filter(|&i| e_den[i] > 0.0) {
+                        let h = h0 + (e_flit[idx] / e_den[idx]).max(0.0);
+                        spread = packet_credit_stall(flits, depth, h);
+                        if flits > b {
+                            wormhole = ep;
+                        }
+                        service =
+                            (hold0 + spread + wormhole).max((flits * h + flits.min(b) * ep) / b);
+                    }
+                    let hold = hold0 + spread + wormhole;
+                    let util = lam * service / v;
+                    let mut w_vc = mdc_wait(vcs, lam, service);
+                    if !source {
+                        let sq: f64 = l.inrho[r].iter().map(|x| x * x).sum();
+                        w_vc *= (1.0 - sq / (phi * phi)).max(0.0);
+                    }
+                    let credit_wait = util.min(1.0) * (service - hold).max(0.0);
+                    (util, w_vc, credit_wait, wormhole)
+                };
+                let per = |sum: &[f64]| {
+                    down.filter(|&i| e_den[i] > 0.0)
+                        .map_or(0.0, |i| sum[i] / e_den[i])
+                };
+                let (util, w_full, cw_full, wormhole) = at(per(&e_full));
+                let (_, w_lat, cw_lat, _) = at(per(&e_pkt));
+                vc_util = vc_util.max(util);
+                let e = base[r].max(w_lat) + cw_lat;
+                change = change.max((e - eff[r]).abs() + (spread - l.serial[r]).abs());
+                eff[r] = e;
+                eff_full[r] = base[r].max(w_full) + cw_full;
+                l.serial[r] = spread;
+                block[r] = w_full + cw_full + spread + wormhole;
+            }
+            if change < 1e-9 && round > 0 {
+                break;
+            }
+        }
+        l.wait = eff;
+        l.max_util = l.max_util.max(vc_util);
+        if vc_util >= RHO_MAX {
+            l.saturated = true;
+        }
     }
 
     fn leg_wait(&self, loads: &Loads, leg: &Leg) -> f64 {
-        self.route[leg.start as usize..(leg.start + leg.len) as usize]
+        let route = &self.route[leg.start as usize..(leg.start + leg.len) as usize];
+        let waits: f64 = route
             .iter()
             .map(|&(r, inport)| {
                 // Every flit of the packet wins the switch on its own.
                 loads.wait[r as usize] + leg.flits * loads.extra[r as usize][inport as usize]
             })
-            .sum()
+            .sum();
+        let spread = route
+            .iter()
+            .map(|&(r, _)| loads.serial[r as usize])
+            .fold(0.0, f64::max);
+        waits + spread
     }
 
     /// Figures from leg rates and loads.
@@ -445,6 +664,38 @@ fn erlang_c(c: u32, a: f64) -> f64 {
     b / (1.0 - rho * (1.0 - b))
 }
 
+/// The mean wait for one of `c` servers of service `s` (cycles) at arrival rate `lambda`:
+/// M/D/c by Allen-Cunneen (half the Erlang-C wait of M/M/c), utilization capped at
+/// [`RHO_MAX`] as for every other resource.
+fn mdc_wait(c: u32, lambda: f64, s: f64) -> f64 {
+    if lambda <= 0.0 || s <= 0.0 {
+        return 0.0;
+    }
+    let cf = f64::from(c);
+    let rho = (lambda * s / cf).min(RHO_MAX);
+    erlang_c(c, cf * rho) * s / (cf * (1.0 - rho)) / 2.0
+}
+
+/// Cycles a packet of `flits` flits loses waiting for credits of its own flits when its
+/// VC holds `b` flits and a credit comes back `h` cycles after its flit was sent: flit
+/// `i` goes at `t_i = max(t_{i-1} + 1, t_{i-b} + h)`; the stall is `t_last - (flits - 1)`
+/// (0 when `flits <= b` or `h <= b`).
+fn packet_credit_stall(flits: f64, b: u32, h: f64) -> f64 {
+    let n = flits.round().max(1.0) as usize;
+    let b = b as usize;
+    if n <= b {
+        return 0.0;
+    }
+    let mut t = vec![0.0f64; n];
+    for i in 1..n {
+        t[i] = t[i - 1] + 1.0;
+        if i >= b {
+            t[i] = t[i].max(t[i - b] + h);
+        }
+    }
+    t[n - 1] - (n - 1) as f64
+}
+
 /// A synthetic pattern's routes and per-unit-rate loads, built once; every offered rate
 /// is then a rescaling (loads are linear in the rate), so a whole latency-versus-load
 /// curve costs little more than one point.
@@ -457,23 +708,43 @@ pub struct SyntheticCurve<'a> {
 impl<'a> SyntheticCurve<'a> {
     /// Routes every packet of the pattern (socket 0's stops, one virtual network).
     pub fn new(model: &'a Model, traffic: &Synthetic) -> Self {
-        let mut net = Network::new(model);
-        let mut unit_rate: Vec<f64> = Vec::new();
+        let mut flows = Vec::new();
         for src in 0..Synthetic::stops(model) {
             for (dst, p) in traffic.destinations(model, src) {
                 if p > 0.0 {
-                    let id = net.leg(src, dst, 0) as usize;
-                    if unit_rate.len() <= id {
-                        unit_rate.resize(id + 1, 0.0);
-                    }
-                    unit_rate[id] += p;
+                    flows.push(Flow {
+                        src,
+                        dst,
+                        rate: p,
+                        vn: 0,
+                    });
                 }
+            }
+        }
+        Self::from_flows(model, &flows, traffic.flits)
+    }
+
+    /// Routes explicit flows of `flits`-flit packets, each `rate` packets per cycle at
+    /// unit offered load: [`Self::at`]`(r)` scales every flow by `r`. A flow whose source
+    /// is its destination touches no link: its packets go from the stop's injection port
+    /// through its own router to its ejection port, as in the discrete-event router and
+    /// BookSim (whose transpose has the diagonal nodes send to themselves).
+    pub fn from_flows(model: &'a Model, flows: &[Flow], flits: u32) -> Self {
+        let mut net = Network::new(model);
+        let mut unit_rate: Vec<f64> = Vec::new();
+        for f in flows {
+            if f.rate > 0.0 {
+                let id = net.leg(f.src, f.dst, f.vn) as usize;
+                if unit_rate.len() <= id {
+                    unit_rate.resize(id + 1, 0.0);
+                }
+                unit_rate[id] += f.rate;
             }
         }
         // Synthetic packets may be longer than the request network's 1 flit.
         for leg in &mut net.legs {
-            leg.flits = f64::from(traffic.flits);
-            leg.t0 += f64::from(traffic.flits) - 1.0;
+            leg.t0 += f64::from(flits) - leg.flits;
+            leg.flits = f64::from(flits);
         }
         let unit = net.loads(&unit_rate, &[]);
         SyntheticCurve {
@@ -481,6 +752,14 @@ impl<'a> SyntheticCurve<'a> {
             unit_rate,
             unit,
         }
+    }
+
+    /// The same curve with unbounded input buffers (no finite-buffer correction): the
+    /// analytic model before it had one, kept to show what the correction changes.
+    pub fn infinite_buffers(mut self) -> Self {
+        self.net.finite_buffers = false;
+        self.net.finish_waits(&mut self.unit);
+        self
     }
 
     /// Every resource's load and wait at an offered rate: the unit loads scaled.
@@ -493,6 +772,7 @@ impl<'a> SyntheticCurve<'a> {
             for i in &mut l.inrho[r] {
                 *i *= rate;
             }
+            l.serial[r] = 0.0;
         }
         self.net.finish_waits(&mut l);
         l
@@ -513,8 +793,9 @@ impl<'a> SyntheticCurve<'a> {
 
     /// The offered rate at which some resource reaches 100% utilization in the model of
     /// its routers: the link bound ([`Self::saturation_rate`]) for output-queued routers;
-    /// lower for input-queued ones, whose inputs lose cycles in switch allocation
-    /// (found by bisection: the input ports' utilization grows faster than the rate).
+    /// lower for input-queued ones, whose inputs lose cycles in switch allocation and
+    /// whose VCs wait for credits (found by bisection: the input ports' and VCs'
+    /// utilization grows faster than the rate).
     pub fn router_saturation_rate(&self) -> f64 {
         let ideal = self.saturation_rate();
         if !self.net.iq || !ideal.is_finite() {
