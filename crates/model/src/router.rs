@@ -766,8 +766,16 @@ impl Iq {
             let (x, y) = router_xy[r];
             let (cap_shift, shared, yx, nvcs) = (self.cap_shift, self.shared, self.yx, self.vcs);
             va_req.clear();
-            for (p, &m0) in need.iter().enumerate() {
-                let mut m = m0;
+            // Ports with requests, a bit each (visited in increasing order: fewer
+            // mispredicted branches than testing every port).
+            let mut ports = 0u8;
+            for (p, &m) in need.iter().enumerate() {
+                ports |= u8::from(m != 0) << p;
+            }
+            while ports != 0 {
+                let p = ports.trailing_zeros() as usize;
+                ports &= ports - 1;
+                let mut m = need[p];
                 while m != 0 {
                     let v = m.trailing_zeros() as usize;
                     m &= m - 1;
@@ -779,19 +787,12 @@ impl Iq {
                     let f = buf[((rp0 * c + iv) << cap_shift) + usize::from(st.head)];
                     debug_assert!(f.flags & HEAD != 0 && st.out_vc == NONE8);
                     let (dx, dy) = xy[usize::from(f.dst)];
-                    let o = if x == dx && y == dy {
-                        LOCAL as u8
-                    } else if if yx { y == dy } else { x != dx } {
-                        if dx > x {
-                            0
-                        } else {
-                            1
-                        }
-                    } else if dy > y {
-                        2
-                    } else {
-                        3
-                    };
+                    // Dimension order, written as selections (fewer mispredicted branches).
+                    let horizontal = if dx > x { 0 } else { 1 };
+                    let vertical = if dy > y { 2 } else { 3 };
+                    let first = if yx { y == dy } else { x != dx };
+                    let o = if first { horizontal } else { vertical };
+                    let o = if x == dx && y == dy { LOCAL as u8 } else { o };
                     st.out_port = o;
                     let class = if shared { usize::from(f.vn) } else { 0 };
                     let g = 1u32 << (usize::from(o) * 4 + class);
@@ -831,13 +832,12 @@ impl Iq {
                 // Accept: the first granting VC at or after the input's pointer, else
                 // the first.
                 let a = usize::from(aptr[iv]);
-                let mut ov = free.trailing_zeros() as usize;
-                if a > o * c && a < (o + 1) * c {
-                    let after = free & (u64::MAX << (a - o * c));
-                    if after != 0 {
-                        ov = after.trailing_zeros() as usize;
-                    }
-                }
+                // The pointer inside the port's VCs (a > o * c and a < (o + 1) * c), and
+                // the free VCs at or after it.
+                let inside = a.wrapping_sub(o * c + 1) < c - 1;
+                let after = free & (u64::MAX << (a.wrapping_sub(o * c) & 63));
+                let after = if inside { after } else { 0 };
+                let ov = if after != 0 { after } else { free }.trailing_zeros() as usize;
                 let oi = o * c + ov;
                 gptr[oi] = if iv + 1 == nv { 0 } else { iv + 1 } as u16;
                 aptr[iv] = if oi + 1 == nv { 0 } else { oi + 1 } as u16;
@@ -948,43 +948,50 @@ impl Iq {
         let mut want = [0u8; PORTS]; // bit per output
         let mut req_by_out = [0u8; PORTS]; // bit per input
         let mut wanted = 0u8; // outputs requested by any input
+        let mut wanting = 0u8; // inputs requesting an output
         let mut multi = false; // an input requests two outputs or an output has two
         let rp0 = r * PORTS;
+        // Ports with VCs that hold an output VC, a bit each (visited in increasing order).
+        let mut ports = 0u8;
         for p in 0..PORTS {
+            ports |= u8::from(self.mask[rp0 + p] & !self.need_va[rp0 + p] != 0) << p;
+        }
+        let all = if c == 64 { u64::MAX } else { (1u64 << c) - 1 };
+        while ports != 0 {
+            let p = ports.trailing_zeros() as usize;
+            ports &= ports - 1;
             let m = self.mask[rp0 + p] & !self.need_va[rp0 + p];
-            if m == 0 {
-                continue;
-            }
             let start = u32::from(self.sa_vc_rr[rp0 + p]);
             let base = (rp0 + p) * c;
             let mut w = 0u8;
-            // VCs from the pointer up, then from 0.
-            let from = u64::MAX << start;
-            'scan: for mut mm in [m & from, m & !from] {
-                while mm != 0 {
-                    let v = mm.trailing_zeros() as usize;
-                    mm &= mm - 1;
-                    let st = self.vc[base + v];
-                    if st.out_vc == NONE8 || st.ready > now {
-                        continue;
-                    }
-                    let o = usize::from(st.out_port);
-                    if w & (1 << o) != 0
-                        || self.credits[(rp0 + o) * c + usize::from(st.out_vc)] == 0
-                    {
-                        continue;
-                    }
-                    offer[p][o] = v as u8;
-                    w |= 1 << o;
-                    if w == 0x1f {
-                        break 'scan;
-                    }
+            // VCs from the pointer up, then from 0: the mask rotated right by the
+            // pointer within the port's `c` VCs (a shift by 64 wraps to 0, right for
+            // c = 64 and start = 0).
+            let mut mm = ((m >> start) | m.wrapping_shl(c as u32 - start)) & all;
+            while mm != 0 {
+                let v = (mm.trailing_zeros() as usize + start as usize) & (c - 1);
+                mm &= mm - 1;
+                let st = self.vc[base + v];
+                // Outside `need_va`, a VC's front flit holds an output VC.
+                debug_assert!(st.out_vc != NONE8);
+                if st.ready > now {
+                    continue;
+                }
+                let o = usize::from(st.out_port);
+                if w & (1 << o) != 0 || self.credits[(rp0 + o) * c + usize::from(st.out_vc)] == 0 {
+                    continue;
+                }
+                offer[p][o] = v as u8;
+                w |= 1 << o;
+                if w == 0x1f {
+                    break;
                 }
             }
             if w == 0 {
                 continue;
             }
             want[p] = w;
+            wanting |= 1 << p;
             multi |= w & (w - 1) != 0 || wanted & w != 0;
             wanted |= w;
             let mut ww = w;
@@ -998,15 +1005,19 @@ impl Iq {
             return;
         }
         let mut inmatch = [NONE8; PORTS];
+        // Matched inputs, a bit each.
+        let mut matched = 0u8;
         if !multi {
             // Every input requests one output and no two the same one: all match.
-            for p in 0..PORTS {
-                if want[p] != 0 {
-                    let o = want[p].trailing_zeros() as usize;
-                    inmatch[p] = o as u8;
-                    self.sa_gptr[rp0 + o] = NEXT_PORT[p];
-                    self.sa_aptr[rp0 + p] = NEXT_PORT[o];
-                }
+            matched = wanting;
+            let mut ps = wanting;
+            while ps != 0 {
+                let p = ps.trailing_zeros() as usize;
+                ps &= ps - 1;
+                let o = want[p].trailing_zeros() as usize;
+                inmatch[p] = o as u8;
+                self.sa_gptr[rp0 + o] = NEXT_PORT[p];
+                self.sa_aptr[rp0 + p] = NEXT_PORT[o];
             }
         } else {
             // iSLIP on bit masks: requests per output (bit per input), grants per input
@@ -1034,6 +1045,7 @@ impl Iq {
                     }
                     let o = first_after(g, self.sa_aptr[rp0 + p]);
                     inmatch[p] = o as u8;
+                    matched |= 1 << p;
                     in_free &= !(1 << p);
                     out_free &= !(1 << o);
                     if iter == 0 {
@@ -1044,12 +1056,10 @@ impl Iq {
             }
         }
         let in_window = now >= self.window.0 && now < self.window.1;
-        for p in 0..PORTS {
-            let o = inmatch[p];
-            if o == NONE8 {
-                continue;
-            }
-            let o = usize::from(o);
+        while matched != 0 {
+            let p = matched.trailing_zeros() as usize;
+            matched &= matched - 1;
+            let o = usize::from(inmatch[p]);
             let v = usize::from(offer[p][o]);
             self.sa_vc_rr[rp0 + p] = ((v + 1) & (c - 1)) as u8;
             self.traverse(r, p, v, o, in_window);
