@@ -10,6 +10,16 @@
 //!
 //! Runs alternate between configurations and report medians, because the development
 //! machine is shared. Run: `cargo bench -p numalab-model`.
+//!
+//! Last measured (docs/model.md, "Speed"): the input-queued router at 80% of BookSim2's
+//! saturation load, 2.8-3.0e6 router-cycles/s on 8x8 and 2.6-3.0e6 on 16x16 (medians of
+//! three alternating rounds of
+//! `cargo run --release -p numalab-model --example iq_speed -- speed 5 20000`) against
+//! 1.8-2.5e6 and 1.7-2.4e6 for the implementation before, on the shared 2-vCPU VM that
+//! ran about 1.7-2x slower than when the earlier figures (3.8-4.0e6 and 4.5-4.8e6) were
+//! taken; one run of this bench gave 3.1e6 and 2.6e6 (2.8e6 and 2.1e6 before the last
+//! commit of that session). BookSim2's
+//! binary was not at hand; its earlier figures are 2.6-2.7e5 and 2.3-2.5e5.
 
 use numalab_model::des::{self, DesConfig};
 use numalab_model::experiments::{self, Engine, Experiment, Options};

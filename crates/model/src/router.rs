@@ -124,14 +124,18 @@ pub fn zero_load_latency(model: &Model, hops: f64, flits: u32, link: f64) -> f64
 
 #[derive(Debug, Clone, Copy)]
 struct Pkt {
-    dx: u16,
-    dy: u16,
+    /// Receiving stop.
+    dst: u16,
     flits: u16,
     vn: u8,
     measured: bool,
     /// Statistics index (flow or network), or the request id of application traffic.
     flow: u32,
+    /// Link hops from source to destination: with dimension-order routing on a mesh, the
+    /// Manhattan distance (set at creation; debug builds count the hops taken and check).
     hops: u16,
+    #[cfg(debug_assertions)]
+    hops_taken: u16,
     /// NUMA node of the sending stop.
     snode: u16,
     created: u64,
@@ -181,11 +185,28 @@ struct VcState {
     out_vc: u8,
 }
 
+/// One flit in a buffer or on a link: its packet, what routing and VC allocation need
+/// (destination stop, virtual network) and whether it heads or ends its packet, so that
+/// the hot path never reads the packet table. Its arrival cycle is kept beside the buffer
+/// (`Iq::arr`) when the routing delay needs it.
 #[derive(Debug, Clone, Copy, Default)]
 struct Flit {
     pkt: u32,
-    seq: u16,
-    arr: u64,
+    dst: u16,
+    vn: u8,
+    /// `HEAD` and/or `TAIL`.
+    flags: u8,
+}
+
+const HEAD: u8 = 1;
+const TAIL: u8 = 2;
+
+/// A slot of an input port's delay line: the flit arriving in that cycle and its VC (or
+/// NONE8).
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    flit: Flit,
+    vc: u8,
 }
 
 struct Source {
@@ -199,7 +220,6 @@ struct Source {
 
 struct Iq {
     n_stops: usize,
-    cols: u32,
     yx: bool,
     planes: usize,
     /// Index stride of the VCs of one port: a power of two, at least the VCs per port
@@ -209,23 +229,31 @@ struct Iq {
     vcs: usize,
     shared: bool,
     buf_flits: usize,
-    /// Ring capacity per VC (a power of two, at least `buf_flits`).
+    /// Ring capacity per VC (a power of two, at least `buf_flits`) and its log2.
     buf_cap: usize,
+    cap_shift: u32,
+    /// The VCs of class 0 of a port, a bit each (`vcs` low bits).
+    class_bits: u64,
     rd: u64,
     va: u64,
     sa_st: u64,
-    credit_delay: u64,
     iters: usize,
-    inject: u64,
     eject: u64,
-    /// Coordinates of each stop.
+    /// Coordinates of each stop, and of each router's stop.
     xy: Vec<(u16, u16)>,
-    /// Neighbour router (within the plane) per stop and direction, or u32::MAX.
-    nbr: Vec<u32>,
-    /// Link cycles per stop and direction.
-    link: Vec<u64>,
+    router_xy: Vec<(u16, u16)>,
+    /// Per router and output direction: the downstream router (its input port is the
+    /// direction) and the cycles from switch allocation to the flit's arrival there.
+    down: Vec<u32>,
+    down_cycles: Vec<u64>,
+    /// Per router and input direction: the upstream router (its output port is the
+    /// direction) and the cycles from a flit's departure until its credit is usable there.
+    up: Vec<u32>,
+    up_cycles: Vec<u64>,
     // Input VCs: index ((router * PORTS + port) * c + vc).
     buf: Vec<Flit>,
+    /// Arrival cycle of each buffered flit (beside `buf`; kept only with a routing delay).
+    arr: Vec<u64>,
     /// State of each input VC.
     vc: Vec<VcState>,
     /// Non-empty VCs per (router, port).
@@ -248,10 +276,23 @@ struct Iq {
     sa_gptr: Vec<u8>,
     sa_aptr: Vec<u8>,
     sa_vc_rr: Vec<u8>,
-    // Time wheels for flits on links and credits on their way back.
-    wheel_mask: u64,
-    flit_wheel: Vec<Vec<(u32, Flit)>>,
-    credit_wheel: Vec<Vec<u32>>,
+    // Delay lines: per router, `1 << line_shift` slots, a slot per arrival cycle (modulo
+    // the length). Every port takes at most one flit or credit per cycle, each after its
+    // link's fixed delay.
+    line_shift: u32,
+    line_mask: u64,
+    /// Per router and slot: a bit per input port with an arriving flit (bits 0-4) and
+    /// per output port with an arriving credit (bits 8-11).
+    line_bits: Vec<u16>,
+    /// The arriving flits: index `((router << line_shift) + slot) * PORTS + port`.
+    flit_line: Vec<Arrival>,
+    /// The arriving credits' VCs: index `((router << line_shift) + slot) * 4 + port`.
+    credit_line: Vec<u8>,
+    /// Credits (the VC, or NONE8) on their way back to each source: index
+    /// `(source << line_shift) + slot`.
+    source_credit_line: Vec<u8>,
+    /// Injection delay as the delay lines apply it.
+    inject_line: u64,
     sources: Vec<Source>,
     pkts: Vec<Pkt>,
     free_pkts: Vec<u32>,
@@ -312,9 +353,51 @@ impl Iq {
         let max_link = link.iter().copied().max().unwrap_or(1);
         let sa_st = u64::from(n.sw_alloc_delay + n.st_final_delay);
         let credit_delay = u64::from(n.credit_delay);
+        let mut down = vec![u32::MAX; routers * 4];
+        let mut down_cycles = vec![0u64; routers * 4];
+        let mut up = vec![u32::MAX; routers * 4];
+        let mut up_cycles = vec![0u64; routers * 4];
+        for r in 0..routers {
+            let (plane, s) = (r / n_stops, r % n_stops);
+            for d in 0..4 {
+                let t = nbr[s * 4 + d];
+                if t != u32::MAX {
+                    let tr = plane * n_stops + t as usize;
+                    down[r * 4 + d] = tr as u32;
+                    down_cycles[r * 4 + d] = sa_st + link[s * 4 + d];
+                }
+                // Input port d holds flits that travelled in direction d; upstream is the
+                // neighbour in the opposite direction, whose output port is d.
+                let u = nbr[s * 4 + (d ^ 1)];
+                if u != u32::MAX {
+                    let ur = plane * n_stops + u as usize;
+                    up[r * 4 + d] = ur as u32;
+                    up_cycles[r * 4 + d] = link[u as usize * 4 + d] + credit_delay;
+                }
+            }
+        }
+        let xy: Vec<(u16, u16)> = (0..n_stops as u32)
+            .map(|s| ((s % g.cols) as u16, (s / g.cols) as u16))
+            .collect();
         let inject = u64::from(g.inject_cycles);
+        // A delay of zero cycles (zero-cycle links without credit delay, or zero-cycle
+        // injection) lands one turn of the former time wheel later, as it did there (the
+        // current cycle's arrivals are taken before anything is sent).
         let span = (sa_st + max_link + credit_delay + inject + u64::from(g.eject_cycles) + 4)
             .next_power_of_two();
+        let line_delay = |d: u64| if d == 0 { span } else { d };
+        for d in up_cycles.iter_mut() {
+            *d = line_delay(*d);
+        }
+        let inject_line = line_delay(inject);
+        let longest = down_cycles
+            .iter()
+            .chain(up_cycles.iter())
+            .copied()
+            .chain([inject_line])
+            .max()
+            .unwrap_or(1);
+        let line_len = (longest + 1).next_power_of_two();
         let src_base = nivc;
         let mut credits = vec![n.buffer_flits; nivc + planes * n_stops * c];
         let in_use = vec![false; credits.len()];
@@ -326,7 +409,6 @@ impl Iq {
         }
         Iq {
             n_stops,
-            cols: g.cols,
             yx: g.routing == crate::spec::Routing::Yx,
             planes,
             c,
@@ -335,19 +417,29 @@ impl Iq {
             shared,
             buf_flits,
             buf_cap,
+            cap_shift: buf_cap.trailing_zeros(),
+            class_bits: if vcs >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << vcs) - 1
+            },
             rd: u64::from(n.routing_delay),
             va: u64::from(n.vc_alloc_delay),
             sa_st,
-            credit_delay,
             iters: n.alloc_iters as usize,
-            inject,
             eject: u64::from(g.eject_cycles),
-            xy: (0..n_stops as u32)
-                .map(|s| ((s % g.cols) as u16, (s / g.cols) as u16))
-                .collect(),
-            nbr,
-            link,
+            router_xy: (0..routers).map(|r| xy[r % n_stops]).collect(),
+            xy,
+            down,
+            down_cycles,
+            up,
+            up_cycles,
             buf: vec![Flit::default(); nivc * buf_cap],
+            arr: if n.routing_delay > 0 {
+                vec![0; nivc * buf_cap]
+            } else {
+                Vec::new()
+            },
             vc: vec![
                 VcState {
                     ready: 0,
@@ -370,9 +462,19 @@ impl Iq {
             sa_gptr: vec![0; routers * PORTS],
             sa_aptr: vec![0; routers * PORTS],
             sa_vc_rr: vec![0; routers * PORTS],
-            wheel_mask: span - 1,
-            flit_wheel: vec![Vec::new(); span as usize],
-            credit_wheel: vec![Vec::new(); span as usize],
+            line_shift: line_len.trailing_zeros(),
+            line_mask: line_len - 1,
+            flit_line: vec![
+                Arrival {
+                    flit: Flit::default(),
+                    vc: NONE8,
+                };
+                routers * PORTS * line_len as usize
+            ],
+            line_bits: vec![0; routers * line_len as usize],
+            credit_line: vec![NONE8; routers * 4 * line_len as usize],
+            source_credit_line: vec![NONE8; routers * line_len as usize],
+            inject_line,
             sources: (0..planes * n_stops)
                 .map(|_| Source {
                     queue: VecDeque::new(),
@@ -417,14 +519,17 @@ impl Iq {
 
     fn create(&mut self, src: u32, dst: u32, vn: u8, flits: u32, flow: u32) {
         let measured = self.now >= self.window.0 && self.now < self.window.1;
+        let (sx, sy) = self.xy[src as usize];
+        let (dx, dy) = self.xy[dst as usize];
         let p = Pkt {
-            dx: (dst % self.cols) as u16,
-            dy: (dst / self.cols) as u16,
+            dst: dst as u16,
             flits: flits as u16,
             vn,
             measured,
             flow,
-            hops: 0,
+            hops: sx.abs_diff(dx) + sy.abs_diff(dy),
+            #[cfg(debug_assertions)]
+            hops_taken: 0,
             snode: self.stop_node[src as usize],
             created: self.now,
         };
@@ -447,50 +552,40 @@ impl Iq {
             .push_back(id);
     }
 
+    /// Sends flit `f` to VC `vc` of input port `p` of router `r`, arriving at cycle `at`.
     #[inline]
-    fn plane_stop(&self, r: usize) -> (usize, usize) {
-        if self.planes == 1 {
-            (0, r)
-        } else {
-            (r / self.n_stops, r % self.n_stops)
-        }
+    fn send_flit(&mut self, at: u64, r: usize, p: usize, vc: usize, f: Flit) {
+        let line = (r << self.line_shift) + (at & self.line_mask) as usize;
+        debug_assert!(self.line_bits[line] & (1 << p) == 0);
+        self.line_bits[line] |= 1 << p;
+        self.flit_line[line * PORTS + p] = Arrival {
+            flit: f,
+            vc: vc as u8,
+        };
     }
 
+    /// Sends a credit of VC `vc` back to output port `o` of router `r`, arriving at cycle
+    /// `at`.
     #[inline]
-    fn schedule_flit(&mut self, at: u64, ivc: usize, f: Flit) {
-        self.flit_wheel[(at & self.wheel_mask) as usize].push((ivc as u32, f));
-    }
-
-    #[inline]
-    fn schedule_credit(&mut self, at: u64, ovc: usize) {
-        self.credit_wheel[(at & self.wheel_mask) as usize].push(ovc as u32);
-    }
-
-    /// Output port of a packet at stop `s`.
-    #[inline]
-    fn route(&self, s: usize, p: &Pkt) -> u8 {
-        let (x, y) = self.xy[s];
-        let horizontal = |dx: u16| if dx > x { 0 } else { 1 };
-        let vertical = |dy: u16| if dy > y { 2 } else { 3 };
-        if x == p.dx && y == p.dy {
-            LOCAL as u8
-        } else if self.yx {
-            if y != p.dy {
-                vertical(p.dy)
-            } else {
-                horizontal(p.dx)
-            }
-        } else if x != p.dx {
-            horizontal(p.dx)
-        } else {
-            vertical(p.dy)
-        }
+    fn send_credit(&mut self, at: u64, r: usize, o: usize, vc: usize) {
+        let line = (r << self.line_shift) + (at & self.line_mask) as usize;
+        debug_assert!(self.line_bits[line] & (0x100 << o) == 0);
+        self.line_bits[line] |= 0x100 << o;
+        self.credit_line[line * 4 + o] = vc as u8;
     }
 
     fn inject(&mut self) {
         let now = self.now;
         let c = self.c;
+        let line = (now & self.line_mask) as usize;
         for si in 0..self.sources.len() {
+            // The credit coming back to the source in this cycle.
+            let cs = (si << self.line_shift) + line;
+            let v = self.source_credit_line[cs];
+            if v != NONE8 {
+                self.source_credit_line[cs] = NONE8;
+                self.credits[self.src_base + si * c + usize::from(v)] += 1;
+            }
             let src = &self.sources[si];
             let id = if src.cur != u32::MAX {
                 src.cur
@@ -500,8 +595,6 @@ impl Iq {
                     _ => continue,
                 }
             };
-            let plane = si / self.n_stops;
-            let stop = si % self.n_stops;
             let pk = self.pkts[id as usize];
             let base = self.src_base + si * c;
             let src = &self.sources[si];
@@ -545,136 +638,217 @@ impl Iq {
                 src.vc = vc;
                 self.in_use[o] = true;
             }
-            let r = plane * self.n_stops + stop;
-            let ivc = (r * PORTS + LOCAL) * c + usize::from(vc);
-            self.schedule_flit(
-                now + self.inject,
-                ivc,
+            // Source `si` feeds the local input port of router `si`.
+            let flags = if seq == 0 { HEAD } else { 0 } | if tail { TAIL } else { 0 };
+            self.send_flit(
+                now + self.inject_line,
+                si,
+                LOCAL,
+                usize::from(vc),
                 Flit {
                     pkt: id,
-                    seq,
-                    arr: 0,
+                    dst: pk.dst,
+                    vn: pk.vn,
+                    flags,
                 },
             );
         }
     }
 
-    fn receive(&mut self) {
-        let slot = (self.now & self.wheel_mask) as usize;
-        let mut credits = std::mem::take(&mut self.credit_wheel[slot]);
-        for &o in &credits {
-            self.credits[o as usize] += 1;
+    /// Takes the flits and credits reaching router `r` in this cycle (`bits` of delay-line
+    /// slot `line`; they touch only
+    /// the router's own state, so taking them router by router, just before the router's
+    /// step, is the same as taking all of them first).
+    #[inline]
+    fn receive(&mut self, r: usize, line: usize, bits: u16) {
+        let now = self.now;
+        let c = self.c;
+        let mut m = bits >> 8;
+        while m != 0 {
+            let o = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let v = usize::from(self.credit_line[line * 4 + o]);
+            self.credits[(r * PORTS + o) * c + v] += 1;
         }
-        credits.clear();
-        self.credit_wheel[slot] = credits;
-        let mut flits = std::mem::take(&mut self.flit_wheel[slot]);
-        for &(ivc, mut f) in &flits {
-            let ivc = ivc as usize;
-            f.arr = self.now;
-            let l = usize::from(self.vc[ivc].len);
+        let mut m = bits & 0x1f;
+        while m != 0 {
+            let p = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let rp = r * PORTS + p;
+            let a = self.flit_line[line * PORTS + p];
+            let f = a.flit;
+            let v = usize::from(a.vc);
+            let ivc = rp * c + v;
+            let st = &mut self.vc[ivc];
+            let l = usize::from(st.len);
             debug_assert!(
                 l < self.buf_flits,
                 "credit flow control overflowed a buffer"
             );
-            let pos = (usize::from(self.vc[ivc].head) + l) & (self.buf_cap - 1);
-            self.buf[ivc * self.buf_cap + pos] = f;
-            self.vc[ivc].len += 1;
+            let slot = (ivc << self.cap_shift) + ((usize::from(st.head) + l) & (self.buf_cap - 1));
+            st.len += 1;
             if l == 0 {
-                let rp = ivc >> self.shift;
-                self.mask[rp] |= 1u64 << (ivc & (self.c - 1));
-                self.busy[rp / PORTS] |= 1 << (rp % PORTS);
-                self.vc[ivc].ready = if f.seq == 0 {
-                    self.need_va[rp] |= 1u64 << (ivc & (self.c - 1));
-                    self.now + self.rd
+                let bit = 1u64 << v;
+                if f.flags & HEAD != 0 {
+                    st.ready = now + self.rd;
+                    self.need_va[rp] |= bit;
                 } else {
-                    self.now
-                };
+                    st.ready = now;
+                }
+                self.mask[rp] |= bit;
+                self.busy[r] |= 1 << p;
+            }
+            self.buf[slot] = f;
+            if self.rd > 0 {
+                self.arr[slot] = now;
             }
         }
-        flits.clear();
-        self.flit_wheel[slot] = flits;
     }
 
+    /// Grants output VC `ov` of port `o` of router `r` to input VC `iv` (`port * c + vc`)
+    /// and, in an allocator's first iteration, moves the iSLIP pointers past the match.
     #[inline]
-    fn front(&self, ivc: usize) -> Flit {
-        self.buf[ivc * self.buf_cap + usize::from(self.vc[ivc].head)]
+    fn va_match(&mut self, r: usize, iv: usize, o: usize, ov: usize, first_iter: bool) {
+        let c = self.c;
+        let nv = PORTS * c;
+        if first_iter {
+            let oi = o * c + ov;
+            let next = iv + 1;
+            self.va_gptr[r * nv + oi] = if next == nv { 0 } else { next } as u16;
+            let next = oi + 1;
+            self.va_aptr[r * nv + iv] = if next == nv { 0 } else { next } as u16;
+        }
+        let ivc = r * nv + iv;
+        self.need_va[ivc >> self.shift] &= !(1u64 << (ivc & (c - 1)));
+        self.vc[ivc].out_vc = ov as u8;
+        self.out_busy[r * PORTS + o] |= 1 << ov;
+        self.vc[ivc].ready = self.now + self.va;
+    }
+
+    /// The output VC of port `o` that input VC `iv` of router `r` accepts among the
+    /// granting ones `g`: the first at or after its pointer, else the first.
+    #[inline]
+    fn va_accept(&self, r: usize, iv: usize, o: usize, g: u64) -> usize {
+        let c = self.c;
+        let a = usize::from(self.va_aptr[r * PORTS * c + iv]);
+        if a > o * c && a < (o + 1) * c {
+            let after = g & (u64::MAX << (a - o * c));
+            if after != 0 {
+                return after.trailing_zeros() as usize;
+            }
+        }
+        g.trailing_zeros() as usize
     }
 
     /// VC allocation at router `r` (iSLIP: output VCs grant, input VCs accept).
     fn vc_alloc(&mut self, r: usize) {
         let c = self.c;
         let now = self.now;
-        let (_, stop) = self.plane_stop(r);
-        self.va_req.clear();
-        for p in 0..PORTS {
-            let mut m = self.need_va[r * PORTS + p];
-            while m != 0 {
-                let v = m.trailing_zeros() as usize;
-                m &= m - 1;
-                let ivc = (r * PORTS + p) * c + v;
-                if self.vc[ivc].ready > now {
-                    continue;
+        let nv = PORTS * c;
+        let rp0 = r * PORTS;
+        // Requests sharing an output port and class (a bit per port * 4 + class): when
+        // every request has its own, each is granted all free VCs of its class and
+        // accepts one, whatever the order and the iterations.
+        let mut groups = 0u32;
+        let mut distinct = true;
+        {
+            let Iq {
+                need_va,
+                vc,
+                buf,
+                va_req,
+                router_xy,
+                xy,
+                ..
+            } = self;
+            let need = &need_va[rp0..rp0 + PORTS];
+            let vcs = &mut vc[rp0 * c..(rp0 + PORTS) * c];
+            let (x, y) = router_xy[r];
+            let (cap_shift, shared, yx, nvcs) = (self.cap_shift, self.shared, self.yx, self.vcs);
+            va_req.clear();
+            // Ports with requests, a bit each (visited in increasing order: fewer
+            // mispredicted branches than testing every port).
+            let mut ports = 0u8;
+            for (p, &m) in need.iter().enumerate() {
+                ports |= u8::from(m != 0) << p;
+            }
+            while ports != 0 {
+                let p = ports.trailing_zeros() as usize;
+                ports &= ports - 1;
+                let mut m = need[p];
+                while m != 0 {
+                    let v = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let iv = p * c + v;
+                    let st = &mut vcs[iv];
+                    if st.ready > now {
+                        continue;
+                    }
+                    let f = buf[((rp0 * c + iv) << cap_shift) + usize::from(st.head)];
+                    debug_assert!(f.flags & HEAD != 0 && st.out_vc == NONE8);
+                    let (dx, dy) = xy[usize::from(f.dst)];
+                    // Dimension order, written as selections (fewer mispredicted branches).
+                    let horizontal = if dx > x { 0 } else { 1 };
+                    let vertical = if dy > y { 2 } else { 3 };
+                    let first = if yx { y == dy } else { x != dx };
+                    let o = if first { horizontal } else { vertical };
+                    let o = if x == dx && y == dy { LOCAL as u8 } else { o };
+                    st.out_port = o;
+                    let class = if shared { usize::from(f.vn) } else { 0 };
+                    let g = 1u32 << (usize::from(o) * 4 + class);
+                    distinct &= groups & g == 0;
+                    groups |= g;
+                    va_req.push((iv as u16, o, (class * nvcs) as u8));
                 }
-                let f = self.front(ivc);
-                debug_assert!(f.seq == 0 && self.vc[ivc].out_vc == NONE8);
-                let pk = self.pkts[f.pkt as usize];
-                let o = self.route(stop, &pk);
-                self.vc[ivc].out_port = o;
-                let (_, class) = self.plane_class(pk.vn);
-                self.va_req
-                    .push(((p * c + v) as u16, o, (class * self.vcs) as u8));
             }
         }
         let nreq = self.va_req.len();
         if nreq == 0 {
             return;
         }
-        let nv = PORTS * c;
-        if nreq == 1 {
-            // One requester: every free VC of its class grants it, and it accepts the
-            // one closest after its pointer.
-            let (iv, o, lo) = self.va_req[0];
-            let o = usize::from(o);
-            let bits = if self.vcs == 64 {
-                u64::MAX
-            } else {
-                (1u64 << self.vcs) - 1
-            } << lo;
-            let free = bits & !self.out_busy[r * PORTS + o];
-            if free == 0 {
-                return;
-            }
-            let a = usize::from(self.va_aptr[r * nv + usize::from(iv)]);
-            let ov = if a > o * c && a < (o + 1) * c {
-                let after = free & (u64::MAX << (a - o * c));
-                if after != 0 {
-                    after.trailing_zeros() as usize
-                } else {
-                    free.trailing_zeros() as usize
+        if distinct {
+            let Iq {
+                need_va,
+                vc,
+                va_req,
+                va_gptr,
+                va_aptr,
+                out_busy,
+                ..
+            } = self;
+            let need = &mut need_va[rp0..rp0 + PORTS];
+            let vcs = &mut vc[rp0 * c..(rp0 + PORTS) * c];
+            let gptr = &mut va_gptr[r * nv..(r + 1) * nv];
+            let aptr = &mut va_aptr[r * nv..(r + 1) * nv];
+            let busy = &mut out_busy[rp0..rp0 + PORTS];
+            let ready = now + self.va;
+            let shift = self.shift;
+            for &(iv, o, lo) in va_req.iter() {
+                let (iv, o) = (usize::from(iv), usize::from(o));
+                let free = (self.class_bits << lo) & !busy[o];
+                if free == 0 {
+                    continue;
                 }
-            } else {
-                free.trailing_zeros() as usize
-            };
-            let oi = o * c + ov;
-            let next = usize::from(iv) + 1;
-            self.va_gptr[r * nv + oi] = if next == nv { 0 } else { next } as u16;
-            let next = oi + 1;
-            self.va_aptr[r * nv + usize::from(iv)] = if next == nv { 0 } else { next } as u16;
-            let ivc = r * PORTS * c + usize::from(iv);
-            self.need_va[ivc >> self.shift] &= !(1u64 << (ivc & (c - 1)));
-            self.vc[ivc].out_vc = ov as u8;
-            self.out_busy[r * PORTS + o] |= 1 << ov;
-            self.vc[ivc].ready = now + self.va;
+                // Accept: the first granting VC at or after the input's pointer, else
+                // the first.
+                let a = usize::from(aptr[iv]);
+                // The pointer inside the port's VCs (a > o * c and a < (o + 1) * c), and
+                // the free VCs at or after it.
+                let inside = a.wrapping_sub(o * c + 1) < c - 1;
+                let after = free & (u64::MAX << (a.wrapping_sub(o * c) & 63));
+                let after = if inside { after } else { 0 };
+                let ov = if after != 0 { after } else { free }.trailing_zeros() as usize;
+                let oi = o * c + ov;
+                gptr[oi] = if iv + 1 == nv { 0 } else { iv + 1 } as u16;
+                aptr[iv] = if oi + 1 == nv { 0 } else { oi + 1 } as u16;
+                need[iv >> shift] &= !(1u64 << (iv & (c - 1)));
+                vcs[iv].out_vc = ov as u8;
+                vcs[iv].ready = ready;
+                busy[o] |= 1 << ov;
+            }
             return;
         }
-        let class_bits = |lo: u8| -> u64 {
-            let bits = if self.vcs == 64 {
-                u64::MAX
-            } else {
-                (1u64 << self.vcs) - 1
-            };
-            bits << lo
-        };
+        let nv = PORTS * c;
         // Matched requests (bit per request; at most 64 are considered per cycle) and
         // matched output VCs per port.
         let nreq = nreq.min(64);
@@ -696,8 +870,10 @@ impl Iq {
                 let o = usize::from(o);
                 // The group's output VCs (k is its first unmatched request: a group's
                 // VCs are all handled when its first request comes).
-                let free =
-                    class_bits(lo) & !self.out_busy[r * PORTS + o] & !outmatch[o] & !granted[o];
+                let free = (self.class_bits << lo)
+                    & !self.out_busy[r * PORTS + o]
+                    & !outmatch[o]
+                    & !granted[o];
                 if free == 0 {
                     continue;
                 }
@@ -752,47 +928,14 @@ impl Iq {
                     continue;
                 }
                 let (iv, o, _) = self.va_req[k];
-                let o = usize::from(o);
-                let a = usize::from(self.va_aptr[r * nv + usize::from(iv)]);
-                let best = if a > o * c && a < (o + 1) * c {
-                    let after = g & (u64::MAX << (a - o * c));
-                    if after != 0 {
-                        after.trailing_zeros() as usize
-                    } else {
-                        g.trailing_zeros() as usize
-                    }
-                } else {
-                    g.trailing_zeros() as usize
-                };
-                let oi = o * c + best;
+                let (iv, o) = (usize::from(iv), usize::from(o));
+                let best = self.va_accept(r, iv, o, g);
                 inmatch |= 1 << k;
                 outmatch[o] |= 1 << best;
-                if iter == 0 {
-                    let next = usize::from(iv) + 1;
-                    self.va_gptr[r * nv + oi] = if next == nv { 0 } else { next } as u16;
-                    let next = oi + 1;
-                    self.va_aptr[r * nv + usize::from(iv)] =
-                        if next == nv { 0 } else { next } as u16;
-                }
-                let ivc = r * PORTS * c + usize::from(iv);
-                self.need_va[ivc >> self.shift] &= !(1u64 << (ivc & (c - 1)));
-                self.vc[ivc].out_vc = best as u8;
-                self.out_busy[r * PORTS + o] |= 1 << best;
-                self.vc[ivc].ready = now + self.va;
+                self.va_match(r, iv, o, best, iter == 0);
             }
         }
         self.va_gmask = gmask;
-    }
-
-    /// Whether input VC `ivc` may bid for the switch now.
-    #[inline]
-    fn sa_ready(&self, r: usize, ivc: usize) -> bool {
-        let ov = self.vc[ivc].out_vc;
-        if ov == NONE8 || self.vc[ivc].ready > self.now {
-            return false;
-        }
-        let o = usize::from(self.vc[ivc].out_port);
-        self.credits[(r * PORTS + o) * self.c + usize::from(ov)] > 0
     }
 
     /// Switch allocation and traversal at router `r`.
@@ -801,178 +944,204 @@ impl Iq {
         let now = self.now;
         // Per input port: per output port, the VC it offers (round robin from the
         // port's pointer), as a small table.
-        let mut offer = [[NONE8; PORTS]; PORTS];
+        let mut offer = [[0u8; PORTS]; PORTS];
         let mut want = [0u8; PORTS]; // bit per output
-        let mut any = false;
+        let mut req_by_out = [0u8; PORTS]; // bit per input
+        let mut wanted = 0u8; // outputs requested by any input
+        let mut wanting = 0u8; // inputs requesting an output
+        let mut multi = false; // an input requests two outputs or an output has two
+        let rp0 = r * PORTS;
+        // Ports with VCs that hold an output VC, a bit each (visited in increasing order).
+        let mut ports = 0u8;
         for p in 0..PORTS {
-            let m = self.mask[r * PORTS + p] & !self.need_va[r * PORTS + p];
-            if m == 0 {
-                continue;
-            }
-            let start = u32::from(self.sa_vc_rr[r * PORTS + p]);
-            let rot = if start == 0 {
-                m
-            } else {
-                (m >> start) | (m << (c as u32 - start))
-            } & if c == 64 { u64::MAX } else { (1u64 << c) - 1 };
-            let start = start as usize;
-            let mut mm = rot;
+            ports |= u8::from(self.mask[rp0 + p] & !self.need_va[rp0 + p] != 0) << p;
+        }
+        let all = if c == 64 { u64::MAX } else { (1u64 << c) - 1 };
+        while ports != 0 {
+            let p = ports.trailing_zeros() as usize;
+            ports &= ports - 1;
+            let m = self.mask[rp0 + p] & !self.need_va[rp0 + p];
+            let start = u32::from(self.sa_vc_rr[rp0 + p]);
+            let base = (rp0 + p) * c;
+            let mut w = 0u8;
+            // VCs from the pointer up, then from 0: the mask rotated right by the
+            // pointer within the port's `c` VCs (a shift by 64 wraps to 0, right for
+            // c = 64 and start = 0).
+            let mut mm = ((m >> start) | m.wrapping_shl(c as u32 - start)) & all;
             while mm != 0 {
-                let k = mm.trailing_zeros();
+                let v = (mm.trailing_zeros() as usize + start as usize) & (c - 1);
                 mm &= mm - 1;
-                let v = (k as usize + start) & (c - 1);
-                let ivc = (r * PORTS + p) * c + v;
-                if !self.sa_ready(r, ivc) {
+                let st = self.vc[base + v];
+                // Outside `need_va`, a VC's front flit holds an output VC.
+                debug_assert!(st.out_vc != NONE8);
+                if st.ready > now {
                     continue;
                 }
-                let o = usize::from(self.vc[ivc].out_port);
-                if offer[p][o] == NONE8 {
-                    offer[p][o] = v as u8;
-                    want[p] |= 1 << o;
-                    any = true;
+                let o = usize::from(st.out_port);
+                if w & (1 << o) != 0 || self.credits[(rp0 + o) * c + usize::from(st.out_vc)] == 0 {
+                    continue;
+                }
+                offer[p][o] = v as u8;
+                w |= 1 << o;
+                if w == 0x1f {
+                    break;
                 }
             }
-        }
-        if !any {
-            return;
-        }
-        // iSLIP on bit masks: requests per output (bit per input), grants per input (bit
-        // per output); the first set bit at or after a pointer wins.
-        let first_after = |m: u8, start: usize| -> usize {
-            let rot = ((m >> start) | (m << (PORTS - start))) & 0x1f;
-            let k = rot.trailing_zeros() as usize + start;
-            if k >= PORTS {
-                k - PORTS
-            } else {
-                k
+            if w == 0 {
+                continue;
             }
-        };
-        let mut req_by_out = [0u8; PORTS];
-        for (p, &w) in want.iter().enumerate() {
-            let mut w = w;
-            while w != 0 {
-                let o = w.trailing_zeros() as usize;
-                w &= w - 1;
+            want[p] = w;
+            wanting |= 1 << p;
+            multi |= w & (w - 1) != 0 || wanted & w != 0;
+            wanted |= w;
+            let mut ww = w;
+            while ww != 0 {
+                let o = ww.trailing_zeros() as usize;
+                ww &= ww - 1;
                 req_by_out[o] |= 1 << p;
             }
         }
+        if wanted == 0 {
+            return;
+        }
         let mut inmatch = [NONE8; PORTS];
-        let mut in_free: u8 = 0x1f;
-        let mut out_free: u8 = 0x1f;
-        for iter in 0..self.iters {
-            let mut grants_by_in = [0u8; PORTS];
-            let mut granted = false;
-            for (o, &req) in req_by_out.iter().enumerate() {
-                let m = req & in_free;
-                if m == 0 || out_free & (1 << o) == 0 {
-                    continue;
-                }
-                let p = first_after(m, usize::from(self.sa_gptr[r * PORTS + o]));
-                grants_by_in[p] |= 1 << o;
-                granted = true;
-            }
-            if !granted {
-                break;
-            }
-            for (p, &g) in grants_by_in.iter().enumerate() {
-                if g == 0 {
-                    continue;
-                }
-                let o = first_after(g, usize::from(self.sa_aptr[r * PORTS + p]));
+        // Matched inputs, a bit each.
+        let mut matched = 0u8;
+        if !multi {
+            // Every input requests one output and no two the same one: all match.
+            matched = wanting;
+            let mut ps = wanting;
+            while ps != 0 {
+                let p = ps.trailing_zeros() as usize;
+                ps &= ps - 1;
+                let o = want[p].trailing_zeros() as usize;
                 inmatch[p] = o as u8;
-                in_free &= !(1 << p);
-                out_free &= !(1 << o);
-                if iter == 0 {
-                    self.sa_gptr[r * PORTS + o] = ((p + 1) % PORTS) as u8;
-                    self.sa_aptr[r * PORTS + p] = ((o + 1) % PORTS) as u8;
+                self.sa_gptr[rp0 + o] = NEXT_PORT[p];
+                self.sa_aptr[rp0 + p] = NEXT_PORT[o];
+            }
+        } else {
+            // iSLIP on bit masks: requests per output (bit per input), grants per input
+            // (bit per output); the first set bit at or after a pointer wins.
+            let mut in_free: u8 = 0x1f;
+            let mut out_free: u8 = 0x1f;
+            for iter in 0..self.iters {
+                let mut grants_by_in = [0u8; PORTS];
+                let mut granted = false;
+                for (o, &req) in req_by_out.iter().enumerate() {
+                    let m = req & in_free;
+                    if m == 0 || out_free & (1 << o) == 0 {
+                        continue;
+                    }
+                    let p = first_after(m, self.sa_gptr[rp0 + o]);
+                    grants_by_in[p] |= 1 << o;
+                    granted = true;
+                }
+                if !granted {
+                    break;
+                }
+                for (p, &g) in grants_by_in.iter().enumerate() {
+                    if g == 0 {
+                        continue;
+                    }
+                    let o = first_after(g, self.sa_aptr[rp0 + p]);
+                    inmatch[p] = o as u8;
+                    matched |= 1 << p;
+                    in_free &= !(1 << p);
+                    out_free &= !(1 << o);
+                    if iter == 0 {
+                        self.sa_gptr[rp0 + o] = NEXT_PORT[p];
+                        self.sa_aptr[rp0 + p] = NEXT_PORT[o];
+                    }
                 }
             }
         }
-        for p in 0..PORTS {
-            let o = inmatch[p];
-            if o == NONE8 {
-                continue;
-            }
-            let o = usize::from(o);
+        let in_window = now >= self.window.0 && now < self.window.1;
+        while matched != 0 {
+            let p = matched.trailing_zeros() as usize;
+            matched &= matched - 1;
+            let o = usize::from(inmatch[p]);
             let v = usize::from(offer[p][o]);
-            self.sa_vc_rr[r * PORTS + p] = ((v + 1) & (c - 1)) as u8;
-            let ivc = (r * PORTS + p) * c + v;
-            self.traverse(r, p, ivc, o, now);
+            self.sa_vc_rr[rp0 + p] = ((v + 1) & (c - 1)) as u8;
+            self.traverse(r, p, v, o, in_window);
         }
     }
 
-    /// Moves the front flit of `ivc` (input port `p` of router `r`) through output `o`.
-    fn traverse(&mut self, r: usize, p: usize, ivc: usize, o: usize, now: u64) {
+    /// Moves the front flit of VC `v` of input port `p` of router `r` through output `o`.
+    #[inline]
+    fn traverse(&mut self, r: usize, p: usize, v: usize, o: usize, in_window: bool) {
         let c = self.c;
-        let f = self.front(ivc);
-        let ov = usize::from(self.vc[ivc].out_vc);
-        let oi = (r * PORTS + o) * c + ov;
+        let now = self.now;
+        let rp = r * PORTS + p;
+        let ivc = rp * c + v;
+        let mut st = self.vc[ivc];
+        let f = self.buf[(ivc << self.cap_shift) + usize::from(st.head)];
+        let ov = usize::from(st.out_vc);
         if o != LOCAL {
-            self.credits[oi] -= 1;
+            self.credits[(r * PORTS + o) * c + ov] -= 1;
         }
-        let pk = self.pkts[f.pkt as usize];
-        let tail = f.seq + 1 == pk.flits;
         // Leave the buffer.
-        self.vc[ivc].head = ((usize::from(self.vc[ivc].head) + 1) & (self.buf_cap - 1)) as u16;
-        self.vc[ivc].len -= 1;
-        let (plane, stop) = self.plane_stop(r);
-        let vbit = ivc & (c - 1);
+        st.head = ((usize::from(st.head) + 1) & (self.buf_cap - 1)) as u16;
+        st.len -= 1;
         // The credit of the freed slot goes upstream.
         if p == LOCAL {
-            let si = plane * self.n_stops + stop;
-            self.schedule_credit(now + self.inject, self.src_base + si * c + vbit);
+            // Router r is fed by source r.
+            let slot =
+                (r << self.line_shift) + ((now + self.inject_line) & self.line_mask) as usize;
+            debug_assert!(self.source_credit_line[slot] == NONE8);
+            self.source_credit_line[slot] = v as u8;
         } else {
-            // Input port p holds flits that travelled in direction p; upstream is the
-            // neighbour in the opposite direction, whose output port is p.
-            let back = p ^ 1;
-            let up = self.nbr[stop * 4 + back] as usize;
-            let link = self.link[up * 4 + p];
-            let up_r = plane * self.n_stops + up;
-            self.schedule_credit(
-                now + link + self.credit_delay,
-                (up_r * PORTS + p) * c + vbit,
-            );
+            let up = self.up[r * 4 + p] as usize;
+            self.send_credit(now + self.up_cycles[r * 4 + p], up, p, v);
         }
+        let tail = f.flags & TAIL != 0;
         if tail {
             self.out_busy[r * PORTS + o] &= !(1u64 << ov);
-            self.vc[ivc].out_vc = NONE8;
+            st.out_vc = NONE8;
         }
-        if self.vc[ivc].len == 0 {
-            let rp = r * PORTS + p;
-            self.mask[rp] &= !(1u64 << vbit);
+        if st.len == 0 {
+            self.mask[rp] &= !(1u64 << v);
             if self.mask[rp] == 0 {
                 self.busy[r] &= !(1 << p);
             }
         } else {
-            let next = self.front(ivc);
-            self.vc[ivc].ready = if next.seq == 0 {
-                self.need_va[r * PORTS + p] |= 1u64 << vbit;
-                (next.arr + self.rd).max(now + 1)
+            let slot = (ivc << self.cap_shift) + usize::from(st.head);
+            st.ready = if self.buf[slot].flags & HEAD != 0 {
+                self.need_va[rp] |= 1u64 << v;
+                if self.rd > 0 {
+                    (self.arr[slot] + self.rd).max(now + 1)
+                } else {
+                    now + 1
+                }
             } else {
                 now + 1
             };
         }
+        self.vc[ivc] = st;
         if o == LOCAL {
             if tail {
                 let at = now + self.sa_st + self.eject;
                 self.deliver(f.pkt, at);
             }
         } else {
-            let next = self.nbr[stop * 4 + o] as usize;
-            let at = now + self.sa_st + self.link[stop * 4 + o];
-            if now >= self.window.0 && now < self.window.1 {
+            if in_window {
                 self.link_busy[r * 4 + o] += 1;
             }
-            if f.seq == 0 {
-                self.pkts[f.pkt as usize].hops += 1;
+            #[cfg(debug_assertions)]
+            if f.flags & HEAD != 0 {
+                self.pkts[f.pkt as usize].hops_taken += 1;
             }
-            let nr = plane * self.n_stops + next;
-            self.schedule_flit(at, (nr * PORTS + o) * c + ov, f);
+            let d = self.down[r * 4 + o] as usize;
+            self.send_flit(now + self.down_cycles[r * 4 + o], d, o, ov, f);
         }
     }
 
     fn deliver(&mut self, id: u32, at: u64) {
         let p = self.pkts[id as usize];
+        #[cfg(debug_assertions)]
+        assert_eq!(
+            p.hops, p.hops_taken,
+            "a packet's hops are its Manhattan distance"
+        );
         self.free_pkts.push(id);
         let in_window = at >= self.window.0 && at < self.window.1;
         if p.measured {
@@ -998,7 +1167,7 @@ impl Iq {
                 self.hops_hist.resize(h + 4 - h % 4, 0);
             }
             self.hops_hist[h] += 1;
-            let d = self.stop_node[usize::from(p.dy) * self.cols as usize + usize::from(p.dx)];
+            let d = self.stop_node[usize::from(p.dst)];
             self.node_pkts[(usize::from(p.snode) * self.n_nodes + usize::from(d)) * 4 + v] += 1;
         }
         if self.app_mode {
@@ -1121,6 +1290,12 @@ impl Iq {
     fn step_routers(&mut self) {
         let routers = self.planes * self.n_stops;
         for r in 0..routers {
+            let line = (r << self.line_shift) + (self.now & self.line_mask) as usize;
+            let bits = self.line_bits[line];
+            if bits != 0 {
+                self.line_bits[line] = 0;
+                self.receive(r, line, bits);
+            }
             if self.busy[r] == 0 {
                 continue;
             }
@@ -1171,6 +1346,14 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
     if flits > 1024 {
         return Err(ModelError::Usage {
             msg: format!("input-queued router: packets of at most 1024 flits (got {flits})"),
+        });
+    }
+    if g.stops_per_socket() > 1 << 16 {
+        return Err(ModelError::Usage {
+            msg: format!(
+                "input-queued router: at most 65536 stops (got {})",
+                g.stops_per_socket()
+            ),
         });
     }
     // Input buffers: 16 bytes per flit slot; refuse what would not fit comfortably.
@@ -1242,7 +1425,6 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
         if sim.now & 0xffff == 0 && numalab_schema::interrupt::requested() {
             return Err(ModelError::Interrupted);
         }
-        sim.receive();
         sim.step_routers();
         sim.inject();
         // New packets (injected from the next cycle on).
@@ -1378,4 +1560,18 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
         flows,
         stats,
     })
+}
+
+/// The next port after each port (round robin over the five).
+const NEXT_PORT: [u8; PORTS] = [1, 2, 3, 4, 0];
+
+/// The first set bit of the five-bit mask `m` at or after `start`, else the first.
+#[inline]
+fn first_after(m: u8, start: u8) -> usize {
+    let after = m & (0x1f << start);
+    if after != 0 {
+        after.trailing_zeros() as usize
+    } else {
+        m.trailing_zeros() as usize
+    }
 }

@@ -854,3 +854,141 @@ fn the_buffer_correction_follows_the_discrete_event_router() {
         );
     }
 }
+
+/// The figures of a few runs, exactly as the first implementation (a time wheel of flit
+/// and credit events, all arrivals of a cycle taken before any router steps, hop counts
+/// kept per packet) gave them: the per-router delay lines that replaced it, the arrivals
+/// taken router by router and the Manhattan hop counts change the speed, not the model.
+/// The runs cover shared links with four networks, the routing and credit delays (and the
+/// arrival cycles they need), one VC with 2-flit buffers, YX routing with two allocator
+/// iterations, and hotspot traffic of 4-flit packets.
+#[test]
+fn input_queued_figures_are_those_of_the_first_implementation() {
+    let c = |seed| DesConfig {
+        seed,
+        warmup_cycles: 500,
+        measure_cycles: 4_000,
+        drain_cycles: 20_000,
+    };
+    let synthetic = |pattern, rate, flits, networks| Workload::Synthetic {
+        traffic: Synthetic {
+            pattern,
+            rate,
+            flits,
+        },
+        networks,
+    };
+    // Packets per cycle, latency, mean hops, delivered, cycles run, router steps.
+    type Want = (f64, f64, f64, u64, u64, u64);
+    // (model, workload, seed, measured cycles, figures)
+    let runs: Vec<(Model, Workload, u64, u64, Want)> = vec![
+        (
+            iq(8, 8, &["noc.shared_links=true", "noc.vcs=2"]),
+            synthetic(Pattern::Uniform, 0.2, 2, 4),
+            3,
+            3_000,
+            (
+                12.858,
+                51.596399700405485,
+                5.26831788011054,
+                38_719,
+                3_774,
+                238_682,
+            ),
+        ),
+        (
+            iq(
+                8,
+                8,
+                &[
+                    "noc.routing_delay=1",
+                    "noc.credit_delay=4",
+                    "noc.vc_alloc_delay=2",
+                    "noc.vcs=3",
+                    "noc.buffer_flits=5",
+                ],
+            ),
+            synthetic(Pattern::Uniform, 0.3, 2, 1),
+            2,
+            4_000,
+            (
+                11.89175,
+                2190.8325439958594,
+                5.247916666666667,
+                77_280,
+                12_785,
+                817_972,
+            ),
+        ),
+        (
+            iq(
+                6,
+                4,
+                &[
+                    "noc.vcs=1",
+                    "noc.buffer_flits=2",
+                    "noc.routing=yx",
+                    "noc.alloc_iters=2",
+                ],
+            ),
+            synthetic(Pattern::Uniform, 0.2, 3, 1),
+            1,
+            4_000,
+            (
+                0.966,
+                9561.035454344948,
+                3.1902845169827967,
+                18_136,
+                24_500,
+                587_907,
+            ),
+        ),
+        (
+            iq(8, 8, &[]),
+            synthetic(
+                Pattern::Hotspot {
+                    stop: 27,
+                    fraction: 0.2,
+                },
+                0.03,
+                4,
+                1,
+            ),
+            1,
+            4_000,
+            (
+                1.3555,
+                2126.79702970297,
+                4.893564356435643,
+                7_272,
+                24_500,
+                1_333_913,
+            ),
+        ),
+    ];
+    for (m, w, seed, measure, want) in &runs {
+        let r = simulate(
+            m,
+            w,
+            &DesConfig {
+                measure_cycles: *measure,
+                ..c(*seed)
+            },
+        )
+        .expect("simulation");
+        let f = &r.figures;
+        let delivered: u64 = r.flows.iter().map(|x| x.delivered).sum();
+        assert_eq!(
+            (
+                f.packets_per_cycle,
+                f.packet_latency_cycles,
+                f.mean_hops,
+                delivered,
+                r.stats.cycles,
+                r.stats.events
+            ),
+            *want,
+            "{w:?}"
+        );
+    }
+}
