@@ -122,6 +122,84 @@ pub fn zero_load_latency(model: &Model, hops: f64, flits: u32, link: f64) -> f64
         + f64::from(flits.max(1) - 1)
 }
 
+/// The link cycles of a dimension-order path, from running sums along every row and
+/// column per direction: `east[y * cols + x]` is the cost of the east links from column 0
+/// to `x` in row `y`, `west[y * cols + x]` of the west links from `x` down to 0, and
+/// `north`/`south` the same per column (`x * rows + y`).
+#[derive(Debug, Clone, Default)]
+struct PathLinks {
+    cols: usize,
+    rows: usize,
+    yx: bool,
+    east: Vec<u32>,
+    west: Vec<u32>,
+    north: Vec<u32>,
+    south: Vec<u32>,
+}
+
+impl PathLinks {
+    fn new(g: &crate::geometry::Geometry) -> Self {
+        use crate::geometry::Dir;
+        let (cols, rows) = (g.cols as usize, g.rows as usize);
+        let cost = |x: usize, y: usize, d: Dir| g.link_cost((y * cols + x) as u32 * 4 + d as u32);
+        let mut p = PathLinks {
+            cols,
+            rows,
+            yx: g.routing == crate::spec::Routing::Yx,
+            east: vec![0; cols * rows],
+            west: vec![0; cols * rows],
+            north: vec![0; cols * rows],
+            south: vec![0; cols * rows],
+        };
+        for y in 0..rows {
+            for x in 1..cols {
+                let i = y * cols + x;
+                p.east[i] = p.east[i - 1] + cost(x - 1, y, Dir::E);
+                p.west[i] = p.west[i - 1] + cost(x, y, Dir::W);
+            }
+        }
+        for x in 0..cols {
+            for y in 1..rows {
+                let i = x * rows + y;
+                p.north[i] = p.north[i - 1] + cost(x, y - 1, Dir::N);
+                p.south[i] = p.south[i - 1] + cost(x, y, Dir::S);
+            }
+        }
+        p
+    }
+
+    /// Along row `y` from column `a` to `b`.
+    fn row(&self, y: u16, a: u16, b: u16) -> u32 {
+        let r = usize::from(y) * self.cols;
+        let (a, b) = (r + usize::from(a), r + usize::from(b));
+        if b >= a {
+            self.east[b] - self.east[a]
+        } else {
+            self.west[a] - self.west[b]
+        }
+    }
+
+    /// Along column `x` from row `a` to `b`.
+    fn column(&self, x: u16, a: u16, b: u16) -> u32 {
+        let c = usize::from(x) * self.rows;
+        let (a, b) = (c + usize::from(a), c + usize::from(b));
+        if b >= a {
+            self.north[b] - self.north[a]
+        } else {
+            self.south[a] - self.south[b]
+        }
+    }
+
+    /// From `(sx, sy)` to `(dx, dy)`.
+    fn cycles(&self, (sx, sy): (u16, u16), (dx, dy): (u16, u16)) -> u32 {
+        if self.yx {
+            self.column(sx, sy, dy) + self.row(dy, sx, dx)
+        } else {
+            self.row(sy, sx, dx) + self.column(dx, sy, dy)
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Pkt {
     /// Receiving stop.
@@ -134,6 +212,8 @@ struct Pkt {
     /// Link hops from source to destination: with dimension-order routing on a mesh, the
     /// Manhattan distance (set at creation; debug builds count the hops taken and check).
     hops: u16,
+    /// Link cycles of those hops (the path's, at zero load).
+    links: u16,
     #[cfg(debug_assertions)]
     hops_taken: u16,
     /// NUMA node of the sending stop.
@@ -305,6 +385,9 @@ struct Iq {
     lat_sum: Vec<u64>,
     lat_n: Vec<u64>,
     hop_sum: Vec<u64>,
+    /// Link cycles of the delivered packets' paths, per statistics index.
+    link_sum: Vec<u64>,
+    path_links: PathLinks,
     /// Delivered packets by hop count and network: index `hops * 4 + vn`.
     hops_hist: Vec<u64>,
     /// NUMA node of every stop, the node count, and delivered packets by (source node,
@@ -494,6 +577,8 @@ impl Iq {
             lat_sum: Vec::new(),
             lat_n: Vec::new(),
             hop_sum: Vec::new(),
+            link_sum: Vec::new(),
+            path_links: PathLinks::new(g),
             hops_hist: Vec::new(),
             stop_node: model.stop_node.iter().map(|&n| n as u16).collect(),
             n_nodes: model.nodes.len(),
@@ -528,6 +613,10 @@ impl Iq {
             measured,
             flow,
             hops: sx.abs_diff(dx) + sy.abs_diff(dy),
+            links: self
+                .path_links
+                .cycles((sx, sy), (dx, dy))
+                .min(u32::from(u16::MAX)) as u16,
             #[cfg(debug_assertions)]
             hops_taken: 0,
             snode: self.stop_node[src as usize],
@@ -1161,6 +1250,7 @@ impl Iq {
             self.lat_sum[k] += at - p.created;
             self.lat_n[k] += 1;
             self.hop_sum[k] += u64::from(p.hops);
+            self.link_sum[k] += u64::from(p.links);
             let v = usize::from(p.vn);
             let h = usize::from(p.hops) * 4 + v;
             if self.hops_hist.len() <= h {
@@ -1410,6 +1500,7 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
     sim.lat_sum = vec![0; n_stats];
     sim.lat_n = vec![0; n_stats];
     sim.hop_sum = vec![0; n_stats];
+    sim.link_sum = vec![0; n_stats];
     for f in match work {
         Workload::Flows { flows, .. } => flows.as_slice(),
         _ => &[],
@@ -1504,8 +1595,8 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
         .map(|&b| b as f64 / m)
         .fold(0.0, f64::max);
     if let Workload::Synthetic { .. } | Workload::App(_) = work {
-        // Queueing: latency beyond the pipeline's zero-load latency for the packets' hops.
-        let link = f64::from(n.link_cycles_x + n.link_cycles_y) / 2.0;
+        // Queueing: latency beyond the pipeline's zero-load latency for the packets' hops
+        // and the link cycles of their paths (boundary links included).
         f.vns = (0..4)
             .map(|v| {
                 let fl = flows.get(v).copied().unwrap_or_default();
@@ -1515,6 +1606,11 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
                 };
                 let queueing = if fl.delivered > 0 {
                     let hops = sim.hop_sum[v] as f64 / fl.delivered as f64;
+                    let link = if sim.hop_sum[v] > 0 {
+                        sim.link_sum[v] as f64 / sim.hop_sum[v] as f64
+                    } else {
+                        0.0
+                    };
                     (fl.latency_cycles - zero_load_latency(model, hops, vn_flits, link)).max(0.0)
                 } else {
                     0.0
