@@ -952,22 +952,34 @@ pub fn evaluate_journal(l: &Layout, journal: &str, skipped: &[&str]) -> Res {
         steps.push(format!("{id}:{status}:{secs:.0}s"));
     }
     expect(steps.len() == 9, format!("9 step records, got {steps:?}"))?;
-    // The bandwidth node matrix: every kernel of the quick set, every node pair.
+    // The bandwidth node matrix: every kernel of the quick set, every node pair (none
+    // at all when the step was left out).
     let bw: Vec<&Value> = of("mem.bandwidth")
         .into_iter()
         .filter(|r| r.pointer("/data/matrix").is_some_and(|m| !m.is_null()))
         .collect();
-    let kernels: BTreeSet<String> = bw
-        .iter()
-        .filter_map(|r| r.pointer("/data/kernel")?.as_str().map(str::to_string))
-        .collect();
-    let kernels: Vec<&str> = kernels.iter().map(String::as_str).collect();
-    expect(
-        !kernels.is_empty(),
-        "a bandwidth node matrix in the journal",
-    )?;
-    let bundle = serde_json::json!({ "records": bw });
-    let b = bandwidth_matrix(l, &bundle, &kernels)?;
+    let b = if skipped.contains(&"bandwidth") {
+        expect(
+            of("mem.bandwidth").is_empty(),
+            format!(
+                "no bandwidth record when the step is left out, got {}",
+                bw.len()
+            ),
+        )?;
+        "left out".to_string()
+    } else {
+        let kernels: BTreeSet<String> = bw
+            .iter()
+            .filter_map(|r| r.pointer("/data/kernel")?.as_str().map(str::to_string))
+            .collect();
+        let kernels: Vec<&str> = kernels.iter().map(String::as_str).collect();
+        expect(
+            !kernels.is_empty(),
+            "a bandwidth node matrix in the journal",
+        )?;
+        let bundle = serde_json::json!({ "records": bw });
+        bandwidth_matrix(l, &bundle, &kernels)?
+    };
     let lat: Vec<&Value> = of("mem.latency")
         .into_iter()
         .filter(|r| r.pointer("/data/matrix").is_some_and(|m| !m.is_null()))
@@ -1062,8 +1074,9 @@ pub fn evaluate_journal(l: &Layout, journal: &str, skipped: &[&str]) -> Res {
 }
 
 /// `report.html` of `numalab evaluate`: a page with the bandwidth and idle-latency
-/// node-pair heatmaps (their anchors, and a picture in each).
-pub fn evaluate_report(html: &str) -> Res {
+/// node-pair heatmaps (their anchors, and a picture in each; no bandwidth heatmap when
+/// that step was left out).
+pub fn evaluate_report(html: &str, skipped: &[&str]) -> Res {
     expect(
         html.trim_start()
             .to_ascii_lowercase()
@@ -1071,7 +1084,16 @@ pub fn evaluate_report(html: &str) -> Res {
         "report.html is an HTML page",
     )?;
     let mut seen = Vec::new();
+    if skipped.contains(&"bandwidth") {
+        expect(
+            !html.contains("id=\"mem-bandwidth-matrix\""),
+            "no bandwidth heatmap when the step is left out",
+        )?;
+    }
     for anchor in ["mem-bandwidth-matrix", "mem-latency-matrix"] {
+        if anchor == "mem-bandwidth-matrix" && skipped.contains(&"bandwidth") {
+            continue;
+        }
         let at = html
             .find(&format!("id=\"{anchor}\""))
             .ok_or_else(|| format!("report.html has no #{anchor}"))?;
@@ -1318,15 +1340,26 @@ mod tests {
         let page = |a: &str, b: &str| {
             format!("<!DOCTYPE html>\n<html><body><figure id=\"{a}\"><svg></svg><figcaption>x</figcaption></figure><figure id=\"{b}\"><svg></svg></figure></body></html>")
         };
-        let ok = evaluate_report(&page("mem-bandwidth-matrix", "mem-latency-matrix")).unwrap();
+        let all: &[&str] = &[];
+        let ok = evaluate_report(&page("mem-bandwidth-matrix", "mem-latency-matrix"), all).unwrap();
         assert!(ok.contains("#mem-latency-matrix"), "{ok}");
-        let e = evaluate_report(&page("mem-bandwidth-matrix", "mem-latency-chart")).unwrap_err();
+        let e =
+            evaluate_report(&page("mem-bandwidth-matrix", "mem-latency-chart"), all).unwrap_err();
         assert!(e.contains("no #mem-latency-matrix"), "{e}");
         let empty = "<!DOCTYPE html><figure id=\"mem-bandwidth-matrix\"></figure><figure id=\"mem-latency-matrix\"><svg/></figure>";
-        assert!(evaluate_report(empty)
+        assert!(evaluate_report(empty, all)
             .unwrap_err()
             .contains("holds a picture"));
-        assert!(evaluate_report("not html").is_err());
+        assert!(evaluate_report("not html", all).is_err());
+        // With the bandwidth step left out: the latency heatmap alone, and a bandwidth
+        // heatmap would be a figure from nowhere.
+        let no_bw = &["bandwidth"];
+        let ok = evaluate_report(&page("mem-latency-matrix", "other"), no_bw).unwrap();
+        assert!(!ok.contains("bandwidth"), "{ok}");
+        let e = evaluate_report(&page("mem-bandwidth-matrix", "mem-latency-matrix"), no_bw)
+            .unwrap_err();
+        assert!(e.contains("left out"), "{e}");
+        assert!(evaluate_report(&page("mem-latency-chart", "x"), no_bw).is_err());
     }
 
     /// A `home.map` bundle of 2 pages of 3 lines on the standard guest: homes counting
