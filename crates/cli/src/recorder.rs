@@ -149,8 +149,12 @@ impl Recorder {
         self.progress = bar;
     }
 
-    /// Prints the bundle when `--json` was given. Returns the bundle either way.
+    /// Closes the journal (its last sync, for a run of a second or more) and prints the
+    /// bundle when `--json` was given. Returns the bundle either way.
     pub fn finish(self) -> Result<Bundle, CliError> {
+        if let Some(j) = self.journal {
+            j.close()?;
+        }
         let bundle = Bundle {
             schema_version: SCHEMA_VERSION,
             envelope: self.envelope,
