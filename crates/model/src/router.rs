@@ -405,6 +405,11 @@ struct Iq {
     va_req: Vec<(u16, u8, u8)>,
     /// Scratch: output VCs granted to each request (64 entries).
     va_gmask: Vec<u64>,
+    /// A router's input VCs fit one word (`PORTS * c <= 64`): VC allocation on bit
+    /// matrices ([`Iq::vc_alloc_bits`]).
+    bits_va: bool,
+    /// The `c` VCs of a port, a bit each.
+    all_vcs: u64,
 }
 
 impl Iq {
@@ -589,6 +594,8 @@ impl Iq {
             router_cycles: 0,
             va_req: Vec::new(),
             va_gmask: vec![0; 64],
+            bits_va: PORTS * c <= 64,
+            all_vcs: if c == 64 { u64::MAX } else { (1u64 << c) - 1 },
         }
     }
 
@@ -829,6 +836,123 @@ impl Iq {
         g.trailing_zeros() as usize
     }
 
+    /// VC allocation at router `r` when its input VCs fit one word (`PORTS * c <= 64`):
+    /// the same iSLIP as [`Iq::vc_alloc`], on bit matrices. The requests are a mask of
+    /// input VCs (bit `port * c + vc`) per group of output VCs they compete for (output
+    /// port and class); an output VC grants the first requesting input VC at or after its
+    /// pointer (else the first), an input VC accepts the first granting output VC at or
+    /// after its pointer (else the first), both a `trailing_zeros` of a masked word. The
+    /// groups share no output VC and no request, so allocating them one after the other
+    /// (all iterations of one, then the next) makes the same choices as iterating over
+    /// all of them together.
+    fn vc_alloc_bits(&mut self, r: usize) {
+        let c = self.c;
+        let now = self.now;
+        let nv = PORTS * c;
+        let rp0 = r * PORTS;
+        let Iq {
+            need_va,
+            vc,
+            buf,
+            router_xy,
+            xy,
+            va_gptr,
+            va_aptr,
+            out_busy,
+            va_gmask,
+            ..
+        } = self;
+        let need: &mut [u64; PORTS] = (&mut need_va[rp0..rp0 + PORTS]).try_into().unwrap();
+        // Input VCs waiting for an output VC, bit `port * c + vc`.
+        let mut waiting = 0u64;
+        for (p, &m) in need.iter().enumerate() {
+            waiting |= m << (p * c);
+        }
+        let vcs = &mut vc[rp0 * c..(rp0 + PORTS) * c];
+        let (x, y) = router_xy[r];
+        let (cap_shift, shared, yx) = (self.cap_shift, self.shared, self.yx);
+        // Requests per group (output port * 4 + class), and the groups with requests.
+        let mut req = [0u64; PORTS * 4];
+        let mut groups = 0u32;
+        while waiting != 0 {
+            let iv = waiting.trailing_zeros() as usize;
+            waiting &= waiting - 1;
+            let st = &mut vcs[iv];
+            let f = buf[((rp0 * c + iv) << cap_shift) + usize::from(st.head)];
+            debug_assert!(f.flags & HEAD != 0 && st.out_vc == NONE8);
+            let (dx, dy) = xy[usize::from(f.dst)];
+            // Dimension order, written as selections (fewer mispredicted branches).
+            let horizontal = if dx > x { 0 } else { 1 };
+            let vertical = if dy > y { 2 } else { 3 };
+            let first = if yx { y == dy } else { x != dx };
+            let o = if first { horizontal } else { vertical };
+            let o = if x == dx && y == dy { LOCAL as u8 } else { o };
+            // A request only once its front flit's routing delay has passed (the route
+            // is recorded either way, as `vc_alloc` does).
+            let ready = st.ready <= now;
+            st.out_port = if ready { o } else { st.out_port };
+            let class = if shared { usize::from(f.vn) } else { 0 };
+            let g = usize::from(o) * 4 + class;
+            req[g] |= u64::from(ready) << iv;
+            groups |= u32::from(ready) << g;
+        }
+        let gptr = &mut va_gptr[r * nv..(r + 1) * nv];
+        let aptr = &mut va_aptr[r * nv..(r + 1) * nv];
+        let busy: &mut [u64; PORTS] = (&mut out_busy[rp0..rp0 + PORTS]).try_into().unwrap();
+        let ready = now + self.va;
+        let (shift, class_bits, nvcs, iters) = (self.shift, self.class_bits, self.vcs, self.iters);
+        // Granted output VCs per input VC (all zero between calls).
+        let gm = &mut va_gmask[..nv];
+        while groups != 0 {
+            let g = groups.trailing_zeros() as usize;
+            groups &= groups - 1;
+            let (o, class) = (g >> 2, g & 3);
+            let ob = o * c;
+            let mut reqs = req[g];
+            for iter in 0..iters {
+                let free = (class_bits << (class * nvcs)) & !busy[o];
+                if free == 0 || reqs == 0 {
+                    break;
+                }
+                // Grant.
+                let winners = if reqs & (reqs - 1) == 0 {
+                    // A sole request is granted every free VC.
+                    gm[reqs.trailing_zeros() as usize] = free;
+                    reqs
+                } else {
+                    let mut winners = 0u64;
+                    let mut f = free;
+                    while f != 0 {
+                        let ov = f.trailing_zeros() as usize;
+                        f &= f - 1;
+                        let iv = first_at_or_after(reqs, usize::from(gptr[ob + ov]));
+                        gm[iv] |= 1 << ov;
+                        winners |= 1 << iv;
+                    }
+                    winners
+                };
+                // Accept.
+                let mut w = winners;
+                while w != 0 {
+                    let iv = w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    let oi = first_at_or_after(gm[iv] << ob, usize::from(aptr[iv]));
+                    gm[iv] = 0;
+                    let ov = oi - ob;
+                    if iter == 0 {
+                        gptr[oi] = if iv + 1 == nv { 0 } else { iv + 1 } as u16;
+                        aptr[iv] = if oi + 1 == nv { 0 } else { oi + 1 } as u16;
+                    }
+                    need[iv >> shift] &= !(1u64 << (iv & (c - 1)));
+                    vcs[iv].out_vc = ov as u8;
+                    vcs[iv].ready = ready;
+                    busy[o] |= 1 << ov;
+                }
+                reqs &= !winners;
+            }
+        }
+    }
+
     /// VC allocation at router `r` (iSLIP: output VCs grant, input VCs accept).
     fn vc_alloc(&mut self, r: usize) {
         let c = self.c;
@@ -1041,15 +1165,17 @@ impl Iq {
         let mut multi = false; // an input requests two outputs or an output has two
         let rp0 = r * PORTS;
         // Ports with VCs that hold an output VC, a bit each (visited in increasing order).
+        let mask: &[u64; PORTS] = self.mask[rp0..rp0 + PORTS].try_into().unwrap();
+        let need: &[u64; PORTS] = self.need_va[rp0..rp0 + PORTS].try_into().unwrap();
         let mut ports = 0u8;
         for p in 0..PORTS {
-            ports |= u8::from(self.mask[rp0 + p] & !self.need_va[rp0 + p] != 0) << p;
+            ports |= u8::from(mask[p] & !need[p] != 0) << p;
         }
-        let all = if c == 64 { u64::MAX } else { (1u64 << c) - 1 };
+        let all = self.all_vcs;
         while ports != 0 {
             let p = ports.trailing_zeros() as usize;
             ports &= ports - 1;
-            let m = self.mask[rp0 + p] & !self.need_va[rp0 + p];
+            let m = mask[p] & !need[p];
             let start = u32::from(self.sa_vc_rr[rp0 + p]);
             let base = (rp0 + p) * c;
             let mut w = 0u8;
@@ -1063,18 +1189,14 @@ impl Iq {
                 let st = self.vc[base + v];
                 // Outside `need_va`, a VC's front flit holds an output VC.
                 debug_assert!(st.out_vc != NONE8);
-                if st.ready > now {
-                    continue;
-                }
                 let o = usize::from(st.out_port);
-                if w & (1 << o) != 0 || self.credits[(rp0 + o) * c + usize::from(st.out_vc)] == 0 {
-                    continue;
-                }
-                offer[p][o] = v as u8;
-                w |= 1 << o;
-                if w == 0x1f {
-                    break;
-                }
+                // The first ready VC with a credit for its output VC offers itself for
+                // that output (selections, not branches: they follow random traffic).
+                let take = (st.ready <= now)
+                    & (self.credits[(rp0 + o) * c + usize::from(st.out_vc)] != 0)
+                    & (w & (1 << o) == 0);
+                offer[p][o] = if take { v as u8 } else { offer[p][o] };
+                w |= u8::from(take) << o;
             }
             if w == 0 {
                 continue;
@@ -1390,7 +1512,11 @@ impl Iq {
                 continue;
             }
             self.router_cycles += 1;
-            self.vc_alloc(r);
+            if self.bits_va {
+                self.vc_alloc_bits(r);
+            } else {
+                self.vc_alloc(r);
+            }
             self.sw_alloc(r);
         }
     }
@@ -1670,4 +1796,12 @@ fn first_after(m: u8, start: u8) -> usize {
     } else {
         m.trailing_zeros() as usize
     }
+}
+
+/// The first set bit of `m` at or after bit `start` (below 64), else the first: a
+/// round-robin choice from a pointer.
+#[inline]
+fn first_at_or_after(m: u64, start: usize) -> usize {
+    let after = m & (u64::MAX << start);
+    (if after != 0 { after } else { m }).trailing_zeros() as usize
 }
