@@ -289,6 +289,37 @@ struct Arrival {
     vc: u8,
 }
 
+/// The state of one router that the allocators read and write every cycle, together (a
+/// few cache lines) rather than spread over a vector each: masks of its input VCs and
+/// output VCs, switch allocation's view of the requests, and the switch allocator's
+/// iSLIP pointers. Masks have a bit per VC of a port (`c` bits).
+#[derive(Debug, Clone, Copy, Default)]
+struct RouterState {
+    /// Non-empty VCs, per input port.
+    mask: [u64; PORTS],
+    /// VCs whose front flit is a head waiting for VC allocation, per input port.
+    need_va: [u64; PORTS],
+    /// Output VCs held by a packet, per output port.
+    out_busy: [u64; PORTS],
+    /// Per input port and output port: the input port's VCs whose front packet holds an
+    /// output VC of that output port (kept up to date by VC allocation and traversal, so
+    /// that a switch request is a few word operations per port instead of a visit of
+    /// every waiting VC).
+    vc_out: [[u64; PORTS]; PORTS],
+    /// Per input port: VCs whose output VC has no credit.
+    blocked: [u64; PORTS],
+    /// Per input port: VCs given an output VC whose `ready` cycle may still be ahead
+    /// (cleared by switch allocation once it has come).
+    pending: [u64; PORTS],
+    /// Switch allocator: grant pointer per output port, accept pointer per input port,
+    /// and per input port the round-robin pointer over its VCs.
+    sa_gptr: [u8; PORTS],
+    sa_aptr: [u8; PORTS],
+    sa_vc_rr: [u8; PORTS],
+    /// Non-empty input ports, a bit each.
+    busy: u8,
+}
+
 struct Source {
     queue: VecDeque<u32>,
     /// Packet being injected, its next flit and its VC.
@@ -336,26 +367,17 @@ struct Iq {
     arr: Vec<u64>,
     /// State of each input VC.
     vc: Vec<VcState>,
-    /// Non-empty VCs per (router, port).
-    mask: Vec<u64>,
-    /// VCs whose front flit is a head waiting for VC allocation, per (router, port).
-    need_va: Vec<u64>,
-    /// Non-empty ports per router (bit per port).
-    busy: Vec<u8>,
+    /// Per router: its allocators' state.
+    rs: Vec<RouterState>,
     // Output VCs: index ((router * PORTS + port) * c + vc); source VCs follow at
     // `src_base + (plane * n_stops + stop) * c + vc`.
     credits: Vec<u32>,
     /// Source VCs held by a packet being injected.
     in_use: Vec<bool>,
-    /// Output VCs held by a packet, a bit per VC, per (router, output port).
-    out_busy: Vec<u64>,
     src_base: usize,
     // iSLIP pointers.
     va_gptr: Vec<u16>,
     va_aptr: Vec<u16>,
-    sa_gptr: Vec<u8>,
-    sa_aptr: Vec<u8>,
-    sa_vc_rr: Vec<u8>,
     // Delay lines: per router, `1 << line_shift` slots, a slot per arrival cycle (modulo
     // the length). Every port takes at most one flit or credit per cycle, each after its
     // link's fixed delay.
@@ -408,8 +430,9 @@ struct Iq {
     /// A router's input VCs fit one word (`PORTS * c <= 64`): VC allocation on bit
     /// matrices ([`Iq::vc_alloc_bits`]).
     bits_va: bool,
-    /// The `c` VCs of a port, a bit each.
-    all_vcs: u64,
+    /// Per output VC (indexed as `credits`): the input VC (`port * c + vc`) holding it,
+    /// valid while its `out_busy` bit is set.
+    holder: Vec<u16>,
 }
 
 impl Iq {
@@ -538,18 +561,12 @@ impl Iq {
                 };
                 nivc
             ],
-            mask: vec![0; routers * PORTS],
-            need_va: vec![0; routers * PORTS],
-            busy: vec![0; routers],
+            rs: vec![RouterState::default(); routers],
             credits,
             in_use,
-            out_busy: vec![0; routers * PORTS],
             src_base,
             va_gptr: vec![0; nivc],
             va_aptr: vec![0; nivc],
-            sa_gptr: vec![0; routers * PORTS],
-            sa_aptr: vec![0; routers * PORTS],
-            sa_vc_rr: vec![0; routers * PORTS],
             line_shift: line_len.trailing_zeros(),
             line_mask: line_len - 1,
             flit_line: vec![
@@ -595,7 +612,7 @@ impl Iq {
             va_req: Vec::new(),
             va_gmask: vec![0; 64],
             bits_va: PORTS * c <= 64,
-            all_vcs: if c == 64 { u64::MAX } else { (1u64 << c) - 1 },
+            holder: vec![0; nivc],
         }
     }
 
@@ -764,7 +781,13 @@ impl Iq {
             let o = m.trailing_zeros() as usize;
             m &= m - 1;
             let v = usize::from(self.credit_line[line * 4 + o]);
-            self.credits[(r * PORTS + o) * c + v] += 1;
+            let k = (r * PORTS + o) * c + v;
+            let was = self.credits[k];
+            self.credits[k] = was + 1;
+            // The first credit back unblocks the input VC holding the output VC.
+            let unblock = was == 0 && self.rs[r].out_busy[o] & (1u64 << v) != 0;
+            let iv = usize::from(self.holder[k]);
+            self.rs[r].blocked[iv >> self.shift] &= !(u64::from(unblock) << (iv & (c - 1)));
         }
         let mut m = bits & 0x1f;
         while m != 0 {
@@ -787,12 +810,12 @@ impl Iq {
                 let bit = 1u64 << v;
                 if f.flags & HEAD != 0 {
                     st.ready = now + self.rd;
-                    self.need_va[rp] |= bit;
+                    self.rs[r].need_va[p] |= bit;
                 } else {
                     st.ready = now;
                 }
-                self.mask[rp] |= bit;
-                self.busy[r] |= 1 << p;
+                self.rs[r].mask[p] |= bit;
+                self.rs[r].busy |= 1 << p;
             }
             self.buf[slot] = f;
             if self.rd > 0 {
@@ -815,10 +838,23 @@ impl Iq {
             self.va_aptr[r * nv + iv] = if next == nv { 0 } else { next } as u16;
         }
         let ivc = r * nv + iv;
-        self.need_va[ivc >> self.shift] &= !(1u64 << (ivc & (c - 1)));
+        let p = iv >> self.shift;
+        let bit = 1u64 << (iv & (c - 1));
         self.vc[ivc].out_vc = ov as u8;
-        self.out_busy[r * PORTS + o] |= 1 << ov;
         self.vc[ivc].ready = self.now + self.va;
+        let k = (r * PORTS + o) * c + ov;
+        self.holder[k] = iv as u16;
+        let no_credit = self.credits[k] == 0;
+        let rs = &mut self.rs[r];
+        rs.need_va[p] &= !bit;
+        rs.out_busy[o] |= 1 << ov;
+        rs.vc_out[p][o] |= bit;
+        rs.blocked[p] = if no_credit {
+            rs.blocked[p] | bit
+        } else {
+            rs.blocked[p] & !bit
+        };
+        rs.pending[p] |= bit;
     }
 
     /// The output VC of port `o` that input VC `iv` of router `r` accepts among the
@@ -851,21 +887,22 @@ impl Iq {
         let nv = PORTS * c;
         let rp0 = r * PORTS;
         let Iq {
-            need_va,
+            rs,
             vc,
             buf,
             router_xy,
             xy,
             va_gptr,
             va_aptr,
-            out_busy,
             va_gmask,
+            holder,
+            credits,
             ..
         } = self;
-        let need: &mut [u64; PORTS] = (&mut need_va[rp0..rp0 + PORTS]).try_into().unwrap();
+        let rs = &mut rs[r];
         // Input VCs waiting for an output VC, bit `port * c + vc`.
         let mut waiting = 0u64;
-        for (p, &m) in need.iter().enumerate() {
+        for (p, &m) in rs.need_va.iter().enumerate() {
             waiting |= m << (p * c);
         }
         let vcs = &mut vc[rp0 * c..(rp0 + PORTS) * c];
@@ -898,7 +935,6 @@ impl Iq {
         }
         let gptr = &mut va_gptr[r * nv..(r + 1) * nv];
         let aptr = &mut va_aptr[r * nv..(r + 1) * nv];
-        let busy: &mut [u64; PORTS] = (&mut out_busy[rp0..rp0 + PORTS]).try_into().unwrap();
         let ready = now + self.va;
         let (shift, class_bits, nvcs, iters) = (self.shift, self.class_bits, self.vcs, self.iters);
         // Granted output VCs per input VC (all zero between calls).
@@ -910,7 +946,7 @@ impl Iq {
             let ob = o * c;
             let mut reqs = req[g];
             for iter in 0..iters {
-                let free = (class_bits << (class * nvcs)) & !busy[o];
+                let free = (class_bits << (class * nvcs)) & !rs.out_busy[o];
                 if free == 0 || reqs == 0 {
                     break;
                 }
@@ -943,10 +979,21 @@ impl Iq {
                         gptr[oi] = if iv + 1 == nv { 0 } else { iv + 1 } as u16;
                         aptr[iv] = if oi + 1 == nv { 0 } else { oi + 1 } as u16;
                     }
-                    need[iv >> shift] &= !(1u64 << (iv & (c - 1)));
+                    let p = iv >> shift;
+                    let bit = 1u64 << (iv & (c - 1));
+                    rs.need_va[p] &= !bit;
                     vcs[iv].out_vc = ov as u8;
                     vcs[iv].ready = ready;
-                    busy[o] |= 1 << ov;
+                    rs.out_busy[o] |= 1 << ov;
+                    let k = (rp0 + o) * c + ov;
+                    rs.vc_out[p][o] |= bit;
+                    holder[k] = iv as u16;
+                    rs.blocked[p] = if credits[k] == 0 {
+                        rs.blocked[p] | bit
+                    } else {
+                        rs.blocked[p] & !bit
+                    };
+                    rs.pending[p] |= bit;
                 }
                 reqs &= !winners;
             }
@@ -957,16 +1004,10 @@ impl Iq {
     fn vc_alloc(&mut self, r: usize) {
         let c = self.c;
         let now = self.now;
-        let nv = PORTS * c;
         let rp0 = r * PORTS;
-        // Requests sharing an output port and class (a bit per port * 4 + class): when
-        // every request has its own, each is granted all free VCs of its class and
-        // accepts one, whatever the order and the iterations.
-        let mut groups = 0u32;
-        let mut distinct = true;
         {
             let Iq {
-                need_va,
+                rs,
                 vc,
                 buf,
                 va_req,
@@ -974,7 +1015,7 @@ impl Iq {
                 xy,
                 ..
             } = self;
-            let need = &need_va[rp0..rp0 + PORTS];
+            let need = &rs[r].need_va;
             let vcs = &mut vc[rp0 * c..(rp0 + PORTS) * c];
             let (x, y) = router_xy[r];
             let (cap_shift, shared, yx, nvcs) = (self.cap_shift, self.shared, self.yx, self.vcs);
@@ -1008,57 +1049,12 @@ impl Iq {
                     let o = if x == dx && y == dy { LOCAL as u8 } else { o };
                     st.out_port = o;
                     let class = if shared { usize::from(f.vn) } else { 0 };
-                    let g = 1u32 << (usize::from(o) * 4 + class);
-                    distinct &= groups & g == 0;
-                    groups |= g;
                     va_req.push((iv as u16, o, (class * nvcs) as u8));
                 }
             }
         }
         let nreq = self.va_req.len();
         if nreq == 0 {
-            return;
-        }
-        if distinct {
-            let Iq {
-                need_va,
-                vc,
-                va_req,
-                va_gptr,
-                va_aptr,
-                out_busy,
-                ..
-            } = self;
-            let need = &mut need_va[rp0..rp0 + PORTS];
-            let vcs = &mut vc[rp0 * c..(rp0 + PORTS) * c];
-            let gptr = &mut va_gptr[r * nv..(r + 1) * nv];
-            let aptr = &mut va_aptr[r * nv..(r + 1) * nv];
-            let busy = &mut out_busy[rp0..rp0 + PORTS];
-            let ready = now + self.va;
-            let shift = self.shift;
-            for &(iv, o, lo) in va_req.iter() {
-                let (iv, o) = (usize::from(iv), usize::from(o));
-                let free = (self.class_bits << lo) & !busy[o];
-                if free == 0 {
-                    continue;
-                }
-                // Accept: the first granting VC at or after the input's pointer, else
-                // the first.
-                let a = usize::from(aptr[iv]);
-                // The pointer inside the port's VCs (a > o * c and a < (o + 1) * c), and
-                // the free VCs at or after it.
-                let inside = a.wrapping_sub(o * c + 1) < c - 1;
-                let after = free & (u64::MAX << (a.wrapping_sub(o * c) & 63));
-                let after = if inside { after } else { 0 };
-                let ov = if after != 0 { after } else { free }.trailing_zeros() as usize;
-                let oi = o * c + ov;
-                gptr[oi] = if iv + 1 == nv { 0 } else { iv + 1 } as u16;
-                aptr[iv] = if oi + 1 == nv { 0 } else { oi + 1 } as u16;
-                need[iv >> shift] &= !(1u64 << (iv & (c - 1)));
-                vcs[iv].out_vc = ov as u8;
-                vcs[iv].ready = ready;
-                busy[o] |= 1 << ov;
-            }
             return;
         }
         let nv = PORTS * c;
@@ -1083,10 +1079,8 @@ impl Iq {
                 let o = usize::from(o);
                 // The group's output VCs (k is its first unmatched request: a group's
                 // VCs are all handled when its first request comes).
-                let free = (self.class_bits << lo)
-                    & !self.out_busy[r * PORTS + o]
-                    & !outmatch[o]
-                    & !granted[o];
+                let free =
+                    (self.class_bits << lo) & !self.rs[r].out_busy[o] & !outmatch[o] & !granted[o];
                 if free == 0 {
                     continue;
                 }
@@ -1155,9 +1149,9 @@ impl Iq {
     fn sw_alloc(&mut self, r: usize) {
         let c = self.c;
         let now = self.now;
-        // Per input port: per output port, the VC it offers (round robin from the
-        // port's pointer), as a small table.
-        let mut offer = [[0u8; PORTS]; PORTS];
+        // Per input port: the VCs that may request the switch (their front flit holds
+        // an output VC with a credit and is ready).
+        let mut elig = [0u64; PORTS];
         let mut want = [0u8; PORTS]; // bit per output
         let mut req_by_out = [0u8; PORTS]; // bit per input
         let mut wanted = 0u8; // outputs requested by any input
@@ -1165,42 +1159,34 @@ impl Iq {
         let mut multi = false; // an input requests two outputs or an output has two
         let rp0 = r * PORTS;
         // Ports with VCs that hold an output VC, a bit each (visited in increasing order).
-        let mask: &[u64; PORTS] = self.mask[rp0..rp0 + PORTS].try_into().unwrap();
-        let need: &[u64; PORTS] = self.need_va[rp0..rp0 + PORTS].try_into().unwrap();
+        let rs = &mut self.rs[r];
         let mut ports = 0u8;
         for p in 0..PORTS {
-            ports |= u8::from(mask[p] & !need[p] != 0) << p;
+            ports |= u8::from(rs.mask[p] & !rs.need_va[p] != 0) << p;
         }
-        let all = self.all_vcs;
         while ports != 0 {
             let p = ports.trailing_zeros() as usize;
             ports &= ports - 1;
-            let m = mask[p] & !need[p];
-            let start = u32::from(self.sa_vc_rr[rp0 + p]);
-            let base = (rp0 + p) * c;
+            let rp = rp0 + p;
+            // VCs given an output VC lately: those whose ready cycle has come leave the
+            // pending set.
+            let mut pend = rs.pending[p];
+            let mut q = pend;
+            while q != 0 {
+                let v = q.trailing_zeros() as usize;
+                q &= q - 1;
+                pend &= !(u64::from(self.vc[rp * c + v].ready <= now) << v);
+            }
+            rs.pending[p] = pend;
+            let e = rs.mask[p] & !rs.need_va[p] & !rs.blocked[p] & !pend;
             let mut w = 0u8;
-            // VCs from the pointer up, then from 0: the mask rotated right by the
-            // pointer within the port's `c` VCs (a shift by 64 wraps to 0, right for
-            // c = 64 and start = 0).
-            let mut mm = ((m >> start) | m.wrapping_shl(c as u32 - start)) & all;
-            while mm != 0 {
-                let v = (mm.trailing_zeros() as usize + start as usize) & (c - 1);
-                mm &= mm - 1;
-                let st = self.vc[base + v];
-                // Outside `need_va`, a VC's front flit holds an output VC.
-                debug_assert!(st.out_vc != NONE8);
-                let o = usize::from(st.out_port);
-                // The first ready VC with a credit for its output VC offers itself for
-                // that output (selections, not branches: they follow random traffic).
-                let take = (st.ready <= now)
-                    & (self.credits[(rp0 + o) * c + usize::from(st.out_vc)] != 0)
-                    & (w & (1 << o) == 0);
-                offer[p][o] = if take { v as u8 } else { offer[p][o] };
-                w |= u8::from(take) << o;
+            for (o, &m) in rs.vc_out[p].iter().enumerate() {
+                w |= u8::from(m & e != 0) << o;
             }
             if w == 0 {
                 continue;
             }
+            elig[p] = e;
             want[p] = w;
             wanting |= 1 << p;
             multi |= w & (w - 1) != 0 || wanted & w != 0;
@@ -1227,8 +1213,8 @@ impl Iq {
                 ps &= ps - 1;
                 let o = want[p].trailing_zeros() as usize;
                 inmatch[p] = o as u8;
-                self.sa_gptr[rp0 + o] = NEXT_PORT[p];
-                self.sa_aptr[rp0 + p] = NEXT_PORT[o];
+                rs.sa_gptr[o] = NEXT_PORT[p];
+                rs.sa_aptr[p] = NEXT_PORT[o];
             }
         } else {
             // iSLIP on bit masks: requests per output (bit per input), grants per input
@@ -1243,7 +1229,7 @@ impl Iq {
                     if m == 0 || out_free & (1 << o) == 0 {
                         continue;
                     }
-                    let p = first_after(m, self.sa_gptr[rp0 + o]);
+                    let p = first_after(m, rs.sa_gptr[o]);
                     grants_by_in[p] |= 1 << o;
                     granted = true;
                 }
@@ -1254,14 +1240,14 @@ impl Iq {
                     if g == 0 {
                         continue;
                     }
-                    let o = first_after(g, self.sa_aptr[rp0 + p]);
+                    let o = first_after(g, rs.sa_aptr[p]);
                     inmatch[p] = o as u8;
                     matched |= 1 << p;
                     in_free &= !(1 << p);
                     out_free &= !(1 << o);
                     if iter == 0 {
-                        self.sa_gptr[rp0 + o] = NEXT_PORT[p];
-                        self.sa_aptr[rp0 + p] = NEXT_PORT[o];
+                        rs.sa_gptr[o] = NEXT_PORT[p];
+                        rs.sa_aptr[p] = NEXT_PORT[o];
                     }
                 }
             }
@@ -1271,8 +1257,12 @@ impl Iq {
             let p = matched.trailing_zeros() as usize;
             matched &= matched - 1;
             let o = usize::from(inmatch[p]);
-            let v = usize::from(offer[p][o]);
-            self.sa_vc_rr[rp0 + p] = ((v + 1) & (c - 1)) as u8;
+            // The port's VC for that output: the first eligible one from the port's
+            // round-robin pointer, else the first.
+            let rs = &mut self.rs[r];
+            let cand = rs.vc_out[p][o] & elig[p];
+            let v = first_at_or_after(cand, usize::from(rs.sa_vc_rr[p]));
+            rs.sa_vc_rr[p] = ((v + 1) & (c - 1)) as u8;
             self.traverse(r, p, v, o, in_window);
         }
     }
@@ -1287,9 +1277,13 @@ impl Iq {
         let mut st = self.vc[ivc];
         let f = self.buf[(ivc << self.cap_shift) + usize::from(st.head)];
         let ov = usize::from(st.out_vc);
+        let k = (r * PORTS + o) * c + ov;
         if o != LOCAL {
-            self.credits[(r * PORTS + o) * c + ov] -= 1;
+            self.credits[k] -= 1;
         }
+        let bit = 1u64 << v;
+        // The last credit taken blocks the VC (ejection never runs out).
+        let no_credit = self.credits[k] == 0;
         // Leave the buffer.
         st.head = ((usize::from(st.head) + 1) & (self.buf_cap - 1)) as u16;
         st.len -= 1;
@@ -1304,20 +1298,24 @@ impl Iq {
             let up = self.up[r * 4 + p] as usize;
             self.send_credit(now + self.up_cycles[r * 4 + p], up, p, v);
         }
+        let rs = &mut self.rs[r];
+        rs.blocked[p] |= u64::from(no_credit) << v;
         let tail = f.flags & TAIL != 0;
         if tail {
-            self.out_busy[r * PORTS + o] &= !(1u64 << ov);
+            rs.out_busy[o] &= !(1u64 << ov);
             st.out_vc = NONE8;
+            rs.vc_out[p][o] &= !bit;
+            rs.blocked[p] &= !bit;
         }
         if st.len == 0 {
-            self.mask[rp] &= !(1u64 << v);
-            if self.mask[rp] == 0 {
-                self.busy[r] &= !(1 << p);
+            rs.mask[p] &= !bit;
+            if rs.mask[p] == 0 {
+                rs.busy &= !(1 << p);
             }
         } else {
             let slot = (ivc << self.cap_shift) + usize::from(st.head);
             st.ready = if self.buf[slot].flags & HEAD != 0 {
-                self.need_va[rp] |= 1u64 << v;
+                rs.need_va[p] |= bit;
                 if self.rd > 0 {
                     (self.arr[slot] + self.rd).max(now + 1)
                 } else {
@@ -1508,7 +1506,7 @@ impl Iq {
                 self.line_bits[line] = 0;
                 self.receive(r, line, bits);
             }
-            if self.busy[r] == 0 {
+            if self.rs[r].busy == 0 {
                 continue;
             }
             self.router_cycles += 1;
