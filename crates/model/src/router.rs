@@ -254,8 +254,11 @@ struct Closed {
     done_latency: u64,
 }
 
-/// One input VC: the cycle its front flit may take its next step, its ring buffer's head
-/// and length, and the output port and downstream VC of the packet at its front.
+/// One input VC: the cycle its front flit may take its next step, its flits (`len`, the
+/// front one here and the others in its ring buffer from `head`), and the output port
+/// and downstream VC of the packet at its front. The front flit is kept here, beside
+/// what the allocators read, so that a VC holding one flit (most of them) never touches
+/// its ring buffer.
 #[derive(Debug, Clone, Copy)]
 struct VcState {
     ready: u64,
@@ -263,6 +266,7 @@ struct VcState {
     len: u16,
     out_port: u8,
     out_vc: u8,
+    front: Flit,
 }
 
 /// One flit in a buffer or on a link: its packet, what routing and VC allocation need
@@ -558,6 +562,7 @@ impl Iq {
                     len: 0,
                     out_port: NONE8,
                     out_vc: NONE8,
+                    front: Flit::default(),
                 };
                 nivc
             ],
@@ -804,9 +809,9 @@ impl Iq {
                 l < self.buf_flits,
                 "credit flow control overflowed a buffer"
             );
-            let slot = (ivc << self.cap_shift) + ((usize::from(st.head) + l) & (self.buf_cap - 1));
             st.len += 1;
             if l == 0 {
+                st.front = f;
                 let bit = 1u64 << v;
                 if f.flags & HEAD != 0 {
                     st.ready = now + self.rd;
@@ -816,10 +821,14 @@ impl Iq {
                 }
                 self.rs[r].mask[p] |= bit;
                 self.rs[r].busy |= 1 << p;
-            }
-            self.buf[slot] = f;
-            if self.rd > 0 {
-                self.arr[slot] = now;
+            } else {
+                // Behind the front flit: into the ring.
+                let slot =
+                    (ivc << self.cap_shift) + ((usize::from(st.head) + l - 1) & (self.buf_cap - 1));
+                self.buf[slot] = f;
+                if self.rd > 0 {
+                    self.arr[slot] = now;
+                }
             }
         }
     }
@@ -889,7 +898,6 @@ impl Iq {
         let Iq {
             rs,
             vc,
-            buf,
             router_xy,
             xy,
             va_gptr,
@@ -907,7 +915,7 @@ impl Iq {
         }
         let vcs = &mut vc[rp0 * c..(rp0 + PORTS) * c];
         let (x, y) = router_xy[r];
-        let (cap_shift, shared, yx) = (self.cap_shift, self.shared, self.yx);
+        let (shared, yx) = (self.shared, self.yx);
         // Requests per group (output port * 4 + class), and the groups with requests.
         let mut req = [0u64; PORTS * 4];
         let mut groups = 0u32;
@@ -915,7 +923,7 @@ impl Iq {
             let iv = waiting.trailing_zeros() as usize;
             waiting &= waiting - 1;
             let st = &mut vcs[iv];
-            let f = buf[((rp0 * c + iv) << cap_shift) + usize::from(st.head)];
+            let f = st.front;
             debug_assert!(f.flags & HEAD != 0 && st.out_vc == NONE8);
             let (dx, dy) = xy[usize::from(f.dst)];
             // Dimension order, written as selections (fewer mispredicted branches).
@@ -1009,7 +1017,6 @@ impl Iq {
             let Iq {
                 rs,
                 vc,
-                buf,
                 va_req,
                 router_xy,
                 xy,
@@ -1018,7 +1025,7 @@ impl Iq {
             let need = &rs[r].need_va;
             let vcs = &mut vc[rp0 * c..(rp0 + PORTS) * c];
             let (x, y) = router_xy[r];
-            let (cap_shift, shared, yx, nvcs) = (self.cap_shift, self.shared, self.yx, self.vcs);
+            let (shared, yx, nvcs) = (self.shared, self.yx, self.vcs);
             va_req.clear();
             // Ports with requests, a bit each (visited in increasing order: fewer
             // mispredicted branches than testing every port).
@@ -1038,7 +1045,7 @@ impl Iq {
                     if st.ready > now {
                         continue;
                     }
-                    let f = buf[((rp0 * c + iv) << cap_shift) + usize::from(st.head)];
+                    let f = st.front;
                     debug_assert!(f.flags & HEAD != 0 && st.out_vc == NONE8);
                     let (dx, dy) = xy[usize::from(f.dst)];
                     // Dimension order, written as selections (fewer mispredicted branches).
@@ -1159,6 +1166,7 @@ impl Iq {
         let mut multi = false; // an input requests two outputs or an output has two
         let rp0 = r * PORTS;
         // Ports with VCs that hold an output VC, a bit each (visited in increasing order).
+        let va_delay = self.va;
         let rs = &mut self.rs[r];
         let mut ports = 0u8;
         for p in 0..PORTS {
@@ -1169,15 +1177,22 @@ impl Iq {
             ports &= ports - 1;
             let rp = rp0 + p;
             // VCs given an output VC lately: those whose ready cycle has come leave the
-            // pending set.
+            // pending set. With a VC-allocation delay of one cycle (the reference
+            // configuration) or none, that is every VC but those given one in this cycle
+            // (none if no delay), without reading their ready cycles.
             let mut pend = rs.pending[p];
-            let mut q = pend;
-            while q != 0 {
-                let v = q.trailing_zeros() as usize;
-                q &= q - 1;
-                pend &= !(u64::from(self.vc[rp * c + v].ready <= now) << v);
+            if va_delay > 1 {
+                let mut q = pend;
+                while q != 0 {
+                    let v = q.trailing_zeros() as usize;
+                    q &= q - 1;
+                    pend &= !(u64::from(self.vc[rp * c + v].ready <= now) << v);
+                }
+                rs.pending[p] = pend;
+            } else {
+                pend &= if va_delay == 1 { u64::MAX } else { 0 };
+                rs.pending[p] = 0;
             }
-            rs.pending[p] = pend;
             let e = rs.mask[p] & !rs.need_va[p] & !rs.blocked[p] & !pend;
             let mut w = 0u8;
             for (o, &m) in rs.vc_out[p].iter().enumerate() {
@@ -1275,7 +1290,7 @@ impl Iq {
         let rp = r * PORTS + p;
         let ivc = rp * c + v;
         let mut st = self.vc[ivc];
-        let f = self.buf[(ivc << self.cap_shift) + usize::from(st.head)];
+        let f = st.front;
         let ov = usize::from(st.out_vc);
         let k = (r * PORTS + o) * c + ov;
         if o != LOCAL {
@@ -1285,7 +1300,6 @@ impl Iq {
         // The last credit taken blocks the VC (ejection never runs out).
         let no_credit = self.credits[k] == 0;
         // Leave the buffer.
-        st.head = ((usize::from(st.head) + 1) & (self.buf_cap - 1)) as u16;
         st.len -= 1;
         // The credit of the freed slot goes upstream.
         if p == LOCAL {
@@ -1313,8 +1327,11 @@ impl Iq {
                 rs.busy &= !(1 << p);
             }
         } else {
+            // The next flit comes to the front from the ring.
             let slot = (ivc << self.cap_shift) + usize::from(st.head);
-            st.ready = if self.buf[slot].flags & HEAD != 0 {
+            st.head = ((usize::from(st.head) + 1) & (self.buf_cap - 1)) as u16;
+            st.front = self.buf[slot];
+            st.ready = if st.front.flags & HEAD != 0 {
                 rs.need_va[p] |= bit;
                 if self.rd > 0 {
                     (self.arr[slot] + self.rd).max(now + 1)
