@@ -913,6 +913,9 @@ impl Iq {
         for (p, &m) in rs.need_va.iter().enumerate() {
             waiting |= m << (p * c);
         }
+        if waiting == 0 {
+            return;
+        }
         let vcs = &mut vc[rp0 * c..(rp0 + PORTS) * c];
         let (x, y) = router_xy[r];
         let (shared, yx) = (self.shared, self.yx);
@@ -1289,18 +1292,6 @@ impl Iq {
         let now = self.now;
         let rp = r * PORTS + p;
         let ivc = rp * c + v;
-        let mut st = self.vc[ivc];
-        let f = st.front;
-        let ov = usize::from(st.out_vc);
-        let k = (r * PORTS + o) * c + ov;
-        if o != LOCAL {
-            self.credits[k] -= 1;
-        }
-        let bit = 1u64 << v;
-        // The last credit taken blocks the VC (ejection never runs out).
-        let no_credit = self.credits[k] == 0;
-        // Leave the buffer.
-        st.len -= 1;
         // The credit of the freed slot goes upstream.
         if p == LOCAL {
             // Router r is fed by source r.
@@ -1312,8 +1303,19 @@ impl Iq {
             let up = self.up[r * 4 + p] as usize;
             self.send_credit(now + self.up_cycles[r * 4 + p], up, p, v);
         }
+        let st = &mut self.vc[ivc];
+        let f = st.front;
+        let ov = usize::from(st.out_vc);
+        let k = (r * PORTS + o) * c + ov;
+        if o != LOCAL {
+            self.credits[k] -= 1;
+        }
+        let bit = 1u64 << v;
         let rs = &mut self.rs[r];
-        rs.blocked[p] |= u64::from(no_credit) << v;
+        // The last credit taken blocks the VC (ejection never runs out).
+        rs.blocked[p] |= u64::from(self.credits[k] == 0) << v;
+        // Leave the buffer.
+        st.len -= 1;
         let tail = f.flags & TAIL != 0;
         if tail {
             rs.out_busy[o] &= !(1u64 << ov);
@@ -1323,9 +1325,7 @@ impl Iq {
         }
         if st.len == 0 {
             rs.mask[p] &= !bit;
-            if rs.mask[p] == 0 {
-                rs.busy &= !(1 << p);
-            }
+            rs.busy &= !(u8::from(rs.mask[p] == 0) << p);
         } else {
             // The next flit comes to the front from the ring.
             let slot = (ivc << self.cap_shift) + usize::from(st.head);
@@ -1342,7 +1342,6 @@ impl Iq {
                 now + 1
             };
         }
-        self.vc[ivc] = st;
         if o == LOCAL {
             if tail {
                 let at = now + self.sa_st + self.eject;
