@@ -19,7 +19,11 @@
 //! ran about 1.7-2x slower than when the earlier figures (3.8-4.0e6 and 4.5-4.8e6) were
 //! taken; one run of this bench gave 3.1e6 and 2.6e6 (2.8e6 and 2.1e6 before the last
 //! commit of that session). BookSim2's
-//! binary was not at hand; its earlier figures are 2.6-2.7e5 and 2.3-2.5e5.
+//! binary was not at hand; its earlier figures are 2.6-2.7e5 and 2.3-2.5e5. The session
+//! after it (allocators on bit matrices) measured by cachegrind instead, the VM being
+//! loaded: 1,681 instructions, 12.6 mispredicted branches and 28.2 L1D misses per
+//! router-cycle against 2,103, 22.9 and 26.1 (docs/model.md); its wall figures were not
+//! taken, and 1e7 router-cycles/s is not reached.
 
 use numalab_model::des::{self, DesConfig};
 use numalab_model::experiments::{self, Engine, Experiment, Options};

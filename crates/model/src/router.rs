@@ -254,8 +254,11 @@ struct Closed {
     done_latency: u64,
 }
 
-/// One input VC: the cycle its front flit may take its next step, its ring buffer's head
-/// and length, and the output port and downstream VC of the packet at its front.
+/// One input VC: the cycle its front flit may take its next step, its flits (`len`, the
+/// front one here and the others in its ring buffer from `head`), and the output port
+/// and downstream VC of the packet at its front. The front flit is kept here, beside
+/// what the allocators read, so that a VC holding one flit (most of them) never touches
+/// its ring buffer.
 #[derive(Debug, Clone, Copy)]
 struct VcState {
     ready: u64,
@@ -263,6 +266,7 @@ struct VcState {
     len: u16,
     out_port: u8,
     out_vc: u8,
+    front: Flit,
 }
 
 /// One flit in a buffer or on a link: its packet, what routing and VC allocation need
@@ -287,6 +291,37 @@ const TAIL: u8 = 2;
 struct Arrival {
     flit: Flit,
     vc: u8,
+}
+
+/// The state of one router that the allocators read and write every cycle, together (a
+/// few cache lines) rather than spread over a vector each: masks of its input VCs and
+/// output VCs, switch allocation's view of the requests, and the switch allocator's
+/// iSLIP pointers. Masks have a bit per VC of a port (`c` bits).
+#[derive(Debug, Clone, Copy, Default)]
+struct RouterState {
+    /// Non-empty VCs, per input port.
+    mask: [u64; PORTS],
+    /// VCs whose front flit is a head waiting for VC allocation, per input port.
+    need_va: [u64; PORTS],
+    /// Output VCs held by a packet, per output port.
+    out_busy: [u64; PORTS],
+    /// Per input port and output port: the input port's VCs whose front packet holds an
+    /// output VC of that output port (kept up to date by VC allocation and traversal, so
+    /// that a switch request is a few word operations per port instead of a visit of
+    /// every waiting VC).
+    vc_out: [[u64; PORTS]; PORTS],
+    /// Per input port: VCs whose output VC has no credit.
+    blocked: [u64; PORTS],
+    /// Per input port: VCs given an output VC whose `ready` cycle may still be ahead
+    /// (cleared by switch allocation once it has come).
+    pending: [u64; PORTS],
+    /// Switch allocator: grant pointer per output port, accept pointer per input port,
+    /// and per input port the round-robin pointer over its VCs.
+    sa_gptr: [u8; PORTS],
+    sa_aptr: [u8; PORTS],
+    sa_vc_rr: [u8; PORTS],
+    /// Non-empty input ports, a bit each.
+    busy: u8,
 }
 
 struct Source {
@@ -336,26 +371,17 @@ struct Iq {
     arr: Vec<u64>,
     /// State of each input VC.
     vc: Vec<VcState>,
-    /// Non-empty VCs per (router, port).
-    mask: Vec<u64>,
-    /// VCs whose front flit is a head waiting for VC allocation, per (router, port).
-    need_va: Vec<u64>,
-    /// Non-empty ports per router (bit per port).
-    busy: Vec<u8>,
+    /// Per router: its allocators' state.
+    rs: Vec<RouterState>,
     // Output VCs: index ((router * PORTS + port) * c + vc); source VCs follow at
     // `src_base + (plane * n_stops + stop) * c + vc`.
     credits: Vec<u32>,
     /// Source VCs held by a packet being injected.
     in_use: Vec<bool>,
-    /// Output VCs held by a packet, a bit per VC, per (router, output port).
-    out_busy: Vec<u64>,
     src_base: usize,
     // iSLIP pointers.
     va_gptr: Vec<u16>,
     va_aptr: Vec<u16>,
-    sa_gptr: Vec<u8>,
-    sa_aptr: Vec<u8>,
-    sa_vc_rr: Vec<u8>,
     // Delay lines: per router, `1 << line_shift` slots, a slot per arrival cycle (modulo
     // the length). Every port takes at most one flit or credit per cycle, each after its
     // link's fixed delay.
@@ -405,6 +431,12 @@ struct Iq {
     va_req: Vec<(u16, u8, u8)>,
     /// Scratch: output VCs granted to each request (64 entries).
     va_gmask: Vec<u64>,
+    /// A router's input VCs fit one word (`PORTS * c <= 64`): VC allocation on bit
+    /// matrices ([`Iq::vc_alloc_bits`]).
+    bits_va: bool,
+    /// Per output VC (indexed as `credits`): the input VC (`port * c + vc`) holding it,
+    /// valid while its `out_busy` bit is set.
+    holder: Vec<u16>,
 }
 
 impl Iq {
@@ -530,21 +562,16 @@ impl Iq {
                     len: 0,
                     out_port: NONE8,
                     out_vc: NONE8,
+                    front: Flit::default(),
                 };
                 nivc
             ],
-            mask: vec![0; routers * PORTS],
-            need_va: vec![0; routers * PORTS],
-            busy: vec![0; routers],
+            rs: vec![RouterState::default(); routers],
             credits,
             in_use,
-            out_busy: vec![0; routers * PORTS],
             src_base,
             va_gptr: vec![0; nivc],
             va_aptr: vec![0; nivc],
-            sa_gptr: vec![0; routers * PORTS],
-            sa_aptr: vec![0; routers * PORTS],
-            sa_vc_rr: vec![0; routers * PORTS],
             line_shift: line_len.trailing_zeros(),
             line_mask: line_len - 1,
             flit_line: vec![
@@ -589,6 +616,8 @@ impl Iq {
             router_cycles: 0,
             va_req: Vec::new(),
             va_gmask: vec![0; 64],
+            bits_va: PORTS * c <= 64,
+            holder: vec![0; nivc],
         }
     }
 
@@ -757,7 +786,13 @@ impl Iq {
             let o = m.trailing_zeros() as usize;
             m &= m - 1;
             let v = usize::from(self.credit_line[line * 4 + o]);
-            self.credits[(r * PORTS + o) * c + v] += 1;
+            let k = (r * PORTS + o) * c + v;
+            let was = self.credits[k];
+            self.credits[k] = was + 1;
+            // The first credit back unblocks the input VC holding the output VC.
+            let unblock = was == 0 && self.rs[r].out_busy[o] & (1u64 << v) != 0;
+            let iv = usize::from(self.holder[k]);
+            self.rs[r].blocked[iv >> self.shift] &= !(u64::from(unblock) << (iv & (c - 1)));
         }
         let mut m = bits & 0x1f;
         while m != 0 {
@@ -774,22 +809,26 @@ impl Iq {
                 l < self.buf_flits,
                 "credit flow control overflowed a buffer"
             );
-            let slot = (ivc << self.cap_shift) + ((usize::from(st.head) + l) & (self.buf_cap - 1));
             st.len += 1;
             if l == 0 {
+                st.front = f;
                 let bit = 1u64 << v;
                 if f.flags & HEAD != 0 {
                     st.ready = now + self.rd;
-                    self.need_va[rp] |= bit;
+                    self.rs[r].need_va[p] |= bit;
                 } else {
                     st.ready = now;
                 }
-                self.mask[rp] |= bit;
-                self.busy[r] |= 1 << p;
-            }
-            self.buf[slot] = f;
-            if self.rd > 0 {
-                self.arr[slot] = now;
+                self.rs[r].mask[p] |= bit;
+                self.rs[r].busy |= 1 << p;
+            } else {
+                // Behind the front flit: into the ring.
+                let slot =
+                    (ivc << self.cap_shift) + ((usize::from(st.head) + l - 1) & (self.buf_cap - 1));
+                self.buf[slot] = f;
+                if self.rd > 0 {
+                    self.arr[slot] = now;
+                }
             }
         }
     }
@@ -808,10 +847,23 @@ impl Iq {
             self.va_aptr[r * nv + iv] = if next == nv { 0 } else { next } as u16;
         }
         let ivc = r * nv + iv;
-        self.need_va[ivc >> self.shift] &= !(1u64 << (ivc & (c - 1)));
+        let p = iv >> self.shift;
+        let bit = 1u64 << (iv & (c - 1));
         self.vc[ivc].out_vc = ov as u8;
-        self.out_busy[r * PORTS + o] |= 1 << ov;
         self.vc[ivc].ready = self.now + self.va;
+        let k = (r * PORTS + o) * c + ov;
+        self.holder[k] = iv as u16;
+        let no_credit = self.credits[k] == 0;
+        let rs = &mut self.rs[r];
+        rs.need_va[p] &= !bit;
+        rs.out_busy[o] |= 1 << ov;
+        rs.vc_out[p][o] |= bit;
+        rs.blocked[p] = if no_credit {
+            rs.blocked[p] | bit
+        } else {
+            rs.blocked[p] & !bit
+        };
+        rs.pending[p] |= bit;
     }
 
     /// The output VC of port `o` that input VC `iv` of router `r` accepts among the
@@ -829,31 +881,154 @@ impl Iq {
         g.trailing_zeros() as usize
     }
 
-    /// VC allocation at router `r` (iSLIP: output VCs grant, input VCs accept).
-    fn vc_alloc(&mut self, r: usize) {
+    /// VC allocation at router `r` when its input VCs fit one word (`PORTS * c <= 64`):
+    /// the same iSLIP as [`Iq::vc_alloc`], on bit matrices. The requests are a mask of
+    /// input VCs (bit `port * c + vc`) per group of output VCs they compete for (output
+    /// port and class); an output VC grants the first requesting input VC at or after its
+    /// pointer (else the first), an input VC accepts the first granting output VC at or
+    /// after its pointer (else the first), both a `trailing_zeros` of a masked word. The
+    /// groups share no output VC and no request, so allocating them one after the other
+    /// (all iterations of one, then the next) makes the same choices as iterating over
+    /// all of them together.
+    fn vc_alloc_bits(&mut self, r: usize) {
         let c = self.c;
         let now = self.now;
         let nv = PORTS * c;
         let rp0 = r * PORTS;
-        // Requests sharing an output port and class (a bit per port * 4 + class): when
-        // every request has its own, each is granted all free VCs of its class and
-        // accepts one, whatever the order and the iterations.
+        let Iq {
+            rs,
+            vc,
+            router_xy,
+            xy,
+            va_gptr,
+            va_aptr,
+            va_gmask,
+            holder,
+            credits,
+            ..
+        } = self;
+        let rs = &mut rs[r];
+        // Input VCs waiting for an output VC, bit `port * c + vc`.
+        let mut waiting = 0u64;
+        for (p, &m) in rs.need_va.iter().enumerate() {
+            waiting |= m << (p * c);
+        }
+        if waiting == 0 {
+            return;
+        }
+        let vcs = &mut vc[rp0 * c..(rp0 + PORTS) * c];
+        let (x, y) = router_xy[r];
+        let (shared, yx) = (self.shared, self.yx);
+        // Requests per group (output port * 4 + class), and the groups with requests.
+        let mut req = [0u64; PORTS * 4];
         let mut groups = 0u32;
-        let mut distinct = true;
+        while waiting != 0 {
+            let iv = waiting.trailing_zeros() as usize;
+            waiting &= waiting - 1;
+            let st = &mut vcs[iv];
+            let f = st.front;
+            debug_assert!(f.flags & HEAD != 0 && st.out_vc == NONE8);
+            let (dx, dy) = xy[usize::from(f.dst)];
+            // Dimension order, written as selections (fewer mispredicted branches).
+            let horizontal = if dx > x { 0 } else { 1 };
+            let vertical = if dy > y { 2 } else { 3 };
+            let first = if yx { y == dy } else { x != dx };
+            let o = if first { horizontal } else { vertical };
+            let o = if x == dx && y == dy { LOCAL as u8 } else { o };
+            // A request only once its front flit's routing delay has passed (the route
+            // is recorded either way, as `vc_alloc` does).
+            let ready = st.ready <= now;
+            st.out_port = if ready { o } else { st.out_port };
+            let class = if shared { usize::from(f.vn) } else { 0 };
+            let g = usize::from(o) * 4 + class;
+            req[g] |= u64::from(ready) << iv;
+            groups |= u32::from(ready) << g;
+        }
+        let gptr = &mut va_gptr[r * nv..(r + 1) * nv];
+        let aptr = &mut va_aptr[r * nv..(r + 1) * nv];
+        let ready = now + self.va;
+        let (shift, class_bits, nvcs, iters) = (self.shift, self.class_bits, self.vcs, self.iters);
+        // Granted output VCs per input VC (all zero between calls).
+        let gm = &mut va_gmask[..nv];
+        while groups != 0 {
+            let g = groups.trailing_zeros() as usize;
+            groups &= groups - 1;
+            let (o, class) = (g >> 2, g & 3);
+            let ob = o * c;
+            let mut reqs = req[g];
+            for iter in 0..iters {
+                let free = (class_bits << (class * nvcs)) & !rs.out_busy[o];
+                if free == 0 || reqs == 0 {
+                    break;
+                }
+                // Grant.
+                let winners = if reqs & (reqs - 1) == 0 {
+                    // A sole request is granted every free VC.
+                    gm[reqs.trailing_zeros() as usize] = free;
+                    reqs
+                } else {
+                    let mut winners = 0u64;
+                    let mut f = free;
+                    while f != 0 {
+                        let ov = f.trailing_zeros() as usize;
+                        f &= f - 1;
+                        let iv = first_at_or_after(reqs, usize::from(gptr[ob + ov]));
+                        gm[iv] |= 1 << ov;
+                        winners |= 1 << iv;
+                    }
+                    winners
+                };
+                // Accept.
+                let mut w = winners;
+                while w != 0 {
+                    let iv = w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    let oi = first_at_or_after(gm[iv] << ob, usize::from(aptr[iv]));
+                    gm[iv] = 0;
+                    let ov = oi - ob;
+                    if iter == 0 {
+                        gptr[oi] = if iv + 1 == nv { 0 } else { iv + 1 } as u16;
+                        aptr[iv] = if oi + 1 == nv { 0 } else { oi + 1 } as u16;
+                    }
+                    let p = iv >> shift;
+                    let bit = 1u64 << (iv & (c - 1));
+                    rs.need_va[p] &= !bit;
+                    vcs[iv].out_vc = ov as u8;
+                    vcs[iv].ready = ready;
+                    rs.out_busy[o] |= 1 << ov;
+                    let k = (rp0 + o) * c + ov;
+                    rs.vc_out[p][o] |= bit;
+                    holder[k] = iv as u16;
+                    rs.blocked[p] = if credits[k] == 0 {
+                        rs.blocked[p] | bit
+                    } else {
+                        rs.blocked[p] & !bit
+                    };
+                    rs.pending[p] |= bit;
+                }
+                reqs &= !winners;
+            }
+        }
+    }
+
+    /// VC allocation at router `r` (iSLIP: output VCs grant, input VCs accept).
+    fn vc_alloc(&mut self, r: usize) {
+        let c = self.c;
+        let now = self.now;
+        let rp0 = r * PORTS;
         {
             let Iq {
-                need_va,
+                rs,
                 vc,
-                buf,
                 va_req,
                 router_xy,
                 xy,
                 ..
             } = self;
-            let need = &need_va[rp0..rp0 + PORTS];
+            let need = &rs[r].need_va;
             let vcs = &mut vc[rp0 * c..(rp0 + PORTS) * c];
             let (x, y) = router_xy[r];
-            let (cap_shift, shared, yx, nvcs) = (self.cap_shift, self.shared, self.yx, self.vcs);
+            let (shared, yx, nvcs) = (self.shared, self.yx, self.vcs);
             va_req.clear();
             // Ports with requests, a bit each (visited in increasing order: fewer
             // mispredicted branches than testing every port).
@@ -873,7 +1048,7 @@ impl Iq {
                     if st.ready > now {
                         continue;
                     }
-                    let f = buf[((rp0 * c + iv) << cap_shift) + usize::from(st.head)];
+                    let f = st.front;
                     debug_assert!(f.flags & HEAD != 0 && st.out_vc == NONE8);
                     let (dx, dy) = xy[usize::from(f.dst)];
                     // Dimension order, written as selections (fewer mispredicted branches).
@@ -884,57 +1059,12 @@ impl Iq {
                     let o = if x == dx && y == dy { LOCAL as u8 } else { o };
                     st.out_port = o;
                     let class = if shared { usize::from(f.vn) } else { 0 };
-                    let g = 1u32 << (usize::from(o) * 4 + class);
-                    distinct &= groups & g == 0;
-                    groups |= g;
                     va_req.push((iv as u16, o, (class * nvcs) as u8));
                 }
             }
         }
         let nreq = self.va_req.len();
         if nreq == 0 {
-            return;
-        }
-        if distinct {
-            let Iq {
-                need_va,
-                vc,
-                va_req,
-                va_gptr,
-                va_aptr,
-                out_busy,
-                ..
-            } = self;
-            let need = &mut need_va[rp0..rp0 + PORTS];
-            let vcs = &mut vc[rp0 * c..(rp0 + PORTS) * c];
-            let gptr = &mut va_gptr[r * nv..(r + 1) * nv];
-            let aptr = &mut va_aptr[r * nv..(r + 1) * nv];
-            let busy = &mut out_busy[rp0..rp0 + PORTS];
-            let ready = now + self.va;
-            let shift = self.shift;
-            for &(iv, o, lo) in va_req.iter() {
-                let (iv, o) = (usize::from(iv), usize::from(o));
-                let free = (self.class_bits << lo) & !busy[o];
-                if free == 0 {
-                    continue;
-                }
-                // Accept: the first granting VC at or after the input's pointer, else
-                // the first.
-                let a = usize::from(aptr[iv]);
-                // The pointer inside the port's VCs (a > o * c and a < (o + 1) * c), and
-                // the free VCs at or after it.
-                let inside = a.wrapping_sub(o * c + 1) < c - 1;
-                let after = free & (u64::MAX << (a.wrapping_sub(o * c) & 63));
-                let after = if inside { after } else { 0 };
-                let ov = if after != 0 { after } else { free }.trailing_zeros() as usize;
-                let oi = o * c + ov;
-                gptr[oi] = if iv + 1 == nv { 0 } else { iv + 1 } as u16;
-                aptr[iv] = if oi + 1 == nv { 0 } else { oi + 1 } as u16;
-                need[iv >> shift] &= !(1u64 << (iv & (c - 1)));
-                vcs[iv].out_vc = ov as u8;
-                vcs[iv].ready = ready;
-                busy[o] |= 1 << ov;
-            }
             return;
         }
         let nv = PORTS * c;
@@ -959,10 +1089,8 @@ impl Iq {
                 let o = usize::from(o);
                 // The group's output VCs (k is its first unmatched request: a group's
                 // VCs are all handled when its first request comes).
-                let free = (self.class_bits << lo)
-                    & !self.out_busy[r * PORTS + o]
-                    & !outmatch[o]
-                    & !granted[o];
+                let free =
+                    (self.class_bits << lo) & !self.rs[r].out_busy[o] & !outmatch[o] & !granted[o];
                 if free == 0 {
                     continue;
                 }
@@ -1031,9 +1159,9 @@ impl Iq {
     fn sw_alloc(&mut self, r: usize) {
         let c = self.c;
         let now = self.now;
-        // Per input port: per output port, the VC it offers (round robin from the
-        // port's pointer), as a small table.
-        let mut offer = [[0u8; PORTS]; PORTS];
+        // Per input port: the VCs that may request the switch (their front flit holds
+        // an output VC with a credit and is ready).
+        let mut elig = [0u64; PORTS];
         let mut want = [0u8; PORTS]; // bit per output
         let mut req_by_out = [0u8; PORTS]; // bit per input
         let mut wanted = 0u8; // outputs requested by any input
@@ -1041,44 +1169,42 @@ impl Iq {
         let mut multi = false; // an input requests two outputs or an output has two
         let rp0 = r * PORTS;
         // Ports with VCs that hold an output VC, a bit each (visited in increasing order).
+        let va_delay = self.va;
+        let rs = &mut self.rs[r];
         let mut ports = 0u8;
         for p in 0..PORTS {
-            ports |= u8::from(self.mask[rp0 + p] & !self.need_va[rp0 + p] != 0) << p;
+            ports |= u8::from(rs.mask[p] & !rs.need_va[p] != 0) << p;
         }
-        let all = if c == 64 { u64::MAX } else { (1u64 << c) - 1 };
         while ports != 0 {
             let p = ports.trailing_zeros() as usize;
             ports &= ports - 1;
-            let m = self.mask[rp0 + p] & !self.need_va[rp0 + p];
-            let start = u32::from(self.sa_vc_rr[rp0 + p]);
-            let base = (rp0 + p) * c;
+            let rp = rp0 + p;
+            // VCs given an output VC lately: those whose ready cycle has come leave the
+            // pending set. With a VC-allocation delay of one cycle (the reference
+            // configuration) or none, that is every VC but those given one in this cycle
+            // (none if no delay), without reading their ready cycles.
+            let mut pend = rs.pending[p];
+            if va_delay > 1 {
+                let mut q = pend;
+                while q != 0 {
+                    let v = q.trailing_zeros() as usize;
+                    q &= q - 1;
+                    pend &= !(u64::from(self.vc[rp * c + v].ready <= now) << v);
+                }
+                rs.pending[p] = pend;
+            } else {
+                pend &= if va_delay == 1 { u64::MAX } else { 0 };
+                rs.pending[p] = 0;
+            }
+            let e = rs.mask[p] & !rs.need_va[p] & !rs.blocked[p] & !pend;
             let mut w = 0u8;
-            // VCs from the pointer up, then from 0: the mask rotated right by the
-            // pointer within the port's `c` VCs (a shift by 64 wraps to 0, right for
-            // c = 64 and start = 0).
-            let mut mm = ((m >> start) | m.wrapping_shl(c as u32 - start)) & all;
-            while mm != 0 {
-                let v = (mm.trailing_zeros() as usize + start as usize) & (c - 1);
-                mm &= mm - 1;
-                let st = self.vc[base + v];
-                // Outside `need_va`, a VC's front flit holds an output VC.
-                debug_assert!(st.out_vc != NONE8);
-                if st.ready > now {
-                    continue;
-                }
-                let o = usize::from(st.out_port);
-                if w & (1 << o) != 0 || self.credits[(rp0 + o) * c + usize::from(st.out_vc)] == 0 {
-                    continue;
-                }
-                offer[p][o] = v as u8;
-                w |= 1 << o;
-                if w == 0x1f {
-                    break;
-                }
+            for (o, &m) in rs.vc_out[p].iter().enumerate() {
+                w |= u8::from(m & e != 0) << o;
             }
             if w == 0 {
                 continue;
             }
+            elig[p] = e;
             want[p] = w;
             wanting |= 1 << p;
             multi |= w & (w - 1) != 0 || wanted & w != 0;
@@ -1105,8 +1231,8 @@ impl Iq {
                 ps &= ps - 1;
                 let o = want[p].trailing_zeros() as usize;
                 inmatch[p] = o as u8;
-                self.sa_gptr[rp0 + o] = NEXT_PORT[p];
-                self.sa_aptr[rp0 + p] = NEXT_PORT[o];
+                rs.sa_gptr[o] = NEXT_PORT[p];
+                rs.sa_aptr[p] = NEXT_PORT[o];
             }
         } else {
             // iSLIP on bit masks: requests per output (bit per input), grants per input
@@ -1121,7 +1247,7 @@ impl Iq {
                     if m == 0 || out_free & (1 << o) == 0 {
                         continue;
                     }
-                    let p = first_after(m, self.sa_gptr[rp0 + o]);
+                    let p = first_after(m, rs.sa_gptr[o]);
                     grants_by_in[p] |= 1 << o;
                     granted = true;
                 }
@@ -1132,14 +1258,14 @@ impl Iq {
                     if g == 0 {
                         continue;
                     }
-                    let o = first_after(g, self.sa_aptr[rp0 + p]);
+                    let o = first_after(g, rs.sa_aptr[p]);
                     inmatch[p] = o as u8;
                     matched |= 1 << p;
                     in_free &= !(1 << p);
                     out_free &= !(1 << o);
                     if iter == 0 {
-                        self.sa_gptr[rp0 + o] = NEXT_PORT[p];
-                        self.sa_aptr[rp0 + p] = NEXT_PORT[o];
+                        rs.sa_gptr[o] = NEXT_PORT[p];
+                        rs.sa_aptr[p] = NEXT_PORT[o];
                     }
                 }
             }
@@ -1149,8 +1275,12 @@ impl Iq {
             let p = matched.trailing_zeros() as usize;
             matched &= matched - 1;
             let o = usize::from(inmatch[p]);
-            let v = usize::from(offer[p][o]);
-            self.sa_vc_rr[rp0 + p] = ((v + 1) & (c - 1)) as u8;
+            // The port's VC for that output: the first eligible one from the port's
+            // round-robin pointer, else the first.
+            let rs = &mut self.rs[r];
+            let cand = rs.vc_out[p][o] & elig[p];
+            let v = first_at_or_after(cand, usize::from(rs.sa_vc_rr[p]));
+            rs.sa_vc_rr[p] = ((v + 1) & (c - 1)) as u8;
             self.traverse(r, p, v, o, in_window);
         }
     }
@@ -1162,15 +1292,6 @@ impl Iq {
         let now = self.now;
         let rp = r * PORTS + p;
         let ivc = rp * c + v;
-        let mut st = self.vc[ivc];
-        let f = self.buf[(ivc << self.cap_shift) + usize::from(st.head)];
-        let ov = usize::from(st.out_vc);
-        if o != LOCAL {
-            self.credits[(r * PORTS + o) * c + ov] -= 1;
-        }
-        // Leave the buffer.
-        st.head = ((usize::from(st.head) + 1) & (self.buf_cap - 1)) as u16;
-        st.len -= 1;
         // The credit of the freed slot goes upstream.
         if p == LOCAL {
             // Router r is fed by source r.
@@ -1182,20 +1303,36 @@ impl Iq {
             let up = self.up[r * 4 + p] as usize;
             self.send_credit(now + self.up_cycles[r * 4 + p], up, p, v);
         }
+        let st = &mut self.vc[ivc];
+        let f = st.front;
+        let ov = usize::from(st.out_vc);
+        let k = (r * PORTS + o) * c + ov;
+        if o != LOCAL {
+            self.credits[k] -= 1;
+        }
+        let bit = 1u64 << v;
+        let rs = &mut self.rs[r];
+        // The last credit taken blocks the VC (ejection never runs out).
+        rs.blocked[p] |= u64::from(self.credits[k] == 0) << v;
+        // Leave the buffer.
+        st.len -= 1;
         let tail = f.flags & TAIL != 0;
         if tail {
-            self.out_busy[r * PORTS + o] &= !(1u64 << ov);
+            rs.out_busy[o] &= !(1u64 << ov);
             st.out_vc = NONE8;
+            rs.vc_out[p][o] &= !bit;
+            rs.blocked[p] &= !bit;
         }
         if st.len == 0 {
-            self.mask[rp] &= !(1u64 << v);
-            if self.mask[rp] == 0 {
-                self.busy[r] &= !(1 << p);
-            }
+            rs.mask[p] &= !bit;
+            rs.busy &= !(u8::from(rs.mask[p] == 0) << p);
         } else {
+            // The next flit comes to the front from the ring.
             let slot = (ivc << self.cap_shift) + usize::from(st.head);
-            st.ready = if self.buf[slot].flags & HEAD != 0 {
-                self.need_va[rp] |= 1u64 << v;
+            st.head = ((usize::from(st.head) + 1) & (self.buf_cap - 1)) as u16;
+            st.front = self.buf[slot];
+            st.ready = if st.front.flags & HEAD != 0 {
+                rs.need_va[p] |= bit;
                 if self.rd > 0 {
                     (self.arr[slot] + self.rd).max(now + 1)
                 } else {
@@ -1205,7 +1342,6 @@ impl Iq {
                 now + 1
             };
         }
-        self.vc[ivc] = st;
         if o == LOCAL {
             if tail {
                 let at = now + self.sa_st + self.eject;
@@ -1386,11 +1522,15 @@ impl Iq {
                 self.line_bits[line] = 0;
                 self.receive(r, line, bits);
             }
-            if self.busy[r] == 0 {
+            if self.rs[r].busy == 0 {
                 continue;
             }
             self.router_cycles += 1;
-            self.vc_alloc(r);
+            if self.bits_va {
+                self.vc_alloc_bits(r);
+            } else {
+                self.vc_alloc(r);
+            }
             self.sw_alloc(r);
         }
     }
@@ -1670,4 +1810,12 @@ fn first_after(m: u8, start: u8) -> usize {
     } else {
         m.trailing_zeros() as usize
     }
+}
+
+/// The first set bit of `m` at or after bit `start` (below 64), else the first: a
+/// round-robin choice from a pointer.
+#[inline]
+fn first_at_or_after(m: u64, start: usize) -> usize {
+    let after = m & (u64::MAX << start);
+    (if after != 0 { after } else { m }).trailing_zeros() as usize
 }
