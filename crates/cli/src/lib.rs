@@ -11,7 +11,6 @@ pub mod output;
 pub mod power;
 pub mod recorder;
 
-use clap::Parser;
 use numalab_schema::{Classify, ErrorClass};
 use std::process::ExitCode;
 
@@ -48,7 +47,7 @@ pub type CliResult = Result<(), CliError>;
 
 /// Runs numalab with the process's arguments.
 pub fn main() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::Cli::try_parse_args(std::env::args_os().collect()) {
         Ok(c) => c,
         Err(e) => {
             // clap prints help/version to stdout (exit 0) and usage errors to stderr (2).
@@ -60,7 +59,7 @@ pub fn main() -> ExitCode {
             });
         }
     };
-    output::init_color(cli.color);
+    output::init_color(cli.global.color);
     // Ctrl-C and SIGTERM ask long loops to stop at their next check (they keep what
     // they measured); a second Ctrl-C terminates at once.
     let stop = numalab_schema::interrupt::flag();
