@@ -180,3 +180,15 @@ fn closed_stdout_pipe_does_not_panic() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// The binary is linked at a fixed address on GNU/Linux (crates/cli/build.rs), so the
+/// dynamic loader relocates nothing of it at start: ELF type ET_EXEC (2), not ET_DYN (3).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_binary_needs_no_relocation_at_start() {
+    let elf = std::fs::read(env!("CARGO_BIN_EXE_numalab")).unwrap();
+    assert_eq!(&elf[..4], b"\x7fELF");
+    assert_eq!(elf[4], 2, "a 64-bit ELF file");
+    let e_type = u16::from_le_bytes([elf[16], elf[17]]);
+    assert_eq!(e_type, 2, "ELF type {e_type}: the binary is position-independent");
+}
