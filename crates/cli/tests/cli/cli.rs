@@ -190,5 +190,8 @@ fn the_binary_needs_no_relocation_at_start() {
     assert_eq!(&elf[..4], b"\x7fELF");
     assert_eq!(elf[4], 2, "a 64-bit ELF file");
     let e_type = u16::from_le_bytes([elf[16], elf[17]]);
-    assert_eq!(e_type, 2, "ELF type {e_type}: the binary is position-independent");
+    assert_eq!(
+        e_type, 2,
+        "ELF type {e_type}: the binary is position-independent"
+    );
 }
