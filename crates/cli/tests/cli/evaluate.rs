@@ -1,6 +1,11 @@
 //! `numalab evaluate` survives being killed: SIGKILL at random moments, several times,
 //! then a final run; every record that was complete on disk at any kill is in the final
 //! journal exactly once and unchanged, and every step is closed exactly once.
+//!
+//! Two campaigns of four kills run by default (about 100 s here, the longest test of the
+//! suite); `NUMALAB_KILL_CAMPAIGNS=N` runs N (the long run before changing the journal or
+//! the step runner: `NUMALAB_KILL_CAMPAIGNS=10 cargo test -p numalab --test cli
+//! evaluate::killed`).
 
 use crate::common::journal;
 use std::collections::{BTreeMap, HashMap};
@@ -57,12 +62,21 @@ fn killed_runs_resume_without_losing_or_duplicating_records() {
         (state >> 11) as f64 / (1u64 << 53) as f64
     };
     let mut kills = 0;
-    // Three campaigns, each in a fresh folder: up to three killed runs, then a final one.
-    for campaign in 0..3 {
+    let campaigns: usize = match std::env::var("NUMALAB_KILL_CAMPAIGNS") {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("NUMALAB_KILL_CAMPAIGNS={v:?}: give a whole number")),
+        Err(_) => 2,
+    };
+    // Campaigns, each in a fresh folder: up to four killed runs, then a final one. A kill
+    // comes within the first 60% of a whole run's duration after its start; as every run
+    // resumes where the last one stopped, the kills of a campaign move through the steps
+    // (the first of each in a fresh folder, the others in a journal already resumed).
+    for campaign in 0..campaigns {
         let out = tmp.path().join(format!("killed-{campaign}"));
         let mut seen: HashMap<String, String> = HashMap::new();
-        for _ in 0..3 {
-            let delay = duration.mul_f64(next().max(0.02));
+        for _ in 0..4 {
+            let delay = duration.mul_f64(0.6 * next()).max(duration.mul_f64(0.02));
             let mut child = evaluate(&out).spawn().unwrap();
             std::thread::sleep(delay);
             if child.try_wait().unwrap().is_none() {
