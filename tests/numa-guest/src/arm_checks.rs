@@ -8,7 +8,7 @@
 //!
 //! - [`main`]: the kernel sees a Neoverse N1 in 2 sockets; `topo` and `doctor` name it
 //!   and say the machine is virtual; the NEON bandwidth kernels run, verified, on
-//!   512 MiB nodes; `c2c` measures the 6 pairs of the 4 vCPUs;
+//!   256 MiB nodes; `c2c` measures the 6 pairs of the 4 vCPUs;
 //! - [`counting`] (`-icount`): `profile` counts the instructions of a loop of known
 //!   length within 1%, counts cycles, and names what the emulated PMU does not count;
 //! - [`sve`] (`-cpu max,pmu=off`): the SVE kernels at the kernel's vector length,
@@ -199,7 +199,7 @@ pub fn main(layout: &Layout) -> Vec<Check> {
             )?;
             Ok(format!("hypervisor: {detail}; catalog: {pdetail}"))
         }),
-        // The default quick sizes must fit 512 MiB nodes; NEON is the best ISA an N1
+        // The default quick sizes must fit 256 MiB nodes; NEON is the best ISA an N1
         // has, and every kernel's result is verified.
         CliCheck::json(
             "arm.mem.bandwidth.neon",
@@ -209,7 +209,7 @@ pub fn main(layout: &Layout) -> Vec<Check> {
                 let notes = at(v, "envelope.config.notes")?.to_string();
                 expect(
                     notes.contains("working set reduced"),
-                    format!("the quick size fitted to the 512 MiB nodes, with a note: {notes}"),
+                    format!("the quick size fitted to the 256 MiB nodes, with a note: {notes}"),
                 )?;
                 Ok(format!(
                     "{} NEON kernels verified: {}; size fitted to the nodes",

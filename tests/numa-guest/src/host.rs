@@ -68,7 +68,8 @@ pub struct Tools {
     pub busybox: PathBuf,
     /// cpio.
     pub cpio: PathBuf,
-    /// strip (optional: without it binaries keep their debug info).
+    /// `strip` for the guest's architecture (optional: without it binaries keep their
+    /// debug info, and the Arm initramfs grows from about 50 to 180 MiB).
     pub strip: Option<PathBuf>,
     /// Kernel modules loaded by `/init` (Arm: the virtio console for the results).
     pub modules: Vec<PathBuf>,
@@ -285,7 +286,7 @@ pub fn find_tools(
             kernel,
             busybox,
             cpio,
-            strip: which("strip"),
+            strip: arch.strip_tools().into_iter().find_map(which),
             modules: module_files,
         }),
         _ => Err(missing.join("\n")),
@@ -405,6 +406,13 @@ fn copy_file(from: &Path, to: &Path, strip: Option<&Path>) -> Result<(), String>
             .is_ok_and(|st| st.success())
     });
     if !stripped {
+        if let Some(s) = strip {
+            eprintln!(
+                "numa-guest: {} could not strip {}: it goes into the initramfs with its debug info",
+                s.display(),
+                from.display()
+            );
+        }
         std::fs::copy(from, to)
             .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))?;
     }

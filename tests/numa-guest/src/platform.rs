@@ -50,6 +50,17 @@ impl Arch {
         }
     }
 
+    /// The `strip` programs that can read this architecture's executables, in order of
+    /// preference: binutils' cross `strip` (Debian's binutils-aarch64-linux-gnu or
+    /// binutils-x86-64-linux-gnu), then the host's own, which reads only the host's
+    /// architecture (an x86 `strip` refuses an aarch64 file).
+    pub fn strip_tools(self) -> [&'static str; 2] {
+        match self {
+            Arch::X86_64 => ["x86_64-linux-gnu-strip", "strip"],
+            Arch::Aarch64 => ["aarch64-linux-gnu-strip", "strip"],
+        }
+    }
+
     /// Where the guest writes its results: a second UART on x86 (q35 has several);
     /// on Arm's `virt` board (one PL011 in QEMU 7.2) a virtio console.
     pub fn results_port(self) -> &'static str {
