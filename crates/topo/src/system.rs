@@ -542,27 +542,59 @@ fn bracketed(s: &str) -> Option<String> {
     Some(s[start..end].to_string())
 }
 
-/// The envelope's host section for the live machine.
-pub fn host(machine: &Machine) -> Host {
-    let sys = SysRoot::live();
+/// What the envelope's host section reads from `/proc` and `/sys` besides the topology:
+/// independent of hwloc's discovery, so a command can read it in a thread beside it
+/// ([`host_facts`], then [`host_from`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostFacts {
+    hostname: Option<String>,
+    kernel: Option<String>,
+    governor: String,
+    smt: Option<String>,
+    hypervisor: Option<String>,
+    container: Option<String>,
+}
+
+/// Reads [`HostFacts`] from the live machine's `/proc` and `/sys`.
+pub fn host_facts() -> HostFacts {
+    host_facts_at(&SysRoot::live())
+}
+
+fn host_facts_at(sys: &SysRoot) -> HostFacts {
     let governors = sys.governors();
-    Host {
-        hostname: sys.hostname().or_else(|| machine.software.hostname.clone()),
-        cpu_model: machine.cpu.model_name.clone(),
-        kernel: sys
-            .kernel_release()
-            .or_else(|| machine.software.kernel.clone()),
-        governor: Some(if governors.is_empty() {
+    HostFacts {
+        hostname: sys.hostname(),
+        kernel: sys.kernel_release(),
+        governor: if governors.is_empty() {
             "none (no cpufreq)".to_string()
         } else {
             governors.into_iter().collect::<Vec<_>>().join(",")
-        }),
+        },
         smt: sys.smt(),
         hypervisor: sys.hypervisor(),
         container: sys.container(),
+    }
+}
+
+/// The envelope's host section from facts read by [`host_facts`] and the machine's
+/// topology (where `/proc` gave no hostname or kernel, hwloc's are used).
+pub fn host_from(machine: &Machine, facts: HostFacts) -> Host {
+    Host {
+        hostname: facts.hostname.or_else(|| machine.software.hostname.clone()),
+        cpu_model: machine.cpu.model_name.clone(),
+        kernel: facts.kernel.or_else(|| machine.software.kernel.clone()),
+        governor: Some(facts.governor),
+        smt: facts.smt,
+        hypervisor: facts.hypervisor,
+        container: facts.container,
         topology_hash: machine.topology_hash(),
         topology: Some(machine.clone()),
     }
+}
+
+/// The envelope's host section for the live machine.
+pub fn host(machine: &Machine) -> Host {
+    host_from(machine, host_facts())
 }
 
 #[cfg(test)]
@@ -781,6 +813,48 @@ mod tests {
         assert!(SmtControl::NotSupported
             .meaning()
             .contains("not supported by this CPU"));
+    }
+
+    #[test]
+    fn host_facts_read_apart_from_the_topology_make_the_same_host() {
+        // The facts a command reads in a thread beside hwloc's discovery, joined to the
+        // machine afterwards: /proc and /sys where they answer, hwloc where they do not.
+        let xml = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/topology/Intel-CascadeLake-2xXeon6230.xml");
+        let machine = crate::machine(&crate::Input::Xml(xml)).unwrap();
+        let d = tree(&[
+            ("proc/sys/kernel/hostname", b"node17\n"),
+            ("proc/sys/kernel/osrelease", b"6.1.0-test\n"),
+            (
+                "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+                b"performance\n",
+            ),
+            (
+                "sys/devices/system/cpu/cpu1/cpufreq/scaling_governor",
+                b"powersave\n",
+            ),
+            ("sys/devices/system/cpu/smt/control", b"on\n"),
+            ("sys/class/dmi/id/sys_vendor", b"QEMU\n"),
+            ("sys/class/dmi/id/product_name", b"KVM Virtual Machine\n"),
+        ]);
+        let facts = host_facts_at(&SysRoot::at(d.path()));
+        let h = host_from(&machine, facts);
+        assert_eq!(h.hostname.as_deref(), Some("node17"));
+        assert_eq!(h.kernel.as_deref(), Some("6.1.0-test"));
+        assert_eq!(h.governor.as_deref(), Some("performance,powersave"));
+        assert_eq!(h.smt.as_deref(), Some("on"));
+        assert!(h.hypervisor.is_some(), "{h:?}");
+        assert_eq!(h.cpu_model, machine.cpu.model_name);
+        assert_eq!(h.topology_hash, machine.topology_hash());
+        assert_eq!(h.topology.as_ref(), Some(&machine));
+
+        // Nothing readable: hwloc's hostname and kernel, and no cpufreq said so.
+        let empty = tempfile::tempdir().unwrap();
+        let h = host_from(&machine, host_facts_at(&SysRoot::at(empty.path())));
+        assert_eq!(h.hostname, machine.software.hostname);
+        assert_eq!(h.kernel, machine.software.kernel);
+        assert_eq!(h.governor.as_deref(), Some("none (no cpufreq)"));
+        assert_eq!(h.hypervisor, None);
     }
 
     #[test]

@@ -153,11 +153,16 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         VariantArg::Cas => Variant::Cas,
         VariantArg::Flag => Variant::Flag,
     };
-    // The clock check runs beside hwloc's discovery (sysfs reads): the two are
-    // independent. 20,000 reads (and 5 batches of 1,000 for the overhead) find the step
-    // of any clock fine enough to time a sample; more only lengthened start-up (2.4 ms
-    // for 121,000 reads here).
-    let clock_check = std::thread::spawn(|| numalab_clock::check(20_000));
+    // The clock check and the host facts (some 20 reads of /proc and /sys, 0.3 ms) run
+    // beside hwloc's discovery (sysfs reads): they are independent. 20,000 reads (and 5
+    // batches of 1,000 for the overhead) find the step of any clock fine enough to time
+    // a sample; more only lengthened start-up (2.4 ms for 121,000 reads here).
+    let clock_check = std::thread::spawn(|| {
+        (
+            numalab_clock::check(20_000),
+            numalab_topo::system::host_facts(),
+        )
+    });
     // Plan against the topology.
     let (machine, placer) = numalab_topo::live_with_placer()?;
     let cpus = numalab_topo::select::CpuSelection::parse(&args.cpus)?.resolve(&machine)?;
@@ -212,7 +217,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         warmup_samples: (args.samples / 100).clamp(1, 10),
         home_node: args.home_node,
     };
-    let clock = clock_check.join().map_err(|_| {
+    let (clock, facts) = clock_check.join().map_err(|_| {
         CliError::new(
             ErrorClass::Runtime,
             "the clock check failed; report this as a bug",
@@ -228,7 +233,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         &args.output,
         config,
         Origin::Measured,
-        numalab_topo::system::host(&machine),
+        numalab_topo::system::host_from(&machine, facts),
     )?;
     let json = rec.json();
     let mut announce = |e: &pingpong::Estimate| {
