@@ -148,10 +148,12 @@ fn a_throttled_node_of_a_real_slurm_cluster_is_the_one_outlier_and_the_fleet_goe
     }
 
     // The report: n2 is worse on triad bandwidth, nobody else is off. The floor is
-    // raised to 25%: a normal node is only flagged if something else on this 2-vCPU
-    // machine slows its whole run by a quarter (the VM's run-to-run noise is a few
-    // percent); the throttled node runs at about a twentieth of the others' speed. The
-    // statistics at a 20% deviation are tested on synthetic fleets
+    // raised to 60%: the throttled node runs at about a twentieth of the others' speed
+    // (95% below), while a normal node's whole run on this shared 2-vCPU cloud VM can
+    // drift far more than the run-to-run noise of a few percent: CI's run of 988945a
+    // measured n1 at 13.8 GB/s and n3-n6 at 9.5 GB/s (46% apart, each node's five
+    // repetitions within 10%), the host's bandwidth having stepped between n1's run and
+    // the next. The statistics at a 20% deviation are tested on synthetic fleets
     // (numalab_report::fleet's tests).
     let html = tmp.path().join("fleet.html");
     let rep = numalab(&[
@@ -160,7 +162,7 @@ fn a_throttled_node_of_a_real_slurm_cluster_is_the_one_outlier_and_the_fleet_goe
         p(&fleet),
         "--json",
         "--floor",
-        "25",
+        "60",
         "--html",
         p(&html),
     ]);
@@ -169,8 +171,11 @@ fn a_throttled_node_of_a_real_slurm_cluster_is_the_one_outlier_and_the_fleet_goe
     let outliers = report["outliers"].as_array().unwrap();
     assert!(!outliers.is_empty(), "n2 was not flagged: {report}");
     for o in outliers {
+        // On the test's output, for the record of what this host measured.
+        eprintln!("{}", o["sentence"]);
         assert_eq!(o["node"], "n2", "only n2 is off: {o}");
         assert_eq!(o["direction"], "worse", "{o}");
+        assert!(o["deviation_pct"].as_f64().unwrap() < -60.0, "{o}");
     }
     let text = serde_json::to_string(outliers).unwrap();
     assert!(text.contains("triad"), "{text}");
