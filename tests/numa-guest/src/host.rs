@@ -391,7 +391,10 @@ fn foreign_libs(bin: &Path, arch: Arch) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-fn copy_file(from: &Path, to: &Path, strip: Option<&Path>) -> Result<(), String> {
+/// Copies `from` to `to` (mode 0755), through `strip --strip-debug` when a `strip` is
+/// given; when it fails (a `strip` that cannot read the file's architecture), says so on
+/// stderr and copies the file as it is. Returns whether it was stripped.
+fn copy_file(from: &Path, to: &Path, strip: Option<&Path>) -> Result<bool, String> {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
@@ -417,7 +420,8 @@ fn copy_file(from: &Path, to: &Path, strip: Option<&Path>) -> Result<(), String>
             .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))?;
     }
     std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| format!("{}: {e}", to.display()))
+        .map_err(|e| format!("{}: {e}", to.display()))?;
+    Ok(stripped)
 }
 
 /// The guest's `/init`: mount the kernel's filesystems, load the modules (`/lib/numa-guest-modules`,
@@ -940,6 +944,70 @@ pub fn run(opts: &Options) -> Result<HostRun, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn has_debug_info(path: &Path) -> bool {
+        let bytes = std::fs::read(path).unwrap();
+        bytes.windows(11).any(|w| w == b".debug_info")
+    }
+
+    /// An aarch64 executable with debug info, built by Debian's cross compiler
+    /// (gcc-aarch64-linux-gnu, which scripts/deps.sh --test installs with its binutils).
+    fn aarch64_program(dir: &Path) -> PathBuf {
+        let src = dir.join("p.c");
+        std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+        let exe = dir.join("p");
+        let out = Command::new("aarch64-linux-gnu-gcc")
+            .arg("-g")
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .expect("aarch64-linux-gnu-gcc (scripts/deps.sh --test installs it)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(has_debug_info(&exe), "gcc -g left no .debug_info");
+        exe
+    }
+
+    #[test]
+    fn arm_binaries_are_stripped_by_a_strip_that_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = aarch64_program(dir.path());
+        let strip = Arch::Aarch64
+            .strip_tools()
+            .into_iter()
+            .find_map(which)
+            .expect("a strip for aarch64 (binutils-aarch64-linux-gnu)");
+        assert!(
+            strip.ends_with("aarch64-linux-gnu-strip"),
+            "the cross strip comes first: {}",
+            strip.display()
+        );
+        let to = dir.path().join("out/p");
+        assert!(copy_file(&exe, &to, Some(&strip)).unwrap());
+        assert!(!has_debug_info(&to));
+        let mode = std::fs::metadata(&to).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+    }
+
+    #[test]
+    fn a_strip_that_fails_leaves_an_exact_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = aarch64_program(dir.path());
+        let to = dir.path().join("out/p");
+        let failing = which("false").expect("false(1)");
+        assert!(!copy_file(&exe, &to, Some(&failing)).unwrap());
+        assert_eq!(std::fs::read(&exe).unwrap(), std::fs::read(&to).unwrap());
+        let mode = std::fs::metadata(&to).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+        // No strip at all: the same copy, and nothing to say.
+        let plain = dir.path().join("plain/p");
+        assert!(!copy_file(&exe, &plain, None).unwrap());
+        assert_eq!(std::fs::read(&exe).unwrap(), std::fs::read(&plain).unwrap());
+    }
 
     #[test]
     fn ldd_output_is_parsed() {

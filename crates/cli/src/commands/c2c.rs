@@ -220,7 +220,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
     let (clock, facts) = clock_check.join().map_err(|_| {
         CliError::new(
             ErrorClass::Runtime,
-            "the clock check failed; report this as a bug",
+            "the thread checking the clock and reading the host facts panicked; report this as a bug",
         )
     })?;
     let config = serde_json::json!({
