@@ -40,23 +40,31 @@ fn spin(n: u64) -> u64 {
     x
 }
 
-/// Runs the check. `cpu` is the machine's CPU identity (`Machine::cpu`); `root` is
-/// where sysfs lives ("/" for this machine) for the MIDR.
-pub fn check(cpu: &CpuIdentity, root: &Path) -> PmuCheck {
-    let capability = capability::probe();
-    let verdict = capability.verdict();
-    let (cpu_match, cpu_problem, counters) =
-        match catalog::detect(cpu, catalog::midr_from_sysfs(root)) {
-            Ok(m) => {
-                let counters = catalog::load_match(&m).ok().map(|c| c.counters);
-                (Some(m), None, counters)
-            }
-            Err(e) => (None, Some(e.to_string()), None),
-        };
-    let iterations = 20_000_000u64;
+/// Most runs of the built-in loop (see [`check`]).
+pub const LOOP_RUNS: u32 = 3;
+
+/// One counted run of the built-in loop.
+struct LoopRun {
+    task_ns: Option<u64>,
+    thread_ns: u64,
+    cycles: Option<u64>,
+    instructions: Option<u64>,
+}
+
+impl LoopRun {
+    fn agreement(&self) -> Option<f64> {
+        self.task_ns
+            .filter(|_| self.thread_ns > 0)
+            .map(|t| t as f64 / self.thread_ns as f64)
+    }
+}
+
+/// Counts `iterations` of the loop on this thread: the task clock (and with a hardware
+/// PMU cycles and instructions) against the thread's CPU-time clock.
+fn count_loop(iterations: u64, hardware: bool) -> LoopRun {
     let build = |b: &mut Builder<'_>| b.observe_self().exclude_kernel(true).build();
     let mut task = build(&mut Builder::new(Software::TASK_CLOCK)).ok();
-    let mut hw = if capability.hardware_pmu() {
+    let mut hw = if hardware {
         let cycles = build(&mut Builder::new(Hardware::CPU_CYCLES)).ok();
         let instr = build(&mut Builder::new(Hardware::INSTRUCTIONS)).ok();
         cycles.zip(instr)
@@ -85,6 +93,53 @@ pub fn check(cpu: &CpuIdentity, root: &Path) -> PmuCheck {
         Some((c, i)) => (c.read().ok(), i.read().ok()),
         None => (None, None),
     };
+    LoopRun {
+        task_ns,
+        thread_ns,
+        cycles,
+        instructions,
+    }
+}
+
+/// Runs the check. `cpu` is the machine's CPU identity (`Machine::cpu`); `root` is
+/// where sysfs lives ("/" for this machine) for the MIDR.
+pub fn check(cpu: &CpuIdentity, root: &Path) -> PmuCheck {
+    let capability = capability::probe();
+    let verdict = capability.verdict();
+    let (cpu_match, cpu_problem, counters) =
+        match catalog::detect(cpu, catalog::midr_from_sysfs(root)) {
+            Ok(m) => {
+                let counters = catalog::load_match(&m).ok().map(|c| c.counters);
+                (Some(m), None, counters)
+            }
+            Err(e) => (None, Some(e.to_string()), None),
+        };
+    let iterations = 20_000_000u64;
+    // The two clocks disagree when something outside the thread moves one of them (on
+    // a VM, the host's steal time is in perf's task clock and not in the thread's CPU
+    // time): the loop is counted again, up to LOOP_RUNS times, until they agree within
+    // 5%, and the run closest to agreement is kept. A task clock that does not count
+    // this thread disagrees in every run.
+    let mut best: Option<LoopRun> = None;
+    let mut runs = 0;
+    while runs < LOOP_RUNS {
+        runs += 1;
+        let run = count_loop(iterations, capability.hardware_pmu());
+        let off = |r: &LoopRun| r.agreement().map_or(f64::INFINITY, |a| (a - 1.0).abs());
+        let done = off(&run) <= 0.05;
+        if best.as_ref().is_none_or(|b| off(&run) < off(b)) {
+            best = Some(run);
+        }
+        if done {
+            break;
+        }
+    }
+    let LoopRun {
+        task_ns,
+        thread_ns,
+        cycles,
+        instructions,
+    } = best.expect("at least one run");
     PmuCheck {
         verdict,
         capability,
@@ -97,6 +152,7 @@ pub fn check(cpu: &CpuIdentity, root: &Path) -> PmuCheck {
         task_clock_agreement: task_ns
             .filter(|_| thread_ns > 0)
             .map(|t| t as f64 / thread_ns as f64),
+        loop_runs: Some(runs),
         loop_cycles: cycles,
         loop_instructions: instructions,
         loop_ipc: match (cycles, instructions) {
@@ -123,8 +179,16 @@ mod tests {
         assert!(t > 0);
         // Both clocks measure this thread's CPU time over the same loop; they differ
         // only by the enable/disable calls around it.
+        // Runs are repeated (up to LOOP_RUNS) until the two agree within 5%, so an
+        // agreement outside that range comes with every run taken.
         let a = c.task_clock_agreement.unwrap();
-        assert!((0.8..=1.05).contains(&a), "agreement {a}: {c:?}");
+        let runs = c.loop_runs.unwrap();
+        assert!((1..=LOOP_RUNS).contains(&runs), "{c:?}");
+        assert!(
+            (0.95..=1.05).contains(&a) || runs == LOOP_RUNS,
+            "stopped after {runs} runs at agreement {a}: {c:?}"
+        );
+        assert!((0.8..=1.35).contains(&a), "agreement {a}: {c:?}");
         if c.capability.hardware_pmu() {
             assert!(c.loop_ipc.unwrap() > 0.0);
         } else {

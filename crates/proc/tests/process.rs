@@ -173,12 +173,22 @@ fn gated_child_waits_for_release() {
 
 #[test]
 fn cpu_time_is_measured() {
-    let out = spawn(&sh("i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"))
-        .unwrap()
-        .wait();
-    assert!(out.user_cpu_ns > 0, "{out:?}");
-    assert!(out.cpus_busy() > 0.3, "{}", out.cpus_busy());
-    assert!(out.max_rss_bytes > 0);
+    // A busy shell loop keeps one CPU busy; the busiest of three runs is asserted, as
+    // the other tests running beside it on a 2-vCPU machine can take the CPU from one
+    // run (a CPU time not measured at all fails every run).
+    let mut busiest = 0.0f64;
+    for _ in 0..3 {
+        let out = spawn(&sh("i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"))
+            .unwrap()
+            .wait();
+        assert!(out.user_cpu_ns > 0, "{out:?}");
+        assert!(out.max_rss_bytes > 0);
+        busiest = busiest.max(out.cpus_busy());
+        if busiest > 0.3 {
+            break;
+        }
+    }
+    assert!(busiest > 0.3, "{busiest}");
 }
 
 /// Regression: releasing a gated child that already died (here: its placement failed

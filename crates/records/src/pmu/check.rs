@@ -34,6 +34,10 @@ pub struct PmuCheck {
     /// task clock / thread CPU time (1.0 = perfect agreement).
     #[serde(default)]
     pub task_clock_agreement: Option<f64>,
+    /// Runs of the loop taken: another when the two clocks disagree by more than 5%, up
+    /// to 3, the one closest to agreement recorded (absent in records before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_runs: Option<u32>,
     /// Cycles of the loop (hardware PMU only).
     #[serde(default)]
     pub loop_cycles: Option<u64>,

@@ -294,6 +294,7 @@ mod testutil {
             loop_task_clock_ns: None,
             loop_thread_cpu_ns: None,
             task_clock_agreement: agreement,
+            loop_runs: Some(1),
             loop_cycles: None,
             loop_instructions: None,
             loop_ipc: None,
