@@ -388,7 +388,22 @@ esac
         )
         .unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        p
+        // A child forked by another test thread while the script was open for writing
+        // holds that descriptor until it execs, and executing the script meanwhile fails
+        // with ETXTBSY. No new holder can appear once the file is closed, so one
+        // successful run (no arguments: the script does nothing) makes it safe.
+        for _ in 0..200 {
+            match std::process::Command::new(&p).status() {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                r => {
+                    assert!(r.unwrap().success());
+                    return p;
+                }
+            }
+        }
+        panic!("{} stayed busy (ETXTBSY) for a second", p.display());
     }
 
     fn opts(numalab: PathBuf, command: &[&str]) -> AgentOptions {

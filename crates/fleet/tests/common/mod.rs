@@ -23,6 +23,7 @@ pub fn fake_numalab(dir: &Path) -> PathBuf {
     let agent = env!("CARGO_BIN_EXE_numalab-fleet-agent");
     let script = format!(
         r#"#!/bin/sh
+[ "$1" = --ready ] && exit 0
 state='{state}'
 if [ "$1" = fleet ] && [ "$2" = run ]; then
   shift 2
@@ -73,6 +74,23 @@ echo '{{"fake":true}}' > "$out/summary.json"
     let p = dir.join("fake-numalab");
     std::fs::write(&p, script).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A child forked by another test thread while the script was open for writing holds
+    // that descriptor until it execs, and executing the script meanwhile fails with
+    // ETXTBSY. No new holder can appear once the file is closed, so one successful run
+    // makes it safe.
+    let ready = (0..200).any(
+        |_| match std::process::Command::new(&p).arg("--ready").status() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                false
+            }
+            r => {
+                assert!(r.unwrap().success());
+                true
+            }
+        },
+    );
+    assert!(ready, "{} stayed busy (ETXTBSY) for a second", p.display());
     // The state folder must be usable by whoever runs the steps (root here).
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     p
