@@ -3,10 +3,12 @@
 # BookSim2's source is at hand) and prints numalab's input-queued router model beside them.
 #
 #   scripts/booksim-compare.sh [--booksim-src DIR] [--no-booksim | --booksim-only] [--jobs N]
+#                              [--only NAME,...]
 #
 # DIR is a checkout of https://github.com/booksim/booksim2 (default: $BOOKSIM_SRC or
 # /tmp/booksim2). Without it (or with --no-booksim) the recorded CSVs are compared as they
-# are. Building BookSim needs g++, make, flex and bison.
+# are. Building BookSim needs g++, make, flex and bison. --only records just the named curves
+# (e.g. mesh16_transpose,mesh16_hotspot: the file names without .csv).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 fix="$here/crates/model/tests/fixtures/booksim2"
@@ -14,13 +16,15 @@ src="${BOOKSIM_SRC:-/tmp/booksim2}"
 run_booksim=1
 compare=1
 jobs="$(nproc)"
+only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --booksim-src) src="$2"; shift 2 ;;
     --no-booksim) run_booksim=0; shift ;;
     --booksim-only) compare=0; shift ;;
     --jobs) jobs="$2"; shift 2 ;;
-    *) echo "usage: $0 [--booksim-src DIR] [--no-booksim | --booksim-only] [--jobs N]" >&2; exit 2 ;;
+    --only) only="$2"; shift 2 ;;
+    *) echo "usage: $0 [--booksim-src DIR] [--no-booksim | --booksim-only] [--jobs N] [--only NAME,...]" >&2; exit 2 ;;
   esac
 done
 
@@ -72,25 +76,38 @@ curve() {
   echo "wrote $csv" >&2
 }
 
+# A hotspot curve: 90% uniform (class 0) and 10% to node 0 (class 1) at a total rate r.
+hot_curve() {
+  local cfg="$1" rates="$2" csv="$3"
+  echo "offered,latency_cycles,accepted,stable,wall_s" > "$csv.tmp"
+  for r in $rates; do
+    line=$(one "$cfg" "$r" "injection_rate={$(echo "$r * 0.9" | bc -l),$(echo "$r * 0.1" | bc -l)}")
+    echo "$line" >> "$csv.tmp"
+    case "$line" in *,0,*) break ;; esac
+  done
+  mv "$csv.tmp" "$csv"
+  echo "wrote $csv" >&2
+}
+
+# Is curve $1 to be recorded (all, or those named by --only)?
+wanted() { [ -z "$only" ] || case ",$only," in *",$1,"*) true ;; *) false ;; esac; }
+
 if [ -n "$bs" ]; then
   seq_rates() { awk -v a="$1" -v b="$2" -v s="$3" 'BEGIN { for (x = a; x <= b + 1e-9; x += s) printf "%.3f ", x }'; }
   low8="$(seq_rates 0.05 0.30 0.05)"
-  (curve "$fix/mesh8_uniform.cfg" "$low8 $(seq_rates 0.32 0.60 0.02)" "$fix/mesh8_uniform.csv") &
-  (curve "$fix/mesh8_transpose.cfg" "$(seq_rates 0.02 0.40 0.02)" "$fix/mesh8_transpose.csv") &
+  ! wanted mesh8_uniform || (curve "$fix/mesh8_uniform.cfg" "$low8 $(seq_rates 0.32 0.60 0.02)" "$fix/mesh8_uniform.csv") &
+  ! wanted mesh8_transpose || (curve "$fix/mesh8_transpose.cfg" "$(seq_rates 0.02 0.40 0.02)" "$fix/mesh8_transpose.csv") &
   wait
-  # Hotspot: 90% uniform (class 0) and 10% to node 0 (class 1) at a total rate r.
-  hot_rates="$(seq_rates 0.01 0.20 0.01)"
-  (echo "offered,latency_cycles,accepted,stable,wall_s" > "$fix/mesh8_hotspot.csv.tmp"
-   for r in $hot_rates; do
-     line=$(one "$fix/mesh8_hotspot.cfg" "$r" "injection_rate={$(echo "$r * 0.9" | bc -l),$(echo "$r * 0.1" | bc -l)}")
-     echo "$line" >> "$fix/mesh8_hotspot.csv.tmp"
-     case "$line" in *,0,*) break ;; esac
-   done
-   mv "$fix/mesh8_hotspot.csv.tmp" "$fix/mesh8_hotspot.csv") &
-  (curve "$fix/mesh16_uniform.cfg" "$(seq_rates 0.02 0.30 0.02)" "$fix/mesh16_uniform.csv") &
+  ! wanted mesh8_hotspot || (hot_curve "$fix/mesh8_hotspot.cfg" "$(seq_rates 0.01 0.20 0.01)" "$fix/mesh8_hotspot.csv") &
+  ! wanted mesh16_uniform || (curve "$fix/mesh16_uniform.cfg" "$(seq_rates 0.02 0.30 0.02)" "$fix/mesh16_uniform.csv") &
+  wait
+  # On 16x16 the hot node's ejection port binds at 1 / (0.1 x 256) = 0.039 packets per
+  # node per cycle: finer steps.
+  ! wanted mesh16_transpose || (curve "$fix/mesh16_transpose.cfg" "$(seq_rates 0.01 0.20 0.01)" "$fix/mesh16_transpose.csv") &
+  ! wanted mesh16_hotspot || (hot_curve "$fix/mesh16_hotspot.cfg" "$(seq_rates 0.004 0.080 0.004)" "$fix/mesh16_hotspot.csv") &
   wait
   # 4-flit packets (injection_rate counts packets).
-  curve "$fix/mesh8_uniform_p4.cfg" "$(seq_rates 0.01 0.15 0.01)" "$fix/mesh8_uniform_p4.csv"
+  ! wanted mesh8_uniform_p4 || curve "$fix/mesh8_uniform_p4.cfg" "$(seq_rates 0.01 0.15 0.01)" "$fix/mesh8_uniform_p4.csv"
 fi
 
 [ "$compare" = 1 ] || exit 0

@@ -82,6 +82,16 @@ fn main() {
             1,
         ),
         ("mesh16_uniform.csv", 16, Pattern::Uniform, 1),
+        ("mesh16_transpose.csv", 16, Pattern::Transpose, 1),
+        (
+            "mesh16_hotspot.csv",
+            16,
+            Pattern::Hotspot {
+                stop: 0,
+                fraction: 0.1,
+            },
+            1,
+        ),
         ("mesh8_uniform_p4.csv", 8, Pattern::Uniform, 4),
     ] {
         let rows = read_csv(&Path::new(&dir).join(file));
@@ -188,7 +198,7 @@ fn main() {
             }
         }
         println!(
-            "analytic: saturation estimate {an_sat:.4} (link bound {:.4}; BookSim's, the highest load accepted within 1%: {bs_sat1:.2}, {:+.1}%); worst latency difference from BookSim up to 90% of the estimate: {an_worst:.1}%",
+            "analytic: saturation estimate {an_sat:.4} (link bound {:.4}; BookSim's, the highest load accepted within 1%: {bs_sat1:.3}, {:+.1}%); worst latency difference from BookSim up to 90% of the estimate: {an_worst:.1}%",
             curve.saturation_rate(),
             100.0 * (an_sat - bs_sat1) / bs_sat1
         );
