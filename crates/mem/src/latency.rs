@@ -552,6 +552,14 @@ fn run_cell(
     })
 }
 
+/// The most a cache hit can cost as a share of a load from memory, for a plateau to be
+/// named after that cache. A hit in the outermost cache of any machine numalab knows
+/// takes well under half of a memory load (an L3 or SLC 10-45 ns against memory's
+/// 80-150 ns on x86 and Arm servers; memory-side caches such as MCDRAM are hwloc
+/// MemCache objects, not CPU caches), so a plateau above half of memory's latency at a
+/// cache's sizes is memory, whatever the cache's nominal size.
+pub const CACHE_HIT_MAX_OF_MEMORY: f64 = 0.5;
+
 /// Names the plateaus of a curve after the caches of `cpu`.
 pub fn analyse(
     machine: &Machine,
@@ -587,20 +595,40 @@ pub fn analyse(
         })
         .collect();
     caches.sort_by_key(|c| c.1);
-    let mut used: BTreeMap<String, usize> = BTreeMap::new();
-    let levels: Vec<Level> = plateaus
+    // The smallest cache that holds each plateau's middle working set, unless the
+    // plateau runs on to twice its size (then it is not that cache's plateau).
+    let mut named: Vec<(String, Option<u64>)> = plateaus
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            // The smallest cache that holds the plateau's middle working set, unless the
-            // plateau runs on to twice its size (then it is not that cache's plateau).
             let mid = (xs[p.start] * xs[p.end]).sqrt();
             let fits = |c: &&(String, u64)| c.1 as f64 >= mid && xs[p.end] < 2.0 * c.1 as f64;
-            let (mut name, cache) = match caches.iter().find(fits) {
+            match caches.iter().find(fits) {
                 Some(c) => (c.0.clone(), Some(c.1)),
                 None if !caches.is_empty() => ("memory".to_string(), None),
                 None => (format!("plateau {}", i + 1), None),
-            };
+            }
+        })
+        .collect();
+    // A plateau at a cache's sizes whose latency is memory's is not served by that cache
+    // (on a VM or a shared host this CPU may get a small share of a large L3): it is
+    // named "memory at <cache> sizes", with no cache size.
+    if let (Some(last), Some(("memory", None))) =
+        (plateaus.last(), named.last().map(|(n, c)| (n.as_str(), *c)))
+    {
+        let memory_ns = last.level;
+        for (p, (name, cache)) in plateaus.iter().zip(named.iter_mut()) {
+            if cache.is_some() && p.level > CACHE_HIT_MAX_OF_MEMORY * memory_ns {
+                *name = format!("memory at {name} sizes");
+                *cache = None;
+            }
+        }
+    }
+    let mut used: BTreeMap<String, usize> = BTreeMap::new();
+    let levels: Vec<Level> = plateaus
+        .iter()
+        .zip(named)
+        .map(|(p, (mut name, cache))| {
             let n = used.entry(name.clone()).or_insert(0);
             *n += 1;
             if *n > 1 {
@@ -813,6 +841,52 @@ mod tests {
         let (levels, _) = analyse(&m, 0, &points, None);
         let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, vec!["L1d", "memory"], "{levels:?}");
+    }
+
+    /// This development VM's curve on base pages: the L3 is 32 MiB by the topology,
+    /// but loads at 4-32 MiB take 173 ns against memory's 205 ns (huge pages: 173 ns at
+    /// 16 MiB and beyond). That plateau is memory at L3 sizes, not the L3.
+    #[test]
+    fn a_plateau_at_cache_sizes_with_memory_latency_is_not_that_cache() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/topology/64amd64-4p2n4ca2co.xml");
+        let m = numalab_topo::machine(&numalab_topo::Input::detect(&path).unwrap()).unwrap();
+        // L1d 16 KiB, L2 2 MiB, L3 6 MiB on CPU 0; `at_l3` is the latency at L3 sizes.
+        let run = |at_l3: f64| {
+            let points: Vec<Point> = sizes(4096, 256 << 20, 2, 64)
+                .into_iter()
+                .map(|ws| {
+                    let ns = if ws <= 16 << 10 {
+                        1.0
+                    } else if ws <= 2 << 20 {
+                        5.0
+                    } else if ws <= 6 << 20 {
+                        at_l3
+                    } else {
+                        100.0
+                    };
+                    point(ws, ns)
+                })
+                .collect();
+            analyse(&m, 0, &points, None)
+        };
+        let (levels, steps) = run(84.0);
+        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(
+            names,
+            vec!["L1d", "L2", "memory at L3 sizes", "memory"],
+            "{levels:?}"
+        );
+        assert_eq!(levels[2].cache_bytes, None);
+        assert_eq!(levels[1].cache_bytes, Some(2 << 20));
+        assert_eq!(steps[1].to, "memory at L3 sizes");
+        assert_eq!(steps[2].from, "memory at L3 sizes");
+        // Just under half of memory's latency it is still the L3 (the boundary).
+        let (levels, _) = run(49.0);
+        assert_eq!(levels[2].name, "L3", "{levels:?}");
+        assert_eq!(levels[2].cache_bytes, Some(6 << 20));
+        let (levels, _) = run(51.0);
+        assert_eq!(levels[2].name, "memory at L3 sizes", "{levels:?}");
     }
 
     #[test]

@@ -69,7 +69,9 @@ pub struct Point {
 /// A plateau of the curve, named after a cache level when its sizes fit one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Level {
-    /// "L1d", "L2", "L3", "memory", or "plateau N" when no cache matches.
+    /// "L1d", "L2", "L3", "memory", or "plateau N" when no cache matches; "memory at L3
+    /// sizes" (any cache) for a plateau at that cache's sizes whose latency is above half
+    /// of memory's (`cache_bytes` then absent): the cache does not serve this CPU there.
     pub name: String,
     /// Size of the matching cache, bytes.
     pub cache_bytes: Option<u64>,

@@ -268,11 +268,26 @@ fn latency_curves(out: &mut Out<'_>, lat: &[LatencyRecord]) {
             .map(|lv| format!("{} {}", lv.name, ns(lv.latency_ns)))
             .collect();
         let k = r.kind();
+        // A plateau at a cache's sizes with memory's latency (numalab_mem::latency::
+        // CACHE_HIT_MAX_OF_MEMORY): say what it means.
+        let unserved: Vec<&str> = r
+            .levels
+            .iter()
+            .filter_map(|lv| lv.name.strip_prefix("memory at ")?.strip_suffix(" sizes"))
+            .collect();
+        let why = if unserved.is_empty() {
+            String::new()
+        } else {
+            let c = unserved.join(" and ");
+            format!(
+                " (the {c} does not serve this CPU: at its sizes loads take over half of memory's latency; on a virtual machine or a shared host a CPU may get a small share of a cache, or the cache is partitioned)"
+            )
+        };
         out.push(
             "latency_levels",
             Severity::Info,
             format!(
-                "load-to-load latency of CPU {} ({}, {}): {}",
+                "load-to-load latency of CPU {} ({}, {}): {}{why}",
                 r.cpu,
                 r.order.describe(k.block_bytes),
                 k.pages_text(),
@@ -1116,6 +1131,32 @@ mod tests {
         assert_eq!(
             x.text,
             "load-to-load latency of CPU 3 (random over the working set, base pages): L1d 1.20 ns, L2 4.00 ns, memory 95.3 ns"
+        );
+    }
+
+    #[test]
+    fn a_cache_that_does_not_serve_the_cpu_is_explained() {
+        let mut c = curve("base", &[(32 << 10, 1.35), (WS, 205.1)]);
+        for (name, ns) in [
+            ("L1d", 1.35),
+            ("L2", 3.87),
+            ("memory at L3 sizes", 173.1),
+            ("memory", 205.1),
+        ] {
+            c.levels.push(Level {
+                name: name.into(),
+                cache_bytes: None,
+                from_bytes: 0,
+                to_bytes: 0,
+                latency_ns: ns,
+                cycles: None,
+            });
+        }
+        let f = mem_of(vec![rec("curve", &c)], None);
+        let x = one(&f, "latency_levels");
+        assert_eq!(
+            x.text,
+            "load-to-load latency of CPU 0 (random over the working set, base pages): L1d 1.35 ns, L2 3.87 ns, memory at L3 sizes 173.1 ns, memory 205.1 ns (the L3 does not serve this CPU: at its sizes loads take over half of memory's latency; on a virtual machine or a shared host a CPU may get a small share of a cache, or the cache is partitioned)"
         );
     }
 
