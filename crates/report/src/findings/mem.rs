@@ -498,15 +498,32 @@ fn under_load(l: &Loaded, out: &mut Out<'_>) {
             continue;
         };
         let ratio = full.latency_ns.median / idle.latency_ns.median;
+        // How far each point's latency moved within the point itself (its first half of
+        // batches against its second): a change between the points no larger than that is
+        // not an effect of the traffic that this run can show.
+        let drift = [idle, full]
+            .iter()
+            .filter_map(|p| half_drift(&p.sample_ns))
+            .fold(None, |a: Option<f64>, d| Some(a.map_or(d, |a| a.max(d))));
+        let change = full.latency_ns.median - idle.latency_ns.median;
+        let measurable = drift.is_none_or(|d| change.abs() > d);
+        let verdict = match drift {
+            Some(d) if !measurable => format!(
+                ": a change no larger than the points' own drift (their first and second halves of batches differ by up to {}), so not an effect of the load that this run can show; rerun on a quiet machine",
+                ns(d)
+            ),
+            _ if change < 0.0 => ": lower under load, beyond the points' own drift: traffic can hold up a memory or uncore clock that idles down, or the machine's latency changed between the points".to_string(),
+            _ => String::new(),
+        };
         out.push(
             "loaded_latency",
-            if ratio > 1.5 {
+            if ratio > 1.5 && measurable {
                 Severity::Notice
             } else {
                 Severity::Info
             },
             format!(
-                "under load, {} ({}) goes from {} idle to {} while {} other CPU(s) move {:.1} GB/s ({} idle)",
+                "under load, {} ({}) goes from {} idle to {} while {} other CPU(s) move {:.1} GB/s ({} idle){verdict}",
                 if r.idle_kind().is_memory(r.chase_bytes) {
                     "memory latency"
                 } else {
@@ -522,6 +539,17 @@ fn under_load(l: &Loaded, out: &mut Out<'_>) {
             Some(anchors::mem_loaded(out.b)),
         );
     }
+}
+
+/// How much a series of batch latencies moved within itself: the absolute difference of
+/// the medians of its first and second halves (`None` under 8 batches, too few halves to
+/// tell).
+fn half_drift(samples: &[f64]) -> Option<f64> {
+    if samples.len() < 8 {
+        return None;
+    }
+    let (a, b) = samples.split_at(samples.len() / 2);
+    Some((numalab_stats::median(a)? - numalab_stats::median(b)?).abs())
 }
 
 /// Page migration: the fastest method per pair.
@@ -1458,6 +1486,63 @@ mod tests {
             Severity::Info,
             &["under load, the chaser's latency (", "(1.30x idle)"],
         );
+    }
+
+    /// A loaded-latency record whose idle and loaded points have the given batch series.
+    fn under_series(idle: &[f64], loaded: &[f64]) -> LoadedRecord {
+        let mut r = under(WS, &[(None, 0.0, 0.0), (Some(100), 30.0, 0.0)]);
+        for (p, v) in r.points.iter_mut().zip([idle, loaded]) {
+            p.sample_ns = v.to_vec();
+            p.latency_ns = numalab_stats::Summary::of(v).expect("finite samples");
+        }
+        r
+    }
+
+    #[test]
+    fn a_change_within_the_points_own_drift_is_not_called_an_effect() {
+        // Idle: 200 ns then 240 ns (halves 40 ns apart, median 220); loaded: 230 ns
+        // throughout. 230 / 220 is within that drift.
+        let idle = [200.0, 200.0, 200.0, 200.0, 240.0, 240.0, 240.0, 240.0];
+        let f = mem_of(vec![rec("l", &under_series(&idle, &[230.0; 8]))], None);
+        let x = one(&f, "loaded_latency");
+        assert_eq!(x.severity, Severity::Info);
+        assert_eq!(
+            x.text,
+            "under load, memory latency (random over 256 MiB, huge pages (THP)) goes from 220.0 ns idle to 230.0 ns while 3 other CPU(s) move 30.0 GB/s (1.05x idle): a change no larger than the points' own drift (their first and second halves of batches differ by up to 40.0 ns), so not an effect of the load that this run can show; rerun on a quiet machine"
+        );
+        // A rise past 1.5x is no notice when the drift covers it: idle halves at 100 and
+        // 200 ns (median 150), loaded 240 ns (1.60x, 90 ns above, drift 100 ns).
+        let idle = [100.0, 100.0, 100.0, 100.0, 200.0, 200.0, 200.0, 200.0];
+        let f = mem_of(vec![rec("l", &under_series(&idle, &[240.0; 8]))], None);
+        let x = one(&f, "loaded_latency");
+        assert_eq!(x.severity, Severity::Info);
+        assert!(
+            x.text.contains("(1.60x idle): a change no larger"),
+            "{}",
+            x.text
+        );
+    }
+
+    #[test]
+    fn lower_under_load_beyond_the_drift_is_said_and_a_steady_rise_is_not_qualified() {
+        let f = mem_of(
+            vec![rec("l", &under_series(&[200.0; 8], &[150.0; 8]))],
+            None,
+        );
+        says(
+            &f,
+            "loaded_latency",
+            Severity::Info,
+            &["(0.75x idle): lower under load, beyond the points' own drift: traffic can hold up a memory or uncore clock"],
+        );
+        // Steady points 100 and 180 ns: a rise well past the drift (0), said plainly.
+        let f = mem_of(
+            vec![rec("l", &under_series(&[100.0; 8], &[180.0; 8]))],
+            None,
+        );
+        let x = one(&f, "loaded_latency");
+        assert_eq!(x.severity, Severity::Notice);
+        assert!(x.text.ends_with("(1.80x idle)"), "{}", x.text);
     }
 
     #[test]
