@@ -494,7 +494,9 @@ mod tests {
         let (w, why) = verdict(&rs, true, &local(9.0), 4096, 4096);
         assert_eq!(w, Some(Method::Memcpy));
         assert!(why.contains("nothing to move (same node)"), "{why}");
-        assert!(why.contains("not clearly different"), "{why}");
+        // Said once: the winner's sentence names the overlap with the runner-up.
+        assert!(why.contains("overlap those of stream_copy"), "{why}");
+        assert!(!why.contains("not clearly different"), "{why}");
         assert!(!why.contains("single core"), "{why}");
         let none = [result(Method::MovePages, None, 1.0)];
         assert_eq!(verdict(&none, true, &local(1.0), 4096, 4096).0, None);
@@ -511,8 +513,17 @@ mod tests {
             why.contains("overlap those of memcpy: not a clear win"),
             "{why}"
         );
-        assert!(why.contains("not clearly different"), "{why}");
+        assert!(!why.contains("not clearly different"), "{why}");
         assert!(!why.contains("write-allocate"), "{why}");
+        // When move_pages wins, the copies' overlap is its own sentence.
+        let rs = [
+            result(Method::MovePages, Some(9.0), 100.0),
+            result(Method::Memcpy, Some(6.0), 1.0),
+            result(Method::StreamCopy, Some(6.02), 1.0),
+        ];
+        let (w, why) = verdict(&rs, false, &local(8.0), 4096, 4096);
+        assert_eq!(w, Some(Method::MovePages));
+        assert!(why.contains("not clearly different"), "{why}");
     }
 
     #[test]
