@@ -509,8 +509,13 @@ fn under_load(l: &Loaded, out: &mut Out<'_>) {
         let measurable = drift.is_none_or(|d| change.abs() > d);
         let verdict = match drift {
             Some(d) if !measurable => format!(
-                ": a change no larger than the points' own drift (their first and second halves of batches differ by up to {}), so not an effect of the load that this run can show; rerun on a quiet machine",
-                ns(d)
+                ": a change no larger than the points' own drift (their first and second halves of batches differ by up to {}), so no effect of the load that this run can tell apart{}",
+                ns(d),
+                if d > 0.05 * idle.latency_ns.median {
+                    "; the machine was not quiet (a drift over 5% of the idle latency): rerun on an idle one to see smaller effects"
+                } else {
+                    ""
+                }
             ),
             _ if change < 0.0 => ": lower under load, beyond the points' own drift: traffic can hold up a memory or uncore clock that idles down, or the machine's latency changed between the points".to_string(),
             _ => String::new(),
@@ -1508,7 +1513,7 @@ mod tests {
         assert_eq!(x.severity, Severity::Info);
         assert_eq!(
             x.text,
-            "under load, memory latency (random over 256 MiB, huge pages (THP)) goes from 220.0 ns idle to 230.0 ns while 3 other CPU(s) move 30.0 GB/s (1.05x idle): a change no larger than the points' own drift (their first and second halves of batches differ by up to 40.0 ns), so not an effect of the load that this run can show; rerun on a quiet machine"
+            "under load, memory latency (random over 256 MiB, huge pages (THP)) goes from 220.0 ns idle to 230.0 ns while 3 other CPU(s) move 30.0 GB/s (1.05x idle): a change no larger than the points' own drift (their first and second halves of batches differ by up to 40.0 ns), so no effect of the load that this run can tell apart; the machine was not quiet (a drift over 5% of the idle latency): rerun on an idle one to see smaller effects"
         );
         // A rise past 1.5x is no notice when the drift covers it: idle halves at 100 and
         // 200 ns (median 150), loaded 240 ns (1.60x, 90 ns above, drift 100 ns).
@@ -1518,6 +1523,18 @@ mod tests {
         assert_eq!(x.severity, Severity::Info);
         assert!(
             x.text.contains("(1.60x idle): a change no larger"),
+            "{}",
+            x.text
+        );
+        // A small drift (2 ns of 200) covering a 1 ns change: no effect, and no advice
+        // to rerun.
+        let idle = [199.0, 199.0, 199.0, 199.0, 201.0, 201.0, 201.0, 201.0];
+        let f = mem_of(vec![rec("l", &under_series(&idle, &[201.0; 8]))], None);
+        let x = one(&f, "loaded_latency");
+        assert!(
+            x.text.ends_with(
+                "differ by up to 2.00 ns), so no effect of the load that this run can tell apart"
+            ),
             "{}",
             x.text
         );
