@@ -735,6 +735,7 @@ pub fn app(model: &Model, app: &App, cfg: &DesConfig) -> Result<(Figures, SimSta
         let r = crate::router::simulate(model, &crate::router::Workload::App(app.clone()), cfg)?;
         return Ok((r.figures, r.stats));
     }
+    model.check_queue_depth(false)?;
     check_next_hop_table(model)?;
     let w0 = cfg.warmup_cycles;
     let w1 = w0 + cfg.measure_cycles.max(1);

@@ -58,6 +58,8 @@ pub struct McInfo {
     pub socket: u32,
     /// NUMA node of its stop (the node whose cores are "local" to it).
     pub node: u32,
+    /// Requests it holds at most (`memory.NAME.queue_depth`); `None`: unbounded.
+    pub queue_depth: Option<u32>,
 }
 
 /// A memory pool of the resolved model.
@@ -157,6 +159,32 @@ fn bad(what: &str, msg: impl Into<String>) -> ModelError {
 }
 
 impl Model {
+    /// Refuses bounded controller queues (`memory.NAME.queue_depth`) outside the one
+    /// engine that models them: the discrete-event engine with input-queued routers
+    /// (`des_iq`), whose network can hold a request at its destination.
+    pub fn check_queue_depth(&self, des_iq: bool) -> Result<(), ModelError> {
+        let bounded: Vec<&str> = self
+            .pools
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                self.mcs
+                    .iter()
+                    .any(|m| m.pool == *i && m.queue_depth.is_some())
+            })
+            .map(|(_, p)| p.name.as_str())
+            .collect();
+        if des_iq || bounded.is_empty() {
+            return Ok(());
+        }
+        Err(ModelError::Usage {
+            msg: format!(
+                "memory.{}.queue_depth bounds the controller's queue, which only the discrete-event engine with input-queued routers models (its network holds the requests a full controller does not take); run with --engine des --set noc.router=input-queued, or leave queue_depth out",
+                bounded.join(", memory.")
+            ),
+        })
+    }
+
     /// Loads and resolves a preset (`name[:variants]` or a file) with `--set` overrides.
     pub fn load(what: &str, sets: &[String]) -> Result<Model, ModelError> {
         Model::from_loaded(crate::spec::load(what, sets)?)
@@ -436,6 +464,12 @@ impl Model {
                     ));
                 }
             }
+            if p.queue_depth == Some(0) {
+                return Err(bad(
+                    what,
+                    format!("{key}.queue_depth = 0 would take no request: give at least 1, or leave it out for an unbounded queue"),
+                ));
+            }
             let stops = expand(&p.controllers, &[], &format!("{key}.controllers"))?;
             if stops.is_empty() {
                 return Err(bad(what, format!("{key}: no controllers")));
@@ -490,6 +524,7 @@ impl Model {
                         latency_cycles: p.latency_ns * clock,
                         socket: k,
                         node: node_of(k, st),
+                        queue_depth: p.queue_depth,
                     });
                     mc_local.push(node_of(k, st));
                 }

@@ -218,6 +218,10 @@ struct Pkt {
     hops_taken: u16,
     /// NUMA node of the sending stop.
     snode: u16,
+    /// The memory controller whose bounded queue must take this packet before it leaves
+    /// the network (application traffic whose next step is that controller's access),
+    /// else NONE16.
+    mc: u16,
     created: u64,
 }
 
@@ -228,11 +232,17 @@ struct Txn {
     step: u8,
     slot: u32,
     start: u64,
+    /// Taken by its controller's bounded queue (counted in `Closed::mc_held`) when its
+    /// packet left the network.
+    admitted: bool,
 }
 
 const EV_DELIVERED: u8 = 0;
 const EV_STEP: u8 = 1;
 const EV_ISSUE: u8 = 2;
+/// A memory access done: its controller's bounded queue frees the request's entry.
+const EV_MEM_DONE: u8 = 3;
+const NONE16: u16 = u16::MAX;
 
 /// The closed-loop side of an application workload: requests, their timed steps
 /// (lookups, memory accesses, think time; a heap, as they are few next to flits), the
@@ -250,6 +260,10 @@ struct Closed {
     mc_count: Vec<u64>,
     mc_local: Vec<u64>,
     mc_busy: Vec<f64>,
+    /// Per controller: the bound of its queue (u32::MAX: unbounded) and the requests it
+    /// holds.
+    mc_depth: Vec<u32>,
+    mc_held: Vec<u32>,
     done_count: u64,
     done_latency: u64,
 }
@@ -425,6 +439,8 @@ struct Iq {
     /// engine does), and its closed-loop state.
     app_mode: bool,
     closed: Closed,
+    /// Some controller's queue is bounded: ejection checks it (`Iq::admissible`).
+    gated: bool,
     link_busy: Vec<u64>,
     router_cycles: u64,
     // Scratch for the allocators.
@@ -612,6 +628,7 @@ impl Iq {
             node_pkts: vec![0; model.nodes.len() * model.nodes.len() * 4],
             app_mode: false,
             closed: Closed::default(),
+            gated: false,
             link_busy: vec![0; routers * 4],
             router_cycles: 0,
             va_req: Vec::new(),
@@ -631,7 +648,7 @@ impl Iq {
         }
     }
 
-    fn create(&mut self, src: u32, dst: u32, vn: u8, flits: u32, flow: u32) {
+    fn create(&mut self, src: u32, dst: u32, vn: u8, flits: u32, flow: u32, mc: u16) {
         let measured = self.now >= self.window.0 && self.now < self.window.1;
         let (sx, sy) = self.xy[src as usize];
         let (dx, dy) = self.xy[dst as usize];
@@ -649,6 +666,7 @@ impl Iq {
             #[cfg(debug_assertions)]
             hops_taken: 0,
             snode: self.stop_node[src as usize],
+            mc,
             created: self.now,
         };
         let id = match self.free_pkts.pop() {
@@ -1184,7 +1202,25 @@ impl Iq {
                 pend &= if va_delay == 1 { u64::MAX } else { 0 };
                 rs.pending[p] = 0;
             }
-            let e = rs.mask[p] & !rs.need_va[p] & !rs.blocked[p] & !pend;
+            let mut e = rs.mask[p] & !rs.need_va[p] & !rs.blocked[p] & !pend;
+            if self.gated {
+                // Packets a full controller queue cannot take stay at the ejection port.
+                let mut q = e & rs.vc_out[p][LOCAL];
+                while q != 0 {
+                    let v = q.trailing_zeros() as usize;
+                    q &= q - 1;
+                    let f = self.vc[rp * c + v].front;
+                    if f.flags & HEAD != 0 {
+                        let mc = self.pkts[f.pkt as usize].mc;
+                        if mc != NONE16
+                            && self.closed.mc_held[usize::from(mc)]
+                                >= self.closed.mc_depth[usize::from(mc)]
+                        {
+                            e &= !(1u64 << v);
+                        }
+                    }
+                }
+            }
             let mut w = 0u8;
             for (o, &m) in rs.vc_out[p].iter().enumerate() {
                 w |= u8::from(m & e != 0) << o;
@@ -1331,6 +1367,14 @@ impl Iq {
             };
         }
         if o == LOCAL {
+            if self.gated && f.flags & HEAD != 0 {
+                let p = &self.pkts[f.pkt as usize];
+                if p.mc != NONE16 {
+                    // The controller takes the request off the network.
+                    self.closed.mc_held[usize::from(p.mc)] += 1;
+                    self.closed.txns[p.flow as usize].admitted = true;
+                }
+            }
             if tail {
                 let at = now + self.sa_st + self.eject;
                 self.deliver(f.pkt, at);
@@ -1411,6 +1455,14 @@ impl Iq {
                     self.advance(model, app, id);
                 }
                 EV_STEP => self.advance(model, app, id),
+                EV_MEM_DONE => {
+                    let tx = &mut self.closed.txns[id as usize];
+                    tx.admitted = false;
+                    if let Step::Memory { mc } = tx.plan.steps[tx.step as usize - 1] {
+                        self.closed.mc_held[mc as usize] -= 1;
+                    }
+                    self.advance(model, app, id);
+                }
                 _ => self.issue(model, app, id),
             }
         }
@@ -1425,6 +1477,7 @@ impl Iq {
             step: 0,
             slot,
             start: self.now,
+            admitted: false,
         };
         let c = &mut self.closed;
         let id = match c.free_txns.pop() {
@@ -1453,7 +1506,21 @@ impl Iq {
             }
             match tx.plan.steps[tx.step as usize] {
                 Step::Packet { from, to, vn } => {
-                    self.create(from, to, vn, model.flits[vn as usize], t);
+                    // A read request that a bounded controller queue must take on
+                    // arrival. Write data is posted (CHI sends it only into a buffer the
+                    // target granted): it takes an entry at the access, never waits for
+                    // one in the network.
+                    let next = tx.step as usize + 1;
+                    let mc = match tx.plan.steps().get(next) {
+                        Some(&Step::Memory { mc })
+                            if usize::from(vn) == crate::model::REQ
+                                && self.closed.mc_depth[mc as usize] < u32::MAX =>
+                        {
+                            mc as u16
+                        }
+                        _ => NONE16,
+                    };
+                    self.create(from, to, vn, model.flits[vn as usize], t, mc);
                     return;
                 }
                 Step::Lookup => {
@@ -1486,7 +1553,16 @@ impl Iq {
                         cl.mc_busy[m] += info.service_cycles;
                     }
                     let done = (start + info.service_cycles + info.latency_cycles).ceil() as u64;
-                    self.event(done.max(now), EV_STEP, t);
+                    if cl.mc_depth[m] < u32::MAX {
+                        // Held from leaving the network (or from here, when no packet
+                        // brought it) until the access is done.
+                        if !tx.admitted {
+                            cl.mc_held[m] += 1;
+                        }
+                        self.event(done.max(now), EV_MEM_DONE, t);
+                    } else {
+                        self.event(done.max(now), EV_STEP, t);
+                    }
                     return;
                 }
                 Step::Complete => {
@@ -1615,6 +1691,13 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
         c.mc_count = vec![0; model.mcs.len()];
         c.mc_local = vec![0; model.mcs.len()];
         c.mc_busy = vec![0.0; model.mcs.len()];
+        c.mc_depth = model
+            .mcs
+            .iter()
+            .map(|m| m.queue_depth.unwrap_or(u32::MAX))
+            .collect();
+        c.mc_held = vec![0; model.mcs.len()];
+        sim.gated = c.mc_depth.iter().any(|&d| d < u32::MAX);
         c.slot_node = app.cores.iter().map(|&k| model.cores[k].node).collect();
         c.issue_counter = (0..app.cores.len() as u32).collect();
         // Stagger the first requests as the output-queued engine does.
@@ -1660,7 +1743,7 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
                                 } else {
                                     0
                                 };
-                                sim.create(s, d, vn, traffic.flits.max(1), u32::from(vn));
+                                sim.create(s, d, vn, traffic.flits.max(1), u32::from(vn), NONE16);
                             }
                         }
                     }
@@ -1669,7 +1752,7 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
             Workload::Flows { flows, flits } => {
                 for (k, f) in flows.iter().enumerate() {
                     if sim.rng.random::<f64>() < f.rate {
-                        sim.create(f.src, f.dst, f.vn, (*flits).max(1), k as u32);
+                        sim.create(f.src, f.dst, f.vn, (*flits).max(1), k as u32, NONE16);
                     }
                 }
             }

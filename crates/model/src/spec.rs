@@ -277,6 +277,13 @@ pub struct PoolSpec {
     /// the experiment's working set.
     #[serde(default)]
     pub cache_hit_ratio: Option<f64>,
+    /// Requests one controller holds, waiting or in service on its channels, from the
+    /// moment it takes one off the network until the access is done; while it holds that
+    /// many, requests for it stay in the network (back-pressure). Absent: unbounded.
+    /// Needs the discrete-event engine with input-queued routers (the only engine whose
+    /// network can hold a packet at its destination).
+    #[serde(default)]
+    pub queue_depth: Option<u32>,
 }
 
 /// Sockets joined by a link (CCIX, UPI...).

@@ -1147,3 +1147,108 @@ fn input_queued_queueing_counts_the_boundary_links_as_path_not_queue() {
     assert!(latency[1] > latency[0] + 2.0, "{latency:?}");
     assert!(latency[2] > latency[1] + 2.0, "{latency:?}");
 }
+
+/// A controller whose queue holds `queue_depth` requests takes no more off the network:
+/// each request stays held from leaving the network until its access is done, at least
+/// the access latency plus one channel's service, so by Little's law a controller serves
+/// at most `depth / (latency + service)` requests per cycle; the requests it does not take
+/// wait in the request network, whose queueing rises while the data network's does not.
+#[test]
+fn a_full_controller_queue_holds_requests_in_the_request_network() {
+    use numalab_model::model::{DAT, REQ};
+    use numalab_model::traffic::{App, Data, Op};
+    let c = DesConfig {
+        seed: 9,
+        warmup_cycles: 2_000,
+        measure_cycles: 10_000,
+        drain_cycles: 0,
+    };
+    let run = |depth: Option<u32>| {
+        let mut sets = vec![
+            "noc.router=input-queued".to_string(),
+            "cores.max_outstanding=8".to_string(),
+        ];
+        if let Some(d) = depth {
+            sets.push(format!("memory.hbm.queue_depth={d}"));
+        }
+        let m = Model::load("neoverse-v1-64", &sets).unwrap();
+        let app = App {
+            cores: m.nodes[0].cores.clone(),
+            data: Data::Node { node: 0 },
+            mix: vec![Op::Read],
+            slc_hit: 0.0,
+            msc_hit: 0.0,
+            snoop: 0.0,
+            outstanding: 8,
+            think_cycles: 0,
+        };
+        let (f, _) = des::app(&m, &app, &c).unwrap();
+        (m, f)
+    };
+    let (m, free) = run(None);
+    let (_, held) = run(Some(2));
+    let bound = |k: usize| 2.0 / (m.mcs[k].latency_cycles + m.mcs[k].service_cycles);
+    let busy: Vec<usize> = (0..m.mcs.len())
+        .filter(|&k| free.mc_accesses_per_cycle[k] > 0.0)
+        .collect();
+    assert!(
+        !busy.is_empty(),
+        "node 0's data is read from some controller"
+    );
+    for &k in &busy {
+        assert!(
+            held.mc_accesses_per_cycle[k] <= bound(k) * 1.01,
+            "controller {k}: {} accesses per cycle with 2 entries, bound {}",
+            held.mc_accesses_per_cycle[k],
+            bound(k)
+        );
+        assert!(
+            held.mc_accesses_per_cycle[k] > bound(k) * 0.5,
+            "controller {k}: {} accesses per cycle, far under its bound {}: something else limits",
+            held.mc_accesses_per_cycle[k],
+            bound(k)
+        );
+    }
+    assert!(
+        busy.iter()
+            .any(|&k| free.mc_accesses_per_cycle[k] > bound(k) * 1.5),
+        "unbounded, the controllers serve beyond the 2-entry bound: {:?}",
+        free.mc_accesses_per_cycle
+    );
+    let (q_free, q_held) = (free.vns[REQ].queueing_cycles, held.vns[REQ].queueing_cycles);
+    assert!(
+        q_held > 10.0 * q_free.max(0.1) && q_held > 20.0,
+        "request queueing {q_free} -> {q_held} cycles"
+    );
+    assert!(
+        held.vns[DAT].queueing_cycles < 1.0,
+        "the data network stays flat: {} cycles",
+        held.vns[DAT].queueing_cycles
+    );
+}
+
+#[test]
+fn a_bounded_controller_queue_is_refused_where_it_is_not_modeled() {
+    use numalab_model::traffic::{App, Data, Op};
+    // Zero entries would take nothing.
+    let e = Model::load("neoverse-v1-64", &["memory.hbm.queue_depth=0".into()]).unwrap_err();
+    assert!(e.to_string().contains("memory.hbm.queue_depth = 0"), "{e}");
+    // The output-queued engine cannot hold a request in the network.
+    let m = Model::load("neoverse-v1-64", &["memory.hbm.queue_depth=4".into()]).unwrap();
+    let app = App {
+        cores: m.nodes[0].cores.clone(),
+        data: Data::Node { node: 0 },
+        mix: vec![Op::Read],
+        slc_hit: 0.0,
+        msc_hit: 0.0,
+        snoop: 0.0,
+        outstanding: 1,
+        think_cycles: 0,
+    };
+    let e = des::app(&m, &app, &cfg(100)).unwrap_err().to_string();
+    assert!(
+        e.contains("memory.hbm.queue_depth") && e.contains("--set noc.router=input-queued"),
+        "{e}"
+    );
+    assert!(m.check_queue_depth(true).is_ok());
+}

@@ -143,6 +143,8 @@ pub fn calibrate(
     bundles: &[(String, Bundle)],
 ) -> Result<Calibration, ModelError> {
     let base = Model::load(preset, sets)?;
+    // Calibration predicts with the analytic engine, which has no bounded queues.
+    base.check_queue_depth(false)?;
     let names: Vec<String> = bundles.iter().map(|b| b.0.clone()).collect();
     let all = names.join(", ");
     let mut meas = measured::read(bundles)?;

@@ -231,6 +231,9 @@ fn run_app(
     engine: &str,
     cfg: &DesConfig,
 ) -> Result<(Figures, Option<SimStats>), ModelError> {
+    model.check_queue_depth(
+        engine != "analytic" && model.spec.noc.router == crate::spec::RouterKind::InputQueued,
+    )?;
     if engine == "analytic" {
         Ok((analytic::app(model, app), None))
     } else {
