@@ -159,11 +159,12 @@ fn bad(what: &str, msg: impl Into<String>) -> ModelError {
 }
 
 impl Model {
-    /// Refuses bounded controller queues (`memory.NAME.queue_depth`) outside the one
-    /// engine that models them: the discrete-event engine with input-queued routers
-    /// (`des_iq`), whose network can hold a request at its destination.
+    /// Refuses bounded controller queues (`memory.NAME.queue_depth`) and home trackers
+    /// (`slc.tracker_entries`) outside the one engine that models them: the
+    /// discrete-event engine with input-queued routers (`des_iq`), whose network can hold
+    /// a request at its destination.
     pub fn check_queue_depth(&self, des_iq: bool) -> Result<(), ModelError> {
-        let bounded: Vec<&str> = self
+        let mut bounded: Vec<String> = self
             .pools
             .iter()
             .enumerate()
@@ -172,15 +173,18 @@ impl Model {
                     .iter()
                     .any(|m| m.pool == *i && m.queue_depth.is_some())
             })
-            .map(|(_, p)| p.name.as_str())
+            .map(|(_, p)| format!("memory.{}.queue_depth", p.name))
             .collect();
+        if self.spec.slc.tracker_entries.is_some() {
+            bounded.push("slc.tracker_entries".into());
+        }
         if des_iq || bounded.is_empty() {
             return Ok(());
         }
         Err(ModelError::Usage {
             msg: format!(
-                "memory.{}.queue_depth bounds the controller's queue, which only the discrete-event engine with input-queued routers models (its network holds the requests a full controller does not take); run with --engine des --set noc.router=input-queued, or leave queue_depth out",
-                bounded.join(", memory.")
+                "{} bounds what a controller or home takes off the network, which only the discrete-event engine with input-queued routers models (its network holds the requests a full one does not take); run with --engine des --set noc.router=input-queued, or leave it out",
+                bounded.join(" and ")
             ),
         })
     }
@@ -445,6 +449,12 @@ impl Model {
         let mut pools = Vec::new();
         let mut mcs = Vec::new();
         let mut pool_mc_stops: Vec<Vec<[u32; 2]>> = Vec::new();
+        if s.slc.tracker_entries == Some(0) {
+            return Err(bad(
+                what,
+                "slc.tracker_entries = 0 would take no request: give at least 1, or leave it out for unbounded trackers",
+            ));
+        }
         for (name, p) in &s.memory {
             if !p.enabled {
                 continue;

@@ -191,6 +191,7 @@ impl PathLinks {
     }
 
     /// From `(sx, sy)` to `(dx, dy)`.
+    #[inline(always)]
     fn cycles(&self, (sx, sy): (u16, u16), (dx, dy): (u16, u16)) -> u32 {
         if self.yx {
             self.column(sx, sy, dy) + self.row(dy, sx, dx)
@@ -218,10 +219,10 @@ struct Pkt {
     hops_taken: u16,
     /// NUMA node of the sending stop.
     snode: u16,
-    /// The memory controller whose bounded queue must take this packet before it leaves
-    /// the network (application traffic whose next step is that controller's access),
-    /// else NONE16.
-    mc: u16,
+    /// The bounded resource that must take this packet before it leaves the network
+    /// (`Closed::gate_depth`: a memory controller's queue for the read request of its
+    /// access, a home stop's tracker for a request's first packet), else NONE32.
+    gate: u32,
     created: u64,
 }
 
@@ -232,9 +233,11 @@ struct Txn {
     step: u8,
     slot: u32,
     start: u64,
-    /// Taken by its controller's bounded queue (counted in `Closed::mc_held`) when its
+    /// Taken by its controller's bounded queue (counted in `Closed::gate_held`) when its
     /// packet left the network.
     admitted: bool,
+    /// The home tracker (gate) holding an entry for it, else NONE32.
+    home: u32,
 }
 
 const EV_DELIVERED: u8 = 0;
@@ -242,7 +245,10 @@ const EV_STEP: u8 = 1;
 const EV_ISSUE: u8 = 2;
 /// A memory access done: its controller's bounded queue frees the request's entry.
 const EV_MEM_DONE: u8 = 3;
-const NONE16: u16 = u16::MAX;
+/// A home tracker's entry freed (the event's id is the gate, not a request: the request
+/// may be over and its slot reused by then).
+const EV_HOME_FREE: u8 = 4;
+const NONE32: u32 = u32::MAX;
 
 /// The closed-loop side of an application workload: requests, their timed steps
 /// (lookups, memory accesses, think time; a heap, as they are few next to flits), the
@@ -260,10 +266,18 @@ struct Closed {
     mc_count: Vec<u64>,
     mc_local: Vec<u64>,
     mc_busy: Vec<f64>,
-    /// Per controller: the bound of its queue (u32::MAX: unbounded) and the requests it
-    /// holds.
-    mc_depth: Vec<u32>,
-    mc_held: Vec<u32>,
+    /// Bounded resources that take packets off the network ("gates"): memory
+    /// controllers' queues (index = controller), then home stops' trackers (index =
+    /// controllers + stop). Their bounds (u32::MAX: unbounded) and the requests each holds.
+    gate_depth: Vec<u32>,
+    gate_held: Vec<u32>,
+    n_mcs: usize,
+    /// A one-flit packet's zero-load latency at zero hops, and its router cycles per hop.
+    ack: (f64, f64),
+    /// Some home tracker is bounded; the requests waiting for an entry of each home stop's
+    /// trackers (off the network).
+    homes_bounded: bool,
+    home_wait: Vec<VecDeque<u32>>,
     done_count: u64,
     done_latency: u64,
 }
@@ -648,7 +662,7 @@ impl Iq {
         }
     }
 
-    fn create(&mut self, src: u32, dst: u32, vn: u8, flits: u32, flow: u32, mc: u16) {
+    fn create(&mut self, src: u32, dst: u32, vn: u8, flits: u32, flow: u32, gate: u32) {
         let measured = self.now >= self.window.0 && self.now < self.window.1;
         let (sx, sy) = self.xy[src as usize];
         let (dx, dy) = self.xy[dst as usize];
@@ -666,7 +680,7 @@ impl Iq {
             #[cfg(debug_assertions)]
             hops_taken: 0,
             snode: self.stop_node[src as usize],
-            mc,
+            gate,
             created: self.now,
         };
         let id = match self.free_pkts.pop() {
@@ -1176,6 +1190,7 @@ impl Iq {
         let rp0 = r * PORTS;
         // Ports with VCs that hold an output VC, a bit each (visited in increasing order).
         let va_delay = self.va;
+        let gated = self.gated;
         let rs = &mut self.rs[r];
         let mut ports = 0u8;
         for p in 0..PORTS {
@@ -1203,23 +1218,15 @@ impl Iq {
                 rs.pending[p] = 0;
             }
             let mut e = rs.mask[p] & !rs.need_va[p] & !rs.blocked[p] & !pend;
-            if self.gated {
-                // Packets a full controller queue cannot take stay at the ejection port.
-                let mut q = e & rs.vc_out[p][LOCAL];
-                while q != 0 {
-                    let v = q.trailing_zeros() as usize;
-                    q &= q - 1;
-                    let f = self.vc[rp * c + v].front;
-                    if f.flags & HEAD != 0 {
-                        let mc = self.pkts[f.pkt as usize].mc;
-                        if mc != NONE16
-                            && self.closed.mc_held[usize::from(mc)]
-                                >= self.closed.mc_depth[usize::from(mc)]
-                        {
-                            e &= !(1u64 << v);
-                        }
-                    }
-                }
+            if gated {
+                e = Self::ungated(
+                    &self.vc,
+                    &self.pkts,
+                    &self.closed,
+                    rp * c,
+                    e & rs.vc_out[p][LOCAL],
+                    e,
+                );
             }
             let mut w = 0u8;
             for (o, &m) in rs.vc_out[p].iter().enumerate() {
@@ -1309,6 +1316,41 @@ impl Iq {
         }
     }
 
+    /// `e` without the VCs of `local` (VCs bound for the ejection port, the first at
+    /// `vc0`) whose front packet a full controller queue cannot take: they stay at the
+    /// ejection port. Out of line: only bounded controller queues call it.
+    #[cold]
+    #[inline(never)]
+    fn ungated(vcs: &[VcState], pkts: &[Pkt], cl: &Closed, vc0: usize, local: u64, e: u64) -> u64 {
+        let mut e = e;
+        let mut q = local;
+        while q != 0 {
+            let v = q.trailing_zeros() as usize;
+            q &= q - 1;
+            let f = vcs[vc0 + v].front;
+            if f.flags & HEAD != 0 {
+                let g = pkts[f.pkt as usize].gate as usize;
+                if g != NONE32 as usize && cl.gate_held[g] >= cl.gate_depth[g] {
+                    e &= !(1u64 << v);
+                }
+            }
+        }
+        e
+    }
+
+    /// A packet's head leaves the network at its destination: a controller with a
+    /// bounded queue takes its request (out of line, as [`Iq::ungated`]).
+    #[cold]
+    #[inline(never)]
+    fn admit(&mut self, pkt: u32) {
+        let p = &self.pkts[pkt as usize];
+        if p.gate != NONE32 {
+            let cl = &mut self.closed;
+            cl.gate_held[p.gate as usize] += 1;
+            cl.txns[p.flow as usize].admitted = true;
+        }
+    }
+
     /// Moves the front flit of VC `v` of input port `p` of router `r` through output `o`.
     #[inline]
     fn traverse(&mut self, r: usize, p: usize, v: usize, o: usize, in_window: bool) {
@@ -1368,12 +1410,7 @@ impl Iq {
         }
         if o == LOCAL {
             if self.gated && f.flags & HEAD != 0 {
-                let p = &self.pkts[f.pkt as usize];
-                if p.mc != NONE16 {
-                    // The controller takes the request off the network.
-                    self.closed.mc_held[usize::from(p.mc)] += 1;
-                    self.closed.txns[p.flow as usize].admitted = true;
-                }
+                self.admit(f.pkt);
             }
             if tail {
                 let at = now + self.sa_st + self.eject;
@@ -1451,7 +1488,26 @@ impl Iq {
             self.closed.events.pop();
             match kind {
                 EV_DELIVERED => {
-                    self.closed.txns[id as usize].step += 1;
+                    let tx = &mut self.closed.txns[id as usize];
+                    tx.step += 1;
+                    if tx.step == 1 && self.closed.homes_bounded {
+                        // The request reached its home: an entry of its tracker, or a
+                        // wait off the network for one (CHI's retry: the home refuses
+                        // it and grants a credit when an entry frees; the retry's own
+                        // messages are not modeled).
+                        let Step::Packet { to, .. } = tx.plan.steps[0] else {
+                            unreachable!("a request starts with a packet to its home")
+                        };
+                        let g = self.closed.n_mcs + to as usize;
+                        if self.closed.gate_depth[g] < u32::MAX {
+                            if self.closed.gate_held[g] >= self.closed.gate_depth[g] {
+                                self.closed.home_wait[g - self.closed.n_mcs].push_back(id);
+                                continue;
+                            }
+                            self.closed.gate_held[g] += 1;
+                            self.closed.txns[id as usize].home = g as u32;
+                        }
+                    }
                     self.advance(model, app, id);
                 }
                 EV_STEP => self.advance(model, app, id),
@@ -1459,9 +1515,21 @@ impl Iq {
                     let tx = &mut self.closed.txns[id as usize];
                     tx.admitted = false;
                     if let Step::Memory { mc } = tx.plan.steps[tx.step as usize - 1] {
-                        self.closed.mc_held[mc as usize] -= 1;
+                        self.closed.gate_held[mc as usize] -= 1;
                     }
                     self.advance(model, app, id);
+                }
+                EV_HOME_FREE => {
+                    let g = id as usize;
+                    let next = self.closed.home_wait[g - self.closed.n_mcs].pop_front();
+                    match next {
+                        // The entry goes straight to the first request waiting for it.
+                        Some(t) => {
+                            self.closed.txns[t as usize].home = id;
+                            self.advance(model, app, t);
+                        }
+                        None => self.closed.gate_held[g] -= 1,
+                    }
                 }
                 _ => self.issue(model, app, id),
             }
@@ -1478,6 +1546,7 @@ impl Iq {
             slot,
             start: self.now,
             admitted: false,
+            home: NONE32,
         };
         let c = &mut self.closed;
         let id = match c.free_txns.pop() {
@@ -1511,16 +1580,17 @@ impl Iq {
                     // target granted): it takes an entry at the access, never waits for
                     // one in the network.
                     let next = tx.step as usize + 1;
-                    let mc = match tx.plan.steps().get(next) {
+                    let cl = &self.closed;
+                    let gate = match tx.plan.steps().get(next) {
                         Some(&Step::Memory { mc })
                             if usize::from(vn) == crate::model::REQ
-                                && self.closed.mc_depth[mc as usize] < u32::MAX =>
+                                && cl.gate_depth[mc as usize] < u32::MAX =>
                         {
-                            mc as u16
+                            mc
                         }
-                        _ => NONE16,
+                        _ => NONE32,
                     };
-                    self.create(from, to, vn, model.flits[vn as usize], t, mc);
+                    self.create(from, to, vn, model.flits[vn as usize], t, gate);
                     return;
                 }
                 Step::Lookup => {
@@ -1553,11 +1623,11 @@ impl Iq {
                         cl.mc_busy[m] += info.service_cycles;
                     }
                     let done = (start + info.service_cycles + info.latency_cycles).ceil() as u64;
-                    if cl.mc_depth[m] < u32::MAX {
+                    if cl.gate_depth[m] < u32::MAX {
                         // Held from leaving the network (or from here, when no packet
                         // brought it) until the access is done.
                         if !tx.admitted {
-                            cl.mc_held[m] += 1;
+                            cl.gate_held[m] += 1;
                         }
                         self.event(done.max(now), EV_MEM_DONE, t);
                     } else {
@@ -1567,6 +1637,10 @@ impl Iq {
                 }
                 Step::Complete => {
                     self.closed.txns[t as usize].step += 1;
+                    if tx.home != NONE32 {
+                        self.closed.txns[t as usize].home = NONE32;
+                        self.free_home(tx);
+                    }
                     if in_window {
                         self.closed.done_count += 1;
                         self.closed.done_latency += now - tx.start;
@@ -1575,6 +1649,36 @@ impl Iq {
                 }
             }
         }
+    }
+
+    /// Frees the home tracker entry of a request at its completion: a write's when its
+    /// data has reached the home (the step before), a read's when the requester's
+    /// CompAck gets there (a response packet of one flit from the requester to the home,
+    /// timed at zero load: the response network is the least loaded).
+    fn free_home(&mut self, tx: Txn) {
+        let g = tx.home as usize;
+        let home = (g - self.closed.n_mcs) as u32;
+        let Step::Packet { from: core, .. } = tx.plan.steps[0] else {
+            self.event(self.now, EV_HOME_FREE, g as u32);
+            return;
+        };
+        let data_to_core = matches!(
+            tx.plan.steps[tx.step as usize - 1],
+            Step::Packet { to, vn, .. } if to == core && usize::from(vn) == crate::model::DAT
+        );
+        if !data_to_core {
+            self.event(self.now, EV_HOME_FREE, g as u32);
+            return;
+        }
+        let (a, b) = (self.xy[core as usize], self.xy[home as usize]);
+        let hops = f64::from(a.0.abs_diff(b.0) + a.1.abs_diff(b.1));
+        let links = f64::from(self.path_links.cycles(a, b));
+        let link = if hops > 0.0 { links / hops } else { 0.0 };
+        // `zero_load_latency` for one flit: the zero-hop figure plus a router and a link
+        // per hop.
+        let (zero, router) = self.closed.ack;
+        let ack = (zero + hops * (router + link)).ceil() as u64;
+        self.event(self.now + ack, EV_HOME_FREE, g as u32);
     }
 
     fn step_routers(&mut self) {
@@ -1691,13 +1795,31 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
         c.mc_count = vec![0; model.mcs.len()];
         c.mc_local = vec![0; model.mcs.len()];
         c.mc_busy = vec![0.0; model.mcs.len()];
-        c.mc_depth = model
+        c.n_mcs = model.mcs.len();
+        c.gate_depth = model
             .mcs
             .iter()
             .map(|m| m.queue_depth.unwrap_or(u32::MAX))
             .collect();
-        c.mc_held = vec![0; model.mcs.len()];
-        sim.gated = c.mc_depth.iter().any(|&d| d < u32::MAX);
+        // Home trackers: the entries of every slice at the stop.
+        let mut per_stop = vec![0u32; sim.n_stops];
+        for sl in &model.slices {
+            per_stop[sl.stop as usize] += 1;
+        }
+        c.gate_depth.extend(
+            per_stop
+                .iter()
+                .map(|&k| match model.spec.slc.tracker_entries {
+                    Some(e) if k > 0 => e.saturating_mul(k),
+                    _ => u32::MAX,
+                }),
+        );
+        c.gate_held = vec![0; c.gate_depth.len()];
+        c.homes_bounded = c.gate_depth[c.n_mcs..].iter().any(|&d| d < u32::MAX);
+        c.home_wait = vec![VecDeque::new(); sim.n_stops];
+        let zero = zero_load_latency(model, 0.0, 1, 0.0);
+        c.ack = (zero, zero_load_latency(model, 1.0, 1, 0.0) - zero);
+        sim.gated = c.gate_depth[..c.n_mcs].iter().any(|&d| d < u32::MAX);
         c.slot_node = app.cores.iter().map(|&k| model.cores[k].node).collect();
         c.issue_counter = (0..app.cores.len() as u32).collect();
         // Stagger the first requests as the output-queued engine does.
@@ -1743,7 +1865,7 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
                                 } else {
                                     0
                                 };
-                                sim.create(s, d, vn, traffic.flits.max(1), u32::from(vn), NONE16);
+                                sim.create(s, d, vn, traffic.flits.max(1), u32::from(vn), NONE32);
                             }
                         }
                     }
@@ -1752,7 +1874,7 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
             Workload::Flows { flows, flits } => {
                 for (k, f) in flows.iter().enumerate() {
                     if sim.rng.random::<f64>() < f.rate {
-                        sim.create(f.src, f.dst, f.vn, (*flits).max(1), k as u32, NONE16);
+                        sim.create(f.src, f.dst, f.vn, (*flits).max(1), k as u32, NONE32);
                     }
                 }
             }

@@ -238,6 +238,14 @@ pub struct SlcSpec {
     pub region_split: Option<[u32; 2]>,
     /// Cycles of a lookup at the home slice.
     pub lookup_cycles: u32,
+    /// Requests one slice tracks at once as their home (a CHI home node's point-of-
+    /// coherency queue): an entry is taken when a request's first packet leaves the
+    /// network at the home and freed when the request completes there (a read: when the
+    /// requester's CompAck arrives; a write: when its data has). A request that finds the
+    /// home's trackers full stays in the request network. Absent: unbounded. Needs the
+    /// discrete-event engine with input-queued routers.
+    #[serde(default)]
+    pub tracker_entries: Option<u32>,
 }
 
 /// NUMA nodes of the stops.

@@ -1251,4 +1251,81 @@ fn a_bounded_controller_queue_is_refused_where_it_is_not_modeled() {
         "{e}"
     );
     assert!(m.check_queue_depth(true).is_ok());
+    // The same for home trackers.
+    let e = Model::load("neoverse-v1-64", &["slc.tracker_entries=0".into()]).unwrap_err();
+    assert!(e.to_string().contains("slc.tracker_entries = 0"), "{e}");
+    let m = Model::load("neoverse-v1-64", &["slc.tracker_entries=4".into()]).unwrap();
+    let e = des::app(&m, &app, &cfg(100)).unwrap_err().to_string();
+    assert!(e.starts_with("slc.tracker_entries bounds"), "{e}");
+}
+
+/// A home whose trackers hold `slc.tracker_entries` requests per slice makes the others
+/// wait off the network (CHI's retry), and keeps each entry until the request completes
+/// there: a read's until the requester's CompAck arrives, so requesters one quadrant away
+/// hold entries longer and get less bandwidth from the same trackers; without the bound
+/// the quadrants are level.
+#[test]
+fn a_full_home_tracker_holds_remote_requests_longer() {
+    use numalab_model::model::{DAT, REQ};
+    use numalab_model::traffic::{App, Data, Op};
+    let c = DesConfig {
+        seed: 4,
+        warmup_cycles: 2_000,
+        measure_cycles: 10_000,
+        drain_cycles: 0,
+    };
+    let run = |entries: Option<u32>, node: u32| {
+        let mut sets = vec![
+            "noc.router=input-queued".to_string(),
+            "cores.max_outstanding=8".to_string(),
+        ];
+        if let Some(e) = entries {
+            sets.push(format!("slc.tracker_entries={e}"));
+        }
+        let m = Model::load("neoverse-v1-64:numa4-grouped", &sets).unwrap();
+        let app = App {
+            cores: m.nodes[0].cores.clone(),
+            data: Data::Node { node },
+            mix: vec![Op::Read],
+            slc_hit: 0.0,
+            msc_hit: 0.0,
+            snoop: 0.0,
+            outstanding: 8,
+            think_cycles: 0,
+        };
+        let (f, _) = des::app(&m, &app, &c).unwrap();
+        (m, f)
+    };
+    let (_, free0) = run(None, 0);
+    let (_, free3) = run(None, 3);
+    // Unbounded, node 3 loses only what the longer trip costs 8 requests in flight.
+    let level = free3.requests_per_cycle / free0.requests_per_cycle;
+    let (m, held0) = run(Some(2), 0);
+    let (_, held3) = run(Some(2), 3);
+    // Each entry is held at least for the memory access: a bound per home stop.
+    for (node, f) in [(0u32, &held0), (3, &held3)] {
+        let homes = m.slices.iter().filter(|s| s.node == node).count() as f64;
+        let mc = &m.mcs[0];
+        let bound = homes * 2.0 / (mc.latency_cycles + mc.service_cycles);
+        assert!(
+            f.requests_per_cycle <= bound * 1.01 && f.requests_per_cycle > 0.0,
+            "node {node}: {} requests per cycle, bound {bound}",
+            f.requests_per_cycle
+        );
+        // The wait is off the network: no queueing there.
+        for v in [REQ, DAT] {
+            assert!(
+                f.vns[v].queueing_cycles < 1.0,
+                "node {node}, {}: {} cycles",
+                f.vns[v].vn,
+                f.vns[v].queueing_cycles
+            );
+        }
+    }
+    let remote = held3.requests_per_cycle / held0.requests_per_cycle;
+    assert!(
+        remote < 0.9 * level,
+        "with 2 entries per slice, node 3 gets {remote:.3} of node 0's rate, unbounded {level:.3}"
+    );
+    assert!(held0.requests_per_cycle < 0.8 * free0.requests_per_cycle);
 }
