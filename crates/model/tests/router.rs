@@ -1148,6 +1148,44 @@ fn input_queued_queueing_counts_the_boundary_links_as_path_not_queue() {
     assert!(latency[2] > latency[1] + 2.0, "{latency:?}");
 }
 
+/// Reads by node 0's cores (8 in flight each, no SLC hits) of data on `node` of the V1
+/// preset (`preset` with its variants) with input-queued routers and `set` (none if
+/// empty), for 10,000 measured cycles at `seed`; the model and the figures.
+fn v1_reads(
+    preset: &str,
+    set: &str,
+    node: u32,
+    seed: u64,
+) -> (Model, numalab_model::traffic::Figures) {
+    use numalab_model::traffic::{App, Data, Op};
+    let mut sets = vec![
+        "noc.router=input-queued".to_string(),
+        "cores.max_outstanding=8".to_string(),
+    ];
+    if !set.is_empty() {
+        sets.push(set.to_string());
+    }
+    let m = Model::load(preset, &sets).unwrap();
+    let app = App {
+        cores: m.nodes[0].cores.clone(),
+        data: Data::Node { node },
+        mix: vec![Op::Read],
+        slc_hit: 0.0,
+        msc_hit: 0.0,
+        snoop: 0.0,
+        outstanding: 8,
+        think_cycles: 0,
+    };
+    let c = DesConfig {
+        seed,
+        warmup_cycles: 2_000,
+        measure_cycles: 10_000,
+        drain_cycles: 0,
+    };
+    let (f, _) = des::app(&m, &app, &c).unwrap();
+    (m, f)
+}
+
 /// A controller whose queue holds `queue_depth` requests takes no more off the network:
 /// each request stays held from leaving the network until its access is done, at least
 /// the access latency plus one channel's service, so by Little's law a controller serves
@@ -1156,37 +1194,8 @@ fn input_queued_queueing_counts_the_boundary_links_as_path_not_queue() {
 #[test]
 fn a_full_controller_queue_holds_requests_in_the_request_network() {
     use numalab_model::model::{DAT, REQ};
-    use numalab_model::traffic::{App, Data, Op};
-    let c = DesConfig {
-        seed: 9,
-        warmup_cycles: 2_000,
-        measure_cycles: 10_000,
-        drain_cycles: 0,
-    };
-    let run = |depth: Option<u32>| {
-        let mut sets = vec![
-            "noc.router=input-queued".to_string(),
-            "cores.max_outstanding=8".to_string(),
-        ];
-        if let Some(d) = depth {
-            sets.push(format!("memory.hbm.queue_depth={d}"));
-        }
-        let m = Model::load("neoverse-v1-64", &sets).unwrap();
-        let app = App {
-            cores: m.nodes[0].cores.clone(),
-            data: Data::Node { node: 0 },
-            mix: vec![Op::Read],
-            slc_hit: 0.0,
-            msc_hit: 0.0,
-            snoop: 0.0,
-            outstanding: 8,
-            think_cycles: 0,
-        };
-        let (f, _) = des::app(&m, &app, &c).unwrap();
-        (m, f)
-    };
-    let (m, free) = run(None);
-    let (_, held) = run(Some(2));
+    let (m, free) = v1_reads("neoverse-v1-64", "", 0, 9);
+    let (_, held) = v1_reads("neoverse-v1-64", "memory.hbm.queue_depth=2", 0, 9);
     let bound = |k: usize| 2.0 / (m.mcs[k].latency_cycles + m.mcs[k].service_cycles);
     let busy: Vec<usize> = (0..m.mcs.len())
         .filter(|&k| free.mc_accesses_per_cycle[k] > 0.0)
@@ -1267,41 +1276,13 @@ fn a_bounded_controller_queue_is_refused_where_it_is_not_modeled() {
 #[test]
 fn a_full_home_tracker_holds_remote_requests_longer() {
     use numalab_model::model::{DAT, REQ};
-    use numalab_model::traffic::{App, Data, Op};
-    let c = DesConfig {
-        seed: 4,
-        warmup_cycles: 2_000,
-        measure_cycles: 10_000,
-        drain_cycles: 0,
-    };
-    let run = |entries: Option<u32>, node: u32| {
-        let mut sets = vec![
-            "noc.router=input-queued".to_string(),
-            "cores.max_outstanding=8".to_string(),
-        ];
-        if let Some(e) = entries {
-            sets.push(format!("slc.tracker_entries={e}"));
-        }
-        let m = Model::load("neoverse-v1-64:numa4-grouped", &sets).unwrap();
-        let app = App {
-            cores: m.nodes[0].cores.clone(),
-            data: Data::Node { node },
-            mix: vec![Op::Read],
-            slc_hit: 0.0,
-            msc_hit: 0.0,
-            snoop: 0.0,
-            outstanding: 8,
-            think_cycles: 0,
-        };
-        let (f, _) = des::app(&m, &app, &c).unwrap();
-        (m, f)
-    };
-    let (_, free0) = run(None, 0);
-    let (_, free3) = run(None, 3);
+    let run = |set: &str, node| v1_reads("neoverse-v1-64:numa4-grouped", set, node, 4);
+    let (_, free0) = run("", 0);
+    let (_, free3) = run("", 3);
     // Unbounded, node 3 loses only what the longer trip costs 8 requests in flight.
     let level = free3.requests_per_cycle / free0.requests_per_cycle;
-    let (m, held0) = run(Some(2), 0);
-    let (_, held3) = run(Some(2), 3);
+    let (m, held0) = run("slc.tracker_entries=2", 0);
+    let (_, held3) = run("slc.tracker_entries=2", 3);
     // Each entry is held at least for the memory access: a bound per home stop.
     for (node, f) in [(0u32, &held0), (3, &held3)] {
         let homes = m.slices.iter().filter(|s| s.node == node).count() as f64;
