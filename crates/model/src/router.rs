@@ -219,9 +219,9 @@ struct Pkt {
     hops_taken: u16,
     /// NUMA node of the sending stop.
     snode: u16,
-    /// The bounded resource that must take this packet before it leaves the network
-    /// (`Closed::gate_depth`: a memory controller's queue for the read request of its
-    /// access, a home stop's tracker for a request's first packet), else NONE32.
+    /// The memory controller whose bounded queue must take this packet before it leaves
+    /// the network (the read request of that controller's access; `Closed::gate_depth`),
+    /// else NONE32. Home trackers take requests after they leave it (`Closed::home_wait`).
     gate: u32,
     created: u64,
 }
@@ -453,7 +453,7 @@ struct Iq {
     /// engine does), and its closed-loop state.
     app_mode: bool,
     closed: Closed,
-    /// Some controller's queue is bounded: ejection checks it (`Iq::admissible`).
+    /// Some controller's queue is bounded: ejection checks it (`Iq::ungated`, `Iq::admit`).
     gated: bool,
     link_busy: Vec<u64>,
     router_cycles: u64,
