@@ -515,6 +515,7 @@ mod tests {
                 stepping: "0".into(),
                 cpus: 16,
                 node_memory_bytes: vec![1 << 30],
+                memory_basis: numalab_records::home::MEMORY_BLOCKS.into(),
                 modes: vec!["1 NUMA node".into()],
             },
             buffer_bytes: 1 << 20,

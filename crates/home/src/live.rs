@@ -33,6 +33,7 @@
 
 use crate::error::HomeError;
 use crate::probe::{Access, BufferInfo, Fingerprint, HomeProbe, Line};
+use numalab_records::home::{MEMORY_BLOCKS, MEMORY_MEMTOTAL};
 use numalab_schema::{Classify, ErrorClass};
 use numalab_topo::bind::{base_page_size, HwlocPlacer, PageKind, Placer, Region};
 use numalab_topo::TopoError;
@@ -275,6 +276,9 @@ pub struct NodeText {
     pub meminfo: String,
     /// `/sys/devices/system/node/nodeN/cpulist`.
     pub cpulist: String,
+    /// The memory blocks (`memoryM` entries) under `/sys/devices/system/node/nodeN`,
+    /// when that folder could be listed.
+    pub memory_blocks: Option<u64>,
 }
 
 /// The text a fingerprint is made from, read from a system root (normally `/`).
@@ -290,6 +294,28 @@ pub struct SystemText {
     pub nodes: Vec<NodeText>,
     /// `/sys/devices/system/cpu/smt/active`.
     pub smt_active: Option<String>,
+    /// `/sys/devices/system/memory/block_size_bytes` (hexadecimal), absent on a kernel
+    /// without memory hot-plug.
+    pub memory_block_size: Option<String>,
+    /// The memory blocks under `/sys/devices/system/memory` (for a kernel without NUMA
+    /// nodes in sysfs).
+    pub memory_blocks: Option<u64>,
+}
+
+/// The `memoryM` entries of a sysfs folder, when it can be listed.
+fn count_memory_blocks(dir: &Path) -> Option<u64> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    Some(
+        entries
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .and_then(|n| n.strip_prefix("memory"))
+                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .count() as u64,
+    )
 }
 
 impl SystemText {
@@ -309,6 +335,7 @@ impl SystemText {
                         .unwrap_or_default(),
                     cpulist: read(&format!("sys/devices/system/node/{name}/cpulist"))
                         .unwrap_or_default(),
+                    memory_blocks: count_memory_blocks(&e.path()),
                 });
             }
         }
@@ -318,7 +345,26 @@ impl SystemText {
             meminfo: read("proc/meminfo"),
             nodes,
             smt_active: read("sys/devices/system/cpu/smt/active"),
+            memory_block_size: read("sys/devices/system/memory/block_size_bytes"),
+            memory_blocks: count_memory_blocks(&root.join("sys/devices/system/memory")),
         }
+    }
+
+    /// Each node's present memory (memory blocks times the block size), in node order,
+    /// when sysfs shows the block size and every node's blocks.
+    fn present_memory(&self, nodes: &[&NodeText]) -> Option<Vec<u64>> {
+        let size = u64::from_str_radix(self.memory_block_size.as_deref()?.trim(), 16)
+            .ok()
+            .filter(|&b| b > 0)?;
+        if nodes.is_empty() {
+            return Some(vec![self.memory_blocks.filter(|&n| n > 0)? * size]);
+        }
+        let per_node = nodes
+            .iter()
+            .map(|n| n.memory_blocks.map(|b| b * size))
+            .collect::<Option<Vec<u64>>>()?;
+        // A kernel that lists no blocks under any node does not link them there.
+        per_node.iter().any(|&b| b > 0).then_some(per_node)
     }
 
     /// The fingerprint this text describes (source "live").
@@ -332,7 +378,8 @@ impl SystemText {
         let mut nodes: Vec<&NodeText> = self.nodes.iter().collect();
         nodes.sort_by_key(|n| n.id);
         let mut modes = Vec::new();
-        let node_memory_bytes = if nodes.is_empty() {
+        let present = self.present_memory(&nodes);
+        let memtotal = if nodes.is_empty() {
             modes.push("1 NUMA node".to_string());
             if let Some(list) = &online {
                 modes.push(format!(
@@ -365,6 +412,10 @@ impl SystemText {
                 .map(|n| node_mem_total_bytes(&n.meminfo).unwrap_or(0))
                 .collect()
         };
+        let (node_memory_bytes, memory_basis) = match present {
+            Some(p) => (p, MEMORY_BLOCKS),
+            None => (memtotal, MEMORY_MEMTOTAL),
+        };
         match self.smt_active.as_deref().map(str::trim) {
             Some("1") => modes.push("SMT on".into()),
             Some("0") => modes.push("SMT off".into()),
@@ -376,6 +427,7 @@ impl SystemText {
             stepping: cpu.stepping,
             cpus,
             node_memory_bytes,
+            memory_basis: memory_basis.into(),
             modes,
         }
     }
@@ -1308,25 +1360,56 @@ mod tests {
                     id: 1,
                     meminfo: "Node 1 MemTotal: 4194304 kB\n".into(),
                     cpulist: "80-159\n".into(),
+                    memory_blocks: Some(34),
                 },
                 NodeText {
                     id: 0,
                     meminfo: "Node 0 MemTotal: 2097152 kB\n".into(),
                     cpulist: "0-79\n".into(),
+                    memory_blocks: Some(17),
                 },
                 NodeText {
                     id: 2,
                     meminfo: "Node 2 MemTotal: 1048576 kB\n".into(),
                     cpulist: "\n".into(),
+                    memory_blocks: Some(9),
                 },
             ],
             smt_active: Some("0\n".into()),
+            memory_block_size: None,
+            memory_blocks: Some(60),
         };
         let f = t.fingerprint();
         assert_eq!(f.source, "live");
         assert_eq!(f.cpu_model, "implementer 0x41 part 0xd0c");
         assert_eq!(f.cpus, 160);
+        // No block size in sysfs: the kernel's MemTotal.
         assert_eq!(f.node_memory_bytes, vec![2 << 30, 4 << 30, 1 << 30]);
+        assert_eq!(f.memory_basis, MEMORY_MEMTOTAL);
+        // With it: the memory present on each node, whatever MemTotal says (a kernel
+        // keeps some for itself, and one that fills its memory map lazily after boot
+        // shows MemTotal growing for minutes).
+        let blocks = SystemText {
+            memory_block_size: Some("8000000\n".into()),
+            ..t.clone()
+        }
+        .fingerprint();
+        assert_eq!(blocks.node_memory_bytes, vec![17 << 27, 34 << 27, 9 << 27]);
+        assert_eq!(blocks.memory_basis, MEMORY_BLOCKS);
+        assert_eq!(blocks.modes, f.modes);
+        // A node whose folder could not be listed leaves the whole count to MemTotal.
+        let mut partial = SystemText {
+            memory_block_size: Some("8000000".into()),
+            ..t.clone()
+        };
+        partial.nodes[2].memory_blocks = None;
+        assert_eq!(partial.fingerprint().memory_basis, MEMORY_MEMTOTAL);
+        // A block size that is not hexadecimal likewise.
+        let garbled = SystemText {
+            memory_block_size: Some("lots".into()),
+            ..t.clone()
+        };
+        assert_eq!(garbled.fingerprint().memory_basis, MEMORY_MEMTOTAL);
         assert_eq!(
             f.modes,
             vec![
@@ -1344,6 +1427,8 @@ mod tests {
             meminfo: Some("MemTotal: 1048576 kB\nMemAvailable: 1000 kB\n".into()),
             nodes: Vec::new(),
             smt_active: Some("1".into()),
+            memory_block_size: None,
+            memory_blocks: None,
         }
         .fingerprint();
         assert_eq!(flat.cpus, 2);
@@ -1365,6 +1450,10 @@ mod tests {
         assert!(f.modes[0].contains("NUMA node"), "{:?}", f.modes);
         assert_ne!(f.cpu_model, "unknown");
         assert!(f.differences(&live_fingerprint()).is_empty());
+        // Where sysfs shows memory blocks, they are what is counted.
+        if Path::new("/sys/devices/system/memory/block_size_bytes").exists() {
+            assert_eq!(f.memory_basis, MEMORY_BLOCKS);
+        }
     }
 
     #[test]

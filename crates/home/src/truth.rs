@@ -477,6 +477,7 @@ impl TruthMachine {
             stepping: format!("seed {}", self.opts.seed),
             cpus: m.cores.len() as u32,
             node_memory_bytes: m.nodes.iter().map(|n| n.memory_bytes).collect(),
+            memory_basis: "model".into(),
             modes: vec![
                 format!("{} NUMA nodes", m.nodes.len()),
                 format!("sets {}", self.opts.sets.join(",")),

@@ -92,6 +92,7 @@ impl HomeProbe for Flat {
             stepping: String::new(),
             cpus: 2,
             node_memory_bytes: vec![1 << 30],
+            memory_basis: numalab_records::home::MEMORY_BLOCKS.into(),
             modes: vec![],
         }
     }

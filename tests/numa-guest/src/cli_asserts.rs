@@ -1181,6 +1181,27 @@ pub fn home_map(l: &Layout, v: &Value, lines: u64) -> Res {
             l.nodes.len()
         ),
     )?;
+    // The guest's kernel shows memory blocks: each node's memory is counted in whole
+    // blocks, so at least what QEMU gave it and at most a block more at each end (a
+    // block at most 256 MiB on these small guests), never the whole guest's.
+    expect(
+        str_at(fp, "memory_basis")? == "memory blocks",
+        "memory counted in memory blocks",
+    )?;
+    let memory = at(fp, "node_memory_bytes")?
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_u64).collect::<Vec<u64>>())
+        .unwrap_or_default();
+    for (node, bytes) in l.nodes.iter().zip(&memory) {
+        let given = node.memory_mib << 20;
+        expect(
+            *bytes >= given && *bytes <= given + (512 << 20),
+            format!(
+                "node {} memory in blocks {bytes} bytes for {} MiB given",
+                node.id, node.memory_mib
+            ),
+        )?;
+    }
     let modes = at(fp, "modes")?.to_string();
     let n = l.nodes.len();
     expect(
@@ -1376,7 +1397,8 @@ mod tests {
             "notes": notes,
             "fingerprint": {
                 "cpus": cpus.len(),
-                "node_memory_bytes": vec![1u64 << 30; l.nodes.len()],
+                "node_memory_bytes": l.nodes.iter().map(|n| n.memory_mib << 20).collect::<Vec<u64>>(),
+                "memory_basis": "memory blocks",
                 "modes": [format!("{} NUMA nodes", l.nodes.len())]
             }
         }}]})
