@@ -262,11 +262,29 @@ fn latency_curves(out: &mut Out<'_>, lat: &[LatencyRecord]) {
         .iter()
         .filter(|r| r.matrix.is_none() && !r.levels.is_empty())
     {
-        let levels: Vec<String> = r
-            .levels
-            .iter()
-            .map(|lv| format!("{} {}", lv.name, ns(lv.latency_ns)))
-            .collect();
+        // A second plateau named after the same cache ("L2 (2)": numalab_mem::latency
+        // numbers repeats) is a step within that cache's size, not another cache: said
+        // as such, with where it starts.
+        let mut levels: Vec<String> = Vec::new();
+        for (i, lv) in r.levels.iter().enumerate() {
+            let repeat = lv
+                .name
+                .rsplit_once(" (")
+                .filter(|(_, n)| {
+                    n.strip_suffix(')')
+                        .is_some_and(|d| d.parse::<u32>().is_ok())
+                })
+                .map(|(base, _)| base)
+                .filter(|base| r.levels[..i].iter().any(|e| e.name == *base));
+            levels.push(match repeat {
+                Some(base) => format!(
+                    "{base} {} from {} (a second step within the {base}'s size: a TLB's reach or a slower part of the cache; the curve cannot tell which)",
+                    ns(lv.latency_ns),
+                    numalab_schema::units::bytes(lv.from_bytes)
+                ),
+                None => format!("{} {}", lv.name, ns(lv.latency_ns)),
+            });
+        }
         let k = r.kind();
         // A plateau at a cache's sizes with memory's latency (numalab_mem::latency::
         // CACHE_HIT_MAX_OF_MEMORY): say what it means.
@@ -1190,6 +1208,43 @@ mod tests {
         assert_eq!(
             x.text,
             "load-to-load latency of CPU 0 (random over the working set, base pages): L1d 1.35 ns, L2 3.87 ns, memory at L3 sizes 173.1 ns, memory 205.1 ns (the L3 does not serve this CPU: at its sizes loads take over half of memory's latency; on a virtual machine or a shared host a CPU may get a small share of a cache, or the cache is partitioned)"
+        );
+    }
+
+    #[test]
+    fn a_second_step_within_one_cache_is_not_another_cache() {
+        let mut c = curve("thp", &[(32 << 10, 1.69), (WS, 232.8)]);
+        for (name, from, ns) in [
+            ("L1d", 4 << 10, 1.69),
+            ("L2", 64 << 10, 5.41),
+            ("L2 (2)", 512 << 10, 7.03),
+            ("memory", 1 << 30, 232.8),
+        ] {
+            c.levels.push(Level {
+                name: name.into(),
+                cache_bytes: None,
+                from_bytes: from,
+                to_bytes: from,
+                latency_ns: ns,
+                cycles: None,
+            });
+        }
+        let f = mem_of(vec![rec("curve", &c)], None);
+        assert_eq!(
+            one(&f, "latency_levels").text,
+            "load-to-load latency of CPU 0 (random over the working set, huge pages (THP)): L1d 1.69 ns, L2 5.41 ns, L2 7.03 ns from 512 KiB (a second step within the L2's size: a TLB's reach or a slower part of the cache; the curve cannot tell which), memory 232.8 ns"
+        );
+        // A name that only looks numbered, with no plateau of its base before it, is
+        // said as it is.
+        c.levels.remove(1);
+        c.levels[1].name = "plateau (2)".into();
+        let f = mem_of(vec![rec("curve", &c)], None);
+        assert!(
+            one(&f, "latency_levels")
+                .text
+                .contains(", plateau (2) 7.03 ns, "),
+            "{}",
+            one(&f, "latency_levels").text
         );
     }
 
