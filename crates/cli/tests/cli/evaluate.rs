@@ -2,8 +2,10 @@
 //! then a final run; every record that was complete on disk at any kill is in the final
 //! journal exactly once and unchanged, and every step is closed exactly once.
 //!
-//! Two campaigns of four kills run by default (about 100 s here, the longest test of the
-//! suite); `NUMALAB_KILL_CAMPAIGNS=N` runs N (the long run before changing the journal or
+//! Two campaigns of four kills run by default (the longest test of the suite: about 100 s
+//! on a VM with a 32 MiB last-level cache, 8 minutes on one that reports 300 MiB, where
+//! `evaluate --quick` alone takes 130 s, 80 of them in the bandwidth step's 3.6 GB working
+//! set); `NUMALAB_KILL_CAMPAIGNS=N` runs N (the long run before changing the journal or
 //! the step runner: `NUMALAB_KILL_CAMPAIGNS=10 cargo test -p numalab --test cli
 //! evaluate::killed`).
 
