@@ -560,6 +560,11 @@ fn run_cell(
 /// cache's sizes is memory, whatever the cache's nominal size.
 pub const CACHE_HIT_MAX_OF_MEMORY: f64 = 0.5;
 
+/// How far past the largest cache a working set must be for its latency to stand for
+/// memory's when the curve found no memory plateau (4x: a victim or inclusive cache and
+/// its neighbours' shares cannot hold a quarter of it).
+pub const MEMORY_PAST_CACHE: f64 = 4.0;
+
 /// Names the plateaus of a curve after the caches of `cpu`.
 pub fn analyse(
     machine: &Machine,
@@ -612,11 +617,19 @@ pub fn analyse(
         .collect();
     // A plateau at a cache's sizes whose latency is memory's is not served by that cache
     // (on a VM or a shared host this CPU may get a small share of a large L3): it is
-    // named "memory at <cache> sizes", with no cache size.
-    if let (Some(last), Some(("memory", None))) =
-        (plateaus.last(), named.last().map(|(n, c)| (n.as_str(), *c)))
-    {
-        let memory_ns = last.level;
+    // named "memory at <cache> sizes", with no cache size. Memory's latency is the last
+    // plateau's when that is memory; when the curve found no memory plateau (latency
+    // still rising at its end, or too noisy there) it is the largest working set's, if
+    // that is past every cache by MEMORY_PAST_CACHE.
+    let memory_ns = match (plateaus.last(), named.last().map(|(n, c)| (n.as_str(), *c))) {
+        (Some(last), Some(("memory", None))) => Some(last.level),
+        _ => caches
+            .last()
+            .zip(xs.last().zip(ys.last()))
+            .filter(|(c, (x, _))| **x >= MEMORY_PAST_CACHE * c.1 as f64)
+            .map(|(_, (_, y))| *y),
+    };
+    if let Some(memory_ns) = memory_ns {
         for (p, (name, cache)) in plateaus.iter().zip(named.iter_mut()) {
             if cache.is_some() && p.level > CACHE_HIT_MAX_OF_MEMORY * memory_ns {
                 *name = format!("memory at {name} sizes");
@@ -887,6 +900,46 @@ mod tests {
         assert_eq!(levels[2].cache_bytes, Some(6 << 20));
         let (levels, _) = run(51.0);
         assert_eq!(levels[2].name, "memory at L3 sizes", "{levels:?}");
+    }
+
+    /// This development VM (another host, a 300 MiB L3 by the topology) on huge pages:
+    /// 137 ns from 16 to 512 MiB, then 170-246 ns up to 1.2 GiB, too few points for a
+    /// memory plateau. The 137 ns plateau was named "L3": no L3 hit takes over half of a
+    /// load from memory, here the largest working set's 232 ns.
+    #[test]
+    fn without_a_memory_plateau_the_largest_working_set_stands_for_memory() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/topology/64amd64-4p2n4ca2co.xml");
+        let m = numalab_topo::machine(&numalab_topo::Input::detect(&path).unwrap()).unwrap();
+        // L1d 16 KiB, L2 2 MiB, L3 6 MiB on CPU 0: 137 ns at 2-8 MiB (a plateau the L3
+        // holds by size), then a last point of 232 ns at `end`.
+        let run = |end: u64| {
+            let mut points: Vec<Point> = sizes(4096, 8 << 20, 2, 64)
+                .into_iter()
+                .map(|ws| {
+                    point(
+                        ws,
+                        if ws <= 16 << 10 {
+                            1.0
+                        } else if ws <= 2 << 20 {
+                            5.0
+                        } else {
+                            137.0
+                        },
+                    )
+                })
+                .collect();
+            points.push(point(end, 232.0));
+            analyse(&m, 0, &points, None)
+        };
+        let (levels, _) = run(24 << 20);
+        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, vec!["L1d", "L2", "memory at L3 sizes"], "{levels:?}");
+        assert_eq!(levels[2].cache_bytes, None);
+        // A largest working set under 4x the L3 does not stand for memory: the plateau
+        // keeps the cache's name (nothing says what memory costs).
+        let (levels, _) = run(20 << 20);
+        assert_eq!(levels.last().unwrap().name, "L3", "{levels:?}");
     }
 
     #[test]

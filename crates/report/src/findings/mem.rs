@@ -277,6 +277,12 @@ fn latency_curves(out: &mut Out<'_>, lat: &[LatencyRecord]) {
                 .map(|(base, _)| base)
                 .filter(|base| r.levels[..i].iter().any(|e| e.name == *base));
             levels.push(match repeat {
+                // Memory at a cache's sizes in two steps: where the second starts.
+                Some(base) if base.starts_with("memory") => format!(
+                    "{base} {} from {}",
+                    ns(lv.latency_ns),
+                    numalab_schema::units::bytes(lv.from_bytes)
+                ),
                 Some(base) => format!(
                     "{base} {} from {} (a second step within the {base}'s size: a TLB's reach or a slower part of the cache; the curve cannot tell which)",
                     ns(lv.latency_ns),
@@ -1233,6 +1239,20 @@ mod tests {
         assert_eq!(
             one(&f, "latency_levels").text,
             "load-to-load latency of CPU 0 (random over the working set, huge pages (THP)): L1d 1.69 ns, L2 5.41 ns, L2 7.03 ns from 512 KiB (a second step within the L2's size: a TLB's reach or a slower part of the cache; the curve cannot tell which), memory 232.8 ns"
+        );
+        // Memory at a cache's sizes in two steps is said without the cache's words.
+        c.levels[2].name = "memory at L3 sizes".into();
+        c.levels.insert(3, c.levels[2].clone());
+        c.levels[3].name = "memory at L3 sizes (2)".into();
+        c.levels[3].from_bytes = 64 << 20;
+        c.levels[3].latency_ns = 145.5;
+        let f = mem_of(vec![rec("curve", &c)], None);
+        assert!(
+            one(&f, "latency_levels").text.contains(
+                "memory at L3 sizes 7.03 ns, memory at L3 sizes 145.5 ns from 64 MiB, memory 232.8 ns (the L3 does not serve this CPU"
+            ),
+            "{}",
+            one(&f, "latency_levels").text
         );
         // A name that only looks numbered, with no plateau of its base before it, is
         // said as it is.
