@@ -357,11 +357,14 @@ impl SystemText {
             .ok()
             .filter(|&b| b > 0)?;
         if nodes.is_empty() {
-            return Some(vec![self.memory_blocks.filter(|&n| n > 0)? * size]);
+            return Some(vec![self
+                .memory_blocks
+                .filter(|&n| n > 0)?
+                .checked_mul(size)?]);
         }
         let per_node = nodes
             .iter()
-            .map(|n| n.memory_blocks.map(|b| b * size))
+            .map(|n| n.memory_blocks.and_then(|b| b.checked_mul(size)))
             .collect::<Option<Vec<u64>>>()?;
         // A kernel that lists no blocks under any node does not link them there.
         per_node.iter().any(|&b| b > 0).then_some(per_node)
@@ -1410,6 +1413,12 @@ mod tests {
             ..t.clone()
         };
         assert_eq!(garbled.fingerprint().memory_basis, MEMORY_MEMTOTAL);
+        // Nor does a block size whose product overflows.
+        let huge = SystemText {
+            memory_block_size: Some("ffffffffffffffff".into()),
+            ..t.clone()
+        };
+        assert_eq!(huge.fingerprint().memory_basis, MEMORY_MEMTOTAL);
         assert_eq!(
             f.modes,
             vec![
