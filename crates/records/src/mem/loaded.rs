@@ -97,6 +97,41 @@ impl RecordKind for LoadedRecord {
     const KIND: &'static str = "mem.loaded";
 }
 
+impl LoadedPoint {
+    /// How much the chaser's batch latencies moved within this point: the absolute
+    /// difference of the medians of its first and second halves of batches, ns (`None`
+    /// under 8 batches, too few halves to tell). A change between two points no larger
+    /// than their drift is not an effect this run can show.
+    pub fn half_drift_ns(&self) -> Option<f64> {
+        if self.sample_ns.len() < 8 {
+            return None;
+        }
+        let (a, b) = self.sample_ns.split_at(self.sample_ns.len() / 2);
+        Some((numalab_stats::median(a)? - numalab_stats::median(b)?).abs())
+    }
+}
+
+/// The idle point and the point with the most traffic of a curve, when it has both.
+pub fn idle_and_busiest(points: &[LoadedPoint]) -> Option<(&LoadedPoint, &LoadedPoint)> {
+    Some((
+        points.iter().find(|p| p.delay_ns.is_none())?,
+        points
+            .iter()
+            .filter(|p| p.delay_ns.is_some())
+            .max_by(|a, b| a.traffic_gbps.total_cmp(&b.traffic_gbps))?,
+    ))
+}
+
+/// The larger drift ([`LoadedPoint::half_drift_ns`]) of a curve's idle and busiest
+/// points, `None` when neither has enough batches (or the curve lacks one of them).
+pub fn drift_ns(points: &[LoadedPoint]) -> Option<f64> {
+    let (idle, busy) = idle_and_busiest(points)?;
+    [idle, busy]
+        .iter()
+        .filter_map(|p| p.half_drift_ns())
+        .reduce(f64::max)
+}
+
 impl LoadedRecord {
     /// What the chaser's figures are under load: the recorded kind, or for an older
     /// record the one its fields imply (a page-local chase, blocks of its pages, two

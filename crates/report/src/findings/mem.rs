@@ -512,23 +512,14 @@ fn under_load(l: &Loaded, out: &mut Out<'_>) {
     let loaded_records = l.records_of::<LoadedRecord>();
     // Latency under load.
     for (_, r) in loaded_records {
-        let (Some(idle), Some(full)) = (
-            r.points.iter().find(|p| p.delay_ns.is_none()),
-            r.points
-                .iter()
-                .filter(|p| p.delay_ns.is_some())
-                .max_by(|a, b| a.traffic_gbps.total_cmp(&b.traffic_gbps)),
-        ) else {
+        let Some((idle, full)) = numalab_records::mem::loaded::idle_and_busiest(&r.points) else {
             continue;
         };
         let ratio = full.latency_ns.median / idle.latency_ns.median;
         // How far each point's latency moved within the point itself (its first half of
         // batches against its second): a change between the points no larger than that is
         // not an effect of the traffic that this run can show.
-        let drift = [idle, full]
-            .iter()
-            .filter_map(|p| half_drift(&p.sample_ns))
-            .fold(None, |a: Option<f64>, d| Some(a.map_or(d, |a| a.max(d))));
+        let drift = numalab_records::mem::loaded::drift_ns(&r.points);
         let change = full.latency_ns.median - idle.latency_ns.median;
         let measurable = drift.is_none_or(|d| change.abs() > d);
         let verdict = match drift {
@@ -568,17 +559,6 @@ fn under_load(l: &Loaded, out: &mut Out<'_>) {
             Some(anchors::mem_loaded(out.b)),
         );
     }
-}
-
-/// How much a series of batch latencies moved within itself: the absolute difference of
-/// the medians of its first and second halves (`None` under 8 batches, too few halves to
-/// tell).
-fn half_drift(samples: &[f64]) -> Option<f64> {
-    if samples.len() < 8 {
-        return None;
-    }
-    let (a, b) = samples.split_at(samples.len() / 2);
-    Some((numalab_stats::median(a)? - numalab_stats::median(b)?).abs())
 }
 
 /// Page migration: the fastest method per pair.
