@@ -408,8 +408,9 @@ impl History {
                 as_i64(fp.cores),
                 as_i64(fp.pus),
                 as_i64(fp.numa_nodes),
-                as_i64(fp.memory_gib),
-                fp.description(),
+                // Memory is a run's (`run.memory_bytes`), not the machine's identity.
+                Option::<i64>::None,
+                fp.identity_description(),
             ])?;
             let machine_id: i64 = tx
                 .prepare_cached("SELECT id FROM machine WHERE fingerprint = ?1")?

@@ -34,19 +34,23 @@
 //!   applied; opening applies the missing ones (one transaction each); a database from a
 //!   newer numalab is refused with both versions named ([`HistoryError::NewerSchema`]).
 //!
-//! # Schema (version 3)
+//! # Schema (version 4)
 //!
 //! | table | columns |
 //! |---|---|
-//! | `machine` | `id`, `fingerprint` (unique, 16 hex digits, see [`Fingerprint`]), `vendor`, `model_name`, `cpu_id` (x86 "family F model M stepping S" or Arm "MIDR 0x..."), `cores`, `pus`, `numa_nodes`, `memory_gib` (total memory rounded to GiB), `description` |
+//! | `machine` | `id`, `fingerprint` (unique, 16 hex digits, see [`Fingerprint`]), `vendor`, `model_name`, `cpu_id` (x86 "family F model M stepping S" or Arm "MIDR 0x..."), `cores`, `pus`, `numa_nodes`, `memory_gib` (empty since version 4: memory is a run's), `description` (what the fingerprint covers, in words) |
 //! | `run` | `id`, `content_key` (unique), `label`, `time_utc` (envelope `created_utc`), `time_s` (Unix seconds), `tool_version`, `origin`, `host_name`, `machine_id` → machine, `topology_hash`, `kernel`, `firmware` (DMI BIOS vendor, version, date), `memory_bytes` (exact), `source_path`, `ingested_utc`, `tags` (JSON object from the caller), `metric_count`, `envelope` (JSON, without the machine description) |
 //! | `metric` | `id`, `run_id` → run (cascade), `metric_id`, `metric_group`, `name`, `unit`, `higher_is_better`, `setup`, `bound_low`, `bound_high`, `n` (finite samples), `median`, `mad`, `min`, `max`; unique (`run_id`, `metric_id`) |
 //! | `sample` | `metric_row` → metric (cascade), `idx`, `value`: each sample |
 //! | `tag` | `run_id` → run, `key`, `value`: the top-level entries of `run.tags` (strings as they are, other values as JSON text), for filters |
 //! | `kept_record` | `run_id` → run, `key`, `kind`, `record` (JSON): records kept verbatim ([`KEPT_KINDS`]) |
 //!
-//! Kernel and firmware are stored beside the run, not in the fingerprint: a kernel or
-//! firmware update is exactly what a history should show on the same machine.
+//! Kernel, firmware and memory size are stored beside the run, not in the fingerprint: a
+//! kernel or firmware update, or a DIMM lost, is exactly what a history should show on
+//! the same machine, and the memory size every bundle records (MemTotal) moves between
+//! boots and, on VMs that fill their memory map lazily, within one boot. Version 4
+//! re-keyed the machines of older histories without memory (fingerprint recipe 2),
+//! merging those that differed only in it.
 
 #![deny(missing_docs)]
 

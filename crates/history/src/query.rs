@@ -109,7 +109,8 @@ pub struct RunInfo {
     pub origin: String,
     /// Host name.
     pub host: Option<String>,
-    /// The machine.
+    /// The machine; its `memory_gib` is this run's memory (`memory_bytes` rounded), which
+    /// is not part of the machine's identity.
     pub machine: crate::Fingerprint,
     /// Machine description for people.
     pub machine_description: String,
@@ -291,7 +292,7 @@ impl History {
         let mut sql = String::from(
             "SELECT r.id, r.content_key, r.label, r.time_utc, r.tool_version, r.origin, r.host_name,
                     ma.fingerprint, ma.vendor, ma.model_name, ma.cpu_id, ma.cores, ma.pus,
-                    ma.numa_nodes, ma.memory_gib, ma.description, r.topology_hash, r.kernel,
+                    ma.numa_nodes, NULL, ma.description, r.topology_hash, r.kernel,
                     r.firmware, r.memory_bytes, r.source_path, r.ingested_utc, r.tags,
                     r.metric_count
              FROM run r JOIN machine ma ON ma.id = r.machine_id
@@ -325,7 +326,8 @@ impl History {
                         cores: u(r.get(11)?),
                         pus: u(r.get(12)?),
                         numa_nodes: u(r.get(13)?),
-                        memory_gib: u(r.get(14)?),
+                        // The run's memory: the machine's row has none since layout 4.
+                        memory_gib: u(r.get(19)?).map(numalab_report::fingerprint::gib),
                     },
                     machine_description: r.get(15)?,
                     topology_hash: r.get(16)?,

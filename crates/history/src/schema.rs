@@ -11,8 +11,9 @@ use crate::HistoryError;
 use rusqlite::{Connection, TransactionBehavior};
 use std::path::Path;
 
-/// One step of the layout: the SQL that takes version `version - 1` to `version`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One step of the layout: the SQL (and code) that takes version `version - 1` to
+/// `version`.
+#[derive(Debug, Clone, Copy)]
 pub struct Migration {
     /// The version after this step (1 for the first step).
     pub version: u32,
@@ -20,6 +21,8 @@ pub struct Migration {
     pub summary: &'static str,
     /// The SQL, run as one batch inside the step's transaction.
     pub sql: &'static str,
+    /// What SQL cannot do, run after `sql` in the same transaction.
+    pub code: Option<fn(&Connection) -> rusqlite::Result<()>>,
 }
 
 /// `PRAGMA application_id` of a numalab history ("nlhi"): a SQLite file of another
@@ -92,6 +95,7 @@ CREATE TABLE sample (
     PRIMARY KEY (metric_row, idx)
 ) WITHOUT ROWID;
 "#,
+        code: None,
     },
     Migration {
         version: 2,
@@ -116,6 +120,7 @@ INSERT INTO tag (run_id, key, value)
     FROM run, json_each(run.tags) AS j
     WHERE json_type(run.tags) = 'object';
 "#,
+        code: None,
     },
     Migration {
         version: 3,
@@ -130,8 +135,76 @@ CREATE TABLE kept_record (
 ) WITHOUT ROWID;
 CREATE INDEX kept_by_kind ON kept_record(kind, run_id);
 "#,
+        code: None,
+    },
+    Migration {
+        version: 4,
+        summary: "machines re-keyed without memory (fingerprint recipe 2): one machine whose \
+                  MemTotal moved is one machine; memory stays per run (run.memory_bytes)",
+        sql: "UPDATE machine SET memory_gib = NULL;",
+        code: Some(rekey_machines),
     },
 ];
+
+/// Layout 4: every machine's fingerprint and description from the current recipe
+/// ([`crate::Fingerprint::hash`], memory left out), and machines that now share a
+/// fingerprint merged into the one with the lowest id (their runs moved to it).
+fn rekey_machines(conn: &Connection) -> rusqlite::Result<()> {
+    let u = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
+    let machines: Vec<(i64, crate::Fingerprint)> = conn
+        .prepare(
+            "SELECT id, vendor, model_name, cpu_id, cores, pus, numa_nodes FROM machine ORDER BY id",
+        )?
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                crate::Fingerprint {
+                    fingerprint: String::new(),
+                    vendor: r.get(1)?,
+                    model_name: r.get(2)?,
+                    cpu_id: r.get(3)?,
+                    cores: u(r.get(4)?),
+                    pus: u(r.get(5)?),
+                    numa_nodes: u(r.get(6)?),
+                    memory_gib: None,
+                },
+            ))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut keep: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+    let mut kept: Vec<(i64, crate::Fingerprint)> = Vec::new();
+    for (id, mut fp) in machines {
+        fp.fingerprint = fp.hash();
+        match keep.get(&fp.fingerprint) {
+            Some(&first) => {
+                conn.execute(
+                    "UPDATE run SET machine_id = ?1 WHERE machine_id = ?2",
+                    [first, id],
+                )?;
+                conn.execute("DELETE FROM machine WHERE id = ?1", [id])?;
+            }
+            None => {
+                keep.insert(fp.fingerprint.clone(), id);
+                kept.push((id, fp));
+            }
+        }
+    }
+    // Old fingerprints are 16 hex digits too: clear them all before writing the new
+    // ones, so that no update meets a stale value under the UNIQUE constraint.
+    for (id, _) in &kept {
+        conn.execute(
+            "UPDATE machine SET fingerprint = 'rekeying-' || id WHERE id = ?1",
+            [id],
+        )?;
+    }
+    for (id, fp) in &kept {
+        conn.execute(
+            "UPDATE machine SET fingerprint = ?1, description = ?2 WHERE id = ?3",
+            rusqlite::params![fp.fingerprint, fp.identity_description(), id],
+        )?;
+    }
+    Ok(())
+}
 
 /// The layout version this numalab writes: the number of [`MIGRATIONS`].
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -170,6 +243,9 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), HistoryE
             }
             let m = &MIGRATIONS[v as usize];
             tx.execute_batch(m.sql)?;
+            if let Some(code) = m.code {
+                code(&tx)?;
+            }
             tx.pragma_update(None, "user_version", m.version)?;
             tx.pragma_update(None, "application_id", APPLICATION_ID)?;
             tx.commit()?;

@@ -590,6 +590,111 @@ fn a_version_1_database_is_migrated_to_the_current_version() {
 }
 
 #[test]
+fn a_machine_whose_memory_moved_is_one_machine_with_each_runs_memory_beside() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = open(dir.path());
+    let a = bundle(&time(0), &[1.0], [1.0, 2.0, 3.0]);
+    let mut b = bundle(&time(1), &[1.0], [1.0, 2.0, 3.0]);
+    // The same VM an hour later: its lazily filled memory map grew by 9 GiB.
+    b.envelope.host.topology.as_mut().unwrap().summary.numa[0].memory_bytes -= 9 << 30;
+    let opts = IngestOptions::default();
+    let id = h.ingest_with_metrics(&a, &[], &opts).unwrap().run_id();
+    let ra = h.run(id).unwrap().unwrap();
+    let id = h.ingest_with_metrics(&b, &[], &opts).unwrap().run_id();
+    let rb = h.run(id).unwrap().unwrap();
+    assert_eq!(ra.machine.fingerprint, rb.machine.fingerprint);
+    assert_eq!(ra.machine_description, rb.machine_description);
+    assert!(
+        !ra.machine_description.contains("GiB"),
+        "{}",
+        ra.machine_description
+    );
+    assert_eq!(ra.machine.memory_gib, Some(20));
+    assert_eq!(rb.machine.memory_gib, Some(11));
+    assert_eq!(ra.memory_bytes.unwrap() - rb.memory_bytes.unwrap(), 9 << 30);
+    // Another core count is another machine.
+    let mut c = bundle(&time(2), &[1.0], [1.0, 2.0, 3.0]);
+    c.envelope.host.topology.as_mut().unwrap().summary.cores = 4;
+    let id = h.ingest_with_metrics(&c, &[], &opts).unwrap().run_id();
+    let rc = h.run(id).unwrap().unwrap();
+    assert_ne!(rc.machine.fingerprint, ra.machine.fingerprint);
+}
+
+#[test]
+fn a_version_3_history_is_rekeyed_so_that_memory_no_longer_splits_a_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.db");
+    let c = rusqlite::Connection::open(&path).unwrap();
+    for m in &MIGRATIONS[..3] {
+        c.execute_batch(m.sql).unwrap();
+    }
+    c.pragma_update(None, "user_version", 3).unwrap();
+    c.pragma_update(
+        None,
+        "application_id",
+        numalab_history::schema::APPLICATION_ID,
+    )
+    .unwrap();
+    // Machines 1 and 2: one VM fingerprinted (recipe 1) at 15 and 24 GiB; machine 3 has
+    // another core count. Runs 1-3 on them in turn, run 4 on machine 2 again.
+    c.execute_batch(
+        r#"
+        INSERT INTO machine (id, fingerprint, vendor, model_name, cpu_id, cores, pus, numa_nodes, memory_gib, description) VALUES
+            (1, '1111111111111111', 'GenuineIntel', 'Xeon', 'family 6 model 143 stepping 8', 2, 2, 1, 15, 'old, 15 GiB'),
+            (2, '2222222222222222', 'GenuineIntel', 'Xeon', 'family 6 model 143 stepping 8', 2, 2, 1, 24, 'old, 24 GiB'),
+            (3, '3333333333333333', 'GenuineIntel', 'Xeon', 'family 6 model 143 stepping 8', 4, 4, 1, 24, 'old, 24 GiB');
+        INSERT INTO run (id, content_key, label, time_utc, time_s, tool_version, origin, machine_id,
+                         topology_hash, memory_bytes, ingested_utc, tags, metric_count, envelope) VALUES
+            (1, 'k1', 'boot', '2025-01-01T00:00:00Z', 1735689600, '0.0.1', 'measured', 1, 'abc', 16106127360, '2025-01-02T00:00:00Z', '{}', 0, '{}'),
+            (2, 'k2', 'later', '2025-01-01T01:00:00Z', 1735693200, '0.0.1', 'measured', 2, 'abc', 25769803776, '2025-01-02T00:00:00Z', '{}', 0, '{}'),
+            (3, 'k3', 'other', '2025-01-01T02:00:00Z', 1735696800, '0.0.1', 'measured', 3, 'abc', 25769803776, '2025-01-02T00:00:00Z', '{}', 0, '{}'),
+            (4, 'k4', 'again', '2025-01-01T03:00:00Z', 1735700400, '0.0.1', 'measured', 2, 'abc', 25769803776, '2025-01-02T00:00:00Z', '{}', 0, '{}');
+        "#,
+    )
+    .unwrap();
+    drop(c);
+
+    let h = History::open(&path).unwrap();
+    assert_eq!(h.schema_version().unwrap(), SCHEMA_VERSION);
+    let runs = h.runs(&RunFilter::default()).unwrap();
+    assert_eq!(runs.len(), 4);
+    let fp = |i: usize| runs[i].machine.fingerprint.clone();
+    assert_eq!(fp(0), fp(1));
+    assert_eq!(fp(1), fp(3));
+    assert_ne!(fp(0), fp(2));
+    // The new key is the current recipe's, from the stored fields.
+    let want = numalab_history::Fingerprint {
+        fingerprint: String::new(),
+        vendor: Some("GenuineIntel".into()),
+        model_name: Some("Xeon".into()),
+        cpu_id: Some("family 6 model 143 stepping 8".into()),
+        cores: Some(2),
+        pus: Some(2),
+        numa_nodes: Some(1),
+        memory_gib: None,
+    };
+    assert_eq!(fp(0), want.hash());
+    assert_eq!(runs[0].machine_description, want.identity_description());
+    assert_eq!(
+        runs.iter()
+            .map(|r| r.machine.memory_gib)
+            .collect::<Vec<_>>(),
+        [Some(15), Some(24), Some(24), Some(24)]
+    );
+    assert!(h.verify().unwrap().is_empty());
+    drop(h);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let machines: Vec<(i64, Option<i64>)> = c
+        .prepare("SELECT id, memory_gib FROM machine ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(machines, [(1, None), (3, None)]);
+}
+
+#[test]
 fn exports_escape_commas_quotes_and_newlines() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = open(dir.path());

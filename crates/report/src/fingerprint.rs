@@ -1,6 +1,16 @@
 //! A machine's hardware identity (the fingerprint): what has to be equal for two runs to
 //! be on "the same machine", as `numalab db` stores it and the fleet report groups nodes
-//! by. Kernel and firmware are not part of it; they are shown beside it.
+//! by. Kernel, firmware and the amount of memory are not part of it; they are shown
+//! beside it.
+//!
+//! Why memory is not hashed: the size every bundle records is the kernel's MemTotal,
+//! which moves with the kernel's reservations, with ballooning, and on VMs whose memory
+//! map is filled lazily after boot (`deferred_init=lazy`: 15.4 GB at boot, 24.1 GB an
+//! hour later on one 24 GiB VM), so one machine hashed to several "machines" and its
+//! history split. A machine whose memory really changed (a DIMM lost) is still the same
+//! machine whose figures changed: its history shows it, with the run's memory beside.
+//! The fleet report, which compares nodes rather than runs over time, still groups on the
+//! memory in GiB ([`Fingerprint::memory_gib`]) beside the hash.
 
 use numalab_schema::record::Host;
 use serde::{Deserialize, Serialize};
@@ -26,8 +36,20 @@ pub struct Fingerprint {
     /// NUMA nodes (with memory-only nodes).
     pub numa_nodes: Option<u64>,
     /// Total memory rounded to the nearest GiB (exact sizes move by megabytes between
-    /// boots and kernels).
+    /// boots and kernels): shown, and part of the fleet's grouping key, but not of
+    /// [`Fingerprint::fingerprint`] (see the module's text). `None` where unknown, and in
+    /// a history's machine (memory is a run's: its `memory_bytes`).
     pub memory_gib: Option<u64>,
+}
+
+/// What the hash of [`Fingerprint::hash`] starts with: the version of its recipe. Version
+/// 1 hashed the memory in GiB too; `numalab db` re-keys a history's machines when it
+/// migrates it (layout 4).
+pub const FINGERPRINT_RECIPE: &str = "numalab-machine-v2";
+
+/// Bytes rounded to the nearest GiB, as the fingerprint shows memory.
+pub fn gib(bytes: u64) -> u64 {
+    (bytes as f64 / (1u64 << 30) as f64).round() as u64
 }
 
 impl Fingerprint {
@@ -57,30 +79,46 @@ impl Fingerprint {
             cores: t.map(|m| m.summary.cores as u64),
             pus: t.map(|m| m.summary.pus as u64),
             numa_nodes: t.map(|m| m.summary.numa_nodes as u64),
-            memory_gib: memory.map(|b| (b as f64 / (1u64 << 30) as f64).round() as u64),
+            memory_gib: memory.map(gib),
         };
+        f.fingerprint = f.hash();
+        f
+    }
+
+    /// 16 hex digits of SHA-256 over the identity fields (vendor, model name, CPU id,
+    /// cores, PUs, NUMA nodes; not memory), with [`FINGERPRINT_RECIPE`].
+    pub fn hash(&self) -> String {
         let text = serde_json::to_string(&(
-            "numalab-machine-v1",
-            &f.vendor,
-            &f.model_name,
-            &f.cpu_id,
-            f.cores,
-            f.pus,
-            f.numa_nodes,
-            f.memory_gib,
+            FINGERPRINT_RECIPE,
+            &self.vendor,
+            &self.model_name,
+            &self.cpu_id,
+            self.cores,
+            self.pus,
+            self.numa_nodes,
         ))
         .expect("fingerprint fields serialize");
-        f.fingerprint = Sha256::digest(text.as_bytes())
+        Sha256::digest(text.as_bytes())
             .iter()
             .take(8)
             .map(|b| format!("{b:02x}"))
-            .collect();
-        f
+            .collect()
     }
 
     /// "AuthenticAMD AMD EPYC (family 26 model 2 stepping 1), 2 cores, 2 PUs, 1 NUMA
     /// node, 16 GiB".
     pub fn description(&self) -> String {
+        format!(
+            "{}, {}",
+            self.identity_description(),
+            self.memory_gib
+                .map_or("? GiB".to_string(), |g| format!("{g} GiB"))
+        )
+    }
+
+    /// What the hash covers, in words: "AuthenticAMD AMD EPYC (family 26 model 2
+    /// stepping 1), 2 cores, 2 PUs, 1 NUMA node" (a history's machine description).
+    pub fn identity_description(&self) -> String {
         let mut s = [self.vendor.as_deref(), self.model_name.as_deref()]
             .into_iter()
             .flatten()
@@ -98,12 +136,10 @@ impl Fingerprint {
             None => format!("? {many}"),
         };
         s.push_str(&format!(
-            ", {}, {}, {}, {}",
+            ", {}, {}, {}",
             count(self.cores, "core", "cores"),
             count(self.pus, "PU", "PUs"),
             count(self.numa_nodes, "NUMA node", "NUMA nodes"),
-            self.memory_gib
-                .map_or("? GiB".to_string(), |g| format!("{g} GiB"))
         ));
         s
     }
@@ -132,7 +168,33 @@ mod tests {
         assert_eq!(a, Fingerprint::of(&h));
         assert_eq!(a.fingerprint.len(), 16);
         assert!(a.description().starts_with("unknown CPU"));
-        // The hash `numalab db` stored before the fingerprint moved here.
-        assert_eq!(a.fingerprint, "acd4c20128d51a37");
+        assert_eq!(a.fingerprint, a.hash());
+        // The recipe's hash of an unknown host, pinned (SHA-256 of
+        // `["numalab-machine-v2",null,null,null,null,null,null]`, computed outside Rust):
+        // a change of the recipe changes every stored machine, so it needs a new recipe
+        // version and a history migration.
+        assert_eq!(a.fingerprint, "92776e1ec0d4f00f");
+    }
+
+    #[test]
+    fn memory_is_shown_but_not_hashed() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/bundles/vm-evaluate/results.jsonl");
+        let mut h = crate::load::load(&p).unwrap().bundle.envelope.host;
+        let a = Fingerprint::of(&h);
+        assert!(a.memory_gib.is_some() && a.cores.is_some());
+        let m = h.topology.as_mut().unwrap();
+        m.summary.numa[0].memory_bytes += 5 << 30;
+        let b = Fingerprint::of(&h);
+        assert_eq!(a.fingerprint, b.fingerprint);
+        assert_eq!(b.memory_gib, a.memory_gib.map(|g| g + 5));
+        assert!(b
+            .description()
+            .ends_with(&format!("{} GiB", a.memory_gib.unwrap() + 5)));
+        assert_eq!(a.identity_description(), b.identity_description());
+        assert!(!a.identity_description().contains("GiB"));
+        // Cores are hashed.
+        h.topology.as_mut().unwrap().summary.cores -= 1;
+        assert_ne!(Fingerprint::of(&h).fingerprint, a.fingerprint);
     }
 }

@@ -385,10 +385,12 @@ fn runs(path: &std::path::Path, a: RunsArgs) -> CliResult {
             let mut t = Table::new(
                 "runs",
                 &format!("Runs in {}", path.display()),
-                ["run", "time", "label", "host", "machine", "figures", "tags"]
-                    .iter()
-                    .map(|c| Column::new(c, None))
-                    .collect(),
+                [
+                    "run", "time", "label", "host", "machine", "memory", "figures", "tags",
+                ]
+                .iter()
+                .map(|c| Column::new(c, None))
+                .collect(),
             );
             for r in &runs {
                 t.push(vec![
@@ -400,6 +402,12 @@ fn runs(path: &std::path::Path, a: RunsArgs) -> CliResult {
                         "{} ({})",
                         r.machine.fingerprint, r.machine_description
                     )),
+                    // The run's own: memory is not part of the machine's identity.
+                    Cell::text(
+                        r.machine
+                            .memory_gib
+                            .map_or("unknown".to_string(), |g| format!("{g} GiB")),
+                    ),
                     Cell::num(r.metric_count as f64, 0),
                     Cell::text(r.tags.to_string()),
                 ]);

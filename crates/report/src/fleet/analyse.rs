@@ -171,12 +171,12 @@ pub struct FigureStats {
     pub nodes: Vec<NodeValue>,
 }
 
-/// Nodes with the same hardware identity and memory configuration.
+/// Nodes with the same hardware identity, memory size and memory configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Group {
     /// Number, from 1, largest group first.
     pub id: usize,
-    /// The grouping key: fingerprint and memory configuration.
+    /// The grouping key: fingerprint, memory in GiB and memory configuration.
     pub key: String,
     /// The hardware fingerprint.
     pub fingerprint: Fingerprint,
@@ -561,13 +561,17 @@ fn info(m: &Metric) -> FigureInfo {
 pub fn analyse(input: &FleetInput, o: &Options) -> FleetReport {
     let min = o.min_nodes.max(1);
     let all: Vec<Facts<'_>> = input.nodes.iter().map(facts).collect();
-    // Groups by fingerprint and memory configuration.
+    // Groups by fingerprint, memory size and memory configuration.
     let mut by_key: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, f) in all.iter().enumerate() {
         if let Some(fp) = &f.fingerprint {
+            // The memory in GiB is not in the fingerprint's hash (a machine's history
+            // keeps it beside), but nodes compared with each other must have as much.
             let key = format!(
-                "{} / {}",
+                "{} / {} / {}",
                 fp.fingerprint,
+                fp.memory_gib
+                    .map_or("memory size unknown".to_string(), |g| format!("{g} GiB")),
                 f.memory.as_deref().unwrap_or("memory not recorded")
             );
             by_key.entry(key).or_default().push(i);
@@ -775,7 +779,7 @@ pub fn analyse(input: &FleetInput, o: &Options) -> FleetReport {
         .collect();
     let notes = vec![
         format!(
-            "Nodes are grouped by hardware fingerprint (CPU vendor, model, id with stepping, cores, PUs, NUMA nodes, memory in GiB) and by memory configuration (SMBIOS channels, types and MT/s, when the bundle has a memconfig.smbios record); no record holds firmware mode settings, so they are not part of the key. Kernel and firmware versions are shown beside each node, not grouped on."
+            "Nodes are grouped by hardware fingerprint (CPU vendor, model, id with stepping, cores, PUs, NUMA nodes), by memory in GiB and by memory configuration (SMBIOS channels, types and MT/s, when the bundle has a memconfig.smbios record); no record holds firmware mode settings, so they are not part of the key. Kernel and firmware versions are shown beside each node, not grouped on."
         ),
         format!(
             "A node is an outlier on a figure when its value (the median of its repetitions) is more than {} robust standard deviations (1.4826 x MAD) from the group median, more than {:.0}% from it, and more than {} times its own repetitions' spread; when the MAD is 0 the {:.0}% floor alone decides. Groups and figures need at least {min} nodes.",

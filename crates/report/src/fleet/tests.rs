@@ -225,6 +225,31 @@ fn fleet_two_fingerprints_are_never_mixed_and_a_group_of_two_is_too_few() {
 }
 
 #[test]
+fn fleet_nodes_with_less_memory_are_a_group_of_their_own_though_the_hash_is_shared() {
+    let mut nodes = six().nodes;
+    // Two nodes of the same machine with 16 GiB less memory (a DIMM pair missing): the
+    // fingerprint's hash leaves memory out, the grouping does not.
+    for name in ["m1", "m2"] {
+        let mut b = bundle(name, &reps(90.0));
+        b.envelope.host.topology.as_mut().unwrap().summary.numa[0].memory_bytes -= 16 << 30;
+        nodes.push(node(name, b, "done"));
+    }
+    let r = analyse(&fleet(nodes), &Options::default());
+    assert_eq!(r.groups.len(), 2);
+    let (a, b) = (&r.groups[0], &r.groups[1]);
+    assert_eq!(a.fingerprint.fingerprint, b.fingerprint.fingerprint);
+    assert_eq!(b.nodes, ["m1", "m2"]);
+    assert_eq!(
+        b.fingerprint.memory_gib.unwrap() + 16,
+        a.fingerprint.memory_gib.unwrap()
+    );
+    assert!(a.key.contains(" GiB / ") && a.key != b.key, "{}", a.key);
+    let d = b.differs_from.as_deref().unwrap();
+    assert!(d.contains("memory") && d.contains("GiB vs"), "{d}");
+    assert!(close(a.figures[0].median, 100.0));
+}
+
+#[test]
 fn fleet_kernel_and_firmware_differences_are_pointed_out() {
     // The six nodes, n6 with an older kernel and firmware.
     let f = fleet(
