@@ -567,6 +567,42 @@ fn input_queued_runs_are_deterministic_per_seed() {
     assert_ne!(a.packet_latency_cycles, d.packet_latency_cycles);
 }
 
+/// A curve's points simulated side by side (`Options::jobs`, `model run --jobs`) are the
+/// points simulated one after the other, in the same order, to the last bit; and the
+/// record does not say how many ran at once.
+#[test]
+fn a_curve_simulated_on_several_threads_is_the_curve_simulated_on_one() {
+    use numalab_model::experiments::{self, Engine, Experiment, Options};
+    let m = iq(4, 4, &[]);
+    let run = |jobs: usize, exp: Experiment| {
+        let opts = Options {
+            engine: Engine::Check,
+            des: DesConfig {
+                seed: 3,
+                warmup_cycles: 200,
+                measure_cycles: 2_000,
+                drain_cycles: 2_000,
+            },
+            loads: Some(vec![0.9, 0.1, 0.5, 1.1, 0.3]),
+            jobs,
+            ..Default::default()
+        };
+        let mut out: Vec<numalab_schema::Record> = Vec::new();
+        experiments::run(&m, exp, &opts, &mut out).unwrap();
+        out.iter().map(|r| r.data.to_string()).collect::<Vec<_>>()
+    };
+    for exp in [Experiment::Uniform, Experiment::Transpose] {
+        let one = run(1, exp);
+        // Records: the analytic curve, the discrete-event curve, the check.
+        assert_eq!(one.len(), 3);
+        assert!(one[1].contains("\"engine\":\"des\""), "{}", one[1]);
+        for jobs in [2, 5, 64] {
+            assert_eq!(run(jobs, exp), one, "{jobs} jobs");
+        }
+        assert!(!one.iter().any(|r| r.contains("jobs")));
+    }
+}
+
 /// BookSim's transpose on a k x k mesh at unit rate: (x, y) sends to (y, x), the diagonal
 /// nodes to themselves (numalab's `Pattern::Transpose` leaves them silent).
 fn booksim_transpose(k: u32) -> Vec<Flow> {

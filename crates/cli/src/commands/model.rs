@@ -182,6 +182,10 @@ pub struct RunArgs {
     /// Cycles simulated and discarded before measuring.
     #[arg(long, default_value_t = 2_000)]
     pub warmup: u64,
+    /// Discrete-event points of a uniform, hotspot or transpose curve simulated side by
+    /// side (default: the CPUs this process may use); the figures do not depend on it
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
     /// Write the floorplan as SVG (with the heatmap for latency-heatmap).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -375,6 +379,11 @@ fn run_experiment(a: RunArgs) -> CliResult {
         flits: a.flits,
         base_preset: a.preset.clone(),
         sets: a.sets.clone(),
+        jobs: match a.jobs {
+            Some(0) => return Err(usage("--jobs must be at least 1")),
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
         ..Default::default()
     };
     if a.flits == 0 || a.flits > 64 {

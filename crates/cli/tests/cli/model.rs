@@ -47,6 +47,19 @@ fn error_table() {
             vec![
                 "model",
                 "run",
+                "mesh",
+                "--experiment",
+                "uniform",
+                "--jobs",
+                "0",
+            ],
+            2,
+            "--jobs must be at least 1",
+        ),
+        (
+            vec![
+                "model",
+                "run",
                 "knl-7210",
                 "--experiment",
                 "latency-heatmap",

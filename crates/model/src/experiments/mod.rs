@@ -137,6 +137,15 @@ pub struct Options {
     pub base_preset: String,
     /// `--set` overrides.
     pub sets: Vec<String>,
+    /// Discrete-event points of a latency-versus-load curve simulated side by side, on
+    /// this many threads (at least 1; each point is its own seeded simulation, so the
+    /// figures do not depend on it, so it is not part of a run's recorded options).
+    #[serde(skip, default = "one")]
+    pub jobs: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl Default for Options {
@@ -153,6 +162,7 @@ impl Default for Options {
             working_set_bytes: None,
             base_preset: String::new(),
             sets: Vec::new(),
+            jobs: 1,
         }
     }
 }
