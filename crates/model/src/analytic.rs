@@ -974,6 +974,11 @@ fn build_profile(
         .collect();
     if !others.is_empty() {
         let share = 1.0 / others.len() as f64;
+        // In home order: legs get their ids in the order they are first seen, and the
+        // sums below depend on the order of their terms, so a map's order would make the
+        // figures differ in their last bits from one run to the next.
+        let mut snoop_home: Vec<(u32, f64)> = snoop_home.into_iter().collect();
+        snoop_home.sort_by_key(|x| x.0);
         for (h, w) in snoop_home {
             for &t in &others {
                 for (a, b, vn) in [

@@ -603,6 +603,43 @@ fn a_curve_simulated_on_several_threads_is_the_curve_simulated_on_one() {
     }
 }
 
+/// The application experiments' simulations (stream-triad: one per data node; policy:
+/// one per configuration and application) run side by side too, and the records are
+/// the same records in the same order, whatever the number of threads.
+#[test]
+fn application_experiments_on_several_threads_are_the_same_records_in_the_same_order() {
+    use numalab_model::experiments::{self, Engine, Experiment, Options};
+    let m = Model::load("neoverse-v1-64", &[]).unwrap();
+    let run = |jobs: usize, exp: Experiment| {
+        let opts = Options {
+            engine: Engine::Check,
+            des: DesConfig {
+                seed: 5,
+                warmup_cycles: 200,
+                measure_cycles: 1_500,
+                drain_cycles: 1_500,
+            },
+            data_nodes: Some(vec![3, 0, 1]),
+            base_preset: "neoverse-v1-64".into(),
+            jobs,
+            ..Default::default()
+        };
+        let mut out: Vec<numalab_schema::Record> = Vec::new();
+        experiments::run(&m, exp, &opts, &mut out).unwrap();
+        out.iter()
+            .map(|r| format!("{} {}", r.key, r.data))
+            .collect::<Vec<_>>()
+    };
+    for (exp, records) in [(Experiment::StreamTriad, 9), (Experiment::Policy, 27)] {
+        let one = run(1, exp);
+        // Analytic, discrete-event and check per data node, or per configuration and
+        // application.
+        assert_eq!(one.len(), records, "{exp:?}");
+        assert!(one[1].contains("/des/"), "{}", one[1]);
+        assert_eq!(run(3, exp), one, "{exp:?}");
+    }
+}
+
 /// BookSim's transpose on a k x k mesh at unit rate: (x, y) sends to (y, x), the diagonal
 /// nodes to themselves (numalab's `Pattern::Transpose` leaves them silent).
 fn booksim_transpose(k: u32) -> Vec<Flow> {

@@ -182,8 +182,9 @@ pub struct RunArgs {
     /// Cycles simulated and discarded before measuring.
     #[arg(long, default_value_t = 2_000)]
     pub warmup: u64,
-    /// Discrete-event points of a uniform, hotspot or transpose curve simulated side by
-    /// side (default: the CPUs this process may use); the figures do not depend on it
+    /// Discrete-event simulations run side by side (a curve's points, stream-triad's data
+    /// nodes, policy's configurations and applications), default the CPUs this process
+    /// may use; the figures do not depend on it
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Write the floorplan as SVG (with the heatmap for latency-heatmap).

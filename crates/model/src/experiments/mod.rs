@@ -137,9 +137,11 @@ pub struct Options {
     pub base_preset: String,
     /// `--set` overrides.
     pub sets: Vec<String>,
-    /// Discrete-event points of a latency-versus-load curve simulated side by side, on
-    /// this many threads (at least 1; each point is its own seeded simulation, so the
-    /// figures do not depend on it, so it is not part of a run's recorded options).
+    /// Discrete-event simulations run side by side on this many threads (at least 1): a
+    /// curve's points, stream-triad's data nodes, policy's configurations and
+    /// applications. Each is its own seeded simulation and the records are made in the
+    /// same order, so the figures do not depend on it; it is not part of a run's recorded
+    /// options.
     #[serde(skip, default = "one")]
     pub jobs: usize,
 }
@@ -176,6 +178,77 @@ fn check_interrupt() -> Result<(), ModelError> {
         Err(ModelError::Interrupted)
     } else {
         Ok(())
+    }
+}
+
+/// Runs `work(k)` for `k` in `0..n` on up to `jobs` worker threads of `scope`, ahead of
+/// the loop that records the results: [`Ahead::take`] hands result `k` over, waiting for
+/// it, so that the loop keeps its order and records each result as soon as it has it
+/// (a killed run keeps every record already taken). Each worker checks for an interrupt
+/// before it starts an item; once the `Ahead` is dropped (the loop ended or failed) no
+/// new item starts.
+fn ahead<'scope, 'env, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    jobs: usize,
+    n: usize,
+    work: &'scope (dyn Fn(usize) -> Result<T, ModelError> + Sync),
+) -> Ahead<T> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let next = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
+    for _ in 0..jobs.clamp(1, n.max(1)) {
+        let (tx, stop, next) = (tx.clone(), stop.clone(), next.clone());
+        scope.spawn(move || loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            if k >= n {
+                break;
+            }
+            let r = check_interrupt().and_then(|()| work(k));
+            if tx.send((k, r)).is_err() {
+                break;
+            }
+        });
+    }
+    Ahead {
+        rx,
+        waiting: std::collections::HashMap::new(),
+        stop,
+    }
+}
+
+/// Results computed ahead by [`ahead`]'s workers.
+struct Ahead<T> {
+    rx: std::sync::mpsc::Receiver<(usize, Result<T, ModelError>)>,
+    waiting: std::collections::HashMap<usize, Result<T, ModelError>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<T> Ahead<T> {
+    /// Result `k`, once its worker has it (each `k` below `n` once).
+    fn take(&mut self, k: usize) -> Result<T, ModelError> {
+        loop {
+            if let Some(r) = self.waiting.remove(&k) {
+                return r;
+            }
+            match self.rx.recv() {
+                Ok((i, r)) => {
+                    self.waiting.insert(i, r);
+                }
+                // Every worker ended without it: only after a stop.
+                Err(_) => return Err(ModelError::Interrupted),
+            }
+        }
+    }
+}
+
+impl<T> Drop for Ahead<T> {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -58,6 +58,9 @@ pub(super) fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Resu
     } else {
         opts.base_preset.clone()
     };
+    // Every configuration's model, then every (configuration, application) case, before
+    // anything runs: a configuration that does not load fails at once.
+    let mut models: Vec<(String, String, Model, u64)> = Vec::new();
     for v in &variants {
         let label = if base.contains(':') {
             format!("{base},{v}")
@@ -65,14 +68,18 @@ pub(super) fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Resu
             format!("{base}:{v}")
         };
         let m = Model::load(&label, &opts.sets)?;
+        let ws = opts
+            .working_set_bytes
+            .unwrap_or((2 * m.spec.slc.bytes).max(256 << 20));
+        models.push((v.clone(), label, m, ws));
+    }
+    let mut cases: Vec<(usize, &str, App)> = Vec::new();
+    for (mi, (_, _, m, ws)) in models.iter().enumerate() {
         let cores = opts
             .cores
             .clone()
             .unwrap_or_else(|| (0..m.cores.len()).collect());
-        check_cores(&m, &cores)?;
-        let ws = opts
-            .working_set_bytes
-            .unwrap_or((2 * m.spec.slc.bytes).max(256 << 20));
+        check_cores(m, &cores)?;
         for app_name in apps {
             let data = match app_name {
                 "balanced" => Data::Local,
@@ -89,13 +96,38 @@ pub(super) fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Resu
                 outstanding: m.spec.cores.max_outstanding,
                 think_cycles: 0,
             };
-            app.slc_hit = slc_hit_ratio(&m, &app, ws as f64);
+            app.slc_hit = slc_hit_ratio(m, &app, *ws as f64);
             app.msc_hit = match m.cache_pool {
                 Some(p) => m.pools[p]
                     .cache_hit_ratio
-                    .unwrap_or((m.pools[p].capacity_bytes as f64 / ws as f64).min(1.0)),
+                    .unwrap_or((m.pools[p].capacity_bytes as f64 / *ws as f64).min(1.0)),
                 None => 0.0,
             };
+            cases.push((mi, app_name, app));
+        }
+    }
+    let key = |label: &str, engine: &str, app_name: &str| {
+        format!("model/policy/{label}/{engine}/{app_name}")
+    };
+    // The simulations still to run, side by side on `jobs` threads, taken in order as
+    // the loop below reaches them.
+    let simulated: Vec<usize> = if engines.contains(&"des") {
+        (0..cases.len())
+            .filter(|&i| !sink.done(&key(&models[cases[i].0].1, "des", cases[i].1)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let work = |k: usize| {
+        let (mi, _, app) = &cases[simulated[k]];
+        run_app(&models[*mi].2, app, "des", &opts.des)
+    };
+    std::thread::scope(|scope| {
+        let mut sims = ahead(scope, opts.jobs, simulated.len(), &work);
+        let mut taken = 0;
+        for (mi, app_name, app) in &cases {
+            let (v, label, m, ws) = &models[*mi];
+            let (m, ws, app_name) = (m, *ws, *app_name);
             let mut both: Vec<Policy> = Vec::new();
             for &engine in engines {
                 sink.progress(
@@ -104,12 +136,17 @@ pub(super) fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Resu
                     total as u64,
                 );
                 done += 1;
-                let key = format!("model/policy/{label}/{engine}/{app_name}");
+                let key = key(label, engine, app_name);
                 if sink.done(&key) {
                     continue;
                 }
                 check_interrupt()?;
-                let (f, _) = run_app(&m, &app, engine, &opts.des)?;
+                let (f, _) = if engine == "des" {
+                    taken += 1;
+                    sims.take(taken - 1)?
+                } else {
+                    run_app(m, app, engine, &opts.des)?
+                };
                 // Controllers that serve these accesses: main memory and, if any, the
                 // memory-side cache in front of it.
                 let mains: Vec<usize> = (0..m.mcs.len())
@@ -201,7 +238,8 @@ pub(super) fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Resu
                 }
             }
         }
-    }
+        Ok::<_, ModelError>(())
+    })?;
     sink.progress("policy", total as u64, total as u64);
     Ok(())
 }

@@ -107,68 +107,6 @@ pub(super) fn check_all_pairs(model: &Model, what: &str) -> Result<(), ModelErro
     })
 }
 
-/// The discrete-event points of one curve, in `loads` order, simulated on up to
-/// `opts.jobs` threads; `done(load)` is called on the calling thread as each point ends.
-/// No new point starts once one has failed or an interrupt was requested (the points
-/// not run are `Interrupted`).
-#[allow(clippy::too_many_arguments)]
-fn des_points(
-    model: &Model,
-    base: &Synthetic,
-    loads: &[f64],
-    sat: f64,
-    engine: &str,
-    opts: &Options,
-    t0: f64,
-    done: &mut dyn FnMut(f64),
-) -> Vec<Result<(TrafficPoint, Option<SimStats>), ModelError>> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    let n = loads.len();
-    let jobs = opts.jobs.clamp(1, n.max(1));
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let mut out: Vec<Option<Result<(TrafficPoint, Option<SimStats>), ModelError>>> =
-        (0..n).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        for _ in 0..jobs {
-            let tx = tx.clone();
-            let (next, stop) = (&next, &stop);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let r = if stop.load(Ordering::Relaxed) {
-                    Err(ModelError::Interrupted)
-                } else {
-                    check_interrupt().and_then(|()| {
-                        let t = Synthetic {
-                            rate: loads[i] * sat,
-                            ..*base
-                        };
-                        traffic_point(model, &t, engine, &opts.des, t0)
-                    })
-                };
-                if r.is_err() {
-                    stop.store(true, Ordering::Relaxed);
-                }
-                if tx.send((i, r)).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        for (i, r) in rx {
-            done(loads[i]);
-            out[i] = Some(r);
-        }
-    });
-    out.into_iter()
-        .map(|r| r.expect("every point is sent once"))
-        .collect()
-}
-
 pub(super) fn traffic(
     model: &Model,
     pattern: Pattern,
@@ -221,10 +159,36 @@ pub(super) fn traffic(
         }
         let mut points = Vec::new();
         let mut sim_total: Option<SimStats> = None;
-        let results: Vec<Result<(TrafficPoint, Option<SimStats>), ModelError>> =
-            if engine == "analytic" {
+        let results: Vec<(TrafficPoint, Option<SimStats>)> = if engine == "analytic" {
+            let mut r = Vec::new();
+            for &l in &loads {
+                sink.progress(
+                    &format!("{name} at {:.0}% of saturation ({engine})", l * 100.0),
+                    done as u64,
+                    total as u64,
+                );
+                done += 1;
+                check_interrupt()?;
+                if l >= 1.0 {
+                    continue; // no steady state: queues grow without bound
+                }
+                r.push((analytic_point(&curve, l * sat, t0), None));
+            }
+            r
+        } else {
+            // The points are separate seeded simulations: side by side on `jobs`
+            // threads, taken in order.
+            let work = |k: usize| {
+                let t = Synthetic {
+                    rate: loads[k] * sat,
+                    ..base
+                };
+                traffic_point(model, &t, engine, &opts.des, t0)
+            };
+            std::thread::scope(|scope| {
+                let mut a = ahead(scope, opts.jobs, loads.len(), &work);
                 let mut r = Vec::new();
-                for &l in &loads {
+                for (k, &l) in loads.iter().enumerate() {
                     sink.progress(
                         &format!("{name} at {:.0}% of saturation ({engine})", l * 100.0),
                         done as u64,
@@ -232,42 +196,12 @@ pub(super) fn traffic(
                     );
                     done += 1;
                     check_interrupt()?;
-                    if l >= 1.0 {
-                        continue; // no steady state: queues grow without bound
-                    }
-                    r.push(Ok((analytic_point(&curve, l * sat, t0), None)));
+                    r.push(a.take(k)?);
                 }
-                r
-            } else {
-                sink.progress(
-                    &format!(
-                        "{name}: {} points ({engine}, {} at a time)",
-                        loads.len(),
-                        opts.jobs.clamp(1, loads.len().max(1))
-                    ),
-                    done as u64,
-                    total as u64,
-                );
-                let mut r = des_points(model, &base, &loads, sat, engine, opts, t0, &mut |l| {
-                    sink.progress(
-                        &format!("{name} at {:.0}% of saturation ({engine}) done", l * 100.0),
-                        done as u64 + 1,
-                        total as u64,
-                    );
-                    done += 1;
-                });
-                // A point's own failure before the interruptions it caused.
-                let own = |e: &ModelError| !matches!(e, ModelError::Interrupted);
-                if let Some(i) = r.iter().position(|x| x.as_ref().is_err_and(own)) {
-                    if let Err(e) = r.swap_remove(i) {
-                        return Err(e);
-                    }
-                }
-                check_interrupt()?;
-                r
-            };
-        for r in results {
-            let (p, s) = r?;
+                Ok::<_, ModelError>(r)
+            })?
+        };
+        for (p, s) in results {
             if let Some(s) = s {
                 let acc = sim_total.get_or_insert(SimStats {
                     drained: true,
