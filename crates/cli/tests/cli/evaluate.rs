@@ -2,12 +2,12 @@
 //! then a final run; every record that was complete on disk at any kill is in the final
 //! journal exactly once and unchanged, and every step is closed exactly once.
 //!
-//! Two campaigns of four kills run by default (the longest test of the suite: about 100 s
-//! on a VM with a 32 MiB last-level cache, 8 minutes on one that reports 300 MiB, where
-//! `evaluate --quick` alone takes 130 s, 80 of them in the bandwidth step's 3.6 GB working
-//! set); `NUMALAB_KILL_CAMPAIGNS=N` runs N (the long run before changing the journal or
-//! the step runner: `NUMALAB_KILL_CAMPAIGNS=10 cargo test -p numalab --test cli
-//! evaluate::killed`).
+//! One campaign of four kills runs by default, CI's short mode (the longest test of the
+//! suite: about a minute on a VM with a 32 MiB last-level cache, 6 minutes on one that
+//! reports 300 MiB, where `evaluate --quick` alone takes 130 s, 80 of them in the
+//! bandwidth step's 3.6 GB working set); `NUMALAB_KILL_CAMPAIGNS=N` runs N (the long run
+//! before changing the journal or the step runner: `NUMALAB_KILL_CAMPAIGNS=10 cargo test
+//! -p numalab --test cli evaluate::killed`).
 
 use crate::common::journal;
 use std::collections::{BTreeMap, HashMap};
@@ -68,7 +68,7 @@ fn killed_runs_resume_without_losing_or_duplicating_records() {
         Ok(v) => v
             .parse()
             .unwrap_or_else(|_| panic!("NUMALAB_KILL_CAMPAIGNS={v:?}: give a whole number")),
-        Err(_) => 2,
+        Err(_) => 1,
     };
     // Campaigns, each in a fresh folder: up to four killed runs, then a final one. A kill
     // comes within the first 60% of a whole run's duration after its start; as every run
