@@ -532,19 +532,29 @@ fn a_newer_or_foreign_database_is_refused() {
     assert!(matches!(e, HistoryError::NotAHistory { .. }), "{e}");
 }
 
-#[test]
-fn a_version_1_database_is_migrated_to_the_current_version() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("history.db");
-    let c = rusqlite::Connection::open(&path).unwrap();
-    c.execute_batch(MIGRATIONS[0].sql).unwrap();
-    c.pragma_update(None, "user_version", 1).unwrap();
+/// A history file at layout `version`, as that numalab made it (the SQL steps only: no
+/// step up to version 3 had code).
+fn history_at_version(path: &Path, version: u32) -> rusqlite::Connection {
+    let c = rusqlite::Connection::open(path).unwrap();
+    for m in &MIGRATIONS[..version as usize] {
+        assert!(m.code.is_none());
+        c.execute_batch(m.sql).unwrap();
+    }
+    c.pragma_update(None, "user_version", version).unwrap();
     c.pragma_update(
         None,
         "application_id",
         numalab_history::schema::APPLICATION_ID,
     )
     .unwrap();
+    c
+}
+
+#[test]
+fn a_version_1_database_is_migrated_to_the_current_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.db");
+    let c = history_at_version(&path, 1);
     c.execute_batch(
         r#"
         INSERT INTO machine (id, fingerprint, description) VALUES (1, 'f00df00df00df00d', 'old machine');
@@ -624,17 +634,7 @@ fn a_machine_whose_memory_moved_is_one_machine_with_each_runs_memory_beside() {
 fn a_version_3_history_is_rekeyed_so_that_memory_no_longer_splits_a_machine() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("history.db");
-    let c = rusqlite::Connection::open(&path).unwrap();
-    for m in &MIGRATIONS[..3] {
-        c.execute_batch(m.sql).unwrap();
-    }
-    c.pragma_update(None, "user_version", 3).unwrap();
-    c.pragma_update(
-        None,
-        "application_id",
-        numalab_history::schema::APPLICATION_ID,
-    )
-    .unwrap();
+    let c = history_at_version(&path, 3);
     // Machines 1 and 2: one VM fingerprinted (recipe 1) at 15 and 24 GiB; machine 3 has
     // another core count. Runs 1-3 on them in turn, run 4 on machine 2 again.
     c.execute_batch(

@@ -159,14 +159,11 @@ pub(super) fn traffic(
         }
         let mut points = Vec::new();
         let mut sim_total: Option<SimStats> = None;
+        let what = |l: f64| format!("{name} at {:.0}% of saturation ({engine})", l * 100.0);
         let results: Vec<(TrafficPoint, Option<SimStats>)> = if engine == "analytic" {
             let mut r = Vec::new();
             for &l in &loads {
-                sink.progress(
-                    &format!("{name} at {:.0}% of saturation ({engine})", l * 100.0),
-                    done as u64,
-                    total as u64,
-                );
+                sink.progress(&what(l), done as u64, total as u64);
                 done += 1;
                 check_interrupt()?;
                 if l >= 1.0 {
@@ -189,11 +186,7 @@ pub(super) fn traffic(
                 let mut a = ahead(scope, opts.jobs, loads.len(), &work);
                 let mut r = Vec::new();
                 for (k, &l) in loads.iter().enumerate() {
-                    sink.progress(
-                        &format!("{name} at {:.0}% of saturation ({engine})", l * 100.0),
-                        done as u64,
-                        total as u64,
-                    );
+                    sink.progress(&what(l), done as u64, total as u64);
                     done += 1;
                     check_interrupt()?;
                     r.push(a.take(k)?);
