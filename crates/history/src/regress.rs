@@ -10,7 +10,10 @@
 //! it is a regression when it moved in the worse direction (lower when higher is
 //! better, higher when lower is better). A single run per side with fewer than 3
 //! samples and no interval gives no verdict ([`Verdict::Unknown`]), never a
-//! regression; figures measured with different parameters are "not comparable".
+//! regression; figures measured with different parameters are "not comparable". Each
+//! verdict names what differs between the two sides' runs beside the figure (kernel,
+//! firmware, memory in GiB: [`Regression::changed`]), since these are not part of the
+//! machine's identity and are often the cause.
 
 use crate::query::{Query, Row, RunFilter};
 use crate::{unix_seconds, History, HistoryError};
@@ -100,6 +103,12 @@ pub struct Regression {
     pub noise: Option<RunNoise>,
     /// Why the sides cannot be compared (different setups).
     pub not_comparable: Option<String>,
+    /// What differs between the two sides' runs beside the figure, often its cause:
+    /// "kernel 6.8.0 -> 6.19.0", "firmware ... -> ...", "memory 20 GiB -> 11 GiB" (a side
+    /// with several values lists them; memory in whole GiB, so MemTotal's megabytes of
+    /// drift are not a change). Empty when nothing differs or nothing is known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
 }
 
 impl Regression {
@@ -217,6 +226,7 @@ impl History {
             verdict: Verdict::Unknown,
             noise: None,
             not_comparable: None,
+            changed: self.changed(&ids(base), &ids(latest))?,
         };
         // compare leaves out figures without a positive median: no verdict.
         if let Some(row) = cmp.rows.into_iter().next() {
@@ -230,5 +240,39 @@ impl History {
             reg.not_comparable = row.not_comparable;
         }
         Ok(Some(reg))
+    }
+
+    /// Kernel, firmware and memory (GiB) of the runs of two sides, where they differ.
+    fn changed(&self, base: &[i64], latest: &[i64]) -> Result<Vec<String>, HistoryError> {
+        let e = |e| self.sql_err("reading the runs' kernels", e);
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT kernel, firmware, memory_bytes FROM run WHERE id = ?1")
+            .map_err(e)?;
+        // Per side: the distinct values of each attribute, in run order.
+        let mut sides: [[Vec<String>; 3]; 2] = Default::default();
+        for (side, ids) in sides.iter_mut().zip([base, latest]) {
+            for &id in ids {
+                let (k, f, m): (Option<String>, Option<String>, Option<i64>) = st
+                    .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                    .map_err(e)?;
+                let m = m
+                    .and_then(|b| u64::try_from(b).ok())
+                    .map(|b| format!("{} GiB", numalab_report::fingerprint::gib(b)));
+                for (values, v) in side.iter_mut().zip([k, f, m]) {
+                    let v = v.unwrap_or_else(|| "unknown".into());
+                    if !values.contains(&v) {
+                        values.push(v);
+                    }
+                }
+            }
+        }
+        let [a, b] = sides;
+        Ok(["kernel", "firmware", "memory"]
+            .iter()
+            .zip(a.iter().zip(b.iter()))
+            .filter(|(_, (x, y))| x.len() != y.len() || x.iter().any(|v| !y.contains(v)))
+            .map(|(name, (x, y))| format!("{name} {} -> {}", x.join(", "), y.join(", ")))
+            .collect())
     }
 }

@@ -275,21 +275,44 @@ fn a_true_regression_is_found_noise_and_improvements_are_not() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = open(dir.path());
     let opts = IngestOptions::default();
-    let mut ingest = |i: u64, tp: &[f64], lat: [f64; 3]| {
-        let b = bundle(&time(i), tp, lat);
+    let mut ingest = |i: u64, tp: &[f64], lat: [f64; 3], upgraded: bool| {
+        let mut b = bundle(&time(i), tp, lat);
+        if upgraded {
+            // Another kernel, and 4 GiB less memory seen: the same machine.
+            b.envelope.host.kernel = Some("6.19.0".into());
+            b.envelope.host.topology.as_mut().unwrap().summary.numa[0].memory_bytes -= 4 << 30;
+        }
         let p = write_journal(&dir.path().join(format!("r{i}")), &b);
         h.ingest_with(&p, &opts).unwrap().run_id()
     };
-    let base = ingest(0, &[100.0, 101.0, 99.0, 100.5, 99.5], [50.0, 51.0, 49.0]);
-    let mid = ingest(1, &[99.0, 101.5, 100.0, 98.5, 100.0], [50.5, 49.5, 50.0]);
+    let base = ingest(
+        0,
+        &[100.0, 101.0, 99.0, 100.5, 99.5],
+        [50.0, 51.0, 49.0],
+        false,
+    );
+    let mid = ingest(
+        1,
+        &[99.0, 101.5, 100.0, 98.5, 100.0],
+        [50.5, 49.5, 50.0],
+        false,
+    );
     // Throughput halved (higher is better: a regression); core-to-core latency halved
     // (lower is better: an improvement).
-    ingest(2, &[50.0, 51.0, 49.0, 50.5, 49.5], [25.0, 25.5, 24.5]);
+    ingest(2, &[50.0, 51.0, 49.0, 50.5, 49.5], [25.0, 25.5, 24.5], true);
 
     let q = RegressionQuery::default();
     let r = verdict_of(&h, &q, POLICY);
     assert_eq!(r.verdict, Verdict::Worse);
     assert!(r.is_regression());
+    // What changed beside the figure is named with it.
+    assert_eq!(
+        r.changed,
+        [
+            "kernel 6.18.44-fc-v595 -> 6.19.0",
+            "memory 20 GiB -> 16 GiB"
+        ]
+    );
     assert_eq!(r.baseline_runs, [base]);
     assert!((r.ratio.unwrap() - 0.5).abs() < 0.01, "{r:?}");
     let (lo, hi) = r.interval.unwrap();
@@ -327,6 +350,7 @@ fn a_true_regression_is_found_noise_and_improvements_are_not() {
     };
     let r = verdict_of(&h, &q, POLICY);
     assert_eq!(r.verdict, Verdict::WithinNoise, "{r:?}");
+    assert!(r.changed.is_empty(), "{:?}", r.changed);
     assert!(h.regressions(&q).unwrap().is_empty());
 
     // A baseline time after every run: nothing to compare.

@@ -547,6 +547,7 @@ fn regressions(path: &std::path::Path, a: RegressionsArgs) -> CliResult {
             Column::new("95% interval", None),
             Column::new("verdict", None),
             Column::new("runs", None),
+            Column::new("changed between the runs", None),
         ],
     );
     for r in &rows {
@@ -575,6 +576,11 @@ fn regressions(path: &std::path::Path, a: RegressionsArgs) -> CliResult {
                     .map_or(verdict, |why| format!("not comparable: {why}")),
             ),
             Cell::text(format!("{:?} -> {:?}", r.baseline_runs, r.latest_runs)),
+            Cell::text(if r.changed.is_empty() {
+                "-".to_string()
+            } else {
+                r.changed.join("; ")
+            }),
         ]);
     }
     if rows.is_empty() {
