@@ -7,7 +7,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh --test
 t0=$SECONDS
-cargo test --workspace --locked
+# The kill-and-resume test (a few minutes of `numalab evaluate --quick` runs, much of it
+# on one CPU) runs beside the rest of the suite instead of after it: cargo runs test
+# binaries one at a time, so inside the CLI binary it held up every later binary.
+kill_test=evaluate::killed_runs_resume_without_losing_or_duplicating_records
+kill_log=$(mktemp "${TMPDIR:-/tmp}/numalab-kill-test.XXXXXX")
+kill_pid=
+cleanup() {
+  if [ -n "$kill_pid" ]; then kill -- "-$kill_pid" 2>/dev/null || true; fi
+  rm -f "$kill_log"
+}
+trap cleanup EXIT
+cargo test --workspace --locked --no-run
+setsid cargo test --locked -p numalab --test cli -- --exact "$kill_test" > "$kill_log" 2>&1 &
+kill_pid=$!
+cargo test --workspace --locked -- --skip "$kill_test"
 echo "test: x86_64 workspace tests took $((SECONDS - t0)) s" >&2
 t0=$SECONDS
 # qemu user mode implements neither mbind(2) nor perf_event_open(2) (ENOSYS): the three
@@ -18,6 +32,16 @@ scripts/cross-aarch64.sh test -p numalab-mem -p numalab-pmu --lib -- \
   --skip capability::tests::software_task_clock_counts_here \
   --skip check::tests::check_counts_the_loop_and_agrees_with_the_thread_clock
 echo "test: aarch64 unit tests (qemu-user) took $((SECONDS - t0)) s" >&2
+t0=$SECONDS
+kill_status=0
+wait "$kill_pid" || kill_status=$?
+kill_pid=
+cat "$kill_log"
+if [ "$kill_status" -ne 0 ]; then
+  echo "test: $kill_test failed (exit $kill_status)" >&2
+  exit "$kill_status"
+fi
+echo "test: waited $((SECONDS - t0)) s more for $kill_test" >&2
 t0=$SECONDS
 scripts/test-numa.sh --arch all
 echo "test: NUMA guests took $((SECONDS - t0)) s" >&2
