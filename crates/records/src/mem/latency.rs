@@ -85,6 +85,16 @@ pub struct Level {
     pub cycles: Option<f64>,
 }
 
+/// When plateau `i` of `levels` repeats an earlier plateau's name (numalab_mem's
+/// latency curve numbers a second plateau named after the same cache "L2 (2)"), the name
+/// it repeats: the plateau is a second step within that cache's sizes (or within memory
+/// at a cache's sizes), not another level.
+pub fn repeat_of(levels: &[Level], i: usize) -> Option<&str> {
+    let (base, n) = levels.get(i)?.name.rsplit_once(" (")?;
+    n.strip_suffix(')')?.parse::<u32>().ok()?;
+    levels[..i].iter().any(|e| e.name == base).then_some(base)
+}
+
 /// A step between levels.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
@@ -334,5 +344,51 @@ impl Kind {
                 Some(l) => working_set_bytes >= 4 * l,
                 None => working_set_bytes >= 64 << 20,
             }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn levels(names: &[&str]) -> Vec<Level> {
+        names
+            .iter()
+            .map(|n| Level {
+                name: n.to_string(),
+                cache_bytes: None,
+                from_bytes: 0,
+                to_bytes: 0,
+                latency_ns: 1.0,
+                cycles: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_numbered_plateau_repeats_only_a_name_before_it() {
+        let l = levels(&[
+            "L1d",
+            "L2",
+            "L2 (2)",
+            "plateau (2)",
+            "memory at L3 sizes",
+            "memory at L3 sizes (3)",
+            "L3 (x)",
+        ]);
+        let r: Vec<Option<&str>> = (0..=l.len()).map(|i| repeat_of(&l, i)).collect();
+        assert_eq!(
+            r,
+            [
+                None,
+                None,
+                Some("L2"),
+                None,
+                None,
+                Some("memory at L3 sizes"),
+                None,
+                None
+            ]
+        );
     }
 }

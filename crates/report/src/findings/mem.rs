@@ -267,15 +267,7 @@ fn latency_curves(out: &mut Out<'_>, lat: &[LatencyRecord]) {
         // as such, with where it starts.
         let mut levels: Vec<String> = Vec::new();
         for (i, lv) in r.levels.iter().enumerate() {
-            let repeat = lv
-                .name
-                .rsplit_once(" (")
-                .filter(|(_, n)| {
-                    n.strip_suffix(')')
-                        .is_some_and(|d| d.parse::<u32>().is_ok())
-                })
-                .map(|(base, _)| base)
-                .filter(|base| r.levels[..i].iter().any(|e| e.name == *base));
+            let repeat = numalab_records::mem::latency::repeat_of(&r.levels, i);
             levels.push(match repeat {
                 // Memory at a cache's sizes in two steps: where the second starts.
                 Some(base) if base.starts_with("memory") => format!(
@@ -1219,6 +1211,33 @@ mod tests {
         assert_eq!(
             one(&f, "latency_levels").text,
             "load-to-load latency of CPU 0 (random over the working set, huge pages (THP)): L1d 1.69 ns, L2 5.41 ns, L2 7.03 ns from 512 KiB (a second step within the L2's size: a TLB's reach or a slower part of the cache; the curve cannot tell which), memory 232.8 ns"
+        );
+        // The plateau table says the same, with a note.
+        let sections =
+            crate::sections::mem::sections(0, &loaded_with(envelope(), vec![rec("curve", &c)]), "");
+        let t = sections
+            .iter()
+            .flat_map(|s| &s.blocks)
+            .find_map(|b| match b {
+                crate::doc::Block::Table { table } if table.id.ends_with("mem-latency-levels") => {
+                    Some(table)
+                }
+                _ => None,
+            })
+            .unwrap();
+        let names: Vec<String> = t
+            .rows
+            .iter()
+            .map(|r| match &r[3] {
+                crate::table::Cell::Text(s) => s.clone(),
+                c => panic!("{c:?}"),
+            })
+            .collect();
+        assert_eq!(names, ["L1d", "L2", "L2, second step", "memory"]);
+        assert!(
+            t.notes.iter().any(|n| n.contains("second step")),
+            "{:?}",
+            t.notes
         );
         // Memory at a cache's sizes in two steps is said without the cache's words.
         c.levels[2].name = "memory at L3 sizes".into();

@@ -104,6 +104,10 @@ pub struct NodeRow {
     /// Firmware (DMI BIOS vendor, version, date).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub firmware: Option<String>,
+    /// Memory in GiB (the bundle's, rounded): shown beside the node because it is part
+    /// of the group key but not of the fingerprint's hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gib: Option<u64>,
     /// State from status.json (`done`, `failed`, `timeout`, `launch-failed`, or
     /// `unknown` without one).
     pub state: String,
@@ -740,6 +744,7 @@ pub fn analyse(input: &FleetInput, o: &Options) -> FleetReport {
                 fingerprint: f.fingerprint.as_ref().map(|x| x.fingerprint.clone()),
                 kernel: f.kernel.clone(),
                 firmware: f.firmware.clone(),
+                memory_gib: f.fingerprint.as_ref().and_then(|x| x.memory_gib),
                 state: f.node.state(),
                 exit_code: status.and_then(|s| s.exit_code),
                 duration_s: status.and_then(|s| s.duration_s),

@@ -119,6 +119,7 @@ fn node_table(r: &FleetReport, only_notable: bool) -> Table {
         Column::new("state", None),
         Column::new("kernel", None),
         Column::new("firmware", None),
+        Column::new("memory", Some("GiB")),
     ];
     for h in &r.headline {
         cols.push(Column::new(&h.label, Some(&h.unit)));
@@ -146,6 +147,10 @@ fn node_table(r: &FleetReport, only_notable: bool) -> Table {
             Cell::text(n.state.clone()),
             opt(&n.kernel),
             opt(&n.firmware),
+            match n.memory_gib {
+                Some(g) => Cell::num(g as f64, 0),
+                None => Cell::missing("not recorded"),
+            },
         ];
         for v in &n.headline {
             row.push(opt_num(*v, 2));

@@ -247,6 +247,17 @@ fn fleet_nodes_with_less_memory_are_a_group_of_their_own_though_the_hash_is_shar
     let d = b.differs_from.as_deref().unwrap();
     assert!(d.contains("memory") && d.contains("GiB vs"), "{d}");
     assert!(close(a.figures[0].median, 100.0));
+    // Each node's own memory is in its row and in the node table.
+    let row = |n: &str| r.nodes.iter().find(|x| x.node == n).unwrap();
+    assert_eq!(row("m1").memory_gib, b.fingerprint.memory_gib);
+    assert_eq!(row("n1").memory_gib, a.fingerprint.memory_gib);
+    let text = render_text(&r);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("m1 "))
+        .unwrap();
+    let gib = b.fingerprint.memory_gib.unwrap().to_string();
+    assert!(line.split_whitespace().any(|w| w == gib), "{line}");
 }
 
 #[test]

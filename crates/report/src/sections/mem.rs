@@ -561,13 +561,22 @@ fn latency(b: usize, recs: &[LatencyRecord], m: Option<&Machine>, of: &str) -> S
                 ("cycles", None),
             ],
         );
+        let mut repeats = false;
         for r in &curves {
-            for lv in &r.levels {
+            for (i, lv) in r.levels.iter().enumerate() {
+                // A second plateau named after the same level is a step within it.
+                let name = match numalab_records::mem::latency::repeat_of(&r.levels, i) {
+                    Some(base) => {
+                        repeats = true;
+                        format!("{base}, second step")
+                    }
+                    None => lv.name.clone(),
+                };
                 t.push(vec![
                     Cell::num(f64::from(r.cpu), 0),
                     Cell::text(r.order.describe(r.kind().block_bytes)),
                     Cell::text(&r.pages.obtained),
-                    Cell::text(&lv.name),
+                    Cell::text(name),
                     lv.cache_bytes
                         .map_or(Cell::text("-"), |c| Cell::text(units::bytes(c))),
                     Cell::text(format!(
@@ -579,6 +588,9 @@ fn latency(b: usize, recs: &[LatencyRecord], m: Option<&Machine>, of: &str) -> S
                     opt(lv.cycles, 1, "no known frequency"),
                 ]);
             }
+        }
+        if repeats {
+            t.notes.push("A \"second step\" is a plateau within the sizes of the level before it (the record names it \"L2 (2)\"): a TLB's reach or a slower part of the cache; the curve cannot tell which.".into());
         }
         s.table(t);
     }
