@@ -191,8 +191,10 @@ fn booksim_run(cfg: &str, k: u32, rate: f64) -> Option<(u64, f64)> {
 /// 8x8 and 0.22-0.24 on 16x16 (tests/fixtures/booksim2).
 fn input_queued(reps: usize) {
     println!();
-    println!("input-queued router (BookSim2 reference configuration), uniform traffic at 80% of saturation, one thread ({reps} runs each)");
-    println!("mesh   offered   router-cycles/s   BookSim2 router-cycles/s   speed-up   BookSim2 wall for its run   numalab wall for the same cycles");
+    // One simulation sharded on every CPU this process may use (the same figures).
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("input-queued router (BookSim2 reference configuration), uniform traffic at 80% of saturation, one thread and sharded on {threads} ({reps} runs each, alternating)");
+    println!("mesh   offered   router-cycles/s   BookSim2 router-cycles/s   speed-up   BookSim2 wall for its run   numalab wall for the same cycles   router-cycles/s on {threads} threads");
     for (k, sat) in [(4u32, 0.765), (8, 0.43), (12, 0.295), (16, 0.225)] {
         let m = Model::load(
             "mesh",
@@ -213,6 +215,7 @@ fn input_queued(reps: usize) {
         let cycles = bs.map_or(20_000, |(c, _)| c.max(1_000));
         let mut speed = Vec::new();
         let mut walls = Vec::new();
+        let mut sharded = Vec::new();
         for rep in 0..reps {
             let cfg = DesConfig {
                 seed: rep as u64 + 1,
@@ -225,19 +228,23 @@ fn input_queued(reps: usize) {
             let secs = start.elapsed().as_secs_f64();
             speed.push((s.cycles * s.routers) as f64 / secs);
             walls.push(secs);
+            let start = Instant::now();
+            let (_, s) = des::synthetic_threads(&m, &t, &cfg, threads).unwrap();
+            sharded.push((s.cycles * s.routers) as f64 / start.elapsed().as_secs_f64());
         }
         let ours = median(speed);
+        let sharded = median(sharded);
         let wall = median(walls);
         match bs {
             Some((c, bw)) => {
                 let theirs = (c * u64::from(k * k)) as f64 / bw;
                 println!(
-                    "{k:>2}x{k:<2}  {rate:>7.3}   {ours:>15.3e}   {theirs:>24.3e}   {:>7.1}x   {bw:>10.3} s ({c} cycles)   {wall:>10.4} s",
+                    "{k:>2}x{k:<2}  {rate:>7.3}   {ours:>15.3e}   {theirs:>24.3e}   {:>7.1}x   {bw:>10.3} s ({c} cycles)   {wall:>10.4} s   {sharded:>15.3e}",
                     ours / theirs
                 );
             }
             None => println!(
-                "{k:>2}x{k:<2}  {rate:>7.3}   {ours:>15.3e}   {:>24}   {:>8}   {:>26}   {wall:>10.4} s",
+                "{k:>2}x{k:<2}  {rate:>7.3}   {ours:>15.3e}   {:>24}   {:>8}   {:>26}   {wall:>10.4} s   {sharded:>15.3e}",
                 "(no BookSim2 binary)", "", ""
             ),
         }

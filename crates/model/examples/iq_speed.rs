@@ -3,13 +3,16 @@
 //! of seeds and workloads to check that a change keeps them bit-identical:
 //!
 //! ```sh
-//! cargo run --release -p numalab-model --example iq_speed -- speed [reps] [cycles]
-//! cargo run --release -p numalab-model --example iq_speed -- figures > figures.txt
+//! cargo run --release -p numalab-model --example iq_speed -- speed [reps] [cycles] [threads]
+//! cargo run --release -p numalab-model --example iq_speed -- figures [threads] > figures.txt
 //! ```
+//!
+//! `threads` (default 1) runs each simulation sharded on that many threads
+//! (`router::simulate_threads`); its figures must be those of one thread, bit for bit.
 
 use numalab_model::des::DesConfig;
 use numalab_model::experiments::{self, Engine, Experiment, Options};
-use numalab_model::router::{simulate, Flow, Workload};
+use numalab_model::router::{simulate_threads, Flow, Workload};
 use numalab_model::traffic::{Pattern, Synthetic};
 use numalab_model::Model;
 use std::time::Instant;
@@ -41,7 +44,7 @@ fn cpu_ns() -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
-fn speed(reps: usize, cycles: u64) {
+fn speed(reps: usize, cycles: u64, threads: usize) {
     let models = [iq(8, &[]), iq(16, &[])];
     let rates = [0.344, 0.180];
     let mut speeds = vec![Vec::new(); 2];
@@ -57,11 +60,12 @@ fn speed(reps: usize, cycles: u64) {
             let w = synthetic(Pattern::Uniform, rates[i], 1, 1);
             let start = Instant::now();
             let cpu0 = cpu_ns();
-            let r = simulate(&models[i], &w, &cfg).unwrap();
+            let r = simulate_threads(&models[i], &w, &cfg, threads).unwrap();
             let secs = start.elapsed().as_secs_f64();
             let work = (r.stats.cycles * r.stats.routers) as f64;
             speeds[i].push(work / secs);
-            if let (Some(a), Some(b)) = (cpu0, cpu_ns()) {
+            // One thread's CPU time says nothing of a sharded run's.
+            if let (Some(a), Some(b), 1) = (cpu0, cpu_ns(), threads) {
                 cpu_speeds[i].push(work / ((b - a) as f64 * 1e-9));
             }
         }
@@ -74,7 +78,7 @@ fn speed(reps: usize, cycles: u64) {
             }
             v.sort_by(f64::total_cmp);
             println!(
-                "{k}x{k} offered {:.3}: median {:.3e} router-cycles/s by {what} time ({:.2e}..{:.2e}, {reps} runs)",
+                "{k}x{k} offered {:.3}, {threads} thread(s): median {:.3e} router-cycles/s by {what} time ({:.2e}..{:.2e}, {reps} runs)",
                 rates[i],
                 v[v.len() / 2],
                 v[0],
@@ -84,7 +88,7 @@ fn speed(reps: usize, cycles: u64) {
     }
 }
 
-fn figures() {
+fn figures(threads: usize) {
     let cfg = |seed: u64, measure: u64| DesConfig {
         seed,
         warmup_cycles: 500,
@@ -223,8 +227,9 @@ fn figures() {
     }
     for (name, m, w, measure) in &cases {
         for seed in 1..=3 {
-            match simulate(m, w, &cfg(seed, *measure)) {
-                Ok(r) => println!("{name} seed {seed}: {r:?}"),
+            match simulate_threads(m, w, &cfg(seed, *measure), threads) {
+                // Without `threads`: the dumps of any number of threads compare equal.
+                Ok(r) => println!("{name} seed {seed}: {:?}", (r.figures, r.flows, r.stats)),
                 Err(e) => println!("{name} seed {seed}: error {e}"),
             }
         }
@@ -234,10 +239,11 @@ fn figures() {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("figures") => figures(),
+        Some("figures") => figures(args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1)),
         _ => speed(
             args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5),
             args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20_000),
+            args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1),
         ),
     }
 }

@@ -658,14 +658,27 @@ pub fn synthetic(
     traffic: &Synthetic,
     cfg: &DesConfig,
 ) -> Result<(Figures, SimStats), ModelError> {
+    synthetic_threads(model, traffic, cfg, 1)
+}
+
+/// [`synthetic`], with input-queued routers sharded on up to `threads` threads
+/// ([`crate::router::simulate_threads`]; the same figures). The output-queued engine
+/// runs on one.
+pub fn synthetic_threads(
+    model: &Model,
+    traffic: &Synthetic,
+    cfg: &DesConfig,
+    threads: usize,
+) -> Result<(Figures, SimStats), ModelError> {
     if model.spec.noc.router == crate::spec::RouterKind::InputQueued {
-        let r = crate::router::simulate(
+        let r = crate::router::simulate_threads(
             model,
             &crate::router::Workload::Synthetic {
                 traffic: *traffic,
                 networks: 1,
             },
             cfg,
+            threads,
         )?;
         return Ok((r.figures, r.stats));
     }

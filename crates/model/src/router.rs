@@ -31,6 +31,9 @@
 //! links (independent planes, as the output-queued model); with `shared_links = true` one
 //! set of links carries all networks, each owning `vcs` of the input VCs, and their flits
 //! interleave on the links.
+//!
+//! One simulation may run sharded on several threads ([`simulate_threads`]): contiguous
+//! ranges of routers stepped side by side, with the same figures to the last bit.
 
 use crate::error::ModelError;
 use crate::model::Model;
@@ -41,6 +44,8 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 const PORTS: usize = 5;
 const LOCAL: usize = 4;
@@ -106,6 +111,9 @@ pub struct IqResult {
     /// Simulation statistics: `routers` counts router planes x stops, `events` the
     /// router steps taken (a router is stepped in a cycle when it holds a flit).
     pub stats: SimStats,
+    /// Threads the cycle loop ran on: 1, or the shards of [`simulate_threads`] (the
+    /// figures, flows and statistics do not depend on it).
+    pub threads: usize,
 }
 
 /// The zero-load packet latency of the input-queued router for a packet of `hops` link
@@ -205,7 +213,6 @@ impl PathLinks {
 struct Pkt {
     /// Receiving stop.
     dst: u16,
-    flits: u16,
     vn: u8,
     measured: bool,
     /// Statistics index (flow or network), or the request id of application traffic.
@@ -215,8 +222,6 @@ struct Pkt {
     hops: u16,
     /// Link cycles of those hops (the path's, at zero load).
     links: u16,
-    #[cfg(debug_assertions)]
-    hops_taken: u16,
     /// NUMA node of the sending stop.
     snode: u16,
     /// The memory controller whose bounded queue must take this packet before it leaves
@@ -308,6 +313,20 @@ struct Flit {
     vn: u8,
     /// `HEAD` and/or `TAIL`.
     flags: u8,
+    /// Links this flit has crossed (debug builds check it against the packet's hops).
+    #[cfg(debug_assertions)]
+    hops: u16,
+}
+
+/// A packet waiting at its source: what injection needs, so that it never reads the
+/// packet table (which a sharded simulation keeps on one thread).
+#[derive(Debug, Clone, Copy)]
+struct Queued {
+    id: u32,
+    dst: u16,
+    flits: u16,
+    vn: u8,
+    created: u64,
 }
 
 const HEAD: u8 = 1;
@@ -353,9 +372,10 @@ struct RouterState {
 }
 
 struct Source {
-    queue: VecDeque<u32>,
-    /// Packet being injected, its next flit and its VC.
+    queue: VecDeque<Queued>,
+    /// Packet being injected (`cur` its id, else u32::MAX), its next flit and its VC.
     cur: u32,
+    pk: Queued,
     seq: u16,
     vc: u8,
     rr: u8,
@@ -467,6 +487,29 @@ struct Iq {
     /// Per output VC (indexed as `credits`): the input VC (`port * c + vc`) holding it,
     /// valid while its `out_busy` bit is set.
     holder: Vec<u16>,
+    /// The routers (and their sources) this simulator steps: `lo .. lo + span`, all of
+    /// them unless it is one shard of a sharded simulation ([`simulate_threads`]).
+    lo: usize,
+    span: usize,
+    /// Flits and credits for routers of other shards, sent at the end of the cycle.
+    outbox: Vec<Msg>,
+    /// A sharded simulation: new packets go to `new_pkts` (for the shard of their
+    /// source) instead of a source queue, and delivered ones to `delivered` (the packet
+    /// table and the statistics are on one thread) instead of [`Iq::deliver`].
+    handoff: bool,
+    new_pkts: Vec<(u32, Queued)>,
+    delivered: Vec<(u32, u64, u16)>,
+}
+
+/// A flit (`credit` false) or a credit for router `r` of another shard.
+#[derive(Debug, Clone, Copy)]
+struct Msg {
+    at: u64,
+    r: u32,
+    port: u8,
+    vc: u8,
+    credit: bool,
+    flit: Flit,
 }
 
 impl Iq {
@@ -619,6 +662,13 @@ impl Iq {
                 .map(|_| Source {
                     queue: VecDeque::new(),
                     cur: u32::MAX,
+                    pk: Queued {
+                        id: u32::MAX,
+                        dst: 0,
+                        flits: 0,
+                        vn: 0,
+                        created: 0,
+                    },
                     seq: 0,
                     vc: NONE8,
                     rr: 0,
@@ -649,6 +699,12 @@ impl Iq {
             va_gmask: vec![0; 64],
             bits_va: PORTS * c <= 64,
             holder: vec![0; nivc],
+            lo: 0,
+            span: routers,
+            outbox: Vec::new(),
+            handoff: false,
+            new_pkts: Vec::new(),
+            delivered: Vec::new(),
         }
     }
 
@@ -668,7 +724,6 @@ impl Iq {
         let (dx, dy) = self.xy[dst as usize];
         let p = Pkt {
             dst: dst as u16,
-            flits: flits as u16,
             vn,
             measured,
             flow,
@@ -677,8 +732,6 @@ impl Iq {
                 .path_links
                 .cycles((sx, sy), (dx, dy))
                 .min(u32::from(u16::MAX)) as u16,
-            #[cfg(debug_assertions)]
-            hops_taken: 0,
             snode: self.stop_node[src as usize],
             gate,
             created: self.now,
@@ -697,14 +750,35 @@ impl Iq {
             self.measured_in_flight += 1;
         }
         let (plane, _) = self.plane_class(vn);
-        self.sources[plane * self.n_stops + src as usize]
-            .queue
-            .push_back(id);
+        let q = Queued {
+            id,
+            dst: dst as u16,
+            flits: flits as u16,
+            vn,
+            created: self.now,
+        };
+        let si = plane * self.n_stops + src as usize;
+        if self.handoff {
+            self.new_pkts.push((si as u32, q));
+        } else {
+            self.sources[si].queue.push_back(q);
+        }
     }
 
     /// Sends flit `f` to VC `vc` of input port `p` of router `r`, arriving at cycle `at`.
     #[inline]
     fn send_flit(&mut self, at: u64, r: usize, p: usize, vc: usize, f: Flit) {
+        if r.wrapping_sub(self.lo) >= self.span {
+            self.outbox.push(Msg {
+                at,
+                r: r as u32,
+                port: p as u8,
+                vc: vc as u8,
+                credit: false,
+                flit: f,
+            });
+            return;
+        }
         let line = (r << self.line_shift) + (at & self.line_mask) as usize;
         debug_assert!(self.line_bits[line] & (1 << p) == 0);
         self.line_bits[line] |= 1 << p;
@@ -718,6 +792,17 @@ impl Iq {
     /// `at`.
     #[inline]
     fn send_credit(&mut self, at: u64, r: usize, o: usize, vc: usize) {
+        if r.wrapping_sub(self.lo) >= self.span {
+            self.outbox.push(Msg {
+                at,
+                r: r as u32,
+                port: o as u8,
+                vc: vc as u8,
+                credit: true,
+                flit: Flit::default(),
+            });
+            return;
+        }
         let line = (r << self.line_shift) + (at & self.line_mask) as usize;
         debug_assert!(self.line_bits[line] & (0x100 << o) == 0);
         self.line_bits[line] |= 0x100 << o;
@@ -728,7 +813,7 @@ impl Iq {
         let now = self.now;
         let c = self.c;
         let line = (now & self.line_mask) as usize;
-        for si in 0..self.sources.len() {
+        for si in self.lo..self.lo + self.span {
             // The credit coming back to the source in this cycle.
             let cs = (si << self.line_shift) + line;
             let v = self.source_credit_line[cs];
@@ -737,15 +822,15 @@ impl Iq {
                 self.credits[self.src_base + si * c + usize::from(v)] += 1;
             }
             let src = &self.sources[si];
-            let id = if src.cur != u32::MAX {
-                src.cur
+            let pk = if src.cur != u32::MAX {
+                src.pk
             } else {
                 match src.queue.front() {
-                    Some(&id) if self.pkts[id as usize].created < now => id,
+                    Some(&q) if q.created < now => q,
                     _ => continue,
                 }
             };
-            let pk = self.pkts[id as usize];
+            let id = pk.id;
             let base = self.src_base + si * c;
             let src = &self.sources[si];
             let (seq, vc) = if src.cur == u32::MAX {
@@ -784,6 +869,7 @@ impl Iq {
                 self.in_use[o] = false;
             } else {
                 src.cur = id;
+                src.pk = pk;
                 src.seq = seq + 1;
                 src.vc = vc;
                 self.in_use[o] = true;
@@ -800,6 +886,8 @@ impl Iq {
                     dst: pk.dst,
                     vn: pk.vn,
                     flags,
+                    #[cfg(debug_assertions)]
+                    hops: 0,
                 },
             );
         }
@@ -1414,28 +1502,38 @@ impl Iq {
             }
             if tail {
                 let at = now + self.sa_st + self.eject;
-                self.deliver(f.pkt, at);
+                #[cfg(debug_assertions)]
+                let hops = f.hops;
+                #[cfg(not(debug_assertions))]
+                let hops = 0;
+                if self.handoff {
+                    self.delivered.push((f.pkt, at, hops));
+                } else {
+                    self.deliver(f.pkt, at, hops);
+                }
             }
         } else {
             if in_window {
                 self.link_busy[r * 4 + o] += 1;
             }
             #[cfg(debug_assertions)]
-            if f.flags & HEAD != 0 {
-                self.pkts[f.pkt as usize].hops_taken += 1;
-            }
+            let f = Flit {
+                hops: f.hops + 1,
+                ..f
+            };
             let d = self.down[r * 4 + o] as usize;
             self.send_flit(now + self.down_cycles[r * 4 + o], d, o, ov, f);
         }
     }
 
-    fn deliver(&mut self, id: u32, at: u64) {
+    /// Packet `id` leaves the network at cycle `at`; its tail flit crossed `hops` links
+    /// (counted in debug builds only, where it must be the packet's Manhattan distance).
+    fn deliver(&mut self, id: u32, at: u64, hops: u16) {
         let p = self.pkts[id as usize];
         #[cfg(debug_assertions)]
-        assert_eq!(
-            p.hops, p.hops_taken,
-            "a packet's hops are its Manhattan distance"
-        );
+        assert_eq!(p.hops, hops, "a packet's hops are its Manhattan distance");
+        #[cfg(not(debug_assertions))]
+        let _ = hops;
         self.free_pkts.push(id);
         let in_window = at >= self.window.0 && at < self.window.1;
         if p.measured {
@@ -1682,8 +1780,7 @@ impl Iq {
     }
 
     fn step_routers(&mut self) {
-        let routers = self.planes * self.n_stops;
-        for r in 0..routers {
+        for r in self.lo..self.lo + self.span {
             let line = (r << self.line_shift) + (self.now & self.line_mask) as usize;
             let bits = self.line_bits[line];
             if bits != 0 {
@@ -1707,6 +1804,20 @@ impl Iq {
 /// Simulates a workload on input-queued routers. Packets created during the measured
 /// window are followed until delivered (or the drain limit).
 pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqResult, ModelError> {
+    simulate_threads(model, work, cfg, 1)
+}
+
+/// [`simulate`] on up to `threads` threads: the mesh's routers in contiguous shards of
+/// at least 8, stepped side by side each cycle ([`run_sharded`]), with the same figures,
+/// bit for bit, as on one thread. Application workloads (a closed loop whose events are
+/// ordered across the whole mesh), bounded controller queues and zero-cycle hops run on
+/// one thread.
+pub fn simulate_threads(
+    model: &Model,
+    work: &Workload,
+    cfg: &DesConfig,
+    threads: usize,
+) -> Result<IqResult, ModelError> {
     let g = &model.geo;
     if g.sockets > 1 {
         return Err(ModelError::Usage {
@@ -1845,51 +1956,36 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
         }
     }
     let limit = w1 + cfg.drain_cycles;
-    loop {
-        if sim.now & 0xffff == 0 && numalab_schema::interrupt::requested() {
-            return Err(ModelError::Interrupted);
-        }
-        sim.step_routers();
-        sim.inject();
-        // New packets (injected from the next cycle on).
-        match work {
-            Workload::Synthetic { traffic, .. } => {
-                let p = traffic.rate;
-                if p > 0.0 {
-                    for s in 0..stops {
-                        if sim.rng.random::<f64>() < p {
-                            let (u, v) = (sim.rng.random::<f64>(), sim.rng.random::<f64>());
-                            if let Some(d) = traffic.sample(model, s, u, v) {
-                                let vn = if networks > 1 {
-                                    sim.rng.random_range(0..networks) as u8
-                                } else {
-                                    0
-                                };
-                                sim.create(s, d, vn, traffic.flits.max(1), u32::from(vn), NONE32);
-                            }
-                        }
-                    }
-                }
+    let routers = sim.planes * sim.n_stops;
+    // Shards of at least 8 routers each; a delay of zero cycles between routers (a
+    // flit or credit arriving in the cycle it is sent) needs one thread's order.
+    let shards = threads.min(routers / 8).max(1);
+    let zero_delay = (0..routers * 4).any(|k| sim.down[k] != u32::MAX && sim.down_cycles[k] == 0);
+    let sharded = shards > 1 && !sim.app_mode && !sim.gated && !zero_delay;
+    if sharded {
+        run_sharded(&mut sim, model, work, cfg, shards, (w0, w1), limit)?;
+    } else {
+        loop {
+            if sim.now & 0xffff == 0 && numalab_schema::interrupt::requested() {
+                return Err(ModelError::Interrupted);
             }
-            Workload::Flows { flows, flits } => {
-                for (k, f) in flows.iter().enumerate() {
-                    if sim.rng.random::<f64>() < f.rate {
-                        sim.create(f.src, f.dst, f.vn, (*flits).max(1), k as u32, NONE32);
-                    }
-                }
-            }
-            Workload::App(app) => {
+            sim.step_routers();
+            sim.inject();
+            // New packets (injected from the next cycle on).
+            if let Workload::App(app) = work {
                 sim.run_events(model, app);
                 // A closed loop is measured over its window only.
                 if sim.now + 1 >= w1 {
                     break;
                 }
+            } else {
+                generate(&mut sim, model, work);
             }
+            if sim.now >= limit || (sim.now >= w1 && sim.measured_in_flight == 0) {
+                break;
+            }
+            sim.now += 1;
         }
-        if sim.now >= limit || (sim.now >= w1 && sim.measured_in_flight == 0) {
-            break;
-        }
-        sim.now += 1;
     }
     let drained = sim.app_mode || sim.measured_in_flight == 0;
     let m = (w1 - w0) as f64;
@@ -1988,7 +2084,295 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
         figures: f,
         flows,
         stats,
+        threads: if sharded { shards } else { 1 },
     })
+}
+
+/// New packets of a synthetic or flow workload in this cycle (injected from the next on).
+fn generate(sim: &mut Iq, model: &Model, work: &Workload) {
+    let stops = model.geo.stops_per_socket();
+    match work {
+        Workload::Synthetic { traffic, networks } => {
+            let networks = usize::from((*networks).clamp(1, 4));
+            let p = traffic.rate;
+            if p > 0.0 {
+                for s in 0..stops {
+                    if sim.rng.random::<f64>() < p {
+                        let (u, v) = (sim.rng.random::<f64>(), sim.rng.random::<f64>());
+                        if let Some(d) = traffic.sample(model, s, u, v) {
+                            let vn = if networks > 1 {
+                                sim.rng.random_range(0..networks) as u8
+                            } else {
+                                0
+                            };
+                            sim.create(s, d, vn, traffic.flits.max(1), u32::from(vn), NONE32);
+                        }
+                    }
+                }
+            }
+        }
+        Workload::Flows { flows, flits } => {
+            for (k, f) in flows.iter().enumerate() {
+                if sim.rng.random::<f64>() < f.rate {
+                    sim.create(f.src, f.dst, f.vn, (*flits).max(1), k as u32, NONE32);
+                }
+            }
+        }
+        Workload::App(_) => {}
+    }
+}
+
+/// A barrier that spins (then yields) rather than sleeps: a sharded simulation meets at
+/// one twice per simulated cycle, a few microseconds apart. A thread that panics poisons
+/// it ([`Poison`]), so that the others stop waiting and panic too.
+struct SpinBarrier {
+    n: usize,
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+    poisoned: AtomicBool,
+}
+
+impl SpinBarrier {
+    /// Panics if another thread panicked (it will never arrive).
+    fn check(&self) {
+        if self.poisoned.load(Ordering::Relaxed) {
+            panic!("another thread of the sharded simulation panicked");
+        }
+    }
+
+    fn wait(&self) {
+        let g = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation.store(g.wrapping_add(1), Ordering::Release);
+            return;
+        }
+        let mut spins = 0u32;
+        while self.generation.load(Ordering::Acquire) == g {
+            self.check();
+            if spins < 256 {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// A mailbox's contents (a panic elsewhere poisons the barrier, not this).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Poisons its barrier when dropped by a panicking thread.
+struct Poison<'a>(&'a SpinBarrier);
+
+impl Drop for Poison<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.poisoned.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The cycle loop of [`simulate`] on `shards` threads. Each shard is an [`Iq`] that
+/// steps a contiguous range of routers and their sources; every flit and credit takes at
+/// least a cycle to arrive, so within a cycle the routers are independent, and what a
+/// router sends to another shard's router is handed over at the cycle's end (a mailbox
+/// per shard and cycle parity) and placed in that router's delay line before its next
+/// step. `sim` keeps the packet table, the random numbers and the statistics on this
+/// thread: after each cycle it takes the delivered packets (in shard order, which is
+/// router order) and creates the new ones, exactly as one thread does, so the figures
+/// are the same bits on any number of threads.
+///
+/// One barrier per cycle: while this thread does that bookkeeping for cycle `t`, the
+/// other shards already step their routers for `t + 1` (which needs none of it) and wait
+/// only before injecting (which needs the packets created in `t`). This thread's own
+/// shard is smaller by the bookkeeping's share, so that both sides take about as long.
+fn run_sharded(
+    sim: &mut Iq,
+    model: &Model,
+    work: &Workload,
+    cfg: &DesConfig,
+    shards: usize,
+    window: (u64, u64),
+    limit: u64,
+) -> Result<(), ModelError> {
+    let routers = sim.planes * sim.n_stops;
+    let networks = match work {
+        Workload::Flows { flows, .. } => flows
+            .iter()
+            .map(|f| usize::from(f.vn) + 1)
+            .max()
+            .unwrap_or(1),
+        Workload::Synthetic { networks, .. } => usize::from((*networks).clamp(1, 4)),
+        Workload::App(_) => 4,
+    };
+    // Bounds: the first shard (this thread's) gets its share less the bookkeeping's,
+    // about a router's step per 16 routers on this host's measurements (it delivers and
+    // creates every packet), and at least a quarter of its share.
+    let k = shards;
+    let first = ((routers * (16 + 1 - k.min(16))) / (16 * k))
+        .max(routers / (4 * k))
+        .max(1);
+    let mut bounds = vec![0, first];
+    for i in 1..k {
+        bounds.push(first + i * (routers - first) / (k - 1));
+    }
+    let mut parts: Vec<Iq> = (0..k)
+        .map(|i| {
+            let mut p = Iq::new(model, networks, cfg.seed, window);
+            p.lo = bounds[i];
+            p.span = bounds[i + 1] - bounds[i];
+            p.handoff = true;
+            p
+        })
+        .collect();
+    let mut shard_of = vec![0usize; routers];
+    for i in 0..k {
+        shard_of[bounds[i]..bounds[i + 1]].fill(i);
+    }
+    sim.handoff = true;
+    // Per shard and cycle parity: flits and credits from other shards, and its delivered
+    // packets; per shard: the packets created for its sources.
+    type Mailbox<T> = Vec<[Mutex<Vec<T>>; 2]>;
+    let mailbox: Mailbox<Msg> = (0..k).map(|_| Default::default()).collect();
+    let done: Mailbox<(u32, u64, u16)> = (0..k).map(|_| Default::default()).collect();
+    let fresh: Vec<Mutex<Vec<(u32, Queued)>>> = (0..k).map(|_| Mutex::new(Vec::new())).collect();
+    let barrier = SpinBarrier {
+        n: k,
+        arrived: AtomicUsize::new(0),
+        generation: AtomicUsize::new(0),
+        poisoned: AtomicBool::new(false),
+    };
+    // Cycles whose bookkeeping is done (new packets handed over), and whether the run
+    // ends there.
+    let booked = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    // Router-cycles of each shard up to the end of each cycle parity: a shard may have
+    // stepped one cycle past the last when it learns that it was the last.
+    let counted: Vec<[AtomicU64; 2]> = (0..k)
+        .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+        .collect();
+    // A shard's routers in its cycle.
+    let step = |p: &mut Iq, i: usize, scratch: &mut Vec<Msg>| {
+        let parity = (p.now & 1) as usize;
+        std::mem::swap(&mut *lock(&mailbox[i][parity ^ 1]), scratch);
+        for m in scratch.drain(..) {
+            if m.credit {
+                p.send_credit(m.at, m.r as usize, usize::from(m.port), usize::from(m.vc));
+            } else {
+                p.send_flit(
+                    m.at,
+                    m.r as usize,
+                    usize::from(m.port),
+                    usize::from(m.vc),
+                    m.flit,
+                );
+            }
+        }
+        p.step_routers();
+        counted[i][parity].store(p.router_cycles, Ordering::Relaxed);
+    };
+    // Its sources in its cycle, once the packets created in the cycle before are in.
+    let inject = |p: &mut Iq, i: usize| {
+        let parity = (p.now & 1) as usize;
+        for (si, q) in lock(&fresh[i]).drain(..) {
+            p.sources[si as usize].queue.push_back(q);
+        }
+        p.inject();
+        if !p.outbox.is_empty() {
+            for (d, slots) in mailbox.iter().enumerate() {
+                if d != i {
+                    lock(&slots[parity])
+                        .extend(p.outbox.iter().filter(|m| shard_of[m.r as usize] == d));
+                }
+            }
+            p.outbox.clear();
+        }
+        lock(&done[i][parity]).append(&mut p.delivered);
+        p.now += 1;
+    };
+    let mut outcome = Ok(());
+    let mut end_cycle = 0;
+    std::thread::scope(|scope| {
+        let (own, rest) = parts.split_first_mut().expect("at least two shards");
+        let (step, inject, barrier, stop, booked) = (&step, &inject, &barrier, &stop, &booked);
+        for (j, p) in rest.iter_mut().enumerate() {
+            scope.spawn(move || {
+                let _poison = Poison(barrier);
+                let mut scratch = Vec::new();
+                let i = j + 1;
+                loop {
+                    step(p, i, &mut scratch);
+                    // The packets created in the cycle before this one.
+                    let mut spins = 0u32;
+                    while booked.load(Ordering::Acquire) < p.now {
+                        barrier.check();
+                        if spins < 256 {
+                            std::hint::spin_loop();
+                            spins += 1;
+                        } else {
+                            std::thread::yield_now();
+                        }
+                    }
+                    if stop.load(Ordering::Acquire) {
+                        break;
+                    }
+                    inject(p, i);
+                    barrier.wait();
+                }
+            });
+        }
+        let _poison = Poison(barrier);
+        let mut scratch = Vec::new();
+        loop {
+            step(own, 0, &mut scratch);
+            inject(own, 0);
+            barrier.wait();
+            let parity = (sim.now & 1) as usize;
+            for d in &done {
+                for (id, at, hops) in lock(&d[parity]).drain(..) {
+                    sim.deliver(id, at, hops);
+                }
+            }
+            generate(sim, model, work);
+            let mut by_shard: Vec<Vec<(u32, Queued)>> = vec![Vec::new(); k];
+            for (si, q) in sim.new_pkts.drain(..) {
+                by_shard[shard_of[si as usize]].push((si, q));
+            }
+            for (f, b) in fresh.iter().zip(by_shard) {
+                lock(f).extend(b);
+            }
+            let mut end = sim.now >= limit || (sim.now >= window.1 && sim.measured_in_flight == 0);
+            end_cycle = sim.now;
+            if !end {
+                sim.now += 1;
+                if sim.now & 0xffff == 0 && numalab_schema::interrupt::requested() {
+                    outcome = Err(ModelError::Interrupted);
+                    end = true;
+                }
+            }
+            stop.store(end, Ordering::Relaxed);
+            booked.store(end_cycle + 1, Ordering::Release);
+            if end {
+                break;
+            }
+        }
+    });
+    outcome?;
+    let parity = (end_cycle & 1) as usize;
+    sim.router_cycles += counted
+        .iter()
+        .map(|c| c[parity].load(Ordering::Relaxed))
+        .sum::<u64>();
+    for p in &parts {
+        for (a, b) in sim.link_busy.iter_mut().zip(&p.link_busy) {
+            *a += b;
+        }
+    }
+    Ok(())
 }
 
 /// The next port after each port (round robin over the five).

@@ -1383,3 +1383,155 @@ fn a_full_home_tracker_holds_remote_requests_longer() {
     );
     assert!(held0.requests_per_cycle < 0.8 * free0.requests_per_cycle);
 }
+
+/// One simulation sharded on several threads (`simulate_threads`: contiguous ranges of
+/// routers stepped side by side, flits and credits across a shard boundary handed over
+/// at the cycle's end) is the same simulation: figures, flows and statistics equal to
+/// the last bit on 1, 2, 3 and 5 threads, for every mechanism that crosses a boundary
+/// (multi-flit packets, several and shared networks, routing and allocation delays,
+/// long credit loops, YX routing, explicit flows, a saturated mesh that does not drain).
+#[test]
+fn one_simulation_sharded_on_several_threads_is_the_same_simulation() {
+    use numalab_model::router::simulate_threads;
+    let synth = |pattern, rate, flits, networks| Workload::Synthetic {
+        traffic: Synthetic {
+            pattern,
+            rate,
+            flits,
+        },
+        networks,
+    };
+    let hot = Pattern::Hotspot {
+        stop: 27,
+        fraction: 0.2,
+    };
+    let delays = [
+        "noc.routing_delay=1",
+        "noc.credit_delay=4",
+        "noc.vc_alloc_delay=2",
+        "noc.vcs=3",
+        "noc.buffer_flits=5",
+    ];
+    let small = [
+        "noc.vcs=1",
+        "noc.buffer_flits=2",
+        "noc.routing=yx",
+        "noc.alloc_iters=2",
+    ];
+    let fast = [
+        "noc.link_cycles_x=0",
+        "noc.link_cycles_y=0",
+        "noc.st_final_delay=0",
+        "noc.credit_delay=0",
+    ];
+    let transposed = Workload::Flows {
+        flows: (0..64)
+            .map(|s| Flow {
+                src: s,
+                dst: (s % 8) * 8 + s / 8,
+                rate: 0.3,
+                vn: (s % 2) as u8,
+            })
+            .collect(),
+        flits: 2,
+    };
+    let cases: Vec<(&str, Model, Workload)> = vec![
+        ("uniform", iq(8, 8, &[]), synth(Pattern::Uniform, 0.3, 1, 1)),
+        (
+            "saturated",
+            iq(8, 8, &[]),
+            synth(Pattern::Uniform, 0.6, 1, 1),
+        ),
+        ("hotspot 4 flits", iq(8, 8, &[]), synth(hot, 0.03, 4, 1)),
+        (
+            "transpose",
+            iq(8, 8, &[]),
+            synth(Pattern::Transpose, 0.1, 2, 1),
+        ),
+        (
+            "3 networks",
+            iq(8, 8, &[]),
+            synth(Pattern::Uniform, 0.25, 2, 3),
+        ),
+        (
+            "shared links",
+            iq(8, 8, &["noc.shared_links=true", "noc.vcs=2"]),
+            synth(Pattern::Uniform, 0.2, 2, 4),
+        ),
+        (
+            "delays",
+            iq(8, 8, &delays),
+            synth(Pattern::Uniform, 0.25, 2, 1),
+        ),
+        (
+            "6x4 yx",
+            iq(6, 4, &small),
+            synth(Pattern::Uniform, 0.2, 3, 1),
+        ),
+        // Flits and credits that arrive in the cycle after they are sent: a handover one
+        // cycle late would be too late.
+        (
+            "one-cycle hops",
+            iq(8, 8, &fast),
+            synth(Pattern::Uniform, 0.3, 2, 1),
+        ),
+        ("flows", iq(8, 8, &[]), transposed),
+    ];
+    let c = DesConfig {
+        seed: 7,
+        warmup_cycles: 300,
+        measure_cycles: 1_500,
+        drain_cycles: 2_000,
+    };
+    for (name, m, w) in &cases {
+        let one = simulate_threads(m, w, &c, 1).unwrap();
+        assert_eq!(one.threads, 1);
+        assert!(
+            one.stats.events > 0 && one.figures.packets_per_cycle > 0.0,
+            "{name}"
+        );
+        let routers = (one.stats.routers as usize).min(m.geo.stops_per_socket() as usize);
+        for threads in [2, 3, 5] {
+            let r = simulate_threads(m, w, &c, threads).unwrap();
+            // Shards of at least 8 routers.
+            assert_eq!(
+                r.threads,
+                threads.min(routers / 8),
+                "{name}: {threads} threads"
+            );
+            assert_eq!(
+                (&r.figures, &r.flows, &r.stats),
+                (&one.figures, &one.flows, &one.stats),
+                "{name}: {threads} threads"
+            );
+        }
+        if *name == "saturated" {
+            assert!(
+                !one.stats.drained,
+                "the saturated mesh drains: not a saturated case"
+            );
+        }
+    }
+    // A closed loop (application traffic) stays on one thread.
+    let v1 = Model::load("neoverse-v1-64", &["noc.router=input-queued".to_string()]).unwrap();
+    let app = numalab_model::traffic::App {
+        cores: (0..16).collect(),
+        data: numalab_model::traffic::Data::Node { node: 0 },
+        mix: vec![
+            numalab_model::traffic::Op::Read,
+            numalab_model::traffic::Op::Write,
+        ],
+        slc_hit: 0.0,
+        msc_hit: 0.0,
+        snoop: 0.0,
+        outstanding: 4,
+        think_cycles: 0,
+    };
+    let short = DesConfig {
+        measure_cycles: 500,
+        ..c
+    };
+    let r = simulate_threads(&v1, &Workload::App(app.clone()), &short, 4).unwrap();
+    assert_eq!(r.threads, 1);
+    assert_eq!(r, simulate(&v1, &Workload::App(app), &short).unwrap());
+}

@@ -138,7 +138,7 @@ fn uniform_saturation_is_between_80_and_100_percent_of_4_over_k() {
         let mut observed = None;
         for f in fractions {
             let (p, _) =
-                experiments::traffic_point(&m, &uniform(f * bound), "des", &cfg, t0).unwrap();
+                experiments::traffic_point(&m, &uniform(f * bound), "des", &cfg, t0, 1).unwrap();
             if !p.stable {
                 break;
             }

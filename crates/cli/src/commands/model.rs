@@ -182,9 +182,11 @@ pub struct RunArgs {
     /// Cycles simulated and discarded before measuring.
     #[arg(long, default_value_t = 2_000)]
     pub warmup: u64,
-    /// Discrete-event simulations run side by side (a curve's points, stream-triad's data
-    /// nodes, policy's configurations and applications), default the CPUs this process
-    /// may use; the figures do not depend on it
+    /// Threads for the discrete-event simulations, default the CPUs this process may use:
+    /// simulations run side by side (a curve's points, stream-triad's data nodes,
+    /// policy's configurations and applications), and a curve with fewer points than
+    /// jobs gives each point's input-queued simulation the spare threads (its routers
+    /// in shards of 8 or more); the figures do not depend on it
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Write the floorplan as SVG (with the heatmap for latency-heatmap).

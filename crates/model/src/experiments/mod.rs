@@ -139,9 +139,10 @@ pub struct Options {
     pub sets: Vec<String>,
     /// Discrete-event simulations run side by side on this many threads (at least 1): a
     /// curve's points, stream-triad's data nodes, policy's configurations and
-    /// applications. Each is its own seeded simulation and the records are made in the
-    /// same order, so the figures do not depend on it; it is not part of a run's recorded
-    /// options.
+    /// applications; a curve with fewer points than jobs shards each point's
+    /// input-queued simulation on the spare threads ([`crate::router::simulate_threads`]).
+    /// Each is its own seeded simulation and the records are made in the same order, so
+    /// the figures do not depend on it; it is not part of a run's recorded options.
     #[serde(skip, default = "one")]
     pub jobs: usize,
 }

@@ -28,20 +28,22 @@ pub(super) fn analytic_point(curve: &analytic::SyntheticCurve, rate: f64, t0: f6
 }
 
 /// One point of a synthetic curve in one engine (`t0`: zero-load latency, for the
-/// stability test).
+/// stability test; `threads`: for an input-queued simulation, see
+/// [`des::synthetic_threads`]).
 pub fn traffic_point(
     model: &Model,
     t: &Synthetic,
     engine: &str,
     cfg: &DesConfig,
     t0: f64,
+    threads: usize,
 ) -> Result<(TrafficPoint, Option<SimStats>), ModelError> {
     if engine == "analytic" {
         let curve = analytic::SyntheticCurve::new(model, t);
         return Ok((analytic_point(&curve, t.rate, t0), None));
     }
     let stops = f64::from(Synthetic::stops(model));
-    let (f, s) = des::synthetic(model, t, cfg)?;
+    let (f, s) = des::synthetic_threads(model, t, cfg, threads)?;
     let stable = s.drained && f.packet_latency_cycles < STABLE_LATENCY_FACTOR * t0;
     Ok((
         TrafficPoint {
@@ -174,13 +176,15 @@ pub(super) fn traffic(
             r
         } else {
             // The points are separate seeded simulations: side by side on `jobs`
-            // threads, taken in order.
+            // threads, taken in order; with fewer points than jobs, each point's
+            // simulation gets the spare threads (input-queued routers only).
+            let per_point = (opts.jobs / opts.jobs.min(loads.len()).max(1)).max(1);
             let work = |k: usize| {
                 let t = Synthetic {
                     rate: loads[k] * sat,
                     ..base
                 };
-                traffic_point(model, &t, engine, &opts.des, t0)
+                traffic_point(model, &t, engine, &opts.des, t0, per_point)
             };
             std::thread::scope(|scope| {
                 let mut a = ahead(scope, opts.jobs, loads.len(), &work);
