@@ -4,7 +4,8 @@
 //! - the input-queued router (`noc.router = "input-queued"`) in router-cycles per second
 //!   on 8x8 and 16x16 at 80% of BookSim2's saturation load, beside BookSim2's own speed
 //!   for the same configuration when its binary is at hand (`$BOOKSIM`, else
-//!   /tmp/booksim2/src/booksim; scripts/booksim-compare.sh builds it);
+//!   /tmp/booksim2/src/booksim; scripts/booksim-compare.sh builds it), and one
+//!   simulation sharded on every CPU this process may use (`des::synthetic_threads`);
 //! - the analytic engine's time for whole experiments on a 16x16 mesh and on the V1
 //!   preset.
 //!

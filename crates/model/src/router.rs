@@ -1817,8 +1817,16 @@ pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqRes
     simulate_threads(model, work, cfg, 1)
 }
 
+/// The fewest routers a shard of [`simulate_threads`] gets. The threads meet once per
+/// cycle (a few microseconds on the development VM), which a shard's routers must
+/// outweigh: on that VM, with shards of about 8 routers a 4x4 mesh ran at 0.88x of one
+/// thread, 8x8 (two shards of ~32) at 1.3x, 12x12 at 1.5x and 16x16 at 1.6x
+/// (`cargo bench -p numalab-model`). Measured there, so a constant of that host.
+pub const MIN_SHARD_ROUTERS: usize = 32;
+
 /// [`simulate`] on up to `threads` threads: the mesh's routers in contiguous shards of
-/// at least 8, stepped side by side each cycle ([`run_sharded`]), with the same figures,
+/// at least [`MIN_SHARD_ROUTERS`], stepped side by side each cycle ([`run_sharded`]),
+/// with the same figures,
 /// bit for bit, as on one thread. Application workloads (a closed loop whose events are
 /// ordered across the whole mesh), bounded controller queues and zero-cycle hops run on
 /// one thread.
@@ -1967,9 +1975,10 @@ pub fn simulate_threads(
     }
     let limit = w1 + cfg.drain_cycles;
     let routers = sim.planes * sim.n_stops;
-    // Shards of at least 8 routers each; a delay of zero cycles between routers (a
-    // flit or credit arriving in the cycle it is sent) needs one thread's order.
-    let shards = threads.min(routers / 8).max(1);
+    // A delay of zero cycles between routers (a flit or credit arriving in the cycle it
+    // is sent) would need one thread's order; the pipeline's switch allocation takes a
+    // cycle at least (the spec's check), so this is a guard.
+    let shards = threads.min(routers / MIN_SHARD_ROUTERS).max(1);
     let zero_delay = (0..routers * 4).any(|k| sim.down[k] != u32::MAX && sim.down_cycles[k] == 0);
     let sharded = shards > 1 && !sim.app_mode && !sim.gated && !zero_delay;
     if sharded {

@@ -573,8 +573,8 @@ fn input_queued_runs_are_deterministic_per_seed() {
 #[test]
 fn a_curve_simulated_on_several_threads_is_the_curve_simulated_on_one() {
     use numalab_model::experiments::{self, Engine, Experiment, Options};
-    let m = iq(4, 4, &[]);
-    let run = |jobs: usize, exp: Experiment| {
+    let small = iq(4, 4, &[]);
+    let run_on = |m: &Model, jobs: usize, exp: Experiment, loads: &[f64]| {
         let opts = Options {
             engine: Engine::Check,
             des: DesConfig {
@@ -583,14 +583,15 @@ fn a_curve_simulated_on_several_threads_is_the_curve_simulated_on_one() {
                 measure_cycles: 2_000,
                 drain_cycles: 2_000,
             },
-            loads: Some(vec![0.9, 0.1, 0.5, 1.1, 0.3]),
+            loads: Some(loads.to_vec()),
             jobs,
             ..Default::default()
         };
         let mut out: Vec<numalab_schema::Record> = Vec::new();
-        experiments::run(&m, exp, &opts, &mut out).unwrap();
+        experiments::run(m, exp, &opts, &mut out).unwrap();
         out.iter().map(|r| r.data.to_string()).collect::<Vec<_>>()
     };
+    let run = |jobs: usize, exp: Experiment| run_on(&small, jobs, exp, &[0.9, 0.1, 0.5, 1.1, 0.3]);
     for exp in [Experiment::Uniform, Experiment::Transpose] {
         let one = run(1, exp);
         // Records: the analytic curve, the discrete-event curve, the check.
@@ -601,6 +602,11 @@ fn a_curve_simulated_on_several_threads_is_the_curve_simulated_on_one() {
         }
         assert!(!one.iter().any(|r| r.contains("jobs")));
     }
+    // Fewer points than jobs: each point's simulation is sharded on the spare threads
+    // (8x8: two shards), the same curve.
+    let m = iq(8, 8, &[]);
+    let one = run_on(&m, 1, Experiment::Uniform, &[0.5, 0.9]);
+    assert_eq!(run_on(&m, 4, Experiment::Uniform, &[0.5, 0.9]), one);
 }
 
 /// The application experiments' simulations (stream-triad: one per data node; policy:
@@ -1392,7 +1398,7 @@ fn a_full_home_tracker_holds_remote_requests_longer() {
 /// long credit loops, YX routing, explicit flows, a saturated mesh that does not drain).
 #[test]
 fn one_simulation_sharded_on_several_threads_is_the_same_simulation() {
-    use numalab_model::router::simulate_threads;
+    use numalab_model::router::{simulate_threads, MIN_SHARD_ROUTERS};
     let synth = |pattern, rate, flits, networks| Workload::Synthetic {
         traffic: Synthetic {
             pattern,
@@ -1436,13 +1442,17 @@ fn one_simulation_sharded_on_several_threads_is_the_same_simulation() {
         flits: 2,
     };
     let cases: Vec<(&str, Model, Workload)> = vec![
-        ("uniform", iq(8, 8, &[]), synth(Pattern::Uniform, 0.3, 1, 1)),
+        (
+            "uniform",
+            iq(16, 8, &[]),
+            synth(Pattern::Uniform, 0.3, 1, 1),
+        ),
         (
             "saturated",
             iq(8, 8, &[]),
             synth(Pattern::Uniform, 0.6, 1, 1),
         ),
-        ("hotspot 4 flits", iq(8, 8, &[]), synth(hot, 0.03, 4, 1)),
+        ("hotspot 4 flits", iq(16, 8, &[]), synth(hot, 0.03, 4, 1)),
         (
             "transpose",
             iq(8, 8, &[]),
@@ -1455,24 +1465,24 @@ fn one_simulation_sharded_on_several_threads_is_the_same_simulation() {
         ),
         (
             "shared links",
-            iq(8, 8, &["noc.shared_links=true", "noc.vcs=2"]),
+            iq(16, 8, &["noc.shared_links=true", "noc.vcs=2"]),
             synth(Pattern::Uniform, 0.2, 2, 4),
         ),
         (
             "delays",
-            iq(8, 8, &delays),
+            iq(16, 8, &delays),
             synth(Pattern::Uniform, 0.25, 2, 1),
         ),
         (
-            "6x4 yx",
-            iq(6, 4, &small),
+            "12x8 yx",
+            iq(12, 8, &small),
             synth(Pattern::Uniform, 0.2, 3, 1),
         ),
         // Flits and credits that arrive in the cycle after they are sent: a handover one
         // cycle late would be too late.
         (
             "one-cycle hops",
-            iq(8, 8, &fast),
+            iq(16, 8, &fast),
             synth(Pattern::Uniform, 0.3, 2, 1),
         ),
         ("flows", iq(8, 8, &[]), transposed),
@@ -1490,13 +1500,13 @@ fn one_simulation_sharded_on_several_threads_is_the_same_simulation() {
             one.stats.events > 0 && one.figures.packets_per_cycle > 0.0,
             "{name}"
         );
-        let routers = (one.stats.routers as usize).min(m.geo.stops_per_socket() as usize);
+        let routers = one.stats.routers as usize;
         for threads in [2, 3, 5] {
             let r = simulate_threads(m, w, &c, threads).unwrap();
-            // Shards of at least 8 routers.
+            // Shards of at least MIN_SHARD_ROUTERS routers.
             assert_eq!(
                 r.threads,
-                threads.min(routers / 8),
+                threads.min(routers / MIN_SHARD_ROUTERS),
                 "{name}: {threads} threads"
             );
             assert_eq!(

@@ -186,7 +186,7 @@ pub struct RunArgs {
     /// simulations run side by side (a curve's points, stream-triad's data nodes,
     /// policy's configurations and applications), and a curve with fewer points than
     /// jobs gives each point's input-queued simulation the spare threads (its routers
-    /// in shards of 8 or more); the figures do not depend on it
+    /// in shards of 32 or more); the figures do not depend on it
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Write the floorplan as SVG (with the heatmap for latency-heatmap).
