@@ -1978,7 +1978,13 @@ pub fn simulate_threads(
     // A delay of zero cycles between routers (a flit or credit arriving in the cycle it
     // is sent) would need one thread's order; the pipeline's switch allocation takes a
     // cycle at least (the spec's check), so this is a guard.
-    let shards = threads.min(routers / MIN_SHARD_ROUTERS).max(1);
+    // Every shard holds a whole simulator's arrays (it uses its own routers' part), so
+    // the shards and this thread's simulator together stay within the buffers' bound.
+    let copies = (MAX / need.max(1)).max(1) as usize;
+    let shards = threads
+        .min(routers / MIN_SHARD_ROUTERS)
+        .min(copies.saturating_sub(1))
+        .max(1);
     let zero_delay = (0..routers * 4).any(|k| sim.down[k] != u32::MAX && sim.down_cycles[k] == 0);
     let sharded = shards > 1 && !sim.app_mode && !sim.gated && !zero_delay;
     if sharded {
