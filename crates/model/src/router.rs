@@ -493,9 +493,10 @@ struct Iq {
     span: usize,
     /// Flits and credits for routers of other shards, sent at the end of the cycle.
     outbox: Vec<Msg>,
-    /// A sharded simulation: new packets go to `new_pkts` (for the shard of their
-    /// source) instead of a source queue, and delivered ones to `delivered` (the packet
-    /// table and the statistics are on one thread) instead of [`Iq::deliver`].
+    /// The coordinating simulator of a sharded run: new packets go to `new_pkts` (for
+    /// the shard of their source) instead of a source queue. A shard's step
+    /// (`step_routers::<true>`) puts delivered packets in `delivered` instead of calling
+    /// [`Iq::deliver`] (the packet table and the statistics are on one thread).
     handoff: bool,
     new_pkts: Vec<(u32, Queued)>,
     delivered: Vec<(u32, u64, u16)>,
