@@ -3,16 +3,19 @@
 //! of seeds and workloads to check that a change keeps them bit-identical:
 //!
 //! ```sh
-//! cargo run --release -p numalab-model --example iq_speed -- speed [reps] [cycles] [threads]
-//! cargo run --release -p numalab-model --example iq_speed -- figures [threads] > figures.txt
+//! cargo run --release -p numalab-model --example iq_speed -- speed [reps] [cycles] [threads] [exact]
+//! cargo run --release -p numalab-model --example iq_speed -- figures [shards] [from] > figures.txt
 //! ```
 //!
-//! `threads` (default 1) runs each simulation sharded on that many threads
-//! (`router::simulate_threads`); its figures must be those of one thread, bit for bit.
+//! `speed` with `threads` (default 1) lets each simulation choose its shards on up to that
+//! many threads (`router::simulate_threads`, which prints its choice and measurements);
+//! with `exact`, it runs on exactly that many from the first cycle
+//! (`router::simulate_shards`). `figures` runs on `shards` threads (default 1) from cycle
+//! `from` (default 0); its figures must be those of one thread, bit for bit.
 
 use numalab_model::des::DesConfig;
 use numalab_model::experiments::{self, Engine, Experiment, Options};
-use numalab_model::router::{simulate_threads, Flow, Workload};
+use numalab_model::router::{simulate_shards, simulate_threads, Flow, Workload};
 use numalab_model::traffic::{Pattern, Synthetic};
 use numalab_model::Model;
 use std::time::Instant;
@@ -44,7 +47,7 @@ fn cpu_ns() -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
-fn speed(reps: usize, cycles: u64, threads: usize) {
+fn speed(reps: usize, cycles: u64, threads: usize, exact: bool) {
     let models = [iq(8, &[]), iq(16, &[])];
     let rates = [0.344, 0.180];
     let mut speeds = vec![Vec::new(); 2];
@@ -60,12 +63,33 @@ fn speed(reps: usize, cycles: u64, threads: usize) {
             let w = synthetic(Pattern::Uniform, rates[i], 1, 1);
             let start = Instant::now();
             let cpu0 = cpu_ns();
-            let r = simulate_threads(&models[i], &w, &cfg, threads).unwrap();
+            let r = if exact {
+                simulate_shards(&models[i], &w, &cfg, threads, 0).unwrap()
+            } else {
+                simulate_threads(&models[i], &w, &cfg, threads).unwrap()
+            };
             let secs = start.elapsed().as_secs_f64();
+            if let Some(c) = &r.sharding {
+                let trials: Vec<String> = c
+                    .trials
+                    .iter()
+                    .map(|(k, ns)| format!("{:.1} us on {k}", ns / 1e3))
+                    .collect();
+                println!(
+                    "{k}x{k} run {rep}: {} of at most {} shards (cycles {}..{}: {:.1} us per cycle on one thread, {})",
+                    c.shards,
+                    c.max,
+                    c.cycles.0,
+                    c.cycles.1,
+                    c.one_ns / 1e3,
+                    trials.join(", "),
+                    k = [8, 16][i],
+                );
+            }
             let work = (r.stats.cycles * r.stats.routers) as f64;
             speeds[i].push(work / secs);
             // One thread's CPU time says nothing of a sharded run's.
-            if let (Some(a), Some(b), 1) = (cpu0, cpu_ns(), threads) {
+            if let (Some(a), Some(b), 1) = (cpu0, cpu_ns(), r.threads) {
                 cpu_speeds[i].push(work / ((b - a) as f64 * 1e-9));
             }
         }
@@ -88,7 +112,7 @@ fn speed(reps: usize, cycles: u64, threads: usize) {
     }
 }
 
-fn figures(threads: usize) {
+fn figures(shards: usize, from: u64) {
     let cfg = |seed: u64, measure: u64| DesConfig {
         seed,
         warmup_cycles: 500,
@@ -227,7 +251,7 @@ fn figures(threads: usize) {
     }
     for (name, m, w, measure) in &cases {
         for seed in 1..=3 {
-            match simulate_threads(m, w, &cfg(seed, *measure), threads) {
+            match simulate_shards(m, w, &cfg(seed, *measure), shards, from) {
                 // Without `threads`: the dumps of any number of threads compare equal.
                 Ok(r) => println!("{name} seed {seed}: {:?}", (r.figures, r.flows, r.stats)),
                 Err(e) => println!("{name} seed {seed}: error {e}"),
@@ -239,11 +263,15 @@ fn figures(threads: usize) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("figures") => figures(args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1)),
+        Some("figures") => figures(
+            args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1),
+            args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0),
+        ),
         _ => speed(
             args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5),
             args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20_000),
             args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1),
+            args.get(4).is_some_and(|s| s == "exact"),
         ),
     }
 }

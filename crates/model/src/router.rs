@@ -114,6 +114,28 @@ pub struct IqResult {
     /// Threads the cycle loop ran on: 1, or the shards of [`simulate_threads`] (the
     /// figures, flows and statistics do not depend on it).
     pub threads: usize,
+    /// How [`simulate_threads`] chose the shards, when it measured (it did when it
+    /// was given more than one thread and the workload can be sharded).
+    pub sharding: Option<ShardChoice>,
+}
+
+/// The measurements behind [`simulate_threads`]'s choice of shards ([`choose_shards`]):
+/// the same cycles of the run timed on one thread and on trial shards.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardChoice {
+    /// The cycles timed (from, to): [`SPLIT_CYCLE`]` / 2 .. `[`SPLIT_CYCLE`] unless the
+    /// run ended before.
+    pub cycles: (u64, u64),
+    /// Nanoseconds per cycle on one thread.
+    pub one_ns: f64,
+    /// Per number of shards tried: nanoseconds per cycle (a copy of the simulation ran
+    /// those cycles on them and was discarded).
+    pub trials: Vec<(usize, f64)>,
+    /// The most shards allowed (threads given, CPUs usable, two routers per shard, the
+    /// buffers' memory bound).
+    pub max: usize,
+    /// The shards chosen (1: the run stayed on one thread).
+    pub shards: usize,
 }
 
 /// The zero-load packet latency of the input-queued router for a packet of `hops` link
@@ -258,7 +280,7 @@ const NONE32: u32 = u32::MAX;
 /// The closed-loop side of an application workload: requests, their timed steps
 /// (lookups, memory accesses, think time; a heap, as they are few next to flits), the
 /// memory channels and the request statistics.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Closed {
     txns: Vec<Txn>,
     free_txns: Vec<u32>,
@@ -371,6 +393,7 @@ struct RouterState {
     busy: u8,
 }
 
+#[derive(Clone)]
 struct Source {
     queue: VecDeque<Queued>,
     /// Packet being injected (`cur` its id, else u32::MAX), its next flit and its VC.
@@ -381,6 +404,7 @@ struct Source {
     rr: u8,
 }
 
+#[derive(Clone)]
 struct Iq {
     n_stops: usize,
     yx: bool,
@@ -491,8 +515,10 @@ struct Iq {
     /// them unless it is one shard of a sharded simulation ([`simulate_threads`]).
     lo: usize,
     span: usize,
-    /// Flits and credits for routers of other shards, sent at the end of the cycle.
-    outbox: Vec<Msg>,
+    /// Flits and credits for routers of other shards, per destination shard, sent at
+    /// the end of the cycle; the shard of each router (empty unless sharded).
+    outbox: Vec<Vec<Msg>>,
+    shard_of: Vec<u16>,
     /// The coordinating simulator of a sharded run: new packets go to `new_pkts` (for
     /// the shard of their source) instead of a source queue. A shard's step
     /// (`step_routers::<true>`) puts delivered packets in `delivered` instead of calling
@@ -703,6 +729,7 @@ impl Iq {
             lo: 0,
             span: routers,
             outbox: Vec::new(),
+            shard_of: Vec::new(),
             handoff: false,
             new_pkts: Vec::new(),
             delivered: Vec::new(),
@@ -770,7 +797,7 @@ impl Iq {
     #[inline]
     fn send_flit<const SHARD: bool>(&mut self, at: u64, r: usize, p: usize, vc: usize, f: Flit) {
         if SHARD && r.wrapping_sub(self.lo) >= self.span {
-            self.outbox.push(Msg {
+            self.outbox[usize::from(self.shard_of[r])].push(Msg {
                 at,
                 r: r as u32,
                 port: p as u8,
@@ -794,7 +821,7 @@ impl Iq {
     #[inline]
     fn send_credit<const SHARD: bool>(&mut self, at: u64, r: usize, o: usize, vc: usize) {
         if SHARD && r.wrapping_sub(self.lo) >= self.span {
-            self.outbox.push(Msg {
+            self.outbox[usize::from(self.shard_of[r])].push(Msg {
                 at,
                 r: r as u32,
                 port: o as u8,
@@ -1815,27 +1842,75 @@ impl Iq {
 /// Simulates a workload on input-queued routers. Packets created during the measured
 /// window are followed until delivered (or the drain limit).
 pub fn simulate(model: &Model, work: &Workload, cfg: &DesConfig) -> Result<IqResult, ModelError> {
-    simulate_threads(model, work, cfg, 1)
+    run(model, work, cfg, Sharding::Exactly { shards: 1, from: 0 })
 }
 
-/// The fewest routers a shard of [`simulate_threads`] gets. The threads meet once per
-/// cycle (a few microseconds on the development VM), which a shard's routers must
-/// outweigh: on that VM, with shards of about 8 routers a 4x4 mesh ran at 0.88x of one
-/// thread, 8x8 (two shards of ~32) at 1.3x, 12x12 at 1.5x and 16x16 at 1.6x
-/// (`cargo bench -p numalab-model`). Measured there, so a constant of that host.
-pub const MIN_SHARD_ROUTERS: usize = 32;
+/// The cycle at which [`simulate_threads`] starts its shards, if it does. The cycles
+/// before run on one thread; the second half of them is its trial: timed on one thread,
+/// and on copies of the simulation sharded 2, 4, 8, ... ways (and the most allowed) while
+/// that keeps paying, and [`choose_shards`] takes the fastest.
+pub const SPLIT_CYCLE: u64 = 256;
 
-/// [`simulate`] on up to `threads` threads: the mesh's routers in contiguous shards of
-/// at least [`MIN_SHARD_ROUTERS`], stepped side by side each cycle ([`run_sharded`]),
-/// with the same figures,
-/// bit for bit, as on one thread. Application workloads (a closed loop whose events are
-/// ordered across the whole mesh), bounded controller queues and zero-cycle hops run on
-/// one thread.
+/// [`simulate`] on up to `threads` threads, with the same figures, bit for bit. The
+/// mesh's routers are cut into contiguous shards, each stepped by its own thread, which
+/// meet once per simulated cycle ([`run_sharded`]). How many is measured, not assumed:
+/// the same cycles are timed on one thread and sharded ([`SPLIT_CYCLE`]), and the
+/// fastest wins ([`choose_shards`]; a small mesh on a host where threads meet slowly
+/// stays on one thread, a large one or a host where they meet fast takes more).
+/// Application workloads (a closed loop whose events are ordered across the whole
+/// mesh), bounded controller queues and zero-cycle hops run on one thread.
 pub fn simulate_threads(
     model: &Model,
     work: &Workload,
     cfg: &DesConfig,
     threads: usize,
+) -> Result<IqResult, ModelError> {
+    run(model, work, cfg, Sharding::Auto(threads))
+}
+
+/// [`simulate`] on exactly `shards` threads from cycle `from` on (the cycles before
+/// run on one thread), whatever they cost: for tests and benchmarks. Fewer when the
+/// mesh has fewer than two routers per shard, the buffers' memory bound allows fewer
+/// copies, or the workload is not sharded (see [`simulate_threads`]).
+pub fn simulate_shards(
+    model: &Model,
+    work: &Workload,
+    cfg: &DesConfig,
+    shards: usize,
+    from: u64,
+) -> Result<IqResult, ModelError> {
+    run(model, work, cfg, Sharding::Exactly { shards, from })
+}
+
+/// How many shards, and from which cycle.
+#[derive(Debug, Clone, Copy)]
+enum Sharding {
+    /// Measure, then choose up to this many threads.
+    Auto(usize),
+    /// This many, from this cycle.
+    Exactly { shards: usize, from: u64 },
+}
+
+/// The shards to run on, from one thread's `one_ns` per cycle and the `trials`' (shards,
+/// nanoseconds per cycle) over the same cycles: the fastest trial if it takes at most
+/// nine tenths of one thread's time (a margin for the noise of a short trial), else one.
+pub fn choose_shards(one_ns: f64, trials: &[(usize, f64)]) -> usize {
+    if one_ns.is_nan() || one_ns <= 0.0 {
+        return 1;
+    }
+    trials
+        .iter()
+        .filter(|(k, ns)| *k > 1 && ns.is_finite() && *ns >= 0.0)
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .filter(|(_, ns)| *ns <= 0.9 * one_ns)
+        .map_or(1, |&(k, _)| k)
+}
+
+fn run(
+    model: &Model,
+    work: &Workload,
+    cfg: &DesConfig,
+    sharding: Sharding,
 ) -> Result<IqResult, ModelError> {
     let g = &model.geo;
     if g.sockets > 1 {
@@ -1980,38 +2055,81 @@ pub fn simulate_threads(
     // is sent) would need one thread's order; the pipeline's switch allocation takes a
     // cycle at least (the spec's check), so this is a guard.
     // Every shard holds a whole simulator's arrays (it uses its own routers' part), so
-    // the shards and this thread's simulator together stay within the buffers' bound.
+    // the shards, this thread's simulator and a trial's copy of it ([`SPLIT_CYCLE`])
+    // together stay within the buffers' bound.
     let copies = (MAX / need.max(1)).max(1) as usize;
-    let shards = threads
-        .min(routers / MIN_SHARD_ROUTERS)
-        .min(copies.saturating_sub(1))
+    let asked = match sharding {
+        Sharding::Auto(threads) => threads.min(
+            std::thread::available_parallelism()
+                .map(usize::from)
+                .unwrap_or(1),
+        ),
+        Sharding::Exactly { shards, .. } => shards,
+    };
+    let max_shards = asked
+        .min(routers / 2)
+        .min(usize::from(u16::MAX))
+        .min(copies.saturating_sub(2))
         .max(1);
     let zero_delay = (0..routers * 4).any(|k| sim.down[k] != u32::MAX && sim.down_cycles[k] == 0);
-    let sharded = shards > 1 && !sim.app_mode && !sim.gated && !zero_delay;
-    if sharded {
-        run_sharded(&mut sim, model, work, cfg, shards, (w0, w1), limit)?;
-    } else {
-        loop {
-            if sim.now & 0xffff == 0 && numalab_schema::interrupt::requested() {
-                return Err(ModelError::Interrupted);
-            }
-            sim.step_routers::<false>();
-            sim.inject::<false>();
-            // New packets (injected from the next cycle on).
-            if let Workload::App(app) = work {
-                sim.run_events(model, app);
-                // A closed loop is measured over its window only.
-                if sim.now + 1 >= w1 {
-                    break;
-                }
+    let shardable = max_shards > 1 && !sim.app_mode && !sim.gated && !zero_delay;
+    let mut choice = None;
+    // The shards, and whether the run ended on one thread before it could split.
+    let (shards, ended) = match sharding {
+        _ if !shardable => (1, false),
+        Sharding::Exactly { shards, from } => {
+            if run_one(&mut sim, model, work, w1, limit, Some(from))? {
+                (1, true)
             } else {
-                generate(&mut sim, model, work);
+                (shards.min(max_shards), false)
             }
-            if sim.now >= limit || (sim.now >= w1 && sim.measured_in_flight == 0) {
-                break;
-            }
-            sim.now += 1;
         }
+        Sharding::Auto(_) => {
+            let half = SPLIT_CYCLE / 2;
+            if run_one(&mut sim, model, work, w1, limit, Some(half))? {
+                (1, true)
+            } else {
+                // Trials first, on copies from this cycle, each over the cycles one
+                // thread runs next (to the split or the run's end, whichever is first).
+                let last = (SPLIT_CYCLE - 1).min(limit);
+                let mut trials: Vec<(usize, f64)> = Vec::new();
+                let mut k = 2;
+                loop {
+                    let mut copy = sim.clone();
+                    let ns = run_sharded(&mut copy, model, work, k, (w0, w1), last)?;
+                    let better = trials.iter().all(|&(_, t)| ns < t);
+                    trials.push((k, ns));
+                    if !better || k == max_shards {
+                        break;
+                    }
+                    k = (k * 2).min(max_shards);
+                }
+                let from = sim.now;
+                let t0 = std::time::Instant::now();
+                let ended = run_one(&mut sim, model, work, w1, limit, Some(SPLIT_CYCLE))?;
+                // Cycles run: to the split, or through the last one.
+                let to = sim.now + u64::from(ended);
+                let one_ns = t0.elapsed().as_nanos() as f64 / (to - from).max(1) as f64;
+                let shards = if ended {
+                    1
+                } else {
+                    choose_shards(one_ns, &trials)
+                };
+                choice = Some(ShardChoice {
+                    cycles: (from, to),
+                    one_ns,
+                    trials,
+                    max: max_shards,
+                    shards,
+                });
+                (shards, ended)
+            }
+        }
+    };
+    if shards > 1 {
+        run_sharded(&mut sim, model, work, shards, (w0, w1), limit)?;
+    } else if !ended {
+        run_one(&mut sim, model, work, w1, limit, None)?;
     }
     let drained = sim.app_mode || sim.measured_in_flight == 0;
     let m = (w1 - w0) as f64;
@@ -2110,8 +2228,45 @@ pub fn simulate_threads(
         figures: f,
         flows,
         stats,
-        threads: if sharded { shards } else { 1 },
+        threads: shards,
+        sharding: choice,
     })
+}
+
+/// The cycle loop on this thread, from the current cycle until the run ends (true) or
+/// cycle `until` is about to start (false).
+fn run_one(
+    sim: &mut Iq,
+    model: &Model,
+    work: &Workload,
+    w1: u64,
+    limit: u64,
+    until: Option<u64>,
+) -> Result<bool, ModelError> {
+    loop {
+        if until.is_some_and(|u| sim.now >= u) {
+            return Ok(false);
+        }
+        if sim.now & 0xffff == 0 && numalab_schema::interrupt::requested() {
+            return Err(ModelError::Interrupted);
+        }
+        sim.step_routers::<false>();
+        sim.inject::<false>();
+        // New packets (injected from the next cycle on).
+        if let Workload::App(app) = work {
+            sim.run_events(model, app);
+            // A closed loop is measured over its window only.
+            if sim.now + 1 >= w1 {
+                return Ok(true);
+            }
+        } else {
+            generate(sim, model, work);
+        }
+        if sim.now >= limit || (sim.now >= w1 && sim.measured_in_flight == 0) {
+            return Ok(true);
+        }
+        sim.now += 1;
+    }
 }
 
 /// New packets of a synthetic or flow workload in this cycle (injected from the next on).
@@ -2202,8 +2357,9 @@ impl Drop for Poison<'_> {
     }
 }
 
-/// The cycle loop of [`simulate`] on `shards` threads. Each shard is an [`Iq`] that
-/// steps a contiguous range of routers and their sources; every flit and credit takes at
+/// The cycle loop of [`simulate`] on `shards` threads, from `sim`'s current cycle to the
+/// end of the run or cycle `limit`; returns the nanoseconds a cycle took. Each
+/// shard is an [`Iq`] that steps a contiguous range of routers and their sources; every flit and credit takes at
 /// least a cycle to arrive, so within a cycle the routers are independent, and what a
 /// router sends to another shard's router is handed over at the cycle's end (a mailbox
 /// per shard and cycle parity) and placed in that router's delay line before its next
@@ -2220,21 +2376,11 @@ fn run_sharded(
     sim: &mut Iq,
     model: &Model,
     work: &Workload,
-    cfg: &DesConfig,
     shards: usize,
     window: (u64, u64),
     limit: u64,
-) -> Result<(), ModelError> {
+) -> Result<f64, ModelError> {
     let routers = sim.planes * sim.n_stops;
-    let networks = match work {
-        Workload::Flows { flows, .. } => flows
-            .iter()
-            .map(|f| usize::from(f.vn) + 1)
-            .max()
-            .unwrap_or(1),
-        Workload::Synthetic { networks, .. } => usize::from((*networks).clamp(1, 4)),
-        Workload::App(_) => 4,
-    };
     // Bounds: the first shard (this thread's) gets its share less the bookkeeping's,
     // about a router's step per 16 routers on this host's measurements (it delivers and
     // creates every packet), and at least a quarter of its share.
@@ -2246,19 +2392,28 @@ fn run_sharded(
     for i in 1..k {
         bounds.push(first + i * (routers - first) / (k - 1));
     }
+    // The shards start from this simulator's state after the cycles it ran on its own
+    // (none, or the cycles before the split): each is a copy that steps its own routers
+    // and sources from there. The packet table and the statistics stay here; the link
+    // counts and router steps each shard adds are summed at the end.
+    let mut shard_of = vec![0u16; routers];
+    for i in 0..k {
+        shard_of[bounds[i]..bounds[i + 1]].fill(i as u16);
+    }
+    let pkts = std::mem::take(&mut sim.pkts);
     let mut parts: Vec<Iq> = (0..k)
         .map(|i| {
-            let mut p = Iq::new(model, networks, cfg.seed, window);
+            let mut p = sim.clone();
+            p.shard_of.clone_from(&shard_of);
+            p.outbox = vec![Vec::new(); k];
             p.lo = bounds[i];
             p.span = bounds[i + 1] - bounds[i];
-            p.handoff = true;
+            p.link_busy.fill(0);
+            p.router_cycles = 0;
             p
         })
         .collect();
-    let mut shard_of = vec![0usize; routers];
-    for i in 0..k {
-        shard_of[bounds[i]..bounds[i + 1]].fill(i);
-    }
+    sim.pkts = pkts;
     sim.handoff = true;
     // Per shard and cycle parity: flits and credits from other shards, and its delivered
     // packets; per shard: the packets created for its sources.
@@ -2274,7 +2429,7 @@ fn run_sharded(
     };
     // Cycles whose bookkeeping is done (new packets handed over), and whether the run
     // ends there.
-    let booked = AtomicU64::new(0);
+    let booked = AtomicU64::new(sim.now);
     let stop = AtomicBool::new(false);
     // Router-cycles of each shard up to the end of each cycle parity: a shard may have
     // stepped one cycle past the last when it learns that it was the last.
@@ -2308,20 +2463,18 @@ fn run_sharded(
             p.sources[si as usize].queue.push_back(q);
         }
         p.inject::<true>();
-        if !p.outbox.is_empty() {
-            for (d, slots) in mailbox.iter().enumerate() {
-                if d != i {
-                    lock(&slots[parity])
-                        .extend(p.outbox.iter().filter(|m| shard_of[m.r as usize] == d));
-                }
+        for (out, slots) in p.outbox.iter_mut().zip(&mailbox) {
+            if !out.is_empty() {
+                lock(&slots[parity]).append(out);
             }
-            p.outbox.clear();
         }
         lock(&done[i][parity]).append(&mut p.delivered);
         p.now += 1;
     };
     let mut outcome = Ok(());
-    let mut end_cycle = 0;
+    let start = sim.now;
+    let mut end_cycle = start;
+    let t0 = std::time::Instant::now();
     std::thread::scope(|scope| {
         let (own, rest) = parts.split_first_mut().expect("at least two shards");
         let (step, inject, barrier, stop, booked) = (&step, &inject, &barrier, &stop, &booked);
@@ -2366,7 +2519,7 @@ fn run_sharded(
             generate(sim, model, work);
             let mut by_shard: Vec<Vec<(u32, Queued)>> = vec![Vec::new(); k];
             for (si, q) in sim.new_pkts.drain(..) {
-                by_shard[shard_of[si as usize]].push((si, q));
+                by_shard[usize::from(shard_of[si as usize])].push((si, q));
             }
             for (f, b) in fresh.iter().zip(by_shard) {
                 lock(f).extend(b);
@@ -2387,6 +2540,7 @@ fn run_sharded(
             }
         }
     });
+    let ns = t0.elapsed().as_nanos() as f64 / (end_cycle + 1 - start) as f64;
     outcome?;
     let parity = (end_cycle & 1) as usize;
     sim.router_cycles += counted
@@ -2398,7 +2552,7 @@ fn run_sharded(
             *a += b;
         }
     }
-    Ok(())
+    Ok(ns)
 }
 
 /// The next port after each port (round robin over the five).

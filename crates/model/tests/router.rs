@@ -1390,15 +1390,19 @@ fn a_full_home_tracker_holds_remote_requests_longer() {
     assert!(held0.requests_per_cycle < 0.8 * free0.requests_per_cycle);
 }
 
-/// One simulation sharded on several threads (`simulate_threads`: contiguous ranges of
+/// One simulation sharded on several threads (`simulate_shards`: contiguous ranges of
 /// routers stepped side by side, flits and credits across a shard boundary handed over
 /// at the cycle's end) is the same simulation: figures, flows and statistics equal to
 /// the last bit on 1, 2, 3 and 5 threads, for every mechanism that crosses a boundary
 /// (multi-flit packets, several and shared networks, routing and allocation delays,
-/// long credit loops, YX routing, explicit flows, a saturated mesh that does not drain).
+/// long credit loops, YX routing, explicit flows, a saturated mesh that does not drain),
+/// whether the shards start at the first cycle or take over a run one thread began (in
+/// an odd cycle, in the warm-up or in the measured window). `simulate_threads`, which
+/// times cycles of the run on one thread and on a sharded copy to choose, gives the
+/// same figures too, and the choice `choose_shards` makes from what it measured.
 #[test]
 fn one_simulation_sharded_on_several_threads_is_the_same_simulation() {
-    use numalab_model::router::{simulate_threads, MIN_SHARD_ROUTERS};
+    use numalab_model::router::{choose_shards, simulate_shards, simulate_threads, SPLIT_CYCLE};
     let synth = |pattern, rate, flits, networks| Workload::Synthetic {
         traffic: Synthetic {
             pattern,
@@ -1500,20 +1504,38 @@ fn one_simulation_sharded_on_several_threads_is_the_same_simulation() {
             one.stats.events > 0 && one.figures.packets_per_cycle > 0.0,
             "{name}"
         );
-        let routers = one.stats.routers as usize;
-        for threads in [2, 3, 5] {
-            let r = simulate_threads(m, w, &c, threads).unwrap();
-            // Shards of at least MIN_SHARD_ROUTERS routers.
-            assert_eq!(
-                r.threads,
-                threads.min(routers / MIN_SHARD_ROUTERS),
-                "{name}: {threads} threads"
-            );
+        assert!(one.stats.routers >= 64, "{name}");
+        for (shards, from) in [(2, 0), (3, 301), (5, 1)] {
+            let r = simulate_shards(m, w, &c, shards, from).unwrap();
+            assert_eq!(r.threads, shards, "{name}: {shards} shards");
             assert_eq!(
                 (&r.figures, &r.flows, &r.stats),
                 (&one.figures, &one.flows, &one.stats),
-                "{name}: {threads} threads"
+                "{name}: {shards} shards from cycle {from}"
             );
+        }
+        let r = simulate_threads(m, w, &c, 2).unwrap();
+        assert_eq!(
+            (&r.figures, &r.flows, &r.stats),
+            (&one.figures, &one.flows, &one.stats),
+            "{name}: up to 2 threads"
+        );
+        // It measured (unless this host lets the process use one CPU only) and did
+        // what the rule says of its measurements.
+        if let Some(choice) = &r.sharding {
+            let half = SPLIT_CYCLE / 2;
+            assert_eq!(choice.cycles, (half, SPLIT_CYCLE), "{name}");
+            assert!(choice.one_ns > 0.0, "{choice:?}");
+            assert_eq!(choice.max, 2, "{name}");
+            assert_eq!(choice.trials.len(), 1, "{choice:?}");
+            assert!(
+                choice.trials[0].0 == 2 && choice.trials[0].1 > 0.0,
+                "{choice:?}"
+            );
+            assert_eq!(choice.shards, choose_shards(choice.one_ns, &choice.trials));
+            assert_eq!(r.threads, choice.shards);
+        } else {
+            assert_eq!(r.threads, 1);
         }
         if *name == "saturated" {
             assert!(
@@ -1542,6 +1564,34 @@ fn one_simulation_sharded_on_several_threads_is_the_same_simulation() {
         ..c
     };
     let r = simulate_threads(&v1, &Workload::App(app.clone()), &short, 4).unwrap();
-    assert_eq!(r.threads, 1);
+    assert_eq!((r.threads, &r.sharding), (1, &None));
+    assert_eq!(
+        r,
+        simulate(&v1, &Workload::App(app.clone()), &short).unwrap()
+    );
+    let r = simulate_shards(&v1, &Workload::App(app.clone()), &short, 4, 0).unwrap();
     assert_eq!(r, simulate(&v1, &Workload::App(app), &short).unwrap());
+}
+
+/// The rule that chooses the shards from the same cycles timed on one thread and on
+/// trial shards: the fastest, if it saves a tenth.
+#[test]
+fn shards_are_the_fastest_trial_that_saves_a_tenth() {
+    use numalab_model::router::choose_shards;
+    // Slower sharded (4x4 on the development VM): one thread.
+    assert_eq!(choose_shards(5_000.0, &[(2, 5_600.0)]), 1);
+    // Faster by less than a tenth: one thread; by a tenth or more: sharded.
+    assert_eq!(choose_shards(10_000.0, &[(2, 9_100.0)]), 1);
+    assert_eq!(choose_shards(10_000.0, &[(2, 9_000.0)]), 2);
+    // The fastest of several, wherever it is in the list.
+    assert_eq!(
+        choose_shards(20_000.0, &[(2, 11_000.0), (4, 7_000.0), (8, 9_000.0)]),
+        4
+    );
+    assert_eq!(choose_shards(20_000.0, &[(2, 11_000.0), (4, 12_000.0)]), 2);
+    // Nothing measured, nothing tried or nonsense: one thread.
+    assert_eq!(choose_shards(0.0, &[(2, 1.0)]), 1);
+    assert_eq!(choose_shards(f64::NAN, &[(2, 1.0)]), 1);
+    assert_eq!(choose_shards(10_000.0, &[]), 1);
+    assert_eq!(choose_shards(10_000.0, &[(2, f64::NAN), (1, 1.0)]), 1);
 }

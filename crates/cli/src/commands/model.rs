@@ -185,8 +185,9 @@ pub struct RunArgs {
     /// Threads for the discrete-event simulations, default the CPUs this process may use:
     /// simulations run side by side (a curve's points, stream-triad's data nodes,
     /// policy's configurations and applications), and a curve with fewer points than
-    /// jobs gives each point's input-queued simulation the spare threads (its routers
-    /// in shards of 32 or more); the figures do not depend on it
+    /// jobs gives each point's input-queued simulation the spare threads (it times a
+    /// few hundred cycles on one thread and sharded, and shards only if that is faster);
+    /// the figures do not depend on it
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Write the floorplan as SVG (with the heatmap for latency-heatmap).
