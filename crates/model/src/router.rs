@@ -2474,7 +2474,10 @@ fn run_sharded(
     let mut outcome = Ok(());
     let start = sim.now;
     let mut end_cycle = start;
+    // The time of the cycles after the first (which waits for the threads to start and
+    // finds cold caches) up to the last (not the threads' ending).
     let t0 = std::time::Instant::now();
+    let mut timed = (t0, t0);
     std::thread::scope(|scope| {
         let (own, rest) = parts.split_first_mut().expect("at least two shards");
         let (step, inject, barrier, stop, booked) = (&step, &inject, &barrier, &stop, &booked);
@@ -2535,12 +2538,20 @@ fn run_sharded(
             }
             stop.store(end, Ordering::Relaxed);
             booked.store(end_cycle + 1, Ordering::Release);
+            if end_cycle == start {
+                timed.0 = std::time::Instant::now();
+            }
             if end {
+                timed.1 = std::time::Instant::now();
                 break;
             }
         }
     });
-    let ns = t0.elapsed().as_nanos() as f64 / (end_cycle + 1 - start) as f64;
+    let ns = if end_cycle > start {
+        (timed.1 - timed.0).as_nanos() as f64 / (end_cycle - start) as f64
+    } else {
+        (timed.1 - t0).as_nanos() as f64
+    };
     outcome?;
     let parity = (end_cycle & 1) as usize;
     sim.router_cycles += counted
