@@ -4,9 +4,6 @@
 //! already has (an earlier, killed run) is not measured again.
 
 use crate::{err, EvalError, Observer};
-use numalab_c2c::matrix::Plan as PairPlan;
-use numalab_c2c::record::{matrix_record, MatrixMeta};
-use numalab_pingpong::{Config, Variant};
 use numalab_records::evaluate::{PowerCheck, StepStatus, TopologyRecord};
 use numalab_schema::sink::Sink;
 use numalab_schema::{interrupt, Classify, Machine, Origin, Record, Warning};
@@ -299,58 +296,33 @@ fn c2c(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
             reason: "one PU: there is no pair to measure".into(),
         });
     }
-    let variant = Variant::Cas;
-    let key = format!("c2c/matrix/{}/first-cpu-node", variant.name());
-    if ctx.sink.done(&key) {
+    let plan = numalab_pingpong::probe::plan(ctx.machine, &cpus, &c2c_options(ctx.quick))
+        .map_err(|e| EvalError::new(e.class(), e.to_string()))?;
+    if ctx.sink.done(&plan.key) {
         return Ok(StepStatus::Done);
     }
     ctx.observer.message("core-to-core latency");
-    let plan = if cpus.len() > 64 {
-        let (groups, by) = numalab_c2c::matrix::sampling_groups(ctx.machine);
-        PairPlan::sampled(
-            &cpus,
-            &groups,
-            &by,
-            if ctx.quick { 1 } else { 3 },
-            numalab_stats::DEFAULT_SEED,
-        )
-    } else {
-        PairPlan::full(&cpus)
-    };
-    let samples = if ctx.quick { 100 } else { 300 };
-    let cfg = Config {
-        variant,
-        round_trips: 1000,
-        samples,
-        warmup_samples: (samples / 30).clamp(1, 10),
-        home_node: None,
-    };
-    let clock = numalab_clock::check(100_000);
-    let measured =
-        numalab_pingpong::run_plan(ctx.placer, &plan, &cfg, &clock, ctx.sink, &mut |_| {})
-            .map_err(|e| EvalError::new(e.class(), e.to_string()))?;
-    if measured.interrupted {
-        // No matrix from part of the pairs: the interrupted run leaves the step open.
-        return Ok(StepStatus::Done);
-    }
-    let mut notes: Vec<String> = measured
-        .failures
-        .iter()
-        .map(|f| format!("pair {f}"))
-        .collect();
-    notes.extend(measured.run_warnings.iter().map(|w| w.message.clone()));
-    let meta = MatrixMeta {
-        variant: variant.name().into(),
-        statistic: "median".into(),
-        home_node_policy: Some("first-cpu-node".into()),
-        selection: Some(plan.selection.clone()),
-        origin: Origin::Measured,
-        key: key.clone(),
-        extra_notes: notes,
-    };
-    let (record, _, _) = matrix_record(&measured.matrix, Some(ctx.machine), &meta);
-    ctx.push(Record::new(key, Origin::Measured, &record))?;
+    let clock = numalab_clock::check(numalab_pingpong::probe::CLOCK_READS);
+    // An interrupted run makes no matrix record and leaves the step open.
+    numalab_pingpong::probe::run(
+        ctx.placer,
+        &plan,
+        ctx.machine,
+        &clock,
+        ctx.sink,
+        &mut |_| {},
+    )
+    .map_err(|e| EvalError::new(e.class(), e.to_string()))?;
     Ok(StepStatus::Done)
+}
+
+/// The core-to-core step's options: the probe's defaults, or its quick variant.
+pub fn c2c_options(quick: bool) -> numalab_pingpong::probe::Options {
+    if quick {
+        numalab_pingpong::probe::Options::quick()
+    } else {
+        numalab_pingpong::probe::Options::defaults()
+    }
 }
 
 /// The built-in request workload: one client, then one per PU; with the default

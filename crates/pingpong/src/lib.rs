@@ -24,6 +24,7 @@
 //! 1% (checked against [`numalab_clock::ClockCheck`]).
 
 pub mod plan;
+pub mod probe;
 
 pub use plan::{pair_key, run_plan, Estimate, Measured, PlanError};
 

@@ -11,11 +11,12 @@ use crate::recorder::{OutputArgs, ProgressSink, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
 use numalab_c2c::heatmap::{self, Order};
-use numalab_c2c::matrix::{LatencyMatrix, Plan};
+use numalab_c2c::matrix::LatencyMatrix;
 use numalab_c2c::record::{matrix_record, MatrixMeta};
-use numalab_pingpong::{self as pingpong, Config, Variant};
+use numalab_c2c::structure::Structure;
+use numalab_pingpong::{self as pingpong, Variant};
 use numalab_schema::record::Host;
-use numalab_schema::{units, Classify, ErrorClass, Machine, Origin, Record};
+use numalab_schema::{units, Classify, ErrorClass, Origin, Record};
 use std::path::PathBuf;
 
 /// Ping-pong variant (command line).
@@ -129,113 +130,80 @@ fn run_import(args: &C2cArgs, path: &std::path::Path) -> CliResult {
         "imported from core-to-core-latency's CSV: CPU ids are assumed to be 0..N-1 in row order, values are means of samples"
             .into(),
     );
-    finish(
+    let meta = MatrixMeta {
+        variant: "imported".into(),
+        statistic: "as imported".into(),
+        home_node_policy: None,
+        selection: None,
+        origin: Origin::Imported,
+        key: "c2c/matrix/imported".into(),
+        extra_notes: notes,
+    };
+    let (record, structure, _) = matrix_record(&import.matrix, machine.as_ref(), &meta);
+    rec.push(Record::new(meta.key.clone(), meta.origin, &record))?;
+    show(
         args,
         &mut rec,
-        import.matrix,
-        machine.as_ref(),
-        MatrixMeta {
-            variant: "imported".into(),
-            statistic: "as imported".into(),
-            home_node_policy: None,
-            selection: None,
-            origin: Origin::Imported,
-            key: "c2c/matrix/imported".into(),
-            extra_notes: notes,
-        },
+        &import.matrix,
+        &structure,
+        &meta.key,
+        &meta.variant,
     )?;
     rec.finish()?;
     Ok(())
 }
 
+impl C2cArgs {
+    /// The probe's options from the flags (nothing else: the plan is the library's).
+    pub fn options(&self) -> pingpong::probe::Options {
+        use pingpong::probe::Pairs;
+        pingpong::probe::Options {
+            variant: match self.variant {
+                VariantArg::Cas => Variant::Cas,
+                VariantArg::Flag => Variant::Flag,
+            },
+            samples: self.samples,
+            round_trips: self.round_trips,
+            pairs: match self.pairs {
+                PairsArg::Auto => Pairs::Auto,
+                PairsArg::All => Pairs::All,
+                PairsArg::Sampled => Pairs::Sampled,
+            },
+            across: self.across.max(1),
+            home_node: self.home_node,
+        }
+    }
+}
+
 fn run_measure(args: &C2cArgs) -> CliResult {
-    let variant = match args.variant {
-        VariantArg::Cas => Variant::Cas,
-        VariantArg::Flag => Variant::Flag,
-    };
     // The clock check and the host facts (some 20 reads of /proc and /sys, 0.3 ms) run
-    // beside hwloc's discovery (sysfs reads): they are independent. 20,000 reads (and 5
-    // batches of 1,000 for the overhead) find the step of any clock fine enough to time
-    // a sample; more only lengthened start-up (2.4 ms for 121,000 reads here).
+    // beside hwloc's discovery (sysfs reads): they are independent.
     let clock_check = std::thread::spawn(|| {
         (
-            numalab_clock::check(20_000),
+            numalab_clock::check(pingpong::probe::CLOCK_READS),
             numalab_topo::system::host_facts(),
         )
     });
     // Plan against the topology.
     let (machine, placer) = numalab_topo::live_with_placer()?;
     let cpus = numalab_topo::select::CpuSelection::parse(&args.cpus)?.resolve(&machine)?;
-    if cpus.len() < 2 {
-        return Err(CliError::new(
-            ErrorClass::Usage,
-            format!(
-                "--cpus {:?} selects {} CPU: core-to-core latency needs at least 2",
-                args.cpus,
-                cpus.len()
-            ),
-        ));
-    }
-    if let Some(node) = args.home_node {
-        if machine.node(node).is_none() {
-            return Err(CliError::new(
-                ErrorClass::Usage,
-                format!(
-                    "--home-node {node}: no such NUMA node here (nodes: {}); see `numalab topo`",
-                    machine
-                        .numa_nodes
-                        .iter()
-                        .map(|n| n.os_index.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
-    }
-    let full = cpus.len() * (cpus.len() - 1) / 2;
-    let sampled = match args.pairs {
-        PairsArg::All => false,
-        PairsArg::Sampled => true,
-        PairsArg::Auto => cpus.len() > 64,
-    };
-    let plan = if sampled {
-        let (groups, by) = numalab_c2c::matrix::sampling_groups(&machine);
-        Plan::sampled(
-            &cpus,
-            &groups,
-            &by,
-            args.across.max(1),
-            numalab_stats::DEFAULT_SEED,
-        )
-    } else {
-        Plan::full(&cpus)
-    };
-    let cfg = Config {
-        variant,
-        round_trips: args.round_trips,
-        samples: args.samples,
-        warmup_samples: (args.samples / 100).clamp(1, 10),
-        home_node: args.home_node,
-    };
+    let plan = pingpong::probe::plan(&machine, &cpus, &args.options())
+        .map_err(|e| CliError::new(ErrorClass::Usage, format!("--cpus {:?}: {e}", args.cpus)))?;
     let (clock, facts) = clock_check.join().map_err(|_| {
         CliError::new(
             ErrorClass::Runtime,
             "the thread checking the clock and reading the host facts panicked; report this as a bug",
         )
     })?;
-    let config = serde_json::json!({
-        "cpus": numalab_schema::cpulist::format(&plan.cpus),
-        "variant": variant.name(),
-        "samples": cfg.samples, "round_trips": cfg.round_trips, "warmup_samples": cfg.warmup_samples,
-        "home_node": cfg.home_node, "selection": plan.selection, "clock": clock,
-    });
     let mut rec = Recorder::new(
         &args.output,
-        config,
+        plan.config_json(&clock),
         Origin::Measured,
         numalab_topo::system::host_from(&machine, facts),
     )?;
     let json = rec.json();
+    let full = plan.full_pairs();
+    let ncpus = plan.pairs.cpus.len();
     let mut announce = |e: &pingpong::Estimate| {
         if json {
             return;
@@ -249,7 +217,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
             _ => String::new(),
         };
         eprintln!(
-            "numalab: {} pair{} to measure{} ({} CPUs, {} pairs in a full matrix){estimate}",
+            "numalab: {} pair{} to measure{} ({ncpus} CPUs, {full} pairs in a full matrix){estimate}",
             e.todo,
             if e.todo == 1 { "" } else { "s" },
             if e.already > 0 {
@@ -257,29 +225,22 @@ fn run_measure(args: &C2cArgs) -> CliResult {
             } else {
                 String::new()
             },
-            plan.cpus.len(),
-            full,
         );
         for w in &e.warnings {
             crate::recorder::warn(w);
         }
     };
     let mut sink = ProgressSink::with_bar(&mut rec);
-    let measured = pingpong::run_plan(&placer, &plan, &cfg, &clock, &mut sink, &mut announce);
+    let outcome = pingpong::probe::run(&placer, &plan, &machine, &clock, &mut sink, &mut announce);
     sink.finish();
-    let pingpong::Measured {
-        matrix,
-        failures,
-        run_warnings,
-        interrupted,
-    } = measured.map_err(|e| CliError::new(e.class(), e.to_string()))?;
-    if interrupted {
+    let outcome = outcome.map_err(|e| CliError::new(e.class(), e.to_string()))?;
+    if outcome.interrupted {
         rec.finish()?;
         return Err(CliError::new(
             ErrorClass::Interrupted,
             format!(
                 "interrupted: {} pairs measured{}",
-                matrix.measured_pairs(),
+                outcome.matrix.measured_pairs(),
                 if args.output.out.is_some() {
                     "; rerun with the same --out to continue"
                 } else {
@@ -288,35 +249,28 @@ fn run_measure(args: &C2cArgs) -> CliResult {
             ),
         ));
     }
-    let home_policy = match args.home_node {
-        Some(n) => format!("node:{n}"),
-        None => "first-cpu-node".into(),
-    };
-    let mut notes: Vec<String> = failures.iter().map(|f| format!("pair {f}")).collect();
-    notes.extend(run_warnings.iter().map(|w| w.message.clone()));
-    finish(
+    let structure = outcome.structure.as_ref().ok_or_else(|| {
+        CliError::new(
+            ErrorClass::Runtime,
+            "the matrix was measured but has no structure; report this as a bug",
+        )
+    })?;
+    show(
         args,
         &mut rec,
-        matrix,
-        Some(&machine),
-        MatrixMeta {
-            variant: variant.name().into(),
-            statistic: "median".into(),
-            home_node_policy: Some(home_policy.clone()),
-            selection: Some(plan.selection.clone()),
-            origin: Origin::Measured,
-            key: format!("c2c/matrix/{}/{home_policy}", variant.name()),
-            extra_notes: notes,
-        },
+        &outcome.matrix,
+        structure,
+        &plan.key,
+        plan.config.variant.name(),
     )?;
     rec.finish()?;
-    if !failures.is_empty() {
+    if !outcome.failures.is_empty() {
         return Err(CliError::new(
             ErrorClass::Partial,
             format!(
                 "{} pair(s) failed, the others were measured: {}",
-                failures.len(),
-                failures.join("; ")
+                outcome.failures.len(),
+                outcome.failures.join("; ")
             ),
         ));
     }
@@ -333,18 +287,20 @@ fn human_seconds(s: f64) -> String {
     }
 }
 
-fn finish(
+/// The files asked for (CSV, SVG) and the terminal's picture of a matrix whose record
+/// is in the journal under `key`, measured with `variant` (the SVG's title).
+fn show(
     args: &C2cArgs,
     rec: &mut Recorder,
-    matrix: LatencyMatrix,
-    machine: Option<&Machine>,
-    meta: MatrixMeta,
+    matrix: &LatencyMatrix,
+    structure: &Structure,
+    key: &str,
+    variant: &str,
 ) -> CliResult {
-    let (record, structure, _) = matrix_record(&matrix, machine, &meta);
     if let Some(path) = &args.export_csv {
         let write = || -> std::io::Result<()> {
             let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-            numalab_c2c::csv::write(&matrix, &mut f)?;
+            numalab_c2c::csv::write(matrix, &mut f)?;
             std::io::Write::flush(&mut f)
         };
         write().map_err(|e| {
@@ -355,27 +311,22 @@ fn finish(
         })?;
     }
     let positions = heatmap::order(
-        &matrix,
-        Some(&structure),
+        matrix,
+        Some(structure),
         match args.order {
             OrderArg::Os => Order::Os,
             OrderArg::Group => Order::Group,
         },
     );
     if let Some(path) = &args.svg {
-        let title = format!(
-            "core-to-core latency ({}), {} CPUs",
-            meta.variant,
-            matrix.n()
-        );
-        std::fs::write(path, heatmap::svg(&matrix, &positions, &title)).map_err(|e| {
+        let title = format!("core-to-core latency ({variant}), {} CPUs", matrix.n());
+        std::fs::write(path, heatmap::svg(matrix, &positions, &title)).map_err(|e| {
             CliError::new(
                 ErrorClass::Runtime,
                 format!("{}: cannot write: {e}", path.display()),
             )
         })?;
     }
-    rec.push(Record::new(meta.key.clone(), meta.origin, &record))?;
     if !rec.json() {
         // The terminal's picture of the matrix: a coloured grid, or the one pair.
         match (matrix.n(), matrix.get(1, 0)) {
@@ -386,12 +337,12 @@ fn finish(
                 units::nanos(v)
             ),
             (2, None) => {}
-            _ => print!("{}", heatmap::terminal(&matrix, &positions, color(), 64)),
+            _ => print!("{}", heatmap::terminal(matrix, &positions, color(), 64)),
         }
         // The pairs of this matrix and the matrix itself (not other matrices of the
         // same journal), as the report shows them.
         let shown = rec.latest().into_iter().filter(|r| {
-            r.kind != <MatrixRecord as numalab_schema::RecordKind>::KIND || r.key == meta.key
+            r.kind != <MatrixRecord as numalab_schema::RecordKind>::KIND || r.key == key
         });
         crate::output::print_sections(
             rec.envelope(),
@@ -400,4 +351,42 @@ fn finish(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command};
+    use std::ffi::OsString;
+
+    fn options(line: &[&str]) -> numalab_pingpong::probe::Options {
+        let args: Vec<OsString> = line.iter().map(OsString::from).collect();
+        match Cli::try_parse_args(args).unwrap().command {
+            Command::C2c(a) => a.options(),
+            _ => panic!("not c2c: {line:?}"),
+        }
+    }
+
+    /// `numalab c2c` and `numalab evaluate`'s step pass the same options to the one plan
+    /// (`numalab_pingpong::probe::plan`), so the same pairs, warm-up and keys: the flags'
+    /// defaults are the probe's defaults, and the quick step is the flags it names.
+    #[test]
+    fn the_command_and_the_evaluate_step_plan_the_same_matrix() {
+        use numalab_evaluate::steps::c2c_options;
+        assert_eq!(options(&["numalab", "c2c"]), c2c_options(false));
+        assert_eq!(
+            options(&["numalab", "c2c", "--samples", "100", "--across", "1"]),
+            c2c_options(true)
+        );
+        let machine = numalab_topo::machine(
+            &numalab_topo::Input::detect(&numalab_testkit::fixture(
+                "topology/128arm-2pa2n8cluster4co.tar.bz2",
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let cpus = machine.pu_ids();
+        let cli = numalab_pingpong::probe::plan(&machine, &cpus, &options(&["numalab", "c2c"]));
+        let eval = numalab_pingpong::probe::plan(&machine, &cpus, &c2c_options(false));
+        assert_eq!(cli.unwrap(), eval.unwrap());
+    }
 }
