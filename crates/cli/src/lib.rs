@@ -60,6 +60,7 @@ pub fn main() -> ExitCode {
         }
     };
     output::init_color(cli.global.color);
+    stdout_failures_exit();
     // Ctrl-C and SIGTERM ask long loops to stop at their next check (they keep what
     // they measured); a second Ctrl-C terminates at once.
     let stop = numalab_schema::interrupt::flag();
@@ -67,11 +68,53 @@ pub fn main() -> ExitCode {
         let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, stop);
         let _ = signal_hook::flag::register(sig, stop);
     }
-    match cli::run(cli) {
+    let code = match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("numalab: {}", e.message);
-            ExitCode::from(e.class.exit_code())
+            return ExitCode::from(e.class.exit_code());
         }
+    };
+    // What is still buffered (output without a last newline) is flushed here, where a
+    // failure can still change the exit code.
+    match std::io::Write::flush(&mut std::io::stdout()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("numalab: {}", stdout_failure(&e.to_string()));
+            ExitCode::from(ErrorClass::Runtime.exit_code())
+        }
+        _ => code,
     }
+}
+
+/// The message for output that standard output did not take.
+fn stdout_failure(reason: &str) -> String {
+    format!(
+        "cannot write to standard output ({reason}); the output is incomplete: free some space or redirect it elsewhere"
+    )
+}
+
+/// `println!` panics when standard output fails (a full disk: `numalab topo --json >
+/// /dev/full`). That is not a bug of numalab but a write that failed: exit 1 (runtime),
+/// as the table says, with the reason in words, instead of exit 101 and a panic message.
+/// (A closed pipe never gets here: SIGPIPE ends the process first, as other tools do.)
+fn stdout_failures_exit() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if let Some(reason) = payload.strip_prefix("failed printing to stdout: ") {
+            let reason = reason.split(" (os error").next().unwrap_or(reason);
+            eprintln!("numalab: {}", stdout_failure(reason));
+            std::process::exit(i32::from(ErrorClass::Runtime.exit_code()));
+        }
+        if payload.starts_with("failed printing to stderr") {
+            // Nowhere to say it.
+            std::process::exit(i32::from(ErrorClass::Runtime.exit_code()));
+        }
+        default(info);
+    }));
 }

@@ -219,7 +219,9 @@ impl LinePool {
             return Ok(Vec::new());
         }
         let ok = homes.allowed(cpu, distance);
-        let mut out = Vec::with_capacity(count);
+        // Never more than the free lines: a count past them (u64::MAX from a command
+        // line) must end in the error below, not in the allocation of its capacity.
+        let mut out = Vec::with_capacity(count.min(self.free));
         for (i, (&h, &t)) in self.home.iter().zip(&self.taken).enumerate() {
             if !t && ok[usize::from(h)] {
                 out.push(i);

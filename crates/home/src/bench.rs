@@ -157,6 +157,17 @@ pub fn run(
             "--lines and --threads must be at least 1".into(),
         ));
     }
+    // Every thread's lines must fit the model's buffer: checked before the trial (which
+    // takes seconds) and before anything is sized from the count.
+    let truth = &opts.trial.truth;
+    let buffer_lines = (truth.pages as u64).saturating_mul(truth.page_bytes) / 64;
+    let wanted = (opts.lines_per_thread as u64).saturating_mul(opts.threads as u64);
+    if wanted > buffer_lines {
+        return Err(HomeError::Usage(format!(
+            "--lines {} x --threads {}: more lines than the model's buffer holds ({buffer_lines} lines in {} pages); ask for fewer lines or more --pages",
+            opts.lines_per_thread, opts.threads, truth.pages
+        )));
+    }
     let cores = numalab_model::Model::load(&opts.trial.truth.preset, &opts.trial.truth.sets)?
         .cores
         .len();

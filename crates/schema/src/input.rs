@@ -58,7 +58,14 @@ pub fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "no such file or folder".into(),
         std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => e.to_string(),
+        // The system's words without the "(os error N)" that std appends.
+        _ => {
+            let s = e.to_string();
+            match s.find(" (os error ") {
+                Some(i) => s[..i].to_string(),
+                None => s,
+            }
+        }
     }
 }
 
@@ -141,6 +148,19 @@ pub fn read_to_string(path: &Path, what: &str, default_limit: u64) -> Result<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn os_errors_are_said_in_words_without_their_number() {
+        // ENOSPC on Linux, every architecture numalab builds for.
+        let full = std::io::Error::from_raw_os_error(28);
+        assert_eq!(io_reason(&full), "No space left on device");
+        let lp = std::io::Error::from_raw_os_error(40);
+        assert!(!io_reason(&lp).contains("os error"), "{}", io_reason(&lp));
+        let plain = std::io::Error::other("a reason of our own");
+        assert_eq!(io_reason(&plain), "a reason of our own");
+        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert_eq!(io_reason(&missing), "no such file or folder");
+    }
 
     #[test]
     fn devices_fifos_and_folders_are_refused_without_reading() {

@@ -13,6 +13,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Options shared by the three studies.
+/// The longest `--timeout` accepted, s (365 days).
+const MAX_TIMEOUT_S: f64 = 365.0 * 86_400.0;
+
 #[derive(Debug, Args)]
 pub struct StudyArgs {
     /// The work metric: `wall` (wall time of a fixed amount of work), `regex:PATTERN`
@@ -173,11 +176,13 @@ fn study(a: &StudyArgs) -> Result<Study, CliError> {
     }
     s.repeat = a.repeat;
     s.timeout = match a.timeout {
-        Some(t) if t > 0.0 && t.is_finite() => Some(Duration::from_secs_f64(t)),
+        // Bounded so that a deadline (now + timeout) can always be formed: a year is
+        // longer than any run a study times.
+        Some(t) if t > 0.0 && t <= MAX_TIMEOUT_S => Some(Duration::from_secs_f64(t)),
         Some(t) => {
             return Err(usage(format!(
-                "--timeout {t}: give a positive number of seconds"
-            )))
+            "--timeout {t:?}: give a positive number of seconds, at most {MAX_TIMEOUT_S} (a year)"
+        )))
         }
         None => None,
     };

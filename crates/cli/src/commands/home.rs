@@ -454,7 +454,12 @@ fn run_bench_live(a: &BenchArgs, path: &Path) -> CliResult {
     // Room for every thread's lines at the strictest distance: one home in `homes` holds
     // about 1/homes of the lines.
     let homes = map.homes.len().max(1);
-    let bytes = (a.threads * a.lines * 64 * homes * 2).clamp(64 << 20, 1 << 30);
+    let bytes = a
+        .threads
+        .saturating_mul(a.lines)
+        .saturating_mul(64 * 2)
+        .saturating_mul(homes)
+        .clamp(64 << 20, 1 << 30);
     let here = numalab_home::live::live_fingerprint();
     let mut pool =
         numalab_home::ffi::LivePool::open(&map, bytes, &numalab_home::ffi::pagemap_phys, &here)?;

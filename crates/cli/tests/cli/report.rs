@@ -415,3 +415,87 @@ fn usage_errors() {
     let o = numalab(&["report", p(&fixture("vm-evaluate")), "--format", "pdf"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `-o` writes only regular files: a device or a FIFO is written through and stays what
+/// it was (`/dev/full` was once renamed over as root, exit 0), a symlink stays a symlink,
+/// an existing file keeps its mode and a new one follows the umask (not always 0600).
+#[test]
+fn report_output_never_replaces_what_is_not_a_regular_file() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let bundle = fixture("vm-evaluate");
+    let md = |o: &str| numalab(&["report", p(&bundle), "--format", "markdown", "-o", o]);
+    // A full device: an error, and the device node is still a device.
+    let o = md("/dev/full");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/dev/full: cannot write"),
+        "{}",
+        stderr(&o)
+    );
+    let m = std::fs::symlink_metadata("/dev/full").unwrap();
+    assert!(m.file_type().is_char_device());
+    assert_eq!(m.permissions().mode() & 0o777, 0o666);
+    // /dev/null takes it and stays a device.
+    assert_eq!(md("/dev/null").status.code(), Some(0));
+    assert!(std::fs::symlink_metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    // A FIFO: its reader gets the page; the FIFO stays one.
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let o = md(p(&fifo));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(reader.join().unwrap().starts_with("# numalab report: vm"));
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    // A symlink to a file: the link stays, the target gets the page.
+    let target = tmp.path().join("target.md");
+    std::fs::write(&target, "old").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let link = tmp.path().join("link.md");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    assert_eq!(md(p(&link)).status.code(), Some(0));
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(&target)
+        .unwrap()
+        .starts_with("# numalab report: vm"));
+    // The existing file kept its mode.
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o644);
+    // A new file: 0666 less the umask (027 here), as any program's.
+    let new = tmp.path().join("new.md");
+    let o = std::process::Command::new("sh")
+        .args(["-c", "umask 027; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_numalab"))
+        .args(["report", p(&bundle), "-o", p(&new)])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mode = std::fs::metadata(&new).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o640);
+    // A socket is refused as a usage error and left alone.
+    let sock = tmp.path().join("sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let o = md(p(&sock));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&sock)
+        .unwrap()
+        .file_type()
+        .is_socket());
+}

@@ -381,3 +381,63 @@ fn report_on_a_terminal_without_o_writes_the_page_into_the_bundle() {
         .to_ascii_lowercase()
         .starts_with("<!doctype html"));
 }
+
+/// Regressions of the edge campaign on 240166b (issue 50): each used to panic (exit
+/// 101) or to exit 0 with its output lost.
+#[test]
+fn a_full_stdout_and_huge_option_values_end_in_documented_codes() {
+    let full = |args: &[&str]| {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        Command::new(env!("CARGO_BIN_EXE_numalab"))
+            .args(args)
+            .env("NO_COLOR", "1")
+            .stdout(f)
+            .output()
+            .unwrap()
+    };
+    let bundle = fixture_path("bundles", "vm-evaluate");
+    let csv = fixture_path("c2c", "amd-epyc-7773x.csv");
+    for args in [
+        vec!["topo", "--json"],
+        vec!["topo"],
+        vec!["report", p(&bundle), "--format", "markdown"],
+        vec!["compare", p(&bundle), p(&bundle)],
+        vec!["c2c", "--input", p(&csv), "--json"],
+    ] {
+        let o = full(&args);
+        no_panic(&format!("{args:?} > /dev/full"), &o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("standard output") && e.contains("No space left"),
+            "{args:?}: {e}"
+        );
+        assert!(!e.contains("os error"), "{args:?}: {e}");
+    }
+    // Timeouts past what a deadline can hold are refused as usage errors.
+    for t in ["1e308", "1e300", "inf", "NaN", "-1", "0"] {
+        let o = numalab(&["scale", "--threads", "1", "--timeout", t, "--", "true"]);
+        no_panic(&format!("scale --timeout {t}"), &o);
+        assert_eq!(o.status.code(), Some(2), "--timeout {t}: {}", stderr(&o));
+        assert!(stderr(&o).len() < 300, "{}", stderr(&o));
+    }
+    // A line count no buffer holds: refused before the trial, not a capacity overflow.
+    let o = numalab(&[
+        "home",
+        "bench",
+        "--model",
+        "mesh",
+        "--lines",
+        "18446744073709551615",
+    ]);
+    no_panic("home bench --lines u64::MAX", &o);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("more lines than the model's buffer holds"),
+        "{}",
+        stderr(&o)
+    );
+}
