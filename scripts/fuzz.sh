@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of outside data numalab implements (fuzz/fuzz_targets), each for
-# SECONDS (default 30, what CI runs; the long run is `scripts/fuzz.sh 600`), with
-# libFuzzer through cargo-fuzz on the nightly toolchain. The corpus grows in
-# target/fuzz-corpus/TARGET (seeded from the repository's fixtures); a crash stops the
+# SECONDS (default 30; CI runs 15; the long run is `scripts/fuzz.sh 600`), with
+# libFuzzer (the libfuzzer-sys crate builds it) under AddressSanitizer. The corpus grows
+# in target/fuzz-corpus/TARGET (seeded from the repository's fixtures); a crash stops the
 # script with its input in fuzz/artifacts/TARGET (make it a regression test).
+#
+# The targets are built by the machine's own (stable) toolchain with the flags cargo-fuzz
+# would pass (SanitizerCoverage's inline 8-bit counters, PC table and compare tracing,
+# `--cfg fuzzing`, debug assertions, overflow checks, ASan), so neither a nightly
+# toolchain nor cargo-fuzz is installed for it (that install was ~400 s of every CI
+# run). ASan is a nightly-only flag: RUSTC_BOOTSTRAP=1 lets the stable compiler take it,
+# for this build only (the stable toolchain ships the ASan runtime). `cargo fuzz run
+# TARGET` (nightly, cargo-fuzz) still works on the same targets by hand.
 #
 # FUZZ_SEED=N makes libFuzzer's choices repeatable (CI sets 1, so a clean checkout
 # explores the same inputs each run and a red CI is a reproducible bug, not luck);
@@ -11,11 +19,28 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}
-if ! rustup toolchain list | grep -q '^nightly'; then
-  rustup toolchain install nightly --profile minimal
-fi
-command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
-cargo +nightly fuzz build
+host=$(rustc -vV | sed -n 's/^host: //p')
+flags=(
+  --cfg fuzzing
+  -Cpasses=sancov-module
+  -Cllvm-args=-sanitizer-coverage-level=4
+  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters
+  -Cllvm-args=-sanitizer-coverage-pc-table
+  -Cllvm-args=-sanitizer-coverage-trace-compares
+  -Cdebug-assertions
+  -Coverflow-checks
+  -Zsanitizer=address
+)
+# --target keeps the flags off build scripts and proc macros (they run on the host
+# uninstrumented, as under cargo-fuzz).
+RUSTC_BOOTSTRAP=1 RUSTFLAGS="${flags[*]}" \
+  cargo build --locked --release --manifest-path fuzz/Cargo.toml --target "$host" --bins
+bin_dir=fuzz/target/$host/release
+targets=$(cargo metadata --locked --no-deps --format-version 1 --manifest-path fuzz/Cargo.toml \
+  | python3 -c 'import json,sys
+for p in json.load(sys.stdin)["packages"]:
+    for t in p["targets"]:
+        if "bin" in t["kind"]: print(t["name"])')
 corpus=target/fuzz-corpus
 seed() { # TARGET FILES...
   local t=$1; shift
@@ -35,10 +60,10 @@ seed snapshot_archive tests/fixtures/topology/*.tar.bz2
 seed small_parsers fuzz/seeds/small_parsers/*
 seed home_map fuzz/seeds/home_map/*
 seed pmu_text crates/memaccess/tests/fixtures/*.script fuzz/seeds/pmu_text/*
-targets=$(cargo +nightly fuzz list)
 for t in $targets; do
   echo "fuzz: $t for $secs s" >&2
-  cargo +nightly fuzz run "$t" "$corpus/$t" -- \
+  mkdir -p "fuzz/artifacts/$t"
+  "$bin_dir/$t" -artifact_prefix="fuzz/artifacts/$t/" "$corpus/$t" \
     ${FUZZ_SEED:+-seed="$FUZZ_SEED"} -max_total_time="$secs" -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 2>&1 \
     | grep -E '^(stat::number_of_executed_units|stat::new_units_added|==|SUMMARY|Done)' || true
   if [ -n "$(ls -A "fuzz/artifacts/$t" 2>/dev/null)" ]; then
