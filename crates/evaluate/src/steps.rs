@@ -325,63 +325,41 @@ pub fn c2c_options(quick: bool) -> numalab_pingpong::probe::Options {
     }
 }
 
-/// The built-in request workload: one client, then one per PU; with the default
-/// (not quick) also the interleaved and replicated data modes at full load.
+/// The built-in request workload: the workload's reference set for this machine
+/// ([`numalab_workload::plan::reference`]), each run pushed as it finishes; a run cut
+/// short by Ctrl-C is not kept, so a rerun measures it whole.
 fn workload(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
-    use numalab_workload::{Mode, RunConfig};
-    let pus = ctx.machine.pus.len().max(1);
-    let mut configs = Vec::new();
-    for threads in [1, pus] {
-        let mut c = RunConfig::quick(threads);
-        if ctx.quick {
-            c.duration_s = 3.0;
-            c.warmup_s = 0.5;
-        }
-        if !configs.contains(&c) {
-            configs.push(c);
-        }
-    }
-    if !ctx.quick {
-        for mode in [Mode::SharedInterleaved, Mode::Replicated] {
-            let mut c = RunConfig::quick(pus);
-            c.mode = mode;
-            configs.push(c);
-        }
-    }
-    let todo: Vec<&RunConfig> = configs
-        .iter()
-        .filter(|c| !ctx.sink.done(&c.key()))
-        .collect();
-    if todo.is_empty() {
+    use numalab_workload::plan::{self, Cut};
+    use numalab_workload::run::Progress;
+    let configs = workload_configs(ctx.machine, ctx.quick);
+    if configs.iter().all(|c| ctx.sink.done(&c.key())) {
         return Ok(StepStatus::Done);
     }
-    ctx.observer
-        .message("reference workload: generating the road network");
-    let (graph, generation_s) =
-        numalab_workload::run::timed_generate(&todo[0].graph).map_err(err)?;
-    for c in todo {
-        if interrupt::requested() {
-            break;
-        }
-        ctx.observer.message(&format!(
-            "reference workload: {} thread(s), {}",
-            c.threads, c.mode
-        ));
-        let outcome = numalab_workload::run_on(
-            &graph,
-            generation_s,
-            c,
-            ctx.machine,
-            ctx.placer,
-            &mut |_| {},
-        )
-        .map_err(err)?;
-        // A run cut short by Ctrl-C is not kept: a rerun measures it whole.
-        if !outcome.run.interrupted {
-            ctx.push(outcome.record())?;
-        }
-    }
+    let observer = &mut *ctx.observer;
+    plan::run(
+        &configs,
+        ctx.machine,
+        ctx.placer,
+        Cut::Drop,
+        ctx.sink,
+        &mut |c, p| match p {
+            Progress::Generating { .. } => {
+                observer.message("reference workload: generating the road network")
+            }
+            Progress::Placing { .. } => observer.message(&format!(
+                "reference workload: {} thread(s), {}",
+                c.threads, c.mode
+            )),
+            _ => {}
+        },
+    )
+    .map_err(err)?;
     Ok(StepStatus::Done)
+}
+
+/// The reference-workload step's runs on `machine`.
+pub fn workload_configs(machine: &Machine, quick: bool) -> Vec<numalab_workload::RunConfig> {
+    numalab_workload::plan::reference(machine.pus.len(), quick)
 }
 
 fn power(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {

@@ -30,6 +30,7 @@
 pub mod graph;
 pub mod itinerary;
 pub mod placement;
+pub mod plan;
 pub mod reference;
 pub mod request;
 pub mod route;

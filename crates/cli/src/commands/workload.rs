@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use numalab_schema::{ErrorClass, Origin};
 use numalab_topo::bind::PageKind;
 use numalab_workload::graph::{GraphSpec, DEFAULT_NODES};
-use numalab_workload::run::{run_observed, Progress, RunConfig, WorkloadRun};
+use numalab_workload::run::{Progress, RunConfig, WorkloadRun};
 use numalab_workload::{CpuOrder, Mode};
 
 /// `numalab workload`.
@@ -236,10 +236,21 @@ fn run_cmd(args: RunArgs) -> CliResult {
         }
     };
     let watch = power.as_ref().and_then(|p| p.start("workload run"));
-    let outcome = run_observed(&config, &machine, &placer, &mut observer);
+    let ran = numalab_workload::plan::run(
+        std::slice::from_ref(&config),
+        &machine,
+        &placer,
+        numalab_workload::plan::Cut::Keep,
+        &mut rec,
+        &mut |_, p| observer(p),
+    );
     bar.finish_and_clear();
-    let outcome = outcome?;
-    rec.push(outcome.record())?;
+    let outcome = ran?.outcomes.pop().ok_or_else(|| {
+        CliError::new(
+            ErrorClass::Interrupted,
+            "interrupted before the run started; nothing was measured",
+        )
+    })?;
     if let Some(w) = watch {
         if let Err(e) = w.finish("workload-run", &mut rec) {
             eprintln!("numalab: warning: BMC power of workload run: {}", e.message);
@@ -269,7 +280,49 @@ fn run_cmd(args: RunArgs) -> CliResult {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_count;
+    use super::{config_of, parse_count, WorkloadCommand};
+    use crate::cli::{Cli, Command};
+    use std::ffi::OsString;
+
+    fn config(line: &[&str], pus: usize) -> super::RunConfig {
+        let args: Vec<OsString> = line.iter().map(OsString::from).collect();
+        match Cli::try_parse_args(args).unwrap().command {
+            Command::Workload(w) => match w.command {
+                WorkloadCommand::Run(a) => config_of(&a, a.threads.unwrap_or(pus)),
+            },
+            _ => panic!("not workload: {line:?}"),
+        }
+    }
+
+    /// `numalab workload run` with the flags that name the evaluate step's runs plans
+    /// the same runs (configuration and key) as the step, which both run through
+    /// `numalab_workload::plan::run`: a journal of one resumes the other's runs.
+    #[test]
+    fn the_command_and_the_evaluate_step_plan_the_same_runs() {
+        let step = numalab_workload::plan::reference(4, true);
+        let quick = ["--duration", "3", "--warmup", "0.5"];
+        let line = |threads: &str| {
+            let mut l = vec!["numalab", "workload", "run", "--threads", threads];
+            l.extend(quick);
+            config(&l, 4)
+        };
+        assert_eq!(step, vec![line("1"), line("4")]);
+        let full = numalab_workload::plan::reference(4, false);
+        let replicated = config(
+            &[
+                "numalab",
+                "workload",
+                "run",
+                "--mode",
+                "replicated",
+                "--duration",
+                "5",
+            ],
+            4,
+        );
+        assert_eq!(full[3], replicated);
+        assert_eq!(full[3].key(), replicated.key());
+    }
 
     #[test]
     fn counts() {
