@@ -355,19 +355,15 @@ pub fn set_aside(dir: &Path) -> Result<Option<std::path::PathBuf>, EvalError> {
     }
     let journal = dir.join(numalab_schema::journal::JOURNAL_FILE);
     if let Ok(f) = std::fs::File::open(&journal) {
-        use std::os::fd::AsRawFd;
-        // SAFETY: flock on a valid open descriptor; no memory is passed. The lock is
-        // released when `f` is dropped at the end of this block.
-        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            return Err(EvalError::new(
-                ErrorClass::Usage,
-                format!(
-                    "{}: another numalab process is writing this journal; wait for it or choose another --out folder",
-                    journal.display()
-                ),
-            ));
-        }
+        // Released when `f` is dropped at the end of this block. Another writer is
+        // Busy (exit 6), as for the journal itself.
+        numalab_schema::lock::try_exclusive(
+            &f,
+            &journal,
+            "another numalab process",
+            "--out folder",
+        )
+        .map_err(|e| EvalError::new(e.class(), e.to_string()))?;
     }
     let stamp = numalab_schema::record::now_utc().replace(':', "-");
     let mut aside = dir.join(format!("replaced-{stamp}"));

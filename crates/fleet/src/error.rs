@@ -17,6 +17,9 @@ pub enum FleetError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// Another `fleet run` holds the fleet folder's lock (or the lock call failed).
+    #[error(transparent)]
+    Locked(#[from] numalab_schema::lock::LockError),
     /// The options are contradictory or incomplete.
     #[error("{0}")]
     Options(String),

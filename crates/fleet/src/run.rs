@@ -232,7 +232,6 @@ pub fn resolve_nodes(opts: &FleetRunOptions) -> Result<Vec<String>, FleetError> 
 /// Takes `FLEET/.lock` (flock, released when the returned file is dropped or the
 /// process dies) so that two `fleet run` cannot write the same folder at once.
 fn lock_fleet(fleet: &Path) -> Result<std::fs::File, FleetError> {
-    use std::os::fd::AsRawFd;
     let path = fleet.join(".lock");
     let f = std::fs::OpenOptions::new()
         .create(true)
@@ -240,18 +239,12 @@ fn lock_fleet(fleet: &Path) -> Result<std::fs::File, FleetError> {
         .write(true)
         .open(&path)
         .map_err(|e| FleetError::io(&path, "opening the fleet lock", e))?;
-    // SAFETY: flock on a descriptor we own.
-    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(FleetError::Options(format!(
-                "{}: another `numalab fleet run` is using this fleet folder; wait for it or give another --fleet",
-                fleet.display()
-            )));
-        }
-        return Err(FleetError::io(&path, "locking the fleet folder", e));
-    }
+    numalab_schema::lock::try_exclusive(
+        &f,
+        &path,
+        "another `numalab fleet run`",
+        "--fleet folder",
+    )?;
     Ok(f)
 }
 

@@ -23,7 +23,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -143,10 +142,10 @@ impl Journal {
             .create(true)
             .open(&path)
             .map_err(io_err(&path))?;
-        // SAFETY: flock on a valid open descriptor; no memory is passed.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            return Err(JournalError::Locked { path });
+        match crate::lock::try_exclusive(&file, &path, "another numalab process", "--out folder") {
+            Ok(()) => {}
+            Err(crate::lock::LockError::Busy { .. }) => return Err(JournalError::Locked { path }),
+            Err(crate::lock::LockError::Io { source, .. }) => return Err(io_err(&path)(source)),
         }
         let mut text = Vec::new();
         file.read_to_end(&mut text).map_err(io_err(&path))?;

@@ -12,6 +12,7 @@ pub mod error;
 pub mod input;
 pub mod interrupt;
 pub mod journal;
+pub mod lock;
 pub mod machine;
 pub mod memory;
 pub mod midr;

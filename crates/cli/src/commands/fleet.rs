@@ -158,6 +158,7 @@ fn fleet_error(e: FleetError) -> CliError {
         | FleetError::AgentArgs(_) => ErrorClass::Usage,
         FleetError::Hostfile { .. } | FleetError::Manifest { .. } => ErrorClass::Input,
         FleetError::NoNodes(_) | FleetError::Tool { .. } => ErrorClass::Unsupported,
+        FleetError::Locked(l) => numalab_schema::Classify::class(l),
         _ => ErrorClass::Runtime,
     };
     CliError::new(class, e.to_string())

@@ -100,14 +100,7 @@ fn every_exit_code_comes_from_a_command_that_produces_it() {
         .append(true)
         .open(out.join("results.jsonl"))
         .unwrap();
-    // SAFETY: flock on a valid open descriptor.
-    let rc = unsafe {
-        libc::flock(
-            std::os::fd::AsRawFd::as_raw_fd(&held),
-            libc::LOCK_EX | libc::LOCK_NB,
-        )
-    };
-    assert_eq!(rc, 0);
+    held.try_lock().unwrap();
     refused(
         &[
             "scale",
@@ -123,6 +116,25 @@ fn every_exit_code_comes_from_a_command_that_produces_it() {
         6,
         "another numalab process is writing this journal",
     );
+    // The same lock, the same code: evaluate --fresh does not move a journal another
+    // process is writing (it was exit 2 here, 6 for the journal itself).
+    std::fs::write(out.join("summary.json"), "{}").unwrap();
+    refused(
+        &["evaluate", "--quick", "--fresh", "--out", p(&out)],
+        6,
+        "another numalab process is writing it",
+    );
+    // And a fleet folder another `fleet run` holds.
+    let fleet = dir.path().join("fleet");
+    std::fs::create_dir_all(&fleet).unwrap();
+    let fleet_lock = std::fs::File::create(fleet.join(".lock")).unwrap();
+    fleet_lock.try_lock().unwrap();
+    refused(
+        &["fleet", "run", "--nodes", "n1", "--fleet", p(&fleet)],
+        6,
+        "another `numalab fleet run` is writing it",
+    );
+    drop(fleet_lock);
     drop(held);
     // An --out that is a file is a usage error with the remedy, not "File exists".
     let f = dir.path().join("f");
