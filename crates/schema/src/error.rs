@@ -52,7 +52,9 @@ impl ErrorClass {
             ErrorClass::Partial => {
                 "some steps or runs failed, the others produced results (partial)"
             }
-            ErrorClass::Busy => "another numalab process is writing the same --out folder",
+            ErrorClass::Busy => {
+                "another numalab process is writing the same --out or --fleet folder"
+            }
             ErrorClass::Interrupted => {
                 "interrupted (Ctrl-C, SIGTERM); everything measured so far was kept"
             }
