@@ -44,6 +44,7 @@
 
 #![deny(missing_docs)]
 
+mod address;
 mod command;
 pub mod dcmi;
 mod error;
@@ -52,6 +53,7 @@ pub mod redfish;
 mod sampler;
 pub mod sdr;
 mod secret;
+pub mod watch;
 
 pub use error::BmcError;
 pub use ipmi::{

@@ -122,12 +122,12 @@ impl RedfishConfig {
 
 /// `scheme://authority`, checked.
 #[derive(Debug, Clone)]
-struct Origin {
+pub(crate) struct Origin {
     https: bool,
     origin: String,
 }
 
-fn parse_origin(url: &str, allow_http_loopback: bool) -> Result<Origin, BmcError> {
+pub(crate) fn parse_origin(url: &str, allow_http_loopback: bool) -> Result<Origin, BmcError> {
     let (https, rest) = if let Some(r) = url.strip_prefix("https://") {
         (true, r)
     } else if let Some(r) = url.strip_prefix("http://") {
@@ -141,7 +141,7 @@ fn parse_origin(url: &str, allow_http_loopback: bool) -> Result<Origin, BmcError
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     if authority.contains('@') {
         return Err(BmcError::Config(
-            "the Redfish URL must not hold a user name or password; use REDFISH_USERNAME/REDFISH_PASSWORD or a credential file".into(),
+            "the Redfish URL must not hold a user name or password; give them in $REDFISH_USERNAME and $REDFISH_PASSWORD or a credential file instead, never in the address".into(),
         ));
     }
     if authority.is_empty()
@@ -153,11 +153,8 @@ fn parse_origin(url: &str, allow_http_loopback: bool) -> Result<Origin, BmcError
             "Redfish URL {url:?} has no valid host"
         )));
     }
-    let host = if let Some(v6) = authority.strip_prefix('[') {
-        v6.split(']').next().unwrap_or("")
-    } else {
-        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
-    };
+    let (host, _) = crate::address::split_host_port(authority)
+        .map_err(|e| BmcError::Config(format!("Redfish URL {url:?}: {e}")))?;
     if !https {
         let loopback = host.eq_ignore_ascii_case("localhost")
             || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());

@@ -7,19 +7,13 @@
 //! has. Credentials come from the environment or from a file only its owner can read,
 //! never from the command line: an address holding a password is refused.
 
-use crate::{CliError, CliResult};
+use crate::CliError;
 use clap::Args;
-use numalab_bmc::{
-    ipmi_source, BmcError, BmcPowerRecord, IpmiConfig, IpmiLan, IpmiPassword, PowerSource,
-    RedfishConfig, RedfishCredentials, RedfishSource, Sampler, SdrListing,
-};
+use numalab_bmc::watch::Options;
+use numalab_bmc::BmcError;
 use numalab_schema::sink::Sink;
-use numalab_schema::{ErrorClass, Origin, Record};
+use numalab_schema::ErrorClass;
 use std::path::PathBuf;
-use std::time::Duration;
-
-/// Record key prefix of BMC power records.
-pub const KEY_PREFIX: &str = "power/bmc";
 
 /// The BMC options shared by the measuring commands.
 #[derive(Debug, Clone, Default, Args)]
@@ -68,23 +62,7 @@ pub struct BmcArgs {
     pub bmc_ipmitool: PathBuf,
 }
 
-/// How to reach the BMC, checked.
-#[derive(Debug, Clone)]
-enum Target {
-    Ipmi(IpmiConfig),
-    Redfish(RedfishConfig),
-}
-
-/// A checked BMC that can be sampled around measurements.
-#[derive(Debug, Clone)]
-pub struct BmcPower {
-    target: Target,
-    interval: Duration,
-}
-
-fn usage(msg: String) -> CliError {
-    CliError::new(ErrorClass::Usage, msg)
-}
+pub use numalab_bmc::watch::{BmcPower, Watch, KEY_PREFIX};
 
 /// A BMC error as a command error: bad settings or credentials are the user's to fix
 /// (usage or input); a BMC that does not answer or gives no power is what this machine
@@ -100,168 +78,54 @@ pub fn bmc_error(what: &str, e: BmcError) -> CliError {
 }
 
 impl BmcArgs {
-    /// The BMC to sample, or `None` without `--bmc`. Checks the address and the
-    /// credentials' source, then reads once so that a BMC that cannot be reached is
-    /// an error before anything is measured.
+    /// The watcher's options from the flags; `None` without `--bmc` (or an empty one).
+    pub fn options(&self) -> Option<Options> {
+        let spec = self
+            .bmc
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())?;
+        Some(Options {
+            address: spec.to_string(),
+            interval_ms: self.bmc_interval,
+            password_file: self.bmc_password_file.clone(),
+            insecure: self.bmc_insecure,
+            ca_file: self.bmc_ca_file.clone(),
+            cipher_suite: self.bmc_cipher_suite,
+            ipmitool: self.bmc_ipmitool.clone(),
+        })
+    }
+
+    /// The BMC to sample, or `None` without `--bmc`: checked and read once
+    /// ([`BmcPower::open`]), so that a BMC that cannot be reached is an error before
+    /// anything is measured.
     pub fn open(&self) -> Result<Option<BmcPower>, CliError> {
-        let Some(spec) = self.bmc.as_deref().map(str::trim) else {
+        let Some(opts) = self.options() else {
             return Ok(None);
         };
-        if spec.is_empty() {
-            return Ok(None);
-        }
-        let target = self.target(spec)?;
-        let power = BmcPower {
-            target,
-            interval: Duration::from_millis(self.bmc_interval.max(10)),
-        };
-        power.source().map_err(|e| bmc_error(spec, e))?;
-        Ok(Some(power))
-    }
-
-    fn target(&self, spec: &str) -> Result<Target, CliError> {
-        if spec == "ipmi" {
-            let mut c = IpmiConfig::in_band();
-            c.ipmitool = self.bmc_ipmitool.clone();
-            return Ok(Target::Ipmi(c));
-        }
-        if let Some(rest) = spec.strip_prefix("ipmi://") {
-            let rest = rest.trim_end_matches('/');
-            let (userinfo, hostport) = rest.rsplit_once('@').ok_or_else(|| {
-                usage(format!(
-                    "--bmc {spec}: an IPMI LAN address needs a user: ipmi://USER@HOST[:PORT]"
-                ))
-            })?;
-            if userinfo.contains(':') {
-                return Err(usage(
-                    "--bmc: the address holds a password (USER:PASSWORD@); give it in $IPMI_PASSWORD or --bmc-password-file instead, never on the command line"                        .into(),
-                ));
-            }
-            let (host, port) = split_port(hostport, spec)?;
-            let password = match &self.bmc_password_file {
-                Some(f) => IpmiPassword::File(f.clone()),
-                None => IpmiPassword::Env,
-            };
-            let mut c = IpmiConfig::lan(IpmiLan {
-                host,
-                port,
-                user: userinfo.to_string(),
-                password,
-                cipher_suite: self.bmc_cipher_suite,
-            });
-            c.ipmitool = self.bmc_ipmitool.clone();
-            return Ok(Target::Ipmi(c));
-        }
-        if let Some(rest) = spec
-            .strip_prefix("https://")
-            .or_else(|| spec.strip_prefix("http://"))
-        {
-            if rest.split('/').next().is_some_and(|a| a.contains('@')) {
-                return Err(usage(
-                    "--bmc: the address holds credentials (USER[:PASSWORD]@); give them in $REDFISH_USERNAME and $REDFISH_PASSWORD or --bmc-password-file instead".into(),
-                ));
-            }
-            let mut c = RedfishConfig::new(spec);
-            c.credentials = match &self.bmc_password_file {
-                Some(f) => RedfishCredentials::File(f.clone()),
-                None => RedfishCredentials::Env,
-            };
-            c.insecure = self.bmc_insecure;
-            c.ca_file = self.bmc_ca_file.clone();
-            c.allow_plain_http_loopback = spec.starts_with("http://");
-            return Ok(Target::Redfish(c));
-        }
-        Err(usage(format!(
-            "--bmc {spec}: not a BMC address; use ipmi, ipmi://USER@HOST[:PORT] or https://HOST[:PORT]"
-        )))
+        BmcPower::open(&opts)
+            .map(Some)
+            .map_err(|e| bmc_error(&numalab_bmc::watch::shown(&opts.address), e))
     }
 }
 
-fn split_port(hostport: &str, spec: &str) -> Result<(String, Option<u16>), CliError> {
-    let port = |p: &str| {
-        p.parse::<u16>()
-            .map_err(|_| usage(format!("--bmc {spec}: port {p:?} is not a number")))
-    };
-    if hostport.is_empty() {
-        return Err(usage(format!("--bmc {spec}: no host")));
-    }
-    if let Some(rest) = hostport.strip_prefix('[') {
-        let (h, after) = rest
-            .split_once(']')
-            .ok_or_else(|| usage(format!("--bmc {spec}: an IPv6 address needs its closing ]")))?;
-        return match after.strip_prefix(':') {
-            Some(p) => Ok((h.to_string(), Some(port(p)?))),
-            None if after.is_empty() => Ok((h.to_string(), None)),
-            None => Err(usage(format!("--bmc {spec}: text after the address"))),
-        };
-    }
-    match hostport.rsplit_once(':') {
-        Some((h, p)) => Ok((h.to_string(), Some(port(p)?))),
-        None => Ok((hostport.to_string(), None)),
+/// Starts sampling during `during`; `None`, with a warning on stderr, when the BMC
+/// cannot be opened now: a measurement is never lost to its power figure.
+pub fn start(power: &BmcPower, during: &str) -> Option<Watch> {
+    match power.start(during) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            eprintln!("numalab: warning: BMC power not sampled during {during}: {e}");
+            None
+        }
     }
 }
 
-impl BmcPower {
-    fn source(&self) -> Result<Box<dyn PowerSource>, BmcError> {
-        match &self.target {
-            Target::Ipmi(c) => ipmi_source(c.clone(), SdrListing::default()),
-            Target::Redfish(c) => Ok(Box::new(RedfishSource::connect(c)?)),
-        }
-    }
-
-    /// Starts sampling; `None` (and a warning on stderr) when the BMC cannot be opened
-    /// now: a measurement is never lost to its power figure.
-    pub fn start(&self, during: &str) -> Option<Watch> {
-        match self.source() {
-            Ok(s) => Some(Watch {
-                sampler: Sampler::start(s, self.interval),
-                during: during.to_string(),
-            }),
-            Err(e) => {
-                eprintln!("numalab: warning: BMC power not sampled during {during}: {e}");
-                None
-            }
-        }
-    }
-
-    /// Runs `f` with the BMC sampled, then pushes the `power.bmc` record under
-    /// `power/bmc/<key>` (a key already in the journal gets `/run-N`).
-    pub fn around<T>(
-        &self,
-        key: &str,
-        during: &str,
-        sink: &mut dyn Sink,
-        f: impl FnOnce(&mut dyn Sink) -> T,
-    ) -> (T, CliResult) {
-        let watch = self.start(during);
-        let out = f(sink);
-        let pushed = match watch {
-            Some(w) => w.finish(key, sink),
-            None => Ok(()),
-        };
-        (out, pushed)
-    }
-}
-
-/// A sampler running during one measurement.
-pub struct Watch {
-    sampler: Sampler,
-    during: String,
-}
-
-impl Watch {
-    /// Stops sampling and pushes the record.
-    pub fn finish(self, key: &str, sink: &mut dyn Sink) -> CliResult {
-        let mut record: BmcPowerRecord = self.sampler.stop();
-        record.during = Some(self.during);
-        let mut full = format!("{KEY_PREFIX}/{key}");
-        let mut n = 2;
-        while sink.done(&full) {
-            full = format!("{KEY_PREFIX}/{key}/run-{n}");
-            n += 1;
-        }
-        sink.push(Record::new(full, Origin::Measured, &record))
-            .map_err(|e| CliError::new(ErrorClass::Runtime, e.to_string()))
+/// Stops sampling and records it under `power/bmc/<key>`; a failure is a warning.
+pub fn finish(watch: Watch, key: &str, sink: &mut dyn Sink) {
+    let during = watch.during().to_string();
+    if let Err(e) = watch.finish(key, sink) {
+        eprintln!("numalab: warning: BMC power of {during}: {e}");
     }
 }
 
@@ -269,62 +133,36 @@ impl Watch {
 mod tests {
     use super::*;
 
-    fn args(spec: &str) -> BmcArgs {
-        BmcArgs {
-            bmc: Some(spec.into()),
-            bmc_interval: 1000,
-            bmc_ipmitool: "ipmitool".into(),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn addresses_are_parsed_and_passwords_refused() {
-        match args("ipmi://admin@bmc.example:6230").target("ipmi://admin@bmc.example:6230") {
-            Ok(Target::Ipmi(IpmiConfig {
-                target: numalab_bmc::IpmiTarget::Lan(l),
-                ..
-            })) => {
-                assert_eq!(
-                    (l.host.as_str(), l.port, l.user.as_str()),
-                    ("bmc.example", Some(6230), "admin")
-                );
-            }
-            other => panic!("{other:?}"),
-        }
-        match args("ipmi").target("ipmi") {
-            Ok(Target::Ipmi(c)) => {
-                assert!(matches!(c.target, numalab_bmc::IpmiTarget::InBand))
-            }
-            other => panic!("{other:?}"),
-        }
-        match args("https://10.0.0.5").target("https://10.0.0.5") {
-            Ok(Target::Redfish(c)) => {
-                assert!(!c.insecure && !c.allow_plain_http_loopback);
-                assert!(matches!(c.credentials, RedfishCredentials::Env));
-            }
-            other => panic!("{other:?}"),
-        }
-        for bad in [
-            "ipmi://admin:hunter2@bmc",
-            "https://root:hunter2@bmc",
-            "https://root@bmc",
-        ] {
-            let e = args(bad).target(bad).unwrap_err();
-            assert_eq!(e.class, ErrorClass::Usage);
-            assert!(!e.message.contains("hunter2"), "{}", e.message);
-            assert!(e.message.contains("never") || e.message.contains("instead"));
-        }
-        let e = args("ipmi://bmc").target("ipmi://bmc").unwrap_err();
-        assert!(e.message.contains("needs a user"), "{}", e.message);
-        let e = args("ipmi://a@bmc:x").target("ipmi://a@bmc:x").unwrap_err();
-        assert!(e.message.contains("not a number"), "{}", e.message);
-        let e = args("snmp://bmc").target("snmp://bmc").unwrap_err();
-        assert!(e.message.contains("not a BMC address"), "{}", e.message);
-    }
-
     #[test]
     fn no_bmc_is_no_power() {
         assert!(BmcArgs::default().open().unwrap().is_none());
+        let blank = BmcArgs {
+            bmc: Some("  ".into()),
+            ..Default::default()
+        };
+        assert!(blank.options().is_none());
+    }
+
+    #[test]
+    fn the_flags_are_the_watchers_options() {
+        let a = BmcArgs {
+            bmc: Some(" ipmi://admin@bmc:623 ".into()),
+            bmc_interval: 250,
+            bmc_cipher_suite: Some(17),
+            bmc_ipmitool: "/opt/ipmitool".into(),
+            ..Default::default()
+        };
+        let o = a.options().unwrap();
+        assert_eq!(o.address, "ipmi://admin@bmc:623");
+        assert_eq!((o.interval_ms, o.cipher_suite), (250, Some(17)));
+        assert_eq!(o.ipmitool, PathBuf::from("/opt/ipmitool"));
+        // A password in the address is the user's to fix (exit 2), never repeated.
+        let bad = BmcArgs {
+            bmc: Some("ipmi://admin:hunter2@bmc".into()),
+            ..Default::default()
+        };
+        let e = bad.open().unwrap_err();
+        assert_eq!(e.class, ErrorClass::Usage);
+        assert!(!e.message.contains("hunter2"), "{}", e.message);
     }
 }

@@ -40,29 +40,6 @@ pub struct EvaluateArgs {
     pub bmc: crate::power::BmcArgs,
 }
 
-/// Node power from the BMC sampled during every step (`--bmc`).
-struct BmcSteps {
-    power: crate::power::BmcPower,
-    watch: Option<crate::power::Watch>,
-}
-
-impl numalab_evaluate::StepMonitor for BmcSteps {
-    fn step_started(&mut self, step: &Step) {
-        self.watch = self.power.start(&format!("evaluate step {}", step.id));
-    }
-
-    fn step_ended(&mut self, step: &Step, sink: &mut dyn numalab_schema::sink::Sink) {
-        if let Some(w) = self.watch.take() {
-            if let Err(e) = w.finish(&format!("step/{}", step.id), sink) {
-                eprintln!(
-                    "numalab: warning: BMC power of step {}: {}",
-                    step.id, e.message
-                );
-            }
-        }
-    }
-}
-
 /// The progress bar, or one line per step on stderr when there is no terminal (a log,
 /// CI, ssh without a tty), so a long run is never silent.
 struct Bar {
@@ -185,15 +162,22 @@ pub fn run(args: EvaluateArgs) -> CliResult {
     let outcome = {
         let mut sink = ProgressSink::with_message(&mut rec, &bar);
         match bmc {
-            Some(power) => numalab_evaluate::run_monitored(
-                &opts,
-                &resume,
-                &machine,
-                &placer,
-                &mut sink,
-                &mut observer,
-                &mut BmcSteps { power, watch: None },
-            )?,
+            Some(power) => {
+                let mut steps = numalab_evaluate::power::BmcSteps::new(power);
+                let out = numalab_evaluate::run_monitored(
+                    &opts,
+                    &resume,
+                    &machine,
+                    &placer,
+                    &mut sink,
+                    &mut observer,
+                    &mut steps,
+                );
+                for w in &steps.warnings {
+                    eprintln!("numalab: warning: {w}");
+                }
+                out?
+            }
             None => {
                 numalab_evaluate::run(&opts, &resume, &machine, &placer, &mut sink, &mut observer)?
             }

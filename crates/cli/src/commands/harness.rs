@@ -257,13 +257,11 @@ fn run_study<S>(
     failed_runs: fn(&S) -> (usize, usize),
 ) -> CliResult {
     let bar = progress_bar();
-    let watch = bmc.0.as_ref().and_then(|p| p.start(bmc.1));
+    let watch = bmc.0.as_ref().and_then(|p| crate::power::start(p, bmc.1));
     let result = study(&mut rec, &mut on_progress(&bar));
     bar.finish_and_clear();
     if let Some(w) = watch {
-        if let Err(e) = w.finish(bmc.1, &mut rec) {
-            eprintln!("numalab: warning: BMC power of {}: {}", bmc.1, e.message);
-        }
+        crate::power::finish(w, bmc.1, &mut rec);
     }
     match result {
         Ok(s) => {

@@ -403,12 +403,10 @@ fn execute<P: serde::Serialize>(
     note(notes, rec.json());
     let mut sink = ProgressSink::with_bar(&mut rec);
     let what = bmc.map_or("", |(_, w)| w);
-    let watch = power.as_ref().and_then(|p| p.start(what));
+    let watch = power.as_ref().and_then(|p| crate::power::start(p, what));
     let outcome = run(&placer, &mut sink);
     if let Some(w) = watch {
-        if let Err(e) = w.finish(&what.replace(' ', "-"), &mut sink) {
-            eprintln!("numalab: warning: BMC power of {what}: {}", e.message);
-        }
+        crate::power::finish(w, &what.replace(' ', "-"), &mut sink);
     }
     sink.finish();
     if !rec.json() {

@@ -235,7 +235,9 @@ fn run_cmd(args: RunArgs) -> CliResult {
             bar.tick();
         }
     };
-    let watch = power.as_ref().and_then(|p| p.start("workload run"));
+    let watch = power
+        .as_ref()
+        .and_then(|p| crate::power::start(p, "workload run"));
     let ran = numalab_workload::plan::run(
         std::slice::from_ref(&config),
         &machine,
@@ -252,9 +254,7 @@ fn run_cmd(args: RunArgs) -> CliResult {
         )
     })?;
     if let Some(w) = watch {
-        if let Err(e) = w.finish("workload-run", &mut rec) {
-            eprintln!("numalab: warning: BMC power of workload run: {}", e.message);
-        }
+        crate::power::finish(w, "workload-run", &mut rec);
     }
     if args.metric_line {
         println!("{}", outcome.metric_line());

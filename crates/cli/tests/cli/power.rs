@@ -196,3 +196,49 @@ fn a_scale_study_with_bmc_keeps_the_wall_power_of_the_whole_study() {
     assert!(journal.contains("\"harness.scale\""));
     assert!(!journal.contains(PLANTED));
 }
+
+/// `evaluate --bmc`: the evaluate library watches each step that runs with the bmc
+/// crate's watcher (no callback into the binary), each step's record before the step's
+/// closing record, and no secret anywhere.
+#[test]
+fn evaluate_with_bmc_records_each_step_that_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let skip = "bandwidth,latency,loaded,c2c,migrate,workload,power";
+    let out = with_bmc(&[
+        "evaluate",
+        "--quick",
+        "--skip",
+        skip,
+        "--bmc",
+        "ipmi://admin@bmc.test",
+        "--bmc-interval",
+        "50",
+        "--out",
+        p(&out_dir),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    let keys: Vec<String> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter_map(|v| v["key"].as_str().map(String::from))
+        .collect();
+    for id in ["topology", "pmu"] {
+        let power = keys
+            .iter()
+            .position(|k| *k == format!("power/bmc/step/{id}"));
+        let step = keys
+            .iter()
+            .position(|k| *k == format!("evaluate/step/{id}"));
+        assert!(
+            matches!((power, step), (Some(a), Some(b)) if a < b),
+            "{id}: {keys:?}"
+        );
+    }
+    assert!(
+        !keys.iter().any(|k| k == "power/bmc/step/bandwidth"),
+        "a step left out was watched: {keys:?}"
+    );
+    assert!(!all_text(&out_dir).contains(PLANTED), "the password leaked");
+}

@@ -1,0 +1,48 @@
+//! Node power from the BMC during every step that runs (`numalab evaluate --bmc`): a
+//! [`StepMonitor`] over `numalab_bmc`'s watcher, each step's `power.bmc` record under
+//! `power/bmc/step/<id>` pushed before the step's closing record.
+
+use crate::{Step, StepMonitor};
+use numalab_bmc::watch::{BmcPower, Watch};
+use numalab_schema::sink::Sink;
+
+/// Samples the BMC while each step runs. What could not be sampled or recorded is kept
+/// in [`BmcSteps::warnings`] (a step is never failed by its power figure).
+pub struct BmcSteps {
+    power: BmcPower,
+    watch: Option<Watch>,
+    /// Warnings in words, in the order they happened.
+    pub warnings: Vec<String>,
+}
+
+impl BmcSteps {
+    /// Watches the steps with `power` (opened and checked by [`BmcPower::open`]).
+    pub fn new(power: BmcPower) -> BmcSteps {
+        BmcSteps {
+            power,
+            watch: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl StepMonitor for BmcSteps {
+    fn step_started(&mut self, step: &Step) {
+        let during = format!("evaluate step {}", step.id);
+        match self.power.start(&during) {
+            Ok(w) => self.watch = Some(w),
+            Err(e) => self
+                .warnings
+                .push(format!("BMC power not sampled during {during}: {e}")),
+        }
+    }
+
+    fn step_ended(&mut self, step: &Step, sink: &mut dyn Sink) {
+        if let Some(w) = self.watch.take() {
+            if let Err(e) = w.finish(&format!("step/{}", step.id), sink) {
+                self.warnings
+                    .push(format!("BMC power of step {}: {e}", step.id));
+            }
+        }
+    }
+}
