@@ -1,5 +1,5 @@
-//! The "never" arrows of ARCHITECTURE.md, checked on the workspace's manifest through
-//! `cargo metadata`.
+//! ARCHITECTURE.md's arrows, checked on the workspace's manifest through `cargo
+//! metadata`: every crate's allowed dependencies (the map's table) and the "never" rules.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -339,4 +339,79 @@ fn only_chart_writes_svg() {
         offenders.is_empty(),
         "SVG outside numalab-chart: {offenders:?}"
     );
+}
+
+/// ARCHITECTURE.md's "Every crate and its arrows" table: crate -> the numalab crates it
+/// may depend on (`None`: any, for the binary).
+fn map() -> BTreeMap<String, Option<BTreeSet<String>>> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ARCHITECTURE.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let table = text
+        .split("## Every crate and its arrows")
+        .nth(1)
+        .expect("ARCHITECTURE.md has the table of every crate");
+    let ticked = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|c| c.to_string())
+            .collect()
+    };
+    let mut out = BTreeMap::new();
+    for line in table
+        .lines()
+        .skip_while(|l| !l.starts_with("| crate"))
+        .skip(2)
+    {
+        if !line.starts_with('|') {
+            break;
+        }
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (name, deps) = (cells[1], cells[cells.len() - 2]);
+        let name = ticked(name).pop().expect("a crate name in backticks");
+        let full = if name == "numalab" {
+            name
+        } else {
+            format!("numalab-{name}")
+        };
+        let allowed = (deps != "every library").then(|| {
+            ticked(deps)
+                .into_iter()
+                .map(|d| format!("numalab-{d}"))
+                .collect()
+        });
+        out.insert(full, allowed);
+    }
+    out
+}
+
+#[test]
+fn every_crate_has_its_arrows_on_the_map_and_keeps_to_them() {
+    let g = graph();
+    let m = map();
+    assert!(m.len() >= 25, "the table was not read: {:?}", m.keys());
+    for (name, deps) in &g {
+        let allowed = m.get(name).unwrap_or_else(|| {
+            panic!("{name} has no row in ARCHITECTURE.md's table of every crate")
+        });
+        let Some(allowed) = allowed else { continue };
+        for d in deps.iter().filter(|d| d.starts_with("numalab")) {
+            assert!(
+                allowed.contains(d),
+                "{name} depends on {d}, which its row in ARCHITECTURE.md does not allow: add the arrow there if it is meant"
+            );
+        }
+    }
+    for (name, allowed) in &m {
+        assert!(
+            g.contains_key(name),
+            "ARCHITECTURE.md names {name}, which is not a crate"
+        );
+        for d in allowed.iter().flatten() {
+            assert!(
+                g.contains_key(d),
+                "{name}'s row allows {d}, which is not a crate"
+            );
+        }
+    }
 }
