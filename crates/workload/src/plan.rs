@@ -7,12 +7,14 @@
 //! run through [`run`].
 
 use crate::graph::OwnedGraph;
+use crate::placement;
 use crate::placement::Mode;
-use crate::run::{run_on, timed_generate, Outcome, Progress, RunConfig};
+use crate::run::{run_on, state_bytes_estimate, timed_generate, Outcome, Progress, RunConfig};
 use crate::WorkloadError;
 use numalab_schema::sink::Sink;
 use numalab_schema::{interrupt, Machine};
 use numalab_topo::bind::Placer;
+use numalab_topo::system::SysRoot;
 
 /// What to do with a run that Ctrl-C cut short.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +24,18 @@ pub enum Cut {
     /// Push nothing: a rerun measures it whole (`evaluate`, whose resumption must not
     /// take a partial run for a finished one).
     Drop,
+}
+
+/// What to do when a run's clients and graph copies do not fit in the memory there is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// Refuse the run with the memory it needs and what is available (`workload run`:
+    /// the user named the thread count).
+    Refuse,
+    /// Run the most clients that fit, with a note and a warning on the record
+    /// (`evaluate`: one client per PU is the aim, not a requirement, and the main job
+    /// must not fail for memory that fewer clients would not need).
+    Shrink,
 }
 
 /// The reference set `evaluate` runs on a machine of `pus` PUs: one client, then one
@@ -59,16 +73,61 @@ pub struct Ran {
     pub already: Vec<String>,
     /// Stopped by Ctrl-C before the plan's end.
     pub interrupted: bool,
+    /// For people: runs shrunk to fit the memory ([`Fit::Shrink`]).
+    pub notes: Vec<String>,
+}
+
+/// The most clients of `c` (taken in its placement order) whose graph copies and
+/// search state pass the run's own memory check ([`placement::check_memory`]) for a
+/// graph of `graph_bytes`: `None` when all of them do, or when not even one does (the
+/// run then refuses with the reason).
+pub fn fitted(
+    c: &RunConfig,
+    graph_bytes: u64,
+    machine: &Machine,
+) -> Result<Option<(RunConfig, String)>, WorkloadError> {
+    let slots = c.slots(machine)?;
+    let sys = SysRoot::at(&c.sys_root);
+    let state = state_bytes_estimate(c.graph.nodes);
+    let check = |k: usize| placement::check_memory(c.mode, graph_bytes, state, &slots[..k], &sys);
+    let why = match check(slots.len()) {
+        Ok(_) => return Ok(None),
+        Err(e) => e.to_string(),
+    };
+    if slots.len() < 2 || check(1).is_err() {
+        return Ok(None);
+    }
+    // More clients need more memory (more state, and in replicated mode more copies):
+    // the largest count that fits, by bisection; check(lo) holds, check(hi) fails.
+    let (mut lo, mut hi) = (1, slots.len());
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if check(mid).is_ok() {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let mut fit = c.clone();
+    fit.threads = lo;
+    let note = format!(
+        "reference workload ({}): {lo} clients instead of {}, the most whose state fits in memory ({why})",
+        c.mode,
+        c.threads
+    );
+    Ok(Some((fit, note)))
 }
 
 /// Runs every configuration of `configs` that `sink` does not have yet, in order.
 /// `observer` hears each run's progress with its configuration. A run cut short by
-/// Ctrl-C is pushed or not as `cut` says, and ends the plan.
+/// Ctrl-C is pushed or not as `cut` says, and ends the plan; a run that does not fit in
+/// memory is refused or shrunk as `fit` says.
 pub fn run(
     configs: &[RunConfig],
     machine: &Machine,
     placer: &dyn Placer,
     cut: Cut,
+    fit: Fit,
     sink: &mut dyn Sink,
     observer: &mut dyn FnMut(&RunConfig, Progress),
 ) -> Result<Ran, WorkloadError> {
@@ -107,9 +166,28 @@ pub fn run(
             graph = Some(generated);
         }
         let (g, generation_s) = graph.as_ref().expect("generated above");
-        let outcome = run_on(g, *generation_s, c, machine, placer, &mut |p| {
+        let shrunk = match fit {
+            Fit::Shrink => fitted(c, g.bytes(), machine)?,
+            Fit::Refuse => None,
+        };
+        let (c, note) = match &shrunk {
+            Some((s, note)) => (s, Some(note.clone())),
+            None => (c, None),
+        };
+        if note.is_some() && sink.done(&c.key()) {
+            // An earlier run measured the shrunk run already.
+            ran.already.push(c.key());
+            continue;
+        }
+        let mut outcome = run_on(g, *generation_s, c, machine, placer, &mut |p| {
             observer(c, p)
         })?;
+        if let Some(note) = note {
+            outcome
+                .warnings
+                .push(numalab_schema::Warning::new("memory_fit", note.clone()));
+            ran.notes.push(note);
+        }
         let cut_short = outcome.run.interrupted;
         if !cut_short || cut == Cut::Keep {
             sink.push(outcome.record())
@@ -152,5 +230,52 @@ mod tests {
         );
         let keys: std::collections::BTreeSet<String> = full.iter().map(RunConfig::key).collect();
         assert_eq!(keys.len(), full.len(), "every run has its own key");
+    }
+
+    /// A 128-PU machine with 2 GiB available (the emulated 160-CPU server's failure:
+    /// one client per PU needed 6.1 GiB): the most clients whose state fits, not a
+    /// failed step; all of them when memory allows; none shrunk when not even one fits.
+    #[test]
+    fn a_run_too_big_for_memory_gets_the_most_clients_that_fit() {
+        let machine = numalab_topo::machine(
+            &numalab_topo::Input::detect(&numalab_testkit::fixture(
+                "topology/128arm-2pa2n8cluster4co.tar.bz2",
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let sys = tempfile::tempdir().unwrap();
+        let meminfo = |gib: u64| {
+            numalab_testkit::write(
+                sys.path(),
+                "proc/meminfo",
+                &format!(
+                    "MemTotal: {} kB\nMemAvailable: {} kB\n",
+                    64 << 20,
+                    gib << 20
+                ),
+            )
+        };
+        let mut c = RunConfig::quick(128);
+        c.sys_root = sys.path().to_path_buf();
+        let graph_bytes = 100 << 20;
+        let state = state_bytes_estimate(c.graph.nodes);
+        meminfo(2);
+        let (fit, note) = fitted(&c, graph_bytes, &machine).unwrap().expect("shrunk");
+        let avail = 2u64 << 30;
+        let need = |k: u64| 2 * graph_bytes + k * state;
+        let k = fit.threads as u64;
+        assert!(need(k) <= avail && need(k + 1) > avail, "{k} clients");
+        assert!((1..128).contains(&fit.threads));
+        assert!(
+            note.contains(&format!("{k} clients instead of 128")),
+            "{note}"
+        );
+        assert_ne!(fit.key(), c.key(), "the shrunk run has its own key");
+        meminfo(64);
+        assert!(fitted(&c, graph_bytes, &machine).unwrap().is_none());
+        // Not even one client fits: the run's own check says why, nothing is shrunk.
+        numalab_testkit::write(sys.path(), "proc/meminfo", "MemAvailable: 1000 kB\n");
+        assert!(fitted(&c, graph_bytes, &machine).unwrap().is_none());
     }
 }

@@ -243,6 +243,7 @@ fn run_cmd(args: RunArgs) -> CliResult {
         &machine,
         &placer,
         numalab_workload::plan::Cut::Keep,
+        numalab_workload::plan::Fit::Refuse,
         &mut rec,
         &mut |_, p| observer(p),
     );
