@@ -89,6 +89,7 @@ pub fn run_plan(
         .collect();
     // Pairs done by an earlier run into the same journal.
     let mut matrix = LatencyMatrix::new(plan.cpus.clone());
+    let mut noisy = Noisy::default();
     let mut todo = Vec::new();
     for p in &plan.pairs {
         let k = key(p.first, p.second);
@@ -104,6 +105,7 @@ pub fn run_plan(
             if let (Some(i), Some(j)) = (matrix.index_of(pr.first), matrix.index_of(pr.second)) {
                 matrix.set(i, j, pr.latency_ns);
             }
+            noisy.note(&pr);
         }
     }
     // Estimate from a short pilot on the first pair to do. With one pair to do, the
@@ -170,21 +172,6 @@ pub fn run_plan(
                         );
                     }
                 }
-                if summary.p90 > 2.0 * summary.median {
-                    warnings.push(
-                        Warning::new(
-                            "noisy",
-                            format!(
-                                "CPU {}-{}: p90 {} is over twice the median {}: the threads were interrupted",
-                                m.first,
-                                m.second,
-                                units::nanos(summary.p90),
-                                units::nanos(summary.median)
-                            ),
-                        )
-                        .with_remedy("run on an idle machine; isolate the CPUs"),
-                    );
-                }
                 let pr = PairRecord {
                     first: m.first,
                     second: m.second,
@@ -201,6 +188,7 @@ pub fn run_plan(
                 {
                     matrix.set(i, j, pr.latency_ns);
                 }
+                noisy.note(&pr);
                 sink.push(
                     Record::new(key(pr.first, pr.second), Origin::Measured, &pr)
                         .with_warnings(warnings),
@@ -214,12 +202,64 @@ pub fn run_plan(
         }
     }
     sink.progress("pairs", total, total);
+    run_warnings.extend(noisy.warning(plan.pairs.len()));
     Ok(Measured {
         matrix,
         failures,
         run_warnings,
         interrupted,
     })
+}
+
+/// Pairs whose samples were disturbed (p90 over twice the median: the threads were
+/// interrupted), said once for the whole run with the worst three, not once per pair
+/// (a noisy 160-CPU machine would print hundreds of lines). Each pair's record keeps its
+/// p90 and median, so the evidence stays per pair.
+#[derive(Debug, Default)]
+struct Noisy {
+    /// (p90 / median, first, second, p90 ns, median ns).
+    pairs: Vec<(f64, u32, u32, f64, f64)>,
+}
+
+impl Noisy {
+    fn note(&mut self, pr: &PairRecord) {
+        let s = &pr.summary;
+        if s.median > 0.0 && s.p90 > 2.0 * s.median {
+            self.pairs
+                .push((s.p90 / s.median, pr.first, pr.second, s.p90, s.median));
+        }
+    }
+
+    fn warning(mut self, planned: usize) -> Option<Warning> {
+        if self.pairs.is_empty() {
+            return None;
+        }
+        self.pairs.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let worst: Vec<String> = self
+            .pairs
+            .iter()
+            .take(3)
+            .map(|&(_, a, b, p90, med)| {
+                format!(
+                    "CPU {a}-{b} (p90 {}, median {})",
+                    units::nanos(p90),
+                    units::nanos(med)
+                )
+            })
+            .collect();
+        let n = self.pairs.len();
+        Some(
+            Warning::new(
+                "noisy",
+                format!(
+                    "{n} of {planned} pair{} had a p90 over twice the median (the threads were interrupted); the worst: {}",
+                    if planned == 1 { "" } else { "s" },
+                    worst.join(", ")
+                ),
+            )
+            .with_remedy("run on an idle machine; isolate the CPUs"),
+        )
+    }
 }
 
 /// A warning when a sample of `cfg.round_trips` round trips of `per_rt` ns each is too
@@ -243,6 +283,53 @@ pub(crate) mod tests {
     use super::*;
     use numalab_schema::sink::MemorySink;
     use numalab_topo::bind::FakePlacer;
+
+    fn pair(first: u32, second: u32, median: f64, p90: f64) -> PairRecord {
+        let samples = [median; 3];
+        let mut summary = numalab_stats::Summary::of(&samples).unwrap();
+        summary.median = median;
+        summary.p90 = p90;
+        PairRecord {
+            first,
+            second,
+            variant: "cas".into(),
+            home_node_requested: None,
+            home_node: None,
+            round_trips: 1000,
+            latency_ns: median,
+            summary,
+            samples_ns: samples.to_vec(),
+            wall_ns: 1,
+        }
+    }
+
+    /// Noisy pairs are one warning for the run, with the count and the worst three by
+    /// p90/median, not a line per pair.
+    #[test]
+    fn noisy_pairs_are_one_warning_with_the_worst_three() {
+        let mut n = Noisy::default();
+        n.note(&pair(1, 0, 30.0, 45.0)); // not noisy
+        n.note(&pair(2, 0, 30.0, 90.0)); // 3x
+        n.note(&pair(3, 0, 30.0, 300.0)); // 10x, the worst
+        n.note(&pair(4, 0, 30.0, 65.0)); // 2.2x, the fourth: not named
+        n.note(&pair(5, 0, 20.0, 100.0)); // 5x
+        let w = n.warning(2016).expect("a warning");
+        assert_eq!(w.code, "noisy");
+        assert!(
+            w.message
+                .starts_with("4 of 2016 pairs had a p90 over twice"),
+            "{}",
+            w.message
+        );
+        let (a, b, c) = (
+            w.message.find("CPU 3-0").unwrap(),
+            w.message.find("CPU 5-0").unwrap(),
+            w.message.find("CPU 2-0").unwrap(),
+        );
+        assert!(a < b && b < c, "{}", w.message);
+        assert!(!w.message.contains("CPU 4-0") && !w.message.contains("CPU 1-0"));
+        assert!(Noisy::default().warning(10).is_none());
+    }
 
     fn cfg() -> Config {
         Config {

@@ -263,7 +263,12 @@ pub fn run(
         extra_notes: notes,
     };
     let (record, structure, _) = matrix_record(&outcome.matrix, Some(machine), &meta);
-    sink.push(Record::new(plan.key.clone(), Origin::Measured, &record))?;
+    // The run's warnings (clock, short samples, noisy pairs) ride on the matrix record
+    // too, so they are said once on the terminal and listed once in the report.
+    sink.push(
+        Record::new(plan.key.clone(), Origin::Measured, &record)
+            .with_warnings(outcome.run_warnings.clone()),
+    )?;
     outcome.record = Some(record);
     outcome.structure = Some(structure);
     Ok(outcome)

@@ -400,6 +400,9 @@ pub fn power(b: usize, l: &Loaded, of: &str) -> Option<Section> {
     Some(s)
 }
 
+/// More distinct messages of one warning code than this are one row of the table.
+const AGGREGATE_ABOVE: usize = 3;
+
 /// Every warning the records carry, grouped.
 pub fn warnings(set: &[Loaded]) -> Option<Section> {
     let mut t = table(
@@ -433,13 +436,51 @@ pub fn warnings(set: &[Loaded]) -> Option<Section> {
                 }
             }
         }
-        for (w, kinds, n) in seen {
+        // A code repeated with many different messages (one per pair of an older
+        // core-to-core journal, one per run) is one row, where its first message was:
+        // how many, three of them.
+        let messages = |code: &str| seen.iter().filter(|(w, _, _)| w.code == code).count();
+        let mut aggregated: Vec<&str> = Vec::new();
+        for (w, kinds, n) in &seen {
+            if messages(&w.code) <= AGGREGATE_ABOVE {
+                t.push(vec![
+                    Cell::text(&l.label),
+                    Cell::text(&w.code),
+                    Cell::text(kinds.join(", ")),
+                    Cell::num(*n as f64, 0),
+                    Cell::text(&w.message),
+                    Cell::text(w.remedy.clone().unwrap_or_default()),
+                ]);
+                continue;
+            }
+            if aggregated.contains(&w.code.as_str()) {
+                continue;
+            }
+            aggregated.push(&w.code);
+            let same: Vec<&(&numalab_schema::Warning, Vec<&str>, usize)> =
+                seen.iter().filter(|(x, _, _)| x.code == w.code).collect();
+            let mut all_kinds: Vec<&str> = Vec::new();
+            for k in same.iter().flat_map(|(_, k, _)| k) {
+                if !all_kinds.contains(k) {
+                    all_kinds.push(k);
+                }
+            }
+            let times: usize = same.iter().map(|(_, _, n)| n).sum();
+            let examples: Vec<&str> = same
+                .iter()
+                .take(3)
+                .map(|(x, _, _)| x.message.as_str())
+                .collect();
             t.push(vec![
                 Cell::text(&l.label),
                 Cell::text(&w.code),
-                Cell::text(kinds.join(", ")),
-                Cell::num(n as f64, 0),
-                Cell::text(&w.message),
+                Cell::text(all_kinds.join(", ")),
+                Cell::num(times as f64, 0),
+                Cell::text(format!(
+                    "{} different messages, e.g. {} (all of them in the raw data)",
+                    same.len(),
+                    examples.join("; ")
+                )),
                 Cell::text(w.remedy.clone().unwrap_or_default()),
             ]);
         }
@@ -450,4 +491,63 @@ pub fn warnings(set: &[Loaded]) -> Option<Section> {
     let mut s = Section::new("warnings", "Warnings");
     s.table(t);
     Some(s)
+}
+
+#[cfg(test)]
+mod warning_rows {
+    use numalab_schema::{Origin, Record, Warning};
+
+    fn rec(key: &str, w: Vec<Warning>) -> Record {
+        let mut r = Record::new(
+            key,
+            Origin::Measured,
+            &crate::records::PowerCheck {
+                sensors: Vec::new(),
+                frequencies: Vec::new(),
+            },
+        );
+        r.warnings = w;
+        r
+    }
+
+    /// One warning per pair of an old 160-CPU core-to-core journal is one row with the
+    /// count and three examples; warnings of few messages keep their own rows.
+    #[test]
+    fn a_code_with_many_messages_is_one_row() {
+        let mut records: Vec<Record> = (0..40)
+            .map(|i| {
+                rec(
+                    &format!("c2c/cas/{i}-0"),
+                    vec![
+                        Warning::new("noisy", format!("CPU {i}-0: p90 is over twice"))
+                            .with_remedy("isolate the CPUs"),
+                    ],
+                )
+            })
+            .collect();
+        records.push(rec("a", vec![Warning::new("clock", "the clock is coarse")]));
+        records.push(rec("b", vec![Warning::new("clock", "the clock is coarse")]));
+        let l = crate::load::test_loaded("vm", Origin::Measured, records);
+        let s = super::warnings(&[l]).expect("a section");
+        let t = s
+            .blocks
+            .iter()
+            .find_map(|b| match b {
+                crate::doc::Block::Table { table } => Some(table),
+                _ => None,
+            })
+            .expect("a table");
+        assert_eq!(t.rows.len(), 2, "{:?}", t.rows);
+        let noisy = t.rows.iter().find(|r| r[1].display() == "noisy").unwrap();
+        assert_eq!(noisy[3].display(), "40");
+        let msg = noisy[4].display();
+        assert!(
+            msg.starts_with("40 different messages, e.g. CPU 0-0"),
+            "{msg}"
+        );
+        assert_eq!(msg.matches("CPU ").count(), 3, "{msg}");
+        assert_eq!(noisy[5].display(), "isolate the CPUs");
+        let clock = t.rows.iter().find(|r| r[1].display() == "clock").unwrap();
+        assert_eq!(clock[3].display(), "2");
+    }
 }
