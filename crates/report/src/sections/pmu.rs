@@ -62,6 +62,14 @@ pub fn coverage_lines(c: &Coverage) -> Vec<String> {
     out
 }
 
+/// Up to 8 names, then how many more.
+fn names_short(names: &[&str]) -> String {
+    if names.len() <= 8 {
+        return names.join(", ");
+    }
+    format!("{}, and {} more", names[..8].join(", "), names.len() - 8)
+}
+
 /// The decision tree as an outline: IPC and stall shares, then the groups looked at on
 /// the dominant side, notable metrics emphasised, then the verdict.
 pub fn tree_outline(t: &TreeReport) -> Vec<OutlineItem> {
@@ -78,7 +86,31 @@ pub fn tree_outline(t: &TreeReport) -> Vec<OutlineItem> {
         ),
         false,
     )];
-    for s in &t.sides {
+    // Without any stall share (no PMU, or none of their events counted) the sides are
+    // one line, and the groups below list only the metrics that have a value: the
+    // "not evaluated" line names the groups with none.
+    let no_side = !t.sides.is_empty() && t.sides.iter().all(|s| s.stall_rate.is_none());
+    if no_side {
+        let reasons: Vec<&str> = t.sides.iter().filter_map(|s| s.reason.as_deref()).collect();
+        out.push(item(
+            1,
+            format!(
+                "stall shares ({}): n/a{}",
+                t.sides
+                    .iter()
+                    .map(|s| s.side.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", reasons[0])
+                }
+            ),
+            false,
+        ));
+    }
+    for s in t.sides.iter().filter(|_| !no_side) {
         let dominant = t.dominant.as_deref() == Some(s.side.as_str());
         out.push(item(
             1,
@@ -116,10 +148,17 @@ pub fn tree_outline(t: &TreeReport) -> Vec<OutlineItem> {
             }
         }
     }
+    // Groups with no metric at all, said on one line when the record does not name
+    // them itself (records before `unevaluated`).
+    let mut empty: Vec<&str> = Vec::new();
     if t.dominant.is_none() {
         for st in &t.steps {
+            if st.metrics.iter().all(|m| m.value.is_none()) {
+                empty.push(&st.title);
+                continue;
+            }
             out.push(item(1, st.title.clone(), false));
-            for m in &st.metrics {
+            for m in st.metrics.iter().filter(|m| m.value.is_some()) {
                 out.push(item(
                     2,
                     format!(
@@ -136,6 +175,13 @@ pub fn tree_outline(t: &TreeReport) -> Vec<OutlineItem> {
         out.push(item(
             1,
             format!("vendor topdown {name}: {}", fmt_metric(*v, unit)),
+            false,
+        ));
+    }
+    if t.unevaluated.is_empty() && !empty.is_empty() {
+        out.push(item(
+            1,
+            format!("no metric available for: {}", empty.join(", ")),
             false,
         ));
     }
@@ -434,7 +480,18 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 ("note", None),
             ],
         );
-        for v in &p.metrics {
+        // With the coverage lines above (what was not counted, the metrics not
+        // computable by cause), a row per n/a metric only repeats them (30 rows on a
+        // machine without a PMU): they are folded into one note; every one is in the
+        // raw data with its reason.
+        let fold = p.coverage.is_some();
+        let folded: Vec<&str> = p
+            .metrics
+            .iter()
+            .filter(|v| fold && v.value.is_none())
+            .map(|v| v.name.as_str())
+            .collect();
+        for v in p.metrics.iter().filter(|v| !(fold && v.value.is_none())) {
             m.push(vec![
                 Cell::text(&v.group),
                 Cell::text(&v.name),
@@ -454,7 +511,17 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
             ]);
         }
         m.notes.push("counted = the smallest share of the run its events were on a counter (multiplexed values are extrapolated)".into());
-        s.table(m);
+        if !folded.is_empty() {
+            m.notes.push(format!(
+                "{} metric{} not available, not listed (why: above; each with its reason in the raw data): {}",
+                folded.len(),
+                if folded.len() == 1 { "" } else { "s" },
+                names_short(&folded)
+            ));
+        }
+        if !m.rows.is_empty() || !folded.is_empty() {
+            s.table(m);
+        }
         let mut e = table(
             &anchors::id(b, &format!("pmu-events-{}", r.key)),
             "Events",
@@ -467,7 +534,17 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 ("state", None),
             ],
         );
-        for v in &p.events {
+        let unsupported: Vec<&str> = p
+            .events
+            .iter()
+            .filter(|v| fold && v.state == EventState::NotSupported)
+            .map(|v| v.name.as_str())
+            .collect();
+        for v in p
+            .events
+            .iter()
+            .filter(|v| !(fold && v.state == EventState::NotSupported))
+        {
             e.push(vec![
                 Cell::text(&v.name),
                 Cell::text(v.code.clone().unwrap_or_default()),
@@ -483,6 +560,14 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                     EventState::Untrusted => "not counted here (read 0)",
                 }),
             ]);
+        }
+        if !unsupported.is_empty() {
+            e.notes.push(format!(
+                "{} event{} not supported by this PMU, not listed: {}",
+                unsupported.len(),
+                if unsupported.len() == 1 { "" } else { "s" },
+                names_short(&unsupported)
+            ));
         }
         s.table(e);
     }
