@@ -9,11 +9,10 @@
 use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
+use numalab_pmu::capability;
 use numalab_pmu::catalog::{self, Catalog, CpuMatch};
 use numalab_pmu::compare;
-use numalab_pmu::profile::{self, Profile, ProfileConfig, Profiled};
-use numalab_pmu::sample::{self, SampleConfig};
-use numalab_pmu::{capability, count};
+use numalab_pmu::profile;
 use numalab_schema::{ErrorClass, Origin, Record};
 use std::path::{Path, PathBuf};
 
@@ -275,231 +274,112 @@ pub fn run(args: ProfileArgs) -> CliResult {
         Some(c) => c,
         None => live_cpu?,
     };
-    let cat = catalog::load_match(&cpu)?;
-    let (names, extra) = profile::selection(&cat, &metrics_set, &events)?;
-    let counters = args.counters.map(|c| c as usize).unwrap_or(cat.counters);
-    if args.exact {
-        count::plan_exact(&cat, &names, &extra, counters).map_err(usage)?;
-    }
-    let sample_event = args
-        .sample
-        .as_deref()
-        .map(|e| sample::resolve(&cat, e))
-        .transpose()?;
-    let cap = capability::probe();
-    if let Some(ev) = &sample_event {
-        if !ev.encoding.is_software() && !cap.hardware_pmu() {
-            return Err(CliError::new(
-                ErrorClass::Unsupported,
-                format!(
-                    "cannot sample {}: no hardware PMU here ({}); --sample cpu-clock works on every machine",
-                    ev.name,
-                    cap.verdict()
-                ),
-            ));
-        }
-    }
-    let spec = numalab_proc::Spec {
-        argv: args.command.clone(),
-        shell: args.shell,
-        timeout: args.timeout,
-        ..Default::default()
+    let target = match (args.pid, args.all_cpus) {
+        (Some(pid), _) => numalab_profile::Target::Pid(pid),
+        (None, true) => numalab_profile::Target::AllCpus {
+            argv: args.command.clone(),
+            shell: args.shell,
+            timeout: args.timeout,
+        },
+        (None, false) => numalab_profile::Target::Command {
+            argv: args.command.clone(),
+            shell: args.shell,
+            timeout: args.timeout,
+        },
     };
+    let cap = capability::probe();
+    let plan = numalab_profile::plan(
+        numalab_profile::Options {
+            target,
+            cpu,
+            metrics: metrics_set,
+            events,
+            exact: args.exact,
+            counters: args.counters.map(|c| c as usize),
+            interval: args.interval,
+            duration: args.duration,
+            uncore: !args.no_uncore,
+            sample: args.sample.clone(),
+            sample_freq: args.sample_freq,
+            sample_period: args.sample_period,
+            memory_samples: args.memory_samples,
+            analysis,
+            regions,
+        },
+        &cap,
+    )
+    .map_err(problem)?;
     let mut rec = Recorder::new(
         &args.output,
         config,
         Origin::Measured,
         numalab_topo::system::host(&machine),
     )?;
-    let mode = if args.exact { "exact" } else { "default" };
-    let subject = match (args.pid, args.all_cpus) {
-        (Some(pid), _) => profile::Subject::Pid(pid),
-        (None, true) => profile::Subject::AllCpus((!args.command.is_empty()).then(|| spec.clone())),
-        (None, false) => profile::Subject::Command(spec.clone()),
-    };
-    let key = match &subject {
-        profile::Subject::Command(_) => format!("profile:{mode}:{}", args.command.join(" ")),
-        profile::Subject::Pid(pid) => format!("profile:pid:{pid}"),
-        profile::Subject::AllCpus(None) => "profile:system-wide".to_string(),
-        profile::Subject::AllCpus(Some(_)) => {
-            format!("profile:system-wide:{}", args.command.join(" "))
-        }
-    };
-    let mut failure: Option<CliError> = None;
-    let mut no_hardware: Option<CliError> = None;
-    let mut shown = vec![key.clone()];
-    if rec.done(&key) {
+    if rec.done(&plan.keys.profile) {
         eprintln!(
-            "numalab: {key} is already in the --out folder; choose another folder to measure again"
+            "numalab: {} is already in the --out folder; choose another folder to measure again",
+            plan.keys.profile
         );
-    } else {
-        let pcfg = ProfileConfig {
-            cpu: cpu.clone(),
-            metrics: metrics_set.clone(),
-            events: events.clone(),
-            exact: args.exact,
-            counters: args.counters.map(|c| c as usize),
-            sysroot: PathBuf::from("/"),
-            interval: args.interval,
-            duration: args.duration,
-        };
-        // Started as the first run starts (after every check), stopped after the last.
-        let mut uncore: Option<Result<numalab_uncore::Session, String>> = None;
-        let bar = progress_bar(args.exact);
-        let result = profile::profile_subject(
-            &subject,
-            &pcfg,
-            &mut numalab_pmu::count::PerfBackend,
-            &cap,
-            &mut |run, runs| {
-                if run == 0 && !args.no_uncore && uncore.is_none() {
-                    uncore = Some(start_uncore());
-                }
-                // Said once everything was checked, as counting starts.
-                match &subject {
-                    profile::Subject::Pid(pid) => eprintln!(
-                        "numalab: counting process {pid} until it exits{}",
-                        until(args.duration)
-                    ),
-                    profile::Subject::AllCpus(None) => {
-                        eprintln!("numalab: counting every CPU{}", until(args.duration))
-                    }
-                    _ => {}
-                }
-                if let Some(b) = &bar {
-                    b.set_length(runs as u64);
-                    b.set_position(run as u64);
-                    b.set_message(format!("run {} of {runs}", run + 1));
-                }
-            },
-        );
-        if let Some(b) = &bar {
-            b.finish_and_clear();
-        }
-        let mut p: Profiled = result?;
-        match uncore.take() {
-            Some(Ok(session)) => match session.stop() {
-                Ok(u) => p.profile.uncore = Some(u),
-                Err(e) => {
-                    p.profile.uncore_note = Some(format!("counting the uncore PMUs failed: {e}"))
-                }
-            },
-            Some(Err(why)) => p.profile.uncore_note = Some(why),
-            None => {}
-        }
-        failure = workload_failure(&p.profile, &args.command);
-        // Ctrl-C is how counting a process or the system ends when no --duration was
-        // given; with one, it interrupted the count (exit 130, the counts kept).
-        if let (Some(a), Some(_)) = (&p.profile.attach, args.duration) {
-            if a.stopped_by == "ctrl-c" {
-                failure = Some(CliError::new(
-                    ErrorClass::Interrupted,
-                    format!(
-                        "interrupted after {:.1} s of the {} asked for; the counts so far are recorded",
-                        a.seconds,
-                        humantime::format_duration(args.duration.unwrap_or_default())
-                    ),
-                ));
-            }
-        }
-        no_hardware = no_hardware_counted(&p.profile);
-        rec.push(p.into_record(key.clone()))?;
     }
-    if let (Some(ev), None) = (sample_event, &failure) {
-        let skey = format!("samples:{}:{}", ev.name, args.command.join(" "));
-        if !rec.done(&skey) {
-            let scfg = SampleConfig {
-                event: ev,
-                frequency_hz: args.sample_freq,
-                period: args.sample_period,
-                include_kernel: cap.privileged || cap.paranoid.is_some_and(|p| p <= 1),
-            };
-            let r = sample::sample(&spec, &scfg)?;
-            if !r.outcome.success() {
-                failure = Some(CliError::new(
-                    if r.outcome.interrupted {
-                        ErrorClass::Interrupted
-                    } else {
-                        ErrorClass::Runtime
-                    },
-                    format!(
-                        "the command {} during the sampling run",
-                        r.outcome.describe()
-                    ),
-                ));
-            }
-            rec.push(Record::new(skey.clone(), Origin::Measured, &r))?;
-        }
-        shown.push(skey);
+    let mut watch = Progress {
+        bar: progress_bar(args.exact),
+        subject: plan.subject().clone(),
+        duration: args.duration,
+    };
+    let outcome = numalab_profile::run(&plan, &cap, &mut rec, &mut watch);
+    if let Some(b) = &watch.bar {
+        b.finish_and_clear();
     }
-    let mut sampled = Vec::new();
-    let mut no_sampling: Option<CliError> = None;
-    if args.memory_samples && failure.is_none() {
-        let mkey = match &subject {
-            profile::Subject::Pid(pid) => format!("memaccess:pid:{pid}"),
-            _ => format!("memaccess:{}", args.command.join(" ")),
-        };
-        if !rec.done(&mkey) {
-            let target = match &subject {
-                profile::Subject::Pid(pid) => numalab_memaccess::Target::Pid {
-                    pid: *pid,
-                    duration: args.duration.unwrap_or(std::time::Duration::from_secs(10)),
-                },
-                _ => numalab_memaccess::Target::Command(spec.clone()),
-            };
-            let ropts = numalab_memaccess::RecordOptions {
-                analysis,
-                regions,
-                ..Default::default()
-            };
-            match numalab_memaccess::record(&target, &ropts) {
-                Ok(r) => {
-                    rec.push(Record::new(mkey.clone(), Origin::Measured, &r.record))?;
-                    sampled.push(mkey);
-                }
-                Err(e) => {
-                    no_sampling = Some(CliError::new(
-                        ErrorClass::Unsupported,
-                        format!("--memory-samples: {e}; the counts were recorded"),
-                    ));
-                }
-            }
-        } else {
-            sampled.push(mkey);
-        }
-    }
-    show(&rec, &shown);
-    show_memaccess(&rec, &sampled);
+    let outcome = outcome.map_err(problem)?;
+    show(&rec, &outcome.shown);
+    show_memaccess(&rec, &outcome.sampled);
     rec.finish()?;
-    if let (Some(e), true) = (&no_sampling, failure.is_some() || no_hardware.is_some()) {
+    if let (Some(e), true) = (
+        &outcome.no_sampling,
+        outcome.failure.is_some() || outcome.no_hardware.is_some(),
+    ) {
         // Said too, though another problem decides the exit code.
         eprintln!("numalab: {}", e.message);
     }
-    match failure.or(no_hardware).or(no_sampling) {
-        Some(e) => Err(e),
+    match outcome.decisive() {
+        Some(e) => Err(problem(e.clone())),
         None => Ok(()),
     }
 }
 
-/// The uncore PMUs counted system-wide from now (memory controllers, LLC/SLC, links),
-/// or why they are not.
-fn start_uncore() -> Result<numalab_uncore::Session, String> {
-    let root = Path::new("/");
-    let d = numalab_uncore::discover(root, &numalab_uncore::packages_from_sysfs(root))
-        .map_err(|e| e.to_string())?;
-    if d.uncore().next().is_none() {
-        let names: Vec<&str> = d.devices.iter().map(|x| x.name.as_str()).collect();
-        return Err(format!(
-            "no uncore PMU under /sys/bus/event_source/devices (the kernel lists {}): memory-controller, LLC and link traffic cannot be counted here",
-            if names.is_empty() { "none".to_string() } else { names.join(", ") }
-        ));
+fn problem(p: numalab_profile::Problem) -> CliError {
+    CliError::new(p.class, p.message)
+}
+
+/// The progress of a counting session: a bar in exact mode, and a line as counting a
+/// process or the system starts.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    subject: profile::Subject,
+    duration: Option<std::time::Duration>,
+}
+
+impl numalab_profile::Watch for Progress {
+    fn run_started(&mut self, run: usize, runs: usize) {
+        // Said once everything was checked, as counting starts.
+        if run == 0 {
+            match &self.subject {
+                profile::Subject::Pid(pid) => eprintln!(
+                    "numalab: counting process {pid} until it exits{}",
+                    until(self.duration)
+                ),
+                profile::Subject::AllCpus(None) => {
+                    eprintln!("numalab: counting every CPU{}", until(self.duration))
+                }
+                _ => {}
+            }
+        }
+        if let Some(b) = &self.bar {
+            b.set_length(runs as u64);
+            b.set_position(run as u64);
+            b.set_message(format!("run {} of {runs}", run + 1));
+        }
     }
-    numalab_uncore::Session::start(
-        &d,
-        &numalab_uncore::What::all(),
-        &mut numalab_uncore::PerfBackend,
-    )
-    .map_err(|e| e.to_string())
 }
 
 /// How slow loads are chosen (`--slow`).
@@ -572,46 +452,6 @@ fn until(duration: Option<std::time::Duration>) -> String {
     }
 }
 
-/// Exit 4 (this machine cannot do what was asked) when hardware events were asked for
-/// and not one was counted: the record with the software events is kept.
-fn no_hardware_counted(p: &Profile) -> Option<CliError> {
-    let c = p.coverage.as_ref()?;
-    if c.hardware_asked == 0 || c.hardware_counted > 0 {
-        return None;
-    }
-    let why = if p.hardware_pmu == Some(false) {
-        "the kernel exposes no hardware counters".to_string()
-    } else {
-        let mut parts = Vec::new();
-        if !c.unsupported.is_empty() {
-            parts.push(format!("{} not supported", c.unsupported.len()));
-        }
-        if !c.untrusted.is_empty() {
-            parts.push(format!(
-                "{} read 0 where hardware must count",
-                c.untrusted.len()
-            ));
-        }
-        if !c.not_scheduled.is_empty() {
-            parts.push(format!("{} never scheduled", c.not_scheduled.len()));
-        }
-        if !c.denied_or_failed.is_empty() {
-            parts.push(format!("{} denied or failed", c.denied_or_failed.len()));
-        }
-        format!(
-            "of {} hardware events asked for, {}",
-            c.hardware_asked,
-            parts.join(", ")
-        )
-    };
-    Some(CliError::new(
-        ErrorClass::Unsupported,
-        format!(
-            "not one hardware event could be counted ({why}); the software events were counted and recorded, and offline analysis works (--import a perf stat file from a machine with a PMU)"
-        ),
-    ))
-}
-
 fn progress_bar(exact: bool) -> Option<indicatif::ProgressBar> {
     if !exact {
         return None;
@@ -619,24 +459,6 @@ fn progress_bar(exact: bool) -> Option<indicatif::ProgressBar> {
     Some(crate::output::bar(
         1,
         "{spinner} {msg} [{bar:30}] {elapsed}",
-    ))
-}
-
-fn workload_failure(p: &Profile, argv: &[String]) -> Option<CliError> {
-    let bad = p.runs.iter().find(|r| !r.outcome.success())?;
-    let o = &bad.outcome;
-    let class = if o.interrupted {
-        ErrorClass::Interrupted
-    } else {
-        ErrorClass::Runtime
-    };
-    Some(CliError::new(
-        class,
-        format!(
-            "the command `{}` {}; the counts above describe that run",
-            argv.join(" "),
-            o.describe()
-        ),
     ))
 }
 
