@@ -6,6 +6,7 @@
 //! all tasks at once with binding, repeated as a campaign with outliers discarded and
 //! medians reported, or evaluated on the machine model ([`run`]). Records in [`record`].
 
+pub mod campaign;
 pub mod history;
 pub mod mix;
 pub mod plan;

@@ -12,10 +12,10 @@ use numalab_layout::affinity::CostMatrix;
 use numalab_layout::record::InferenceRecord;
 use numalab_layout::LayoutError;
 use numalab_model::Model;
+use numalab_schedule::campaign;
 use numalab_schedule::history::{self, RuntimeModel};
 use numalab_schedule::mix::Mix;
 use numalab_schedule::plan::{self, HomeAffinity, Predictor, Resources};
-use numalab_schedule::record::{self as srec, PlanRecord, TaskHistory};
 use numalab_schedule::run::{self, model_resources};
 use numalab_schema::{ErrorClass, Origin, Record};
 use std::path::PathBuf;
@@ -223,48 +223,22 @@ pub fn run(a: ScheduleArgs) -> CliResult {
             run::check_commands(&mix, p, res.home.as_ref())?;
         }
     }
-    let mut notes = Vec::new();
-    for (t, m) in mix.tasks.iter().zip(&models) {
-        if m.is_none() {
-            notes.push(format!(
-                "task {:?}: no past runs found in --history; record some with `numalab scale --out DIR -- {}`",
-                t.name,
-                t.command.join(" ")
-            ));
-        } else if let Some(m) = m.as_ref().filter(|m| m.form == "one-point") {
-            notes.push(format!(
-                "task {:?}: history at one thread count only ({}): perfect scaling assumed",
-                t.name, m.points[0].threads
-            ));
-        }
-    }
     let mix_id = mix.id();
-    let plan_rec = PlanRecord {
-        mix: mix.source.clone(),
-        mix_id: mix_id.clone(),
-        resources: res.source.clone(),
-        cores: res.cpus.len(),
-        history: a
-            .history
-            .iter()
-            .map(|h| h.display().to_string())
-            .chain(a.history_db.iter().map(|d| format!("db:{}", d.display())))
-            .collect(),
-        tasks: mix
-            .tasks
-            .iter()
-            .zip(&models)
-            .zip(&obs)
-            .map(|((t, m), o)| TaskHistory {
-                task: t.name.clone(),
-                runs: o.len(),
-                model: m.clone(),
-            })
-            .collect(),
-        plans: plans.clone(),
+    let history_sources = a
+        .history
+        .iter()
+        .map(|h| h.display().to_string())
+        .chain(a.history_db.iter().map(|d| format!("db:{}", d.display())))
+        .collect();
+    let plan_rec = campaign::plan_record(
+        &mix,
+        &obs,
+        &models,
+        &res,
+        &plans,
+        history_sources,
         predictions,
-        notes,
-    };
+    );
     use numalab_schema::text::path_text;
     let config = serde_json::json!({"mix": path_text(&a.mix),
         "history": a.history.iter().map(|p| path_text(p)).collect::<Vec<_>>(),
@@ -273,11 +247,8 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         "home_map": a.home_map.as_deref().map(path_text), "home_distance": a.home_distance,
         "home_affinity": !a.no_home_affinity});
     let mut rec = Recorder::new(&a.output, config, origin, host)?;
-    let plan_key = format!(
-        "schedule/{mix_id}/plan/{}/{}",
-        res.source,
-        rec.envelope().created_utc
-    );
+    let stamp = rec.envelope().created_utc.clone();
+    let plan_key = campaign::plan_key(&mix_id, &res.source, &stamp);
     rec.push(Record::new(plan_key, origin, &plan_rec))?;
     if !rec.json() {
         show(&rec, &plan_rec);
@@ -286,57 +257,35 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         rec.finish()?;
         return Ok(());
     }
-    // The campaign: repetitions interleaved across schedules, the order rotated each round
-    // so that slow drifts of the machine do not favour one schedule.
+    // The campaign (numalab_schedule::campaign: rotated repetitions, resumable).
     let total = a.repeat * plans.len();
     let bar = crate::output::bar(
         total as u64,
         "{spinner} [{elapsed}] {bar:30} {pos}/{len} runs {msg}",
     );
-    let mut runs: Vec<srec::RunRecord> = rec
-        .previous
-        .iter()
-        .filter_map(|r| r.decode::<srec::RunRecord>().and_then(Result::ok))
-        .filter(|r| r.mix_id == mix_id)
-        .collect();
-    let mut interrupted = false;
-    'campaign: for k in 0..a.repeat {
-        for j in 0..plans.len() {
-            let p = &plans[(j + k) % plans.len()];
-            let key = format!("schedule/{mix_id}/{}/r{k}", p.schedule);
-            if rec.done(&key) {
-                bar.inc(1);
-                continue;
-            }
-            bar.set_message(p.schedule.clone());
-            match run::run_plan(&mix, p, res.home.as_ref()) {
-                Ok(r) => {
-                    let r = srec::RunRecord {
-                        mix_id: mix_id.clone(),
-                        schedule: p.schedule.clone(),
-                        repetition: k,
-                        run: r,
-                    };
-                    rec.push(Record::new(key, Origin::Measured, &r))?;
-                    runs.push(r);
-                }
-                Err(LayoutError::Interrupted) => {
-                    interrupted = true;
-                    break 'campaign;
-                }
-                Err(e) => {
-                    bar.finish_and_clear();
-                    rec.finish()?;
-                    return Err(e.into());
-                }
-            }
-            bar.inc(1);
-        }
-    }
+    let ran = campaign::run(
+        &mix,
+        &plans,
+        res.home.as_ref(),
+        a.repeat,
+        &mut rec,
+        &mut |step| match step {
+            campaign::Step::Running(s) => bar.set_message(s.to_string()),
+            campaign::Step::Done => bar.inc(1),
+        },
+    );
     bar.finish_and_clear();
-    let summary = srec::summarize(&mix_id, a.repeat, &plans, &runs);
+    let ran = match ran {
+        Ok(r) => r,
+        Err(e) => {
+            rec.finish()?;
+            return Err(e.into());
+        }
+    };
+    let interrupted = ran.interrupted;
+    let summary = campaign::summary(&mix, a.repeat, &plans, &ran);
     rec.push(Record::new(
-        format!("schedule/{mix_id}/summary/{}", rec.envelope().created_utc),
+        campaign::summary_key(&mix_id, &stamp),
         Origin::Measured,
         &summary,
     ))?;

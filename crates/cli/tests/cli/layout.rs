@@ -225,6 +225,19 @@ fn schedule_campaign_runs_for_real() {
             .len(),
         2
     );
+    // A rerun with a smaller --repeat summarises its own campaign (the runs of rounds
+    // 0..repeat), not every run the folder holds: its summary said "repeat 1" over two
+    // makespans before the campaign moved into numalab_schedule.
+    let mut fewer = schedule.to_vec();
+    let at = fewer.iter().position(|w| *w == "--repeat").unwrap() + 1;
+    fewer[at] = "1";
+    let out = numalab(&fewer);
+    assert!(records(&out, "schedule.run").is_empty());
+    let s = records(&out, "schedule.summary");
+    assert_eq!(s[0]["repeat"], 1);
+    for f in s[0]["schedules"].as_array().unwrap() {
+        assert_eq!(f["makespans_s"].as_array().unwrap().len(), 1, "{f}");
+    }
 }
 
 #[test]
