@@ -9,6 +9,7 @@
 pub mod bind;
 pub mod describe;
 pub mod error;
+pub mod isolate;
 pub mod load;
 pub mod memattrs;
 pub mod render;

@@ -155,6 +155,25 @@ fn builder(live: bool) -> Result<TopologyBuilder, String> {
 /// Loads a topology.
 pub fn load(input: &Input) -> Result<Loaded, TopoError> {
     match input {
+        Input::Live => load_in_process(input),
+        Input::Xml(path) | Input::SnapshotDir(path) => {
+            crate::isolate::check(input, path)?;
+            load_in_process(input)
+        }
+        Input::SnapshotArchive(path) => {
+            // Unpacked here (bounded, in Rust), then checked in a child, then loaded.
+            let dir = unpack(path)?;
+            crate::isolate::check(&Input::SnapshotDir(dir.path().to_path_buf()), path)?;
+            let root = find_snapshot_root(path, dir.path())?;
+            load_snapshot(path, &root, Some(dir))
+        }
+    }
+}
+
+/// [`load`] without the child-process check ([`crate::isolate`]): what the child itself
+/// runs.
+pub fn load_in_process(input: &Input) -> Result<Loaded, TopoError> {
+    match input {
         Input::Live => {
             let _guard = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
             let topology = builder(true)
@@ -360,11 +379,26 @@ fn unpack(path: &Path) -> Result<tempfile::TempDir, TopoError> {
     let (mut entries, mut bytes) = (0u64, 0u64);
     for entry in archive.entries().map_err(damaged)? {
         let mut entry = entry.map_err(damaged)?;
+        // Ctrl-C or SIGTERM: the unpacked part goes with `dir` on the way out.
+        if numalab_schema::interrupt::requested() {
+            return Err(bad("interrupted while unpacking it".into()));
+        }
         entries += 1;
         bytes = bytes.saturating_add(entry.header().size().unwrap_or(0));
         if entries > max_entries {
             return Err(bad(format!(
                 "the archive holds more than {max_entries} files, far more than a sysfs snapshot; check that this is one (`hwloc-gather-topology` output)"
+            )));
+        }
+        let kind = entry.header().entry_type();
+        if kind.is_fifo() || kind.is_character_special() || kind.is_block_special() {
+            return Err(bad(format!(
+                "{}: a {} entry; a snapshot holds only folders, files and links (make one with `hwloc-gather-topology`)",
+                entry
+                    .path()
+                    .map(|p| numalab_schema::text::path_text(&p))
+                    .unwrap_or_default(),
+                if kind.is_fifo() { "FIFO" } else { "device" }
             )));
         }
         if bytes > max_bytes {
@@ -413,11 +447,128 @@ fn find_snapshot_root(input: &Path, dir: &Path) -> Result<PathBuf, TopoError> {
     })
 }
 
+/// Checks a snapshot's tree before hwloc reads it: only folders, regular files and
+/// links that stay inside the snapshot. A FIFO, socket or device would block or read
+/// another thing than a file (a FIFO blocked `topo --input` forever); an absolute link,
+/// or one climbing out of the snapshot, would read this machine's files instead of the
+/// other machine's (a `cpu0` link loop once gave "Kunpeng 920, x86_64" with this host's
+/// kernel mixed in); a link loop is refused by name.
+pub fn check_tree(input: &Path, root: &Path) -> Result<(), TopoError> {
+    use std::os::unix::fs::FileTypeExt;
+    let bad = |rel: &Path, what: String| {
+        TopoError::BadInput {
+        path: input.to_path_buf(),
+        reason: format!(
+            "{}: {what}; a snapshot holds only folders, files and links inside it (make one with `hwloc-gather-topology`)",
+            numalab_schema::text::path_text(rel)
+        ),
+    }
+    };
+    let special = |t: std::fs::FileType| {
+        if t.is_fifo() {
+            Some("a FIFO (named pipe)")
+        } else if t.is_socket() {
+            Some("a socket")
+        } else if t.is_char_device() || t.is_block_device() {
+            Some("a device")
+        } else {
+            None
+        }
+    };
+    let max_entries = numalab_schema::input::ARCHIVE_ENTRIES;
+    let mut seen = 0u64;
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| TopoError::Unreadable {
+            path: dir.clone(),
+            reason: io_reason(&e),
+        })?;
+        for e in entries {
+            let e = e.map_err(|e| TopoError::Unreadable {
+                path: dir.clone(),
+                reason: io_reason(&e),
+            })?;
+            seen += 1;
+            if seen > max_entries {
+                return Err(bad(
+                    Path::new("."),
+                    format!("more than {max_entries} entries, far more than a sysfs snapshot"),
+                ));
+            }
+            let path = e.path();
+            let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+            let meta = std::fs::symlink_metadata(&path).map_err(|e| TopoError::Unreadable {
+                path: path.clone(),
+                reason: io_reason(&e),
+            })?;
+            let t = meta.file_type();
+            if t.is_dir() {
+                todo.push(path);
+                continue;
+            }
+            if let Some(what) = special(t) {
+                return Err(bad(&rel, format!("is {what}")));
+            }
+            if !t.is_symlink() {
+                continue;
+            }
+            let target = std::fs::read_link(&path).map_err(|e| TopoError::Unreadable {
+                path: path.clone(),
+                reason: io_reason(&e),
+            })?;
+            if target.is_absolute() {
+                return Err(bad(
+                    &rel,
+                    format!(
+                        "a link to {}, outside the snapshot (it would read this machine's files)",
+                        numalab_schema::text::path_text(&target)
+                    ),
+                ));
+            }
+            // Lexically, from the link's folder: never above the snapshot's root.
+            let mut depth = rel.components().count() as i64 - 1;
+            for c in target.components() {
+                match c {
+                    std::path::Component::ParentDir => depth -= 1,
+                    std::path::Component::Normal(_) => depth += 1,
+                    _ => {}
+                }
+                if depth < 0 {
+                    return Err(bad(
+                        &rel,
+                        format!(
+                            "a link to {}, which climbs out of the snapshot",
+                            numalab_schema::text::path_text(&target)
+                        ),
+                    ));
+                }
+            }
+            match std::fs::metadata(&path) {
+                Ok(m) => {
+                    if let Some(what) = special(m.file_type()) {
+                        return Err(bad(&rel, format!("a link to {what}")));
+                    }
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                    return Err(bad(
+                        &rel,
+                        "a link that loops (it points back at itself)".into(),
+                    ));
+                }
+                // A dangling link reads as a missing file, as hwloc expects of sysfs.
+                Err(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
 fn load_snapshot(
     input: &Path,
     root: &Path,
     unpacked: Option<tempfile::TempDir>,
 ) -> Result<Loaded, TopoError> {
+    check_tree(input, root)?;
     let _guard = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let cpuid = root.join("cpuid");
     let has_cpuid = cpuid.is_dir();

@@ -453,3 +453,128 @@ fn a_full_stdout_and_huge_option_values_end_in_documented_codes() {
         stderr(&o)
     );
 }
+
+/// Topology inputs hwloc cannot survive, or that would read something else than the
+/// snapshot: exit 3 with the reason, quickly, never a crash (exit 139 or 134), a hang,
+/// or this machine's files described as the other machine (issue 50, items 3, 5 and 9).
+#[test]
+fn topology_inputs_hwloc_cannot_survive_end_in_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = |input: &Path| {
+        let o = run_os(
+            &[OsStr::new("topo"), OsStr::new("--input"), input.as_os_str()],
+            &[],
+            dir.path(),
+        );
+        no_panic(&format!("topo --input {}", input.display()), &o);
+        o
+    };
+    // Machine with a PU and a NUMA node of the same cpuset: SIGSEGV inside hwloc 2.9.
+    let xml = dir.path().join("crash.xml");
+    std::fs::write(
+        &xml,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<topology version=\"2.0\">\n<object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\">\n<object type=\"PU\" os_index=\"0\" cpuset=\"0x1\"/>\n<object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x1\"/>\n</object>\n</topology>\n",
+    )
+    .unwrap();
+    let o = topo(&xml);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("hwloc crashed reading it"),
+        "{}",
+        stderr(&o)
+    );
+    // c2c --topology loads the same way.
+    let csv = fixture_path("c2c", "amd-epyc-7773x.csv");
+    let o = run_os(
+        &[
+            OsStr::new("c2c"),
+            OsStr::new("--input"),
+            csv.as_os_str(),
+            OsStr::new("--topology"),
+            xml.as_os_str(),
+        ],
+        &[],
+        dir.path(),
+    );
+    no_panic("c2c --topology crash.xml", &o);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    // A snapshot unpacked from a fixture, then damaged one way at a time.
+    let archive = fixture_path("topology", "128arm-2pa2n8cluster4co.tar.bz2");
+    let fresh = |name: &str| -> std::path::PathBuf {
+        let d = dir.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        let st = Command::new("tar")
+            .arg("xjf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&d)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        d.join("128arm-2pa2n8cluster4co")
+    };
+    let ok = fresh("ok");
+    assert_eq!(
+        topo(&ok).status.code(),
+        Some(0),
+        "the undamaged snapshot loads"
+    );
+    // sys/devices/system/node pointing back at sys: hwloc's assertion (SIGABRT).
+    let s = fresh("node-loop");
+    let node = s.join("sys/devices/system/node");
+    std::fs::remove_dir_all(&node).unwrap();
+    std::os::unix::fs::symlink("../../../sys", &node).unwrap();
+    let o = topo(&s);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("hwloc crashed"), "{}", stderr(&o));
+    // A FIFO where a file should be: refused before hwloc blocks on it.
+    let s = fresh("fifo");
+    let online = s.join("sys/devices/system/cpu/online");
+    std::fs::remove_file(&online).unwrap();
+    assert!(Command::new("mkfifo")
+        .arg(&online)
+        .status()
+        .unwrap()
+        .success());
+    let o = topo(&s);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a FIFO"), "{}", stderr(&o));
+    // An absolute link reads this machine's file: refused.
+    let s = fresh("absolute");
+    let online = s.join("sys/devices/system/cpu/online");
+    std::fs::remove_file(&online).unwrap();
+    std::os::unix::fs::symlink("/sys/devices/system/cpu/online", &online).unwrap();
+    let o = topo(&s);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("outside the snapshot"),
+        "{}",
+        stderr(&o)
+    );
+    // cpu0 a link to itself: a loop, refused by name (it once described this host).
+    let s = fresh("loop");
+    let cpu0 = s.join("sys/devices/system/cpu/cpu0");
+    std::fs::remove_dir_all(&cpu0).unwrap();
+    std::os::unix::fs::symlink("cpu0", &cpu0).unwrap();
+    let o = topo(&s);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("loops"), "{}", stderr(&o));
+    // An archive holding a FIFO entry: refused while unpacking.
+    let s = fresh("fifo-archive");
+    let f = s.join("sys/devices/system/cpu/online");
+    std::fs::remove_file(&f).unwrap();
+    assert!(Command::new("mkfifo").arg(&f).status().unwrap().success());
+    let tarball = dir.path().join("fifo.tar.gz");
+    let st = Command::new("tar")
+        .arg("czf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(s.parent().unwrap())
+        .arg("128arm-2pa2n8cluster4co")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = topo(&tarball);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("FIFO"), "{}", stderr(&o));
+}
