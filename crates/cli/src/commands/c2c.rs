@@ -298,17 +298,11 @@ fn show(
     variant: &str,
 ) -> CliResult {
     if let Some(path) = &args.export_csv {
-        let write = || -> std::io::Result<()> {
-            let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-            numalab_c2c::csv::write(matrix, &mut f)?;
-            std::io::Write::flush(&mut f)
-        };
-        write().map_err(|e| {
-            CliError::new(
-                ErrorClass::Runtime,
-                format!("{}: cannot write: {e}", path.display()),
-            )
+        let mut text = Vec::new();
+        numalab_c2c::csv::write(matrix, &mut text).map_err(|e| {
+            CliError::new(ErrorClass::Runtime, format!("cannot format the CSV: {e}"))
         })?;
+        crate::output::write_file(path, &text, "the CSV", "--export-csv")?;
     }
     let positions = heatmap::order(
         matrix,
@@ -320,12 +314,12 @@ fn show(
     );
     if let Some(path) = &args.svg {
         let title = format!("core-to-core latency ({variant}), {} CPUs", matrix.n());
-        std::fs::write(path, heatmap::svg(matrix, &positions, &title)).map_err(|e| {
-            CliError::new(
-                ErrorClass::Runtime,
-                format!("{}: cannot write: {e}", path.display()),
-            )
-        })?;
+        crate::output::write_file(
+            path,
+            heatmap::svg(matrix, &positions, &title).as_bytes(),
+            "the SVG",
+            "--svg",
+        )?;
     }
     if !rec.json() {
         // The terminal's picture of the matrix: a coloured grid, or the one pair.

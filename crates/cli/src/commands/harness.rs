@@ -221,12 +221,7 @@ fn live() -> Result<Machine, CliError> {
 
 fn write_svg(path: &Option<PathBuf>, svg: String) -> CliResult {
     if let Some(p) = path {
-        std::fs::write(p, svg).map_err(|e| {
-            CliError::new(
-                ErrorClass::Runtime,
-                format!("{}: cannot write the chart ({e})", p.display()),
-            )
-        })?;
+        crate::output::write_file(p, svg.as_bytes(), "the chart", "--svg")?;
     }
     Ok(())
 }

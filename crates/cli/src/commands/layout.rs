@@ -368,12 +368,7 @@ fn run_infer(a: &InferArgs) -> CliResult {
             _ => None,
         };
         let svg = draw::floorplan(&r, m, heat.as_ref())?;
-        std::fs::write(path, svg).map_err(|e| {
-            CliError::new(
-                ErrorClass::Runtime,
-                format!("{}: cannot write the SVG: {e}", path.display()),
-            )
-        })?;
+        crate::output::write_file(path, svg.as_bytes(), "the SVG", "--svg")?;
     }
     let key = format!("layout/inference/{}", a.input.display());
     rec.push(Record::new(key, origin, &r))?;

@@ -241,13 +241,8 @@ fn list(a: ListArgs) -> CliResult {
     Ok(())
 }
 
-fn write_file(path: &PathBuf, text: &str) -> CliResult {
-    std::fs::write(path, text).map_err(|e| {
-        CliError::new(
-            ErrorClass::Runtime,
-            format!("{}: cannot write: {e}", path.display()),
-        )
-    })
+fn write_file(path: &std::path::Path, text: &str, flag: &str) -> CliResult {
+    crate::output::write_file(path, text.as_bytes(), "the file", flag)
 }
 
 fn show(a: ShowArgs) -> CliResult {
@@ -255,7 +250,7 @@ fn show(a: ShowArgs) -> CliResult {
     let entries = loaded.entries();
     let model = Model::from_loaded(loaded.clone())?;
     if let Some(p) = &a.svg {
-        write_file(p, &numalab_model::svg::floorplan(&model, None))?;
+        write_file(p, &numalab_model::svg::floorplan(&model, None), "--svg")?;
         eprintln!("wrote the floorplan to {}", p.display());
     }
     let resolved = serde_json::json!({
@@ -467,7 +462,11 @@ fn run_experiment(a: RunArgs) -> CliResult {
                     .filter_map(|r| r.decode::<LatencyHeatmap>().and_then(|x| x.ok())),
             )
             .next();
-        write_file(p, &numalab_model::svg::floorplan(&model, heat.as_ref()))?;
+        write_file(
+            p,
+            &numalab_model::svg::floorplan(&model, heat.as_ref()),
+            "--svg",
+        )?;
         if !json {
             eprintln!("wrote the floorplan to {}", p.display());
         }
@@ -511,7 +510,7 @@ fn calibrate(a: CalibrateArgs) -> CliResult {
     let fitted = Model::load(&a.preset, &all_sets)?;
     if let Some(p) = &a.save {
         let text = numalab_model::calibrate::preset_text(&cal, &numalab_schema::record::now_utc())?;
-        write_file(p, &text)?;
+        write_file(p, &text, "--save")?;
         cal.preset_file = Some(p.display().to_string());
     }
     let config = serde_json::json!({

@@ -135,95 +135,9 @@ pub fn write_output(path: Option<&Path>, text: &str) -> CliResult {
     }
 }
 
-/// Writes `bytes` to `p`. A regular file (or a path that does not exist yet) is written
-/// whole or not at all: a temporary file in the same folder, synced, then renamed over
-/// it; an existing file keeps its mode, a new one gets the umask's; a symlink to a
-/// regular file stays a symlink (its target is replaced). Anything else that the path
-/// names (a terminal, `/dev/stdout`, a pipe, a FIFO) is written through, never
-/// replaced; a socket or another kind of file is refused (exit 2).
+/// Writes the report to `p` ([`crate::output::write_file`]).
 pub fn write_atomic(p: &Path, bytes: &[u8]) -> CliResult {
-    use std::io::Write;
-    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-    let shown = numalab_schema::text::path_text(p);
-    let fail = |e: std::io::Error| {
-        CliError::new(
-            ErrorClass::Runtime,
-            format!(
-                "{shown}: cannot write the report ({}); the previous file, if any, is unchanged: free some space or choose another -o path",
-                numalab_schema::input::io_reason(&e)
-            ),
-        )
-    };
-    // What the path names, through symlinks.
-    let existing = std::fs::metadata(p).ok();
-    if let Some(m) = &existing {
-        let t = m.file_type();
-        if t.is_dir() {
-            return Err(CliError::new(
-                ErrorClass::Usage,
-                format!("{shown}: is a folder; give -o a file name such as {shown}/report.html"),
-            ));
-        }
-        if t.is_char_device() || t.is_fifo() {
-            // A terminal, /dev/stdout, /dev/null, a pipe: written through.
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .open(p)
-                .map_err(fail)?;
-            return f.write_all(bytes).and_then(|()| f.flush()).map_err(fail);
-        }
-        if !t.is_file() {
-            return Err(CliError::new(
-                ErrorClass::Usage,
-                format!(
-                    "{shown}: is not a regular file (a {}); give -o a file name",
-                    if t.is_socket() {
-                        "socket"
-                    } else if t.is_block_device() {
-                        "block device"
-                    } else {
-                        "special file"
-                    }
-                ),
-            ));
-        }
-    }
-    // A symlink to a regular file: the target is replaced, the link kept.
-    let target = match (&existing, std::fs::symlink_metadata(p)) {
-        (Some(_), Ok(l)) if l.file_type().is_symlink() => std::fs::canonicalize(p).map_err(fail)?,
-        _ => p.to_path_buf(),
-    };
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if !dir.is_dir() {
-        return Err(CliError::new(
-            ErrorClass::Runtime,
-            format!(
-                "{shown}: cannot write the report: the folder {} does not exist; create it or choose another -o path",
-                numalab_schema::text::path_text(&dir)
-            ),
-        ));
-    }
-    // The temporary file is created 0666 less the umask (the kernel applies it), as a
-    // plain create would be; an existing file's mode is then copied onto it.
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".numalab-report-")
-        .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(&dir)
-        .map_err(fail)?;
-    if let Some(m) = &existing {
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(
-                m.permissions().mode() & 0o7777,
-            ))
-            .map_err(fail)?;
-    }
-    tmp.write_all(bytes).map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist(&target).map_err(|e| fail(e.error))?;
-    Ok(())
+    crate::output::write_file(p, bytes, "the report", "-o")
 }
 
 /// Refuses an -o path whose extension names no format numalab writes (`r.pdf`).

@@ -113,12 +113,7 @@ fn export_memattrs(args: &TopoArgs, bundle_path: &Path, xml_path: &Path) -> CliR
     let (values, notes) = measured_values(&bundle, recorded, &bundle_name)?;
     same_machine(recorded, &bundle_name, &machine, &topo_name)?;
     let export = memattrs::export_xml(&loaded, &values)?;
-    std::fs::write(xml_path, &export.xml).map_err(|e| {
-        CliError::new(
-            ErrorClass::Runtime,
-            format!("{}: cannot write it ({e})", xml_path.display()),
-        )
-    })?;
+    crate::output::write_file(xml_path, export.xml.as_bytes(), "the XML", "--export-xml")?;
     for n in &notes {
         eprintln!("note: {n}");
     }
