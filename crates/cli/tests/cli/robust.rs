@@ -459,7 +459,11 @@ fn a_full_stdout_and_huge_option_values_end_in_documented_codes() {
 /// or this machine's files described as the other machine (issue 50, items 3, 5 and 9).
 #[test]
 fn topology_inputs_hwloc_cannot_survive_end_in_exit_3() {
-    let dir = tempfile::tempdir().unwrap();
+    // Six unpacked snapshots of 34 MB in small files: on tmpfs where there is one (8 s of
+    // file creation each on this VM's disk, a tenth of that in memory).
+    let dir = tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap();
     let topo = |input: &Path| {
         let o = run_os(
             &[OsStr::new("topo"), OsStr::new("--input"), input.as_os_str()],
@@ -519,51 +523,58 @@ fn topology_inputs_hwloc_cannot_survive_end_in_exit_3() {
         Some(0),
         "the undamaged snapshot loads"
     );
+    // Each damage, on a fresh copy: exit 3 and the words that name it.
+    let refused = |name: &str, damage: &dyn Fn(&Path), words: &str| {
+        let s = fresh(name);
+        damage(&s);
+        let o = topo(&s);
+        assert_eq!(o.status.code(), Some(3), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(words), "{name}: {}", stderr(&o));
+    };
+    let online = "sys/devices/system/cpu/online";
+    let mkfifo = |p: &Path| assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
     // sys/devices/system/node pointing back at sys: hwloc's assertion (SIGABRT).
-    let s = fresh("node-loop");
-    let node = s.join("sys/devices/system/node");
-    std::fs::remove_dir_all(&node).unwrap();
-    std::os::unix::fs::symlink("../../../sys", &node).unwrap();
-    let o = topo(&s);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("hwloc crashed"), "{}", stderr(&o));
+    refused(
+        "node-loop",
+        &|s| {
+            let node = s.join("sys/devices/system/node");
+            std::fs::remove_dir_all(&node).unwrap();
+            std::os::unix::fs::symlink("../../../sys", &node).unwrap();
+        },
+        "hwloc crashed",
+    );
     // A FIFO where a file should be: refused before hwloc blocks on it.
-    let s = fresh("fifo");
-    let online = s.join("sys/devices/system/cpu/online");
-    std::fs::remove_file(&online).unwrap();
-    assert!(Command::new("mkfifo")
-        .arg(&online)
-        .status()
-        .unwrap()
-        .success());
-    let o = topo(&s);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("a FIFO"), "{}", stderr(&o));
+    refused(
+        "fifo",
+        &|s| {
+            std::fs::remove_file(s.join(online)).unwrap();
+            mkfifo(&s.join(online));
+        },
+        "a FIFO",
+    );
     // An absolute link reads this machine's file: refused.
-    let s = fresh("absolute");
-    let online = s.join("sys/devices/system/cpu/online");
-    std::fs::remove_file(&online).unwrap();
-    std::os::unix::fs::symlink("/sys/devices/system/cpu/online", &online).unwrap();
-    let o = topo(&s);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("outside the snapshot"),
-        "{}",
-        stderr(&o)
+    refused(
+        "absolute",
+        &|s| {
+            std::fs::remove_file(s.join(online)).unwrap();
+            std::os::unix::fs::symlink("/sys/devices/system/cpu/online", s.join(online)).unwrap();
+        },
+        "outside the snapshot",
     );
     // cpu0 a link to itself: a loop, refused by name (it once described this host).
-    let s = fresh("loop");
-    let cpu0 = s.join("sys/devices/system/cpu/cpu0");
-    std::fs::remove_dir_all(&cpu0).unwrap();
-    std::os::unix::fs::symlink("cpu0", &cpu0).unwrap();
-    let o = topo(&s);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("loops"), "{}", stderr(&o));
+    refused(
+        "loop",
+        &|s| {
+            let cpu0 = s.join("sys/devices/system/cpu/cpu0");
+            std::fs::remove_dir_all(&cpu0).unwrap();
+            std::os::unix::fs::symlink("cpu0", &cpu0).unwrap();
+        },
+        "loops",
+    );
     // An archive holding a FIFO entry: refused while unpacking.
     let s = fresh("fifo-archive");
-    let f = s.join("sys/devices/system/cpu/online");
-    std::fs::remove_file(&f).unwrap();
-    assert!(Command::new("mkfifo").arg(&f).status().unwrap().success());
+    std::fs::remove_file(s.join(online)).unwrap();
+    mkfifo(&s.join(online));
     let tarball = dir.path().join("fifo.tar.gz");
     let st = Command::new("tar")
         .arg("czf")
