@@ -9,10 +9,9 @@
 //! [`TopoError::BadInput`] (exit 3) and never loads it itself; if it ends, the parent
 //! loads the input in-process (hwloc's loads are deterministic).
 //!
-//! A binary opts in by calling [`child_entry`] first thing in `main`; processes that did
+//! A binary opts in by calling [`crate::child_entry`] first thing in `main`; processes that did
 //! not (test binaries, other programs using this crate) load in-process as before.
 
-use crate::load::{self, Input};
 use crate::TopoError;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -27,22 +26,29 @@ const PATH: &str = "NUMALAB_TOPO_CHECK_PATH";
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
-/// Called first thing in a binary's `main`: in a child started to check an input, loads
-/// it and exits (0 whatever the load said: the parent repeats the load and reports its
-/// errors itself); otherwise enables the isolation for this process and returns.
-pub fn child_entry() {
+/// What a child checks: an hwloc XML file or a snapshot folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An hwloc XML file.
+    Xml,
+    /// A snapshot folder (an archive is checked as its unpacked folder).
+    SnapshotDir,
+}
+
+/// In a child started to check an input, runs `load` on it and exits (0 whatever the
+/// load said: the parent repeats the load and reports its errors itself); otherwise
+/// enables the isolation for this process and returns. The binary calls
+/// [`crate::child_entry`], which loads and describes.
+pub fn child_entry_with(load: impl FnOnce(Kind, std::path::PathBuf)) {
     let (Some(kind), Some(path)) = (std::env::var_os(KIND), std::env::var_os(PATH)) else {
         ENABLED.store(true, Ordering::Relaxed);
         return;
     };
-    let path = std::path::PathBuf::from(path);
-    let input = match kind.to_str() {
-        Some("xml") => Input::Xml(path),
-        _ => Input::SnapshotDir(path),
+    let kind = match kind.to_str() {
+        Some("xml") => Kind::Xml,
+        _ => Kind::SnapshotDir,
     };
-    if let Ok(loaded) = load::load_in_process(&input) {
-        let _ = crate::describe::describe(&loaded);
-    }
+    load(kind, std::path::PathBuf::from(path));
     std::process::exit(0);
 }
 
@@ -51,18 +57,17 @@ pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-/// Loads `input` (an XML file or a snapshot folder, as it will be loaded) in a child and
+/// Loads `path` (an XML file or a snapshot folder, as it will be loaded) in a child and
 /// says whether the child survived it; `shown` names the input in errors (an archive's
-/// own path when `input` is its unpacked copy). Does nothing where isolation is not
+/// own path when `path` is its unpacked copy). Does nothing where isolation is not
 /// enabled.
-pub fn check(input: &Input, shown: &Path) -> Result<(), TopoError> {
+pub fn check(kind: Kind, path: &Path, shown: &Path) -> Result<(), TopoError> {
     if !enabled() {
         return Ok(());
     }
-    let (kind, path) = match input {
-        Input::Xml(p) => ("xml", p),
-        Input::SnapshotDir(p) => ("dir", p),
-        Input::Live | Input::SnapshotArchive(_) => return Ok(()),
+    let kind = match kind {
+        Kind::Xml => "xml",
+        Kind::SnapshotDir => "dir",
     };
     let bad = |reason: String| TopoError::BadInput {
         path: shown.to_path_buf(),

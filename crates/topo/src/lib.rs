@@ -27,6 +27,20 @@ pub fn machine(input: &Input) -> Result<Machine, TopoError> {
     Ok(describe::describe(&loaded))
 }
 
+/// Called first thing in a binary's `main` (see [`isolate`]): in a child started to check
+/// a topology file, loads and describes it, then exits; otherwise enables the check.
+pub fn child_entry() {
+    isolate::child_entry_with(|kind, path| {
+        let input = match kind {
+            isolate::Kind::Xml => Input::Xml(path),
+            isolate::Kind::SnapshotDir => Input::SnapshotDir(path),
+        };
+        if let Ok(loaded) = load::load_in_process(&input) {
+            let _ = describe::describe(&loaded);
+        }
+    });
+}
+
 /// Describes the live machine.
 pub fn live() -> Result<Machine, TopoError> {
     machine(&Input::Live)

@@ -156,14 +156,18 @@ fn builder(live: bool) -> Result<TopologyBuilder, String> {
 pub fn load(input: &Input) -> Result<Loaded, TopoError> {
     match input {
         Input::Live => load_in_process(input),
-        Input::Xml(path) | Input::SnapshotDir(path) => {
-            crate::isolate::check(input, path)?;
+        Input::Xml(path) => {
+            crate::isolate::check(crate::isolate::Kind::Xml, path, path)?;
+            load_in_process(input)
+        }
+        Input::SnapshotDir(path) => {
+            crate::isolate::check(crate::isolate::Kind::SnapshotDir, path, path)?;
             load_in_process(input)
         }
         Input::SnapshotArchive(path) => {
             // Unpacked here (bounded, in Rust), then checked in a child, then loaded.
             let dir = unpack(path)?;
-            crate::isolate::check(&Input::SnapshotDir(dir.path().to_path_buf()), path)?;
+            crate::isolate::check(crate::isolate::Kind::SnapshotDir, dir.path(), path)?;
             let root = find_snapshot_root(path, dir.path())?;
             load_snapshot(path, &root, Some(dir))
         }
