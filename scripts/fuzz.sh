@@ -59,6 +59,7 @@ printf 'noc.cols=4;noc.rows=3\n' > "$corpus/model_preset/set-only"
 seed snapshot_archive tests/fixtures/topology/*.tar.bz2
 seed small_parsers fuzz/seeds/small_parsers/*
 seed home_map fuzz/seeds/home_map/*
+seed slice_tables tests/fixtures/slice-hash/PermSelectMasks_*.tbl tests/fixtures/slice-hash/BaseSequence_SKX_16-slice.tbl tests/fixtures/slice-hash/BaseSequence_SKX_20-slice.tbl
 seed pmu_text crates/memaccess/tests/fixtures/*.script fuzz/seeds/pmu_text/*
 for t in $targets; do
   echo "fuzz: $t for $secs s" >&2

@@ -337,6 +337,7 @@ mod tests {
                 notes: vec![],
             }),
             interface_hash: None,
+            slice_hash: None,
             measure_seconds: 0.0,
             infer_seconds: 0.0,
             notes: vec![],

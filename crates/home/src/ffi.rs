@@ -748,6 +748,7 @@ mod tests {
                 notes: vec![],
             }),
             interface_hash: None,
+            slice_hash: None,
             measure_seconds: 1.0,
             infer_seconds: 1.0,
             notes: vec![],

@@ -68,23 +68,7 @@ impl Default for MapOptions {
     }
 }
 
-/// Progress and interruption.
-pub trait Watch {
-    /// `done` of `total` reads of phase `what`.
-    fn step(&mut self, what: &str, done: u64, total: u64);
-    /// True when the user asked to stop.
-    fn stop(&self) -> bool;
-}
-
-/// A watch that says nothing and never stops.
-pub struct Quiet;
-
-impl Watch for Quiet {
-    fn step(&mut self, _: &str, _: u64, _: u64) {}
-    fn stop(&self) -> bool {
-        false
-    }
-}
+pub use crate::watch::{Quiet, Watch};
 
 /// A map and what scoring it needs.
 #[derive(Debug, Clone)]
@@ -961,10 +945,13 @@ fn map_once(
         pages: page_maps,
         home_hash: structure_visible.then_some(home_hash),
         interface_hash,
+        slice_hash: None,
         measure_seconds,
         infer_seconds: t1.elapsed().as_secs_f64(),
         notes,
     };
+    let mut record = record;
+    record.slice_hash = crate::slicefit::of_fit(&record);
     Ok(Mapped {
         record,
         lines,

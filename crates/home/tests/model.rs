@@ -44,6 +44,24 @@ fn knl_homes_lines_and_hash_are_recovered_at_4_ns() {
     assert!(!h.linear, "38 homes cannot be a linear hash");
     assert!(out.mapped.record.structure_visible);
     assert!(out.mapped.record.homes_reproduced.unwrap() >= 0.95);
+    // The same hash in the published form: it gives what the GF(2) fit gives.
+    let s = out
+        .mapped
+        .record
+        .slice_hash
+        .as_ref()
+        .expect("a published form");
+    assert!(s.valid() && s.slices == 38, "{s:?}");
+    let mut agree = 0;
+    let mut tried = 0;
+    for p in out.mapped.record.pages.iter().filter_map(|p| p.phys) {
+        for line in (0..1024u64).step_by(7) {
+            let a = p + 64 * line;
+            tried += 1;
+            agree += usize::from(s.slice(a).is_some() && s.slice(a) == h.predict(a));
+        }
+    }
+    assert_eq!(agree, tried);
 }
 
 #[test]

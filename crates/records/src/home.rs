@@ -6,8 +6,11 @@
 //! Per-line data is stored compactly, one byte per line as hex (two characters), as the
 //! mesh study stored its map: [`LINE_UNKNOWN`] marks a line without an answer.
 
+pub mod slices;
+
 use numalab_schema::RecordKind;
 use serde::{Deserialize, Serialize};
+pub use slices::SliceHash;
 
 /// The byte of a line that has no home (or interface) assigned.
 pub const LINE_UNKNOWN: u8 = 255;
@@ -255,6 +258,11 @@ pub struct HomeMapRecord {
     pub home_hash: Option<HashFit>,
     /// The interface hash, when looked for.
     pub interface_hash: Option<HashFit>,
+    /// The home hash in the published form (base sequence and permutation select
+    /// masks), derived from `home_hash` over the measured pages' lines; null when the
+    /// hash was not recovered or no base sequence explains it.
+    #[serde(default)]
+    pub slice_hash: Option<SliceHash>,
     /// Seconds spent measuring.
     pub measure_seconds: f64,
     /// Seconds spent inferring.

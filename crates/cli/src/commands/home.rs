@@ -4,6 +4,7 @@
 //! experiments. The work is in `numalab-home`; this module parses flags, writes records
 //! through the shared [`Recorder`] and prints the report's home section.
 
+use super::home_hash::{self, Bar};
 use crate::output::print_sections;
 use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
@@ -12,7 +13,7 @@ use numalab_home::bench::{self, BenchOptions};
 use numalab_home::groundtruth::{trial, TrialOptions};
 use numalab_home::live::{HugeChoice, LiveOptions, LiveProbe};
 use numalab_home::locate::Floorplan;
-use numalab_home::map::{map, MapOptions, Watch};
+use numalab_home::map::{map, MapOptions};
 use numalab_records::layout::InferenceRecord;
 use numalab_schema::record::Host;
 use numalab_schema::{units, ErrorClass, Origin, Record};
@@ -21,7 +22,7 @@ use std::path::{Path, PathBuf};
 /// `numalab home`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  numalab home map                                  # this machine, 64 MiB buffer\n  numalab home map --floorplan layout-out/ --bytes 1GiB --out home-out/\n  numalab home map --model knl-7210 --noise-ns 4\n  numalab home map --model neoverse-v1-64:numa1 --pages 64 --json\n  numalab home bench --model knl-7210"
+    after_help = "Examples:\n  numalab home map                                  # this machine, 64 MiB buffer\n  numalab home map --floorplan layout-out/ --bytes 1GiB --out home-out/\n  numalab home map --model knl-7210 --noise-ns 4\n  numalab home map --model neoverse-v1-64:numa1 --pages 64 --json\n  numalab home bench --model knl-7210\n  numalab home map --import maps/ --export-tables tables/   # PADDR_0x<base>.map files\n  numalab home compare maps/ home-out/\n  numalab home conflicts BaseSequence_SKX_24-slice.tbl"
 )]
 pub struct HomeArgs {
     /// What to do.
@@ -37,6 +38,10 @@ pub enum HomeCommand {
     /// The affinity experiments: a reduction kernel versus affinity strength, a stencil
     /// with scatter versus co-located threads (on a model-generated machine).
     Bench(Box<BenchArgs>),
+    /// Two maps of one part line by line, slice numbers relabelled where they differ.
+    Compare(Box<home_hash::CompareArgs>),
+    /// Strides and page combinations a hash crowds onto few slices; pages to use instead.
+    Conflicts(Box<home_hash::ConflictsArgs>),
 }
 
 /// Huge pages on the command line.
@@ -124,6 +129,13 @@ pub struct MapArgs {
     /// Pages measured (default: all of the buffer's).
     #[arg(long, value_name = "N")]
     pub measure_pages: Option<usize>,
+    /// Measure nothing: recover the hash of per-page maps (PADDR_0x<base>.map), or read
+    /// a BaseSequence_*.tbl pair or a home.map record, in the published form.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["model", "floorplan"])]
+    pub import: Option<PathBuf>,
+    /// Write the hash as BaseSequence_<n>-slice.tbl and PermSelectMasks_<n>-slice.tbl.
+    #[arg(long, value_name = "DIR")]
+    pub export_tables: Option<PathBuf>,
     /// Map settings.
     #[command(flatten)]
     pub map: MapFlags,
@@ -182,6 +194,8 @@ pub fn run(args: HomeArgs) -> CliResult {
     match args.command {
         HomeCommand::Map(a) => run_map(&a),
         HomeCommand::Bench(a) => run_bench(&a),
+        HomeCommand::Compare(a) => home_hash::run_compare(&a),
+        HomeCommand::Conflicts(a) => home_hash::run_conflicts(&a),
     }
 }
 
@@ -241,38 +255,6 @@ fn trial_options(
     Ok(t)
 }
 
-/// A progress bar over the reads, stopped by Ctrl-C.
-struct Bar {
-    bar: indicatif::ProgressBar,
-}
-
-impl Bar {
-    fn new(quiet: bool) -> Bar {
-        let bar = crate::output::bar(0, "{spinner} [{elapsed}] {msg} {bar:30} {pos}/{len} reads");
-        if quiet {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-        }
-        Bar { bar }
-    }
-}
-
-impl Watch for Bar {
-    fn step(&mut self, what: &str, done: u64, total: u64) {
-        self.bar.set_message(what.to_string());
-        self.bar.set_length(total);
-        self.bar.set_position(done);
-    }
-    fn stop(&self) -> bool {
-        numalab_schema::interrupt::requested()
-    }
-}
-
-impl Drop for Bar {
-    fn drop(&mut self) {
-        self.bar.finish_and_clear();
-    }
-}
-
 fn read_floorplan(path: &Path) -> Result<Floorplan, CliError> {
     let (bundle, _) = numalab_schema::journal::read_bundle(path).map_err(|e| {
         CliError::new(
@@ -311,6 +293,9 @@ fn print(rec: Recorder) -> CliResult {
 }
 
 fn run_map(a: &MapArgs) -> CliResult {
+    if let Some(path) = &a.import {
+        return home_hash::run_import(path, a.export_tables.as_deref(), &a.output);
+    }
     let config = serde_json::json!({
         "model": a.model, "bytes": a.bytes, "huge": format!("{:?}", a.huge).to_lowercase(),
         "floorplan": a.floorplan.as_ref().map(|p| p.display().to_string()),
@@ -345,6 +330,9 @@ fn run_map(a: &MapArgs) -> CliResult {
             Origin::Modeled,
             &out.accuracy,
         ))?;
+        if let Some(dir) = &a.export_tables {
+            home_hash::export_tables(out.mapped.record.slice_hash.as_ref(), dir)?;
+        }
         return print(rec);
     }
     let bytes =
@@ -371,6 +359,9 @@ fn run_map(a: &MapArgs) -> CliResult {
         map(&mut probe, floorplan.as_ref(), &opts, &mut bar)?
     };
     mapped.record.notes.extend(probe.notes.iter().cloned());
+    if let Some(dir) = &a.export_tables {
+        home_hash::export_tables(mapped.record.slice_hash.as_ref(), dir)?;
+    }
     rec.push(Record::new(
         "home/live/map".to_string(),
         Origin::Measured,

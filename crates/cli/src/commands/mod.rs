@@ -9,6 +9,7 @@ pub mod fleet;
 pub mod generate;
 pub mod harness;
 pub mod home;
+pub mod home_hash;
 pub mod layout;
 pub mod mem;
 pub mod model;

@@ -14,7 +14,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     let maps = l.records_of::<HomeMapRecord>();
     let acc = l.records_of::<AccuracyRecord>();
     let bench = l.records_of::<BenchRecord>();
-    if maps.is_empty() && acc.is_empty() && bench.is_empty() {
+    if maps.is_empty() && acc.is_empty() && bench.is_empty() && !super::home_hash::any(l) {
         return Vec::new();
     }
     let mut s = Section::new(
@@ -30,6 +30,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     for (i, (_, r)) in bench.iter().enumerate() {
         bench_section(&mut s, b, i, r);
     }
+    super::home_hash::add(&mut s, b, l);
     vec![s]
 }
 
@@ -186,6 +187,9 @@ fn map(s: &mut Section, b: usize, i: usize, r: &HomeMapRecord) {
     }
     if let Some(h) = &r.home_hash {
         hash_lines(s, b, &format!("home-hash-{i}"), h);
+    }
+    if let Some(h) = &r.slice_hash {
+        super::home_hash::slice_hash(s, &anchors::id(b, &format!("home-slices-{i}")), h);
     }
     if let Some(h) = &r.interface_hash {
         hash_lines(s, b, &format!("home-ihash-{i}"), h);

@@ -7,6 +7,7 @@ mod appendix;
 pub mod c2c;
 pub mod harness;
 pub mod home;
+pub mod home_hash;
 pub mod layout;
 pub mod machine;
 pub mod mem;
@@ -68,6 +69,9 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<numalab_records::home::HomeMapRecord>,
         ok::<numalab_records::home::AccuracyRecord>,
         ok::<numalab_records::home::BenchRecord>,
+        ok::<numalab_records::home::slices::HomeHashRecord>,
+        ok::<numalab_records::home::slices::HomeCompareRecord>,
+        ok::<numalab_records::home::slices::HomeConflictsRecord>,
         ok::<numalab_records::uncore::UncoreCounts>,
         ok::<numalab_records::memconfig::MemConfig>,
         ok::<numalab_records::bmc::BmcPowerRecord>,
