@@ -6,8 +6,8 @@
 //! own output (a folder or file holding a `home.map` record, whose measured lines are
 //! used, or a `home.hash` record from an earlier import).
 
-use crate::watch::Watch;
 use crate::tables::{self, PageMaps};
+use crate::watch::Watch;
 use crate::HomeError;
 use numalab_records::home::slices::{HomeCompareRecord, HomeHashRecord, SliceHash};
 use numalab_records::home::HomeMapRecord;

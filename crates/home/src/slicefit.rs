@@ -37,8 +37,8 @@
 //!    share of them the hash gives, beside the share of the fitted lines.
 
 use crate::hash::Gf2Basis;
-use crate::watch::Watch;
 use crate::tables::PageMaps;
+use crate::watch::Watch;
 use numalab_records::home::slices::{HomeHashRecord, SliceHash, MAX_BASE, MIN_BASE};
 use numalab_records::home::LINE_UNKNOWN;
 

@@ -208,13 +208,13 @@ fn check_memory(
     pus: &[u32],
     policy: &MemPolicy,
 ) -> Result<(), MemError> {
-    let need = memory_need(machine, opts, pus, policy);
-    budgets.check(&need, "mem bandwidth", "--size")?;
+    // The page size first (as mem latency): the request's fault before the moment's.
     if let PageRequest::HugeTlb(size) = opts.pages {
         let each = per_worker_bytes(opts, pus.len());
         crate::checks::check_hugetlb(machine, size, each * pus.len() as u64)?;
     }
-    Ok(())
+    let need = memory_need(machine, opts, pus, policy);
+    budgets.check(&need, "mem bandwidth", "--size")
 }
 
 /// Fits a default working set (not given with `--size`) to the machine: when some

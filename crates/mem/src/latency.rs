@@ -278,15 +278,16 @@ fn check_cell_memory(
 ) -> Result<(), MemError> {
     let max = *cell.sizes.last().unwrap_or(&0);
     let bytes = region_bytes(max, cell.pages);
+    // The page size first: a size the machine does not have is the request's fault,
+    // whatever memory is free at the moment.
+    if let PageRequest::HugeTlb(s) = cell.pages {
+        check_hugetlb(machine, s, bytes)?;
+    }
     let mut need = BTreeMap::new();
     for n in pool::expected_nodes(machine, &cell.policy, cell.cpu) {
         budget::need(&mut need, n, bytes);
     }
-    budgets.check(&need, "mem latency", flag)?;
-    if let PageRequest::HugeTlb(s) = cell.pages {
-        check_hugetlb(machine, s, bytes)?;
-    }
-    Ok(())
+    budgets.check(&need, "mem latency", flag)
 }
 
 fn check_cpu(machine: &Machine, cpu: u32) -> Result<(), MemError> {

@@ -766,19 +766,15 @@ fn run_migrate(a: MigrateArgs) -> CliResult {
         migrate::Options::defaults()
     };
     let counts_given = a.min_pages.is_some() || a.max_pages.is_some();
-    let lo = pow2_floor(
-        a.min_pages
-            .unwrap_or(*opts.counts.first().unwrap_or(&256))
-            .max(1),
-    );
-    let hi = pow2_floor(
-        a.max_pages
-            .unwrap_or(*opts.counts.last().unwrap_or(&(1 << 17)))
-            .max(1),
-    );
+    if a.min_pages == Some(0) || a.max_pages == Some(0) {
+        return Err(usage("--min-pages and --max-pages: give 1 page or more"));
+    }
+    let (d_lo, d_hi) = (opts.counts.first().copied(), opts.counts.last().copied());
+    let lo = pow2_floor(a.min_pages.or(d_lo).unwrap_or(256));
+    let hi = pow2_floor(a.max_pages.or(d_hi).unwrap_or(1 << 17));
     if lo > hi {
         return Err(usage(format!(
-            "--min-pages {lo} is larger than --max-pages {hi}"
+            "--min-pages {lo} is larger than --max-pages {hi} (powers of two, rounded down)"
         )));
     }
     opts.counts = (lo.trailing_zeros()..=hi.trailing_zeros())

@@ -122,6 +122,11 @@ fn error_table() {
             2,
             "--max-pages",
         ),
+        (
+            vec!["mem", "migrate", "--max-pages", "0"],
+            2,
+            "1 page or more",
+        ),
         (vec!["mem", "migrate", "--link-peak=-3"], 2, "positive GB/s"),
         (
             vec!["mem", "migrate", "--methods", "dma"],
