@@ -234,6 +234,20 @@ impl History {
             let what = what.to_string();
             move |e| HistoryError::sqlite(path, &what, e)
         };
+        // SQLite would open a folder, a device or a FIFO and fail later, or write its
+        // -wal and -shm side files beside a device (/dev/zero-wal).
+        if let Ok(m) = std::fs::metadata(path) {
+            if !m.is_file() {
+                return Err(HistoryError::Invalid {
+                    path: path.to_path_buf(),
+                    reason: format!(
+                        "it is {}, not a file; give the history's file name (e.g. {}/history.sqlite)",
+                        numalab_schema::input::kind_of(&m),
+                        if m.is_dir() { path.display().to_string() } else { "DIR".into() }
+                    ),
+                });
+            }
+        }
         let mut conn = Connection::open(path).map_err(err("opening the history"))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(err("setting the busy timeout"))?;

@@ -139,6 +139,7 @@ impl History {
             runs: q.runs.clone(),
             limit: None,
         })?;
+        self.check_selection(q, &rows)?;
         // Groups by (machine, figure) in first-seen order; rows are in time order.
         let mut groups: Vec<Vec<Row>> = Vec::new();
         let mut index = std::collections::HashMap::new();
@@ -157,6 +158,50 @@ impl History {
             }
         }
         Ok(out)
+    }
+
+    /// A filter that selects no run, or a baseline run that is not among the selected
+    /// ones, is refused: "no figure got worse" would be a verdict on nothing.
+    fn check_selection(&self, q: &RegressionQuery, rows: &[Row]) -> Result<(), HistoryError> {
+        let invalid = |reason: String| HistoryError::Invalid {
+            path: self.path.clone(),
+            reason,
+        };
+        let selected = self.runs(&q.runs)?;
+        if selected.is_empty() {
+            let all = self.runs(&crate::query::RunFilter::default())?;
+            return Err(invalid(if all.is_empty() {
+                "the history holds no run; store bundles with `numalab db ingest` first".into()
+            } else {
+                format!(
+                    "no stored run matches the filter (the history holds {} run(s)); see `numalab db runs`",
+                    all.len()
+                )
+            }));
+        }
+        if let Baseline::Run(id) = q.baseline {
+            if !selected.iter().any(|r| r.run_id == id) {
+                let ids: Vec<String> = selected.iter().map(|r| r.run_id.to_string()).collect();
+                let shown = if ids.len() > 12 {
+                    format!(
+                        "{} ... {}",
+                        ids[..6].join(", "),
+                        ids[ids.len() - 3..].join(", ")
+                    )
+                } else {
+                    ids.join(", ")
+                };
+                return Err(invalid(format!(
+                    "--baseline run:{id}: no run {id} among the runs selected (runs {shown}); see `numalab db runs`"
+                )));
+            }
+            if !rows.iter().any(|r| r.point.run_id == id) {
+                return Err(invalid(format!(
+                    "--baseline run:{id}: run {id} holds none of the figures asked for"
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn check(&self, g: &[Row], q: &RegressionQuery) -> Result<Option<Regression>, HistoryError> {

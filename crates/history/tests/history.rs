@@ -359,6 +359,68 @@ fn a_true_regression_is_found_noise_and_improvements_are_not() {
         ..RegressionQuery::default()
     };
     assert!(h.verdicts(&q).unwrap().is_empty());
+
+    // A baseline run that is not stored, or not among the runs selected, and a filter
+    // that selects nothing are refused: "nothing got worse" would be a verdict on nothing.
+    let q = RegressionQuery {
+        baseline: Baseline::Run(999),
+        ..RegressionQuery::default()
+    };
+    let e = h.regressions(&q).unwrap_err();
+    assert_eq!(
+        numalab_schema::Classify::class(&e),
+        numalab_schema::ErrorClass::Input
+    );
+    assert!(
+        e.to_string()
+            .contains("no run 999 among the runs selected (runs 1, 2, 3)"),
+        "{e}"
+    );
+    let q = RegressionQuery {
+        baseline: Baseline::Run(base),
+        runs: RunFilter {
+            since: Some(humantime::parse_rfc3339(&time(1)).unwrap()),
+            ..RunFilter::default()
+        },
+        ..RegressionQuery::default()
+    };
+    assert!(h
+        .verdicts(&q)
+        .unwrap_err()
+        .to_string()
+        .contains(&format!("no run {base} among")));
+    let q = RegressionQuery {
+        runs: RunFilter {
+            host: Some("nosuch".into()),
+            ..RunFilter::default()
+        },
+        ..RegressionQuery::default()
+    };
+    let e = h.regressions(&q).unwrap_err().to_string();
+    assert!(
+        e.contains("no stored run matches the filter (the history holds 3 run(s))"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_folder_or_a_device_is_no_history_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, kind) in [
+        (dir.path().to_path_buf(), "a folder"),
+        (PathBuf::from("/dev/null"), "a device"),
+    ] {
+        let e = History::open(&path).unwrap_err();
+        assert_eq!(
+            numalab_schema::Classify::class(&e),
+            numalab_schema::ErrorClass::Input
+        );
+        assert!(
+            e.to_string().contains(&format!("it is {kind}, not a file")),
+            "{e}"
+        );
+    }
+    assert!(!Path::new("/dev/null-wal").exists());
 }
 
 #[test]

@@ -69,24 +69,32 @@ pub fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
+/// What a path that is not a regular file is, in words ("a folder", "a device", "a FIFO
+/// (named pipe)", "a socket"; "a file" for a regular one).
+pub fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let ft = meta.file_type();
+    if ft.is_dir() {
+        "a folder"
+    } else if ft.is_char_device() || ft.is_block_device() {
+        "a device"
+    } else if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_file() {
+        "a file"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// Checks that `path` is a regular file (links followed) of at most the limit; returns
 /// its size. Folders, devices, FIFOs and sockets are refused with what they are.
 pub fn check_file(path: &Path, what: &str, default_limit: u64) -> Result<u64, InputError> {
-    use std::os::unix::fs::FileTypeExt;
     let meta = std::fs::metadata(path).map_err(|e| err(path, io_reason(&e)))?;
-    let ft = meta.file_type();
-    let kind = if ft.is_dir() {
-        Some("a folder")
-    } else if ft.is_char_device() || ft.is_block_device() {
-        Some("a device")
-    } else if ft.is_fifo() {
-        Some("a FIFO (named pipe)")
-    } else if ft.is_socket() {
-        Some("a socket")
-    } else {
-        None
-    };
-    if let Some(kind) = kind {
+    if !meta.is_file() {
+        let kind = kind_of(&meta);
         return Err(err(
             path,
             format!("this is {kind}, not a file; give {what} as a regular file (save a stream to a file first)"),
