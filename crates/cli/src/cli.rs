@@ -93,6 +93,7 @@ fn one_command(args: &[OsString]) -> Option<clap::Command> {
         "home" => home::HomeArgs::augment_args,
         "db" => db::DbArgs::augment_args,
         "fleet" => fleet::FleetArgs::augment_args,
+        "kernel" => kernel::KernelArgs::augment_args,
         _ => return None,
     };
     let root = clap::Command::new("numalab")
@@ -148,6 +149,9 @@ pub enum Command {
     /// Many nodes through Slurm or MPI: run a command on each and gather the bundles;
     /// the fleet report finds the nodes whose figures are off.
     Fleet(crate::commands::fleet::FleetArgs),
+    /// Known kernels (a pointer chase, a branchy loop) and what a correct PMU counts for
+    /// them: run them under `numalab profile` to check the counters.
+    Kernel(crate::commands::kernel::KernelArgs),
 }
 
 /// Runs the parsed command.
@@ -172,6 +176,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Home(a) => commands::home::run(a),
         Command::Db(a) => commands::db::run(a),
         Command::Fleet(a) => commands::fleet::run(a),
+        Command::Kernel(a) => commands::kernel::run(a),
     }
 }
 

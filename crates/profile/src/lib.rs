@@ -11,6 +11,8 @@
 //! [`Problem`]s with their exit classes, the records kept; the caller decides what to
 //! print and how to exit.
 
+pub mod kernels;
+
 use numalab_memaccess::{AnalysisOptions, NamedRegion, RecordOptions};
 use numalab_pmu::capability::Capability;
 use numalab_pmu::catalog::{self, CpuMatch};

@@ -10,6 +10,7 @@ pub mod generate;
 pub mod harness;
 pub mod home;
 pub mod home_hash;
+pub mod kernel;
 pub mod layout;
 pub mod mem;
 pub mod model;

@@ -709,3 +709,60 @@ fn ctrl_c_keeps_the_counts_of_an_attached_profile() {
         }
     }
 }
+
+/// scripts/hw-check.sh in its quick mode with this build: every step recorded with its
+/// exit status, the kernels' expectations written, and every expectation either
+/// satisfied by the counts or said not to be counted here (on this VM, no PMU): a PMU
+/// whose counts contradict a known kernel fails here.
+#[test]
+fn the_hardware_check_records_every_step_and_checks_the_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("hw");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/hw-check.sh");
+    let run = std::process::Command::new("bash")
+        .arg(&script)
+        .args([
+            "--numalab",
+            env!("CARGO_BIN_EXE_numalab"),
+            "--quick",
+            "--only",
+            "doctor,chase,branchy,model",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let summary = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    for step in ["doctor ", "chase ", "branchy ", "model "] {
+        assert!(
+            summary.lines().any(|l| l.starts_with(step)),
+            "{step} missing from\n{summary}"
+        );
+    }
+    assert!(
+        summary.lines().any(|l| l.starts_with("model        0")),
+        "{summary}"
+    );
+    let exp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("branchy-expected.json")).unwrap())
+            .unwrap();
+    assert_eq!(exp["iterations"], 5_000_000);
+    assert_eq!(exp["expected"][1]["event"], "branch-misses");
+    let checks: Vec<&str> = summary
+        .lines()
+        .filter(|l| l.starts_with("  chase:") || l.starts_with("  branchy:"))
+        .collect();
+    assert_eq!(checks.len(), 4, "{summary}");
+    for c in checks {
+        assert!(
+            c.contains(": ok (") || c.contains("not counted here"),
+            "{c}"
+        );
+    }
+    assert!(out.join("profile-chase/results.jsonl").exists());
+    assert!(out.join("model/results.jsonl").exists());
+}

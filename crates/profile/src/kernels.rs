@@ -1,0 +1,209 @@
+//! Known kernels: programs whose counter readings are known before they run, for
+//! checking a profile on real hardware (`numalab kernel`, run under `numalab profile` by
+//! `scripts/hw-check.sh`). Each says what a correct PMU must count for it:
+//!
+//! - [`chase`]: a pointer chase through one random cycle over the cache lines of a
+//!   buffer (Sattolo's shuffle, so every line is visited once per lap): `steps` dependent
+//!   loads, each one a miss of every cache level smaller than the buffer;
+//! - [`branchy`]: a loop whose branch direction is a fresh pseudo-random bit each
+//!   iteration, the two sides calls that cannot be turned into a conditional move: about
+//!   one mispredicted branch in two iterations for any predictor.
+//!
+//! The figures are lower bounds or shares, never exact counts: the loop control, the
+//! set-up and the process around it add instructions and branches of their own, which
+//! the expectations' tolerances allow for.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+/// What a PMU must count for a kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expectation {
+    /// The generic (perf) event name: `instructions`, `branches`, `branch-misses`,
+    /// `L1-dcache-loads`.
+    pub event: String,
+    /// The names numalab's catalogs give it (generic x86-64 and Arm PMUv3 common events):
+    /// the first one a profile counted is the one to check.
+    pub names: Vec<String>,
+    /// At least this many.
+    pub at_least: f64,
+    /// At most this many (None: no upper bound).
+    pub at_most: Option<f64>,
+    /// Why, in a sentence.
+    pub why: String,
+}
+
+/// One run of a kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelRun {
+    /// "chase" or "branchy".
+    pub kernel: String,
+    /// Steps or iterations done.
+    pub iterations: u64,
+    /// Bytes of the buffer (chase).
+    pub bytes: u64,
+    /// A value that depends on every step (so that nothing is optimised away).
+    pub checksum: u64,
+    /// Seconds of the kernel proper (set-up excluded).
+    pub seconds: f64,
+    /// What the counters must show for the whole process.
+    pub expected: Vec<Expectation>,
+}
+
+fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// Most bytes a chase buffer may have.
+pub const MAX_CHASE_BYTES: u64 = 64 << 30;
+
+/// A pointer chase of `steps` dependent loads through a random cycle over the 64-byte
+/// lines of a buffer of `bytes` (rounded down to whole lines, at least 2). Refused: fewer
+/// than 2 lines, more than [`MAX_CHASE_BYTES`].
+pub fn chase(bytes: u64, steps: u64, seed: u64) -> Result<KernelRun, String> {
+    let lines = bytes / 64;
+    if lines < 2 || bytes > MAX_CHASE_BYTES {
+        return Err(format!(
+            "--bytes {bytes}: give 128 B to {} GiB",
+            MAX_CHASE_BYTES >> 30
+        ));
+    }
+    let lines = lines as usize;
+    // next[i] is the line after line i (8 words a line: the index in the first).
+    let mut next = vec![0u64; lines * 8];
+    let mut order: Vec<usize> = (0..lines).collect();
+    let mut x = seed | 1;
+    // Sattolo: one cycle through every line.
+    for i in (1..lines).rev() {
+        let j = (xorshift(&mut x) % i as u64) as usize;
+        order.swap(i, j);
+    }
+    for k in 0..lines {
+        next[order[k] * 8] = order[(k + 1) % lines] as u64;
+    }
+    let t = Instant::now();
+    let mut at = 0usize;
+    for _ in 0..steps {
+        at = black_box(next[at * 8]) as usize;
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    let s = steps as f64;
+    Ok(KernelRun {
+        kernel: "chase".into(),
+        iterations: steps,
+        bytes: lines as u64 * 64,
+        checksum: at as u64,
+        seconds,
+        expected: vec![
+            Expectation {
+                event: "instructions".into(),
+                names: ["INSTRUCTIONS", "INST_RETIRED"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                at_least: s,
+                at_most: None,
+                why: "at least one load per step".into(),
+            },
+            Expectation {
+                event: "L1-dcache-loads".into(),
+                names: ["L1D_LOADS", "L1D_CACHE_RD", "L1D_CACHE"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                at_least: s,
+                at_most: None,
+                why: "one dependent load per step".into(),
+            },
+        ],
+    })
+}
+
+#[inline(never)]
+fn left(a: u64, x: u64) -> u64 {
+    black_box(a.wrapping_add(x))
+}
+
+#[inline(never)]
+fn right(a: u64, x: u64) -> u64 {
+    black_box(a ^ x.rotate_left(7))
+}
+
+/// `iterations` of a loop whose branch goes one way or the other on a fresh
+/// pseudo-random bit (xorshift64), each side a call that cannot be if-converted.
+pub fn branchy(iterations: u64, seed: u64) -> KernelRun {
+    let mut x = seed | 1;
+    let mut acc = 0u64;
+    let t = Instant::now();
+    for _ in 0..iterations {
+        let r = xorshift(&mut x);
+        if r >> 63 == 1 {
+            acc = left(acc, r);
+        } else {
+            acc = right(acc, r);
+        }
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    let n = iterations as f64;
+    KernelRun {
+        kernel: "branchy".into(),
+        iterations,
+        bytes: 0,
+        checksum: acc,
+        seconds,
+        expected: vec![
+            Expectation {
+                event: "branches".into(),
+                names: ["BRANCHES", "BR_RETIRED", "BR_PRED"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                at_least: n,
+                at_most: None,
+                why: "one data-dependent branch per iteration, beside the loop's own".into(),
+            },
+            // A predictor right more than 60% of the time on fresh random bits would be
+            // predicting xorshift64: the share is 50% up to the loop's own branches.
+            Expectation {
+                event: "branch-misses".into(),
+                names: ["BRANCH_MISSES", "BR_MIS_PRED_RETIRED", "BR_MIS_PRED"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                at_least: 0.4 * n,
+                at_most: Some(0.6 * n + 0.01 * n),
+                why: "the direction is a fresh random bit: half the iterations mispredict".into(),
+            },
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chase_visits_every_line_once_a_lap() {
+        // After exactly one lap (as many steps as lines) the chase is back at line 0.
+        let r = chase(64 * 1000, 1000, 7).unwrap();
+        assert_eq!(r.checksum, 0);
+        let r = chase(64 * 1000, 999, 7).unwrap();
+        assert_ne!(r.checksum, 0);
+        assert!(chase(64, 10, 1).is_err());
+        assert!(chase(MAX_CHASE_BYTES + 64, 10, 1).is_err());
+    }
+
+    #[test]
+    fn the_branch_goes_each_way_about_half_the_time() {
+        let mut x = 5u64;
+        let ones = (0..100_000).filter(|_| xorshift(&mut x) >> 63 == 1).count();
+        assert!((48_000..52_000).contains(&ones), "{ones}");
+        let a = branchy(1000, 5);
+        let b = branchy(1000, 6);
+        assert_ne!(a.checksum, b.checksum);
+        assert_eq!(a.expected[1].event, "branch-misses");
+    }
+}
