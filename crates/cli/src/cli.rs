@@ -230,7 +230,7 @@ mod tests {
             .map(|s| s.get_name().to_string())
             .filter(|n| n != "help")
             .collect();
-        assert_eq!(names.len(), 19, "{names:?}");
+        assert_eq!(names.len(), 20, "{names:?}");
         for name in &names {
             let mut one = one_command(&os(&["numalab", name]))
                 .unwrap_or_else(|| panic!("no parser of its own for `{name}`"));

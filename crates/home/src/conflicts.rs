@@ -327,7 +327,7 @@ pub fn analyse(
             ));
         }
     }
-    if !h.determined || h.reference != 0 {
+    if !h.fully_covered() {
         notes.push(format!(
             "the hash is known for addresses that match {:#x} in the bits its data never varied; pages outside that are not tried",
             h.reference

@@ -141,28 +141,17 @@ pub fn import(path: &Path, watch: &mut dyn Watch) -> Result<HomeHashRecord, Home
         Imported::Maps { source, maps, .. } => {
             crate::slicefit::recover(&maps, source, &what, watch)
         }
-        Imported::Hash { source, hash } => HomeHashRecord {
-            source: source.into(),
-            input: what,
-            status: "tables".into(),
-            pages: 0,
-            lines: 0,
-            blocks: 0,
-            blocks_fitted: 0,
-            lines_fitted: 0,
-            agreement_fitted: None,
-            lines_held: 0,
-            agreement_held: None,
-            pages_held: 0,
-            agreement_held_pages: None,
-            notes: vec![format!(
+        Imported::Hash { source, hash } => {
+            let mut rec = HomeHashRecord::new(source, &what, "tables");
+            rec.notes.push(format!(
                 "read as published: a base sequence of {} lines, masks over address bits {}-{}",
                 hash.len(),
                 hash.low_bit,
                 hash.high_bit
-            )],
-            hash: Some(hash),
-        },
+            ));
+            rec.hash = Some(hash);
+            rec
+        }
     })
 }
 
@@ -233,20 +222,7 @@ pub fn compare(
                 let hb = recover_hash(b, b_name, watch).ok_or_else(|| {
                     HomeError::input(b_name, "no hash could be recovered from it to compare with")
                 })?;
-                for (p, ids) in &ma.pages {
-                    for (i, &x) in ids.iter().enumerate() {
-                        if x == numalab_records::home::LINE_UNKNOWN {
-                            continue;
-                        }
-                        match hb.slice(p + i as u64 * u64::from(ma.line_bytes)) {
-                            Some(y) => {
-                                lines += 1;
-                                *counts.entry((x, y)).or_default() += 1;
-                            }
-                            None => uncovered += 1,
-                        }
-                    }
-                }
+                against(ma, &hb, false, &mut counts, &mut lines, &mut uncovered);
             }
         }
         (Imported::Maps { maps, .. }, other) | (other, Imported::Maps { maps, .. }) => {
@@ -257,21 +233,14 @@ pub fn compare(
             );
             let h = recover_hash(other, if maps_first { b_name } else { a_name }, watch)
                 .unwrap_or_else(empty_hash);
-            for (p, ids) in &maps.pages {
-                for (i, &x) in ids.iter().enumerate() {
-                    if x == numalab_records::home::LINE_UNKNOWN {
-                        continue;
-                    }
-                    match h.slice(p + i as u64 * u64::from(maps.line_bytes)) {
-                        Some(y) => {
-                            lines += 1;
-                            let key = if maps_first { (x, y) } else { (y, x) };
-                            *counts.entry(key).or_default() += 1;
-                        }
-                        None => uncovered += 1,
-                    }
-                }
-            }
+            against(
+                maps,
+                &h,
+                !maps_first,
+                &mut counts,
+                &mut lines,
+                &mut uncovered,
+            );
         }
         (Imported::Hash { hash: ha, .. }, Imported::Hash { hash: hb, .. }) => {
             lines_from = format!("{COMPARE_ADDRESSES} random line addresses both hashes cover");
@@ -324,6 +293,34 @@ pub fn compare(
         relabelling,
         notes,
     })
+}
+
+/// Counts the measured lines of `maps` against `h` into `counts` (keys `(map, hash)`,
+/// or `(hash, map)` when `flip`); lines the hash does not cover into `uncovered`.
+fn against(
+    maps: &PageMaps,
+    h: &SliceHash,
+    flip: bool,
+    counts: &mut HashMap<(u8, u8), u64>,
+    lines: &mut u64,
+    uncovered: &mut u64,
+) {
+    for (p, ids) in &maps.pages {
+        for (i, &x) in ids.iter().enumerate() {
+            if x == numalab_records::home::LINE_UNKNOWN {
+                continue;
+            }
+            match h.slice(p + i as u64 * u64::from(maps.line_bytes)) {
+                Some(y) => {
+                    *lines += 1;
+                    *counts
+                        .entry(if flip { (y, x) } else { (x, y) })
+                        .or_default() += 1;
+                }
+                None => *uncovered += 1,
+            }
+        }
+    }
 }
 
 /// A hash that gives nothing (when lines of one side could not be turned into a hash,

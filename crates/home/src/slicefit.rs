@@ -220,23 +220,9 @@ pub fn recover(
     input: &str,
     watch: &mut dyn Watch,
 ) -> HomeHashRecord {
-    let mut rec = HomeHashRecord {
-        source: source.into(),
-        input: input.into(),
-        status: "not-found".into(),
-        hash: None,
-        pages: maps.pages.len(),
-        lines: maps.known_lines(),
-        blocks: 0,
-        blocks_fitted: 0,
-        lines_fitted: 0,
-        agreement_fitted: None,
-        lines_held: 0,
-        agreement_held: None,
-        pages_held: 0,
-        agreement_held_pages: None,
-        notes: Vec::new(),
-    };
+    let mut rec = HomeHashRecord::new(source, input, "not-found");
+    rec.pages = maps.pages.len();
+    rec.lines = maps.known_lines();
     let lpp = maps.lines_per_page;
     let lb = maps.line_bytes;
     if !lpp.is_power_of_two() || lpp < MIN_BASE || !lb.is_power_of_two() || maps.pages.is_empty() {
@@ -471,7 +457,7 @@ pub fn recover(
     if !never.is_empty() {
         rec.notes.push(format!(
             "address bit(s) {} up to the highest varied bit {high} were never varied: the masks leave them out and the hash is known only for addresses that match page {a0:#x} there",
-            bit_list(&never)
+            numalab_records::home::bit_ranges(never.iter().fold(0u64, |m, &b| m | 1 << b))
         ));
     }
     if !determined {
@@ -618,25 +604,6 @@ fn reference_block(all: &[Block]) -> Option<usize> {
         .position(|b| 4 * known(b) >= 3 * b.ids.len())
         .or_else(|| (0..all.len()).max_by_key(|&j| (known(&all[j]), std::cmp::Reverse(j))))
         .filter(|&j| known(&all[j]) > 0)
-}
-
-/// "6-9,12,14" for a list of bit numbers in increasing order.
-pub fn bit_list(bits: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < bits.len() {
-        let mut j = i;
-        while j + 1 < bits.len() && bits[j + 1] == bits[j] + 1 {
-            j += 1;
-        }
-        out.push(if j > i {
-            format!("{}-{}", bits[i], bits[j])
-        } else {
-            bits[i].to_string()
-        });
-        i = j + 1;
-    }
-    out.join(",")
 }
 
 /// The published form of a recovered GF(2) hash, over the pages a map measured: every

@@ -12,6 +12,30 @@ use numalab_schema::RecordKind;
 use serde::{Deserialize, Serialize};
 pub use slices::SliceHash;
 
+/// The bits of a mask as ranges, "6-9,12,14" ("none" for 0).
+pub fn bit_ranges(mask: u64) -> String {
+    let v: Vec<u32> = (0..64).filter(|i| mask >> i & 1 == 1).collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i {
+            format!("{}-{}", v[i], v[j])
+        } else {
+            v[i].to_string()
+        });
+        i = j + 1;
+    }
+    if out.is_empty() {
+        "none".into()
+    } else {
+        out.join(",")
+    }
+}
+
 /// The byte of a line that has no home (or interface) assigned.
 pub const LINE_UNKNOWN: u8 = 255;
 

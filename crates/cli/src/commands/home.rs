@@ -4,8 +4,7 @@
 //! experiments. The work is in `numalab-home`; this module parses flags, writes records
 //! through the shared [`Recorder`] and prints the report's home section.
 
-use super::home_hash::{self, Bar};
-use crate::output::print_sections;
+use super::home_hash::{self, print, Bar};
 use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
@@ -277,19 +276,6 @@ fn read_floorplan(path: &Path) -> Result<Floorplan, CliError> {
             )
         })?;
     Ok(Floorplan::from_record(&r, &path.display().to_string())?)
-}
-
-fn print(rec: Recorder) -> CliResult {
-    let json = rec.json();
-    let bundle = rec.finish()?;
-    if !json {
-        print_sections(
-            &bundle.envelope,
-            bundle.records,
-            numalab_report::sections::home::sections,
-        );
-    }
-    Ok(())
 }
 
 fn run_map(a: &MapArgs) -> CliResult {

@@ -94,7 +94,8 @@ fn input(e: numalab_home::HomeError) -> CliError {
     CliError::from(e)
 }
 
-fn print(rec: Recorder) -> CliResult {
+/// Finishes the bundle and prints the home sections (unless `--json`).
+pub fn print(rec: Recorder) -> CliResult {
     let json = rec.json();
     let bundle = rec.finish()?;
     if !json {

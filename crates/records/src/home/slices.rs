@@ -70,6 +70,21 @@ impl SliceHash {
             && self.high_bit < 64
     }
 
+    /// Whether the data behind the hash varied every address bit from `low_bit` to
+    /// `high_bit`, each on its own: then the reference's other bits do not matter below
+    /// `high_bit`.
+    pub fn fully_covered(&self) -> bool {
+        if self.low_bit > self.high_bit || self.low_bit >= 64 {
+            return false;
+        }
+        let top = if self.high_bit >= 63 {
+            u64::MAX
+        } else {
+            (1u64 << (self.high_bit + 1)) - 1
+        };
+        self.determined && self.covered_bits == top & !((1u64 << self.low_bit) - 1)
+    }
+
     /// The permutation of the block holding `address`.
     pub fn permutation(&self, address: u64) -> usize {
         self.masks
@@ -148,6 +163,29 @@ pub struct HomeHashRecord {
 
 impl RecordKind for HomeHashRecord {
     const KIND: &'static str = "home.hash";
+}
+
+impl HomeHashRecord {
+    /// A record of `source` read from `input` with `status`, no hash and nothing counted yet.
+    pub fn new(source: &str, input: &str, status: &str) -> HomeHashRecord {
+        HomeHashRecord {
+            source: source.into(),
+            input: input.into(),
+            status: status.into(),
+            hash: None,
+            pages: 0,
+            lines: 0,
+            blocks: 0,
+            blocks_fitted: 0,
+            lines_fitted: 0,
+            agreement_fitted: None,
+            lines_held: 0,
+            agreement_held: None,
+            pages_held: 0,
+            agreement_held_pages: None,
+            notes: Vec::new(),
+        }
+    }
 }
 
 /// Two maps of one part compared line by line (`home.compare`).

@@ -39,26 +39,7 @@ fn pct(x: f64) -> Cell {
 }
 
 fn bits(mask: u64) -> String {
-    let v: Vec<u32> = (0..64).filter(|i| mask >> i & 1 == 1).collect();
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        out.push(if j > i {
-            format!("{}-{}", v[i], v[j])
-        } else {
-            v[i].to_string()
-        });
-        i = j + 1;
-    }
-    if out.is_empty() {
-        "none".into()
-    } else {
-        out.join(",")
-    }
+    numalab_records::home::bit_ranges(mask)
 }
 
 fn hash_lines(s: &mut Section, b: usize, id: &str, h: &HashFit) {

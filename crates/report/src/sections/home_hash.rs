@@ -36,19 +36,6 @@ pub fn any(l: &Loaded) -> bool {
         && l.records_of::<HomeConflictsRecord>().is_empty())
 }
 
-/// Address bits `low..=high` as a mask.
-fn span(low: u32, high: u32) -> u64 {
-    if low > high || low >= 64 {
-        return 0;
-    }
-    let top = if high >= 63 {
-        u64::MAX
-    } else {
-        (1u64 << (high + 1)) - 1
-    };
-    top & !((1u64 << low) - 1)
-}
-
 fn pct(x: Option<f64>) -> String {
     x.map_or("n/a".into(), |v| format!("{:.3}%", 100.0 * v))
 }
@@ -67,7 +54,7 @@ pub fn slice_hash(s: &mut Section, id: &str, h: &SliceHash) {
         h.slices,
         h.low_bit,
         h.high_bit,
-        if h.covered_bits != span(h.low_bit, h.high_bit) {
+        if !h.fully_covered() {
             format!(", for addresses that match {:#x} in the bits the data never varied", h.reference)
         } else {
             String::new()
