@@ -149,6 +149,16 @@ impl Recorder {
         self.progress = bar;
     }
 
+    /// [`Recorder::finish`], then (without `--json`) the bundle's sections on the terminal.
+    pub fn finish_and_print(self, sections: crate::output::SectionsOf) -> CliResult {
+        let json = self.json;
+        let bundle = self.finish()?;
+        if !json {
+            crate::output::print_sections(&bundle.envelope, bundle.records, sections);
+        }
+        Ok(())
+    }
+
     /// Closes the journal (its last sync, for a run of a second or more) and prints the
     /// bundle when `--json` was given. Returns the bundle either way.
     pub fn finish(self) -> Result<Bundle, CliError> {

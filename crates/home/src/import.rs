@@ -134,6 +134,29 @@ fn hash_of_record(r: HomeHashRecord, what: &str) -> Result<Imported, HomeError> 
     }
 }
 
+/// The hash of what a path held: its own, or the one recovered from its lines; the
+/// recovery's notes when no hash explains them.
+pub fn hash_of(x: &Imported, name: &str, watch: &mut dyn Watch) -> Result<SliceHash, HomeError> {
+    match x {
+        Imported::Hash { hash, .. }
+        | Imported::Maps {
+            hash: Some(hash), ..
+        } => Ok(hash.clone()),
+        Imported::Maps { maps, source, .. } => {
+            let r = crate::slicefit::recover(maps, source, name, watch);
+            r.hash.ok_or_else(|| {
+                HomeError::input(
+                    name,
+                    format!(
+                        "no hash in the published form explains its lines: {}",
+                        r.notes.join("; ")
+                    ),
+                )
+            })
+        }
+    }
+}
+
 /// The `home.hash` record of an import: maps recovered, tables read as published.
 pub fn import(path: &Path, watch: &mut dyn Watch) -> Result<HomeHashRecord, HomeError> {
     let what = path_text(path);
@@ -188,15 +211,6 @@ pub fn compare(
     let mut notes = Vec::new();
     let mut lines = 0u64;
     let mut uncovered = 0u64;
-    let recover_hash = |x: &Imported, name: &str, watch: &mut dyn Watch| -> Option<SliceHash> {
-        match x {
-            Imported::Hash { hash, .. } => Some(hash.clone()),
-            Imported::Maps { hash: Some(h), .. } => Some(h.clone()),
-            Imported::Maps { maps, source, .. } => {
-                crate::slicefit::recover(maps, source, name, watch).hash
-            }
-        }
-    };
     let lines_from;
     match (a, b) {
         (Imported::Maps { maps: ma, .. }, Imported::Maps { maps: mb, .. }) => {
@@ -219,9 +233,7 @@ pub fn compare(
             if lines == 0 {
                 // No common page: compare A's lines with B's hash.
                 notes.push("the two maps share no measured page: A's lines are compared with the hash recovered from B".into());
-                let hb = recover_hash(b, b_name, watch).ok_or_else(|| {
-                    HomeError::input(b_name, "no hash could be recovered from it to compare with")
-                })?;
+                let hb = hash_of(b, b_name, watch)?;
                 against(ma, &hb, false, &mut counts, &mut lines, &mut uncovered);
             }
         }
@@ -231,8 +243,7 @@ pub fn compare(
                 "the measured lines of {}",
                 if maps_first { "A" } else { "B" }
             );
-            let h = recover_hash(other, if maps_first { b_name } else { a_name }, watch)
-                .unwrap_or_else(empty_hash);
+            let h = hash_of(other, if maps_first { b_name } else { a_name }, watch)?;
             against(
                 maps,
                 &h,
@@ -320,21 +331,5 @@ fn against(
                 None => *uncovered += 1,
             }
         }
-    }
-}
-
-/// A hash that gives nothing (when lines of one side could not be turned into a hash,
-/// every line of the other is then "not covered").
-fn empty_hash() -> SliceHash {
-    SliceHash {
-        slices: 0,
-        line_bytes: 64,
-        base_sequence: Vec::new(),
-        low_bit: 0,
-        high_bit: 0,
-        masks: Vec::new(),
-        covered_bits: 0,
-        reference: 0,
-        determined: false,
     }
 }

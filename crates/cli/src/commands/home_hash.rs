@@ -4,7 +4,6 @@
 //! The work is in `numalab_home::{tables, slicefit, import, conflicts}`; this module
 //! parses flags, records and prints. Also the progress bar every `home` command shows.
 
-use crate::output::print_sections;
 use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
@@ -96,16 +95,7 @@ fn input(e: numalab_home::HomeError) -> CliError {
 
 /// Finishes the bundle and prints the home sections (unless `--json`).
 pub fn print(rec: Recorder) -> CliResult {
-    let json = rec.json();
-    let bundle = rec.finish()?;
-    if !json {
-        print_sections(
-            &bundle.envelope,
-            bundle.records,
-            numalab_report::sections::home::sections,
-        );
-    }
-    Ok(())
+    rec.finish_and_print(numalab_report::sections::home::sections)
 }
 
 /// Writes the published table pair of `hash` into `dir` (created if missing).
@@ -213,24 +203,8 @@ pub fn run_conflicts(a: &ConflictsArgs) -> CliResult {
     )?;
     let hash = {
         let mut bar = Bar::new(rec.json());
-        match import::load(&a.hash).map_err(input)? {
-            Imported::Hash { hash, .. }
-            | Imported::Maps {
-                hash: Some(hash), ..
-            } => hash,
-            Imported::Maps { maps, source, .. } => {
-                let r = numalab_home::slicefit::recover(&maps, source, &what, &mut bar);
-                r.hash.ok_or_else(|| {
-                    CliError::new(
-                        ErrorClass::Input,
-                        format!(
-                            "{what}: no hash in the published form explains its lines: {}",
-                            r.notes.join("; ")
-                        ),
-                    )
-                })?
-            }
-        }
+        let x = import::load(&a.hash).map_err(input)?;
+        import::hash_of(&x, &what, &mut bar).map_err(input)?
     };
     let opts = ConflictOptions {
         page_bytes: page,

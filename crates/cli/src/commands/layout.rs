@@ -622,14 +622,5 @@ fn run_affinity(a: &AffinityArgs) -> CliResult {
         origin,
         &r,
     ))?;
-    let json = rec.json();
-    let bundle = rec.finish()?;
-    if !json {
-        print_sections(
-            &bundle.envelope,
-            bundle.records,
-            numalab_report::sections::layout::sections,
-        );
-    }
-    Ok(())
+    rec.finish_and_print(numalab_report::sections::layout::sections)
 }
