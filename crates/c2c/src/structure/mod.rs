@@ -37,6 +37,23 @@
 //! had left out are the same step (a few CPUs not merged yet); the one with the fewest
 //! pairs on the wrong side of the gap's midpoint is kept, then the latest.
 //!
+//! The pairs between are trimmed by the same count as the pairs inside, but never by
+//! more than [`TRIM`] of their own number: a partition that sets a few CPUs apart (a
+//! slowed vCPU) has few pairs between, and trimming as many as the big groups have inside
+//! would leave only their slowest (the emulated 160-CPU server's "1 x 155, 1 x 3, 1 x 2").
+//!
+//! A level whose groups are mostly of one size is **completed**: a CPU left alone joins
+//! the group nearest to it on average when that group is incomplete, the CPU is nearer to
+//! each new mate than the fastest pairs the level separates, and the step still holds
+//! (an SMT pair noisier than the rest, whose CPUs the average-linkage merges joined to
+//! neighbours before each other; a CPU whose sibling is not in the matrix stays alone).
+//!
+//! A latency-view level must **outlast each CPU's offset** ([`offsets`]): with the
+//! least-squares fit of `c + a_i + a_j` to the log latencies divided out, its step must
+//! still hold. Otherwise its groups are CPUs nearer to or farther from everyone (near the
+//! line's home on a mesh, a slowed vCPU), not CPUs that share something; it is dropped
+//! with a note. Balanced levels (sockets, complexes, SMT pairs) keep their steps whole.
+//!
 //! Levels of both views are combined into one hierarchy: identical partitions merge
 //! ([`Evidence::Both`]); a candidate made only of groups of other candidates (half of
 //! the machine at one level, the rest at another) is dropped, and so is one that is
@@ -71,7 +88,11 @@
 //! # Limits
 //!
 //! A mesh without clusters (most Xeons inside a socket) has no level; its gradient is
-//! reported. Groups smaller than 2 CPUs are not levels. Groups whose members differ only
+//! reported. Core pairs on a mesh whose home gradient is wider than their own step (one
+//! stop's two cores only 10-20% nearer each other than their neighbours) are found only
+//! where they are a step in the latency or profile view: the offsets serve as a check,
+//! not as a view of their own (a view from them, tried, found junk groupings on
+//! hierarchical machines). Groups smaller than 2 CPUs are not levels. Groups whose members differ only
 //! by a uniform offset (the Kunpeng 920 clusters in the published file) are not found.
 //! A sampled matrix (holes) is handled (quantiles use the measured pairs), but sparse
 //! samples weaken the evidence; [`Structure::confidence`] says so. The 2% trim, the 5%
@@ -82,11 +103,13 @@
 
 mod cluster;
 mod gradient;
+mod offsets;
 mod steps;
 
 use cluster::*;
 pub use gradient::GRADIENT_POSITION;
 use gradient::*;
+use offsets::*;
 use steps::*;
 
 use crate::matrix::LatencyMatrix;
@@ -133,16 +156,7 @@ pub struct Level {
 impl Level {
     /// Sizes of the groups, as "16 x 8" or "8 x 2, 8 x 1".
     pub fn shape(&self) -> String {
-        let mut sizes: Vec<usize> = self.groups.iter().map(|g| g.cpus.len()).collect();
-        sizes.sort_unstable_by(|a, b| b.cmp(a));
-        let mut parts: Vec<String> = Vec::new();
-        let mut i = 0;
-        while i < sizes.len() {
-            let j = sizes[i..].iter().take_while(|&&s| s == sizes[i]).count();
-            parts.push(format!("{j} x {}", sizes[i]));
-            i += j;
-        }
-        parts.join(", ")
+        shape_of(self.groups.iter().map(|g| g.cpus.len()).collect())
     }
 
     /// Number of groups with more than one CPU.
@@ -357,10 +371,17 @@ fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>, f64) {
     let n = m.n();
     let lat = Dist::latency(m);
     let prof = Dist::profile(m);
+    // The latency with each CPU's own offset removed (its distance to the line's home on
+    // a mesh, a slowed vCPU): the check of the latency view's steps.
+    let adj_logs = Dist::latency(&offsets_removed(m)).logs();
     let tau = 2.0 * prof.nearest_neighbour_median().max(RESOLUTION);
     let mut out = Vec::new();
     let mut refused = Vec::new();
-    for (dist, evidence) in [(&lat, Evidence::Latency), (&prof, Evidence::Profile)] {
+    let views = [
+        (&lat, Evidence::Latency, "latency"),
+        (&prof, Evidence::Profile, "profile"),
+    ];
+    for (dist, evidence, view) in views {
         // Latency steps are relative (log latency); profile distances are already relative
         // to the median latency, and their steps are read in those units.
         let linear = evidence == Evidence::Profile;
@@ -374,6 +395,17 @@ fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>, f64) {
         let lnd = if linear { dist.d.clone() } else { dist.logs() };
         let (proposals, seq) = levels_of(dist, tau);
         let accepted = step_levels(&lnd, n, &seq, floor);
+        let shape = |v: f64| match evidence {
+            Evidence::Profile => format!("profile distance {:.2}%", 100.0 * v),
+            _ => format!("{:.1} ns", v.exp()),
+        };
+        let pct = |v: f64| {
+            if linear {
+                format!("{:+.2} points", 100.0 * v)
+            } else {
+                format!("{:+.1}%", 100.0 * v.exp_m1())
+            }
+        };
         for (partition, _) in &proposals {
             if accepted.iter().any(|(p, _)| p == partition) {
                 continue;
@@ -382,24 +414,9 @@ fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>, f64) {
             else {
                 continue;
             };
-            let shape = |v: f64| match evidence {
-                Evidence::Profile => format!("profile distance {:.2}%", 100.0 * v),
-                _ => format!("{:.1} ns", v.exp()),
-            };
-            let pct = |v: f64| {
-                if linear {
-                    format!("{:+.2} points", 100.0 * v)
-                } else {
-                    format!("{:+.1}%", 100.0 * v.exp_m1())
-                }
-            };
             refused.push(format!(
-                "a grouping into {} groups ({} view) was dropped: its slowest pairs inside groups ({}) are not clearly below its fastest pairs between groups ({}): a gap of {} where {} is required, so it cannot be told apart from noise or a gradient",
+                "a grouping into {} groups ({view} view) was dropped: its slowest pairs inside groups ({}) are not clearly below its fastest pairs between groups ({}): a gap of {} where {} is required, so it cannot be told apart from noise or a gradient",
                 partition.len(),
-                match evidence {
-                    Evidence::Profile => "profile",
-                    _ => "latency",
-                },
                 shape(st.hi),
                 shape(st.lo),
                 pct(st.gap()),
@@ -407,6 +424,26 @@ fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>, f64) {
             ));
         }
         for (partition, st) in accepted {
+            let (partition, st) = complete(&lnd, n, partition, st, floor);
+            // A latency step must outlast the removal of each CPU's offset: otherwise
+            // its groups are CPUs nearer to or farther from everyone (near the line's
+            // home on a mesh, a slowed vCPU), not CPUs that share something.
+            if evidence == Evidence::Latency {
+                if let Some(a) =
+                    step(&adj_logs, n, &membership(&partition, n), floor).filter(|a| !a.holds())
+                {
+                    refused.push(format!(
+                        "a grouping into {} groups ({}) was dropped: it is a step of the latencies ({} inside against {} between), but once each CPU's own offset is removed (how much nearer or farther it is from every other CPU: its distance to the line's home on a mesh, a slowed vCPU) the gap is {} where {} is required: its CPUs differ in where they are, not in what they share",
+                        partition.len(),
+                        shape_of(partition.iter().map(Vec::len).collect()),
+                        shape(st.hi),
+                        shape(st.lo),
+                        pct(a.gap()),
+                        pct(a.required),
+                    ));
+                    continue;
+                }
+            }
             let ratio = if linear {
                 st.lo / st.hi.max(RESOLUTION)
             } else {
@@ -416,6 +453,19 @@ fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>, f64) {
         }
     }
     (out, refused, prof.nearest_neighbour_median())
+}
+
+/// Group sizes as "36 x 2, 1 x 8", largest first.
+fn shape_of(mut sizes: Vec<usize>) -> String {
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sizes.len() {
+        let j = sizes[i..].iter().take_while(|&&s| s == sizes[i]).count();
+        parts.push(format!("{j} x {}", sizes[i]));
+        i += j;
+    }
+    parts.join(", ")
 }
 
 /// Pairs allowed on the wrong side of a step: 2% of the pairs inside the groups (outliers,

@@ -28,7 +28,8 @@ impl Step {
 /// Is the partition (group of each position) a step: are the slowest pairs inside its
 /// groups clearly below the fastest pairs between them? `lnd` holds log distances. Both
 /// sides are trimmed by [`TRIM`] of the pairs inside (not of the pairs between: on a big
-/// machine most pairs between are far, and 2% of them would hide the nearest groups).
+/// machine most pairs between are far, and 2% of them would hide the nearest groups), the
+/// pairs between by at most [`TRIM`] of their own number.
 pub(super) fn step(lnd: &[Option<f64>], n: usize, group_of: &[usize], floor: f64) -> Option<Step> {
     let mut inside = Vec::new();
     let mut between = Vec::with_capacity(n * n / 2);
@@ -49,7 +50,13 @@ pub(super) fn step(lnd: &[Option<f64>], n: usize, group_of: &[usize], floor: f64
     let k = (TRIM * inside.len() as f64).floor() as usize;
     let hi_at = inside.len() - 1 - k.min(inside.len() - 1);
     let hi = *inside.select_nth_unstable_by(hi_at, f64::total_cmp).1;
-    let lo_at = k.min(between.len() - 1);
+    // The pairs between are trimmed as many, but never more than the same share of them:
+    // a level that sets a few CPUs apart has few pairs between, and trimming as many as
+    // the big groups have inside would leave only the slowest of them (one CPU apart
+    // from the rest would be a "step" whenever its slowest pair is slow).
+    let lo_at = k
+        .min((TRIM * between.len() as f64).floor() as usize)
+        .min(between.len() - 1);
     let lo = *between.select_nth_unstable_by(lo_at, f64::total_cmp).1;
     if lo - hi < floor {
         // Fails whatever the noise: no need to estimate it.
@@ -160,4 +167,83 @@ pub(super) fn step_levels(
         }
     }
     out
+}
+
+/// Completes a level whose groups are mostly of one size: a CPU left alone joins the
+/// group nearest to it on average when that group is incomplete (fewer members than the
+/// most common size, another lone CPU among them), the CPU is nearer to each new mate
+/// than the fastest pairs the level separates, and the step still holds (its trimming
+/// allows a few pairs on the wrong side: the outliers). The clustering merges by averages, so a noisier CPU can join a
+/// neighbouring group before its own sibling and be left out of the level where its group
+/// is whole (an SMT pair whose pairs are noisier than the rest).
+pub(super) fn complete(
+    lnd: &[Option<f64>],
+    n: usize,
+    partition: Vec<Vec<usize>>,
+    mut st: Step,
+    floor: f64,
+) -> (Vec<Vec<usize>>, Step) {
+    let mut sizes: Vec<usize> = partition.iter().map(Vec::len).filter(|&s| s > 1).collect();
+    sizes.sort_unstable();
+    // The most common size (the larger among equals).
+    let mut modal = 0;
+    let mut best = 0;
+    let mut i = 0;
+    while i < sizes.len() {
+        let run = sizes[i..].iter().take_while(|&&s| s == sizes[i]).count();
+        if run >= best {
+            best = run;
+            modal = sizes[i];
+        }
+        i += run;
+    }
+    let mut p = partition;
+    if modal < 2 {
+        return (p, st);
+    }
+    loop {
+        let mut changed = false;
+        for s in 0..p.len() {
+            if p[s].len() != 1 {
+                continue;
+            }
+            let cpu = p[s][0];
+            // The group nearest to it on average, of any size: it must be incomplete.
+            let nearest = (0..p.len())
+                .filter(|&g| g != s && !p[g].is_empty())
+                .filter_map(|g| {
+                    let v: Vec<f64> = p[g].iter().filter_map(|&x| lnd[cpu * n + x]).collect();
+                    (!v.is_empty()).then(|| (g, v.iter().sum::<f64>() / v.len() as f64))
+                })
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            let Some((g, _)) = nearest.filter(|&(g, _)| p[g].len() < modal) else {
+                continue;
+            };
+            // Nearer to each new mate than the fastest pairs the level separates: a
+            // sibling measured with more noise, not a CPU whose sibling is missing.
+            if !p[g]
+                .iter()
+                .all(|&x| lnd[cpu * n + x].is_some_and(|v| v < st.lo))
+            {
+                continue;
+            }
+            let mut trial = p.clone();
+            trial[s].clear();
+            trial[g].push(cpu);
+            // The step must still hold, its pairs on the wrong side within what the
+            // trimming allows.
+            let Some(t) = step(lnd, n, &membership(&trial, n), floor) else {
+                continue;
+            };
+            if t.holds() {
+                p = trial;
+                st = t;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    (canonical(&p), st)
 }
