@@ -48,7 +48,8 @@
 //! (an SMT pair noisier than the rest, whose CPUs the average-linkage merges joined to
 //! neighbours before each other; a CPU whose sibling is not in the matrix stays alone).
 //!
-//! A latency-view level must **outlast each CPU's offset** ([`offsets`]): with the
+//! A latency-view level of groups of unequal sizes must **outlast each CPU's offset**
+//! ([`offsets`]; a level of one group size is replicated hardware and spared): with the
 //! least-squares fit of `c + a_i + a_j` to the log latencies divided out, its step must
 //! still hold. Otherwise its groups are CPUs nearer to or farther from everyone (near the
 //! line's home on a mesh, a slowed vCPU), not CPUs that share something; it is dropped
@@ -425,10 +426,15 @@ fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>, f64) {
         }
         for (partition, st) in accepted {
             let (partition, st) = complete(&lnd, n, partition, st, floor);
-            // A latency step must outlast the removal of each CPU's offset: otherwise
-            // its groups are CPUs nearer to or farther from everyone (near the line's
-            // home on a mesh, a slowed vCPU), not CPUs that share something.
-            if evidence == Evidence::Latency {
+            // A latency step of groups of unequal sizes must outlast the removal of each
+            // CPU's offset: otherwise its groups are CPUs nearer to or farther from
+            // everyone (near the line's home on a mesh, a slowed vCPU), not CPUs that
+            // share something. Groups of one size (replicated hardware: tiles, SMT
+            // pairs, complexes, sockets) are spared: on a mesh whose latency grows with
+            // the distance between the cores, dividing out the offsets inflates the
+            // central tiles' pairs more than their step.
+            let uniform = partition.iter().all(|g| g.len() == partition[0].len());
+            if evidence == Evidence::Latency && !uniform {
                 if let Some(a) =
                     step(&adj_logs, n, &membership(&partition, n), floor).filter(|a| !a.holds())
                 {
