@@ -1,12 +1,19 @@
-//! `numalab home map` live on this machine (two vCPUs, no mesh): it must say that no
-//! home structure is visible rather than invent one.
+//! `numalab home map` live on this machine (two vCPUs of a KVM guest): whatever it
+//! reports must be what the addresses show, never a structure made of noise.
+//!
+//! The guest has no mesh of its own, but its host does, and when the host backs the
+//! guest's transparent huge page with a huge page of its own, guest physical address bits
+//! are host bits and the host's structure shows through: on 2026-12-06 three maps in a
+//! row found two homes split by the parity of address bits 8, 11 and 17 (masks
+//! `0x20900`, 99% of 32768 lines), and CI found a hash twice with two seeds, while most
+//! maps on other pages found none. So the claim here is not "no structure" but: a map
+//! reports no structure with its note, or a structure that a hash of the physical
+//! addresses explains, which this test checks line by line from the record's pages. That
+//! groups made of noise (a burst of load, the clock) are dropped is shown by the replayed
+//! maps in crates/home/tests/load.rs.
 //!
 //! A test binary of its own: in the shared `cli` binary about 88 other tests load the
-//! two vCPUs at the same time, and once (CI of 2026-11-26) a small group of lines read
-//! during a burst of that load reproduced well enough overall for the map to report a
-//! structure. Groups now have to reproduce one by one (crates/home/tests/load.rs plants
-//! such bursts); the claim is still for a machine doing little else, and a structure
-//! found once is checked by a second map with another seed.
+//! two vCPUs at the same time.
 
 use std::process::Command;
 
@@ -50,35 +57,102 @@ fn map(seed: u64) -> serde_json::Value {
     r[0].clone()
 }
 
+/// Parity of `a & mask` for each mask: the syndrome, as `HashFit::syndrome` defines it.
+fn syndrome(masks: &[u64], a: u64) -> usize {
+    masks
+        .iter()
+        .enumerate()
+        .map(|(t, m)| (((a & m).count_ones() & 1) as usize) << t)
+        .sum()
+}
+
+/// Lines whose recorded home the record's hash gives, and lines with a home, read
+/// from the record's pages (physical address + line offset) without numalab's code.
+fn hash_agreement(m: &serde_json::Value) -> (usize, usize) {
+    let h = &m["home_hash"];
+    let masks: Vec<u64> = h["masks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let table: Vec<u64> = h["table"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(table.len(), 1 << masks.len(), "{h}");
+    let line = m["line_bytes"].as_u64().unwrap();
+    let sample: Vec<u64> = m["sample_offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let (mut agree, mut homed) = (0, 0);
+    for p in m["pages"].as_array().unwrap() {
+        let phys = p["phys"]
+            .as_u64()
+            .expect("a page without its physical address");
+        let ids = p["home"].as_str().unwrap();
+        for (k, hex) in ids.as_bytes().chunks(2).enumerate() {
+            let id = u64::from_str_radix(std::str::from_utf8(hex).unwrap(), 16).unwrap();
+            if id == 0xff {
+                continue;
+            }
+            let offset = if p["full"] == true {
+                k as u64
+            } else {
+                sample[k]
+            };
+            homed += 1;
+            if table[syndrome(&masks, phys + offset * line)] == id {
+                agree += 1;
+            }
+        }
+    }
+    (agree, homed)
+}
+
 #[test]
-fn this_machine_shows_no_home_structure() {
-    // A burst of load on the host can still make one map's groups reproduce; a
-    // structure this machine really had would be found again with another sample of
-    // lines and another grouping, so a structure is only a failure when a second map,
-    // with another seed, finds one too.
-    let first = map(1);
-    let m = if first["structure_visible"] == false {
-        first
-    } else {
-        eprintln!(
-            "the first map (seed 1) reported a structure: {}; mapping again with seed 2",
-            first["notes"]
-        );
-        let second = map(2);
-        assert_eq!(
-            second["structure_visible"], false,
-            "both maps found a structure: seed 1: {}; seed 2: {}",
-            first["notes"], second["notes"]
-        );
-        second
-    };
+fn a_live_map_reports_only_what_the_addresses_show() {
+    let m = map(1);
     assert_eq!(m["input_origin"], "measured");
-    assert_eq!(m["homes"].as_array().unwrap().len(), 1);
-    assert!(m["home_hash"].is_null());
-    let notes = m["notes"].to_string();
-    assert!(notes.contains("No home structure is visible"), "{notes}");
     assert_eq!(m["lines_measured"], 32768);
     // The map says which machine it is valid on.
     assert_eq!(m["fingerprint"]["source"], "live");
     assert!(m["fingerprint"]["cpus"].as_u64().unwrap() >= 1);
+    let notes = m["notes"].to_string();
+    let homes = m["homes"].as_array().unwrap();
+    if m["structure_visible"] == false {
+        assert_eq!(homes.len(), 1);
+        assert!(m["home_hash"].is_null());
+        assert!(notes.contains("No home structure is visible"), "{notes}");
+        return;
+    }
+    // A structure: the host's, through a huge page. Homes are a function of the physical
+    // address, so the addresses must have been read and the hash must give the recorded
+    // home of nearly every line.
+    eprintln!(
+        "this map found a structure (the host's, through a huge page): {}; {notes}",
+        m["home_hash"]["masks"]
+    );
+    assert!(homes.len() > 1);
+    assert_eq!(m["physical_addresses"], true);
+    assert_eq!(m["home_hash"]["status"], "recovered", "{notes}");
+    let (agree, homed) = hash_agreement(&m);
+    assert!(homed > 0);
+    let share = agree as f64 / homed as f64;
+    assert!(
+        share >= 0.9,
+        "the hash gives the recorded home of {agree} of {homed} lines: {notes}"
+    );
+    // The record's own figure is the one recomputed here (lines without a home aside).
+    let claimed = m["home_hash"]["agreement"].as_f64().unwrap();
+    assert!(claimed >= 0.9, "{claimed}");
+    // Every home the record names holds lines, and the lines add up.
+    let total: u64 = homes.iter().map(|h| h["lines"].as_u64().unwrap()).sum();
+    assert!(homes.iter().all(|h| h["lines"].as_u64().unwrap() > 0));
+    assert!(total <= 32768);
 }
