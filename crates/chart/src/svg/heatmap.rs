@@ -25,6 +25,9 @@ pub struct Heatmap {
     /// instead of a continuous linear ramp: latencies spanning orders of magnitude
     /// (core-to-core within a core vs across sockets) stay distinguishable.
     pub log_classes: Option<usize>,
+    /// Tooltips of the cells, `cell_titles[r][c]`, in place of "row -> column: value"
+    /// (empty: the default; a cell without its own title gets the default too).
+    pub cell_titles: Vec<Vec<String>>,
 }
 
 pub(crate) fn ramp(t: f64) -> String {
@@ -91,6 +94,7 @@ impl Heatmap {
             row_label: String::new(),
             col_label: String::new(),
             log_classes: None,
+            cell_titles: Vec::new(),
         }
     }
 
@@ -113,6 +117,25 @@ impl Heatmap {
         h.row_label = "CPU".into();
         h.col_label = "CPU".into();
         h.log_classes = Some(10);
+        h
+    }
+
+    /// A core-to-core heatmap of CPU blocks (a big machine's matrix aggregated): one row
+    /// and column per block in display order, labelled `labels` (short: a block's lowest
+    /// CPU), `values[r][c]` what the cells aggregate (`None`: no pair measured), each
+    /// cell's tooltip from `titles[r][c]` (the blocks' CPUs, the statistic, how many
+    /// pairs); coloured like [`Heatmap::cpu_matrix`].
+    pub fn cpu_blocks(
+        title: &str,
+        labels: Vec<String>,
+        values: Vec<Vec<Option<f64>>>,
+        titles: Vec<Vec<String>>,
+    ) -> Self {
+        let mut h = Heatmap::new(title, labels.clone(), labels, values, "ns");
+        h.row_label = "CPU block (lowest CPU)".into();
+        h.col_label = "CPU block (lowest CPU)".into();
+        h.log_classes = Some(10);
+        h.cell_titles = titles;
         h
     }
 
@@ -158,21 +181,36 @@ impl Heatmap {
             escape(&fit(&self.title, w))
         );
         let label_every = ((14.0 / cell).ceil() as usize).max(1);
+        // Column labels sit side by side: as far apart as the longest is wide (about
+        // 6.5 px a character at 11 px), so "100" and "104" do not run together.
+        let widest = self
+            .cols
+            .iter()
+            .map(|c| c.chars().count())
+            .max()
+            .unwrap_or(0);
+        let col_every = label_every.max(((widest as f64 * 6.5 + 3.0) / cell).ceil() as usize);
         for (r, row) in self.values.iter().enumerate() {
             for (c, v) in row.iter().enumerate() {
                 let x = ml + c as f64 * cell;
                 let y = mt + r as f64 * cell;
+                let own = self.cell_titles.get(r).and_then(|t| t.get(c)).cloned();
                 let (fill, title) = match v {
                     Some(v) if v.is_finite() => (
                         ramp(scale.position(*v)),
-                        format!(
-                            "{} -> {}: {v:.1} {}",
-                            axis_item(&self.row_label, self.rows.get(r)),
-                            axis_item(&self.col_label, self.cols.get(c)),
-                            self.unit
-                        ),
+                        own.unwrap_or_else(|| {
+                            format!(
+                                "{} -> {}: {v:.1} {}",
+                                axis_item(&self.row_label, self.rows.get(r)),
+                                axis_item(&self.col_label, self.cols.get(c)),
+                                self.unit
+                            )
+                        }),
                     ),
-                    _ => ("#f0f0f0".to_string(), "not measured".to_string()),
+                    _ => (
+                        "#f0f0f0".to_string(),
+                        own.unwrap_or_else(|| "not measured".to_string()),
+                    ),
                 };
                 let _ = write!(
                     out,
@@ -212,7 +250,7 @@ impl Heatmap {
             .cols
             .iter()
             .enumerate()
-            .filter(|(i, _)| i % label_every == 0)
+            .filter(|(i, _)| i % col_every == 0)
         {
             let _ = write!(
                 out,

@@ -156,6 +156,7 @@ mod tests {
             row_label: "CPU".into(),
             col_label: "CPU".into(),
             log_classes: None,
+            cell_titles: Vec::new(),
         };
         insta::assert_snapshot!(h.to_svg());
     }
@@ -204,6 +205,26 @@ mod tests {
         assert_eq!(classes.matches("&#8805; ").count(), 4);
         assert!(classes.contains("&#8805; 10 ns") && classes.contains("&#8805; 316.2 ns"));
         assert!(!linear.contains("&#8805;"));
+    }
+
+    #[test]
+    fn cpu_blocks_carry_their_own_tooltips_escaped() {
+        let h = Heatmap::cpu_blocks(
+            "blocks",
+            vec!["0".into(), "4".into()],
+            vec![vec![Some(8.0), Some(120.0)], vec![Some(120.0), None]],
+            vec![
+                vec!["CPUs 0-3 <inside>: median 8 ns".into(), "a -> b".into()],
+                vec!["b -> a".into(), "CPUs 4-7: no pair measured".into()],
+            ],
+        );
+        let svg = h.to_svg();
+        assert!(svg.contains("<title>CPUs 0-3 &lt;inside&gt;: median 8 ns</title>"));
+        assert!(svg.contains("<title>a -&gt; b</title>"));
+        assert!(svg.contains("<title>CPUs 4-7: no pair measured</title>"));
+        assert!(!svg.contains("not measured</title>"));
+        assert_eq!(svg.matches("<rect").count(), 4 + 10);
+        assert!(svg.contains(">CPU block (lowest CPU)<"));
     }
 
     #[test]

@@ -313,6 +313,10 @@ fn run_detail(s: &mut Section, b: usize, i: usize, r: &WorkloadRun) {
         ]);
     }
     s.table(c);
+    if r.clients.len() > THREADS_ONE_ROW_EACH {
+        s.table(client_blocks(b, i, r));
+        return;
+    }
     let mut th = table(
         &anchors::id(b, &format!("workload-threads-{i}")),
         "Client threads",
@@ -332,4 +336,56 @@ fn run_detail(s: &mut Section, b: usize, i: usize, r: &WorkloadRun) {
         ]);
     }
     s.table(th);
+}
+
+/// Up to this many client threads a run's table has a row per thread; above, a row per
+/// block of threads (like the core-to-core heatmap above 64 CPUs).
+const THREADS_ONE_ROW_EACH: usize = 64;
+
+/// The client threads of a big run by blocks: the threads of one node sorted by PU, cut
+/// into runs of at most ceil(threads / 32), with their sum and spread; every thread
+/// stays in the record.
+fn client_blocks(b: usize, i: usize, r: &WorkloadRun) -> crate::table::Table {
+    let max = r.clients.len().div_ceil(32).max(1);
+    let mut clients: Vec<_> = r.clients.iter().collect();
+    clients.sort_by_key(|c| (c.node, c.pu));
+    let mut t = table(
+        &anchors::id(b, &format!("workload-threads-{i}")),
+        &format!("Client threads, by blocks of up to {max} PUs of one node"),
+        &[
+            ("PUs", None),
+            ("node", None),
+            ("threads", None),
+            ("requests/s", None),
+            ("per thread, lowest", Some("requests/s")),
+            ("per thread, median", Some("requests/s")),
+            ("CPU use, lowest", Some("%")),
+            ("CPU use, median", Some("%")),
+        ],
+    );
+    for node in clients.chunk_by(|a, b| a.node == b.node) {
+        let k = node.len().div_ceil(max);
+        for j in 0..k {
+            let block = &node[j * node.len() / k..(j + 1) * node.len() / k];
+            let pus: Vec<u32> = block.iter().map(|c| c.pu).collect();
+            let rate: Vec<f64> = block.iter().map(|c| c.requests_per_s).collect();
+            let cpu: Vec<f64> = block.iter().map(|c| c.cpu_utilization * 100.0).collect();
+            let lowest = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+            t.push(vec![
+                Cell::text(cpulist::format(&pus)),
+                Cell::num(f64::from(block[0].node), 0),
+                Cell::num(block.len() as f64, 0),
+                Cell::num(rate.iter().sum(), 1),
+                Cell::num(lowest(&rate), 1),
+                opt(numalab_stats::median(&rate), 1, "no thread"),
+                Cell::num(lowest(&cpu), 0),
+                opt(numalab_stats::median(&cpu), 0, "no thread"),
+            ]);
+        }
+    }
+    t.notes.push(format!(
+        "{} client threads are more than {THREADS_ONE_ROW_EACH}: one row per block; each thread's figures are in the workload.run record (raw data)",
+        r.clients.len()
+    ));
+    t
 }
