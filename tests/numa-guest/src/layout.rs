@@ -90,6 +90,49 @@ impl Layout {
         }
     }
 
+    /// A wide server (issue 45): `cpus` CPUs in 2 sockets, `nodes_per_socket` NUMA
+    /// nodes per socket (CPUs in order, an even share each), `node_mib` of memory per
+    /// node, and a SLIT of 10 local, 20 within a socket, `across` between sockets. The
+    /// x86 one is 2 x 80 cores in 2 nodes of 1.5 GiB (the emulated N1 server issue 45
+    /// first ran on: modest memory per core); the Arm one has 4 nodes, 2 per socket.
+    /// Refused when the nodes cannot share the CPUs evenly.
+    pub fn wide(
+        cpus: u32,
+        nodes_per_socket: u32,
+        node_mib: u64,
+        across: u64,
+    ) -> Result<Layout, String> {
+        let nodes = 2 * nodes_per_socket.max(1);
+        if cpus == 0 || !cpus.is_multiple_of(nodes) {
+            return Err(format!(
+                "{cpus} CPUs cannot be shared evenly by {nodes} NUMA nodes in 2 sockets: use a multiple of {nodes}"
+            ));
+        }
+        let per = cpus / nodes;
+        let socket = |n: u32| n / nodes_per_socket.max(1);
+        Ok(Layout {
+            nodes: (0..nodes)
+                .map(|id| NodeSpec {
+                    id,
+                    cpus: (id * per..(id + 1) * per).collect(),
+                    memory_mib: node_mib,
+                })
+                .collect(),
+            distances: (0..nodes)
+                .map(|a| {
+                    (0..nodes)
+                        .map(|b| match (a == b, socket(a) == socket(b)) {
+                            (true, _) => 10,
+                            (false, true) => 20,
+                            (false, false) => across,
+                        })
+                        .collect()
+                })
+                .collect(),
+            sockets: Some(2),
+        })
+    }
+
     /// The socket of a CPU (CPUs split evenly over the sockets in order; 0 without
     /// sockets).
     pub fn socket_of_cpu(&self, cpu: u32) -> u32 {
@@ -332,6 +375,30 @@ mod tests {
         let mut bad = Layout::arm_server();
         bad.sockets = Some(3);
         assert!(bad.validate().unwrap_err().contains("3 sockets"));
+    }
+
+    #[test]
+    fn wide_layouts_split_cpus_evenly_over_sockets_and_nodes() {
+        let l = Layout::wide(160, 1, 1536, 20).unwrap();
+        l.validate().unwrap();
+        assert_eq!(l.cpu_count(), 160);
+        assert_eq!(l.nodes[1].cpus.first(), Some(&80));
+        assert_eq!(l.distances, vec![vec![10, 20], vec![20, 10]]);
+        assert_eq!((l.socket_of_cpu(79), l.socket_of_cpu(80)), (0, 1));
+        assert!(l
+            .qemu_args()
+            .join(" ")
+            .starts_with("-smp 160,sockets=2,cores=80,threads=1 -m 3072M"));
+        let arm = Layout::wide(64, 2, 768, 30).unwrap();
+        arm.validate().unwrap();
+        assert_eq!(arm.nodes.len(), 4);
+        assert_eq!(arm.nodes[2].cpus, (32..48).collect::<Vec<_>>());
+        assert_eq!(arm.distances[0], vec![10, 20, 30, 30]);
+        assert_eq!(arm.distances[3], vec![30, 30, 20, 10]);
+        // A CPU count the nodes cannot share evenly is refused, naming the remedy.
+        let e = Layout::wide(6, 2, 64, 30).unwrap_err();
+        assert!(e.contains("multiple of 4"), "{e}");
+        assert_eq!(Layout::wide(2, 1, 64, 20).unwrap().nodes[1].cpus, vec![1]);
     }
 
     #[test]

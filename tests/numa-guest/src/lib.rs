@@ -14,7 +14,8 @@
 //!   [`cli_asserts`] the assertions on the measuring commands' results;
 //! - [`guest`]: the runner inside the guest; [`protocol`]: its report to the host;
 //! - [`host`]: initramfs, QEMU, timeout and cleanup;
-//! - [`touch`]: the memory-touching test program `numalab policy` runs in the guest.
+//! - [`touch`]: the memory-touching test program `numalab policy` runs in the guest;
+//! - [`wide`]: the wide guest's suite (every command once at 2 to 160 CPUs, timed).
 //!
 //! Run it with `make test-numa` or `scripts/test-numa.sh` (see docs/numa-guest.md).
 
@@ -30,3 +31,4 @@ pub mod protocol;
 pub mod spin;
 pub mod suite;
 pub mod touch;
+pub mod wide;

@@ -5,7 +5,7 @@
 
 use clap::{Parser, Subcommand};
 use numalab_numa_guest::host::{self, HostRun, Options};
-use numalab_numa_guest::platform::{Arch, Boot};
+use numalab_numa_guest::platform::{Arch, Boot, Wide};
 use numalab_numa_guest::{guest, spin, touch};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,9 +30,18 @@ enum Cmd {
         /// The guest's architecture: x86_64 or aarch64.
         #[arg(long, default_value = "x86_64", value_parser = Arch::parse)]
         arch: Arch,
-        /// Only these boots (comma-separated; aarch64: n1, n1-icount, sve).
+        /// Only these boots (comma-separated; x86_64: x86, wide; aarch64: n1, n1-icount,
+        /// sve, n1-wide).
         #[arg(long, value_name = "NAMES")]
         boot: Option<String>,
+        /// CPUs of the wide boot (`--boot wide` or `n1-wide`; default 32 on x86, 160 with
+        /// --wide-long, 64 on Arm): a multiple of its node count (2 on x86, 4 on Arm).
+        #[arg(long, env = "NUMALAB_WIDE_CPUS", value_name = "N")]
+        wide_cpus: Option<u32>,
+        /// The wide boot's long mode: bigger nodes, every command as a user runs it
+        /// (the full evaluate included) instead of their quick forms.
+        #[arg(long)]
+        wide_long: bool,
         /// The numalab binary to test (built for the guest's architecture).
         #[arg(long, value_name = "PATH")]
         numalab: PathBuf,
@@ -79,6 +88,14 @@ enum Cmd {
         /// Only these boots (comma-separated).
         #[arg(long, value_name = "NAMES")]
         boot: Option<String>,
+        /// CPUs of the wide boot (`--boot wide` or `n1-wide`; default 32 on x86, 160 with
+        /// --wide-long, 64 on Arm): a multiple of its node count (2 on x86, 4 on Arm).
+        #[arg(long, env = "NUMALAB_WIDE_CPUS", value_name = "N")]
+        wide_cpus: Option<u32>,
+        /// The wide boot's long mode: bigger nodes, every command as a user runs it
+        /// (the full evaluate included) instead of their quick forms.
+        #[arg(long)]
+        wide_long: bool,
         /// Only checks whose name contains one of these comma-separated patterns.
         #[arg(long)]
         only: Option<String>,
@@ -192,8 +209,18 @@ fn main() -> ExitCode {
             println!("{}", spin::run(iterations));
             ExitCode::SUCCESS
         }
-        Cmd::List { arch, boot, only } => {
-            let boots = match Boot::select(arch, boot.as_deref()) {
+        Cmd::List {
+            arch,
+            boot,
+            wide_cpus,
+            wide_long,
+            only,
+        } => {
+            let wide = Wide {
+                cpus: wide_cpus,
+                long: wide_long,
+            };
+            let boots = match Boot::select(arch, boot.as_deref(), wide) {
                 Ok(b) => b,
                 Err(e) => {
                     eprintln!("numa-guest: {e}");
@@ -210,6 +237,8 @@ fn main() -> ExitCode {
         Cmd::Run {
             arch,
             boot,
+            wide_cpus,
+            wide_long,
             numalab,
             guest_exe,
             kernel,
@@ -223,7 +252,14 @@ fn main() -> ExitCode {
             verbose,
             report,
         } => {
-            let boots = match Boot::select(arch, boot.as_deref()) {
+            let boots = match Boot::select(
+                arch,
+                boot.as_deref(),
+                Wide {
+                    cpus: wide_cpus,
+                    long: wide_long,
+                },
+            ) {
                 Ok(b) => b,
                 Err(e) => {
                     eprintln!("numa-guest: {e}");

@@ -10,6 +10,13 @@
 //! | `n1` | virt, `-cpu neoverse-n1`, 4 nodes in 2 sockets | every generic check and the Arm checks, except counting and SVE |
 //! | `n1-icount` | the same with `-icount shift=0` | `profile` counting: with precise instruction counting the emulated PMU's INST_RETIRED is exact, but all vCPUs run in one host thread, so `c2c` and the memory probes crawl |
 //! | `sve` | virt, `-cpu max,pmu=off` | the SVE kernels (QEMU's `max` has SVE) and the no-PMU path of `profile` |
+//! | `wide` | q35, 2 sockets of many cores, 2 nodes | every command once, timed ([`crate::wide`]) |
+//! | `n1-wide` | virt, `-cpu neoverse-n1`, 2 sockets, 4 nodes | the same |
+//!
+//! The wide boots are not in [`Boot::all`]: they are asked for by name
+//! (`--boot wide`, `scripts/test-numa.sh --wide`), with a [`Wide`] size: short (CI: 32
+//! vCPUs, small nodes, the commands' quick forms) or long (160 vCPUs in nodes of 1.5 GiB
+//! on x86, 64 in 4 nodes of 768 MiB on Arm, every command as a user runs it).
 
 use crate::layout::Layout;
 use serde::{Deserialize, Serialize};
@@ -91,6 +98,29 @@ pub enum Suite {
     ArmCounting,
     /// SVE kernels and a CPU without a PMU.
     ArmSve,
+    /// Every command once on a wide machine, timed ([`crate::wide`]): their quick
+    /// forms (short) or as a user runs them, the full evaluate included (long).
+    Wide {
+        /// The long mode.
+        long: bool,
+    },
+}
+
+/// The size of the wide boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wide {
+    /// CPUs (None: 32 short or 160 long on x86, 64 on Arm).
+    pub cpus: Option<u32>,
+    /// The long mode (see [`Suite::Wide`]).
+    pub long: bool,
+}
+
+impl Wide {
+    /// CI's short wide guest.
+    pub const SHORT: Wide = Wide {
+        cpus: None,
+        long: false,
+    };
 }
 
 /// One emulated machine to boot.
@@ -157,6 +187,45 @@ impl Boot {
         }
     }
 
+    /// The wide server (issue 45): x86 `wide` (2 sockets, one node each: 384 MiB short,
+    /// 1.5 GiB long, the memory per core of the emulated N1 server issue 45 first ran
+    /// on), Arm `n1-wide` (Neoverse N1, 2 sockets of 2 nodes: 256 or 768 MiB).
+    pub fn wide(arch: Arch, size: Wide) -> Result<Boot, String> {
+        let suite = Suite::Wide { long: size.long };
+        Ok(match arch {
+            Arch::X86_64 => Boot {
+                name: "wide".into(),
+                layout: Layout::wide(
+                    size.cpus.unwrap_or(if size.long { 160 } else { 32 }),
+                    1,
+                    if size.long { 1536 } else { 384 },
+                    20,
+                )?,
+                suite,
+                ..Boot::x86()
+            },
+            Arch::Aarch64 => Boot {
+                name: "n1-wide".into(),
+                layout: Layout::wide(
+                    size.cpus.unwrap_or(64),
+                    2,
+                    if size.long { 768 } else { 256 },
+                    30,
+                )?,
+                suite,
+                ..Boot::n1()
+            },
+        })
+    }
+
+    /// The wide boot's name on an architecture.
+    pub fn wide_name(arch: Arch) -> &'static str {
+        match arch {
+            Arch::X86_64 => "wide",
+            Arch::Aarch64 => "n1-wide",
+        }
+    }
+
     /// The boots of an architecture, in the order they run.
     pub fn all(arch: Arch) -> Vec<Boot> {
         match arch {
@@ -165,24 +234,30 @@ impl Boot {
         }
     }
 
-    /// The boots of `arch` named in a comma-separated list (all when None).
-    pub fn select(arch: Arch, names: Option<&str>) -> Result<Vec<Boot>, String> {
+    /// The boots of `arch` named in a comma-separated list (all when None; the wide
+    /// boot, of that size, only when named).
+    pub fn select(arch: Arch, names: Option<&str>, wide: Wide) -> Result<Vec<Boot>, String> {
         let all = Boot::all(arch);
         let Some(names) = names.filter(|n| !n.trim().is_empty()) else {
             return Ok(all);
         };
         let mut out = Vec::new();
         for n in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if n == Boot::wide_name(arch) {
+                out.push(Boot::wide(arch, wide)?);
+                continue;
+            }
             match all.iter().find(|b| b.name == n) {
                 Some(b) => out.push(b.clone()),
                 None => {
                     return Err(format!(
-                        "no boot {n:?} for {}: the boots are {}",
+                        "no boot {n:?} for {}: the boots are {} and {}",
                         arch.name(),
                         all.iter()
                             .map(|b| b.name.as_str())
                             .collect::<Vec<_>>()
-                            .join(", ")
+                            .join(", "),
+                        Boot::wide_name(arch)
                     ))
                 }
             }
@@ -209,15 +284,41 @@ mod tests {
 
     #[test]
     fn boots_are_selected_by_name_with_a_clear_error() {
-        let b = Boot::select(Arch::Aarch64, Some("sve, n1")).unwrap();
+        let b = Boot::select(Arch::Aarch64, Some("sve, n1"), Wide::SHORT).unwrap();
         assert_eq!(
             b.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(),
             ["sve", "n1"]
         );
-        assert_eq!(Boot::select(Arch::Aarch64, None).unwrap().len(), 3);
-        let e = Boot::select(Arch::X86_64, Some("n1")).unwrap_err();
+        assert_eq!(
+            Boot::select(Arch::Aarch64, None, Wide::SHORT)
+                .unwrap()
+                .len(),
+            3
+        );
+        let wide = Boot::select(Arch::Aarch64, Some("n1-wide"), Wide::SHORT).unwrap();
+        assert_eq!(wide[0].layout.cpu_count(), 64);
+        assert_eq!(wide[0].layout.nodes.len(), 4);
+        assert_eq!(wide[0].suite, Suite::Wide { long: false });
+        assert_eq!(wide[0].cpu, "neoverse-n1");
+        let x = Boot::select(Arch::X86_64, Some("wide"), Wide::SHORT).unwrap();
+        assert_eq!((x[0].layout.nodes.len(), x[0].layout.cpu_count()), (2, 32));
+        assert_eq!(x[0].layout.nodes[0].memory_mib, 384);
+        let long = Wide {
+            cpus: None,
+            long: true,
+        };
+        let x = Boot::select(Arch::X86_64, Some("wide"), long).unwrap();
+        assert_eq!(x[0].layout.cpu_count(), 160);
+        assert_eq!(x[0].layout.nodes[1].memory_mib, 1536);
+        let odd = Wide {
+            cpus: Some(33),
+            long: false,
+        };
+        let e = Boot::select(Arch::X86_64, Some("wide"), odd).unwrap_err();
+        assert!(e.contains("multiple of 2"), "{e}");
+        let e = Boot::select(Arch::X86_64, Some("n1"), Wide::SHORT).unwrap_err();
         assert!(
-            e.contains("no boot \"n1\" for x86_64") && e.contains("x86"),
+            e.contains("no boot \"n1\" for x86_64") && e.contains("x86 and wide"),
             "{e}"
         );
         assert_eq!(Arch::parse("arm64").unwrap(), Arch::Aarch64);

@@ -31,6 +31,7 @@ pub fn plan(boot: &Boot) -> Vec<Check> {
             v.extend(crate::arm_checks::sve(layout));
             v
         }
+        Suite::Wide { long } => crate::wide::plan(layout, long),
     }
 }
 
