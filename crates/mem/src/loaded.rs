@@ -182,23 +182,78 @@ fn need_per_node(
     need
 }
 
-/// Which default sizes [`fit_to_budgets`] may reduce (the ones the user did not give).
+/// Which defaults [`fit_to_budgets`] may reduce (the ones the user did not give).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fit {
     /// The chaser's working set.
     pub chase: bool,
     /// The generators' working set.
     pub generators: bool,
+    /// How many CPUs generate traffic (every one after the chaser by default).
+    pub generator_count: bool,
 }
 
-/// Fits default sizes to small nodes: when the curve `plan` would build from these
+/// What [`fit_to_budgets`] decided: the arguments for [`plan`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fitted {
+    /// The options (sizes fitted).
+    pub options: Options,
+    /// The CPUs: the chaser, then the generators' candidates.
+    pub cpus: Vec<u32>,
+    /// How many of them generate traffic.
+    pub generators: Option<usize>,
+    /// What was reduced and why (None: nothing).
+    pub note: Option<String>,
+}
+
+/// The distinct last-level cache instances serving `cpus`, in bytes (each CPU's largest
+/// data or unified cache; a shared one counted once); None when no size is known.
+fn caches_of(machine: &Machine, cpus: &[u32]) -> Option<u64> {
+    use numalab_schema::machine::CacheKind;
+    let mut seen: Vec<usize> = Vec::new();
+    for &pu in cpus {
+        let best = machine
+            .caches
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.cpus.contains(&pu)
+                    && matches!(c.kind, CacheKind::Data | CacheKind::Unified)
+                    && c.size_bytes.is_some_and(|b| b > 0)
+            })
+            .max_by_key(|(_, c)| (c.level, c.size_bytes))
+            .map(|(i, _)| i);
+        if let Some(i) = best {
+            if !seen.contains(&i) {
+                seen.push(i);
+            }
+        }
+    }
+    (!seen.is_empty()).then(|| {
+        seen.iter()
+            .filter_map(|&i| machine.caches[i].size_bytes)
+            .sum()
+    })
+}
+
+/// `k` of `from`, spread evenly over it (the first, then every `len / k`-th): CPUs are
+/// numbered node by node on most machines, so every node keeps generators.
+fn spread(from: &[u32], k: usize) -> Vec<u32> {
+    let n = from.len();
+    (0..k.min(n)).map(|i| from[i * n / k.max(1)]).collect()
+}
+
+/// Fits defaults to small nodes: when the curve `plan` would build from these
 /// arguments needs more of some node than a default may take
 /// ([`budget::SWEEP_FRACTION`] of its free memory), the sizes marked in `fit` are
 /// scaled down together to fit, in whole MiB, but the chase never below 8x the
-/// last-level cache its CPU sees and the generators never below 4x the machine's
-/// total (smaller sets would measure caches; the sizes are then left as they are and
-/// `plan` refuses them with the figures). Returns the options and, when they
-/// changed, a note for the plan. Arguments `plan` would refuse are returned as given.
+/// last-level cache its CPU sees and the generators never below 4x the last-level
+/// caches they stream through (smaller sets would measure caches). When even those do
+/// not fit and the number of generators was not given, fewer CPUs generate traffic,
+/// spread over the machine, as many as fit (many cores with little memory each: an
+/// emulated 160-vCPU server of 384 MiB nodes). Otherwise the sizes are left as they are
+/// and `plan` refuses them with the figures. Arguments `plan` would refuse are
+/// returned as given.
 pub fn fit_to_budgets(
     machine: &Machine,
     budgets: &budget::Budgets,
@@ -207,9 +262,15 @@ pub fn fit_to_budgets(
     policy: &MemPolicy,
     mut options: Options,
     fit: Fit,
-) -> (Options, Option<String>) {
+) -> Fitted {
+    let as_given = |options: Options| Fitted {
+        options,
+        cpus: cpus.to_vec(),
+        generators,
+        note: None,
+    };
     if cpus.len() < 2 || !(fit.chase || fit.generators) {
-        return (options, None);
+        return as_given(options);
     }
     let chaser = cpus[0];
     let n = generators.unwrap_or(cpus.len() - 1).min(cpus.len() - 1);
@@ -221,16 +282,19 @@ pub fn fit_to_budgets(
         .map(|(&n, &b)| budgets.sweep_bytes(n) as f64 / b as f64)
         .fold(f64::INFINITY, f64::min);
     if factor >= 1.0 {
-        return (options, None);
+        return as_given(options);
     }
     let mib = |b: f64| (b as u64) / (1 << 20) * (1 << 20);
-    let before = (options.chase_bytes, options.generators_bytes);
+    let before = options.clone();
     // The floors keep the chase 8x and the traffic 4x past the last-level cache; where
     // no cache size is known (hwloc reports none, as in an emulated Arm server) they
     // cannot be checked, and the note says what that means instead.
     let (chase_llc, chase_assumed) = crate::llc_of_cpu(machine, chaser);
-    let (llc, llc_assumed) = llc_bytes(machine);
-    let unknown = chase_assumed.is_some() && llc_assumed.is_some();
+    let unknown = chase_assumed.is_some() && caches_of(machine, &cpus[1..]).is_none();
+    let gen_floor = |gens: &[u32]| match caches_of(machine, gens) {
+        Some(b) if !unknown => crate::round_up(4 * b, 1 << 20),
+        _ => 1 << 20,
+    };
     if fit.chase {
         let floor = if unknown {
             1 << 20
@@ -240,36 +304,64 @@ pub fn fit_to_budgets(
         options.chase_bytes = mib(options.chase_bytes as f64 * factor).max(floor);
     }
     if fit.generators {
-        let floor = if unknown {
-            1 << 20
-        } else {
-            crate::round_up(4 * llc, 1 << 20)
-        };
-        options.generators_bytes = mib(options.generators_bytes as f64 * factor).max(floor);
+        options.generators_bytes =
+            mib(options.generators_bytes as f64 * factor).max(gen_floor(gens));
     }
-    let need = need_per_node(machine, policy, chaser, gens, &options);
-    if budgets.check(&need, "", "").is_err() {
-        // Even the smallest sensible sizes do not fit: keep the defaults so that the
-        // plan's refusal names the real figures.
-        options.chase_bytes = before.0;
-        options.generators_bytes = before.1;
-        return (options, None);
+    let fits = |o: &Options, gens: &[u32]| {
+        budgets
+            .check(&need_per_node(machine, policy, chaser, gens, o), "", "")
+            .is_ok()
+    };
+    let mut out = Fitted {
+        options,
+        cpus: cpus.to_vec(),
+        generators,
+        note: None,
+    };
+    let mut fewer = String::new();
+    if !fits(&out.options, gens) {
+        // Fewer generators, each still past its caches: the most that fit.
+        let chosen = (fit.generators && fit.generator_count && generators.is_none())
+            .then(|| {
+                (1..n).rev().find_map(|k| {
+                    let g = spread(gens, k);
+                    let mut o = out.options.clone();
+                    o.generators_bytes = gen_floor(&g);
+                    fits(&o, &g).then_some((g, o))
+                })
+            })
+            .flatten();
+        let Some((g, o)) = chosen else {
+            // Even the smallest sensible sizes do not fit: keep the defaults so that the
+            // plan's refusal names the real figures.
+            return as_given(before);
+        };
+        fewer = format!(
+            "; and traffic from {} of the {n} other CPUs, spread over the machine (CPUs {}): each generator's share must stay 4x past the caches it streams through ({} for these), and the nodes cannot give that for all {n}, so the busiest point loads memory less than every CPU would",
+            g.len(),
+            cpulist::format(&g),
+            numalab_schema::units::bytes(o.generators_bytes / 4)
+        );
+        out.cpus = std::iter::once(chaser).chain(g.iter().copied()).collect();
+        out.generators = None;
+        out.options = o;
     }
     let mut note = format!(
-        "working sets reduced to fit {:.0}% of the free memory of the nodes used: chase {} (default {}), generators {} in all (default {})",
+        "working sets reduced to fit {:.0}% of the free memory of the nodes used: chase {} (default {}), generators {} in all (default {}){fewer}",
         budget::SWEEP_FRACTION * 100.0,
-        numalab_schema::units::bytes(options.chase_bytes),
-        numalab_schema::units::bytes(before.0),
-        numalab_schema::units::bytes(options.generators_bytes),
-        numalab_schema::units::bytes(before.1)
+        numalab_schema::units::bytes(out.options.chase_bytes),
+        numalab_schema::units::bytes(before.chase_bytes),
+        numalab_schema::units::bytes(out.options.generators_bytes),
+        numalab_schema::units::bytes(before.generators_bytes)
     );
     if unknown {
         note.push_str(&format!(
             "; no cache size is known here, so if this machine's last-level cache is larger than {} the idle point is a cache's latency, not memory's",
-            numalab_schema::units::bytes(options.chase_bytes / 8)
+            numalab_schema::units::bytes(out.options.chase_bytes / 8)
         ));
     }
-    (options, Some(note))
+    out.note = Some(note);
+    out
 }
 
 /// The plan `numalab mem loaded --quick` runs (and `numalab evaluate --quick`): the
@@ -283,7 +375,7 @@ pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, 
             "loaded latency needs at least 2 CPUs (one chasing, one generating traffic); this machine has 1".into(),
         ));
     }
-    let (options, note) = fit_to_budgets(
+    let fitted = fit_to_budgets(
         machine,
         budgets,
         &cpus,
@@ -293,17 +385,18 @@ pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, 
         Fit {
             chase: true,
             generators: true,
+            generator_count: true,
         },
     );
     let mut p = plan(
         machine,
         budgets,
-        &cpus,
-        None,
+        &fitted.cpus,
+        fitted.generators,
         &MemPolicy::FirstTouch,
-        options,
+        fitted.options,
     )?;
-    p.notes.extend(note);
+    p.notes.extend(fitted.note);
     Ok(p)
 }
 
@@ -647,6 +740,61 @@ mod tests {
     }
 
     #[test]
+    fn many_cores_with_little_memory_each_get_fewer_generators() {
+        // Found on the wide guest (issue 45): 160 vCPUs with a private 4 MiB L2 each in
+        // two nodes of 384 MiB. Every generator must stream 4x past its own L2, which
+        // 159 generators cannot do in the memory there: `mem loaded --quick` exited 2.
+        let m = numalab_topo::synthetic("pack:2 numa:1 l2:80(size=4MB) core:1 pu:1").unwrap();
+        let b = budget::Budgets::uniform(&m, 160 << 20);
+        let p = quick_plan(&m, &b).unwrap();
+        let k = p.generators.len();
+        assert!(k > 1 && k < 159, "{k} generators");
+        // Both nodes generate traffic, each generator past its 4 MiB L2, and it fits.
+        assert!(p.generators.iter().any(|&c| c < 80) && p.generators.iter().any(|&c| c >= 80));
+        let l2 = crate::llc_of_cpu(&m, 1).0;
+        assert!(l2 >= 3 << 20, "{l2}");
+        assert!(per_generator(&p.options, k) >= 4 * l2);
+        let need = need_per_node(&m, &p.policy, p.chaser, &p.generators, &p.options);
+        b.check(&need, "", "").unwrap();
+        let note = p.notes.join(" ");
+        assert!(
+            note.contains(&format!("traffic from {k} of the 159 other CPUs")),
+            "{note}"
+        );
+        // The most that fit: one more, spread the same way, does not.
+        let more = spread(&m.pu_ids()[1..], k + 1);
+        let mut o = p.options.clone();
+        o.generators_bytes = 4 * l2 * (k as u64 + 1);
+        assert!(b
+            .check(&need_per_node(&m, &p.policy, p.chaser, &more, &o), "", "")
+            .is_err());
+        // A generator count the user gave is kept, and refused with the figures.
+        let f = fit_to_budgets(
+            &m,
+            &b,
+            &m.pu_ids(),
+            Some(159),
+            &MemPolicy::FirstTouch,
+            Options::quick(&m),
+            Fit {
+                chase: true,
+                generators: true,
+                generator_count: false,
+            },
+        );
+        assert_eq!(f.generators, Some(159));
+        assert!(plan(
+            &m,
+            &b,
+            &f.cpus,
+            f.generators,
+            &MemPolicy::FirstTouch,
+            f.options
+        )
+        .is_err());
+    }
+
+    #[test]
     fn quick_plan_fits_its_default_sizes_to_small_nodes() {
         // Found in the multi-node guest (nodes of 384-640 MiB): the default chase of
         // 256 MiB on the chaser's node was refused, so `numalab evaluate --quick`
@@ -692,7 +840,7 @@ mod tests {
             "{note}"
         );
         // An explicit size is never changed.
-        let (o, note) = fit_to_budgets(
+        let f = fit_to_budgets(
             &m,
             &small,
             &m.pu_ids(),
@@ -702,10 +850,12 @@ mod tests {
             Fit {
                 chase: false,
                 generators: false,
+                generator_count: true,
             },
         );
-        assert_eq!(o, Options::quick(&m));
-        assert!(note.is_none());
+        assert_eq!(f.options, Options::quick(&m));
+        assert_eq!(f.cpus, m.pu_ids());
+        assert!(f.note.is_none());
         // Too little memory for sensible sizes: the defaults stay and are refused.
         let tiny = budget::Budgets::uniform(&m, 2 << 20);
         assert!(quick_plan(&m, &tiny).is_err());

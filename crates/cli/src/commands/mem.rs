@@ -697,7 +697,7 @@ fn run_loaded(a: LoadedArgs) -> CliResult {
     let budgets = Budgets::live(&machine);
     // Default sizes that do not fit small nodes are reduced (and say so); sizes
     // given on the command line are checked as given.
-    let (opts, fit_note) = loaded::fit_to_budgets(
+    let fitted = loaded::fit_to_budgets(
         &machine,
         &budgets,
         &cpus,
@@ -707,11 +707,19 @@ fn run_loaded(a: LoadedArgs) -> CliResult {
         loaded::Fit {
             chase: size.is_none(),
             generators: gsize.is_none(),
+            generator_count: a.generators.is_none(),
         },
     );
-    let mut plan =
-        loaded::plan(&machine, &budgets, &cpus, a.generators, &policy, opts).map_err(mem_err)?;
-    plan.notes.extend(fit_note);
+    let mut plan = loaded::plan(
+        &machine,
+        &budgets,
+        &fitted.cpus,
+        fitted.generators,
+        &policy,
+        fitted.options,
+    )
+    .map_err(mem_err)?;
+    plan.notes.extend(fitted.note);
     let keys = [plan.key.clone(), MEMCONFIG_KEY.into()];
     execute(
         &a.output,
