@@ -241,6 +241,27 @@ pub struct CmdOutput {
     pub stderr: String,
 }
 
+/// Threads reading a child's piped stdout and stderr to the end (so that neither pipe
+/// fills while the other is read).
+pub(crate) fn read_pipes(
+    child: &mut std::process::Child,
+) -> (
+    std::thread::JoinHandle<String>,
+    std::thread::JoinHandle<String>,
+) {
+    let read = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    (
+        read(Box::new(child.stdout.take().expect("piped"))),
+        read(Box::new(child.stderr.take().expect("piped"))),
+    )
+}
+
 /// Runs the guest's numalab with a timeout; the child is killed if it overruns.
 pub fn run_numalab(ctx: &Ctx, args: &[String], timeout: Duration) -> Result<CmdOutput, String> {
     let mut child = Command::new(&ctx.numalab)
@@ -251,18 +272,7 @@ pub fn run_numalab(ctx: &Ctx, args: &[String], timeout: Duration) -> Result<CmdO
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", ctx.numalab.display()))?;
-    let mut so = child.stdout.take().expect("piped");
-    let mut se = child.stderr.take().expect("piped");
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = so.read_to_string(&mut s);
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = se.read_to_string(&mut s);
-        s
-    });
+    let (out_t, err_t) = read_pipes(&mut child);
     let deadline = Instant::now() + timeout;
     let status = loop {
         match child.try_wait().map_err(|e| e.to_string())? {

@@ -17,7 +17,6 @@
 use crate::checks::{Check, CheckResult, Ctx};
 use crate::layout::Layout;
 use serde::{Deserialize, Serialize};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -94,18 +93,7 @@ pub fn run_measured(exe: &Path, args: &[String], timeout: Duration) -> Result<Ra
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
     let pid = child.id() as libc::pid_t;
-    let mut so = child.stdout.take().expect("piped");
-    let mut se = child.stderr.take().expect("piped");
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = so.read_to_string(&mut s);
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = se.read_to_string(&mut s);
-        s
-    });
+    let (out_t, err_t) = crate::cli_checks::read_pipes(&mut child);
     // The watchdog kills the group at the limit unless the child has exited (checked and
     // killed under one lock; the child is only reaped after `done` is set, so its pid
     // cannot have been reused when it is killed).
