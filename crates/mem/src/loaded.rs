@@ -375,7 +375,7 @@ pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, 
             "loaded latency needs at least 2 CPUs (one chasing, one generating traffic); this machine has 1".into(),
         ));
     }
-    let fitted = fit_to_budgets(
+    fitted_plan(
         machine,
         budgets,
         &cpus,
@@ -387,13 +387,28 @@ pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, 
             generators: true,
             generator_count: true,
         },
-    );
+    )
+}
+
+/// [`fit_to_budgets`], then [`plan`] on what it decided, its note among the plan's:
+/// what `numalab mem loaded` runs (defaults the user did not give, marked in `fit`, are
+/// reduced to fit small nodes; values given are checked as given).
+pub fn fitted_plan(
+    machine: &Machine,
+    budgets: &budget::Budgets,
+    cpus: &[u32],
+    generators: Option<usize>,
+    policy: &MemPolicy,
+    options: Options,
+    fit: Fit,
+) -> Result<Plan, MemError> {
+    let fitted = fit_to_budgets(machine, budgets, cpus, generators, policy, options, fit);
     let mut p = plan(
         machine,
         budgets,
         &fitted.cpus,
         fitted.generators,
-        &MemPolicy::FirstTouch,
+        policy,
         fitted.options,
     )?;
     p.notes.extend(fitted.note);

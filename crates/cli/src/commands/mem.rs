@@ -694,32 +694,14 @@ fn run_loaded(a: LoadedArgs) -> CliResult {
     if let Some(s) = gsize {
         opts.generators_bytes = s;
     }
+    let fit = loaded::Fit {
+        chase: size.is_none(),
+        generators: gsize.is_none(),
+        generator_count: a.generators.is_none(),
+    };
     let budgets = Budgets::live(&machine);
-    // Default sizes that do not fit small nodes are reduced (and say so); sizes
-    // given on the command line are checked as given.
-    let fitted = loaded::fit_to_budgets(
-        &machine,
-        &budgets,
-        &cpus,
-        a.generators,
-        &policy,
-        opts,
-        loaded::Fit {
-            chase: size.is_none(),
-            generators: gsize.is_none(),
-            generator_count: a.generators.is_none(),
-        },
-    );
-    let mut plan = loaded::plan(
-        &machine,
-        &budgets,
-        &fitted.cpus,
-        fitted.generators,
-        &policy,
-        fitted.options,
-    )
-    .map_err(mem_err)?;
-    plan.notes.extend(fitted.note);
+    let plan = loaded::fitted_plan(&machine, &budgets, &cpus, a.generators, &policy, opts, fit)
+        .map_err(mem_err)?;
     let keys = [plan.key.clone(), MEMCONFIG_KEY.into()];
     execute(
         &a.output,
@@ -733,14 +715,6 @@ fn run_loaded(a: LoadedArgs) -> CliResult {
             loaded::run(&plan, &machine, placer, sink)
         },
     )
-}
-
-fn pow2_floor(n: u64) -> u64 {
-    if n == 0 {
-        0
-    } else {
-        1u64 << (63 - n.leading_zeros())
-    }
 }
 
 fn run_migrate(a: MigrateArgs) -> CliResult {
@@ -774,20 +748,7 @@ fn run_migrate(a: MigrateArgs) -> CliResult {
         migrate::Options::defaults()
     };
     let counts_given = a.min_pages.is_some() || a.max_pages.is_some();
-    if a.min_pages == Some(0) || a.max_pages == Some(0) {
-        return Err(usage("--min-pages and --max-pages: give 1 page or more"));
-    }
-    let (d_lo, d_hi) = (opts.counts.first().copied(), opts.counts.last().copied());
-    let lo = pow2_floor(a.min_pages.or(d_lo).unwrap_or(256));
-    let hi = pow2_floor(a.max_pages.or(d_hi).unwrap_or(1 << 17));
-    if lo > hi {
-        return Err(usage(format!(
-            "--min-pages {lo} is larger than --max-pages {hi} (powers of two, rounded down)"
-        )));
-    }
-    opts.counts = (lo.trailing_zeros()..=hi.trailing_zeros())
-        .map(|e| 1u64 << e)
-        .collect();
+    opts.count_range(a.min_pages, a.max_pages).map_err(usage)?;
     if let Some(u) = units_list {
         opts.unit_bytes = u;
     }

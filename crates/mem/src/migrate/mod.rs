@@ -85,6 +85,27 @@ impl Options {
             ..Options::defaults()
         }
     }
+
+    /// Sets the page counts to the powers of two from `min` to `max` pages (each rounded
+    /// down to a power of two; a bound not given keeps this sweep's own). An error says
+    /// which bound is wrong: 0 pages, or a minimum above the maximum.
+    pub fn count_range(&mut self, min: Option<u64>, max: Option<u64>) -> Result<(), String> {
+        if min == Some(0) || max == Some(0) {
+            return Err("--min-pages and --max-pages: give 1 page or more".into());
+        }
+        let pow2_floor = |n: u64| 1u64 << (63 - n.leading_zeros());
+        let lo = pow2_floor(min.or(self.counts.first().copied()).unwrap_or(1 << 8));
+        let hi = pow2_floor(max.or(self.counts.last().copied()).unwrap_or(1 << 17));
+        if lo > hi {
+            return Err(format!(
+                "--min-pages {lo} is larger than --max-pages {hi} (powers of two, rounded down)"
+            ));
+        }
+        self.counts = (lo.trailing_zeros()..=hi.trailing_zeros())
+            .map(|e| 1u64 << e)
+            .collect();
+        Ok(())
+    }
 }
 
 /// A source and target node.
@@ -438,6 +459,25 @@ pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn page_count_bounds_round_down_to_powers_of_two_and_refuse_nonsense() {
+        let mut o = Options::quick();
+        o.count_range(Some(300), Some(5000)).unwrap();
+        assert_eq!(o.counts, vec![256, 512, 1024, 2048, 4096]);
+        let mut o = Options::defaults();
+        o.count_range(None, Some(1024)).unwrap();
+        assert_eq!(o.counts, vec![256, 512, 1024]);
+        let mut o = Options::quick();
+        o.count_range(Some(4096), None).unwrap_err();
+        let e = o.count_range(Some(0), None).unwrap_err();
+        assert!(e.contains("1 page or more"), "{e}");
+        let e = o.count_range(Some(2048), Some(300)).unwrap_err();
+        assert!(
+            e.contains("--min-pages 2048 is larger than --max-pages 256"),
+            "{e}"
+        );
+    }
 
     fn result(m: Method, gbps: Option<f64>, ns_per_page: f64) -> MethodResult {
         MethodResult {
