@@ -69,11 +69,10 @@ fn topology(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
         };
         ctx.push(Record::new("topology/machine", Origin::Measured, &payload))?;
     }
-    if !ctx.sink.done("topology/memconfig") {
+    if !ctx.sink.done(numalab_mem::memconfig::KEY) {
         // The memory configuration from SMBIOS and its theoretical peak, against which
         // every bandwidth figure of the report is shown (or why there is none).
-        let cfg = numalab_memconfig::read(std::path::Path::new("/"));
-        ctx.push(Record::new("topology/memconfig", Origin::Measured, &cfg))?;
+        ctx.push(numalab_mem::memconfig::record())?;
     }
     if !ctx.sink.done("topology/doctor") {
         let report = numalab_doctor::collect(ctx.machine);

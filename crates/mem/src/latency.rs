@@ -44,6 +44,15 @@ pub struct Options {
 }
 
 impl Options {
+    /// Sets the chase's stride: a power of two from 8 to 4096 bytes, else an error
+    /// saying so.
+    pub fn set_stride(&mut self, bytes: u64) -> Result<(), &'static str> {
+        if !bytes.is_power_of_two() || !(8..=4096).contains(&bytes) {
+            return Err("a power of two from 8 to 4096 bytes");
+        }
+        self.stride_bytes = bytes;
+        Ok(())
+    }
     /// Defaults on `machine`: 200 batches of 20 us, every line (stride = the L1 line
     /// size) in uniformly random order over the working set ([`Order::Global`]), the
     /// order every memory-latency figure of numalab uses (curves, node matrices, the
@@ -110,15 +119,44 @@ pub fn sizes(min: u64, max: u64, per_octave: u32, line: u64) -> Vec<u64> {
 /// 2x is needed to reach memory; 8x so the DRAM plateau shows even behind a victim
 /// cache), at least 16 MiB.
 pub fn default_sizes(machine: &Machine, cpu: u32, per_octave: u32, line: u64) -> Vec<u64> {
+    sizes(4096, default_max(machine, cpu, false), per_octave, line)
+}
+
+/// The largest working set of the default sweep for `cpu`: 8x the last-level cache it
+/// sees (4x for the quick sweep), at least 16 MiB.
+fn default_max(machine: &Machine, cpu: u32, quick: bool) -> u64 {
     let (llc, _) = crate::llc_of_cpu(machine, cpu);
-    sizes(4096, (8 * llc).max(16 << 20), per_octave, line)
+    (if quick { 4 * llc } else { 8 * llc }).max(16 << 20)
+}
+
+/// The sweep of `numalab mem latency` for `cpu`: `min` to `max` bytes (default: that of
+/// the default or quick sweep), `per_octave` points per doubling (default 2, 1 when
+/// quick), whole `line`s. A `min` above `max` is a usage error naming both.
+pub fn sweep(
+    machine: &Machine,
+    cpu: u32,
+    min: u64,
+    max: Option<u64>,
+    per_octave: Option<u32>,
+    quick: bool,
+    line: u64,
+) -> Result<Vec<u64>, MemError> {
+    let max = max.unwrap_or_else(|| default_max(machine, cpu, quick));
+    if min > max {
+        return Err(MemError::Usage(format!(
+            "--min {} is larger than --max {}",
+            numalab_schema::units::bytes(min),
+            numalab_schema::units::bytes(max)
+        )));
+    }
+    let per_octave = per_octave.unwrap_or(if quick { 1 } else { 2 });
+    Ok(sizes(min, max, per_octave, line))
 }
 
 /// The quick sweep for `cpu`: 4 KiB to 4x the last-level cache it sees (at least
 /// 16 MiB), one point per octave.
 pub fn quick_sizes(machine: &Machine, cpu: u32, line: u64) -> Vec<u64> {
-    let (llc, _) = crate::llc_of_cpu(machine, cpu);
-    sizes(4096, (4 * llc).max(16 << 20), 1, line)
+    sizes(4096, default_max(machine, cpu, true), 1, line)
 }
 
 /// The plan `numalab mem latency --quick` runs (and `numalab evaluate --quick`): the
@@ -341,6 +379,24 @@ pub fn plan(
         cells,
         notes: llc_bytes(machine).1.into_iter().collect(),
     })
+}
+
+/// [`plan_matrix`] at `size` bytes, or when none is given at the default idle size
+/// fitted to the memory nodes ([`fitted_idle_size`]; its note among the plan's).
+pub fn fitted_plan_matrix(
+    machine: &Machine,
+    budgets: &budget::Budgets,
+    pages: &[PageRequest],
+    size: Option<u64>,
+    options: Options,
+) -> Result<Plan, MemError> {
+    let (size, note) = match size {
+        Some(s) => (s, None),
+        None => fitted_idle_size(machine, budgets, &crate::bandwidth::memory_nodes(machine)),
+    };
+    let mut p = plan_matrix(machine, budgets, pages, size, options)?;
+    p.notes.extend(note);
+    Ok(p)
 }
 
 /// Plans the idle-latency matrix: from the first PU of every node with CPUs to memory
@@ -952,5 +1008,26 @@ mod tests {
         assert!(s.iter().all(|b| b % 64 == 0));
         assert_eq!(s.len(), 17);
         assert_eq!(sizes(4096, 5000, 1, 64), vec![4096, 5056]);
+    }
+
+    #[test]
+    fn the_command_sweep_defaults_to_the_default_and_quick_sweeps_and_refuses_min_over_max() {
+        // An 8 MB L3: the default sweep ends at 64 MB, the quick one at 32 MB.
+        let m = numalab_topo::synthetic("pack:1 numa:1 l3:1(size=8MB) core:2 pu:1").unwrap();
+        let full = sweep(&m, 0, 4096, None, None, false, 64).unwrap();
+        assert_eq!(full, default_sizes(&m, 0, 2, 64));
+        assert_eq!(full.last(), Some(&64_000_000));
+        let quick = sweep(&m, 0, 4096, None, None, true, 64).unwrap();
+        assert_eq!(quick, quick_sizes(&m, 0, 64));
+        assert_eq!(quick.last(), Some(&32_000_000));
+        let given = sweep(&m, 0, 1 << 20, Some(4 << 20), Some(1), false, 64).unwrap();
+        assert_eq!(given, vec![1 << 20, 2 << 20, 4 << 20]);
+        let e = sweep(&m, 0, 8 << 20, Some(1 << 20), None, false, 64).unwrap_err();
+        assert!(matches!(e, MemError::Usage(_)), "{e:?}");
+        assert_eq!(e.to_string(), "--min 8 MiB is larger than --max 1 MiB");
+        let mut o = Options::defaults(&m);
+        assert!(o.set_stride(3000).is_err() && o.set_stride(4).is_err());
+        o.set_stride(256).unwrap();
+        assert_eq!(o.stride_bytes, 256);
     }
 }

@@ -25,6 +25,7 @@ pub mod checks;
 pub mod kernels;
 pub mod latency;
 pub mod loaded;
+pub mod memconfig;
 pub mod migrate;
 pub mod pool;
 

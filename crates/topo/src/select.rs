@@ -9,6 +9,7 @@
 use crate::error::TopoError;
 use numalab_schema::cpulist;
 use numalab_schema::machine::Machine;
+use numalab_schema::memory::MemPolicy;
 
 /// One item of a selection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,4 +175,32 @@ pub fn resolve_nodes(text: &str, machine: &Machine) -> Result<Vec<u32>, TopoErro
         }
     }
     Ok(ids)
+}
+
+/// Parses a memory policy (`--policy`) against the machine: `first-touch` (also `local`,
+/// `default`), `bind:N`, `interleave:LIST` (or `interleave:all`), `preferred:N`. The
+/// error names the text and what is accepted.
+pub fn parse_policy(text: &str, machine: &Machine) -> Result<MemPolicy, TopoError> {
+    let t = text.trim().to_ascii_lowercase();
+    let err = |m: String| TopoError::Selection(format!("--policy {text:?}: {m}"));
+    let nodes = |rest: &str| resolve_nodes(rest, machine).map_err(|e| err(e.to_string()));
+    let one = |rest: &str| -> Result<u32, TopoError> {
+        match nodes(rest)?.as_slice() {
+            [n] => Ok(*n),
+            _ => Err(err("give exactly one node".into())),
+        }
+    };
+    if t == "first-touch" || t == "local" || t == "default" {
+        Ok(MemPolicy::FirstTouch)
+    } else if let Some(r) = t.strip_prefix("bind:") {
+        Ok(MemPolicy::Bind(vec![one(r)?]))
+    } else if let Some(r) = t.strip_prefix("interleave:") {
+        Ok(MemPolicy::Interleave(nodes(r)?))
+    } else if let Some(r) = t.strip_prefix("preferred:") {
+        Ok(MemPolicy::Preferred(one(r)?))
+    } else {
+        Err(err(
+            "use first-touch, bind:N, interleave:LIST (or interleave:all) or preferred:N".into(),
+        ))
+    }
 }

@@ -367,6 +367,35 @@ fn live_machine_matches_sysfs() {
 }
 
 #[test]
+fn memory_policies_parse_against_a_machine() {
+    use numalab_schema::memory::MemPolicy;
+    use numalab_topo::select::parse_policy;
+    let m = load("llnl-epyc-dual-sock-hwloc1.xml");
+    assert_eq!(parse_policy("Local", &m).unwrap(), MemPolicy::FirstTouch);
+    assert_eq!(
+        parse_policy("bind:3", &m).unwrap(),
+        MemPolicy::Bind(vec![3])
+    );
+    assert_eq!(
+        parse_policy("interleave:all", &m).unwrap(),
+        MemPolicy::Interleave((0..8).collect())
+    );
+    assert_eq!(
+        parse_policy("preferred:7", &m).unwrap(),
+        MemPolicy::Preferred(7)
+    );
+    let e = parse_policy("bind:0-1", &m).unwrap_err().to_string();
+    assert_eq!(e, "--policy \"bind:0-1\": give exactly one node");
+    let e = parse_policy("interleave:9", &m).unwrap_err().to_string();
+    assert!(
+        e.starts_with("--policy \"interleave:9\": NUMA node 9 does not exist"),
+        "{e}"
+    );
+    let e = parse_policy("sideways", &m).unwrap_err().to_string();
+    assert!(e.contains("use first-touch, bind:N"), "{e}");
+}
+
+#[test]
 fn cpu_selections_resolve_against_a_machine() {
     use numalab_topo::select::{resolve_nodes, CpuSelection};
     let m = load("llnl-epyc-dual-sock-hwloc1.xml");

@@ -16,11 +16,12 @@ use numalab_mem::chase::Order;
 use numalab_mem::kernels::{self, Isa, IsaExt, Kernel};
 use numalab_mem::latency;
 use numalab_mem::loaded::{self, Traffic};
+use numalab_mem::memconfig::KEY as MEMCONFIG_KEY;
 use numalab_mem::migrate::{self, Method, PairChoice};
 use numalab_mem::{MemError, Outcome, PageRequest};
 use numalab_schema::{cpulist, units, ErrorClass, Machine, Origin};
 use numalab_topo::bind::{HwlocPlacer, MemPolicy};
-use numalab_topo::select::{resolve_nodes, CpuSelection};
+use numalab_topo::select::CpuSelection;
 
 /// `numalab mem`.
 #[derive(Debug, Args)]
@@ -311,32 +312,9 @@ fn parse_pages(text: &str) -> Result<PageRequest, CliError> {
     PageRequest::parse(text).map_err(usage)
 }
 
-/// Parses a memory policy against the machine.
+/// Parses a memory policy against the machine ([`numalab_topo::select::parse_policy`]).
 pub fn parse_policy(text: &str, machine: &Machine) -> Result<MemPolicy, CliError> {
-    let t = text.trim().to_ascii_lowercase();
-    let nodes = |rest: &str| {
-        resolve_nodes(rest, machine).map_err(|e| usage(format!("--policy {text:?}: {e}")))
-    };
-    let one = |rest: &str| -> Result<u32, CliError> {
-        let v = nodes(rest)?;
-        if v.len() != 1 {
-            return Err(usage(format!("--policy {text:?}: give exactly one node")));
-        }
-        Ok(v[0])
-    };
-    if t == "first-touch" || t == "local" || t == "default" {
-        Ok(MemPolicy::FirstTouch)
-    } else if let Some(r) = t.strip_prefix("bind:") {
-        Ok(MemPolicy::Bind(vec![one(r)?]))
-    } else if let Some(r) = t.strip_prefix("interleave:") {
-        Ok(MemPolicy::Interleave(nodes(r)?))
-    } else if let Some(r) = t.strip_prefix("preferred:") {
-        Ok(MemPolicy::Preferred(one(r)?))
-    } else {
-        Err(usage(format!(
-            "--policy {text:?}: use first-touch, bind:N, interleave:LIST (or interleave:all) or preferred:N"
-        )))
-    }
+    numalab_topo::select::parse_policy(text, machine).map_err(|e| usage(e.to_string()))
 }
 
 fn resolve_cpus(text: &str, machine: &Machine) -> Result<Vec<u32>, CliError> {
@@ -422,23 +400,14 @@ fn execute<P: serde::Serialize>(
     conclude(&outcome)
 }
 
-/// Key of the memory configuration record in a bandwidth or loaded-latency bundle.
-const MEMCONFIG_KEY: &str = "topology/memconfig";
-
-/// Records the memory configuration from SMBIOS (the peak that bandwidth figures are a
-/// share of, or why it is unknown), once per journal. A sink that refuses it is reported by the probe's
-/// own first push, which meets the same sink.
+/// Records the memory configuration once per journal ([`numalab_mem::memconfig`]). A
+/// sink that refuses it is reported by the probe's own first push, which meets the same
+/// sink.
 fn push_memconfig(sink: &mut ProgressSink<'_>) {
     use numalab_schema::sink::Sink;
-    if sink.done(MEMCONFIG_KEY) {
-        return;
+    if !sink.done(MEMCONFIG_KEY) {
+        let _ = sink.push(numalab_mem::memconfig::record());
     }
-    let cfg = numalab_memconfig::read(std::path::Path::new("/"));
-    let _ = sink.push(numalab_schema::Record::new(
-        MEMCONFIG_KEY,
-        Origin::Measured,
-        &cfg,
-    ));
 }
 
 /// Ends a run: exit class from the outcome, failures on stderr.
@@ -583,12 +552,8 @@ fn run_latency(a: LatencyArgs) -> CliResult {
     }
     if let Some(st) = &a.stride {
         let b = parse_size("--stride", st)?;
-        if !b.is_power_of_two() || !(8..=4096).contains(&b) {
-            return Err(usage(format!(
-                "--stride {st}: a power of two from 8 to 4096 bytes"
-            )));
-        }
-        opts.stride_bytes = b;
+        opts.set_stride(b)
+            .map_err(|e| usage(format!("--stride {st}: {e}")))?;
     }
     if let Some(s) = a.seed {
         opts.seed = s;
@@ -597,41 +562,17 @@ fn run_latency(a: LatencyArgs) -> CliResult {
     let plan = if a.matrix {
         // A default that does not fit small nodes is reduced (and says so); an
         // explicit --size is checked as given.
-        let (size, fit_note) = match size {
-            Some(s) => (s, None),
-            None => latency::fitted_idle_size(
-                &machine,
-                &budgets,
-                &numalab_mem::bandwidth::memory_nodes(&machine),
-            ),
-        };
-        latency::plan_matrix(&machine, &budgets, &page_kinds, size, opts).map(|mut p| {
-            p.notes.extend(fit_note);
-            p
-        })
+        latency::fitted_plan_matrix(&machine, &budgets, &page_kinds, size, opts)
     } else {
         let cpus = match &a.cpus {
             Some(c) => resolve_cpus(c, &machine)?,
             None => machine.pu_ids().into_iter().take(1).collect(),
         };
         let policy = parse_policy(&a.policy, &machine)?;
-        let per_octave = a.per_octave.unwrap_or(if a.quick { 1 } else { 2 });
         let first = *cpus.first().ok_or_else(|| usage("--cpus selects no CPU"))?;
-        let (llc, _) = numalab_mem::llc_of_cpu(&machine, first);
-        let max = max.unwrap_or(if a.quick {
-            (4 * llc).max(16 << 20)
-        } else {
-            (8 * llc).max(16 << 20)
-        });
-        if min > max {
-            return Err(usage(format!(
-                "--min {} is larger than --max {}",
-                units::bytes(min),
-                units::bytes(max)
-            )));
-        }
-        let sizes = latency::sizes(min, max, per_octave, opts.stride_bytes);
-        latency::plan(&machine, &budgets, &cpus, &policy, &page_kinds, sizes, opts)
+        let line = opts.stride_bytes;
+        let sizes = latency::sweep(&machine, first, min, max, a.per_octave, a.quick, line);
+        sizes.and_then(|s| latency::plan(&machine, &budgets, &cpus, &policy, &page_kinds, s, opts))
     }
     .map_err(mem_err)?;
     execute(
