@@ -21,6 +21,7 @@ pub mod fingerprint;
 pub mod fleet;
 pub mod html;
 pub mod load;
+pub mod memattrs;
 pub mod metrics;
 pub mod peak;
 pub mod power;

@@ -14,6 +14,7 @@ pub mod interrupt;
 pub mod journal;
 pub mod lock;
 pub mod machine;
+pub mod memattrs;
 pub mod memory;
 pub mod midr;
 pub mod record;

@@ -26,164 +26,32 @@ use hwlocality::object::types::ObjectType;
 use hwlocality::object::TopologyObject;
 use hwlocality::Topology;
 use hwlocality_sys as sys;
-use serde::{Deserialize, Serialize};
 use std::ffi::{c_char, c_int, CStr, CString};
 
-/// One of hwloc's predefined performance memory attributes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Attribute {
-    /// Average of read and write bandwidth, MiB/s.
-    Bandwidth,
-    /// Read bandwidth, MiB/s.
-    ReadBandwidth,
-    /// Write bandwidth, MiB/s.
-    WriteBandwidth,
-    /// Average of read and write latency, ns.
-    Latency,
-    /// Read latency, ns.
-    ReadLatency,
-    /// Write latency, ns.
-    WriteLatency,
-}
+pub use numalab_schema::memattrs::{Attribute, MeasuredValue, SetValue, Unit};
 
-impl Attribute {
-    /// Every attribute.
-    pub const ALL: [Attribute; 6] = [
-        Attribute::Bandwidth,
-        Attribute::ReadBandwidth,
-        Attribute::WriteBandwidth,
-        Attribute::Latency,
-        Attribute::ReadLatency,
-        Attribute::WriteLatency,
-    ];
-
-    /// hwloc's name ("Bandwidth", "ReadLatency", ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            Attribute::Bandwidth => "Bandwidth",
-            Attribute::ReadBandwidth => "ReadBandwidth",
-            Attribute::WriteBandwidth => "WriteBandwidth",
-            Attribute::Latency => "Latency",
-            Attribute::ReadLatency => "ReadLatency",
-            Attribute::WriteLatency => "WriteLatency",
-        }
-    }
-
-    /// The attribute of an hwloc name (any case).
-    pub fn from_name(text: &str) -> Option<Attribute> {
-        Attribute::ALL
-            .into_iter()
-            .find(|a| a.name().eq_ignore_ascii_case(text.trim()))
-    }
-
-    /// Whether it is a bandwidth (else a latency).
-    pub fn is_bandwidth(self) -> bool {
-        matches!(
-            self,
-            Attribute::Bandwidth | Attribute::ReadBandwidth | Attribute::WriteBandwidth
-        )
-    }
-
-    /// The unit hwloc defines for it: "MiB/s" or "ns".
-    pub fn hwloc_unit(self) -> &'static str {
-        if self.is_bandwidth() {
-            "MiB/s"
-        } else {
-            "ns"
-        }
-    }
-
-    fn id(self) -> sys::hwloc_memattr_id_t {
-        match self {
-            Attribute::Bandwidth => sys::HWLOC_MEMATTR_ID_BANDWIDTH,
-            Attribute::ReadBandwidth => sys::HWLOC_MEMATTR_ID_READ_BANDWIDTH,
-            Attribute::WriteBandwidth => sys::HWLOC_MEMATTR_ID_WRITE_BANDWIDTH,
-            Attribute::Latency => sys::HWLOC_MEMATTR_ID_LATENCY,
-            Attribute::ReadLatency => sys::HWLOC_MEMATTR_ID_READ_LATENCY,
-            Attribute::WriteLatency => sys::HWLOC_MEMATTR_ID_WRITE_LATENCY,
-        }
-    }
-
-    /// hwlocality's handle of it in `topology`.
-    pub fn of(self, topology: &Topology) -> MemoryAttribute<'_> {
-        match self {
-            Attribute::Bandwidth => MemoryAttribute::bandwidth(topology),
-            Attribute::ReadBandwidth => MemoryAttribute::read_bandwidth(topology),
-            Attribute::WriteBandwidth => MemoryAttribute::write_bandwidth(topology),
-            Attribute::Latency => MemoryAttribute::latency(topology),
-            Attribute::ReadLatency => MemoryAttribute::read_latency(topology),
-            Attribute::WriteLatency => MemoryAttribute::write_latency(topology),
-        }
+/// hwloc's id of `attribute`.
+fn id(attribute: Attribute) -> sys::hwloc_memattr_id_t {
+    match attribute {
+        Attribute::Bandwidth => sys::HWLOC_MEMATTR_ID_BANDWIDTH,
+        Attribute::ReadBandwidth => sys::HWLOC_MEMATTR_ID_READ_BANDWIDTH,
+        Attribute::WriteBandwidth => sys::HWLOC_MEMATTR_ID_WRITE_BANDWIDTH,
+        Attribute::Latency => sys::HWLOC_MEMATTR_ID_LATENCY,
+        Attribute::ReadLatency => sys::HWLOC_MEMATTR_ID_READ_LATENCY,
+        Attribute::WriteLatency => sys::HWLOC_MEMATTR_ID_WRITE_LATENCY,
     }
 }
 
-impl std::fmt::Display for Attribute {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+/// hwlocality's handle of `attribute` in `topology`.
+fn handle(attribute: Attribute, topology: &Topology) -> MemoryAttribute<'_> {
+    match attribute {
+        Attribute::Bandwidth => MemoryAttribute::bandwidth(topology),
+        Attribute::ReadBandwidth => MemoryAttribute::read_bandwidth(topology),
+        Attribute::WriteBandwidth => MemoryAttribute::write_bandwidth(topology),
+        Attribute::Latency => MemoryAttribute::latency(topology),
+        Attribute::ReadLatency => MemoryAttribute::read_latency(topology),
+        Attribute::WriteLatency => MemoryAttribute::write_latency(topology),
     }
-}
-
-/// The unit of a measured value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Unit {
-    /// GB/s, 10^9 bytes per second (numalab's and STREAM's bandwidth unit).
-    GBps,
-    /// MiB/s, 2^20 bytes per second (hwloc's bandwidth unit).
-    MiBps,
-    /// Nanoseconds (hwloc's latency unit).
-    Ns,
-}
-
-impl Unit {
-    /// Its symbol.
-    pub fn symbol(self) -> &'static str {
-        match self {
-            Unit::GBps => "GB/s",
-            Unit::MiBps => "MiB/s",
-            Unit::Ns => "ns",
-        }
-    }
-}
-
-/// A measured figure for one (initiator node, target node) pair.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MeasuredValue {
-    /// OS index of the NUMA node whose CPUs accessed the memory.
-    pub initiator_node: u32,
-    /// OS index of the NUMA node holding the memory.
-    pub target_node: u32,
-    /// Which hwloc attribute it sets.
-    pub attribute: Attribute,
-    /// The value, in `unit`.
-    pub value: f64,
-    /// Its unit.
-    pub unit: Unit,
-    /// Where it comes from, in words (e.g. "measured, mem.bandwidth read, 8 threads").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
-}
-
-/// A value as it was set in the topology.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SetValue {
-    /// hwloc attribute name.
-    pub attribute: Attribute,
-    /// OS index of the initiator node.
-    pub initiator_node: u32,
-    /// The initiator: the CPUs of the initiator node.
-    pub initiator_cpus: Vec<u32>,
-    /// OS index of the target node.
-    pub target_node: u32,
-    /// The value set, in `unit`.
-    pub value: u64,
-    /// hwloc's unit: "MiB/s" or "ns".
-    pub unit: String,
-    /// The value the topology held for this pair before (from the firmware's HMAT or
-    /// an earlier export), now replaced.
-    pub replaced: Option<u64>,
-    /// Where the value comes from ([`MeasuredValue::source`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
 }
 
 /// hwloc XML carrying measured memory attributes, and what was set.
@@ -333,7 +201,7 @@ impl Raw {
         let mut value = 0u64;
         // SAFETY: per the contract; loc borrows the initiator's cpuset.
         let rc =
-            unsafe { sys::hwloc_memattr_get_value(self.0, attr.id(), target, &loc, 0, &mut value) };
+            unsafe { sys::hwloc_memattr_get_value(self.0, id(attr), target, &loc, 0, &mut value) };
         (rc == 0).then_some(value)
     }
 
@@ -465,8 +333,7 @@ pub fn export_xml(loaded: &Loaded, values: &[MeasuredValue]) -> Result<Export, T
         unsafe {
             s.replaced = raw.get(s.attribute, init, target);
             let loc = location(init);
-            if sys::hwloc_memattr_set_value(raw.0, s.attribute.id(), target, &loc, 0, s.value) != 0
-            {
+            if sys::hwloc_memattr_set_value(raw.0, id(s.attribute), target, &loc, 0, s.value) != 0 {
                 return Err(hwloc_err(
                     loaded,
                     &format!(
@@ -526,8 +393,7 @@ pub fn value(
     for &c in initiator_cpus {
         set.set(c as usize);
     }
-    attribute
-        .of(topology)
+    handle(attribute, topology)
         .value(Some(Initiator::from(set)), target)
         .map_err(|e| TopoError::Selection(format!("{attribute} of node {target_node}: {e}")))
 }
@@ -544,8 +410,7 @@ pub fn initiators(
         .find(|(os, _)| *os == target_node)
         .map(|(_, o)| o)
         .ok_or_else(|| TopoError::Selection(format!("no NUMA node {target_node}")))?;
-    let (inits, values) = attribute
-        .of(topology)
+    let (inits, values) = handle(attribute, topology)
         .initiators(target)
         .map_err(|e| TopoError::Selection(format!("{attribute} of node {target_node}: {e}")))?;
     Ok(inits

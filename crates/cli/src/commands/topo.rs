@@ -3,10 +3,9 @@
 use crate::output::{paint, print_json};
 use crate::{CliError, CliResult};
 use clap::Args;
-use numalab_records::mem::bandwidth::BandwidthRecord;
-use numalab_records::mem::latency::{LatencyRecord, Load};
-use numalab_schema::{ErrorClass, Machine, Origin};
-use numalab_topo::memattrs::{self, Attribute, MeasuredValue, SetValue, Unit};
+use numalab_report::memattrs as memattrs_from;
+use numalab_schema::ErrorClass;
+use numalab_topo::memattrs::{self, SetValue};
 use numalab_topo::{render, Input};
 use std::path::{Path, PathBuf};
 
@@ -110,8 +109,10 @@ fn export_memattrs(args: &TopoArgs, bundle_path: &Path, xml_path: &Path) -> CliR
             format!("{bundle_name}: the bundle records no topology, so it cannot be matched with {topo_name}; measure again with numalab 0.9 or later"),
         ));
     };
-    let (values, notes) = measured_values(&bundle, recorded, &bundle_name)?;
-    same_machine(recorded, &bundle_name, &machine, &topo_name)?;
+    let input_err = |e: String| CliError::new(ErrorClass::Input, e);
+    let (values, notes) =
+        memattrs_from::measured_values(&bundle, recorded, &bundle_name).map_err(input_err)?;
+    memattrs_from::same_machine(recorded, &bundle_name, &machine, &topo_name).map_err(input_err)?;
     let export = memattrs::export_xml(&loaded, &values)?;
     crate::output::write_file(xml_path, export.xml.as_bytes(), "the XML", "--export-xml")?;
     for n in &notes {
@@ -172,204 +173,4 @@ fn grouped(n: u64) -> String {
         out.push(c);
     }
     out
-}
-
-/// Refuses a bundle measured on another machine than the topology describes: node
-/// count, node OS indexes and their CPUs, CPU count.
-fn same_machine(recorded: &Machine, bundle: &str, topo: &Machine, topo_name: &str) -> CliResult {
-    let shape = |m: &Machine| {
-        let nodes: Vec<String> = m
-            .numa_nodes
-            .iter()
-            .map(|n| n.os_index.to_string())
-            .collect();
-        format!(
-            "{} NUMA node(s) ({}) and {} CPU(s)",
-            m.numa_nodes.len(),
-            nodes.join(", "),
-            m.pus.len()
-        )
-    };
-    let nodes = |m: &Machine| -> Vec<(u32, Vec<u32>)> {
-        m.numa_nodes
-            .iter()
-            .map(|n| (n.os_index, n.cpus.clone()))
-            .collect()
-    };
-    if recorded.pus.len() == topo.pus.len() && nodes(recorded) == nodes(topo) {
-        return Ok(());
-    }
-    let missing: Vec<String> = recorded
-        .numa_nodes
-        .iter()
-        .filter(|n| topo.node(n.os_index).is_none())
-        .map(|n| n.os_index.to_string())
-        .collect();
-    let detail = if missing.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; its node(s) {} are not in {topo_name}",
-            missing.join(", ")
-        )
-    };
-    Err(CliError::new(
-        ErrorClass::Input,
-        format!(
-            "{bundle} was measured on a machine with {} ({}), but {topo_name} has {}{detail}: measured values only fit the machine they were measured on; give that machine's topology with --input FILE.xml, or measure this one",
-            shape(recorded),
-            bundle_host(recorded),
-            shape(topo),
-        ),
-    ))
-}
-
-fn bundle_host(m: &Machine) -> String {
-    m.cpu
-        .model_name
-        .clone()
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
-/// The figures of the bundle's node-pair matrices, one per (attribute, node pair):
-///
-/// - Bandwidth: the read-only kernel where the matrix measured it, else triad
-///   (STREAM-counted GB/s); the record with the most threads (all CPUs of the
-///   initiator node, as `--matrix` runs it) and, among records of other ISAs, the
-///   highest; its median over the timed rounds.
-/// - ReadBandwidth: the read kernel, WriteBandwidth: the write kernel (plain stores,
-///   STREAM-counted: bytes written), where measured; chosen the same way.
-/// - Latency: the idle latency matrix of the headline page kind (the report's: huge
-///   pages when every cell got them), the median at the largest working set of each
-///   cell (DRAM, beyond the last-level cache).
-fn measured_values(
-    bundle: &numalab_report::Loaded,
-    recorded: &Machine,
-    name: &str,
-) -> Result<(Vec<MeasuredValue>, Vec<String>), CliError> {
-    let mut notes = Vec::new();
-    let bw: Vec<BandwidthRecord> = bundle
-        .records_of::<BandwidthRecord>()
-        .into_iter()
-        .filter(|(rec, r)| rec.origin == Origin::Measured && r.matrix.is_some())
-        .map(|(_, r)| r)
-        .collect();
-    let lat: Vec<LatencyRecord> = bundle
-        .records_of::<LatencyRecord>()
-        .into_iter()
-        .filter(|(rec, r)| {
-            rec.origin == Origin::Measured && r.matrix.is_some() && r.kind().load == Load::Idle
-        })
-        .map(|(_, r)| r)
-        .collect();
-    if bw.is_empty() && lat.is_empty() {
-        return Err(CliError::new(
-            ErrorClass::Input,
-            format!("{name}: no measured node-pair matrix (mem.bandwidth or mem.latency records with a node pair); run `numalab mem bandwidth --matrix --out DIR` first (and `numalab mem latency --matrix --out DIR`, or `numalab evaluate --out DIR`), then give DIR"),
-        ));
-    }
-    let node_cpus = |node: u32| recorded.node(node).map_or(0, |n| n.cpus.len());
-    let mut out = Vec::new();
-    let kernels: Vec<String> = bw.iter().map(|r| r.kernel.name()).collect();
-    let has = |k: &str| kernels.iter().any(|n| n == k);
-    let mut plan: Vec<(Attribute, &str)> = Vec::new();
-    if has("read") {
-        plan.push((Attribute::Bandwidth, "read"));
-        plan.push((Attribute::ReadBandwidth, "read"));
-    } else if has("triad") {
-        plan.push((Attribute::Bandwidth, "triad"));
-    }
-    if has("write") {
-        plan.push((Attribute::WriteBandwidth, "write"));
-    }
-    if bw.is_empty() {
-        notes.push(format!("{name} has no bandwidth matrix: Bandwidth not set (run `numalab mem bandwidth --matrix --out DIR`)"));
-    } else if plan.is_empty() {
-        let mut ks = kernels.clone();
-        ks.sort();
-        ks.dedup();
-        return Err(CliError::new(
-            ErrorClass::Input,
-            format!("{name}: its bandwidth matrix measured {} but neither read nor triad, the kernels Bandwidth is taken from; run `numalab mem bandwidth --matrix --kernel read,triad --out DIR` first", ks.join(", ")),
-        ));
-    }
-    for (attr, kernel) in plan {
-        let mut pairs: Vec<(u32, u32)> = bw
-            .iter()
-            .filter(|r| r.kernel.name() == kernel)
-            .filter_map(|r| r.matrix.map(|m| (m.cpu_node, m.mem_node)))
-            .collect();
-        pairs.sort();
-        pairs.dedup();
-        for (i, t) in pairs {
-            let cell: Vec<&BandwidthRecord> = bw
-                .iter()
-                .filter(|r| {
-                    r.kernel.name() == kernel
-                        && r.matrix.is_some_and(|m| m.cpu_node == i && m.mem_node == t)
-                })
-                .collect();
-            let most = cell.iter().map(|r| r.threads).max().unwrap_or(0);
-            let Some(best) = cell
-                .iter()
-                .filter(|r| r.threads == most)
-                .max_by(|a, b| a.bandwidth_gbps.median.total_cmp(&b.bandwidth_gbps.median))
-            else {
-                continue;
-            };
-            let cpus = node_cpus(i);
-            let threads = if cpus > 0 && best.threads < cpus {
-                format!("{} of node{i}'s {cpus} CPUs", best.threads)
-            } else {
-                format!("{} threads", best.threads)
-            };
-            out.push(MeasuredValue {
-                initiator_node: i,
-                target_node: t,
-                attribute: attr,
-                value: best.bandwidth_gbps.median,
-                unit: Unit::GBps,
-                source: Some(format!(
-                    "measured, mem.bandwidth {kernel}, {threads}, median {:.1} GB/s",
-                    best.bandwidth_gbps.median
-                )),
-            });
-        }
-    }
-    if lat.is_empty() {
-        notes.push(format!("{name} has no idle latency matrix: Latency not set (run `numalab mem latency --matrix --out DIR`)"));
-    }
-    let headline = numalab_report::facts::headline_matrix(&lat);
-    let mut seen = std::collections::BTreeSet::new();
-    for r in headline {
-        let Some(m) = r.matrix else { continue };
-        let Some(p) = r.points.iter().max_by_key(|p| p.working_set_bytes) else {
-            continue;
-        };
-        if !seen.insert((m.cpu_node, m.mem_node)) {
-            continue;
-        }
-        let kind = r.kind();
-        if let Some(llc) = kind.llc_bytes {
-            if p.working_set_bytes <= llc {
-                notes.push(format!(
-                    "node{} -> node{}: the latency working set ({} bytes) fits the last-level cache ({llc} bytes): that Latency is not DRAM's",
-                    m.cpu_node, m.mem_node, p.working_set_bytes
-                ));
-            }
-        }
-        out.push(MeasuredValue {
-            initiator_node: m.cpu_node,
-            target_node: m.mem_node,
-            attribute: Attribute::Latency,
-            value: p.latency_ns.median,
-            unit: Unit::Ns,
-            source: Some(format!(
-                "measured, mem.latency idle, {}, median {:.1} ns",
-                numalab_report::facts::latency_kind_text(&kind, p.working_set_bytes),
-                p.latency_ns.median
-            )),
-        });
-    }
-    Ok((out, notes))
 }
