@@ -96,36 +96,64 @@ pub fn assess(
     sensors: &[Sensor],
 ) -> Vec<Check> {
     let mut out = Vec::new();
+    out.push(binding_check(binding));
+    numa_checks(&mut out, machine, sys);
+    out.push(perf_paranoid(sys, pmu));
+    out.push(pmu_check(pmu));
+    out.push(pmu_catalog(machine, sys));
+    out.push(huge_pages(sys));
+    out.push(frequency(machine, sys));
+    out.push(smt(machine, sys));
 
-    // hwloc and binding.
+    // Virtualization and containers.
+    out.push(hypervisor(sys));
+    if let Some(c) = sys.container() {
+        out.push(check(
+            "container",
+            Verdict::Info,
+            format!("running in a container ({c})"),
+            None,
+        ));
+    }
+
+    out.push(cgroup(machine, sys));
+    out.push(power_sensors(sensors));
+    out
+}
+
+/// hwloc and binding: whether a thread could be pinned and memory bound to a node.
+fn binding_check(binding: &BindingProbe) -> Check {
     match (&binding.cpu_binding, &binding.memory_binding) {
-        (Ok(pu), Ok((node, frac))) if *frac >= 0.999 => out.push(check(
+        (Ok(pu), Ok((node, frac))) if *frac >= 0.999 => check(
             "binding",
             Verdict::Ok,
             format!("hwloc {}: pinned a thread to CPU {pu}; memory bound to node {node} landed there ({:.0}% of pages)", binding.hwloc_version, frac * 100.0),
             None,
-        )),
-        (Ok(pu), Ok((node, frac))) => out.push(check(
+        ),
+        (Ok(pu), Ok((node, frac))) => check(
             "binding",
             Verdict::Warn,
             format!("hwloc {}: pinned to CPU {pu}, but only {:.0}% of pages bound to node {node} landed there", binding.hwloc_version, frac * 100.0),
             Some("memory may be short on that node, or a cgroup cpuset restricts mems; placement results will carry warnings"),
-        )),
-        (Err(e), _) => out.push(check(
+        ),
+        (Err(e), _) => check(
             "binding",
             Verdict::Fail,
             format!("hwloc {}: cannot pin threads: {e}", binding.hwloc_version),
             Some("check the CPU affinity and cgroup cpuset of this process; measurements need pinning"),
-        )),
-        (Ok(pu), Err(e)) => out.push(check(
+        ),
+        (Ok(pu), Err(e)) => check(
             "binding",
             Verdict::Warn,
             format!("hwloc {}: pinned to CPU {pu}, but memory binding failed: {e}", binding.hwloc_version),
             Some("the kernel may lack NUMA support; node-pair measurements will be skipped"),
-        )),
+        ),
     }
+}
 
-    // NUMA nodes.
+/// NUMA nodes: how many, with CPUs or memory only, whether the nodes account for all
+/// memory, and whether automatic NUMA balancing moves pages.
+fn numa_checks(out: &mut Vec<Check>, machine: &Machine, sys: &SysRoot) {
     let cpu_nodes = machine.cpu_nodes().count();
     let memory_only = machine.numa_nodes.len() - cpu_nodes;
     let node_mem: u64 = machine.numa_nodes.iter().map(|n| n.memory_bytes).sum();
@@ -178,8 +206,10 @@ pub fn assess(
             Some("for placement studies run `sysctl kernel.numa_balancing=0` (as root) and restore it afterwards"),
         ));
     }
+}
 
-    // perf_event_paranoid.
+/// perf_event_paranoid: what unprivileged users may count.
+fn perf_paranoid(sys: &SysRoot, pmu: &Capability) -> Check {
     match sys.perf_event_paranoid() {
         Some(p) => {
             let allows = match p {
@@ -190,23 +220,25 @@ pub fn assess(
                 _ => "no counting at all for unprivileged users",
             };
             let root = pmu.privileged;
-            out.push(check(
+            check(
                 "perf-paranoid",
                 if p <= 2 || root { Verdict::Ok } else { Verdict::Warn },
                 format!("kernel.perf_event_paranoid = {p}: unprivileged users get {allows}{}", if root { " (we run as root, which overrides it)" } else { "" }),
                 (p > 2 && !root).then_some("`numalab profile` of your own process needs perf_event_paranoid <= 2; ask the administrator (numalab never changes it)"),
-            ));
+            )
         }
-        None => out.push(check(
+        None => check(
             "perf-paranoid",
             Verdict::Warn,
             "perf_event_paranoid is not readable: the kernel may lack perf events",
             None,
-        )),
+        ),
     }
+}
 
-    // PMU.
-    out.push(check(
+/// The PMU: hardware counters, only software ones, or none.
+fn pmu_check(pmu: &Capability) -> Check {
+    check(
         "pmu",
         if pmu.hardware_pmu() {
             Verdict::Ok
@@ -217,11 +249,11 @@ pub fn assess(
         },
         pmu.verdict(),
         (!pmu.hardware_pmu()).then_some("profile recorded counts offline with `numalab profile --import`; on a VM ask for PMU passthrough (KVM: -cpu host,pmu=on)"),
-    ));
+    )
+}
 
-    out.push(pmu_catalog(machine, sys));
-
-    // Huge pages.
+/// Huge pages: the transparent huge page mode and the hugetlbfs pools.
+fn huge_pages(sys: &SysRoot) -> Check {
     let thp = sys.thp_mode();
     let pools = sys.huge_pools();
     let pool_text: Vec<String> = pools
@@ -236,7 +268,7 @@ pub fn assess(
         })
         .collect();
     let thp_text = thp.clone().unwrap_or_else(|| "not available".into());
-    out.push(check(
+    check(
         "huge-pages",
         match thp.as_deref() {
             Some("always") | Some("madvise") => Verdict::Ok,
@@ -250,17 +282,19 @@ pub fn assess(
         ),
         (thp.as_deref() == Some("never") && !pools.iter().any(|p| p.free > 0))
             .then_some("latency curves without huge pages include TLB misses; enable THP (madvise) or reserve hugetlbfs pages"),
-    ));
+    )
+}
 
-    // Frequency.
+/// Frequency: the cpufreq governors and range, or no cpufreq interface.
+fn frequency(machine: &Machine, sys: &SysRoot) -> Check {
     let governors = sys.governors();
     if governors.is_empty() {
-        out.push(check(
+        check(
             "frequency",
             Verdict::Warn,
             "no cpufreq interface: the clock frequency can neither be read nor controlled (typical of VMs)",
             Some("latencies are reported in ns; figures in cycles need a known frequency"),
-        ));
+        )
     } else {
         let min = machine.frequencies.iter().filter_map(|f| f.min_khz).min();
         let max = machine.frequencies.iter().filter_map(|f| f.max_khz).max();
@@ -270,22 +304,24 @@ pub fn assess(
         };
         let govs: Vec<String> = governors.into_iter().collect();
         let perf = govs.iter().all(|g| g == "performance");
-        out.push(check(
+        check(
             "frequency",
             if perf { Verdict::Ok } else { Verdict::Warn },
             format!("cpufreq governor {}{range}", govs.join("/")),
             (!perf).then_some("for stable figures use the performance governor (`cpupower frequency-set -g performance`)"),
-        ));
+        )
     }
+}
 
-    // SMT.
+/// SMT: the kernel's SMT control and the threads per core in the topology.
+fn smt(machine: &Machine, sys: &SysRoot) -> Check {
     let smt_pus = machine.cores.iter().map(|c| c.pus.len()).max().unwrap_or(1);
     let threads = if smt_pus == 1 {
         "one thread per core".to_string()
     } else {
         format!("{smt_pus} threads per core")
     };
-    out.push(match sys.smt_control() {
+    match sys.smt_control() {
         Some(c) => valued(
             check(
                 "smt",
@@ -308,20 +344,11 @@ pub fn assess(
             ),
             "unavailable",
         ),
-    });
-
-    // Virtualization and containers.
-    out.push(hypervisor(sys));
-    if let Some(c) = sys.container() {
-        out.push(check(
-            "container",
-            Verdict::Info,
-            format!("running in a container ({c})"),
-            None,
-        ));
     }
+}
 
-    // cgroups.
+/// cgroups: CPU bandwidth, memory and cpuset limits on this process.
+fn cgroup(machine: &Machine, sys: &SysRoot) -> Check {
     let cg = sys.cgroup_limits();
     let mut limits = Vec::new();
     if let Some((q, p)) = cg.cpu_max {
@@ -337,7 +364,7 @@ pub fn assess(
         }
     }
     if limits.is_empty() {
-        out.push(check(
+        check(
             "cgroup",
             Verdict::Ok,
             format!(
@@ -345,24 +372,26 @@ pub fn assess(
                 cg.path.as_deref().unwrap_or("unknown")
             ),
             None,
-        ));
+        )
     } else {
-        out.push(check(
+        check(
             "cgroup",
             Verdict::Warn,
             format!("cgroup limits: {}", limits.join(", ")),
             Some("throttling distorts scaling and bandwidth figures; run outside the limited cgroup if possible"),
-        ));
+        )
     }
+}
 
-    // Sensors.
+/// Sensors: readable power sensors (and temperature ones), or none.
+fn power_sensors(sensors: &[Sensor]) -> Check {
     let power: Vec<&Sensor> = sensors
         .iter()
         .filter(|s| s.kind != SensorKind::Temperature)
         .collect();
     let temps = sensors.len() - power.len();
     if power.is_empty() {
-        out.push(check(
+        check(
             "power-sensors",
             Verdict::Info,
             format!(
@@ -374,10 +403,10 @@ pub fn assess(
                 }
             ),
             Some("power and work-per-joule figures will be reported as not available"),
-        ));
+        )
     } else {
         let names: Vec<String> = power.iter().map(|s| s.label.clone()).collect();
-        out.push(check(
+        check(
             "power-sensors",
             Verdict::Ok,
             format!(
@@ -386,9 +415,8 @@ pub fn assess(
                 names.join(", ")
             ),
             None,
-        ));
+        )
     }
-    out
 }
 
 /// Whether this is a virtual machine, and what that means for timings.

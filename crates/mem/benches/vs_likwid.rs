@@ -112,6 +112,16 @@ fn ours(
     )
 }
 
+/// What every part of the benchmark shares: the machine, the binder, the CPUs, the
+/// working set and the rounds.
+struct Bench {
+    machine: numalab_schema::Machine,
+    placer: HwlocPlacer,
+    cpus: Vec<u32>,
+    mb: u64,
+    rounds: usize,
+}
+
 fn main() {
     // `cargo bench` passes --bench; nothing else is expected.
     let machine = numalab_topo::live().expect("the live topology");
@@ -134,262 +144,315 @@ fn main() {
         cpus.len(),
         numalab_schema::cpulist::format(&cpus)
     );
+    let bench = Bench {
+        machine,
+        placer,
+        cpus,
+        mb,
+        rounds,
+    };
     if !skip.contains("bandwidth") {
-        if !has_likwid {
-            println!(
-                "likwid-bench not found (Debian: apt-get install likwid): numalab figures only"
-            );
-        }
-        // likwid in its 256-bit and 512-bit variants (what the CPU has); numalab as a
-        // user gets it: one run that picks its variant itself (the ISA trial), plus,
-        // with NUMALAB_BENCH_WIDTHS=1, each width forced.
-        let has512 = kernels::Isa::Avx512.available();
-        let widths = std::env::var_os("NUMALAB_BENCH_WIDTHS").is_some();
-        let pairs: Vec<(&str, &str, &str)> = vec![
-            ("triad", "stream_avx", "stream_avx512"),
-            ("copy", "copy_avx", "copy_avx512"),
-            ("read", "load_avx", "load_avx512"),
-            ("write", "store_avx", "store_avx512"),
-            ("triad-nt", "stream_mem_avx", "stream_mem_avx512"),
-            ("copy-nt", "copy_mem_avx", "copy_mem_avx512"),
-            ("write-nt", "store_mem_avx", "store_mem_avx512"),
-        ];
-        let only = std::env::var("NUMALAB_BENCH_KERNELS").unwrap_or_default();
-        let pairs: Vec<(&str, &str, &str)> = pairs
-            .into_iter()
-            .filter(|(k, _, _)| only.is_empty() || only.split(',').any(|o| o == *k))
-            .collect();
-        // Per kernel, per round: likwid 256, likwid 512, numalab auto, avx2, avx512.
-        let nan = f64::NAN;
-        let mut rows: Vec<Vec<[f64; 5]>> = vec![Vec::with_capacity(rounds); pairs.len()];
-        let mut chosen: Vec<Vec<String>> = vec![Vec::new(); pairs.len()];
-        let mut sizes: Vec<u64> = vec![mb * 1_000_000; pairs.len()];
-        for r in 0..rounds {
-            for k in 0..pairs.len() {
-                let i = (k + r) % pairs.len();
-                let (ok, l256, l512) = pairs[i];
-                let kernel = Kernel::parse(ok).unwrap();
-                // Alternate which tool goes first from round to round.
-                let mut steps: Vec<usize> = vec![0, 2];
-                if has512 {
-                    steps.insert(1, 1);
-                }
-                if widths {
-                    steps.push(3);
-                    if has512 {
-                        steps.push(4);
-                    }
-                }
-                if r % 2 == 1 {
-                    steps.reverse();
-                }
-                let mut row = [nan; 5];
-                for v in steps {
-                    let g = match v {
-                        0 | 1 => {
-                            let test = if v == 0 { l256 } else { l512 };
-                            if !has_likwid {
-                                continue;
-                            }
-                            match likwid(test, mb, cpus.len()) {
-                                Some((g, size)) => {
-                                    sizes[i] = size;
-                                    g
-                                }
-                                None => nan,
-                            }
-                        }
-                        2 => {
-                            let (g, _, isa) =
-                                ours(&machine, &placer, kernel, sizes[i], &cpus, None);
-                            chosen[i].push(isa);
-                            g
-                        }
-                        _ => {
-                            let isa = if v == 3 {
-                                kernels::Isa::Avx2
-                            } else {
-                                kernels::Isa::Avx512
-                            };
-                            ours(&machine, &placer, kernel, sizes[i], &cpus, Some(isa)).0
-                        }
-                    };
-                    row[v] = g;
-                }
-                rows[i].push(row);
-            }
-            eprintln!("round {} of {rounds} done", r + 1);
-        }
-        let ratio_text = |ratios: Vec<f64>| -> String {
-            let ratios: Vec<f64> = ratios.into_iter().filter(|x| x.is_finite()).collect();
-            if ratios.is_empty() {
-                return "-".into();
-            }
-            let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            format!("{:.2} ({lo:.2}..{hi:.2})", median(ratios))
-        };
-        let med = |i: usize, v: usize| -> String {
-            let x = median(rows[i].iter().map(|row| row[v]).collect());
-            if x.is_finite() {
-                format!("{x:.2}")
-            } else {
-                "-".into()
-            }
-        };
-        println!(
-            "\n| kernel (likwid tests) | numalab (its choice) | likwid AVX | likwid AVX-512 | numalab / likwid's best | ISA numalab chose |{}",
-            if widths { " numalab avx2 | numalab avx512 | avx2 / AVX | avx512 / AVX-512 |" } else { "" }
-        );
-        println!(
-            "|---|---|---|---|---|---|{}",
-            if widths { "---|---|---|---|" } else { "" }
-        );
-        for (i, (ok, l256, l512)) in pairs.iter().enumerate() {
-            // Same-round ratio: numalab's one run against the better of likwid's two.
-            let vs_best = ratio_text(
-                rows[i]
-                    .iter()
-                    .map(|row| row[2] / row[0].max(if row[1].is_nan() { 0.0 } else { row[1] }))
-                    .collect(),
-            );
-            let mut isas = chosen[i].clone();
-            isas.sort();
-            let mut counted: Vec<String> = Vec::new();
-            for isa in &isas {
-                let n = isas.iter().filter(|x| *x == isa).count();
-                let t = format!("{isa} x{n}");
-                if !counted.contains(&t) {
-                    counted.push(t);
-                }
-            }
-            let mut line = format!(
-                "| {ok} ({l256}, {l512}) | {} | {} | {} | {vs_best} | {} |",
-                med(i, 2),
-                med(i, 0),
-                med(i, 1),
-                counted.join(", ")
-            );
-            if widths {
-                line.push_str(&format!(
-                    " {} | {} | {} | {} |",
-                    med(i, 3),
-                    med(i, 4),
-                    ratio_text(rows[i].iter().map(|row| row[3] / row[0]).collect()),
-                    ratio_text(rows[i].iter().map(|row| row[4] / row[1]).collect())
-                ));
-            }
-            println!("{line}");
-        }
-        println!(
-            "\nnumalab's pages: {}",
-            std::env::var("NUMALAB_BENCH_PAGES").unwrap_or_else(|_| "base".into())
-        );
-        println!(
-            "\nGB/s (STREAM count, 10^9 B/s): medians over {rounds} alternating rounds. numalab runs as a user gets it (no --isa: it tries this CPU's vector ISAs in an untimed trial and keeps the fastest), median of 5 timed samples of >= 200 ms (team time); likwid-bench: its own figure per run (1-4 s), both widths, and the ratio is against the better of the two in the same round. Ratios: median (range) over rounds."
-        );
+        bandwidth_part(&bench, has_likwid);
     }
     if !skip.contains("latency") {
-        // Idle latency at 1 GiB: base vs transparent huge pages, page-local and global
-        // order, every line or one line per pair, alternating.
-        let budgets = Budgets::live(&machine);
-        let cpu = cpus[0];
-        let mut results: Vec<(String, Vec<f64>, String)> = Vec::new();
-        let line = latency::Options::defaults(&machine).stride_bytes;
-        let mut configs = Vec::new();
-        for stride in [line, 2 * line] {
-            for order in [
-                numalab_mem::chase::Order::PageLocal,
-                numalab_mem::chase::Order::Global,
-            ] {
-                for pages in [PageRequest::Base, PageRequest::Thp] {
-                    configs.push((pages, order, stride));
-                }
-            }
-        }
-        for (p, o, st) in &configs {
-            results.push((
-                format!("{} pages, {} order, stride {st} B", p.name(), o.name()),
-                Vec::new(),
-                String::new(),
-            ));
-        }
-        for _ in 0..3 {
-            for (i, (p, o, st)) in configs.iter().enumerate() {
-                let mut opts = latency::Options::defaults(&machine);
-                opts.order = *o;
-                opts.stride_bytes = *st;
-                let plan = latency::plan(
-                    &machine,
-                    &budgets,
-                    &[cpu],
-                    &MemPolicy::FirstTouch,
-                    &[*p],
-                    vec![1 << 30],
-                    opts,
-                )
-                .expect("a valid latency plan");
-                let mut recs: Vec<Record> = Vec::new();
-                latency::run(&plan, &machine, &placer, &mut recs);
-                let l: LatencyRecord = recs[0].decode().unwrap().unwrap();
-                results[i].1.push(l.points[0].latency_ns.median);
-                results[i].2 = l.pages.obtained.clone();
-            }
-        }
-        println!(
-            "\n| idle latency, 1 GiB, CPU {cpu} | p50 ns (median of 3 runs) | pages obtained |"
-        );
-        println!("|---|---|---|");
-        for (name, v, got) in results {
-            println!("| {name} | {:.1} | {got} |", median(v));
-        }
+        latency_part(&bench);
     }
     if !skip.contains("migrate") {
-        let budgets = Budgets::live(&machine);
-        let plan = migrate::plan(
-            &machine,
-            &budgets,
-            &migrate::PairChoice::NearestFarthest,
-            None,
-            migrate::Options::defaults(),
-            false,
-        )
-        .expect("a valid migrate plan");
-        for n in &plan.notes {
-            println!("\nnote: {n}");
-        }
-        let mut recs: Vec<Record> = Vec::new();
-        migrate::run(&plan, &machine, &budgets, &placer, &mut recs);
-        let rs: Vec<MigrateRecord> = recs
-            .iter()
-            .filter_map(|r| r.decode().and_then(Result::ok))
-            .collect();
-        if let Some(r) = rs.first() {
-            println!("\nreference: {}", r.reference.detail);
-        }
-        println!("\n| unit | pages | memcpy GB/s (%) | move_pages | stream_copy GB/s (%) | fault ns/base page | winner |");
-        println!("|---|---|---|---|---|---|---|");
-        for r in &rs {
-            let cell = |i: usize| {
-                let m = &r.methods[i];
-                match (&m.throughput_gbps, m.percent_of_reference) {
-                    (Some(t), Some(p)) => format!("{:.2} ({p:.0}%)", t.median),
-                    _ => format!("{:.0} ns/unit, nothing moved", m.ns_per_page),
+        migrate_part(&bench);
+    }
+}
+
+/// One kernel's figures, per round: likwid 256, likwid 512, numalab auto, avx2, avx512.
+type Rows = Vec<Vec<[f64; 5]>>;
+
+/// The bandwidth kernels, numalab beside likwid-bench, alternating; prints the table.
+fn bandwidth_part(bench: &Bench, has_likwid: bool) {
+    if !has_likwid {
+        println!("likwid-bench not found (Debian: apt-get install likwid): numalab figures only");
+    }
+    // likwid in its 256-bit and 512-bit variants (what the CPU has); numalab as a
+    // user gets it: one run that picks its variant itself (the ISA trial), plus,
+    // with NUMALAB_BENCH_WIDTHS=1, each width forced.
+    let widths = std::env::var_os("NUMALAB_BENCH_WIDTHS").is_some();
+    let pairs: Vec<(&str, &str, &str)> = vec![
+        ("triad", "stream_avx", "stream_avx512"),
+        ("copy", "copy_avx", "copy_avx512"),
+        ("read", "load_avx", "load_avx512"),
+        ("write", "store_avx", "store_avx512"),
+        ("triad-nt", "stream_mem_avx", "stream_mem_avx512"),
+        ("copy-nt", "copy_mem_avx", "copy_mem_avx512"),
+        ("write-nt", "store_mem_avx", "store_mem_avx512"),
+    ];
+    let only = std::env::var("NUMALAB_BENCH_KERNELS").unwrap_or_default();
+    let pairs: Vec<(&str, &str, &str)> = pairs
+        .into_iter()
+        .filter(|(k, _, _)| only.is_empty() || only.split(',').any(|o| o == *k))
+        .collect();
+    let (rows, chosen) = bandwidth_rounds(bench, &pairs, has_likwid, widths);
+    print_bandwidth(bench, &pairs, &rows, &chosen, widths);
+}
+
+/// Runs every kernel with both tools for each round, rotating the kernels and
+/// alternating which tool goes first. Returns the rows and the ISAs numalab chose.
+fn bandwidth_rounds(
+    bench: &Bench,
+    pairs: &[(&str, &str, &str)],
+    has_likwid: bool,
+    widths: bool,
+) -> (Rows, Vec<Vec<String>>) {
+    let (machine, placer, cpus, mb, rounds) = (
+        &bench.machine,
+        &bench.placer,
+        &bench.cpus,
+        bench.mb,
+        bench.rounds,
+    );
+    let has512 = kernels::Isa::Avx512.available();
+    let nan = f64::NAN;
+    let mut rows: Rows = vec![Vec::with_capacity(rounds); pairs.len()];
+    let mut chosen: Vec<Vec<String>> = vec![Vec::new(); pairs.len()];
+    let mut sizes: Vec<u64> = vec![mb * 1_000_000; pairs.len()];
+    for r in 0..rounds {
+        for k in 0..pairs.len() {
+            let i = (k + r) % pairs.len();
+            let (ok, l256, l512) = pairs[i];
+            let kernel = Kernel::parse(ok).unwrap();
+            // Alternate which tool goes first from round to round.
+            let mut steps: Vec<usize> = vec![0, 2];
+            if has512 {
+                steps.insert(1, 1);
+            }
+            if widths {
+                steps.push(3);
+                if has512 {
+                    steps.push(4);
                 }
-            };
-            println!(
-                "| {} | {} | {} | {} | {} | {:.0} | {} |",
-                numalab_schema::units::bytes(r.unit_bytes),
-                r.pages,
-                cell(0),
-                cell(1),
-                cell(2),
-                r.destination_fault_ns_per_base_page.unwrap_or(f64::NAN),
-                r.winner.map_or("-", |w| w.name())
-            );
+            }
+            if r % 2 == 1 {
+                steps.reverse();
+            }
+            let mut row = [nan; 5];
+            for v in steps {
+                let g = match v {
+                    0 | 1 => {
+                        let test = if v == 0 { l256 } else { l512 };
+                        if !has_likwid {
+                            continue;
+                        }
+                        match likwid(test, mb, cpus.len()) {
+                            Some((g, size)) => {
+                                sizes[i] = size;
+                                g
+                            }
+                            None => nan,
+                        }
+                    }
+                    2 => {
+                        let (g, _, isa) = ours(machine, placer, kernel, sizes[i], cpus, None);
+                        chosen[i].push(isa);
+                        g
+                    }
+                    _ => {
+                        let isa = if v == 3 {
+                            kernels::Isa::Avx2
+                        } else {
+                            kernels::Isa::Avx512
+                        };
+                        ours(machine, placer, kernel, sizes[i], cpus, Some(isa)).0
+                    }
+                };
+                row[v] = g;
+            }
+            rows[i].push(row);
         }
-        for line in migrate::conclude(&rs) {
-            println!("\n{line}");
+        eprintln!("round {} of {rounds} done", r + 1);
+    }
+    (rows, chosen)
+}
+
+/// A list of ratios as `median (lo..hi)`, or `-` when none is finite.
+fn ratio_text(ratios: Vec<f64>) -> String {
+    let ratios: Vec<f64> = ratios.into_iter().filter(|x| x.is_finite()).collect();
+    if ratios.is_empty() {
+        return "-".into();
+    }
+    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{:.2} ({lo:.2}..{hi:.2})", median(ratios))
+}
+
+/// Prints the bandwidth table: medians per tool, ratios, the ISAs numalab chose.
+fn print_bandwidth(
+    bench: &Bench,
+    pairs: &[(&str, &str, &str)],
+    rows: &Rows,
+    chosen: &[Vec<String>],
+    widths: bool,
+) {
+    let rounds = bench.rounds;
+    let med = |i: usize, v: usize| -> String {
+        let x = median(rows[i].iter().map(|row| row[v]).collect());
+        if x.is_finite() {
+            format!("{x:.2}")
+        } else {
+            "-".into()
         }
+    };
+    println!(
+        "\n| kernel (likwid tests) | numalab (its choice) | likwid AVX | likwid AVX-512 | numalab / likwid's best | ISA numalab chose |{}",
+        if widths { " numalab avx2 | numalab avx512 | avx2 / AVX | avx512 / AVX-512 |" } else { "" }
+    );
+    println!(
+        "|---|---|---|---|---|---|{}",
+        if widths { "---|---|---|---|" } else { "" }
+    );
+    for (i, (ok, l256, l512)) in pairs.iter().enumerate() {
+        // Same-round ratio: numalab's one run against the better of likwid's two.
+        let vs_best = ratio_text(
+            rows[i]
+                .iter()
+                .map(|row| row[2] / row[0].max(if row[1].is_nan() { 0.0 } else { row[1] }))
+                .collect(),
+        );
+        let mut isas = chosen[i].clone();
+        isas.sort();
+        let mut counted: Vec<String> = Vec::new();
+        for isa in &isas {
+            let n = isas.iter().filter(|x| *x == isa).count();
+            let t = format!("{isa} x{n}");
+            if !counted.contains(&t) {
+                counted.push(t);
+            }
+        }
+        let mut line = format!(
+            "| {ok} ({l256}, {l512}) | {} | {} | {} | {vs_best} | {} |",
+            med(i, 2),
+            med(i, 0),
+            med(i, 1),
+            counted.join(", ")
+        );
+        if widths {
+            line.push_str(&format!(
+                " {} | {} | {} | {} |",
+                med(i, 3),
+                med(i, 4),
+                ratio_text(rows[i].iter().map(|row| row[3] / row[0]).collect()),
+                ratio_text(rows[i].iter().map(|row| row[4] / row[1]).collect())
+            ));
+        }
+        println!("{line}");
+    }
+    println!(
+        "\nnumalab's pages: {}",
+        std::env::var("NUMALAB_BENCH_PAGES").unwrap_or_else(|_| "base".into())
+    );
+    println!(
+        "\nGB/s (STREAM count, 10^9 B/s): medians over {rounds} alternating rounds. numalab runs as a user gets it (no --isa: it tries this CPU's vector ISAs in an untimed trial and keeps the fastest), median of 5 timed samples of >= 200 ms (team time); likwid-bench: its own figure per run (1-4 s), both widths, and the ratio is against the better of the two in the same round. Ratios: median (range) over rounds."
+    );
+}
+
+/// Idle latency at 1 GiB: base vs transparent huge pages, page-local and global order,
+/// every line or one line per pair, alternating; prints the table.
+fn latency_part(bench: &Bench) {
+    let (machine, placer) = (&bench.machine, &bench.placer);
+    let budgets = Budgets::live(machine);
+    let cpu = bench.cpus[0];
+    let mut results: Vec<(String, Vec<f64>, String)> = Vec::new();
+    let line = latency::Options::defaults(machine).stride_bytes;
+    let mut configs = Vec::new();
+    for stride in [line, 2 * line] {
+        for order in [
+            numalab_mem::chase::Order::PageLocal,
+            numalab_mem::chase::Order::Global,
+        ] {
+            for pages in [PageRequest::Base, PageRequest::Thp] {
+                configs.push((pages, order, stride));
+            }
+        }
+    }
+    for (p, o, st) in &configs {
+        results.push((
+            format!("{} pages, {} order, stride {st} B", p.name(), o.name()),
+            Vec::new(),
+            String::new(),
+        ));
+    }
+    for _ in 0..3 {
+        for (i, (p, o, st)) in configs.iter().enumerate() {
+            let mut opts = latency::Options::defaults(machine);
+            opts.order = *o;
+            opts.stride_bytes = *st;
+            let plan = latency::plan(
+                machine,
+                &budgets,
+                &[cpu],
+                &MemPolicy::FirstTouch,
+                &[*p],
+                vec![1 << 30],
+                opts,
+            )
+            .expect("a valid latency plan");
+            let mut recs: Vec<Record> = Vec::new();
+            latency::run(&plan, machine, placer, &mut recs);
+            let l: LatencyRecord = recs[0].decode().unwrap().unwrap();
+            results[i].1.push(l.points[0].latency_ns.median);
+            results[i].2 = l.pages.obtained.clone();
+        }
+    }
+    println!("\n| idle latency, 1 GiB, CPU {cpu} | p50 ns (median of 3 runs) | pages obtained |");
+    println!("|---|---|---|");
+    for (name, v, got) in results {
+        println!("| {name} | {:.1} | {got} |", median(v));
+    }
+}
+
+/// The local migration figures (nearest and farthest node pairs); prints the table.
+fn migrate_part(bench: &Bench) {
+    let (machine, placer) = (&bench.machine, &bench.placer);
+    let budgets = Budgets::live(machine);
+    let plan = migrate::plan(
+        machine,
+        &budgets,
+        &migrate::PairChoice::NearestFarthest,
+        None,
+        migrate::Options::defaults(),
+        false,
+    )
+    .expect("a valid migrate plan");
+    for n in &plan.notes {
+        println!("\nnote: {n}");
+    }
+    let mut recs: Vec<Record> = Vec::new();
+    migrate::run(&plan, machine, &budgets, placer, &mut recs);
+    let rs: Vec<MigrateRecord> = recs
+        .iter()
+        .filter_map(|r| r.decode().and_then(Result::ok))
+        .collect();
+    if let Some(r) = rs.first() {
+        println!("\nreference: {}", r.reference.detail);
+    }
+    println!("\n| unit | pages | memcpy GB/s (%) | move_pages | stream_copy GB/s (%) | fault ns/base page | winner |");
+    println!("|---|---|---|---|---|---|---|");
+    for r in &rs {
+        let cell = |i: usize| {
+            let m = &r.methods[i];
+            match (&m.throughput_gbps, m.percent_of_reference) {
+                (Some(t), Some(p)) => format!("{:.2} ({p:.0}%)", t.median),
+                _ => format!("{:.0} ns/unit, nothing moved", m.ns_per_page),
+            }
+        };
+        println!(
+            "| {} | {} | {} | {} | {} | {:.0} | {} |",
+            numalab_schema::units::bytes(r.unit_bytes),
+            r.pages,
+            cell(0),
+            cell(1),
+            cell(2),
+            r.destination_fault_ns_per_base_page.unwrap_or(f64::NAN),
+            r.winner.map_or("-", |w| w.name())
+        );
+    }
+    for line in migrate::conclude(&rs) {
+        println!("\n{line}");
     }
 }

@@ -18,6 +18,8 @@
 
 mod client;
 mod power;
+mod tally;
+mod window;
 
 use client::*;
 use power::*;
@@ -315,176 +317,26 @@ pub fn run_on(
         &slots,
         &sys,
     )?);
-
-    let copies = match config.mode {
-        Mode::Replicated => {
-            let mut n: Vec<u32> = slots.iter().map(|s| s.node).collect();
-            n.sort_unstable();
-            n.dedup();
-            n.len()
-        }
-        _ => 1,
-    };
-    observer(Progress::Placing { copies });
-    let t_place = now_ns();
-    let placed = placement::place(
+    let (placed, placement_s) = place_graph(
         graph,
-        config.mode,
-        &slots,
+        config,
         machine,
         placer,
-        config.page_kind,
+        &slots,
+        &mut warnings,
+        observer,
     )?;
-    let placement_s = (now_ns() - t_place) as f64 / 1e9;
-    warnings.extend(placed.warnings.iter().cloned());
+    let graph_summary = graph_summary(graph, generation_s, placement_s);
     let numa_nodes = machine.numa_nodes.len().max(1);
-    if numa_nodes == 1 {
-        warnings.push(Warning::new(
-            "single_numa_node",
-            "this machine has one NUMA node: shared-first-touch, shared-interleaved and replicated all put every page on node 0, so the three modes are equivalent here and their figures differ only by noise",
-        ).with_remedy("compare the modes on a machine with several NUMA nodes"));
-    }
-    if cfg!(debug_assertions) {
-        warnings.push(Warning::new(
-            "debug_build",
-            "numalab was built without optimisations: request rates are far below what a release build reaches",
-        ).with_remedy("build with `cargo build --release`"));
-    }
-    let view = graph.view();
-    let stats = GraphStats::of(&view, false);
-    let graph_summary = GraphSummary {
-        seed: graph.spec.seed,
-        nodes: graph.spec.nodes,
-        edges: stats.edges,
-        width: graph.width,
-        height: view.height(),
-        mean_degree: stats.mean_degree,
-        degree_histogram: stats.degree_histogram,
-        weight_median_ms: stats.weight_median_ms,
-        bytes: graph.bytes(),
-        bytes_per_node: graph.bytes() as f64 / graph.spec.nodes as f64,
-        fingerprint: format!("{:016x}", graph.fingerprint()),
-        generation_s,
-        placement_s,
-    };
-    if interrupt::requested() {
-        return Err(WorkloadError::Interrupted(
-            "stopped while placing the graph; nothing was measured".into(),
-        ));
-    }
 
-    let shared = Shared {
-        t0: AtomicU64::new(0),
-        t1: AtomicU64::new(0),
-        stop: AtomicBool::new(false),
-        ready: Gate::new(slots.len() + 1),
-        go: Gate::new(slots.len() + 1),
-        completed: AtomicU64::new(0),
-        failure: Mutex::new(None),
-    };
     let pus: Vec<u32> = slots.iter().map(|s| s.pu).collect();
     let mut meter = PowerMeter::new(&config.sys_root);
-    let window = std::thread::scope(|scope| -> Result<_, WorkloadError> {
-        let mut handles = Vec::new();
-        for (i, slot) in slots.iter().enumerate() {
-            let view = placed.copies[placed.copy_of_client[i]].view();
-            let shared = &shared;
-            let h = std::thread::Builder::new()
-                .name(format!("numalab-wl-{i}"))
-                .spawn_scoped(scope, move || {
-                    client(i, *slot, view, config, placer, shared)
-                });
-            match h {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    // Threads already started wait at the gates: release them.
-                    shared.stop.store(true, Ordering::SeqCst);
-                    shared.ready.cancel();
-                    shared.go.cancel();
-                    return Err(WorkloadError::Runtime(format!(
-                        "cannot start client thread {i}: {e}; use fewer --threads"
-                    )));
-                }
-            }
-        }
-        shared.ready.wait();
-        let failed = shared.failure.lock().unwrap().take();
-        let begin = now_ns();
-        let t0 = begin + (config.warmup_s * 1e9) as u64;
-        let t1 = t0 + (config.duration_s * 1e9) as u64;
-        if failed.is_some() {
-            shared.stop.store(true, Ordering::SeqCst);
-        }
-        shared.t0.store(t0, Ordering::SeqCst);
-        shared.t1.store(t1, Ordering::SeqCst);
-        shared.go.wait();
-        let join = |handles: Vec<std::thread::ScopedJoinHandle<'_, ClientOut>>| {
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_default())
-                .collect::<Vec<ClientOut>>()
-        };
-        if let Some(e) = failed {
-            join(handles);
-            return Err(e);
-        }
-        // Warm-up.
-        while now_ns() < t0 {
-            if interrupt::requested() {
-                shared.stop.store(true, Ordering::SeqCst);
-                join(handles);
-                return Err(WorkloadError::Interrupted(
-                    "stopped during the warm-up; nothing was measured".into(),
-                ));
-            }
-            observer(Progress::Warmup {
-                elapsed_s: (now_ns() - begin) as f64 / 1e9,
-                total_s: config.warmup_s,
-            });
-            sleep_until(t0, 50_000_000);
-        }
-        let cpu0 = process_cpu_s();
-        let wall0 = now_ns();
-        let ticks0 = cpu_ticks(&sys, &pus);
-        meter.start();
-        let mut stop_at = t1;
-        let mut interrupted = false;
-        loop {
-            let now = now_ns();
-            if now >= t1 {
-                break;
-            }
-            if interrupt::requested() {
-                stop_at = now;
-                interrupted = true;
-                shared.stop.store(true, Ordering::SeqCst);
-                break;
-            }
-            observer(Progress::Measuring {
-                elapsed_s: (now.saturating_sub(t0)) as f64 / 1e9,
-                total_s: config.duration_s,
-                requests: shared.completed.load(Ordering::Relaxed),
-            });
-            meter.sample();
-            sleep_until(t1, 250_000_000);
-        }
-        let cpu1 = process_cpu_s();
-        let wall1 = now_ns();
-        let ticks1 = cpu_ticks(&sys, &pus);
-        let outs = join(handles);
-        Ok((
-            outs,
-            stop_at,
-            t0,
-            interrupted,
-            (cpu1 - cpu0, (wall1 - wall0) as f64 / 1e9),
-            ticks0.zip(ticks1),
-        ))
-    })?;
-    let (outs, stop_at, t0, interrupted, (cpu_s, cpu_wall_s), ticks) = window;
+    let window = window::measure(config, placer, &slots, &placed, &sys, &mut meter, observer)?;
+    let (t0, stop_at, interrupted) = (window.t0, window.stop_at, window.interrupted);
     observer(Progress::Summarizing);
     let measured_s = (stop_at - t0) as f64 / 1e9;
-    let completed = outs
+    let completed = window
+        .outs
         .iter()
         .flat_map(|o| &o.samples)
         .filter(|s| s.end_ns >= t0 && s.end_ns <= stop_at)
@@ -496,117 +348,12 @@ pub fn run_on(
     }
     let (power_sensors, temperatures, power_watts, power_covers, power_unavailable_reason) =
         meter.finish(measured_s);
-    let in_window = |s: &&Sample| s.end_ns >= t0 && s.end_ns <= stop_at;
-
-    let mut clients = Vec::new();
-    let mut all = Vec::new();
-    let mut route = Vec::new();
-    let mut itinerary = Vec::new();
-    let mut settled = 0u64;
-    for (i, out) in outs.iter().enumerate() {
-        let mut n = 0;
-        for s in out.samples.iter().filter(in_window) {
-            n += 1;
-            settled += s.settled;
-            all.push(s.latency_ns as f64);
-            match s.kind {
-                RequestKind::Route => route.push(s.latency_ns as f64),
-                RequestKind::Itinerary => itinerary.push(s.latency_ns as f64),
-            }
-        }
-        clients.push(ClientResult {
-            pu: slots[i].pu,
-            node: slots[i].node,
-            copy: placed.copy_of_client[i],
-            requests: n,
-            requests_per_s: n as f64 / measured_s,
-            cpu_s: out.cpu_s,
-            cpu_utilization: if out.wall_s > 0.0 {
-                out.cpu_s / out.wall_s
-            } else {
-                0.0
-            },
-        });
-    }
-    let requests = all.len() as u64;
+    let t = tally::tally(&window, &slots, &placed, measured_s);
+    let requests = t.all.len() as u64;
     let requests_per_s = requests as f64 / measured_s;
-    let slices = ((measured_s / 0.5).floor() as usize).clamp(1, 20);
-    let slice_ns = (stop_at - t0) / slices as u64;
-    let mut slice_counts = vec![0u64; slices];
-    for out in &outs {
-        for s in out.samples.iter().filter(in_window) {
-            let k = (((s.end_ns - t0) / slice_ns.max(1)) as usize).min(slices - 1);
-            slice_counts[k] += 1;
-        }
-    }
-    let slice_s = slice_ns as f64 / 1e9;
-    let slice_rates: Vec<f64> = slice_counts.iter().map(|&c| c as f64 / slice_s).collect();
     let seed = config.bootstrap_seed;
-    let cpu_utilization = cpu_s / (cpu_wall_s * config.threads as f64);
-    let (worker_cpus_busy, worker_cpus_steal) = match ticks {
-        Some(((b0, s0, t0), (b1, s1, t1))) if t1 > t0 => {
-            let dt = (t1 - t0) as f64;
-            (
-                Some((b1.saturating_sub(b0)) as f64 / dt),
-                Some((s1.saturating_sub(s0)) as f64 / dt),
-            )
-        }
-        _ => (None, None),
-    };
-
-    // Warnings about the quality of the figures.
-    if interrupted {
-        warnings.push(Warning::new(
-            "interrupted",
-            format!("stopped after {measured_s:.1} s of the {} s asked for; the figures cover only that part", config.duration_s),
-        ).with_remedy("rerun for the full duration"));
-    }
-    let fewest = clients.iter().map(|c| c.requests).min().unwrap_or(0);
-    if fewest < 20 {
-        warnings.push(
-            Warning::new(
-                "few_requests",
-                format!("a client completed only {fewest} requests in the window: rates and percentiles are coarse"),
-            )
-            .with_remedy("use a longer --duration or a smaller --graph-nodes"),
-        );
-    }
-    if cpu_utilization < 0.9 {
-        warnings.push(Warning::new(
-            "cpu_underused",
-            format!(
-                "the clients used {:.0}% of their {} CPUs' time: the rest went to other processes, the hypervisor, or waiting (page faults, locks)",
-                cpu_utilization * 100.0,
-                config.threads
-            ),
-        ).with_remedy("stop other work on these CPUs (see the busy and steal fractions), or check `numalab doctor`"));
-    }
-    if let Some(steal) = worker_cpus_steal {
-        if steal > 0.05 {
-            warnings.push(Warning::new(
-                "cpu_steal",
-                format!(
-                    "the hypervisor took {:.0}% of the clients' CPU time (steal)",
-                    steal * 100.0
-                ),
-            ));
-        }
-    }
-    if let Some(busy) = worker_cpus_busy {
-        let others = busy - cpu_utilization;
-        if others > 0.1 {
-            warnings.push(
-                Warning::new(
-                    "cpu_contention",
-                    format!(
-                        "other processes used about {:.0}% of the clients' CPUs during the window",
-                        others * 100.0
-                    ),
-                )
-                .with_remedy("rerun on an idle machine, or compare only runs made side by side"),
-            );
-        }
-    }
+    let cpu = tally::cpu_use(&window, config);
+    tally::quality_warnings(&mut warnings, config, interrupted, measured_s, &t, &cpu);
 
     let run = WorkloadRun {
         threads: config.threads,
@@ -621,31 +368,31 @@ pub fn run_on(
         warmup_s: config.warmup_s,
         measured_s,
         requests,
-        requests_route: route.len() as u64,
-        requests_itinerary: itinerary.len() as u64,
+        requests_route: t.route.len() as u64,
+        requests_itinerary: t.itinerary.len() as u64,
         requests_per_s,
         requests_per_s_per_thread: requests_per_s / config.threads as f64,
-        requests_per_s_interval: if slices >= 3 {
-            median_interval(&slice_rates)
+        requests_per_s_interval: if t.slices >= 3 {
+            median_interval(&t.slice_rates)
         } else {
             None
         },
-        requests_per_s_slices: slice_rates,
-        slice_s,
-        clients,
-        latency: latency_summary(&all, seed),
-        latency_route: latency_summary(&route, seed),
-        latency_itinerary: latency_summary(&itinerary, seed),
+        requests_per_s_slices: t.slice_rates,
+        slice_s: t.slice_s,
+        clients: t.clients,
+        latency: latency_summary(&t.all, seed),
+        latency_route: latency_summary(&t.route, seed),
+        latency_itinerary: latency_summary(&t.itinerary, seed),
         settled_per_request: if requests > 0 {
-            settled as f64 / requests as f64
+            t.settled as f64 / requests as f64
         } else {
             0.0
         },
-        cpu_utilization,
-        requests_per_cpu_s: (cpu_s > 0.0).then(|| requests as f64 / cpu_s),
-        cpu_s,
-        worker_cpus_busy,
-        worker_cpus_steal,
+        cpu_utilization: cpu.utilization,
+        requests_per_cpu_s: (window.cpu_s > 0.0).then(|| requests as f64 / window.cpu_s),
+        cpu_s: window.cpu_s,
+        worker_cpus_busy: cpu.busy,
+        worker_cpus_steal: cpu.steal,
         pages_per_node: placed.pages_per_node(),
         memory: MemorySummary {
             numa_nodes,
@@ -667,6 +414,74 @@ pub fn run_on(
         run,
         warnings,
     })
+}
+
+/// Places the graph (copies, policies, first touch) and says how long it took (seconds),
+/// adding the placement's warnings and those about the machine and the build; stops if
+/// a stop request came meanwhile.
+fn place_graph(
+    graph: &OwnedGraph,
+    config: &RunConfig,
+    machine: &Machine,
+    placer: &dyn Placer,
+    slots: &[Slot],
+    warnings: &mut Vec<Warning>,
+    observer: &mut dyn FnMut(Progress),
+) -> Result<(placement::Placement, f64), WorkloadError> {
+    let copies = match config.mode {
+        Mode::Replicated => {
+            let mut n: Vec<u32> = slots.iter().map(|s| s.node).collect();
+            n.sort_unstable();
+            n.dedup();
+            n.len()
+        }
+        _ => 1,
+    };
+    observer(Progress::Placing { copies });
+    let t_place = now_ns();
+    let placed = placement::place(graph, config.mode, slots, machine, placer, config.page_kind)?;
+    let placement_s = (now_ns() - t_place) as f64 / 1e9;
+    warnings.extend(placed.warnings.iter().cloned());
+    let numa_nodes = machine.numa_nodes.len().max(1);
+    if numa_nodes == 1 {
+        warnings.push(Warning::new(
+            "single_numa_node",
+            "this machine has one NUMA node: shared-first-touch, shared-interleaved and replicated all put every page on node 0, so the three modes are equivalent here and their figures differ only by noise",
+        ).with_remedy("compare the modes on a machine with several NUMA nodes"));
+    }
+    if cfg!(debug_assertions) {
+        warnings.push(Warning::new(
+            "debug_build",
+            "numalab was built without optimisations: request rates are far below what a release build reaches",
+        ).with_remedy("build with `cargo build --release`"));
+    }
+    if interrupt::requested() {
+        return Err(WorkloadError::Interrupted(
+            "stopped while placing the graph; nothing was measured".into(),
+        ));
+    }
+    Ok((placed, placement_s))
+}
+
+/// The graph's figures for the record, with how long generating and placing it took.
+fn graph_summary(graph: &OwnedGraph, generation_s: f64, placement_s: f64) -> GraphSummary {
+    let view = graph.view();
+    let stats = GraphStats::of(&view, false);
+    GraphSummary {
+        seed: graph.spec.seed,
+        nodes: graph.spec.nodes,
+        edges: stats.edges,
+        width: graph.width,
+        height: view.height(),
+        mean_degree: stats.mean_degree,
+        degree_histogram: stats.degree_histogram,
+        weight_median_ms: stats.weight_median_ms,
+        bytes: graph.bytes(),
+        bytes_per_node: graph.bytes() as f64 / graph.spec.nodes as f64,
+        fingerprint: format!("{:016x}", graph.fingerprint()),
+        generation_s,
+        placement_s,
+    }
 }
 
 /// Bytes of one client's search state for a graph of `nodes` nodes (distances of both
