@@ -14,7 +14,7 @@ use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Record kinds kept verbatim beside the figures: the runs of `numalab scale`, `policy`
 /// and `sweep` (`harness.run`), which [`History::task_history`] returns for `schedule`.
@@ -60,6 +60,55 @@ pub struct IngestOptions {
     /// Free-form tags: a JSON object (e.g. `{"cluster": "a", "node": "n17"}`); its
     /// top-level entries can be filtered on ([`crate::RunFilter::tags`]). `Null` = none.
     pub tags: Value,
+}
+
+/// The bundles to ingest for `paths`: a fleet folder (`numalab fleet run`'s) stands for
+/// the bundle of every node in it, each tagged `fleet=<folder name>` and `node=<node>`
+/// (tags given win) and labelled by its node unless a label was given; any other path
+/// stands for itself. The second list names, one line each, the nodes without a bundle
+/// (they failed before writing one), which are not ingested.
+pub fn expand_fleets(
+    paths: &[PathBuf],
+    opts: &IngestOptions,
+) -> (Vec<(PathBuf, IngestOptions)>, Vec<String>) {
+    use numalab_report::fleet::{is_fleet, node_folders};
+    let (mut out, mut skipped) = (Vec::new(), Vec::new());
+    for b in paths {
+        let nodes = match is_fleet(b).then(|| node_folders(b)) {
+            Some(Ok(nodes)) => nodes,
+            _ => {
+                out.push((b.clone(), opts.clone()));
+                continue;
+            }
+        };
+        let fleet = b
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| b.display().to_string());
+        for (node, dir) in nodes {
+            if !dir.join("results.jsonl").is_file() {
+                skipped.push(format!(
+                    "{}: node {} has no bundle (see its status.json); not ingested",
+                    b.display(),
+                    numalab_schema::text::visible(&node, true)
+                ));
+                continue;
+            }
+            let mut o = opts.clone();
+            if let serde_json::Value::Object(m) = &mut o.tags {
+                m.entry("fleet")
+                    .or_insert_with(|| serde_json::Value::String(fleet.clone()));
+                m.entry("node")
+                    .or_insert_with(|| serde_json::Value::String(node.clone()));
+            }
+            if o.label.is_none() {
+                o.label = Some(node);
+            }
+            out.push((dir, o));
+        }
+    }
+    (out, skipped)
 }
 
 /// What [`History::ingest`] did.

@@ -63,7 +63,9 @@ mod regress;
 mod tasks;
 
 pub use export::{csv_field, CSV_HEADER, EXPORT_VERSION};
-pub use ingest::{content_key, Fingerprint, IngestOptions, IngestOutcome, Limits, KEPT_KINDS};
+pub use ingest::{
+    content_key, expand_fleets, Fingerprint, IngestOptions, IngestOutcome, Limits, KEPT_KINDS,
+};
 pub use numalab_report::compare::{RunNoise, Verdict};
 pub use numalab_report::metrics::Metric;
 pub use query::{Point, Query, RunFilter, RunInfo};

@@ -1017,3 +1017,52 @@ fn a_process_killed_during_ingest_leaves_a_consistent_history() {
         assert_eq!(r.metric_count, 4);
     }
 }
+
+#[test]
+fn a_fleet_folder_stands_for_its_nodes_bundles_tagged_and_labelled_by_node() {
+    let d = tempfile::tempdir().unwrap();
+    let fleet = d.path().join("nightly");
+    for (node, bundle) in [("n1", true), ("n2", false), ("n3", true)] {
+        let dir = fleet.join("nodes").join(node);
+        std::fs::create_dir_all(&dir).unwrap();
+        if bundle {
+            std::fs::write(dir.join(JOURNAL_FILE), "").unwrap();
+        }
+    }
+    std::fs::write(fleet.join("nodes").join("not-a-node.txt"), "").unwrap();
+    let single = fixture("vm-evaluate");
+    let opts = IngestOptions {
+        label: None,
+        tags: json!({"node": "given wins"}),
+    };
+    // Without fleet.json the folder is no fleet: it stands for itself.
+    let (plain, skipped) = numalab_history::expand_fleets(std::slice::from_ref(&fleet), &opts);
+    assert_eq!(plain.len(), 1);
+    assert_eq!(plain[0].0, fleet);
+    assert!(skipped.is_empty());
+    std::fs::write(fleet.join("fleet.json"), "{}").unwrap();
+    let (out, skipped) = numalab_history::expand_fleets(&[single.clone(), fleet.clone()], &opts);
+    let got: Vec<(PathBuf, Option<String>, Value)> =
+        out.into_iter().map(|(p, o)| (p, o.label, o.tags)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (single, None, json!({"node": "given wins"})),
+            (
+                fleet.join("nodes/n1"),
+                Some("n1".into()),
+                json!({"fleet": "nightly", "node": "given wins"})
+            ),
+            (
+                fleet.join("nodes/n3"),
+                Some("n3".into()),
+                json!({"fleet": "nightly", "node": "given wins"})
+            ),
+        ]
+    );
+    assert_eq!(skipped.len(), 1);
+    assert!(
+        skipped[0].ends_with("node n2 has no bundle (see its status.json); not ingested"),
+        "{skipped:?}"
+    );
+}

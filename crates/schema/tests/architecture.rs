@@ -429,7 +429,7 @@ fn command_files_stay_small() {
         ("home.rs", 478),
         ("report.rs", 514),
         ("profile.rs", 532),
-        ("db.rs", 599),
+        ("db.rs", 551),
         ("model.rs", 607),
         ("layout.rs", 626),
         ("mem.rs", 723),

@@ -243,58 +243,6 @@ fn open(path: &std::path::Path) -> Result<History, CliError> {
     Ok(History::open(path)?)
 }
 
-/// The bundles to ingest: a fleet folder (`numalab fleet run`: `fleet.json` and
-/// `nodes/`) stands for every node bundle in it, each tagged `fleet=<folder name>` and
-/// `node=<node>` and labelled by its node (unless `--label`); nodes without a bundle
-/// (failed before writing one) are named on stderr.
-fn expand_fleets(bundles: &[PathBuf], opts: &IngestOptions) -> Vec<(PathBuf, IngestOptions)> {
-    let mut out = Vec::new();
-    for b in bundles {
-        let nodes = b.join("nodes");
-        if !(b.join("fleet.json").is_file() && nodes.is_dir()) {
-            out.push((b.clone(), opts.clone()));
-            continue;
-        }
-        let fleet = b
-            .canonicalize()
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| b.display().to_string());
-        let mut names: Vec<String> = std::fs::read_dir(&nodes)
-            .map(|rd| {
-                rd.flatten()
-                    .filter(|e| e.path().is_dir())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        for node in names {
-            let dir = nodes.join(&node);
-            if !dir.join("results.jsonl").is_file() {
-                eprintln!(
-                    "numalab: {}: node {} has no bundle (see its status.json); not ingested",
-                    b.display(),
-                    numalab_report::table::plain(&node)
-                );
-                continue;
-            }
-            let mut o = opts.clone();
-            if let serde_json::Value::Object(m) = &mut o.tags {
-                m.entry("fleet")
-                    .or_insert_with(|| serde_json::Value::String(fleet.clone()));
-                m.entry("node")
-                    .or_insert_with(|| serde_json::Value::String(node.clone()));
-            }
-            if o.label.is_none() {
-                o.label = Some(node.clone());
-            }
-            out.push((dir, o));
-        }
-    }
-    out
-}
-
 fn ingest(path: &std::path::Path, a: IngestArgs) -> CliResult {
     let tags = parse_tags(&a.tags)?;
     let mut h = open(path)?;
@@ -308,7 +256,11 @@ fn ingest(path: &std::path::Path, a: IngestArgs) -> CliResult {
     };
     let mut outcomes = Vec::new();
     let mut failed = Vec::new();
-    for (b, opts) in expand_fleets(&a.bundles, &opts) {
+    let (bundles, skipped) = numalab_history::expand_fleets(&a.bundles, &opts);
+    for line in skipped {
+        eprintln!("numalab: {line}");
+    }
+    for (b, opts) in bundles {
         let b = &b;
         match h.ingest_with(b, &opts) {
             Ok(o) => {

@@ -239,9 +239,14 @@ pub fn load_node(name: &str, dir: &Path) -> FleetNode {
     node
 }
 
-/// Reads a fleet folder: every folder under `dir/nodes/`, in name order. Entries that
-/// are not folders are skipped; a node that cannot be read is kept with its problem.
-pub fn load_fleet(dir: &Path) -> Result<FleetInput, FleetError> {
+/// Whether `dir` is a fleet folder (`numalab fleet run`'s: `fleet.json` and `nodes/`).
+pub fn is_fleet(dir: &Path) -> bool {
+    dir.join("fleet.json").is_file() && dir.join("nodes").is_dir()
+}
+
+/// The node folders of a fleet folder, `(node name, folder)` in name order: every folder
+/// under `dir/nodes/` (other entries skipped).
+pub fn node_folders(dir: &Path) -> Result<Vec<(String, PathBuf)>, FleetError> {
     let nodes_dir = dir.join("nodes");
     let entries = std::fs::read_dir(&nodes_dir).map_err(|e| FleetError {
         message: format!(
@@ -256,6 +261,13 @@ pub fn load_fleet(dir: &Path) -> Result<FleetInput, FleetError> {
         .map(|e| (os_text(&e.file_name()), e.path()))
         .collect();
     dirs.sort();
+    Ok(dirs)
+}
+
+/// Reads a fleet folder: every folder under `dir/nodes/`, in name order. Entries that
+/// are not folders are skipped; a node that cannot be read is kept with its problem.
+pub fn load_fleet(dir: &Path) -> Result<FleetInput, FleetError> {
+    let dirs = node_folders(dir)?;
     let mut nodes: Vec<FleetNode> = dirs.iter().map(|(n, p)| load_node(n, p)).collect();
     // Names cut to the same text stay apart.
     let mut seen = std::collections::HashSet::new();

@@ -20,8 +20,9 @@ pub use analyse::{
     Group, NodeRow, NodeValue, Options, Outlier, FLEET_REPORT_VERSION, MAD_SCALE,
 };
 pub use input::{
-    load_fleet, load_node, memory_key, read_status, FleetError, FleetInput, FleetNode, NodeFacts,
-    NodeStatus, MAX_MESSAGE_CHARS, MAX_NAME_CHARS, MAX_STATUS_BYTES, MAX_STDERR_CHARS,
+    is_fleet, load_fleet, load_node, memory_key, node_folders, read_status, FleetError, FleetInput,
+    FleetNode, NodeFacts, NodeStatus, MAX_MESSAGE_CHARS, MAX_NAME_CHARS, MAX_STATUS_BYTES,
+    MAX_STDERR_CHARS,
 };
 pub use render::{
     document, figure_chart, render_html, render_json, render_text, TERMINAL_NODE_ROWS,
