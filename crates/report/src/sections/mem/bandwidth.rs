@@ -96,6 +96,17 @@ pub(super) fn section(
         &anchors::id(b, "mem-bandwidth"),
         &format!("Memory bandwidth{of}"),
     );
+    threads_chart(&mut s, b, recs);
+    matrix_heatmap(&mut s, b, recs);
+    measurements(&mut s, b, recs, peak);
+    matrix_tables(&mut s, b, recs);
+    controllers(&mut s, b, recs);
+    s
+}
+
+/// Bandwidth against threads (lines per kernel), or by kernel (bars) when the sweep
+/// has one thread count.
+fn threads_chart(s: &mut Section, b: usize, recs: &[BandwidthRecord]) {
     let sweep: Vec<&BandwidthRecord> = recs.iter().filter(|r| r.matrix.is_none()).collect();
     let mut kernels: Vec<String> = sweep.iter().map(|r| r.kernel.name()).collect();
     kernels.dedup();
@@ -157,6 +168,10 @@ pub(super) fn section(
             "Median bandwidth over the timed rounds, p10-p90",
         );
     }
+}
+
+/// The node-pair matrix of the matrix kernel as a heatmap.
+fn matrix_heatmap(s: &mut Section, b: usize, recs: &[BandwidthRecord]) {
     if let Some(k) = matrix_kernel(recs) {
         let cells: Vec<(MatrixCell, f64)> = recs
             .iter()
@@ -175,6 +190,10 @@ pub(super) fn section(
             );
         }
     }
+}
+
+/// Every measurement in one table, with its share of the peak and how it was checked.
+fn measurements(s: &mut Section, b: usize, recs: &[BandwidthRecord], peak: Option<&MemConfig>) {
     let mut t = table(
         &anchors::id(b, "mem-bandwidth-table"),
         "Measurements",
@@ -232,7 +251,10 @@ pub(super) fn section(
     }
     t.notes.push(crate::peak::note(peak));
     s.table(t);
-    // Every node-pair matrix as numbers: one table per kernel and thread count.
+}
+
+/// Every node-pair matrix as numbers: one table per kernel and thread count.
+fn matrix_tables(s: &mut Section, b: usize, recs: &[BandwidthRecord]) {
     for k in first_seen(
         recs.iter()
             .filter(|r| r.matrix.is_some())
@@ -256,8 +278,6 @@ pub(super) fn section(
             ));
         }
     }
-    controllers(&mut s, b, recs);
-    s
 }
 
 /// The memory controllers' own count beside the probe's bytes (an untimed pass of each
