@@ -10,27 +10,40 @@
 //! the record types of `evaluate` and `doctor`; [`draw`] the charts of record families
 //! that the command line also writes as files. [`fingerprint`] is a machine's hardware
 //! identity; [`fleet`] finds the nodes of a fleet whose figures are off.
+//!
+//! The renderers (`doc`, `table`, `html`, `sections`, `draw`, `topology`, `peak`, and
+//! the comparison and fleet reports as documents) are the `render` feature, on by
+//! default. Without it the crate is the analysis alone (`load`, `metrics`, `compare`,
+//! `findings`, `fingerprint`, the fleet analysis), as `numalab-history` uses it.
 
 pub mod anchors;
 pub mod compare;
+#[cfg(feature = "render")]
 pub mod doc;
+#[cfg(feature = "render")]
 pub mod draw;
 pub mod facts;
 pub mod findings;
 pub mod fingerprint;
 pub mod fleet;
+#[cfg(feature = "render")]
 pub mod html;
 pub mod load;
 pub mod memattrs;
 pub mod metrics;
+#[cfg(feature = "render")]
 pub mod peak;
 pub mod power;
 pub mod records;
+#[cfg(feature = "render")]
 pub mod sections;
+#[cfg(feature = "render")]
 pub mod table;
+#[cfg(feature = "render")]
 pub mod topology;
 
 pub use load::{load, Loaded};
+#[cfg(feature = "render")]
 pub use numalab_chart::{escape, svg};
 
 /// `text` cut to `max` characters with "..." (command lines in headings and sentences).

@@ -597,12 +597,18 @@ fn pooled(cells: &[(f64, Vec<f64>)]) -> Vec<f64> {
     }
 }
 
+/// Memory figures: bandwidth, idle and loaded latency, page migration (in this order).
 fn mem(l: &Loaded, out: &mut Vec<Metric>) {
+    mem_bandwidth(l, out);
+    mem_latency(l, out);
+    mem_loaded(l, out);
+    mem_migrate(l, out);
+}
+
+/// Bandwidth per kernel: one thread, all threads, and node pairs local and remote.
+fn mem_bandwidth(l: &Loaded, out: &mut Vec<Metric>) {
     use crate::facts::round_gbps;
-    use numalab_records::mem::latency::LatencyRecord;
     use numalab_records::mem::BandwidthRecord;
-    use numalab_records::mem::LoadedRecord;
-    use numalab_records::mem::MigrateRecord;
     let bw: Vec<BandwidthRecord> = l
         .records_of::<BandwidthRecord>()
         .into_iter()
@@ -665,6 +671,12 @@ fn mem(l: &Loaded, out: &mut Vec<Metric>) {
             }
         }
     }
+}
+
+/// Idle latency: the curve's largest working set, the node matrix's local and remote
+/// pairs of the headline kind, and the local pairs on base pages beside it.
+fn mem_latency(l: &Loaded, out: &mut Vec<Metric>) {
+    use numalab_records::mem::latency::LatencyRecord;
     let lat: Vec<LatencyRecord> = l
         .records_of::<LatencyRecord>()
         .into_iter()
@@ -771,6 +783,11 @@ fn mem(l: &Loaded, out: &mut Vec<Metric>) {
             None => m,
         });
     }
+}
+
+/// Loaded latency: the latency at the other CPUs' full traffic, and that traffic.
+fn mem_loaded(l: &Loaded, out: &mut Vec<Metric>) {
+    use numalab_records::mem::LoadedRecord;
     for (_, r) in l.records_of::<LoadedRecord>() {
         if let Some(p) = r.points.last().filter(|p| p.delay_ns.is_some()) {
             out.push(
@@ -794,6 +811,11 @@ fn mem(l: &Loaded, out: &mut Vec<Metric>) {
             ));
         }
     }
+}
+
+/// Page migration throughput per pair, method and unit, at its largest page count.
+fn mem_migrate(l: &Loaded, out: &mut Vec<Metric>) {
+    use numalab_records::mem::MigrateRecord;
     let mig: Vec<MigrateRecord> = l
         .records_of::<MigrateRecord>()
         .into_iter()

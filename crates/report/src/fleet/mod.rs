@@ -13,6 +13,7 @@
 
 mod analyse;
 mod input;
+#[cfg(feature = "render")]
 mod render;
 
 pub use analyse::{
@@ -24,9 +25,11 @@ pub use input::{
     FleetNode, NodeFacts, NodeStatus, MAX_MESSAGE_CHARS, MAX_NAME_CHARS, MAX_STATUS_BYTES,
     MAX_STDERR_CHARS,
 };
+#[cfg(feature = "render")]
 pub use render::{
     document, figure_chart, render_html, render_json, render_text, TERMINAL_NODE_ROWS,
 };
 
-#[cfg(test)]
+// The tests read the analysis through its renderings, so they need them.
+#[cfg(all(test, feature = "render"))]
 mod tests;

@@ -284,395 +284,438 @@ fn timeline(s: &mut Section, b: usize, key: &str, p: &Profile) {
     s.table(t);
 }
 
+/// The table of one `pmu.check`: what the machine can count, after its verdict.
+fn check(s: &mut Section, b: usize, c: &PmuCheck) {
+    s.para(c.verdict.clone());
+    let mut t = table(
+        &anchors::id(b, "pmu-check"),
+        "PMU check",
+        &[("what", None), ("result", None)],
+    );
+    t.push(vec![Cell::text("cycles"), status(&c.capability.cycles)]);
+    t.push(vec![
+        Cell::text("instructions"),
+        status(&c.capability.instructions),
+    ]);
+    t.push(vec![
+        Cell::text("task clock"),
+        status(&c.capability.task_clock),
+    ]);
+    t.push(vec![
+        Cell::text("page faults"),
+        status(&c.capability.page_faults),
+    ]);
+    t.push(vec![
+        Cell::text("perf_event_paranoid"),
+        opt(c.capability.paranoid.map(f64::from), 0, "not readable"),
+    ]);
+    t.push(vec![
+        Cell::text("PMUs listed by the kernel"),
+        Cell::text(c.capability.pmus.join(", ")),
+    ]);
+    t.push(vec![
+        Cell::text("event catalog"),
+        match (&c.cpu, &c.cpu_problem) {
+            (Some(m), _) => Cell::text(format!("{} ({}, {})", m.catalog, m.cpu, m.how)),
+            (None, Some(p)) => Cell::missing(p),
+            (None, None) => Cell::missing("no catalog fits this CPU"),
+        },
+    ]);
+    t.push(vec![
+        Cell::text("task clock / thread CPU time"),
+        opt(c.task_clock_agreement, 4, "not measured"),
+    ]);
+    t.push(vec![
+        Cell::text("IPC of the check loop"),
+        opt(c.loop_ipc, 2, "no hardware PMU"),
+    ]);
+    s.table(t);
+}
+
+/// One `pmu.profile`: its sentence, spreads and coverage, the decision tree, the
+/// timeline, the uncore, the metrics and the events.
+fn profile(s: &mut Section, b: usize, key: &str, p: &Profile) {
+    profile_intro(s, p);
+    if let Some(t) = &p.tree {
+        tree(s, b, key, t);
+    }
+    if !p.timeline.is_empty() {
+        timeline(s, b, key, p);
+    }
+    match (&p.uncore, &p.uncore_note) {
+        (Some(u), _) => {
+            s.para("Uncore PMUs counted system-wide over the same time (every process on the machine, not only this one):");
+            super::uncore::render(s, &anchors::id(b, &format!("pmu-uncore-{key}")), u);
+        }
+        (None, Some(n)) => {
+            s.para(format!("Uncore: {n}."));
+        }
+        (None, None) => {}
+    }
+    profile_metrics(s, b, key, p);
+    profile_events(s, b, key, p);
+}
+
+/// What a profile counted and how (its sentence), the run-to-run spreads and what it
+/// could not count.
+fn profile_intro(s: &mut Section, p: &Profile) {
+    let what = match (&p.attach, p.command.is_empty()) {
+        (Some(a), _) if a.kind == "pid" => format!(
+            "process {} ({})",
+            a.pid.map_or("?".into(), |p| p.to_string()),
+            a.comm.as_deref().unwrap_or("?")
+        ),
+        (Some(a), true) if a.kind == "system-wide" => {
+            format!("every CPU ({} CPUs)", a.cpus.len())
+        }
+        (Some(_), false) => format!("every CPU while {} ran", p.command.join(" ")),
+        (_, true) => p
+            .source
+            .path
+            .clone()
+            .unwrap_or_else(|| "imported counts".into()),
+        (_, false) => p.command.join(" "),
+    };
+    let mut facts = vec![match p.mode.as_str() {
+        "exact" => format!("exact mode: {} run(s), no multiplexing", p.runs.len()),
+        "default" => "default mode: one run, the kernel multiplexes groups".into(),
+        _ => format!(
+            "imported from {}",
+            p.source.format.as_deref().unwrap_or("a perf file")
+        ),
+    }];
+    if let Some(sc) = &p.scope {
+        facts.push(format!("{sc} counting"));
+    }
+    if let Some(a) = &p.attach {
+        let threads = a
+            .threads
+            .map(|t| format!(" ({t} threads when attached, and those they created)"))
+            .unwrap_or_default();
+        facts.push(format!(
+            "counted for {:.2} s{threads}, stopped by {}",
+            a.seconds, a.stopped_by
+        ));
+    }
+    if let Some(ms) = p.interval_ms {
+        facts.push(format!(
+            "read every {ms} ms: {} intervals",
+            p.timeline.len()
+        ));
+    }
+    if let Some(run) = p.runs.last() {
+        facts.push(format!(
+            "the command {} (wall time {:.3} s)",
+            run.outcome.describe(),
+            run.outcome.wall_ns as f64 / 1e9
+        ));
+    }
+    s.para(format!(
+        "Profile of {what}: {} ({}), catalog {}, metric set {}; {}.",
+        p.cpu.cpu,
+        p.cpu.how,
+        p.cpu.catalog,
+        p.metric_set,
+        facts.join("; ")
+    ));
+    s.list(
+        p.spread
+            .iter()
+            .map(|sp| {
+                format!(
+                    "run-to-run spread of {} over {} runs: {:.2}% (median {})",
+                    sp.event,
+                    sp.runs,
+                    sp.spread_pct,
+                    fmt_count(sp.median)
+                )
+            })
+            .collect(),
+    );
+    if let Some(c) = &p.coverage {
+        for line in coverage_lines(c) {
+            s.para(line);
+        }
+    }
+}
+
+/// The decision tree of a profile: its outline and the table of its findings.
+fn tree(s: &mut Section, b: usize, key: &str, t: &TreeReport) {
+    s.outline(tree_outline(t));
+    let mut anchor = table(
+        &anchors::pmu_tree(b, key),
+        "Decision tree findings",
+        &[
+            ("metric", None),
+            ("group", None),
+            ("verdict", None),
+            ("value", None),
+            ("threshold", None),
+            ("finding", None),
+        ],
+    );
+    for f in &t.findings {
+        anchor.push(vec![
+            Cell::text(&f.metric),
+            Cell::text(&f.group),
+            Cell::text(&f.label),
+            Cell::num(f.value, 3),
+            Cell::num(f.threshold, 3),
+            Cell::text(&f.text),
+        ]);
+    }
+    if anchor.rows.is_empty() {
+        anchor.push(vec![
+            Cell::text("-"),
+            Cell::text("-"),
+            Cell::text("nothing notable"),
+            Cell::missing("no metric reached its threshold"),
+            Cell::missing("no metric reached its threshold"),
+            Cell::text(&t.verdict),
+        ]);
+    }
+    s.table(anchor);
+}
+
+/// The metrics table of a profile (the metrics it could not compute folded into a
+/// note when its coverage already says why).
+fn profile_metrics(s: &mut Section, b: usize, key: &str, p: &Profile) {
+    let mut m = table(
+        &anchors::id(b, &format!("pmu-metrics-{key}")),
+        "Metrics",
+        &[
+            ("group", None),
+            ("metric", None),
+            ("value", None),
+            ("unit", None),
+            ("counted", None),
+            ("note", None),
+        ],
+    );
+    // With the coverage lines above (what was not counted, the metrics not
+    // computable by cause), a row per n/a metric only repeats them (30 rows on a
+    // machine without a PMU): they are folded into one note; every one is in the
+    // raw data with its reason.
+    let fold = p.coverage.is_some();
+    let folded: Vec<&str> = p
+        .metrics
+        .iter()
+        .filter(|v| fold && v.value.is_none())
+        .map(|v| v.name.as_str())
+        .collect();
+    for v in p.metrics.iter().filter(|v| !(fold && v.value.is_none())) {
+        m.push(vec![
+            Cell::text(&v.group),
+            Cell::text(&v.name),
+            match v.value {
+                Some(x) => Cell::text(fmt_metric(x, &v.unit)),
+                None => Cell::missing(v.reason.clone().unwrap_or_else(|| "not available".into())),
+            },
+            Cell::text(&v.unit),
+            opt(v.min_running_fraction, 2, "not counted"),
+            Cell::text(if v.across_runs {
+                "events from different runs, normalised by instructions".to_string()
+            } else {
+                v.reason.clone().unwrap_or_default()
+            }),
+        ]);
+    }
+    m.notes.push("counted = the smallest share of the run its events were on a counter (multiplexed values are extrapolated)".into());
+    if !folded.is_empty() {
+        m.notes.push(format!(
+            "{} metric{} not available, not listed (why: above; each with its reason in the raw data): {}",
+            folded.len(),
+            if folded.len() == 1 { "" } else { "s" },
+            names_short(&folded)
+        ));
+    }
+    if !m.rows.is_empty() || !folded.is_empty() {
+        s.table(m);
+    }
+}
+
+/// The events table of a profile (the events this PMU does not support folded into
+/// a note when its coverage already lists them).
+fn profile_events(s: &mut Section, b: usize, key: &str, p: &Profile) {
+    let fold = p.coverage.is_some();
+    let mut e = table(
+        &anchors::id(b, &format!("pmu-events-{key}")),
+        "Events",
+        &[
+            ("event", None),
+            ("code", None),
+            ("value", None),
+            ("unit", None),
+            ("counted", None),
+            ("state", None),
+        ],
+    );
+    let unsupported: Vec<&str> = p
+        .events
+        .iter()
+        .filter(|v| fold && v.state == EventState::NotSupported)
+        .map(|v| v.name.as_str())
+        .collect();
+    for v in p
+        .events
+        .iter()
+        .filter(|v| !(fold && v.state == EventState::NotSupported))
+    {
+        e.push(vec![
+            Cell::text(&v.name),
+            Cell::text(v.code.clone().unwrap_or_default()),
+            opt(v.value, 0, "no value"),
+            Cell::text(v.unit.clone().unwrap_or_default()),
+            opt(v.running_fraction, 3, "not counted"),
+            Cell::text(match v.state {
+                EventState::Counted => "counted",
+                EventState::NotSupported => "not supported",
+                EventState::NotCounted => "not scheduled",
+                EventState::Denied => "denied",
+                EventState::Failed => "failed",
+                EventState::Untrusted => "not counted here (read 0)",
+            }),
+        ]);
+    }
+    if !unsupported.is_empty() {
+        e.notes.push(format!(
+            "{} event{} not supported by this PMU, not listed: {}",
+            unsupported.len(),
+            if unsupported.len() == 1 { "" } else { "s" },
+            names_short(&unsupported)
+        ));
+    }
+    s.table(e);
+}
+
+/// One `pmu.samples`: its sentence, the hot functions and the hottest lines.
+fn samples(s: &mut Section, b: usize, key: &str, sr: &SampleReport) {
+    s.para(format!(
+        "Samples of {}: {} samples of {} ({} lost, {} attributed to a function). {}",
+        sr.command.join(" "),
+        sr.samples,
+        sr.event,
+        sr.lost,
+        sr.attributed,
+        sr.skid
+    ));
+    let mut t = table(
+        &anchors::id(b, &format!("pmu-functions-{key}")),
+        "Hot functions",
+        &[
+            ("function", None),
+            ("object", None),
+            ("self", Some("%")),
+            ("total", Some("%")),
+            ("hottest line", None),
+        ],
+    );
+    for f in sr.functions.iter().take(30) {
+        t.push(vec![
+            Cell::text(&f.function),
+            Cell::text(&f.object),
+            Cell::num(f.self_pct, 1),
+            Cell::num(f.total_pct, 1),
+            Cell::text(f.hottest_line.clone().unwrap_or_default()),
+        ]);
+    }
+    if let Some(d) = sr.callchain_depth_median {
+        t.notes.push(format!("median call-chain depth {d:.0} frames (code built without frame pointers gives short chains: `total` then undercounts callers)"));
+    }
+    s.table(t);
+    if !sr.lines.is_empty() {
+        let mut lt = table(
+            &anchors::id(b, &format!("pmu-lines-{key}")),
+            "Hottest lines",
+            &[
+                ("share", Some("%")),
+                ("file", None),
+                ("line", None),
+                ("function", None),
+            ],
+        );
+        for l in sr.lines.iter().take(16) {
+            lt.push(vec![
+                Cell::num(l.pct, 1),
+                Cell::text(&l.file),
+                Cell::num(f64::from(l.line), 0),
+                Cell::text(&l.function),
+            ]);
+        }
+        s.table(lt);
+    }
+}
+
+/// One `pmu.comparison`: the metrics before and after, then the counts.
+fn comparison(s: &mut Section, b: usize, key: &str, c: &Comparison) {
+    let mut t = table(
+        &anchors::id(b, &format!("pmu-comparison-{key}")),
+        &format!("{} against {}", c.new, c.base),
+        &[
+            ("metric", None),
+            ("unit", None),
+            ("before", None),
+            ("after", None),
+            ("change", Some("%")),
+            ("note", None),
+        ],
+    );
+    for m in &c.metrics {
+        t.push(vec![
+            Cell::text(&m.name),
+            Cell::text(&m.unit),
+            opt(m.base, 4, "not available"),
+            opt(m.new, 4, "not available"),
+            opt(m.change_pct, 1, "not comparable"),
+            Cell::text(m.note.clone().unwrap_or_default()),
+        ]);
+    }
+    if let Some(n) = &c.note {
+        t.notes.push(n.clone());
+    }
+    s.table(t);
+    let mut ct = table(
+        &anchors::id(b, &format!("pmu-comparison-counts-{key}")),
+        "Counts",
+        &[
+            ("event", None),
+            ("before", None),
+            ("after", None),
+            ("change", Some("%")),
+        ],
+    );
+    for e in &c.counts {
+        ct.push(vec![
+            Cell::text(&e.name),
+            opt(e.base, 0, "not counted"),
+            opt(e.new, 0, "not counted"),
+            opt(e.change_pct, 1, "not comparable"),
+        ]);
+    }
+    s.table(ct);
+}
+
 /// The PMU sections of a bundle.
 pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
     let checks = l.records_of::<PmuCheck>();
     let profiles = l.records_of::<Profile>();
-    let samples = l.records_of::<SampleReport>();
+    let samples_of = l.records_of::<SampleReport>();
     let comparisons = l.records_of::<Comparison>();
-    if checks.is_empty() && profiles.is_empty() && samples.is_empty() && comparisons.is_empty() {
+    if checks.is_empty() && profiles.is_empty() && samples_of.is_empty() && comparisons.is_empty() {
         return Vec::new();
     }
     let mut s = Section::new(&anchors::pmu(b), &format!("Performance counters{of}"));
     for (_, c) in &checks {
-        s.para(c.verdict.clone());
-        let mut t = table(
-            &anchors::id(b, "pmu-check"),
-            "PMU check",
-            &[("what", None), ("result", None)],
-        );
-        t.push(vec![Cell::text("cycles"), status(&c.capability.cycles)]);
-        t.push(vec![
-            Cell::text("instructions"),
-            status(&c.capability.instructions),
-        ]);
-        t.push(vec![
-            Cell::text("task clock"),
-            status(&c.capability.task_clock),
-        ]);
-        t.push(vec![
-            Cell::text("page faults"),
-            status(&c.capability.page_faults),
-        ]);
-        t.push(vec![
-            Cell::text("perf_event_paranoid"),
-            opt(c.capability.paranoid.map(f64::from), 0, "not readable"),
-        ]);
-        t.push(vec![
-            Cell::text("PMUs listed by the kernel"),
-            Cell::text(c.capability.pmus.join(", ")),
-        ]);
-        t.push(vec![
-            Cell::text("event catalog"),
-            match (&c.cpu, &c.cpu_problem) {
-                (Some(m), _) => Cell::text(format!("{} ({}, {})", m.catalog, m.cpu, m.how)),
-                (None, Some(p)) => Cell::missing(p),
-                (None, None) => Cell::missing("no catalog fits this CPU"),
-            },
-        ]);
-        t.push(vec![
-            Cell::text("task clock / thread CPU time"),
-            opt(c.task_clock_agreement, 4, "not measured"),
-        ]);
-        t.push(vec![
-            Cell::text("IPC of the check loop"),
-            opt(c.loop_ipc, 2, "no hardware PMU"),
-        ]);
-        s.table(t);
+        check(&mut s, b, c);
     }
     for (r, p) in &profiles {
-        let what = match (&p.attach, p.command.is_empty()) {
-            (Some(a), _) if a.kind == "pid" => format!(
-                "process {} ({})",
-                a.pid.map_or("?".into(), |p| p.to_string()),
-                a.comm.as_deref().unwrap_or("?")
-            ),
-            (Some(a), true) if a.kind == "system-wide" => {
-                format!("every CPU ({} CPUs)", a.cpus.len())
-            }
-            (Some(_), false) => format!("every CPU while {} ran", p.command.join(" ")),
-            (_, true) => p
-                .source
-                .path
-                .clone()
-                .unwrap_or_else(|| "imported counts".into()),
-            (_, false) => p.command.join(" "),
-        };
-        let mut facts = vec![match p.mode.as_str() {
-            "exact" => format!("exact mode: {} run(s), no multiplexing", p.runs.len()),
-            "default" => "default mode: one run, the kernel multiplexes groups".into(),
-            _ => format!(
-                "imported from {}",
-                p.source.format.as_deref().unwrap_or("a perf file")
-            ),
-        }];
-        if let Some(sc) = &p.scope {
-            facts.push(format!("{sc} counting"));
-        }
-        if let Some(a) = &p.attach {
-            let threads = a
-                .threads
-                .map(|t| format!(" ({t} threads when attached, and those they created)"))
-                .unwrap_or_default();
-            facts.push(format!(
-                "counted for {:.2} s{threads}, stopped by {}",
-                a.seconds, a.stopped_by
-            ));
-        }
-        if let Some(ms) = p.interval_ms {
-            facts.push(format!(
-                "read every {ms} ms: {} intervals",
-                p.timeline.len()
-            ));
-        }
-        if let Some(run) = p.runs.last() {
-            facts.push(format!(
-                "the command {} (wall time {:.3} s)",
-                run.outcome.describe(),
-                run.outcome.wall_ns as f64 / 1e9
-            ));
-        }
-        s.para(format!(
-            "Profile of {what}: {} ({}), catalog {}, metric set {}; {}.",
-            p.cpu.cpu,
-            p.cpu.how,
-            p.cpu.catalog,
-            p.metric_set,
-            facts.join("; ")
-        ));
-        s.list(
-            p.spread
-                .iter()
-                .map(|sp| {
-                    format!(
-                        "run-to-run spread of {} over {} runs: {:.2}% (median {})",
-                        sp.event,
-                        sp.runs,
-                        sp.spread_pct,
-                        fmt_count(sp.median)
-                    )
-                })
-                .collect(),
-        );
-        if let Some(c) = &p.coverage {
-            for line in coverage_lines(c) {
-                s.para(line);
-            }
-        }
-        if let Some(t) = &p.tree {
-            s.outline(tree_outline(t));
-            let mut anchor = table(
-                &anchors::pmu_tree(b, &r.key),
-                "Decision tree findings",
-                &[
-                    ("metric", None),
-                    ("group", None),
-                    ("verdict", None),
-                    ("value", None),
-                    ("threshold", None),
-                    ("finding", None),
-                ],
-            );
-            for f in &t.findings {
-                anchor.push(vec![
-                    Cell::text(&f.metric),
-                    Cell::text(&f.group),
-                    Cell::text(&f.label),
-                    Cell::num(f.value, 3),
-                    Cell::num(f.threshold, 3),
-                    Cell::text(&f.text),
-                ]);
-            }
-            if anchor.rows.is_empty() {
-                anchor.push(vec![
-                    Cell::text("-"),
-                    Cell::text("-"),
-                    Cell::text("nothing notable"),
-                    Cell::missing("no metric reached its threshold"),
-                    Cell::missing("no metric reached its threshold"),
-                    Cell::text(&t.verdict),
-                ]);
-            }
-            s.table(anchor);
-        }
-        if !p.timeline.is_empty() {
-            timeline(&mut s, b, &r.key, p);
-        }
-        match (&p.uncore, &p.uncore_note) {
-            (Some(u), _) => {
-                s.para("Uncore PMUs counted system-wide over the same time (every process on the machine, not only this one):");
-                super::uncore::render(&mut s, &anchors::id(b, &format!("pmu-uncore-{}", r.key)), u);
-            }
-            (None, Some(n)) => {
-                s.para(format!("Uncore: {n}."));
-            }
-            (None, None) => {}
-        }
-        let mut m = table(
-            &anchors::id(b, &format!("pmu-metrics-{}", r.key)),
-            "Metrics",
-            &[
-                ("group", None),
-                ("metric", None),
-                ("value", None),
-                ("unit", None),
-                ("counted", None),
-                ("note", None),
-            ],
-        );
-        // With the coverage lines above (what was not counted, the metrics not
-        // computable by cause), a row per n/a metric only repeats them (30 rows on a
-        // machine without a PMU): they are folded into one note; every one is in the
-        // raw data with its reason.
-        let fold = p.coverage.is_some();
-        let folded: Vec<&str> = p
-            .metrics
-            .iter()
-            .filter(|v| fold && v.value.is_none())
-            .map(|v| v.name.as_str())
-            .collect();
-        for v in p.metrics.iter().filter(|v| !(fold && v.value.is_none())) {
-            m.push(vec![
-                Cell::text(&v.group),
-                Cell::text(&v.name),
-                match v.value {
-                    Some(x) => Cell::text(fmt_metric(x, &v.unit)),
-                    None => {
-                        Cell::missing(v.reason.clone().unwrap_or_else(|| "not available".into()))
-                    }
-                },
-                Cell::text(&v.unit),
-                opt(v.min_running_fraction, 2, "not counted"),
-                Cell::text(if v.across_runs {
-                    "events from different runs, normalised by instructions".to_string()
-                } else {
-                    v.reason.clone().unwrap_or_default()
-                }),
-            ]);
-        }
-        m.notes.push("counted = the smallest share of the run its events were on a counter (multiplexed values are extrapolated)".into());
-        if !folded.is_empty() {
-            m.notes.push(format!(
-                "{} metric{} not available, not listed (why: above; each with its reason in the raw data): {}",
-                folded.len(),
-                if folded.len() == 1 { "" } else { "s" },
-                names_short(&folded)
-            ));
-        }
-        if !m.rows.is_empty() || !folded.is_empty() {
-            s.table(m);
-        }
-        let mut e = table(
-            &anchors::id(b, &format!("pmu-events-{}", r.key)),
-            "Events",
-            &[
-                ("event", None),
-                ("code", None),
-                ("value", None),
-                ("unit", None),
-                ("counted", None),
-                ("state", None),
-            ],
-        );
-        let unsupported: Vec<&str> = p
-            .events
-            .iter()
-            .filter(|v| fold && v.state == EventState::NotSupported)
-            .map(|v| v.name.as_str())
-            .collect();
-        for v in p
-            .events
-            .iter()
-            .filter(|v| !(fold && v.state == EventState::NotSupported))
-        {
-            e.push(vec![
-                Cell::text(&v.name),
-                Cell::text(v.code.clone().unwrap_or_default()),
-                opt(v.value, 0, "no value"),
-                Cell::text(v.unit.clone().unwrap_or_default()),
-                opt(v.running_fraction, 3, "not counted"),
-                Cell::text(match v.state {
-                    EventState::Counted => "counted",
-                    EventState::NotSupported => "not supported",
-                    EventState::NotCounted => "not scheduled",
-                    EventState::Denied => "denied",
-                    EventState::Failed => "failed",
-                    EventState::Untrusted => "not counted here (read 0)",
-                }),
-            ]);
-        }
-        if !unsupported.is_empty() {
-            e.notes.push(format!(
-                "{} event{} not supported by this PMU, not listed: {}",
-                unsupported.len(),
-                if unsupported.len() == 1 { "" } else { "s" },
-                names_short(&unsupported)
-            ));
-        }
-        s.table(e);
+        profile(&mut s, b, &r.key, p);
     }
-    for (r, sr) in &samples {
-        s.para(format!(
-            "Samples of {}: {} samples of {} ({} lost, {} attributed to a function). {}",
-            sr.command.join(" "),
-            sr.samples,
-            sr.event,
-            sr.lost,
-            sr.attributed,
-            sr.skid
-        ));
-        let mut t = table(
-            &anchors::id(b, &format!("pmu-functions-{}", r.key)),
-            "Hot functions",
-            &[
-                ("function", None),
-                ("object", None),
-                ("self", Some("%")),
-                ("total", Some("%")),
-                ("hottest line", None),
-            ],
-        );
-        for f in sr.functions.iter().take(30) {
-            t.push(vec![
-                Cell::text(&f.function),
-                Cell::text(&f.object),
-                Cell::num(f.self_pct, 1),
-                Cell::num(f.total_pct, 1),
-                Cell::text(f.hottest_line.clone().unwrap_or_default()),
-            ]);
-        }
-        if let Some(d) = sr.callchain_depth_median {
-            t.notes.push(format!("median call-chain depth {d:.0} frames (code built without frame pointers gives short chains: `total` then undercounts callers)"));
-        }
-        s.table(t);
-        if !sr.lines.is_empty() {
-            let mut lt = table(
-                &anchors::id(b, &format!("pmu-lines-{}", r.key)),
-                "Hottest lines",
-                &[
-                    ("share", Some("%")),
-                    ("file", None),
-                    ("line", None),
-                    ("function", None),
-                ],
-            );
-            for l in sr.lines.iter().take(16) {
-                lt.push(vec![
-                    Cell::num(l.pct, 1),
-                    Cell::text(&l.file),
-                    Cell::num(f64::from(l.line), 0),
-                    Cell::text(&l.function),
-                ]);
-            }
-            s.table(lt);
-        }
+    for (r, sr) in &samples_of {
+        samples(&mut s, b, &r.key, sr);
     }
     for (r, c) in &comparisons {
-        let mut t = table(
-            &anchors::id(b, &format!("pmu-comparison-{}", r.key)),
-            &format!("{} against {}", c.new, c.base),
-            &[
-                ("metric", None),
-                ("unit", None),
-                ("before", None),
-                ("after", None),
-                ("change", Some("%")),
-                ("note", None),
-            ],
-        );
-        for m in &c.metrics {
-            t.push(vec![
-                Cell::text(&m.name),
-                Cell::text(&m.unit),
-                opt(m.base, 4, "not available"),
-                opt(m.new, 4, "not available"),
-                opt(m.change_pct, 1, "not comparable"),
-                Cell::text(m.note.clone().unwrap_or_default()),
-            ]);
-        }
-        if let Some(n) = &c.note {
-            t.notes.push(n.clone());
-        }
-        s.table(t);
-        let mut ct = table(
-            &anchors::id(b, &format!("pmu-comparison-counts-{}", r.key)),
-            "Counts",
-            &[
-                ("event", None),
-                ("before", None),
-                ("after", None),
-                ("change", Some("%")),
-            ],
-        );
-        for e in &c.counts {
-            ct.push(vec![
-                Cell::text(&e.name),
-                opt(e.base, 0, "not counted"),
-                opt(e.new, 0, "not counted"),
-                opt(e.change_pct, 1, "not comparable"),
-            ]);
-        }
-        s.table(ct);
+        comparison(&mut s, b, &r.key, c);
     }
     vec![s]
 }
