@@ -10,16 +10,16 @@
 //! has when sampling starts (per thread, any CPU), and asks
 //! move_pages for the node of every sampled page while the process lives.
 //!
-//! Kernel records are parsed here from their bytes ([`parse_sample_record`],
-//! [`parse_mmap2_record`]) into the same [`MemSample`] / [`Mapping`] the importer
-//! makes, so the analysis is shared and the parsing is tested without hardware.
+//! Kernel records are parsed by perf-event-data ([`records`]; [`parse_sample_record`]
+//! and [`parse_mmap2_record`] take a record's body) into the same [`MemSample`] /
+//! [`Mapping`](crate::sample::Mapping) the importer makes, so the analysis is shared and the parsing is tested
+//! without hardware.
 //!
 //! Arm SPE is detected but not recorded live: it delivers its records through the AUX
 //! area as SPE packets, which numalab does not decode; `perf mem record` there and
 //! the import of its `perf script` output work.
 
-use crate::datasrc::DataSrc;
-use crate::sample::{Mapping, MemSample, Samples};
+use crate::sample::{MemSample, Samples};
 use std::path::{Path, PathBuf};
 
 /// The kind of facility.
@@ -241,207 +241,10 @@ pub fn encode_terms(
     Ok(cfg)
 }
 
-// Sample type bits (include/uapi/linux/perf_event.h).
-const S_IP: u64 = 1 << 0;
-const S_TID: u64 = 1 << 1;
-const S_TIME: u64 = 1 << 2;
-const S_ADDR: u64 = 1 << 3;
-const S_READ: u64 = 1 << 4;
-const S_CALLCHAIN: u64 = 1 << 5;
-const S_ID: u64 = 1 << 6;
-const S_CPU: u64 = 1 << 7;
-const S_PERIOD: u64 = 1 << 8;
-const S_STREAM_ID: u64 = 1 << 9;
-const S_RAW: u64 = 1 << 10;
-const S_BRANCH_STACK: u64 = 1 << 11;
-const S_REGS_USER: u64 = 1 << 12;
-const S_STACK_USER: u64 = 1 << 13;
-const S_WEIGHT: u64 = 1 << 14;
-const S_DATA_SRC: u64 = 1 << 15;
-const S_IDENTIFIER: u64 = 1 << 16;
-const S_TRANSACTION: u64 = 1 << 17;
-const S_REGS_INTR: u64 = 1 << 18;
-const S_PHYS_ADDR: u64 = 1 << 19;
-const S_WEIGHT_STRUCT: u64 = 1 << 24;
+mod records;
 
-/// The sample fields [`parse_sample_record`] reads; others make it refuse.
-pub const SAMPLE_TYPE: u64 =
-    S_IP | S_TID | S_TIME | S_ADDR | S_CPU | S_PERIOD | S_WEIGHT | S_DATA_SRC;
-/// With physical addresses.
-pub const SAMPLE_TYPE_PHYS: u64 = SAMPLE_TYPE | S_PHYS_ADDR;
-
-struct Cursor<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl Cursor<'_> {
-    fn u64(&mut self) -> Result<u64, String> {
-        let s = self.b.get(self.at..self.at + 8).ok_or_else(|| {
-            format!(
-                "record ends at byte {} (needs {})",
-                self.b.len(),
-                self.at + 8
-            )
-        })?;
-        self.at += 8;
-        Ok(u64::from_ne_bytes(s.try_into().expect("8 bytes")))
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        let s = self.b.get(self.at..self.at + 4).ok_or_else(|| {
-            format!(
-                "record ends at byte {} (needs {})",
-                self.b.len(),
-                self.at + 4
-            )
-        })?;
-        self.at += 4;
-        Ok(u32::from_ne_bytes(s.try_into().expect("4 bytes")))
-    }
-}
-
-/// Parses the body (after the 8-byte header) of a PERF_RECORD_SAMPLE with this
-/// sample_type, in the kernel's field order. Fields this crate never asks for (read
-/// values, call chains, raw data, branch stacks, registers, user stack, transaction)
-/// make it refuse, as their sizes depend on other attributes.
-pub fn parse_sample_record(body: &[u8], sample_type: u64) -> Result<MemSample, String> {
-    let unsupported = S_READ
-        | S_CALLCHAIN
-        | S_RAW
-        | S_BRANCH_STACK
-        | S_REGS_USER
-        | S_STACK_USER
-        | S_TRANSACTION
-        | S_REGS_INTR;
-    if sample_type & unsupported != 0 {
-        return Err(format!(
-            "sample_type 0x{sample_type:x} has fields this parser does not read"
-        ));
-    }
-    let mut c = Cursor { b: body, at: 0 };
-    let mut s = MemSample {
-        seq: 0,
-        pid: 0,
-        tid: 0,
-        cpu: 0,
-        time_ns: None,
-        ip: None,
-        code: None,
-        addr: 0,
-        data_src: DataSrc(0),
-        weight: 0,
-        phys_addr: None,
-        event: 0,
-    };
-    if sample_type & S_IDENTIFIER != 0 {
-        c.u64()?;
-    }
-    if sample_type & S_IP != 0 {
-        s.ip = Some(c.u64()?);
-    }
-    if sample_type & S_TID != 0 {
-        s.pid = c.u32()?;
-        s.tid = c.u32()?;
-    }
-    if sample_type & S_TIME != 0 {
-        s.time_ns = Some(c.u64()?);
-    }
-    if sample_type & S_ADDR != 0 {
-        s.addr = c.u64()?;
-    }
-    if sample_type & S_ID != 0 {
-        c.u64()?;
-    }
-    if sample_type & S_STREAM_ID != 0 {
-        c.u64()?;
-    }
-    if sample_type & S_CPU != 0 {
-        s.cpu = c.u32()?;
-        c.u32()?; // res
-    }
-    if sample_type & S_PERIOD != 0 {
-        c.u64()?;
-    }
-    if sample_type & (S_WEIGHT | S_WEIGHT_STRUCT) != 0 {
-        let w = c.u64()?;
-        // The struct form's first 32 bits are the latency (var1_dw).
-        s.weight = if sample_type & S_WEIGHT_STRUCT != 0 {
-            w & 0xffff_ffff
-        } else {
-            w
-        };
-    }
-    if sample_type & S_DATA_SRC != 0 {
-        s.data_src = DataSrc(c.u64()?);
-    }
-    if sample_type & S_PHYS_ADDR != 0 {
-        s.phys_addr = Some(c.u64()?);
-    }
-    Ok(s)
-}
-
-/// Parses the body of a PERF_RECORD_MMAP2: pid, tid, addr, len, pgoff, then either
-/// maj, min, ino, ino_generation or (misc & PERF_RECORD_MISC_MMAP_BUILD_ID) a build-id
-/// size, 3 reserved bytes and 20 id bytes; prot, flags, the file name (NUL-padded).
-pub fn parse_mmap2_record(body: &[u8], misc: u16) -> Result<Mapping, String> {
-    const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
-    let mut c = Cursor { b: body, at: 0 };
-    let pid = c.u32()?;
-    let _tid = c.u32()?;
-    let start = c.u64()?;
-    let len = c.u64()?;
-    let pgoff = c.u64()?;
-    let (dev_ino, build_id) = if misc & MISC_MMAP_BUILD_ID != 0 {
-        let raw = body
-            .get(c.at..c.at + 24)
-            .ok_or("record ends inside the build id")?;
-        let n = (raw[0] as usize).min(20);
-        c.at += 24;
-        (
-            None,
-            Some(
-                raw[4..4 + n]
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect::<String>(),
-            ),
-        )
-    } else {
-        let maj = c.u32()?;
-        let min = c.u32()?;
-        let ino = c.u64()?;
-        let _gen = c.u64()?;
-        (Some((maj, min, ino)), None)
-    };
-    let prot = c.u32()?;
-    let flags = c.u32()?;
-    let name = body.get(c.at..).ok_or("record ends before the file name")?;
-    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    let path = String::from_utf8_lossy(&name[..end]).into_owned();
-    let p = |bit: u32, ch: char| if prot & bit != 0 { ch } else { '-' };
-    let prot_s = format!(
-        "{}{}{}{}",
-        p(libc::PROT_READ as u32, 'r'),
-        p(libc::PROT_WRITE as u32, 'w'),
-        p(libc::PROT_EXEC as u32, 'x'),
-        if flags & libc::MAP_SHARED as u32 != 0 {
-            's'
-        } else {
-            'p'
-        }
-    );
-    Ok(Mapping {
-        seq: 0,
-        pid,
-        start,
-        len,
-        pgoff,
-        prot: Some(prot_s),
-        path,
-        dev_ino,
-        build_id,
-    })
-}
+pub use records::{parse_mmap2_record, parse_sample_record, SAMPLE_TYPE, SAMPLE_TYPE_PHYS};
+use records::{Decoded, S_PHYS_ADDR};
 
 /// What to sample.
 #[derive(Debug, Clone)]
@@ -676,10 +479,9 @@ fn online_cpus() -> Vec<usize> {
         })
 }
 
-const RECORD_MMAP2: u32 = 10;
-const RECORD_LOST: u32 = 2;
-const RECORD_SAMPLE: u32 = 9;
-
+/// Moves every record the samplers hold into `out`: samples (kernel ones dropped
+/// unless asked, a physical address of 0 as none) numbered in arrival order with their
+/// event and also put in `fresh` for the page-node queries, MMAP2 mappings, lost counts.
 fn drain(
     samplers: &mut [(perf_event::Sampler, u16)],
     sample_type: u64,
@@ -690,34 +492,30 @@ fn drain(
 ) {
     for (s, ev) in samplers.iter_mut() {
         while let Some(rec) = s.next_record() {
-            let body = rec.to_contiguous();
-            match rec.ty() {
-                RECORD_SAMPLE => {
-                    if let Ok(mut smp) = parse_sample_record(&body, sample_type) {
-                        if !include_kernel && smp.addr >= 0xffff_0000_0000_0000 {
-                            continue;
-                        }
-                        if smp.phys_addr == Some(0) {
-                            smp.phys_addr = None;
-                        }
-                        smp.seq = *seq;
-                        smp.event = *ev;
-                        *seq += 1;
-                        fresh.push(smp.clone());
-                        out.samples.push(smp);
+            let Ok(parsed) = rec.parse_record() else {
+                continue;
+            };
+            match records::decode(&parsed, sample_type) {
+                Some(Decoded::Sample(mut smp)) => {
+                    if !include_kernel && smp.addr >= 0xffff_0000_0000_0000 {
+                        continue;
                     }
-                }
-                RECORD_MMAP2 => {
-                    if let Ok(mut m) = parse_mmap2_record(&body, rec.misc()) {
-                        m.seq = *seq;
-                        *seq += 1;
-                        out.mappings.push(m);
+                    if smp.phys_addr == Some(0) {
+                        smp.phys_addr = None;
                     }
+                    smp.seq = *seq;
+                    smp.event = *ev;
+                    *seq += 1;
+                    fresh.push(smp.clone());
+                    out.samples.push(smp);
                 }
-                RECORD_LOST if body.len() >= 16 => {
-                    out.lost += u64::from_ne_bytes(body[8..16].try_into().expect("8 bytes"));
+                Some(Decoded::Mapping(mut m)) => {
+                    m.seq = *seq;
+                    *seq += 1;
+                    out.mappings.push(m);
                 }
-                _ => {}
+                Some(Decoded::Lost(n)) => out.lost += n,
+                None => {}
             }
         }
     }
