@@ -479,54 +479,109 @@ fn online_cpus() -> Vec<usize> {
         })
 }
 
-/// Moves every record the samplers hold into `out`: samples (kernel ones dropped
-/// unless asked, a physical address of 0 as none) numbered in arrival order with their
-/// event and also put in `fresh` for the page-node queries, MMAP2 mappings, lost counts.
-fn drain(
-    samplers: &mut [(perf_event::Sampler, u16)],
+/// What a live run gathers while it samples: the samplers (with their event
+/// indices), the samples and mappings so far, and the page nodes asked.
+struct Collector {
+    samplers: Vec<(perf_event::Sampler, u16)>,
     sample_type: u64,
     include_kernel: bool,
-    out: &mut Samples,
-    seq: &mut u64,
-    fresh: &mut Vec<MemSample>,
-) {
-    for (s, ev) in samplers.iter_mut() {
-        while let Some(rec) = s.next_record() {
-            let Ok(parsed) = rec.parse_record() else {
-                continue;
-            };
-            match records::decode(&parsed, sample_type) {
-                Some(Decoded::Sample(mut smp)) => {
-                    if !include_kernel && smp.addr >= 0xffff_0000_0000_0000 {
-                        continue;
+    data: Samples,
+    seq: u64,
+    /// Samples drained since the page nodes were last asked.
+    fresh: Vec<MemSample>,
+    nodes: crate::node::MovePages,
+}
+
+impl Collector {
+    /// Moves every record the samplers hold into the samples: samples (kernel ones
+    /// dropped unless asked, a physical address of 0 as none) numbered in arrival order
+    /// with their event and also kept in `fresh` for the page-node queries, MMAP2
+    /// mappings, lost counts.
+    fn drain(&mut self) {
+        for (s, ev) in self.samplers.iter_mut() {
+            while let Some(rec) = s.next_record() {
+                let Ok(parsed) = rec.parse_record() else {
+                    continue;
+                };
+                match records::decode(&parsed, self.sample_type) {
+                    Some(Decoded::Sample(mut smp)) => {
+                        if !self.include_kernel && smp.addr >= 0xffff_0000_0000_0000 {
+                            continue;
+                        }
+                        if smp.phys_addr == Some(0) {
+                            smp.phys_addr = None;
+                        }
+                        smp.seq = self.seq;
+                        smp.event = *ev;
+                        self.seq += 1;
+                        self.fresh.push(smp.clone());
+                        self.data.samples.push(smp);
                     }
-                    if smp.phys_addr == Some(0) {
-                        smp.phys_addr = None;
+                    Some(Decoded::Mapping(mut m)) => {
+                        m.seq = self.seq;
+                        self.seq += 1;
+                        self.data.mappings.push(m);
                     }
-                    smp.seq = *seq;
-                    smp.event = *ev;
-                    *seq += 1;
-                    fresh.push(smp.clone());
-                    out.samples.push(smp);
+                    Some(Decoded::Lost(n)) => self.data.lost += n,
+                    None => {}
                 }
-                Some(Decoded::Mapping(mut m)) => {
-                    m.seq = *seq;
-                    *seq += 1;
-                    out.mappings.push(m);
-                }
-                Some(Decoded::Lost(n)) => out.lost += n,
-                None => {}
             }
         }
     }
+
+    /// Drains, asks the nodes of the fresh samples' pages, and waits a little.
+    fn drain_and_ask(&mut self) {
+        self.drain();
+        self.nodes.query(&self.fresh);
+        self.fresh.clear();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+
+    /// Lets the gated command run and samples it until it ends; samples drained after
+    /// it ended get a note, as their pages can no longer be asked.
+    fn while_command_runs(
+        &mut self,
+        mut r: numalab_proc::Running,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<numalab_proc::Outcome>, LiveError> {
+        r.release()?;
+        let waiter = std::thread::spawn(move || r.wait());
+        while !waiter.is_finished() {
+            self.drain_and_ask();
+        }
+        self.drain();
+        // The process is gone: its pages cannot be asked any more.
+        let left = self.fresh.len();
+        self.fresh.clear();
+        if left > 0 {
+            notes.push(format!(
+                "{left} samples arrived after the process ended; their page nodes could not be asked"
+            ));
+        }
+        Ok(waiter.join().ok())
+    }
+
+    /// Samples a running process for `duration`.
+    fn for_duration(&mut self, duration: std::time::Duration) {
+        for (s, _) in self.samplers.iter_mut() {
+            let _ = s.enable();
+        }
+        let until = std::time::Instant::now() + duration;
+        while std::time::Instant::now() < until {
+            self.drain_and_ask();
+        }
+        for (s, _) in self.samplers.iter_mut() {
+            let _ = s.disable();
+        }
+        self.drain();
+        self.nodes.query(&self.fresh);
+    }
 }
 
-/// Samples the target with the facility found under `opts.sysfs_root`.
-pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveError> {
-    let facility = detect(&opts.sysfs_root)?;
-    let specs = event_specs(&facility, opts)?;
-    let mut notes = Vec::new();
-    let (mut running, pid, gated) = match target {
+/// Starts a command gated (sampling begins at its exec), or names the running
+/// process: (the child, the pid, whether gated).
+fn start_target(target: &Target) -> Result<(Option<numalab_proc::Running>, i32, bool), LiveError> {
+    Ok(match target {
         Target::Command(spec) => {
             let mut child = spec.clone();
             child.gated = true;
@@ -535,12 +590,14 @@ pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveErro
             (Some(r), pid, true)
         }
         Target::Pid { pid, .. } => (None, *pid, false),
-    };
-    let mut data = Samples::default();
-    let ids: Vec<u16> = specs.iter().map(|e| data.event_index(&e.name)).collect();
-    // A PMU that covers only some CPUs (hybrid cores, IBS) says which; a per-task
-    // event on the others would fail, and the task runs on them unsampled.
-    let cpus: Vec<usize> = match &facility.cpus {
+    })
+}
+
+/// The CPUs to sample on: the online ones the PMU covers. A PMU that covers only some
+/// CPUs (hybrid cores, IBS) says which; a per-task event on the others would fail, and
+/// the task runs on them unsampled (a note says so).
+fn sampled_cpus(facility: &Facility, notes: &mut Vec<String>) -> Vec<usize> {
+    match &facility.cpus {
         Some(c) if !c.is_empty() => {
             let online = online_cpus();
             let covered: Vec<usize> = c
@@ -559,41 +616,59 @@ pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveErro
             covered
         }
         _ => online_cpus(),
-    };
-    // A command: every CPU the PMU covers, inherited by its threads and children. A
-    // running process: each of its threads now (threads it starts later are not seen).
-    let scopes: Vec<Scope> = if gated {
-        cpus.iter().map(|&c| Scope::TaskOnCpu(pid, c)).collect()
-    } else {
-        let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .map(|rd| {
-                rd.flatten()
-                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        tids.sort_unstable();
-        if tids.is_empty() {
-            tids.push(pid);
-        }
-        notes.push(format!(
-            "process {pid} sampled in its {} thread(s) present when sampling started",
-            tids.len()
-        ));
-        tids.into_iter().map(Scope::Thread).collect()
-    };
-    let open_all =
-        |sample_type: u64| -> Result<Vec<(perf_event::Sampler, u16)>, (String, std::io::Error)> {
-            let mut v = Vec::new();
-            for (e, &ev) in specs.iter().zip(&ids) {
-                for &scope in &scopes {
-                    let s = open_one(e, scope, opts.period, gated, sample_type)
-                        .map_err(|err| (e.name.clone(), err))?;
-                    v.push((s, ev));
-                }
+    }
+}
+
+/// Where the samplers look. A command: every CPU the PMU covers, inherited by its
+/// threads and children. A running process: each of its threads now (threads it
+/// starts later are not seen; a note says how many).
+fn scopes(gated: bool, pid: i32, cpus: &[usize], notes: &mut Vec<String>) -> Vec<Scope> {
+    if gated {
+        return cpus.iter().map(|&c| Scope::TaskOnCpu(pid, c)).collect();
+    }
+    let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    tids.sort_unstable();
+    if tids.is_empty() {
+        tids.push(pid);
+    }
+    notes.push(format!(
+        "process {pid} sampled in its {} thread(s) present when sampling started",
+        tids.len()
+    ));
+    tids.into_iter().map(Scope::Thread).collect()
+}
+
+/// Samplers with their event index: every event in every scope.
+type Opened = Vec<(perf_event::Sampler, u16)>;
+
+/// Opens every event in every scope, with physical addresses when asked; when they
+/// need more privilege (or are not supported), again without, with a note. Returns
+/// the samplers and the sample_type they use, or the event that failed and why.
+fn open_samplers(
+    specs: &[EventSpec],
+    ids: &[u16],
+    scopes: &[Scope],
+    opts: &LiveOptions,
+    gated: bool,
+    notes: &mut Vec<String>,
+) -> Result<(Opened, u64), (String, std::io::Error)> {
+    let open_all = |sample_type: u64| -> Result<Opened, (String, std::io::Error)> {
+        let mut v = Vec::new();
+        for (e, &ev) in specs.iter().zip(ids) {
+            for &scope in scopes {
+                let s = open_one(e, scope, opts.period, gated, sample_type)
+                    .map_err(|err| (e.name.clone(), err))?;
+                v.push((s, ev));
             }
-            Ok(v)
-        };
+        }
+        Ok(v)
+    };
     let mut sample_type = if opts.phys_addr {
         SAMPLE_TYPE_PHYS
     } else {
@@ -613,99 +688,64 @@ pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveErro
             opened = open_all(sample_type);
         }
     }
-    let mut samplers = match opened {
-        Ok(v) => v,
-        Err((event, e)) => {
-            if let Some(mut r) = running.take() {
-                let _ = r.release();
-                let _ = r.wait();
-            }
-            let detail = match e.raw_os_error() {
-                Some(libc::EACCES) | Some(libc::EPERM) => format!(
-                    "permission denied ({e}): sampling needs perf_event_paranoid <= 2 for your own processes, <= 1 with kernel samples, or CAP_PERFMON"
-                ),
-                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) | Some(libc::EINVAL) => {
-                    format!("the PMU refused the event ({e})")
-                }
-                _ => e.to_string(),
-            };
-            return Err(LiveError::Open { event, detail });
+    opened.map(|v| (v, sample_type))
+}
+
+/// Why `event` could not be opened, with what would allow it.
+fn open_error(event: String, e: std::io::Error) -> LiveError {
+    let detail = match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => format!(
+            "permission denied ({e}): sampling needs perf_event_paranoid <= 2 for your own processes, <= 1 with kernel samples, or CAP_PERFMON"
+        ),
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) | Some(libc::EINVAL) => {
+            format!("the PMU refused the event ({e})")
         }
+        _ => e.to_string(),
     };
-    let mut nodes = crate::node::MovePages::new();
-    let mut seq = 0;
-    let mut fresh = Vec::new();
+    LiveError::Open { event, detail }
+}
+
+/// Samples the target with the facility found under `opts.sysfs_root`.
+pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveError> {
+    let facility = detect(&opts.sysfs_root)?;
+    let specs = event_specs(&facility, opts)?;
+    let mut notes = Vec::new();
+    let (mut running, pid, gated) = start_target(target)?;
+    let mut data = Samples::default();
+    let ids: Vec<u16> = specs.iter().map(|e| data.event_index(&e.name)).collect();
+    let cpus = sampled_cpus(&facility, &mut notes);
+    let scopes = scopes(gated, pid, &cpus, &mut notes);
+    let (samplers, sample_type) =
+        match open_samplers(&specs, &ids, &scopes, opts, gated, &mut notes) {
+            Ok(v) => v,
+            Err((event, e)) => {
+                if let Some(mut r) = running.take() {
+                    let _ = r.release();
+                    let _ = r.wait();
+                }
+                return Err(open_error(event, e));
+            }
+        };
+    let mut c = Collector {
+        samplers,
+        sample_type,
+        include_kernel: opts.include_kernel,
+        data,
+        seq: 0,
+        fresh: Vec::new(),
+        nodes: crate::node::MovePages::new(),
+    };
     let outcome = match running.take() {
-        Some(mut r) => {
-            r.release()?;
-            let waiter = std::thread::spawn(move || r.wait());
-            while !waiter.is_finished() {
-                drain(
-                    &mut samplers,
-                    sample_type,
-                    opts.include_kernel,
-                    &mut data,
-                    &mut seq,
-                    &mut fresh,
-                );
-                nodes.query(&fresh);
-                fresh.clear();
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            drain(
-                &mut samplers,
-                sample_type,
-                opts.include_kernel,
-                &mut data,
-                &mut seq,
-                &mut fresh,
-            );
-            // The process is gone: its pages cannot be asked any more.
-            let left = fresh.len();
-            fresh.clear();
-            if left > 0 {
-                notes.push(format!(
-                    "{left} samples arrived after the process ended; their page nodes could not be asked"
-                ));
-            }
-            waiter.join().ok()
-        }
+        Some(r) => c.while_command_runs(r, &mut notes)?,
         None => {
             let Target::Pid { duration, .. } = target else {
                 unreachable!("a command target has a running child")
             };
-            for (s, _) in samplers.iter_mut() {
-                let _ = s.enable();
-            }
-            let until = std::time::Instant::now() + *duration;
-            while std::time::Instant::now() < until {
-                drain(
-                    &mut samplers,
-                    sample_type,
-                    opts.include_kernel,
-                    &mut data,
-                    &mut seq,
-                    &mut fresh,
-                );
-                nodes.query(&fresh);
-                fresh.clear();
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            for (s, _) in samplers.iter_mut() {
-                let _ = s.disable();
-            }
-            drain(
-                &mut samplers,
-                sample_type,
-                opts.include_kernel,
-                &mut data,
-                &mut seq,
-                &mut fresh,
-            );
-            nodes.query(&fresh);
+            c.for_duration(*duration);
             None
         }
     };
+    let (mut data, nodes) = (c.data, c.nodes);
     data.has_ip = true;
     data.has_time = true;
     data.drop_non_memory();
