@@ -17,8 +17,6 @@ use super::*;
 
 mod amd;
 mod intel;
-#[cfg(test)]
-mod tests;
 mod vendor_tree;
 
 pub(super) use amd::amd_note;
@@ -296,3 +294,6 @@ fn x86_config(event: u64, umask: u64, edge: bool, any: bool, inv: bool, cmask: u
         | u64::from(inv) << 23
         | (cmask & 0xff) << 24
 }
+
+#[cfg(test)]
+mod tests;
