@@ -353,33 +353,24 @@ fn fmt_num(v: f64) -> String {
 /// A histogram being filled: how known, counts per bin, slow loads, latencies.
 type Group = (NodeHow, Vec<u64>, u64, Vec<u64>);
 
-/// The whole analysis.
-pub fn analyze(
-    data: &Samples,
-    attribution: &Attribution,
-    nodes: &[NodeAnswer],
-    opts: &AnalysisOptions,
-    source: MemSource,
-    facility: String,
-) -> MemAccessRecord {
-    let samples = &data.samples;
-    let total = samples.len() as u64;
-    let unit = opts.latency_unit.clone();
-    let threshold = choose_threshold(samples, opts.threshold, &unit);
-    let thr = threshold.value;
-    let slow: Vec<bool> = samples.iter().map(|s| is_slow(s, thr)).collect();
-    let slow_total = slow.iter().filter(|&&b| b).count() as u64;
-    let loads = samples
-        .iter()
-        .filter(|s| s.data_src.op() == Op::Load)
-        .count() as u64;
-    let stores = samples
-        .iter()
-        .filter(|s| s.data_src.op() == Op::Store)
-        .count() as u64;
-    let remote = samples.iter().filter(|s| s.data_src.remote_node()).count() as u64;
+/// The order of region rows: most samples first, then most slow loads, then by name
+/// and object.
+fn row_order(a: &RegionRow, b: &RegionRow) -> std::cmp::Ordering {
+    b.samples
+        .cmp(&a.samples)
+        .then(b.slow_loads.cmp(&a.slow_loads))
+        .then(a.name.cmp(&b.name))
+        .then(a.object.cmp(&b.object))
+}
 
-    // Rows.
+/// The rows per mapping (with `[unmapped]`) and per symbol, each in [`row_order`].
+fn region_rows(
+    samples: &[MemSample],
+    attribution: &Attribution,
+    slow: &[bool],
+    slow_total: u64,
+) -> (Vec<RegionRow>, Vec<RegionRow>) {
+    let total = samples.len() as u64;
     let mut by_map: HashMap<Option<usize>, Acc> = HashMap::new();
     let mut by_sym: HashMap<usize, Acc> = HashMap::new();
     for (i, s) in samples.iter().enumerate() {
@@ -405,14 +396,7 @@ pub fn analyze(
             None => acc.row("[unmapped]".into(), "unmapped", total, slow_total),
         })
         .collect();
-    let order = |a: &RegionRow, b: &RegionRow| {
-        b.samples
-            .cmp(&a.samples)
-            .then(b.slow_loads.cmp(&a.slow_loads))
-            .then(a.name.cmp(&b.name))
-            .then(a.object.cmp(&b.object))
-    };
-    mappings.sort_by(order);
+    mappings.sort_by(row_order);
     let mut symbols: Vec<RegionRow> = by_sym
         .into_iter()
         .map(|(k, acc)| {
@@ -425,106 +409,115 @@ pub fn analyze(
             r
         })
         .collect();
-    symbols.sort_by(order);
+    symbols.sort_by(row_order);
+    (mappings, symbols)
+}
 
-    // Histograms per node.
+/// The loads' latency histograms per node of their page.
+struct Histograms {
+    /// Bin edges, shared by every node.
+    bin_edges: Vec<f64>,
+    /// One per node (known nodes first, then the PMU's remote / local, then unknown).
+    node_histograms: Vec<NodeHistogram>,
+    /// How the nodes of the loads were known, and for how many.
+    node_methods: BTreeMap<NodeHow, u64>,
+}
+
+/// Bins the loads' latencies per node of their page (power-of-two bins from the
+/// smallest to the largest any load falls in).
+fn histograms(samples: &[MemSample], nodes: &[NodeAnswer], slow: &[bool]) -> Histograms {
     let load_idx: Vec<usize> = (0..samples.len())
         .filter(|&i| samples[i].data_src.op() == Op::Load)
         .collect();
     let kmin = load_idx.iter().map(|&i| bin_of(samples[i].weight)).min();
     let kmax = load_idx.iter().map(|&i| bin_of(samples[i].weight)).max();
-    let mut bin_edges = Vec::new();
-    let mut node_histograms = Vec::new();
-    let mut node_methods: BTreeMap<NodeHow, u64> = BTreeMap::new();
-    if let (Some(kmin), Some(kmax)) = (kmin, kmax) {
-        for k in kmin..=kmax {
-            bin_edges.push(bin_low(k));
-        }
-        bin_edges.push((1u128 << (kmax + 1)) as f64);
-        let nb = (kmax - kmin + 1) as usize;
-        let mut groups: BTreeMap<(u8, NodeOf), Group> = BTreeMap::new();
-        for &i in &load_idx {
-            let a = nodes.get(i).copied().unwrap_or(NodeAnswer {
-                node: NodeOf::Unknown,
-                how: NodeHow::Unknown,
-            });
-            *node_methods.entry(a.how).or_default() += 1;
-            let rank = match a.node {
-                NodeOf::Node(_) => 0,
-                NodeOf::RemotePerPmu => 1,
-                NodeOf::LocalPerPmu => 2,
-                NodeOf::Unknown => 3,
-            };
-            let g = groups
-                .entry((rank, a.node))
-                .or_insert_with(|| (a.how, vec![0; nb], 0, Vec::new()));
-            let w = samples[i].weight;
-            g.1[(bin_of(w) - kmin) as usize] += 1;
-            if slow[i] {
-                g.2 += 1;
-            }
-            g.3.push(w);
-        }
-        for ((_, node), (how, counts, slow_n, mut ws)) in groups {
-            node_histograms.push(NodeHistogram {
-                label: node.label(),
-                node: match node {
-                    NodeOf::Node(n) => Some(n),
-                    _ => None,
-                },
-                how: how.name().to_string(),
-                loads: ws.len() as u64,
-                slow_loads: slow_n,
-                median_latency: median(&mut ws),
-                counts,
-            });
-        }
+    let mut h = Histograms {
+        bin_edges: Vec::new(),
+        node_histograms: Vec::new(),
+        node_methods: BTreeMap::new(),
+    };
+    let (Some(kmin), Some(kmax)) = (kmin, kmax) else {
+        return h;
+    };
+    for k in kmin..=kmax {
+        h.bin_edges.push(bin_low(k));
     }
+    h.bin_edges.push((1u128 << (kmax + 1)) as f64);
+    let nb = (kmax - kmin + 1) as usize;
+    let mut groups: BTreeMap<(u8, NodeOf), Group> = BTreeMap::new();
+    for &i in &load_idx {
+        let a = nodes.get(i).copied().unwrap_or(NodeAnswer {
+            node: NodeOf::Unknown,
+            how: NodeHow::Unknown,
+        });
+        *h.node_methods.entry(a.how).or_default() += 1;
+        let rank = match a.node {
+            NodeOf::Node(_) => 0,
+            NodeOf::RemotePerPmu => 1,
+            NodeOf::LocalPerPmu => 2,
+            NodeOf::Unknown => 3,
+        };
+        let g = groups
+            .entry((rank, a.node))
+            .or_insert_with(|| (a.how, vec![0; nb], 0, Vec::new()));
+        let w = samples[i].weight;
+        g.1[(bin_of(w) - kmin) as usize] += 1;
+        if slow[i] {
+            g.2 += 1;
+        }
+        g.3.push(w);
+    }
+    for ((_, node), (how, counts, slow_n, mut ws)) in groups {
+        h.node_histograms.push(NodeHistogram {
+            label: node.label(),
+            node: match node {
+                NodeOf::Node(n) => Some(n),
+                _ => None,
+            },
+            how: how.name().to_string(),
+            loads: ws.len() as u64,
+            slow_loads: slow_n,
+            median_latency: median(&mut ws),
+            counts,
+        });
+    }
+    h
+}
 
-    let false_sharing = false_sharing(data, attribution, opts.line_bytes);
+/// What the findings are made from.
+struct FindingInputs<'a> {
+    samples: &'a [MemSample],
+    mappings: &'a [RegionRow],
+    symbols: &'a [RegionRow],
+    node_histograms: &'a [NodeHistogram],
+    false_sharing: &'a [FalseSharingLine],
+    loads: u64,
+    thr: f64,
+    unit: &'a str,
+}
 
-    // Findings.
+/// The findings: the regions most slow loads hit, the remote share of loads, loads
+/// by page node, false sharing, TLB misses.
+fn findings(f: &FindingInputs) -> Vec<String> {
+    let (samples, unit) = (f.samples, f.unit);
     let mut findings = Vec::new();
-    if total == 0 {
+    if samples.is_empty() {
         findings.push("No samples: nothing to attribute.".to_string());
     }
     let level_known = samples.iter().filter(|s| s.data_src.has_level()).count() as u64;
-    let rows_for_findings: &[RegionRow] = if symbols.iter().any(|r| r.slow_loads > 0) {
-        &symbols
-    } else {
-        &mappings
-    };
-    let mut top: Vec<&RegionRow> = rows_for_findings
-        .iter()
-        .filter(|r| r.slow_loads > 0 && r.slow_loads_pct >= 10.0)
-        .collect();
-    top.sort_by(|a, b| b.slow_loads.cmp(&a.slow_loads).then(a.name.cmp(&b.name)));
-    for r in top.into_iter().take(3) {
-        let mut f = format!(
-            "{:.0}% of slow loads (latency >= {} {unit}) hit {}",
-            r.slow_loads_pct,
-            fmt_num(thr),
-            r.name
-        );
-        if level_known > 0 {
-            if let Some(sr) = r.slow_remote_pct {
-                f.push_str(&format!(", {sr:.0}% of them remote per the PMU"));
-            }
-        }
-        f.push('.');
-        findings.push(f);
-    }
-    if loads > 0 && level_known > 0 {
+    findings.extend(slow_region_findings(f, level_known));
+    if f.loads > 0 && level_known > 0 {
         let remote_loads = samples
             .iter()
             .filter(|s| s.data_src.op() == Op::Load && s.data_src.remote_node())
             .count() as u64;
         findings.push(format!(
             "{:.0}% of sampled loads were served from another node (remote memory or cache, per the PMU's data source).",
-            pct(remote_loads, loads)
+            pct(remote_loads, f.loads)
         ));
     }
-    let known_nodes: Vec<&NodeHistogram> = node_histograms
+    let known_nodes: Vec<&NodeHistogram> = f
+        .node_histograms
         .iter()
         .filter(|h| h.node.is_some())
         .collect();
@@ -546,25 +539,7 @@ pub fn analyze(
             parts.join("; ")
         ));
     }
-    for l in false_sharing.iter().take(3) {
-        let offs: Vec<String> = l
-            .offsets
-            .iter()
-            .filter(|o| o.stores > 0 || o.hitm > 0)
-            .map(|o| format!("0x{:x}", o.offset))
-            .collect();
-        let cpus: Vec<String> = l.cpus.iter().map(|c| c.to_string()).collect();
-        findings.push(format!(
-            "Cache line {} ({}, pid {}) is written or HITM-loaded from CPUs {} at offsets {} ({} stores, {} HITM loads): false sharing; keep fields written by different threads on different lines.",
-            l.line,
-            l.region,
-            l.pid,
-            cpus.join(", "),
-            offs.join(", "),
-            l.stores,
-            l.hitm
-        ));
-    }
+    findings.extend(f.false_sharing.iter().take(3).map(false_sharing_finding));
     let tlb_known = samples
         .iter()
         .filter(|s| s.data_src.op() == Op::Load && s.data_src.tlb() != Tlb::Unknown)
@@ -579,8 +554,75 @@ pub fn analyze(
             pct(tlb_miss, tlb_known)
         ));
     }
+    findings
+}
 
-    // Notes.
+/// Up to three regions (symbols when any has slow loads, else mappings) with at least
+/// 10% of the slow loads, most first.
+fn slow_region_findings(f: &FindingInputs, level_known: u64) -> Vec<String> {
+    let rows: &[RegionRow] = if f.symbols.iter().any(|r| r.slow_loads > 0) {
+        f.symbols
+    } else {
+        f.mappings
+    };
+    let mut top: Vec<&RegionRow> = rows
+        .iter()
+        .filter(|r| r.slow_loads > 0 && r.slow_loads_pct >= 10.0)
+        .collect();
+    top.sort_by(|a, b| b.slow_loads.cmp(&a.slow_loads).then(a.name.cmp(&b.name)));
+    top.into_iter()
+        .take(3)
+        .map(|r| {
+            let mut s = format!(
+                "{:.0}% of slow loads (latency >= {} {}) hit {}",
+                r.slow_loads_pct,
+                fmt_num(f.thr),
+                f.unit,
+                r.name
+            );
+            if level_known > 0 {
+                if let Some(sr) = r.slow_remote_pct {
+                    s.push_str(&format!(", {sr:.0}% of them remote per the PMU"));
+                }
+            }
+            s.push('.');
+            s
+        })
+        .collect()
+}
+
+/// The finding for one falsely shared cache line.
+fn false_sharing_finding(l: &FalseSharingLine) -> String {
+    let offs: Vec<String> = l
+        .offsets
+        .iter()
+        .filter(|o| o.stores > 0 || o.hitm > 0)
+        .map(|o| format!("0x{:x}", o.offset))
+        .collect();
+    let cpus: Vec<String> = l.cpus.iter().map(|c| c.to_string()).collect();
+    format!(
+        "Cache line {} ({}, pid {}) is written or HITM-loaded from CPUs {} at offsets {} ({} stores, {} HITM loads): false sharing; keep fields written by different threads on different lines.",
+        l.line,
+        l.region,
+        l.pid,
+        cpus.join(", "),
+        offs.join(", "),
+        l.stores,
+        l.hitm
+    )
+}
+
+/// The notes: how slow was chosen, loads without latency, what remote means, samples
+/// left out or unattributed, physical addresses not mapped, the attribution's notes.
+fn notes(
+    data: &Samples,
+    attribution: &Attribution,
+    threshold: &Threshold,
+    node_methods: &BTreeMap<NodeHow, u64>,
+    loads: u64,
+) -> Vec<String> {
+    let samples = &data.samples;
+    let (thr, unit) = (threshold.value, &threshold.unit);
     let mut notes = Vec::new();
     notes.push(match threshold.how.as_str() {
         "percentile" => format!(
@@ -624,18 +666,63 @@ pub fn analyze(
         notes.push("Physical addresses were sampled but not mapped to nodes (only valid on the machine that recorded them, when you say so).".into());
     }
     notes.extend(attribution.notes.iter().cloned());
+    notes
+}
 
+/// The samples per event, in the order of [`Samples::events`].
+fn event_counts(data: &Samples) -> Vec<(String, u64)> {
     let mut events: Vec<(String, u64)> = data.events.iter().map(|e| (e.clone(), 0)).collect();
-    for s in samples {
+    for s in &data.samples {
         if let Some(e) = events.get_mut(s.event as usize) {
             e.1 += 1;
         }
     }
+    events
+}
+
+/// The whole analysis.
+pub fn analyze(
+    data: &Samples,
+    attribution: &Attribution,
+    nodes: &[NodeAnswer],
+    opts: &AnalysisOptions,
+    source: MemSource,
+    facility: String,
+) -> MemAccessRecord {
+    let samples = &data.samples;
+    let total = samples.len() as u64;
+    let unit = opts.latency_unit.clone();
+    let threshold = choose_threshold(samples, opts.threshold, &unit);
+    let thr = threshold.value;
+    let slow: Vec<bool> = samples.iter().map(|s| is_slow(s, thr)).collect();
+    let slow_total = slow.iter().filter(|&&b| b).count() as u64;
+    let loads = samples
+        .iter()
+        .filter(|s| s.data_src.op() == Op::Load)
+        .count() as u64;
+    let stores = samples
+        .iter()
+        .filter(|s| s.data_src.op() == Op::Store)
+        .count() as u64;
+    let remote = samples.iter().filter(|s| s.data_src.remote_node()).count() as u64;
+    let (mappings, symbols) = region_rows(samples, attribution, &slow, slow_total);
+    let hist = histograms(samples, nodes, &slow);
+    let false_sharing = false_sharing(data, attribution, opts.line_bytes);
+    let findings = findings(&FindingInputs {
+        samples,
+        mappings: &mappings,
+        symbols: &symbols,
+        node_histograms: &hist.node_histograms,
+        false_sharing: &false_sharing,
+        loads,
+        thr,
+        unit: &unit,
+    });
+    let notes = notes(data, attribution, &threshold, &hist.node_methods, loads);
     let mut source = source;
     if source.events.is_empty() {
-        source.events = events;
+        source.events = event_counts(data);
     }
-
     MemAccessRecord {
         source,
         facility,
@@ -650,9 +737,10 @@ pub fn analyze(
         remote,
         mappings,
         symbols,
-        bin_edges,
-        node_histograms,
-        node_methods: node_methods
+        bin_edges: hist.bin_edges,
+        node_histograms: hist.node_histograms,
+        node_methods: hist
+            .node_methods
             .into_iter()
             .map(|(h, n)| (h.name().to_string(), n))
             .collect(),

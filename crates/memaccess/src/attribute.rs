@@ -296,14 +296,9 @@ fn same_file(m: &Mapping, path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Attributes every sample.
-pub fn attribute(data: &Samples, opts: &AttributeOptions) -> Attribution {
-    let mut out = Attribution {
-        places: vec![Place::default(); data.samples.len()],
-        code: vec![None; data.samples.len()],
-        ..Default::default()
-    };
-    // Merge mappings and samples by arrival order.
+/// Mappings and samples by arrival order: (seq, is a mapping, index); a mapping
+/// before a sample of the same seq.
+fn arrival_order(data: &Samples) -> Vec<(u64, bool, usize)> {
     let mut order: Vec<(u64, bool, usize)> = data
         .mappings
         .iter()
@@ -317,82 +312,163 @@ pub fn attribute(data: &Samples, opts: &AttributeOptions) -> Attribution {
         )
         .collect();
     order.sort_by_key(|&(seq, is_map, _)| (seq, !is_map));
-    let mut live: HashMap<u32, BTreeMap<u64, Live>> = HashMap::new();
-    let mut mapping_rows: HashMap<(MappingKind, String, Option<u32>, Option<u64>), usize> =
-        HashMap::new();
-    let mut row_of_mapping: Vec<Option<usize>> = vec![None; data.mappings.len()];
-    let mut objects: Vec<(String, ObjectSymbols)> = Vec::new();
-    let mut object_of_path: HashMap<String, Option<usize>> = HashMap::new();
-    let mut loaded: HashMap<u32, Vec<Loaded>> = HashMap::new();
-    let mut symbol_rows: HashMap<(String, Option<String>, &'static str), usize> = HashMap::new();
-    let mut unreadable: Vec<String> = Vec::new();
-    let mut different: Vec<String> = Vec::new();
-    let mut region_rows: Vec<Option<usize>> = vec![None; opts.regions.len()];
+    order
+}
 
-    for (_, is_map, i) in order {
-        if is_map {
-            let m = &data.mappings[i];
-            let end = m.start.saturating_add(m.len);
-            let map = live.entry(m.pid).or_default();
-            // Remove or cut what it overlaps.
-            let overlapping: Vec<u64> = map
-                .range(..end)
-                .filter(|(_, l)| l.end > m.start)
-                .map(|(&s, _)| s)
-                .collect();
-            for s in overlapping {
-                let l = map.remove(&s).expect("present");
-                if s < m.start {
-                    map.insert(s, Live { end: m.start, ..l });
-                }
-                if l.end > end {
-                    map.insert(end, Live { end: l.end, ..l });
-                }
-            }
-            map.insert(m.start, Live { end, mapping: i });
-            if opts.read_symbols && MappingKind::of(&m.path) == MappingKind::File {
-                let obj = *object_of_path.entry(m.path.clone()).or_insert_with(|| {
-                    let p = Path::new(&m.path);
-                    if let Err(e) = same_file(m, p) {
-                        if p.exists() {
-                            different.push(format!("{} ({e})", m.path));
-                        } else {
-                            unreadable.push(m.path.clone());
-                        }
-                        return None;
-                    }
-                    match ObjectSymbols::read(p) {
-                        Some(o) => {
-                            objects.push((m.path.clone(), o));
-                            Some(objects.len() - 1)
-                        }
-                        None => {
-                            unreadable.push(m.path.clone());
-                            None
-                        }
-                    }
-                });
-                if let Some(k) = obj {
-                    let o = &objects[k].1;
-                    if let (Some(bias), Some((lo, hi))) = (o.bias(m), o.extent()) {
-                        let list = loaded.entry(m.pid).or_default();
-                        if !list.iter().any(|l| l.object == k && l.bias == bias) {
-                            list.push(Loaded {
-                                lo: lo.wrapping_add(bias),
-                                hi: hi.wrapping_add(bias),
-                                bias,
-                                object: k,
-                            });
-                        }
-                    }
-                }
-            }
-            continue;
+/// Puts mapping `i` (`m`) in a process's live mappings, removing or cutting what it
+/// overlaps.
+fn replace_live(map: &mut BTreeMap<u64, Live>, m: &Mapping, i: usize) {
+    let end = m.start.saturating_add(m.len);
+    let overlapping: Vec<u64> = map
+        .range(..end)
+        .filter(|(_, l)| l.end > m.start)
+        .map(|(&s, _)| s)
+        .collect();
+    for s in overlapping {
+        let l = map.remove(&s).expect("present");
+        if s < m.start {
+            map.insert(s, Live { end: m.start, ..l });
         }
+        if l.end > end {
+            map.insert(end, Live { end: l.end, ..l });
+        }
+    }
+    map.insert(m.start, Live { end, mapping: i });
+}
+
+/// An attribution under way: what is mapped now, the files read, the rows so far.
+struct Attributor<'a> {
+    data: &'a Samples,
+    opts: &'a AttributeOptions,
+    out: Attribution,
+    /// Live mappings per process: start -> end and mapping.
+    live: HashMap<u32, BTreeMap<u64, Live>>,
+    mapping_rows: HashMap<(MappingKind, String, Option<u32>, Option<u64>), usize>,
+    row_of_mapping: Vec<Option<usize>>,
+    /// Files whose symbols were read.
+    objects: Vec<(String, ObjectSymbols)>,
+    object_of_path: HashMap<String, Option<usize>>,
+    /// Where each process has the files read loaded.
+    loaded: HashMap<u32, Vec<Loaded>>,
+    symbol_rows: HashMap<(String, Option<String>, &'static str), usize>,
+    unreadable: Vec<String>,
+    different: Vec<String>,
+    region_rows: Vec<Option<usize>>,
+}
+
+impl<'a> Attributor<'a> {
+    /// Nothing mapped, nothing read, no rows.
+    fn new(data: &'a Samples, opts: &'a AttributeOptions) -> Self {
+        Attributor {
+            data,
+            opts,
+            out: Attribution {
+                places: vec![Place::default(); data.samples.len()],
+                code: vec![None; data.samples.len()],
+                ..Default::default()
+            },
+            live: HashMap::new(),
+            mapping_rows: HashMap::new(),
+            row_of_mapping: vec![None; data.mappings.len()],
+            objects: Vec::new(),
+            object_of_path: HashMap::new(),
+            loaded: HashMap::new(),
+            symbol_rows: HashMap::new(),
+            unreadable: Vec::new(),
+            different: Vec::new(),
+            region_rows: vec![None; opts.regions.len()],
+        }
+    }
+
+    /// Mapping `i` arrives: it is live from now on, and its file's symbols are read
+    /// (once per path) and placed where it loads them, when asked.
+    fn mapping_arrived(&mut self, i: usize) {
+        let data = self.data;
+        let m = &data.mappings[i];
+        replace_live(self.live.entry(m.pid).or_default(), m, i);
+        if !(self.opts.read_symbols && MappingKind::of(&m.path) == MappingKind::File) {
+            return;
+        }
+        let obj = match self.object_of_path.get(&m.path) {
+            Some(&k) => k,
+            None => {
+                let k = self.read_object(m);
+                self.object_of_path.insert(m.path.clone(), k);
+                k
+            }
+        };
+        if let Some(k) = obj {
+            let o = &self.objects[k].1;
+            if let (Some(bias), Some((lo, hi))) = (o.bias(m), o.extent()) {
+                let list = self.loaded.entry(m.pid).or_default();
+                if !list.iter().any(|l| l.object == k && l.bias == bias) {
+                    list.push(Loaded {
+                        lo: lo.wrapping_add(bias),
+                        hi: hi.wrapping_add(bias),
+                        bias,
+                        object: k,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Reads the symbols of a mapping's file when it is the file sampled; else notes
+    /// it as different or unreadable.
+    fn read_object(&mut self, m: &Mapping) -> Option<usize> {
+        let p = Path::new(&m.path);
+        if let Err(e) = same_file(m, p) {
+            if p.exists() {
+                self.different.push(format!("{} ({e})", m.path));
+            } else {
+                self.unreadable.push(m.path.clone());
+            }
+            return None;
+        }
+        match ObjectSymbols::read(p) {
+            Some(o) => {
+                self.objects.push((m.path.clone(), o));
+                Some(self.objects.len() - 1)
+            }
+            None => {
+                self.unreadable.push(m.path.clone());
+                None
+            }
+        }
+    }
+
+    /// Sample `i` arrives: its mapping, its region or data symbol, and its code symbol
+    /// from the files when perf gave none.
+    fn sample_arrived(&mut self, i: usize) {
+        let data = self.data;
         let s = &data.samples[i];
         let mut place = Place::default();
-        // The mapping.
-        let hit = lookup(&live, s.pid, s.addr).or_else(|| {
+        if let Some(mi) = self.mapping_hit(s) {
+            place.mapping = Some(self.mapping_row(mi));
+        }
+        // A user region first, then an ELF data symbol.
+        place.symbol = match self.region_row(s) {
+            Some(row) => Some(row),
+            None => self.data_symbol_row(s),
+        };
+        if s.code.is_none() {
+            if let (Some(ip), Some(list)) = (s.ip, self.loaded.get(&s.pid)) {
+                self.out.code[i] = list.iter().find_map(|l| {
+                    (ip >= l.lo && ip < l.hi)
+                        .then(|| find(&self.objects[l.object].1.text, ip.wrapping_sub(l.bias)))
+                        .flatten()
+                        .map(|f| f.name.clone())
+                });
+            }
+        }
+        self.out.places[i] = place;
+    }
+
+    /// The mapping a sample's address falls in: its process's, or (for a process
+    /// without mappings) any process's.
+    fn mapping_hit(&self, s: &MemSample) -> Option<usize> {
+        let live = &self.live;
+        lookup(live, s.pid, s.addr).or_else(|| {
             if live.contains_key(&s.pid) {
                 None
             } else {
@@ -400,118 +476,140 @@ pub fn attribute(data: &Samples, opts: &AttributeOptions) -> Attribution {
                     .copied()
                     .collect::<Vec<_>>()
                     .into_iter()
-                    .find_map(|p| lookup(&live, p, s.addr))
+                    .find_map(|p| lookup(live, p, s.addr))
             }
-        });
-        if let Some(mi) = hit {
-            let row = match row_of_mapping[mi] {
-                Some(r) => r,
-                None => {
-                    let m = &data.mappings[mi];
-                    let kind = MappingKind::of(&m.path);
-                    let (name, pid, range) = match kind {
-                        MappingKind::File => (m.path.clone(), None, None),
-                        MappingKind::Heap | MappingKind::Stack | MappingKind::Special => {
-                            (m.path.clone(), Some(m.pid), None)
-                        }
-                        MappingKind::Anonymous => (
-                            format!("anon 0x{:x}-0x{:x}", m.start, m.start.saturating_add(m.len)),
-                            Some(m.pid),
-                            Some((m.start, m.len)),
-                        ),
-                    };
-                    let key = (kind, name.clone(), pid, range.map(|r| r.0));
-                    let next = out.mappings.len();
-                    let r = *mapping_rows.entry(key).or_insert(next);
-                    if r == next {
-                        out.mappings.push(MappingInfo {
-                            name,
-                            kind,
-                            pid,
-                            range,
-                        });
-                    }
-                    row_of_mapping[mi] = Some(r);
-                    r
-                }
-            };
-            place.mapping = Some(row);
+        })
+    }
+
+    /// The row of mapping `mi`: one per file, per process's heap, stack or special
+    /// mapping, per anonymous range.
+    fn mapping_row(&mut self, mi: usize) -> usize {
+        if let Some(r) = self.row_of_mapping[mi] {
+            return r;
         }
-        // A user region first, then an ELF data symbol.
-        if let Some(k) = opts.regions.iter().position(|r| {
-            r.pid.is_none_or(|p| p == s.pid) && s.addr >= r.start && s.addr - r.start < r.len
-        }) {
-            let row = *region_rows[k].get_or_insert_with(|| {
-                let r = &opts.regions[k];
-                let key = (r.name.clone(), None, "user");
-                let next = out.symbols.len();
-                let row = *symbol_rows.entry(key).or_insert(next);
-                if row == next {
-                    out.symbols.push(SymbolInfo {
-                        name: r.name.clone(),
-                        kind: "user",
-                        object: None,
-                        section: None,
-                        start: Some(r.start),
-                        size: Some(r.len),
-                    });
-                }
-                row
+        let m = &self.data.mappings[mi];
+        let kind = MappingKind::of(&m.path);
+        let (name, pid, range) = match kind {
+            MappingKind::File => (m.path.clone(), None, None),
+            MappingKind::Heap | MappingKind::Stack | MappingKind::Special => {
+                (m.path.clone(), Some(m.pid), None)
+            }
+            MappingKind::Anonymous => (
+                format!("anon 0x{:x}-0x{:x}", m.start, m.start.saturating_add(m.len)),
+                Some(m.pid),
+                Some((m.start, m.len)),
+            ),
+        };
+        let key = (kind, name.clone(), pid, range.map(|r| r.0));
+        let next = self.out.mappings.len();
+        let r = *self.mapping_rows.entry(key).or_insert(next);
+        if r == next {
+            self.out.mappings.push(MappingInfo {
+                name,
+                kind,
+                pid,
+                range,
             });
-            place.symbol = Some(row);
-        } else if let Some(list) = loaded.get(&s.pid) {
-            for l in list {
-                if s.addr < l.lo || s.addr >= l.hi {
-                    continue;
-                }
-                let (path, o) = &objects[l.object];
-                if let Some(sym) = find(&o.data, s.addr.wrapping_sub(l.bias)) {
-                    let key = (sym.name.clone(), Some(path.clone()), "symbol");
-                    let next = out.symbols.len();
-                    let row = *symbol_rows.entry(key).or_insert(next);
-                    if row == next {
-                        out.symbols.push(SymbolInfo {
-                            name: sym.name.clone(),
-                            kind: "symbol",
-                            object: Some(path.clone()),
-                            section: Some(sym.section.clone()),
-                            start: Some(sym.address.wrapping_add(l.bias)),
-                            size: Some(sym.size),
-                        });
-                    }
-                    place.symbol = Some(row);
-                    break;
-                }
-            }
         }
-        // Code symbol from the files when perf gave none.
-        if s.code.is_none() {
-            if let (Some(ip), Some(list)) = (s.ip, loaded.get(&s.pid)) {
-                out.code[i] = list.iter().find_map(|l| {
-                    (ip >= l.lo && ip < l.hi)
-                        .then(|| find(&objects[l.object].1.text, ip.wrapping_sub(l.bias)))
-                        .flatten()
-                        .map(|f| f.name.clone())
-                });
-            }
+        self.row_of_mapping[mi] = Some(r);
+        r
+    }
+
+    /// The symbol row under `key`, added with `info` when new.
+    fn symbol_row(
+        &mut self,
+        key: (String, Option<String>, &'static str),
+        info: SymbolInfo,
+    ) -> usize {
+        let next = self.out.symbols.len();
+        let row = *self.symbol_rows.entry(key).or_insert(next);
+        if row == next {
+            self.out.symbols.push(info);
         }
-        out.places[i] = place;
+        row
     }
-    unreadable.sort();
-    unreadable.dedup();
-    if !unreadable.is_empty() {
-        out.notes.push(format!(
-            "Data symbols not read (file missing, unreadable or not ELF here): {}; their samples are attributed to mappings only.",
-            unreadable.join(", ")
-        ));
+
+    /// The row of the first user-named region the sample falls in, if any.
+    fn region_row(&mut self, s: &MemSample) -> Option<usize> {
+        let opts = self.opts;
+        let k = opts.regions.iter().position(|r| {
+            r.pid.is_none_or(|p| p == s.pid) && s.addr >= r.start && s.addr - r.start < r.len
+        })?;
+        if let Some(row) = self.region_rows[k] {
+            return Some(row);
+        }
+        let r = &opts.regions[k];
+        let row = self.symbol_row(
+            (r.name.clone(), None, "user"),
+            SymbolInfo {
+                name: r.name.clone(),
+                kind: "user",
+                object: None,
+                section: None,
+                start: Some(r.start),
+                size: Some(r.len),
+            },
+        );
+        self.region_rows[k] = Some(row);
+        Some(row)
     }
-    if !different.is_empty() {
-        out.notes.push(format!(
-            "Files that are not the ones sampled, so their symbols were not used: {}.",
-            different.join("; ")
-        ));
+
+    /// The row of the ELF data symbol the sample's address falls in, in the first
+    /// file loaded there that has one.
+    fn data_symbol_row(&mut self, s: &MemSample) -> Option<usize> {
+        let (key, info) = self.loaded.get(&s.pid)?.iter().find_map(|l| {
+            if s.addr < l.lo || s.addr >= l.hi {
+                return None;
+            }
+            let (path, o) = &self.objects[l.object];
+            let sym = find(&o.data, s.addr.wrapping_sub(l.bias))?;
+            Some((
+                (sym.name.clone(), Some(path.clone()), "symbol"),
+                SymbolInfo {
+                    name: sym.name.clone(),
+                    kind: "symbol",
+                    object: Some(path.clone()),
+                    section: Some(sym.section.clone()),
+                    start: Some(sym.address.wrapping_add(l.bias)),
+                    size: Some(sym.size),
+                },
+            ))
+        })?;
+        Some(self.symbol_row(key, info))
     }
-    out
+
+    /// The attribution, with notes on the files not read or not the ones sampled.
+    fn finish(mut self) -> Attribution {
+        let mut out = self.out;
+        self.unreadable.sort();
+        self.unreadable.dedup();
+        if !self.unreadable.is_empty() {
+            out.notes.push(format!(
+                "Data symbols not read (file missing, unreadable or not ELF here): {}; their samples are attributed to mappings only.",
+                self.unreadable.join(", ")
+            ));
+        }
+        if !self.different.is_empty() {
+            out.notes.push(format!(
+                "Files that are not the ones sampled, so their symbols were not used: {}.",
+                self.different.join("; ")
+            ));
+        }
+        out
+    }
+}
+
+/// Attributes every sample.
+pub fn attribute(data: &Samples, opts: &AttributeOptions) -> Attribution {
+    let mut a = Attributor::new(data, opts);
+    for (_, is_map, i) in arrival_order(data) {
+        if is_map {
+            a.mapping_arrived(i);
+        } else {
+            a.sample_arrived(i);
+        }
+    }
+    a.finish()
 }
 
 fn lookup(live: &HashMap<u32, BTreeMap<u64, Live>>, pid: u32, addr: u64) -> Option<usize> {

@@ -10,16 +10,16 @@
 //! has when sampling starts (per thread, any CPU), and asks
 //! move_pages for the node of every sampled page while the process lives.
 //!
-//! Kernel records are parsed here from their bytes ([`parse_sample_record`],
-//! [`parse_mmap2_record`]) into the same [`MemSample`] / [`Mapping`] the importer
-//! makes, so the analysis is shared and the parsing is tested without hardware.
+//! Kernel records are parsed by perf-event-data ([`records`]; [`parse_sample_record`]
+//! and [`parse_mmap2_record`] take a record's body) into the same [`MemSample`] /
+//! [`Mapping`](crate::sample::Mapping) the importer makes, so the analysis is shared and the parsing is tested
+//! without hardware.
 //!
 //! Arm SPE is detected but not recorded live: it delivers its records through the AUX
 //! area as SPE packets, which numalab does not decode; `perf mem record` there and
 //! the import of its `perf script` output work.
 
-use crate::datasrc::DataSrc;
-use crate::sample::{Mapping, MemSample, Samples};
+use crate::sample::{MemSample, Samples};
 use std::path::{Path, PathBuf};
 
 /// The kind of facility.
@@ -241,207 +241,10 @@ pub fn encode_terms(
     Ok(cfg)
 }
 
-// Sample type bits (include/uapi/linux/perf_event.h).
-const S_IP: u64 = 1 << 0;
-const S_TID: u64 = 1 << 1;
-const S_TIME: u64 = 1 << 2;
-const S_ADDR: u64 = 1 << 3;
-const S_READ: u64 = 1 << 4;
-const S_CALLCHAIN: u64 = 1 << 5;
-const S_ID: u64 = 1 << 6;
-const S_CPU: u64 = 1 << 7;
-const S_PERIOD: u64 = 1 << 8;
-const S_STREAM_ID: u64 = 1 << 9;
-const S_RAW: u64 = 1 << 10;
-const S_BRANCH_STACK: u64 = 1 << 11;
-const S_REGS_USER: u64 = 1 << 12;
-const S_STACK_USER: u64 = 1 << 13;
-const S_WEIGHT: u64 = 1 << 14;
-const S_DATA_SRC: u64 = 1 << 15;
-const S_IDENTIFIER: u64 = 1 << 16;
-const S_TRANSACTION: u64 = 1 << 17;
-const S_REGS_INTR: u64 = 1 << 18;
-const S_PHYS_ADDR: u64 = 1 << 19;
-const S_WEIGHT_STRUCT: u64 = 1 << 24;
+mod records;
 
-/// The sample fields [`parse_sample_record`] reads; others make it refuse.
-pub const SAMPLE_TYPE: u64 =
-    S_IP | S_TID | S_TIME | S_ADDR | S_CPU | S_PERIOD | S_WEIGHT | S_DATA_SRC;
-/// With physical addresses.
-pub const SAMPLE_TYPE_PHYS: u64 = SAMPLE_TYPE | S_PHYS_ADDR;
-
-struct Cursor<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl Cursor<'_> {
-    fn u64(&mut self) -> Result<u64, String> {
-        let s = self.b.get(self.at..self.at + 8).ok_or_else(|| {
-            format!(
-                "record ends at byte {} (needs {})",
-                self.b.len(),
-                self.at + 8
-            )
-        })?;
-        self.at += 8;
-        Ok(u64::from_ne_bytes(s.try_into().expect("8 bytes")))
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        let s = self.b.get(self.at..self.at + 4).ok_or_else(|| {
-            format!(
-                "record ends at byte {} (needs {})",
-                self.b.len(),
-                self.at + 4
-            )
-        })?;
-        self.at += 4;
-        Ok(u32::from_ne_bytes(s.try_into().expect("4 bytes")))
-    }
-}
-
-/// Parses the body (after the 8-byte header) of a PERF_RECORD_SAMPLE with this
-/// sample_type, in the kernel's field order. Fields this crate never asks for (read
-/// values, call chains, raw data, branch stacks, registers, user stack, transaction)
-/// make it refuse, as their sizes depend on other attributes.
-pub fn parse_sample_record(body: &[u8], sample_type: u64) -> Result<MemSample, String> {
-    let unsupported = S_READ
-        | S_CALLCHAIN
-        | S_RAW
-        | S_BRANCH_STACK
-        | S_REGS_USER
-        | S_STACK_USER
-        | S_TRANSACTION
-        | S_REGS_INTR;
-    if sample_type & unsupported != 0 {
-        return Err(format!(
-            "sample_type 0x{sample_type:x} has fields this parser does not read"
-        ));
-    }
-    let mut c = Cursor { b: body, at: 0 };
-    let mut s = MemSample {
-        seq: 0,
-        pid: 0,
-        tid: 0,
-        cpu: 0,
-        time_ns: None,
-        ip: None,
-        code: None,
-        addr: 0,
-        data_src: DataSrc(0),
-        weight: 0,
-        phys_addr: None,
-        event: 0,
-    };
-    if sample_type & S_IDENTIFIER != 0 {
-        c.u64()?;
-    }
-    if sample_type & S_IP != 0 {
-        s.ip = Some(c.u64()?);
-    }
-    if sample_type & S_TID != 0 {
-        s.pid = c.u32()?;
-        s.tid = c.u32()?;
-    }
-    if sample_type & S_TIME != 0 {
-        s.time_ns = Some(c.u64()?);
-    }
-    if sample_type & S_ADDR != 0 {
-        s.addr = c.u64()?;
-    }
-    if sample_type & S_ID != 0 {
-        c.u64()?;
-    }
-    if sample_type & S_STREAM_ID != 0 {
-        c.u64()?;
-    }
-    if sample_type & S_CPU != 0 {
-        s.cpu = c.u32()?;
-        c.u32()?; // res
-    }
-    if sample_type & S_PERIOD != 0 {
-        c.u64()?;
-    }
-    if sample_type & (S_WEIGHT | S_WEIGHT_STRUCT) != 0 {
-        let w = c.u64()?;
-        // The struct form's first 32 bits are the latency (var1_dw).
-        s.weight = if sample_type & S_WEIGHT_STRUCT != 0 {
-            w & 0xffff_ffff
-        } else {
-            w
-        };
-    }
-    if sample_type & S_DATA_SRC != 0 {
-        s.data_src = DataSrc(c.u64()?);
-    }
-    if sample_type & S_PHYS_ADDR != 0 {
-        s.phys_addr = Some(c.u64()?);
-    }
-    Ok(s)
-}
-
-/// Parses the body of a PERF_RECORD_MMAP2: pid, tid, addr, len, pgoff, then either
-/// maj, min, ino, ino_generation or (misc & PERF_RECORD_MISC_MMAP_BUILD_ID) a build-id
-/// size, 3 reserved bytes and 20 id bytes; prot, flags, the file name (NUL-padded).
-pub fn parse_mmap2_record(body: &[u8], misc: u16) -> Result<Mapping, String> {
-    const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
-    let mut c = Cursor { b: body, at: 0 };
-    let pid = c.u32()?;
-    let _tid = c.u32()?;
-    let start = c.u64()?;
-    let len = c.u64()?;
-    let pgoff = c.u64()?;
-    let (dev_ino, build_id) = if misc & MISC_MMAP_BUILD_ID != 0 {
-        let raw = body
-            .get(c.at..c.at + 24)
-            .ok_or("record ends inside the build id")?;
-        let n = (raw[0] as usize).min(20);
-        c.at += 24;
-        (
-            None,
-            Some(
-                raw[4..4 + n]
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect::<String>(),
-            ),
-        )
-    } else {
-        let maj = c.u32()?;
-        let min = c.u32()?;
-        let ino = c.u64()?;
-        let _gen = c.u64()?;
-        (Some((maj, min, ino)), None)
-    };
-    let prot = c.u32()?;
-    let flags = c.u32()?;
-    let name = body.get(c.at..).ok_or("record ends before the file name")?;
-    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    let path = String::from_utf8_lossy(&name[..end]).into_owned();
-    let p = |bit: u32, ch: char| if prot & bit != 0 { ch } else { '-' };
-    let prot_s = format!(
-        "{}{}{}{}",
-        p(libc::PROT_READ as u32, 'r'),
-        p(libc::PROT_WRITE as u32, 'w'),
-        p(libc::PROT_EXEC as u32, 'x'),
-        if flags & libc::MAP_SHARED as u32 != 0 {
-            's'
-        } else {
-            'p'
-        }
-    );
-    Ok(Mapping {
-        seq: 0,
-        pid,
-        start,
-        len,
-        pgoff,
-        prot: Some(prot_s),
-        path,
-        dev_ino,
-        build_id,
-    })
-}
+pub use records::{parse_mmap2_record, parse_sample_record, SAMPLE_TYPE, SAMPLE_TYPE_PHYS};
+use records::{Decoded, S_PHYS_ADDR};
 
 /// What to sample.
 #[derive(Debug, Clone)]
@@ -676,59 +479,109 @@ fn online_cpus() -> Vec<usize> {
         })
 }
 
-const RECORD_MMAP2: u32 = 10;
-const RECORD_LOST: u32 = 2;
-const RECORD_SAMPLE: u32 = 9;
-
-fn drain(
-    samplers: &mut [(perf_event::Sampler, u16)],
+/// What a live run gathers while it samples: the samplers (with their event
+/// indices), the samples and mappings so far, and the page nodes asked.
+struct Collector {
+    samplers: Vec<(perf_event::Sampler, u16)>,
     sample_type: u64,
     include_kernel: bool,
-    out: &mut Samples,
-    seq: &mut u64,
-    fresh: &mut Vec<MemSample>,
-) {
-    for (s, ev) in samplers.iter_mut() {
-        while let Some(rec) = s.next_record() {
-            let body = rec.to_contiguous();
-            match rec.ty() {
-                RECORD_SAMPLE => {
-                    if let Ok(mut smp) = parse_sample_record(&body, sample_type) {
-                        if !include_kernel && smp.addr >= 0xffff_0000_0000_0000 {
+    data: Samples,
+    seq: u64,
+    /// Samples drained since the page nodes were last asked.
+    fresh: Vec<MemSample>,
+    nodes: crate::node::MovePages,
+}
+
+impl Collector {
+    /// Moves every record the samplers hold into the samples: samples (kernel ones
+    /// dropped unless asked, a physical address of 0 as none) numbered in arrival order
+    /// with their event and also kept in `fresh` for the page-node queries, MMAP2
+    /// mappings, lost counts.
+    fn drain(&mut self) {
+        for (s, ev) in self.samplers.iter_mut() {
+            while let Some(rec) = s.next_record() {
+                let Ok(parsed) = rec.parse_record() else {
+                    continue;
+                };
+                match records::decode(&parsed, self.sample_type) {
+                    Some(Decoded::Sample(mut smp)) => {
+                        if !self.include_kernel && smp.addr >= 0xffff_0000_0000_0000 {
                             continue;
                         }
                         if smp.phys_addr == Some(0) {
                             smp.phys_addr = None;
                         }
-                        smp.seq = *seq;
+                        smp.seq = self.seq;
                         smp.event = *ev;
-                        *seq += 1;
-                        fresh.push(smp.clone());
-                        out.samples.push(smp);
+                        self.seq += 1;
+                        self.fresh.push(smp.clone());
+                        self.data.samples.push(smp);
                     }
-                }
-                RECORD_MMAP2 => {
-                    if let Ok(mut m) = parse_mmap2_record(&body, rec.misc()) {
-                        m.seq = *seq;
-                        *seq += 1;
-                        out.mappings.push(m);
+                    Some(Decoded::Mapping(mut m)) => {
+                        m.seq = self.seq;
+                        self.seq += 1;
+                        self.data.mappings.push(m);
                     }
+                    Some(Decoded::Lost(n)) => self.data.lost += n,
+                    None => {}
                 }
-                RECORD_LOST if body.len() >= 16 => {
-                    out.lost += u64::from_ne_bytes(body[8..16].try_into().expect("8 bytes"));
-                }
-                _ => {}
             }
         }
     }
+
+    /// Drains, asks the nodes of the fresh samples' pages, and waits a little.
+    fn drain_and_ask(&mut self) {
+        self.drain();
+        self.nodes.query(&self.fresh);
+        self.fresh.clear();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+
+    /// Lets the gated command run and samples it until it ends; samples drained after
+    /// it ended get a note, as their pages can no longer be asked.
+    fn while_command_runs(
+        &mut self,
+        mut r: numalab_proc::Running,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<numalab_proc::Outcome>, LiveError> {
+        r.release()?;
+        let waiter = std::thread::spawn(move || r.wait());
+        while !waiter.is_finished() {
+            self.drain_and_ask();
+        }
+        self.drain();
+        // The process is gone: its pages cannot be asked any more.
+        let left = self.fresh.len();
+        self.fresh.clear();
+        if left > 0 {
+            notes.push(format!(
+                "{left} samples arrived after the process ended; their page nodes could not be asked"
+            ));
+        }
+        Ok(waiter.join().ok())
+    }
+
+    /// Samples a running process for `duration`.
+    fn for_duration(&mut self, duration: std::time::Duration) {
+        for (s, _) in self.samplers.iter_mut() {
+            let _ = s.enable();
+        }
+        let until = std::time::Instant::now() + duration;
+        while std::time::Instant::now() < until {
+            self.drain_and_ask();
+        }
+        for (s, _) in self.samplers.iter_mut() {
+            let _ = s.disable();
+        }
+        self.drain();
+        self.nodes.query(&self.fresh);
+    }
 }
 
-/// Samples the target with the facility found under `opts.sysfs_root`.
-pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveError> {
-    let facility = detect(&opts.sysfs_root)?;
-    let specs = event_specs(&facility, opts)?;
-    let mut notes = Vec::new();
-    let (mut running, pid, gated) = match target {
+/// Starts a command gated (sampling begins at its exec), or names the running
+/// process: (the child, the pid, whether gated).
+fn start_target(target: &Target) -> Result<(Option<numalab_proc::Running>, i32, bool), LiveError> {
+    Ok(match target {
         Target::Command(spec) => {
             let mut child = spec.clone();
             child.gated = true;
@@ -737,12 +590,14 @@ pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveErro
             (Some(r), pid, true)
         }
         Target::Pid { pid, .. } => (None, *pid, false),
-    };
-    let mut data = Samples::default();
-    let ids: Vec<u16> = specs.iter().map(|e| data.event_index(&e.name)).collect();
-    // A PMU that covers only some CPUs (hybrid cores, IBS) says which; a per-task
-    // event on the others would fail, and the task runs on them unsampled.
-    let cpus: Vec<usize> = match &facility.cpus {
+    })
+}
+
+/// The CPUs to sample on: the online ones the PMU covers. A PMU that covers only some
+/// CPUs (hybrid cores, IBS) says which; a per-task event on the others would fail, and
+/// the task runs on them unsampled (a note says so).
+fn sampled_cpus(facility: &Facility, notes: &mut Vec<String>) -> Vec<usize> {
+    match &facility.cpus {
         Some(c) if !c.is_empty() => {
             let online = online_cpus();
             let covered: Vec<usize> = c
@@ -761,41 +616,59 @@ pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveErro
             covered
         }
         _ => online_cpus(),
-    };
-    // A command: every CPU the PMU covers, inherited by its threads and children. A
-    // running process: each of its threads now (threads it starts later are not seen).
-    let scopes: Vec<Scope> = if gated {
-        cpus.iter().map(|&c| Scope::TaskOnCpu(pid, c)).collect()
-    } else {
-        let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .map(|rd| {
-                rd.flatten()
-                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        tids.sort_unstable();
-        if tids.is_empty() {
-            tids.push(pid);
-        }
-        notes.push(format!(
-            "process {pid} sampled in its {} thread(s) present when sampling started",
-            tids.len()
-        ));
-        tids.into_iter().map(Scope::Thread).collect()
-    };
-    let open_all =
-        |sample_type: u64| -> Result<Vec<(perf_event::Sampler, u16)>, (String, std::io::Error)> {
-            let mut v = Vec::new();
-            for (e, &ev) in specs.iter().zip(&ids) {
-                for &scope in &scopes {
-                    let s = open_one(e, scope, opts.period, gated, sample_type)
-                        .map_err(|err| (e.name.clone(), err))?;
-                    v.push((s, ev));
-                }
+    }
+}
+
+/// Where the samplers look. A command: every CPU the PMU covers, inherited by its
+/// threads and children. A running process: each of its threads now (threads it
+/// starts later are not seen; a note says how many).
+fn scopes(gated: bool, pid: i32, cpus: &[usize], notes: &mut Vec<String>) -> Vec<Scope> {
+    if gated {
+        return cpus.iter().map(|&c| Scope::TaskOnCpu(pid, c)).collect();
+    }
+    let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    tids.sort_unstable();
+    if tids.is_empty() {
+        tids.push(pid);
+    }
+    notes.push(format!(
+        "process {pid} sampled in its {} thread(s) present when sampling started",
+        tids.len()
+    ));
+    tids.into_iter().map(Scope::Thread).collect()
+}
+
+/// Samplers with their event index: every event in every scope.
+type Opened = Vec<(perf_event::Sampler, u16)>;
+
+/// Opens every event in every scope, with physical addresses when asked; when they
+/// need more privilege (or are not supported), again without, with a note. Returns
+/// the samplers and the sample_type they use, or the event that failed and why.
+fn open_samplers(
+    specs: &[EventSpec],
+    ids: &[u16],
+    scopes: &[Scope],
+    opts: &LiveOptions,
+    gated: bool,
+    notes: &mut Vec<String>,
+) -> Result<(Opened, u64), (String, std::io::Error)> {
+    let open_all = |sample_type: u64| -> Result<Opened, (String, std::io::Error)> {
+        let mut v = Vec::new();
+        for (e, &ev) in specs.iter().zip(ids) {
+            for &scope in scopes {
+                let s = open_one(e, scope, opts.period, gated, sample_type)
+                    .map_err(|err| (e.name.clone(), err))?;
+                v.push((s, ev));
             }
-            Ok(v)
-        };
+        }
+        Ok(v)
+    };
     let mut sample_type = if opts.phys_addr {
         SAMPLE_TYPE_PHYS
     } else {
@@ -815,99 +688,64 @@ pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveErro
             opened = open_all(sample_type);
         }
     }
-    let mut samplers = match opened {
-        Ok(v) => v,
-        Err((event, e)) => {
-            if let Some(mut r) = running.take() {
-                let _ = r.release();
-                let _ = r.wait();
-            }
-            let detail = match e.raw_os_error() {
-                Some(libc::EACCES) | Some(libc::EPERM) => format!(
-                    "permission denied ({e}): sampling needs perf_event_paranoid <= 2 for your own processes, <= 1 with kernel samples, or CAP_PERFMON"
-                ),
-                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) | Some(libc::EINVAL) => {
-                    format!("the PMU refused the event ({e})")
-                }
-                _ => e.to_string(),
-            };
-            return Err(LiveError::Open { event, detail });
+    opened.map(|v| (v, sample_type))
+}
+
+/// Why `event` could not be opened, with what would allow it.
+fn open_error(event: String, e: std::io::Error) -> LiveError {
+    let detail = match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => format!(
+            "permission denied ({e}): sampling needs perf_event_paranoid <= 2 for your own processes, <= 1 with kernel samples, or CAP_PERFMON"
+        ),
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) | Some(libc::EINVAL) => {
+            format!("the PMU refused the event ({e})")
         }
+        _ => e.to_string(),
     };
-    let mut nodes = crate::node::MovePages::new();
-    let mut seq = 0;
-    let mut fresh = Vec::new();
+    LiveError::Open { event, detail }
+}
+
+/// Samples the target with the facility found under `opts.sysfs_root`.
+pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveError> {
+    let facility = detect(&opts.sysfs_root)?;
+    let specs = event_specs(&facility, opts)?;
+    let mut notes = Vec::new();
+    let (mut running, pid, gated) = start_target(target)?;
+    let mut data = Samples::default();
+    let ids: Vec<u16> = specs.iter().map(|e| data.event_index(&e.name)).collect();
+    let cpus = sampled_cpus(&facility, &mut notes);
+    let scopes = scopes(gated, pid, &cpus, &mut notes);
+    let (samplers, sample_type) =
+        match open_samplers(&specs, &ids, &scopes, opts, gated, &mut notes) {
+            Ok(v) => v,
+            Err((event, e)) => {
+                if let Some(mut r) = running.take() {
+                    let _ = r.release();
+                    let _ = r.wait();
+                }
+                return Err(open_error(event, e));
+            }
+        };
+    let mut c = Collector {
+        samplers,
+        sample_type,
+        include_kernel: opts.include_kernel,
+        data,
+        seq: 0,
+        fresh: Vec::new(),
+        nodes: crate::node::MovePages::new(),
+    };
     let outcome = match running.take() {
-        Some(mut r) => {
-            r.release()?;
-            let waiter = std::thread::spawn(move || r.wait());
-            while !waiter.is_finished() {
-                drain(
-                    &mut samplers,
-                    sample_type,
-                    opts.include_kernel,
-                    &mut data,
-                    &mut seq,
-                    &mut fresh,
-                );
-                nodes.query(&fresh);
-                fresh.clear();
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            drain(
-                &mut samplers,
-                sample_type,
-                opts.include_kernel,
-                &mut data,
-                &mut seq,
-                &mut fresh,
-            );
-            // The process is gone: its pages cannot be asked any more.
-            let left = fresh.len();
-            fresh.clear();
-            if left > 0 {
-                notes.push(format!(
-                    "{left} samples arrived after the process ended; their page nodes could not be asked"
-                ));
-            }
-            waiter.join().ok()
-        }
+        Some(r) => c.while_command_runs(r, &mut notes)?,
         None => {
             let Target::Pid { duration, .. } = target else {
                 unreachable!("a command target has a running child")
             };
-            for (s, _) in samplers.iter_mut() {
-                let _ = s.enable();
-            }
-            let until = std::time::Instant::now() + *duration;
-            while std::time::Instant::now() < until {
-                drain(
-                    &mut samplers,
-                    sample_type,
-                    opts.include_kernel,
-                    &mut data,
-                    &mut seq,
-                    &mut fresh,
-                );
-                nodes.query(&fresh);
-                fresh.clear();
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            for (s, _) in samplers.iter_mut() {
-                let _ = s.disable();
-            }
-            drain(
-                &mut samplers,
-                sample_type,
-                opts.include_kernel,
-                &mut data,
-                &mut seq,
-                &mut fresh,
-            );
-            nodes.query(&fresh);
+            c.for_duration(*duration);
             None
         }
     };
+    let (mut data, nodes) = (c.data, c.nodes);
     data.has_ip = true;
     data.has_time = true;
     data.drop_non_memory();

@@ -205,13 +205,9 @@ fn split_sym_dso(rest: &str) -> (Option<String>, Option<String>) {
     (sym, dso)
 }
 
-fn parse_sample(
-    n: usize,
-    line: &str,
-    out: &mut Samples,
-    code_cache: &mut HashMap<String, u32>,
-    seq: u64,
-) -> Result<MemSample, LineError> {
+/// The fields before perf's data_src decoding (`|OP ...`): where the decoding starts,
+/// the tokens before the address, the address and the data_src value.
+fn addr_and_data_src(n: usize, line: &str) -> Result<(usize, Vec<&str>, u64, u64), LineError> {
     let Some(op) = line.find("|OP ") else {
         return Err(err(
             n,
@@ -243,7 +239,15 @@ fn parse_sample(
             ),
         )
     })?;
-    let head = &head[..head.len() - 2];
+    let len = head.len() - 2;
+    let mut head = head;
+    head.truncate(len);
+    Ok((op, head, addr, data_src))
+}
+
+/// The CPU field (`[NNN]`) and the pid or pid/tid before it: (its index, cpu, pid,
+/// tid).
+fn cpu_and_ids(n: usize, head: &[&str]) -> Result<(usize, u32, i64, i64), LineError> {
     let Some(ci) = head.iter().position(|t| {
         t.len() > 2 && t.starts_with('[') && t.ends_with(']') && is_digits(&t[1..t.len() - 1])
     }) else {
@@ -269,7 +273,16 @@ fn parse_sample(
             format!("{ids:?} is not a pid or pid/tid (add pid to -F)"),
         ));
     };
-    let mut rest = &head[ci + 1..];
+    Ok((ci, cpu, pid, tid))
+}
+
+/// The fields after the CPU: an optional time (`SECS.FRAC:`), an optional period (a
+/// bare number), then the event name ending with ':' (registered in `out`).
+fn time_and_event(
+    n: usize,
+    mut rest: &[&str],
+    out: &mut Samples,
+) -> Result<(Option<u64>, u16), LineError> {
     let mut time_ns = None;
     if let Some(t) = rest.first().and_then(|t| t.strip_suffix(':')) {
         if let Some((s, frac)) = t.split_once('.') {
@@ -286,7 +299,6 @@ fn parse_sample(
             }
         }
     }
-    // An optional period (a bare number), then the event name ending with ':'.
     if rest.first().is_some_and(|t| is_digits(t)) {
         rest = &rest[1..];
     }
@@ -297,9 +309,12 @@ fn parse_sample(
     } else {
         &event
     });
+    Ok((time_ns, event))
+}
 
-    // After the decoding: weight, then " ip sym (dso)", then phys_addr.
-    let tail = &line[op..];
+/// The weight after the data_src decoding (`tail` starts at `|OP`), and what follows
+/// it.
+fn weight_after_decoding(n: usize, tail: &str) -> Result<(u64, &str), LineError> {
     // The decoding is at most 82 characters (perf formats value and decoding into 100
     // bytes); it ends with the BLK segment (perf >= 5.12) or the LCK one.
     let mut window = tail.len().min(100);
@@ -338,48 +353,84 @@ fn parse_sample(
             "no weight after the data_src decoding (field weight is required); the line may be cut short",
         ));
     };
-    let rest = &after[pos..];
-    let mut ip = None;
-    let mut code = None;
+    Ok((weight, &after[pos..]))
+}
+
+/// What follows the weight, each when printed.
+#[derive(Default)]
+struct AfterWeight {
+    /// The instruction pointer.
+    ip: Option<u64>,
+    /// The code symbol (index into [`Samples::code_names`]).
+    code: Option<u32>,
+    /// The physical address.
+    phys: Option<u64>,
+}
+
+/// What follows the weight: " ip sym (dso)", then a physical address.
+fn ip_code_phys(
+    n: usize,
+    rest: &str,
+    out: &mut Samples,
+    code_cache: &mut HashMap<String, u32>,
+) -> Result<AfterWeight, LineError> {
+    if rest.trim().is_empty() {
+        return Ok(AfterWeight::default());
+    }
     let mut phys = None;
-    let trimmed = rest.trim();
-    if !trimmed.is_empty() {
-        let mut body = rest.trim_start();
-        let (ip_tok, more) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
-        let v = parse_hex(ip_tok).ok_or_else(|| {
-            err(
-                n,
-                format!(
-                    "expected the instruction pointer (hex) after the weight, found {:?}",
-                    excerpt(ip_tok)
-                ),
-            )
-        })?;
-        ip = Some(v);
-        body = more;
-        // A physical address: the last token, hex, after at least two spaces.
-        let t = body.trim_end();
-        if let Some(sp) = t.rfind(char::is_whitespace) {
-            let last = &t[sp + 1..];
-            let before = &t[..=sp];
-            let pad = before.len() - before.trim_end().len();
-            if pad >= 2 && last.len() <= 16 {
-                if let Some(p) = parse_hex(last) {
-                    phys = Some(p);
-                    body = before;
-                }
-            }
-        } else if !t.is_empty() && t.len() <= 16 && body.len() - body.trim_start().len() >= 2 {
-            if let Some(p) = parse_hex(t) {
+    let mut body = rest.trim_start();
+    let (ip_tok, more) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
+    let ip = parse_hex(ip_tok).ok_or_else(|| {
+        err(
+            n,
+            format!(
+                "expected the instruction pointer (hex) after the weight, found {:?}",
+                excerpt(ip_tok)
+            ),
+        )
+    })?;
+    body = more;
+    // A physical address: the last token, hex, after at least two spaces.
+    let t = body.trim_end();
+    if let Some(sp) = t.rfind(char::is_whitespace) {
+        let last = &t[sp + 1..];
+        let before = &t[..=sp];
+        let pad = before.len() - before.trim_end().len();
+        if pad >= 2 && last.len() <= 16 {
+            if let Some(p) = parse_hex(last) {
                 phys = Some(p);
-                body = "";
+                body = before;
             }
         }
-        let (sym, _dso) = split_sym_dso(body);
-        if let Some(s) = sym {
-            code = Some(out.code_index(&s, code_cache));
+    } else if !t.is_empty() && t.len() <= 16 && body.len() - body.trim_start().len() >= 2 {
+        if let Some(p) = parse_hex(t) {
+            phys = Some(p);
+            body = "";
         }
     }
+    let (sym, _dso) = split_sym_dso(body);
+    let code = sym.map(|s| out.code_index(&s, code_cache));
+    Ok(AfterWeight {
+        ip: Some(ip),
+        code,
+        phys,
+    })
+}
+
+/// One sample line of `perf script` output.
+fn parse_sample(
+    n: usize,
+    line: &str,
+    out: &mut Samples,
+    code_cache: &mut HashMap<String, u32>,
+    seq: u64,
+) -> Result<MemSample, LineError> {
+    let (op, head, addr, data_src) = addr_and_data_src(n, line)?;
+    let (ci, cpu, pid, tid) = cpu_and_ids(n, &head)?;
+    let (time_ns, event) = time_and_event(n, &head[ci + 1..], out)?;
+    // After the decoding: weight, then " ip sym (dso)", then phys_addr.
+    let (weight, rest) = weight_after_decoding(n, &line[op..])?;
+    let AfterWeight { ip, code, phys } = ip_code_phys(n, rest, out, code_cache)?;
     Ok(MemSample {
         seq,
         pid: pid as u32,

@@ -9,7 +9,7 @@
 //! make a metric "notable" are data (`[tree]` and `notable` in data/metrics/*.toml);
 //! this module only walks them.
 
-use crate::catalog::{own_threshold, BranchDef, Catalog, VendorNode, VendorTree};
+use crate::catalog::{own_threshold, BranchDef, Catalog, TreeDef, VendorNode, VendorTree};
 use crate::expr::{self, Input};
 use crate::metrics::{fmt_metric, fmt_pct, fmt_sig, MetricValue};
 
@@ -224,11 +224,9 @@ fn undecided(
     }
 }
 
-fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
-    let tree = &catalog.tree;
-    let ipc = find(metrics, &tree.ipc).and_then(|m| m.value);
-    let sides: Vec<SideStall> = tree
-        .branches
+/// Each side's stall rate (its stall metric, scaled), or why it has none.
+fn side_stalls(tree: &TreeDef, metrics: &[MetricValue]) -> Vec<SideStall> {
+    tree.branches
         .iter()
         .map(|b| {
             let m = find(metrics, &b.stall);
@@ -244,79 +242,70 @@ fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
                 },
             }
         })
-        .collect();
-    let ipc_text = ipc
-        .map(|v| format!(" (IPC {})", fmt_sig(v)))
-        .unwrap_or_default();
+        .collect()
+}
 
-    let all_known = sides.iter().all(|s| s.stall_rate.is_some());
-    if !all_known {
-        // No cycle accounting: say so, then report what stands out anywhere.
-        let missing: Vec<String> = sides
-            .iter()
-            .filter(|s| s.stall_rate.is_none())
-            .map(|s| {
-                format!(
-                    "{} {}",
-                    s.metric,
-                    s.reason.as_deref().unwrap_or("has no value")
-                )
-            })
-            .collect();
-        let why = format!(
-            "front-end/back-end stall shares not available{ipc_text}: {}",
-            missing.join("; ")
-        );
-        let mut r = undecided(
-            catalog,
-            metrics,
-            ipc,
-            sides,
-            format!("no verdict: {why}"),
-            "notable anyway",
-        );
-        r.no_verdict = Some(why);
-        let stalls: Vec<String> = r
-            .sides
-            .iter()
-            .filter(|s| s.stall_rate.is_none())
-            .map(|s| s.metric.clone())
-            .collect();
-        r.unevaluated.insert(
-            0,
-            Unevaluated {
-                part: "cycle accounting".into(),
-                reason: format!("no metric computable ({})", stalls.join(", ")),
-            },
-        );
-        return r;
-    }
-
-    let (bi, best) = sides
+/// No cycle accounting (a side's stall rate is missing): say so, then report what
+/// stands out anywhere.
+fn without_cycle_accounting(
+    catalog: &Catalog,
+    metrics: &[MetricValue],
+    ipc: Option<f64>,
+    sides: Vec<SideStall>,
+    ipc_text: &str,
+) -> TreeReport {
+    let missing: Vec<String> = sides
         .iter()
-        .enumerate()
-        .max_by(|a, b| {
-            a.1.stall_rate
-                .unwrap_or(0.0)
-                .total_cmp(&b.1.stall_rate.unwrap_or(0.0))
+        .filter(|s| s.stall_rate.is_none())
+        .map(|s| {
+            format!(
+                "{} {}",
+                s.metric,
+                s.reason.as_deref().unwrap_or("has no value")
+            )
         })
-        .expect("the tree has sides");
-    let best_rate = best.stall_rate.unwrap_or(0.0);
-    if best_rate < tree.stall_notable {
-        let shares: Vec<String> = tree
-            .branches
-            .iter()
-            .zip(&sides)
-            .map(|(b, s)| format!("{} {}", b.words, fmt_pct(s.stall_rate.unwrap_or(0.0))))
-            .collect();
-        let verdict = format!(
-            "neither side dominates: cycles stalled {}{ipc_text}; most cycles do useful work",
-            shares.join(", ")
-        );
-        return undecided(catalog, metrics, ipc, sides, verdict, "still notable");
-    }
+        .collect();
+    let why = format!(
+        "front-end/back-end stall shares not available{ipc_text}: {}",
+        missing.join("; ")
+    );
+    let mut r = undecided(
+        catalog,
+        metrics,
+        ipc,
+        sides,
+        format!("no verdict: {why}"),
+        "notable anyway",
+    );
+    r.no_verdict = Some(why);
+    let stalls: Vec<String> = r
+        .sides
+        .iter()
+        .filter(|s| s.stall_rate.is_none())
+        .map(|s| s.metric.clone())
+        .collect();
+    r.unevaluated.insert(
+        0,
+        Unevaluated {
+            part: "cycle accounting".into(),
+            reason: format!("no metric computable ({})", stalls.join(", ")),
+        },
+    );
+    r
+}
 
-    let branch = &tree.branches[bi];
+/// The verdict for the dominant side (branch `bi`, stalling `best_rate` of the
+/// cycles): its groups walked, the findings or what it otherwise means.
+fn dominant_side(
+    catalog: &Catalog,
+    metrics: &[MetricValue],
+    ipc: Option<f64>,
+    sides: Vec<SideStall>,
+    bi: usize,
+    best_rate: f64,
+    ipc_text: &str,
+) -> TreeReport {
+    let branch = &catalog.tree.branches[bi];
     let mut steps = Vec::new();
     let mut findings = Vec::new();
     walk(catalog, metrics, &branch.groups, &mut steps, &mut findings);
@@ -348,6 +337,44 @@ fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
         vendor_topdown: Vec::new(),
         no_verdict: None,
     }
+}
+
+/// The generic tree: the side (front end, back end) with the larger stall rate, when
+/// it is notable, walked down its groups.
+fn walk_cycles(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
+    let tree = &catalog.tree;
+    let ipc = find(metrics, &tree.ipc).and_then(|m| m.value);
+    let sides = side_stalls(tree, metrics);
+    let ipc_text = ipc
+        .map(|v| format!(" (IPC {})", fmt_sig(v)))
+        .unwrap_or_default();
+    if !sides.iter().all(|s| s.stall_rate.is_some()) {
+        return without_cycle_accounting(catalog, metrics, ipc, sides, &ipc_text);
+    }
+    let (bi, best) = sides
+        .iter()
+        .enumerate()
+        .max_by(|a, b| {
+            a.1.stall_rate
+                .unwrap_or(0.0)
+                .total_cmp(&b.1.stall_rate.unwrap_or(0.0))
+        })
+        .expect("the tree has sides");
+    let best_rate = best.stall_rate.unwrap_or(0.0);
+    if best_rate < tree.stall_notable {
+        let shares: Vec<String> = tree
+            .branches
+            .iter()
+            .zip(&sides)
+            .map(|(b, s)| format!("{} {}", b.words, fmt_pct(s.stall_rate.unwrap_or(0.0))))
+            .collect();
+        let verdict = format!(
+            "neither side dominates: cycles stalled {}{ipc_text}; most cycles do useful work",
+            shares.join(", ")
+        );
+        return undecided(catalog, metrics, ipc, sides, verdict, "still notable");
+    }
+    dominant_side(catalog, metrics, ipc, sides, bi, best_rate, &ipc_text)
 }
 
 // ---------------------------------------------------------------------------------

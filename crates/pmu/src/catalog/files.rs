@@ -367,32 +367,43 @@ pub fn load(id: &str) -> Result<Catalog, CatalogError> {
     load_arm(files)
 }
 
-pub(super) fn load_arm(files: &ArmFiles) -> Result<Catalog, CatalogError> {
-    let tfile = format!("data/arm/telemetry/{}.json", files.id);
-    let pfile = format!("data/arm/pmu/{}.json", files.id);
-    let t: TelemetryFile =
-        serde_json::from_str(files.telemetry).map_err(|e| data_err(&tfile, e.to_string()))?;
-    let p: ArmPmuFile =
-        serde_json::from_str(files.pmu).map_err(|e| data_err(&pfile, e.to_string()))?;
+/// The core's MIDR implementer and part from the telemetry file; the PMU event file's
+/// cpuid must be the same core.
+fn arm_midr(
+    t: &TelemetryFile,
+    p: &ArmPmuFile,
+    tfile: &str,
+    pfile: &str,
+) -> Result<(u32, u32), CatalogError> {
     let implementer = parse_hex(&t.product_configuration.implementer)
-        .ok_or_else(|| data_err(&tfile, "bad implementer"))? as u32;
+        .ok_or_else(|| data_err(tfile, "bad implementer"))? as u32;
     let part = parse_hex(&t.product_configuration.part_num)
-        .ok_or_else(|| data_err(&tfile, "bad part_num"))? as u32;
+        .ok_or_else(|| data_err(tfile, "bad part_num"))? as u32;
     // The two vendor files must describe the same core.
-    let cpuid = parse_hex(&p.cpuid).ok_or_else(|| data_err(&pfile, "bad cpuid"))?;
+    let cpuid = parse_hex(&p.cpuid).ok_or_else(|| data_err(pfile, "bad cpuid"))?;
     if cpuid != ((u64::from(implementer) << 12) | u64::from(part)) {
         return Err(data_err(
-            &pfile,
+            pfile,
             format!(
                 "cpuid {} does not match the telemetry file's implementer/part",
                 p.cpuid
             ),
         ));
     }
+    Ok((implementer, part))
+}
+
+/// The telemetry file's events, their codes cross-checked with the PMU event file.
+fn arm_events(
+    t: &TelemetryFile,
+    p: &ArmPmuFile,
+    tfile: &str,
+    pfile: &str,
+) -> Result<Vec<EventDef>, CatalogError> {
     let mut events = Vec::new();
     for (name, e) in &t.events {
         let code = parse_hex(&e.code)
-            .ok_or_else(|| data_err(&tfile, format!("event {name}: bad code {:?}", e.code)))?;
+            .ok_or_else(|| data_err(tfile, format!("event {name}: bad code {:?}", e.code)))?;
         events.push(EventDef {
             name: name.clone(),
             title: e.title.clone(),
@@ -401,12 +412,11 @@ pub(super) fn load_arm(files: &ArmFiles) -> Result<Catalog, CatalogError> {
             unit: None,
         });
     }
-    // Cross-check codes with the PMU event file.
     for pe in &p.events {
         if let Some(e) = events.iter().find(|e| e.name == pe.name) {
             if e.encoding != Encoding::Raw(pe.code) {
                 return Err(data_err(
-                    &pfile,
+                    pfile,
                     format!(
                         "{} has code 0x{:x} here but {:?} in {tfile}",
                         pe.name, pe.code, e.encoding
@@ -415,33 +425,36 @@ pub(super) fn load_arm(files: &ArmFiles) -> Result<Catalog, CatalogError> {
             }
         }
     }
-    let sw = parse_toml("data/linux/software.toml", SOFTWARE_TOML)?;
-    let mut m = parse_toml("data/metrics/arm.toml", ARM_METRICS_TOML)?;
-    per_core_formulas(&mut m.metric, files.id)?;
-    events.extend(toml_events("data/linux/software.toml", sw.event)?);
-    for (alias, target) in &m.aliases {
+    Ok(events)
+}
+
+/// Adds the methodology's aliases (`alias = "EVENT"`) to the events they name.
+fn add_arm_aliases(
+    events: &mut [EventDef],
+    aliases: &BTreeMap<String, String>,
+    id: &str,
+) -> Result<(), CatalogError> {
+    for (alias, target) in aliases {
         let e = events
             .iter_mut()
             .find(|e| &e.name == target)
             .ok_or_else(|| {
                 data_err(
                     "data/metrics/arm.toml",
-                    format!("alias {alias} names unknown event {target} ({})", files.id),
+                    format!("alias {alias} names unknown event {target} ({id})"),
                 )
             })?;
         e.aliases.push(alias.clone());
     }
+    Ok(())
+}
 
-    let methodology = toml_metrics("data/metrics/arm.toml", m.metric, MetricOrigin::Methodology)?;
-    let software = toml_metrics(
-        "data/linux/software.toml",
-        sw.metric,
-        MetricOrigin::Software,
-    )?;
+/// The telemetry file's metrics, each with the events it lists matching its formula.
+fn arm_vendor_metrics(t: &TelemetryFile, tfile: &str) -> Result<Vec<MetricDef>, CatalogError> {
     let mut vendor = Vec::new();
     for (name, vm) in &t.metrics {
-        let expr = expr::parse(&vm.formula)
-            .map_err(|e| data_err(&tfile, format!("metric {name}: {e}")))?;
+        let expr =
+            expr::parse(&vm.formula).map_err(|e| data_err(tfile, format!("metric {name}: {e}")))?;
         // The vendor lists each metric's events; they must match its formula.
         let vars: Vec<String> = expr.variables().into_iter().collect();
         let mut listed = vm.events.clone();
@@ -449,7 +462,7 @@ pub(super) fn load_arm(files: &ArmFiles) -> Result<Catalog, CatalogError> {
         listed.dedup();
         if !vm.events.is_empty() && vars != listed {
             return Err(data_err(
-                &tfile,
+                tfile,
                 format!("metric {name}: events {listed:?} differ from its formula's {vars:?}"),
             ));
         }
@@ -476,19 +489,12 @@ pub(super) fn load_arm(files: &ArmFiles) -> Result<Catalog, CatalogError> {
             scale: 1.0,
         });
     }
-    let mut groups = groups_from(m.group, &methodology, MetricOrigin::Methodology);
-    groups.extend(groups_from(sw.group, &software, MetricOrigin::Software));
-    for (name, g) in &t.groups.metrics {
-        groups.push(GroupDef {
-            name: name.clone(),
-            title: g.title.clone(),
-            label: None,
-            vendor: Vec::new(),
-            metrics: g.metrics.clone(),
-            origin: MetricOrigin::Vendor,
-        });
-    }
-    let vendor_tree = t.methodologies.values().next().map(|mt| VendorTree {
+    Ok(vendor)
+}
+
+/// The telemetry file's top-down methodology: its stages and root nodes.
+fn arm_vendor_tree(t: &TelemetryFile) -> Option<VendorTree> {
+    t.methodologies.values().next().map(|mt| VendorTree {
         stage_1: mt.metric_grouping.stage_1.clone(),
         stage_2: mt.metric_grouping.stage_2.clone(),
         roots: mt
@@ -502,31 +508,96 @@ pub(super) fn load_arm(files: &ArmFiles) -> Result<Catalog, CatalogError> {
             .cloned()
             .collect(),
         nodes: Vec::new(),
-    });
-    let tree = m
-        .tree
-        .ok_or_else(|| data_err("data/metrics/arm.toml", "no [tree]"))?;
-    let fixed = vec!["CPU_CYCLES".to_string()];
+    })
+}
+
+/// The core's name, the same in both vendor files and numalab's table.
+fn arm_product_name(
+    t: &TelemetryFile,
+    p: &ArmPmuFile,
+    files: &ArmFiles,
+    tfile: &str,
+    pfile: &str,
+) -> Result<String, CatalogError> {
     let name = t.product_configuration.product_name.clone();
     if name != p.cpu || name != files.name {
         return Err(data_err(
-            &pfile,
+            pfile,
             format!(
                 "cpu {:?} differs from {:?} in {tfile} or {:?} in numalab's table",
                 p.cpu, name, files.name
             ),
         ));
     }
-    let counters = match (p.counters, files.counters) {
-        (Some(a), Some(b)) if a != b => {
-            return Err(data_err(
-                &pfile,
-                format!("{a} counters here but {b} in numalab's table"),
-            ))
-        }
-        (Some(n), _) | (None, Some(n)) => n,
-        (None, None) => return Err(data_err(&pfile, "no number of counters")),
-    };
+    Ok(name)
+}
+
+/// The programmable counters: the PMU event file's, else numalab's table's; both must
+/// agree when both say.
+fn arm_counters(p: &ArmPmuFile, files: &ArmFiles, pfile: &str) -> Result<usize, CatalogError> {
+    match (p.counters, files.counters) {
+        (Some(a), Some(b)) if a != b => Err(data_err(
+            pfile,
+            format!("{a} counters here but {b} in numalab's table"),
+        )),
+        (Some(n), _) | (None, Some(n)) => Ok(n),
+        (None, None) => Err(data_err(pfile, "no number of counters")),
+    }
+}
+
+/// Loads an Arm catalog from Arm's telemetry and PMU event files, numalab's
+/// methodology for Arm and the kernel's software events.
+pub(super) fn load_arm(files: &ArmFiles) -> Result<Catalog, CatalogError> {
+    let tfile = format!("data/arm/telemetry/{}.json", files.id);
+    let pfile = format!("data/arm/pmu/{}.json", files.id);
+    let t: TelemetryFile =
+        serde_json::from_str(files.telemetry).map_err(|e| data_err(&tfile, e.to_string()))?;
+    let p: ArmPmuFile =
+        serde_json::from_str(files.pmu).map_err(|e| data_err(&pfile, e.to_string()))?;
+    let (implementer, part) = arm_midr(&t, &p, &tfile, &pfile)?;
+    let mut events = arm_events(&t, &p, &tfile, &pfile)?;
+    let sw = parse_toml("data/linux/software.toml", SOFTWARE_TOML)?;
+    let mut m = parse_toml("data/metrics/arm.toml", ARM_METRICS_TOML)?;
+    per_core_formulas(&mut m.metric, files.id)?;
+    events.extend(toml_events("data/linux/software.toml", sw.event)?);
+    add_arm_aliases(&mut events, &m.aliases, files.id)?;
+    let methodology = toml_metrics("data/metrics/arm.toml", m.metric, MetricOrigin::Methodology)?;
+    let software = toml_metrics(
+        "data/linux/software.toml",
+        sw.metric,
+        MetricOrigin::Software,
+    )?;
+    let vendor = arm_vendor_metrics(&t, &tfile)?;
+    let mut groups = groups_from(m.group, &methodology, MetricOrigin::Methodology);
+    groups.extend(groups_from(sw.group, &software, MetricOrigin::Software));
+    for (name, g) in &t.groups.metrics {
+        groups.push(GroupDef {
+            name: name.clone(),
+            title: g.title.clone(),
+            label: None,
+            vendor: Vec::new(),
+            metrics: g.metrics.clone(),
+            origin: MetricOrigin::Vendor,
+        });
+    }
+    let vendor_tree = arm_vendor_tree(&t);
+    let tree = m
+        .tree
+        .ok_or_else(|| data_err("data/metrics/arm.toml", "no [tree]"))?;
+    let fixed = vec!["CPU_CYCLES".to_string()];
+    let name = arm_product_name(&t, &p, files, &tfile, &pfile)?;
+    let counters = arm_counters(&p, files, &pfile)?;
+    let mut sources = vec![
+        format!("{tfile} (Arm telemetry specification, Apache-2.0)"),
+        format!("{pfile} (Arm PMU event file, Apache-2.0)"),
+    ];
+    if p.counters.is_none() {
+        sources.push(format!(
+            "{counters} programmable counters: Arm Streamline's pmus.xml (not in {pfile})"
+        ));
+    }
+    sources.push("data/metrics/arm.toml (numalab methodology)".into());
+    sources.push("data/linux/software.toml".into());
     build(Raw {
         id: files.id.to_string(),
         name,
@@ -542,20 +613,7 @@ pub(super) fn load_arm(files: &ArmFiles) -> Result<Catalog, CatalogError> {
         groups,
         tree,
         vendor_tree,
-        sources: {
-            let mut s = vec![
-                format!("{tfile} (Arm telemetry specification, Apache-2.0)"),
-                format!("{pfile} (Arm PMU event file, Apache-2.0)"),
-            ];
-            if p.counters.is_none() {
-                s.push(format!(
-                    "{counters} programmable counters: Arm Streamline's pmus.xml (not in {pfile})"
-                ));
-            }
-            s.push("data/metrics/arm.toml (numalab methodology)".into());
-            s.push("data/linux/software.toml".into());
-            s
-        },
+        sources,
     })
 }
 

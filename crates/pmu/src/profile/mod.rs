@@ -7,6 +7,7 @@
 
 mod attach;
 mod coverage;
+mod run;
 mod values;
 
 pub use attach::parse_cpu_list;
@@ -301,412 +302,36 @@ pub fn profile_subject(
     // Intel's topdown-* events count only in a group led by slots.
     count::slots_lead_topdown_groups(&catalog, &mut plan);
     let mut warnings = std::mem::take(&mut plan.warnings);
-    // A PMU that counts either anchor is a hardware PMU here: an emulated Arm PMU
-    // without `inst_retired` (QEMU without -icount) refuses the generic instructions
-    // event but counts cycles; what it does not advertise is sorted out per event below.
-    let hardware = cap.cycles.works() || cap.instructions.works();
-    if !hardware && !cap.task_clock.works() {
-        return Err(ProfileError::Unsupported(format!(
-            "no counting is possible here: {}",
-            cap.verdict()
-        )));
-    }
-    if !hardware && plan.runs > 1 {
-        // Nothing to separate: the software events fit in one run.
-        for g in &mut plan.groups {
-            g.run = 0;
-        }
-        plan.runs = 1;
-    }
-    if !hardware {
-        warnings.push(
-            Warning::new(
-                "pmu.no_hardware",
-                "no hardware PMU here (common in VMs and containers): only software events were counted; hardware events and their metrics are not available",
-            )
-            .with_remedy("run on a machine with a PMU, or analyse counts recorded there with --import"),
-        );
-    }
-    // What the core PMU advertises (Arm): unlisted events are not opened.
-    let sys = if catalog.arch == catalog::Arch::Arm {
-        advertised::read(&config.sysroot)
-    } else {
-        advertised::PmuSysfs::default()
-    };
+    let hardware = hardware_or_software(cap, &mut plan, &mut warnings)?;
+    let sys = core_pmus(&catalog, config, hardware, &mut warnings);
     let core = sys.primary().cloned();
     let raw_type = core.as_ref().and_then(|c| c.pmu_type);
-    if hardware {
-        if let Some(w) = sys.heterogeneous() {
-            warnings.push(
-                Warning::new("pmu.heterogeneous", w)
-                    .with_remedy("pin the command to one kind of core (taskset -c CPUS) so every count covers the whole run"),
-            );
-        }
-    }
-    let standing: BTreeMap<String, (Advertised, String)> = match &core {
-        Some(c) if hardware => plan
-            .groups
-            .iter()
-            .flat_map(|g| &g.events)
-            .filter_map(|e| match e.encoding {
-                catalog::Encoding::Raw(code) => {
-                    Some((e.name.clone(), (c.advertises(code), c.why_not(code))))
-                }
-                _ => None,
-            })
-            .collect(),
+    let standing = match &core {
+        Some(c) if hardware => standing_of(&plan, c),
         _ => BTreeMap::new(),
     };
-    let blocked = |e: &EventRef| {
-        standing
-            .get(&e.name)
-            .filter(|(a, _)| *a == Advertised::NotListed)
-            .map(|(_, why)| why.clone())
-    };
-    let mut include_kernel = cap.privileged || cap.paranoid.is_some_and(|p| p <= 1);
-    if !include_kernel {
-        warnings.push(Warning::new(
-            "pmu.user_only",
-            format!(
-                "counting user space only: kernel-mode counting needs perf_event_paranoid <= 1 (it is {}) or CAP_PERFMON",
-                cap.paranoid.map_or("unknown".into(), |p| p.to_string())
-            ),
-        ));
-    }
-
-    let mut groups_out: Vec<GroupRecord> = Vec::new();
-    let mut software_runs: Vec<Vec<EventValue>> = Vec::new();
-    let mut runs: Vec<RunRecord> = Vec::new();
-    let mut attachment: Option<Attachment> = None;
-    // Its name now: a process that exits while counted leaves no /proc entry.
-    let comm = match subject {
-        Subject::Pid(p) => comm_of(*p),
-        _ => None,
-    };
-    let mut timeline_raw: Vec<(f64, f64, Vec<GroupRecord>, Vec<EventValue>)> = Vec::new();
-    let hw_reason = "no hardware PMU here".to_string();
-    for run in 0..plan.runs {
-        if numalab_schema::interrupt::requested() {
-            break;
-        }
-        progress(run, plan.runs);
-        let run_groups: Vec<(usize, &count::PlanGroup)> = plan
-            .groups
-            .iter()
-            .enumerate()
-            .filter(|(_, g)| g.run == run)
-            .collect();
-        // What to open: hardware groups (if a PMU exists), then software singles.
-        // Events the PMU does not advertise are left out (and reported by name).
-        let mut to_open: Vec<Vec<EventRef>> = Vec::new();
-        let mut opened_hw: Vec<usize> = Vec::new(); // plan group k -> index in to_open
-        if hardware {
-            for (k, (_, g)) in run_groups.iter().enumerate() {
-                let open: Vec<EventRef> = g
-                    .events
-                    .iter()
-                    .filter(|e| blocked(e).is_none())
-                    .cloned()
-                    .collect();
-                if !open.is_empty() {
-                    opened_hw.push(k);
-                    to_open.push(open);
-                }
-            }
-        }
-        let hw_opened = to_open.len();
-        let sw_counted: Vec<&EventRef> = plan
-            .software
-            .iter()
-            .filter(|e| e.encoding != catalog::Encoding::Wall)
-            .collect();
-        to_open.extend(sw_counted.iter().map(|e| vec![(*e).clone()]));
-
-        // The command (gated: the counters are open before it runs) and the target.
-        let command = match subject {
-            Subject::Command(spec) | Subject::AllCpus(Some(spec)) => {
-                let mut child_spec = spec.clone();
-                child_spec.gated = true;
-                Some(numalab_proc::spawn(&child_spec)?)
-            }
-            Subject::Pid(_) | Subject::AllCpus(None) => None,
-        };
-        let target = match (subject, &command) {
-            (Subject::Command(_), Some(r)) => count::Target::Child(r.pid()),
-            (Subject::Pid(pid), _) => count::Target::Threads(threads_of(*pid)?),
-            _ => count::Target::Cpus(online_cpus(&config.sysroot)),
-        };
-        let opts = |include_kernel| OpenOptions {
-            include_kernel,
-            raw_type,
-        };
-        let mut session = backend.open(&target, &to_open, opts(include_kernel));
-        let statuses = session.statuses();
-        let denied = statuses
-            .iter()
-            .flatten()
-            .any(|s| matches!(s, EventStatus::Denied(_)));
-        if denied && include_kernel {
-            // Retry user space only, as the methodology says.
-            drop(session);
-            include_kernel = false;
-            warnings.push(Warning::new(
-                "pmu.user_only",
-                "kernel-mode counting was denied: counting user space only",
-            ));
-            session = backend.open(&target, &to_open, opts(include_kernel));
-        }
-        let statuses = session.statuses();
-        // Nothing opened and permission was among the reasons: say what would allow it.
-        if !statuses.iter().flatten().any(EventStatus::works)
-            && statuses
-                .iter()
-                .flatten()
-                .any(|s| matches!(s, EventStatus::Denied(_)))
-        {
-            if let Some(r) = command {
-                drop(r.wait());
-            }
-            return Err(ProfileError::Denied(denied_text(subject, cap)));
-        }
-        let started = std::time::Instant::now();
-        let mut waiter = None;
-        if let Some(mut r) = command {
-            r.release()?;
-            let (tx, rx) = std::sync::mpsc::channel();
-            std::thread::spawn(move || {
-                let _ = tx.send(r.wait());
-            });
-            waiter = Some(rx);
-        }
-        // Count until the command ends, the process exits, --duration or Ctrl-C; read
-        // at every interval.
-        let mut last: Option<Vec<Result<count::GroupReading, String>>> = None;
-        let mut last_t = 0.0;
-        let mut next_tick = config.interval;
-        let poll = std::time::Duration::from_millis(20);
-        let (outcome, stopped_by) = loop {
-            let now = started.elapsed();
-            let mut wait = poll;
-            if let Some(t) = next_tick {
-                wait = wait.min(t.saturating_sub(now));
-            }
-            if let Some(rx) = &waiter {
-                match rx.recv_timeout(wait) {
-                    Ok(o) => {
-                        let by = if o.interrupted {
-                            "ctrl-c"
-                        } else if o.timed_out {
-                            "timeout"
-                        } else {
-                            "command ended"
-                        };
-                        break (Some(o), by);
-                    }
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                        return Err(ProfileError::Unsupported(
-                            "the thread waiting for the command died".into(),
-                        ))
-                    }
-                }
-            } else {
-                std::thread::sleep(wait);
-                if numalab_schema::interrupt::requested() {
-                    break (None, "ctrl-c");
-                }
-                if let Subject::Pid(pid) = subject {
-                    if !alive(*pid) {
-                        break (None, "process exited");
-                    }
-                }
-                if config.duration.is_some_and(|d| started.elapsed() >= d) {
-                    break (None, "duration");
-                }
-            }
-            if let (Some(iv), Some(t)) = (config.interval, next_tick) {
-                if started.elapsed() >= t {
-                    let readings = session.read();
-                    let end = started.elapsed().as_secs_f64();
-                    timeline_raw.push(interval_of(
-                        &run_groups,
-                        &opened_hw,
-                        &readings,
-                        last.as_deref(),
-                        &statuses,
-                        hardware,
-                        &blocked,
-                        &sw_counted,
-                        hw_opened,
-                        &hw_reason,
-                        (last_t, end),
-                    ));
-                    last = Some(readings);
-                    last_t = end;
-                    next_tick = Some(t + iv);
-                }
-            }
-        };
-        let readings = session.read();
-        let seconds = started.elapsed().as_secs_f64();
-        if config.interval.is_some() && seconds > last_t {
-            timeline_raw.push(interval_of(
-                &run_groups,
-                &opened_hw,
-                &readings,
-                last.as_deref(),
-                &statuses,
-                hardware,
-                &blocked,
-                &sw_counted,
-                hw_opened,
-                &hw_reason,
-                (last_t, seconds),
-            ));
-        }
-        if !matches!(subject, Subject::Command(_)) {
-            attachment = Some(Attachment {
-                kind: match subject {
-                    Subject::Pid(_) => "pid",
-                    _ => "system-wide",
-                }
-                .into(),
-                pid: match subject {
-                    Subject::Pid(p) => Some(*p),
-                    _ => None,
-                },
-                comm: comm.clone(),
-                threads: match &target {
-                    count::Target::Threads(t) => Some(t.len()),
-                    _ => None,
-                },
-                cpus: match &target {
-                    count::Target::Cpus(c) => c.clone(),
-                    _ => Vec::new(),
-                },
-                stopped_by: stopped_by.into(),
-                seconds,
-            });
-        }
-
-        let (mut recs, mut sw_values) = assemble(
-            &run_groups,
-            &opened_hw,
-            &readings,
-            &statuses,
-            hardware,
-            &blocked,
-            &sw_counted,
-            hw_opened,
-            &hw_reason,
-            run,
-        );
-        for rec in &mut recs {
-            for v in &mut rec.values {
-                v.advertised = standing.get(&v.name).map(|(a, _)| *a);
-            }
-        }
-        groups_out.append(&mut recs);
-        if plan
-            .software
-            .iter()
-            .any(|e| e.encoding == catalog::Encoding::Wall)
-        {
-            sw_values.push(match &outcome {
-                Some(o) => wall_value(o, run),
-                None => wall_of(seconds, run),
-            });
-        }
-        software_runs.push(sw_values);
-        let Some(outcome) = outcome else {
-            if stopped_by == "ctrl-c" {
-                warnings.push(Warning::new(
-                    "pmu.interrupted",
-                    format!("stopped by Ctrl-C after {seconds:.1} s; the counts cover that time"),
-                ));
-            }
-            break;
-        };
-        if !outcome.success() {
-            warnings.push(Warning::new(
-                "pmu.workload_failed",
-                format!(
-                    "run {}: the command {}; the counts describe that run",
-                    run + 1,
-                    outcome.describe()
-                ),
-            ));
-        }
-        let stop = outcome.interrupted;
-        runs.push(RunRecord { run, outcome });
-        if stop {
-            warnings.push(Warning::new(
-                "pmu.interrupted",
-                format!(
-                    "stopped by Ctrl-C after {} of {} runs",
-                    runs.len(),
-                    plan.runs
-                ),
-            ));
-            break;
-        }
-    }
-
-    // Software events: the median over runs.
-    let software = median_software(&software_runs);
-    let mut profile = Profile {
-        cpu: config.cpu.clone(),
-        source: Source {
-            kind: "measured".into(),
-            path: None,
-            format: None,
+    let include_kernel = kernel_scope(cap, &mut warnings);
+    let setup = run::Setup {
+        subject,
+        config,
+        cap,
+        plan: &plan,
+        hardware,
+        raw_type,
+        standing: &standing,
+        // Its name now: a process that exits while counted leaves no /proc entry.
+        comm: match subject {
+            Subject::Pid(p) => comm_of(*p),
+            _ => None,
         },
-        mode: if config.exact { "exact" } else { "default" }.into(),
-        scope: Some(
-            if include_kernel {
-                "user+kernel"
-            } else {
-                "user"
-            }
-            .into(),
-        ),
-        hardware_pmu: Some(hardware),
-        counters: Some(counters),
-        metric_set: config.metrics.clone(),
-        command: subject.argv(),
-        events: Vec::new(),
-        groups: groups_out,
-        runs,
-        spread: Vec::new(),
-        metrics: Vec::new(),
-        tree: None,
-        coverage: None,
-        attach: attachment,
-        interval_ms: config.interval.map(|d| d.as_millis() as u64),
-        timeline: Vec::new(),
-        uncore: None,
-        uncore_note: None,
+        hw_reason: "no hardware PMU here".to_string(),
     };
-    profile.events = summarize_events(&profile.groups, &software);
-    // Zeros where hardware must count are not counted here (never fed to a metric).
-    {
-        let mut group_values: Vec<&mut Vec<EventValue>> =
-            profile.groups.iter_mut().map(|g| &mut g.values).collect();
-        crate::trust::mark(&mut profile.events, &mut group_values);
-    }
+    let mut counted = run::count_runs(&setup, backend, include_kernel, &mut warnings, progress)?;
+    let timeline_raw = std::mem::take(&mut counted.timeline_raw);
+    let mut profile = measured_profile(subject, config, hardware, counters, counted);
     if config.exact {
         profile.spread = spreads(&catalog, &profile.groups);
-        for s in &profile.spread {
-            if s.spread_pct > 5.0 {
-                warnings.push(Warning::new(
-                    "pmu.run_spread",
-                    format!(
-                        "{} varied by {:.1}% between runs: the runs of --exact are not identical, so ratios across runs are uncertain",
-                        s.event, s.spread_pct
-                    ),
-                ));
-            }
-        }
+        spread_warnings(&profile, &mut warnings);
     }
     let names = if config.metrics.trim().eq_ignore_ascii_case("none") {
         Vec::new()
@@ -739,6 +364,161 @@ pub fn profile_subject(
     profile.tree = Some(tree);
     profile.coverage = Some(coverage);
     Ok(Profiled { profile, warnings })
+}
+
+/// Whether a hardware PMU counts here. A PMU that counts either anchor is a hardware
+/// PMU: an emulated Arm PMU without `inst_retired` (QEMU without -icount) refuses the
+/// generic instructions event but counts cycles; what it does not advertise is sorted
+/// out per event. Without one, the software events fit in one run (and a warning says
+/// so); without even the task clock, nothing can be counted.
+fn hardware_or_software(
+    cap: &Capability,
+    plan: &mut Plan,
+    warnings: &mut Vec<Warning>,
+) -> Result<bool, ProfileError> {
+    let hardware = cap.cycles.works() || cap.instructions.works();
+    if !hardware && !cap.task_clock.works() {
+        return Err(ProfileError::Unsupported(format!(
+            "no counting is possible here: {}",
+            cap.verdict()
+        )));
+    }
+    if !hardware && plan.runs > 1 {
+        // Nothing to separate: the software events fit in one run.
+        for g in &mut plan.groups {
+            g.run = 0;
+        }
+        plan.runs = 1;
+    }
+    if !hardware {
+        warnings.push(
+            Warning::new(
+                "pmu.no_hardware",
+                "no hardware PMU here (common in VMs and containers): only software events were counted; hardware events and their metrics are not available",
+            )
+            .with_remedy("run on a machine with a PMU, or analyse counts recorded there with --import"),
+        );
+    }
+    Ok(hardware)
+}
+
+/// What the core PMUs advertise (Arm: unlisted events are not opened; elsewhere
+/// nothing is read), with a warning when the cores differ.
+fn core_pmus(
+    catalog: &Catalog,
+    config: &ProfileConfig,
+    hardware: bool,
+    warnings: &mut Vec<Warning>,
+) -> advertised::PmuSysfs {
+    let sys = if catalog.arch == catalog::Arch::Arm {
+        advertised::read(&config.sysroot)
+    } else {
+        advertised::PmuSysfs::default()
+    };
+    if hardware {
+        if let Some(w) = sys.heterogeneous() {
+            warnings.push(
+                Warning::new("pmu.heterogeneous", w)
+                    .with_remedy("pin the command to one kind of core (taskset -c CPUS) so every count covers the whole run"),
+            );
+        }
+    }
+    sys
+}
+
+/// Per raw event of the plan: whether the core PMU advertises it, and why not.
+fn standing_of(plan: &Plan, core: &CorePmu) -> BTreeMap<String, (Advertised, String)> {
+    plan.groups
+        .iter()
+        .flat_map(|g| &g.events)
+        .filter_map(|e| match e.encoding {
+            catalog::Encoding::Raw(code) => {
+                Some((e.name.clone(), (core.advertises(code), core.why_not(code))))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether kernel mode can be counted; a warning when only user space is.
+fn kernel_scope(cap: &Capability, warnings: &mut Vec<Warning>) -> bool {
+    let include_kernel = cap.privileged || cap.paranoid.is_some_and(|p| p <= 1);
+    if !include_kernel {
+        warnings.push(Warning::new(
+            "pmu.user_only",
+            format!(
+                "counting user space only: kernel-mode counting needs perf_event_paranoid <= 1 (it is {}) or CAP_PERFMON",
+                cap.paranoid.map_or("unknown".into(), |p| p.to_string())
+            ),
+        ));
+    }
+    include_kernel
+}
+
+/// The measured profile of what the runs counted: software events as their median
+/// over runs, the events summarized, zeros where hardware must count marked not
+/// counted (never fed to a metric); metrics, tree and coverage still to come.
+fn measured_profile(
+    subject: &Subject,
+    config: &ProfileConfig,
+    hardware: bool,
+    counters: usize,
+    counted: run::Counted,
+) -> Profile {
+    let software = median_software(&counted.software_runs);
+    let mut profile = Profile {
+        cpu: config.cpu.clone(),
+        source: Source {
+            kind: "measured".into(),
+            path: None,
+            format: None,
+        },
+        mode: if config.exact { "exact" } else { "default" }.into(),
+        scope: Some(
+            if counted.include_kernel {
+                "user+kernel"
+            } else {
+                "user"
+            }
+            .into(),
+        ),
+        hardware_pmu: Some(hardware),
+        counters: Some(counters),
+        metric_set: config.metrics.clone(),
+        command: subject.argv(),
+        events: Vec::new(),
+        groups: counted.groups,
+        runs: counted.runs,
+        spread: Vec::new(),
+        metrics: Vec::new(),
+        tree: None,
+        coverage: None,
+        attach: counted.attachment,
+        interval_ms: config.interval.map(|d| d.as_millis() as u64),
+        timeline: Vec::new(),
+        uncore: None,
+        uncore_note: None,
+    };
+    profile.events = summarize_events(&profile.groups, &software);
+    let mut group_values: Vec<&mut Vec<EventValue>> =
+        profile.groups.iter_mut().map(|g| &mut g.values).collect();
+    crate::trust::mark(&mut profile.events, &mut group_values);
+    profile
+}
+
+/// A warning per event whose count varied by more than 5% between the runs of --exact.
+fn spread_warnings(profile: &Profile, warnings: &mut Vec<Warning>) {
+    for s in &profile.spread {
+        if s.spread_pct > 5.0 {
+            warnings.push(Warning::new(
+                "pmu.run_spread",
+                format!(
+                    "{} varied by {:.1}% between runs: the runs of --exact are not identical, so ratios across runs are uncertain",
+                    s.event, s.spread_pct
+                ),
+            ));
+        }
+    }
 }
 
 /// The statuses and reading of a planned group whose events `blocked` were not opened:
