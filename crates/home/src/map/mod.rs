@@ -26,7 +26,7 @@ mod interfaces;
 mod place;
 
 use crate::error::HomeError;
-use crate::locate::Floorplan;
+use crate::locate::{Floorplan, Located};
 use crate::probe::{Access, BufferInfo, HomeProbe, Line};
 use numalab_records::home::{to_hex, HashFit, HomeMapRecord, PageMap};
 use rand::seq::SliceRandom;
@@ -294,54 +294,31 @@ fn map_once(
         phys,
         seed: opts.seed,
     };
-    let t0 = Instant::now();
-    let fwd = measure(probe, fwd_reads, &lines, watch, "homes")?;
-    let flushed = if access == Access::Forwarded && opts.interfaces {
-        Some(measure(probe, flush_reads, &lines, watch, "interfaces")?)
-    } else {
-        None
-    };
-    let measure_seconds = t0.elapsed().as_secs_f64();
-    let t1 = Instant::now();
-    let noise = probe.noise_ns().unwrap_or(0.0);
-    let (sigma, mut rereads) = groups::line_sigma(probe, &run, &fwd, noise, watch, &mut notes)?;
-    let mut profiles = Profiles { fwd, flushed };
-    let (homes_c, homes_reproduced) = groups::reproducing_groups(
+    let found = read_and_group(probe, &run, opts.interfaces, watch, &mut notes)?;
+    let Placed {
+        located,
+        framed,
+        refined,
+    } = place_homes(
         probe,
         &run,
-        &mut profiles,
-        &mut rereads,
-        sigma,
+        floorplan,
+        &found,
+        opts.refine_cpus,
         watch,
         &mut notes,
     )?;
-    let home = groups::fit_homes(&run, homes_c, &profiles.fwd, sigma, &mut notes)?;
-    let ifaces =
-        interfaces::find_interfaces(probe, &run, &profiles, rereads, sigma, watch, &mut notes)?;
-    let (located, framed) = place::locate_homes(
-        floorplan,
-        access,
-        &readers,
-        &home.centroids,
-        &home.counts,
+    let Found {
+        profiles,
+        noise,
         sigma,
-        &mut notes,
-    );
+        homes_reproduced,
+        home,
+        ifaces,
+        measure_seconds,
+        infer_start: t1,
+    } = found;
     let floorplan = framed.as_ref();
-    // Every CPU placed again from its latencies to the located homes.
-    let mut refined = None;
-    if let (Some(fp), Some(loc), true) = (floorplan, &located, opts.refine_cpus) {
-        if watch.stop() {
-            return Err(HomeError::Interrupted);
-        }
-        let (fp2, moved, placed) = place::refine_cpus(
-            probe, fp, loc, &home.ids, &home.conf, &lines, fwd_reads, sigma, watch,
-        )?;
-        notes.push(format!(
-            "Every CPU was placed again from its reads of {REFINE_LINES} lines of each located home: {moved} of {placed} moved from the floorplan's stop."
-        ));
-        refined = Some(fp2);
-    }
     let homes = place::home_records(home.centroids, &home.counts, located.as_ref(), floorplan);
     let structure_visible = homes.len() > 1 || ifaces.list.len() > 1;
     if homes.len() == 1 {
@@ -465,6 +442,121 @@ struct Rereads {
     sub: Vec<Line>,
     /// Their forwarded profiles, read again.
     again: Vec<Vec<f64>>,
+}
+
+/// What the reads found.
+struct Found {
+    /// Each line's profiles.
+    profiles: Profiles,
+    /// The probe's noise per read, ns.
+    noise: f64,
+    /// The noise lines are grouped at (per profile element), ns.
+    sigma: f64,
+    /// The share of re-read lines whose home group reproduced, when checked.
+    homes_reproduced: Option<f64>,
+    /// The homes.
+    home: groups::HomeGroups,
+    /// The memory interfaces.
+    ifaces: interfaces::Interfaces,
+    /// Seconds the first reading took.
+    measure_seconds: f64,
+    /// When the inference began (after the first reading).
+    infer_start: Instant,
+}
+
+/// Reads the lines (forwarded, and flushed too when `want_interfaces` and there is an
+/// owner), groups them into homes and interfaces that reproduce, and fits their hashes.
+fn read_and_group(
+    probe: &mut dyn HomeProbe,
+    run: &Run,
+    want_interfaces: bool,
+    watch: &mut dyn Watch,
+    notes: &mut Vec<String>,
+) -> Result<Found, HomeError> {
+    let t0 = Instant::now();
+    let fwd = measure(probe, run.fwd_reads, run.lines, watch, "homes")?;
+    let flushed = if run.fwd_reads.access == Access::Forwarded && want_interfaces {
+        Some(measure(
+            probe,
+            run.flush_reads,
+            run.lines,
+            watch,
+            "interfaces",
+        )?)
+    } else {
+        None
+    };
+    let measure_seconds = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let noise = probe.noise_ns().unwrap_or(0.0);
+    let (sigma, mut rereads) = groups::line_sigma(probe, run, &fwd, noise, watch, notes)?;
+    let mut profiles = Profiles { fwd, flushed };
+    let (homes_c, homes_reproduced) =
+        groups::reproducing_groups(probe, run, &mut profiles, &mut rereads, sigma, watch, notes)?;
+    let home = groups::fit_homes(run, homes_c, &profiles.fwd, sigma, notes)?;
+    let ifaces = interfaces::find_interfaces(probe, run, &profiles, rereads, sigma, watch, notes)?;
+    Ok(Found {
+        profiles,
+        noise,
+        sigma,
+        homes_reproduced,
+        home,
+        ifaces,
+        measure_seconds,
+        infer_start: t1,
+    })
+}
+
+/// Where the homes are, and the CPUs.
+struct Placed {
+    /// Each home's stop, when located.
+    located: Option<Vec<Located>>,
+    /// The floorplan in the frame the homes fit best.
+    framed: Option<Floorplan>,
+    /// The floorplan with every CPU placed again from its latencies to the homes.
+    refined: Option<Floorplan>,
+}
+
+/// Where the homes are: located on the floorplan, in the frame they fit best, and then,
+/// with `refine`, every CPU placed again from its latencies to the located homes.
+fn place_homes(
+    probe: &mut dyn HomeProbe,
+    run: &Run,
+    floorplan: Option<&Floorplan>,
+    found: &Found,
+    refine: bool,
+    watch: &mut dyn Watch,
+    notes: &mut Vec<String>,
+) -> Result<Placed, HomeError> {
+    let (reads, home, sigma) = (run.fwd_reads, &found.home, found.sigma);
+    let (located, framed) = place::locate_homes(
+        floorplan,
+        reads.access,
+        reads.readers,
+        &home.centroids,
+        &home.counts,
+        sigma,
+        notes,
+    );
+    // Every CPU placed again from its latencies to the located homes.
+    let mut refined = None;
+    if let (Some(fp), Some(loc), true) = (framed.as_ref(), &located, refine) {
+        if watch.stop() {
+            return Err(HomeError::Interrupted);
+        }
+        let (fp2, moved, placed) = place::refine_cpus(
+            probe, fp, loc, &home.ids, &home.conf, run.lines, reads, sigma, watch,
+        )?;
+        notes.push(format!(
+            "Every CPU was placed again from its reads of {REFINE_LINES} lines of each located home: {moved} of {placed} moved from the floorplan's stop."
+        ));
+        refined = Some(fp2);
+    }
+    Ok(Placed {
+        located,
+        framed,
+        refined,
+    })
 }
 
 /// How lines are read: forwarded with an owner and readers when two CPUs or more are
