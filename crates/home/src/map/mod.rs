@@ -257,43 +257,9 @@ fn map_once(
     opts: &MapOptions,
     watch: &mut dyn Watch,
 ) -> Result<Mapped, HomeError> {
-    if opts.repeats == 0 || opts.probe_cpus == 0 || opts.sample_lines == 0 {
-        return Err(HomeError::Usage(
-            "--repeats, --cpus and --sample-lines must be at least 1".into(),
-        ));
-    }
-    let buf = probe.buffer().clone();
-    let lpp = buf.lines_per_page();
-    let pages = opts.pages.unwrap_or(buf.pages()).min(buf.pages()).max(1);
     let mut notes = Vec::new();
-    let cpus = probe.cpus();
-    if cpus.is_empty() {
-        return Err(HomeError::Unsupported("no CPU to read from".into()));
-    }
-    let (access, owner, readers) = plan_reads(&cpus, floorplan, opts.probe_cpus, &mut notes);
-    let (sample, lines) = sample_lines(lpp, pages, opts);
-    let fwd_reads = Reads {
-        access,
-        readers: &readers,
-        owner,
-        repeats: opts.repeats,
-    };
-    let flush_reads = Reads {
-        access: Access::Flushed,
-        owner: None,
-        ..fwd_reads
-    };
-    let phys = buf.page_phys.as_ref();
-    let run = Run {
-        fwd_reads,
-        flush_reads,
-        lines: &lines,
-        lpp,
-        line_bytes: buf.line_bytes,
-        sample: &sample,
-        phys,
-        seed: opts.seed,
-    };
+    let plan = plan(&*probe, floorplan, opts, &mut notes)?;
+    let run = plan.run(opts);
     let found = read_and_group(probe, &run, opts.interfaces, watch, &mut notes)?;
     let Placed {
         located,
@@ -318,6 +284,16 @@ fn map_once(
         measure_seconds,
         infer_start: t1,
     } = found;
+    let Plan {
+        buf,
+        pages,
+        access,
+        owner,
+        readers,
+        sample,
+        lines,
+    } = plan;
+    let (lpp, phys) = (buf.lines_per_page(), buf.page_phys.as_ref());
     let floorplan = framed.as_ref();
     let homes = place::home_records(home.centroids, &home.counts, located.as_ref(), floorplan);
     let structure_visible = homes.len() > 1 || ifaces.list.len() > 1;
@@ -556,6 +532,84 @@ fn place_homes(
         located,
         framed,
         refined,
+    })
+}
+
+/// What one mapping reads: the buffer, the CPUs and how they read, and the lines.
+struct Plan {
+    /// The probe's buffer.
+    buf: BufferInfo,
+    /// Pages measured.
+    pages: usize,
+    /// Forwarded reads with two CPUs or more, else flushed.
+    access: Access,
+    /// The CPU that writes each line before a forwarded read.
+    owner: Option<u32>,
+    /// The reading CPUs.
+    readers: Vec<u32>,
+    /// The line offsets sampled on every page after the first.
+    sample: Vec<u32>,
+    /// The lines measured, in order.
+    lines: Vec<Line>,
+}
+
+impl Plan {
+    /// The run these reads make, with `opts`' repeats and seed.
+    fn run(&self, opts: &MapOptions) -> Run<'_> {
+        let fwd_reads = Reads {
+            access: self.access,
+            readers: &self.readers,
+            owner: self.owner,
+            repeats: opts.repeats,
+        };
+        let flush_reads = Reads {
+            access: Access::Flushed,
+            owner: None,
+            ..fwd_reads
+        };
+        Run {
+            fwd_reads,
+            flush_reads,
+            lines: &self.lines,
+            lpp: self.buf.lines_per_page(),
+            line_bytes: self.buf.line_bytes,
+            sample: &self.sample,
+            phys: self.buf.page_phys.as_ref(),
+            seed: opts.seed,
+        }
+    }
+}
+
+/// Checks the options and plans the reads: the pages, the CPUs and how they read
+/// ([`plan_reads`]), and the lines ([`sample_lines`]).
+fn plan(
+    probe: &dyn HomeProbe,
+    floorplan: Option<&Floorplan>,
+    opts: &MapOptions,
+    notes: &mut Vec<String>,
+) -> Result<Plan, HomeError> {
+    if opts.repeats == 0 || opts.probe_cpus == 0 || opts.sample_lines == 0 {
+        return Err(HomeError::Usage(
+            "--repeats, --cpus and --sample-lines must be at least 1".into(),
+        ));
+    }
+    let buf = probe.buffer().clone();
+    let lpp = buf.lines_per_page();
+    let pages = opts.pages.unwrap_or(buf.pages()).min(buf.pages()).max(1);
+    let cpus = probe.cpus();
+    if cpus.is_empty() {
+        return Err(HomeError::Unsupported("no CPU to read from".into()));
+    }
+    let (access, owner, readers) = plan_reads(&cpus, floorplan, opts.probe_cpus, notes);
+    let (sample, lines) = sample_lines(lpp, pages, opts);
+    Ok(Plan {
+        buf,
+        pages,
+        access,
+        owner,
+        readers,
+        sample,
+        lines,
     })
 }
 
