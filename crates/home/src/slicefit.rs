@@ -319,36 +319,11 @@ pub fn recover(
     let a0 = all[ri].addr;
     let reference = Reference::new(all[ri].ids);
     // Every block's permutation; best-fitting first into the elimination.
-    let mut fits: Vec<(usize, Fit)> = Vec::with_capacity(all.len());
-    for (j, b) in all.iter().enumerate() {
-        if j % 4096 == 0 {
-            watch.step("permutations", j as u64, all.len() as u64);
-            if watch.stop() {
-                rec.notes
-                    .push("interrupted while fitting the permutations".into());
-                return rec;
-            }
-        }
-        let f = if j == ri {
-            let n = b
-                .ids
-                .iter()
-                .enumerate()
-                .filter(|&(i, &s)| {
-                    s != LINE_UNKNOWN && !held_line(b.addr + i as u64 * u64::from(lb))
-                })
-                .count();
-            Fit {
-                perm: 0,
-                agree: n,
-                compared: n,
-                alts: Vec::new(),
-            }
-        } else {
-            reference.fit(b, lb, &mut votes)
-        };
-        fits.push((j, f));
-    }
+    let Some(fits) = block_fits(&all, ri, &reference, lb, &mut votes, watch) else {
+        rec.notes
+            .push("interrupted while fitting the permutations".into());
+        return rec;
+    };
     rec.blocks = all.len();
     let mut order: Vec<&(usize, Fit)> = fits.iter().filter(|(_, f)| f.fits()).collect();
     let order: Vec<(usize, &Fit)> = {
@@ -406,31 +381,7 @@ pub fn recover(
         determined,
     };
     // The base sequence: majority of every fitted line at its position.
-    let n = slices as usize;
-    let mut count = vec![0u32; l * n];
-    for (j, b) in all.iter().enumerate() {
-        if !used[j] {
-            continue;
-        }
-        let p = hash.permutation(b.addr);
-        for (i, &s) in b.ids.iter().enumerate() {
-            if s != LINE_UNKNOWN && !held_line(b.addr + i as u64 * u64::from(lb)) {
-                count[(i ^ p) * n + s as usize] += 1;
-            }
-        }
-    }
-    for (pos, slot) in hash.base_sequence.iter_mut().enumerate() {
-        let row = &count[pos * n..(pos + 1) * n];
-        if let Some((s, &c)) = row
-            .iter()
-            .enumerate()
-            .max_by_key(|&(s, &c)| (c, std::cmp::Reverse(s)))
-        {
-            if c > 0 {
-                *slot = s as u8;
-            }
-        }
-    }
+    hash.base_sequence = base_sequence(&hash, &all, &used, slices as usize);
     let unseen = hash
         .base_sequence
         .iter()
@@ -472,6 +423,97 @@ pub fn recover(
             .push("every block is the base sequence unpermuted: the masks are all zero".into());
     }
     // Agreement.
+    score_agreement(&mut rec, &hash, &fitted, &held);
+    rec.status = "recovered".into();
+    rec.hash = Some(hash);
+    rec
+}
+
+/// Every block's permutation of the reference block `ri` (itself: the identity), in
+/// block order; `None` if the watch asked to stop.
+fn block_fits(
+    all: &[Block],
+    ri: usize,
+    reference: &Reference,
+    lb: u32,
+    votes: &mut Vec<u16>,
+    watch: &mut dyn Watch,
+) -> Option<Vec<(usize, Fit)>> {
+    let mut fits: Vec<(usize, Fit)> = Vec::with_capacity(all.len());
+    for (j, b) in all.iter().enumerate() {
+        if j % 4096 == 0 {
+            watch.step("permutations", j as u64, all.len() as u64);
+            if watch.stop() {
+                return None;
+            }
+        }
+        let f = if j == ri {
+            let n = b
+                .ids
+                .iter()
+                .enumerate()
+                .filter(|&(i, &s)| {
+                    s != LINE_UNKNOWN && !held_line(b.addr + i as u64 * u64::from(lb))
+                })
+                .count();
+            Fit {
+                perm: 0,
+                agree: n,
+                compared: n,
+                alts: Vec::new(),
+            }
+        } else {
+            reference.fit(b, lb, votes)
+        };
+        fits.push((j, f));
+    }
+    Some(fits)
+}
+
+/// The base sequence: at each position, the slice most of the `used` blocks' lines there
+/// have (the lowest on a tie; `LINE_UNKNOWN` where no line was seen), under the
+/// permutations `hash` gives them.
+fn base_sequence(hash: &SliceHash, all: &[Block], used: &[bool], n: usize) -> Vec<u8> {
+    let l = hash.base_sequence.len();
+    let lb = hash.line_bytes;
+    let mut sequence = vec![LINE_UNKNOWN; l];
+    let mut count = vec![0u32; l * n];
+    for (j, b) in all.iter().enumerate() {
+        if !used[j] {
+            continue;
+        }
+        let p = hash.permutation(b.addr);
+        for (i, &s) in b.ids.iter().enumerate() {
+            if s != LINE_UNKNOWN && !held_line(b.addr + i as u64 * u64::from(lb)) {
+                count[(i ^ p) * n + s as usize] += 1;
+            }
+        }
+    }
+    for (pos, slot) in sequence.iter_mut().enumerate() {
+        let row = &count[pos * n..(pos + 1) * n];
+        if let Some((s, &c)) = row
+            .iter()
+            .enumerate()
+            .max_by_key(|&(s, &c)| (c, std::cmp::Reverse(s)))
+        {
+            if c > 0 {
+                *slot = s as u8;
+            }
+        }
+    }
+    sequence
+}
+
+/// The hash's agreement with the lines of the fitted pages (apart and on held-back
+/// lines) and of the held-back pages, into `rec`, with a note on held-back pages the
+/// hash cannot say.
+fn score_agreement(
+    rec: &mut HomeHashRecord,
+    hash: &SliceHash,
+    fitted: &[&(u64, Vec<u8>)],
+    held: &[&(u64, Vec<u8>)],
+) {
+    let lb = hash.line_bytes;
     let score = |pages: &[&(u64, Vec<u8>)], held_only: Option<bool>| -> (u64, u64) {
         let (mut agree, mut n) = (0u64, 0u64);
         for (base, ids) in pages {
@@ -487,14 +529,14 @@ pub fn recover(
         (agree, n)
     };
     let share = |(a, n): (u64, u64)| (n > 0).then(|| a as f64 / n as f64);
-    let fit = score(&fitted, Some(false));
+    let fit = score(fitted, Some(false));
     rec.lines_fitted = fit.1;
     rec.agreement_fitted = share(fit);
-    let hl = score(&fitted, Some(true));
+    let hl = score(fitted, Some(true));
     rec.lines_held = hl.1;
     rec.agreement_held = share(hl);
     if !held.is_empty() {
-        let hp = score(&held, None);
+        let hp = score(held, None);
         rec.agreement_held_pages = share(hp);
         let outside = held.iter().filter(|(a, _)| !hash.covers(*a)).count();
         if outside > 0 {
@@ -504,9 +546,6 @@ pub fn recover(
             ));
         }
     }
-    rec.status = "recovered".into();
-    rec.hash = Some(hash);
-    rec
 }
 
 /// Adds a block's equation `masks . diff = perm` with the first of its permutations
