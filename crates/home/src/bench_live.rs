@@ -32,6 +32,27 @@ pub struct LiveBenchOptions {
     pub rounds: usize,
 }
 
+impl LiveBenchOptions {
+    /// Refuses a count of 0 (threads, lines, rounds), naming the flags.
+    pub fn check(&self) -> Result<(), String> {
+        if self.threads == 0 || self.lines_per_thread == 0 || self.rounds == 0 {
+            return Err("--threads, --lines and --rounds must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// Bytes of the pool for a map of `homes` homes: room for every thread's lines at
+    /// the strictest distance (one home holds about 1/homes of the lines), twice over,
+    /// from 64 MiB to 1 GiB.
+    pub fn pool_bytes(&self, homes: usize) -> usize {
+        self.threads
+            .saturating_mul(self.lines_per_thread)
+            .saturating_mul(64 * 2)
+            .saturating_mul(homes.max(1))
+            .clamp(64 << 20, 1 << 30)
+    }
+}
+
 /// Up to `k` of the map's CPUs spread over its floorplan (farthest-point sampling).
 fn spread(cpu_stops: &[[u32; 3]], k: usize) -> Vec<u32> {
     let mut chosen: Vec<[u32; 3]> = cpu_stops.first().copied().into_iter().collect();

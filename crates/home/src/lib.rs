@@ -14,6 +14,7 @@ pub mod ffi;
 pub mod groundtruth;
 pub mod hash;
 pub mod import;
+pub mod keys;
 pub mod live;
 pub mod locate;
 pub mod map;

@@ -10,6 +10,7 @@ use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_home::bench::{self, BenchOptions};
 use numalab_home::groundtruth::{trial, TrialOptions};
+use numalab_home::keys;
 use numalab_home::live::{HugeChoice, LiveOptions, LiveProbe};
 use numalab_home::locate::Floorplan;
 use numalab_home::map::{map, MapOptions};
@@ -302,20 +303,9 @@ fn run_map(a: &MapArgs) -> CliResult {
             let mut bar = Bar::new(rec.json());
             trial(&t, &mut bar)?
         };
-        let key = format!(
-            "home/{preset}/noise-{}/seed-{}",
-            t.truth.noise_ns, t.truth.seed
-        );
-        rec.push(Record::new(
-            format!("{key}/map"),
-            Origin::Modeled,
-            &out.mapped.record,
-        ))?;
-        rec.push(Record::new(
-            format!("{key}/accuracy"),
-            Origin::Modeled,
-            &out.accuracy,
-        ))?;
+        for r in keys::trial_records(&keys::trial(preset, &t), &out) {
+            rec.push(r)?;
+        }
         if let Some(dir) = &a.export_tables {
             home_hash::export_tables(out.mapped.record.slice_hash.as_ref(), dir)?;
         }
@@ -349,7 +339,7 @@ fn run_map(a: &MapArgs) -> CliResult {
         home_hash::export_tables(mapped.record.slice_hash.as_ref(), dir)?;
     }
     rec.push(Record::new(
-        "home/live/map".to_string(),
+        keys::LIVE_MAP,
         Origin::Measured,
         &mapped.record,
     ))?;
@@ -395,22 +385,12 @@ fn run_bench(a: &BenchArgs) -> CliResult {
         let mut bar = Bar::new(rec.json());
         bench::run(&b, &mut bar)?
     };
-    let key = format!(
-        "home/{model}/noise-{}/seed-{}",
-        a.model_flags.noise_ns, a.map_flags.seed
-    );
+    let prefix = keys::trial(model, &b.trial);
+    for r in keys::trial_records(&prefix, &out) {
+        rec.push(r)?;
+    }
     rec.push(Record::new(
-        format!("{key}/map"),
-        Origin::Modeled,
-        &out.mapped.record,
-    ))?;
-    rec.push(Record::new(
-        format!("{key}/accuracy"),
-        Origin::Modeled,
-        &out.accuracy,
-    ))?;
-    rec.push(Record::new(
-        format!("{key}/bench"),
+        format!("{prefix}/bench"),
         Origin::Modeled,
         &record,
     ))?;
@@ -425,18 +405,8 @@ fn run_bench_live(a: &BenchArgs, path: &Path) -> CliResult {
         max_distance: a.max_distance,
         rounds: a.rounds,
     };
-    if a.threads == 0 || a.lines == 0 || a.rounds == 0 {
-        return Err(usage("--threads, --lines and --rounds must be at least 1"));
-    }
-    // Room for every thread's lines at the strictest distance: one home in `homes` holds
-    // about 1/homes of the lines.
-    let homes = map.homes.len().max(1);
-    let bytes = a
-        .threads
-        .saturating_mul(a.lines)
-        .saturating_mul(64 * 2)
-        .saturating_mul(homes)
-        .clamp(64 << 20, 1 << 30);
+    opts.check().map_err(usage)?;
+    let bytes = opts.pool_bytes(map.homes.len());
     let here = numalab_home::live::live_fingerprint();
     let mut pool =
         numalab_home::ffi::LivePool::open(&map, bytes, &numalab_home::ffi::pagemap_phys, &here)?;
@@ -455,10 +425,6 @@ fn run_bench_live(a: &BenchArgs, path: &Path) -> CliResult {
         let mut bar = Bar::new(rec.json());
         numalab_home::bench_live::run(&map, &opts, &mut pool, &mut bar)?
     };
-    rec.push(Record::new(
-        "home/live/bench".to_string(),
-        Origin::Measured,
-        &record,
-    ))?;
+    rec.push(Record::new(keys::LIVE_BENCH, Origin::Measured, &record))?;
     print(rec)
 }

@@ -146,7 +146,11 @@ pub fn run_import(path: &Path, export: Option<&Path>, output: &OutputArgs) -> Cl
     if let Some(dir) = export {
         export_tables(record.hash.as_ref(), dir)?;
     }
-    rec.push(Record::new("home/import/hash", Origin::Imported, &record))?;
+    rec.push(Record::new(
+        numalab_home::keys::IMPORT_HASH,
+        Origin::Imported,
+        &record,
+    ))?;
     print(rec)
 }
 
@@ -166,7 +170,11 @@ pub fn run_compare(a: &CompareArgs) -> CliResult {
         let mut bar = Bar::new(rec.json());
         import::compare(&ia, &an, &ib, &bn, &mut bar).map_err(input)?
     };
-    rec.push(Record::new("home/compare", Origin::Imported, &record))?;
+    rec.push(Record::new(
+        numalab_home::keys::COMPARE,
+        Origin::Imported,
+        &record,
+    ))?;
     print(rec)
 }
 
@@ -213,6 +221,10 @@ pub fn run_conflicts(a: &ConflictsArgs) -> CliResult {
         ..ConflictOptions::default()
     };
     let record = analyse(&hash, &what, &opts).map_err(input)?;
-    rec.push(Record::new("home/conflicts", Origin::Modeled, &record))?;
+    rec.push(Record::new(
+        numalab_home::keys::CONFLICTS,
+        Origin::Modeled,
+        &record,
+    ))?;
     print(rec)
 }
