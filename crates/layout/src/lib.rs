@@ -13,6 +13,7 @@
 //! measures nothing.
 
 pub mod affinity;
+pub mod campaign;
 pub mod draw;
 pub mod error;
 pub mod fit;

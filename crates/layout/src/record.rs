@@ -59,6 +59,17 @@ pub fn model_geometry(g: &MeshGeometry) -> Geometry {
     }
 }
 
+/// The key of an inference from `input` (the matrix file as given).
+pub fn inference_key(input: &str) -> String {
+    format!("layout/inference/{input}")
+}
+
+/// The key of affinity advice for `threads` threads of pattern `comm` on the floorplan
+/// or matrix `source`.
+pub fn affinity_key(source: &str, threads: usize, comm: &str) -> String {
+    format!("layout/affinity/{source}/{threads}/{comm}")
+}
+
 /// Builds the record of an inference (`layout.inference`): the placement of every core
 /// (and target) with its confidence, the fitted constants, the fit's figures and the
 /// grid it was fitted on.

@@ -125,6 +125,34 @@ pub struct Keys {
     pub memaccess: Option<String>,
 }
 
+impl Keys {
+    /// The key of a `perf stat` file imported (`numalab profile --import FILE`).
+    pub fn import(path: &std::path::Path) -> String {
+        format!("profile:import:{}", path.display())
+    }
+
+    /// The key of another tool's data-address samples imported (`--import FILE` of
+    /// `perf script` memory samples).
+    pub fn memaccess_import(path: &std::path::Path) -> String {
+        format!("memaccess:import:{}", path.display())
+    }
+
+    /// The key of a comparison of two profiles (`--compare BASE NEW`), by their labels.
+    pub fn compare(base: &str, new: &str) -> String {
+        format!("compare:{base}:{new}")
+    }
+}
+
+/// The metric set a session counts: the one named, none when only events were named,
+/// else `first-pass` (the decision tree's first level).
+pub fn metric_set(metrics: Option<&str>, events_named: bool) -> String {
+    match (metrics, events_named) {
+        (Some(m), _) => m.to_string(),
+        (None, true) => String::new(),
+        (None, false) => "first-pass".into(),
+    }
+}
+
 /// A checked session.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -486,6 +514,17 @@ pub fn no_hardware_counted(p: &Profile) -> Option<Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn offline_keys_and_the_metric_set_default() {
+        let p = std::path::Path::new("runs/a b.txt");
+        assert_eq!(Keys::import(p), "profile:import:runs/a b.txt");
+        assert_eq!(Keys::memaccess_import(p), "memaccess:import:runs/a b.txt");
+        assert_eq!(Keys::compare("base", "new"), "compare:base:new");
+        assert_eq!(metric_set(None, false), "first-pass");
+        assert_eq!(metric_set(None, true), "");
+        assert_eq!(metric_set(Some("tma-level2"), true), "tma-level2");
+    }
 
     fn options(target: Target) -> Options {
         Options {

@@ -11,7 +11,7 @@ use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_layout::affinity::{self, Comm, CostMatrix};
 use numalab_layout::draw::{self, Heat};
-use numalab_layout::groundtruth::{self, TrialOptions};
+use numalab_layout::groundtruth::TrialOptions;
 use numalab_layout::infer::{self, Problem};
 use numalab_layout::record::{self, AffinityRecord, InferenceRecord, InferenceRecordExt};
 use numalab_layout::setup::{self, HopCost, Setup};
@@ -370,7 +370,7 @@ fn run_infer(a: &InferArgs) -> CliResult {
         let svg = draw::floorplan(&r, m, heat.as_ref())?;
         crate::output::write_file(path, svg.as_bytes(), "the SVG", "--svg")?;
     }
-    let key = format!("layout/inference/{}", a.input.display());
+    let key = record::inference_key(&a.input.display().to_string());
     rec.push(Record::new(key, origin, &r))?;
     let json = rec.json();
     let bundle = rec.finish()?;
@@ -445,37 +445,19 @@ fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
         Origin::Modeled,
         numalab_model::machine::host(&model),
     )?;
-    let syms = groundtruth::symmetry_names(&model, hop_costs)?;
-    let bar = crate::output::bar(
-        (levels.len() * a.trials) as u64,
-        "{spinner} [{elapsed}] {bar:30} {pos}/{len} trials {msg}",
-    );
-    let mut keys: Vec<String> = Vec::new();
-    for &noise in &levels {
-        let key = format!(
-            "layout/groundtruth/{}/{:?}/{:?}/{}/noise{noise}/seed{}/trials{}",
-            model.label, kind, hop_costs, a.disabled_known, a.seed, a.trials
-        );
-        keys.push(key.clone());
-        if rec.done(&key) {
-            bar.inc(a.trials as u64);
-            continue;
+    let keys = {
+        let mut sink = crate::recorder::ProgressSink::with_bar(&mut rec);
+        let r = numalab_layout::campaign::run(&model, &opts, &levels, a.trials, a.seed, &mut sink);
+        sink.finish();
+        r
+    };
+    let keys = match keys {
+        Err(LayoutError::Interrupted) => {
+            rec.finish()?;
+            return Err(CliError::new(ErrorClass::Interrupted, "interrupted; finished noise levels are recorded, rerun with the same --out to resume"));
         }
-        let mut trials = Vec::new();
-        for k in 0..a.trials {
-            if numalab_schema::interrupt::requested() {
-                bar.finish_and_clear();
-                rec.finish()?;
-                return Err(CliError::new(ErrorClass::Interrupted, "interrupted; finished noise levels are recorded, rerun with the same --out to resume"));
-            }
-            bar.set_message(format!("noise {noise} ns"));
-            trials.push(groundtruth::trial(&model, &opts, noise, a.seed + k as u64)?);
-            bar.inc(1);
-        }
-        let r = groundtruth::summarise(&model, &opts, noise, trials, syms.clone());
-        rec.push(Record::new(key, Origin::Modeled, &r))?;
-    }
-    bar.finish_and_clear();
+        k => k?,
+    };
     if !rec.json() {
         // This run's levels, and earlier runs' of the same journal for them.
         let shown = rec.latest().into_iter().filter(|r| keys.contains(&r.key));
@@ -613,12 +595,7 @@ fn run_affinity(a: &AffinityArgs) -> CliResult {
         file_host("affinity", &source_path),
     )?;
     rec.push(Record::new(
-        format!(
-            "layout/affinity/{}/{}/{}",
-            source_path.display(),
-            a.threads,
-            comm.name
-        ),
+        record::affinity_key(&source_path.display().to_string(), a.threads, &comm.name),
         origin,
         &r,
     ))?;

@@ -175,11 +175,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
     }
     let machine = numalab_topo::live()?;
     let live_cpu = detect_live(&machine);
-    let metrics_set = match (&args.metrics, &args.events) {
-        (Some(m), _) => m.clone(),
-        (None, Some(_)) => String::new(),
-        (None, None) => "first-pass".into(),
-    };
+    let metrics_set = numalab_profile::metric_set(args.metrics.as_deref(), args.events.is_some());
     let events: Vec<String> = args.events.iter().cloned().collect();
     let config = serde_json::json!({
         "command": args.command,
@@ -223,7 +219,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
             numalab_topo::system::host(&machine),
         )?;
         w1.append(&mut w2);
-        let key = format!("compare:{}:{}", c.base, c.new);
+        let key = numalab_profile::Keys::compare(&c.base, &c.new);
         let record = Record::new(key.clone(), Origin::Imported, &c).with_warnings(w1);
         rec.push(record)?;
         show(&rec, &[key]);
@@ -249,7 +245,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
                 Origin::Imported,
                 numalab_topo::system::host(&machine),
             )?;
-            let key = format!("memaccess:import:{}", path.display());
+            let key = numalab_profile::Keys::memaccess_import(path);
             rec.push(Record::new(key.clone(), Origin::Imported, &r))?;
             show_memaccess(&rec, &[key]);
             rec.finish()?;
@@ -262,7 +258,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
             Origin::Imported,
             numalab_topo::system::host(&machine),
         )?;
-        let key = format!("profile:import:{}", path.display());
+        let key = numalab_profile::Keys::import(path);
         rec.push(p.into_record(key.clone()))?;
         show(&rec, &[key]);
         rec.finish()?;
