@@ -126,6 +126,7 @@ impl LiveLine<'_> {
 
     /// Nanoseconds per flush+fence+load of the line, over `k` dependent iterations.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[inline(always)]
     pub(crate) fn flushed_batch_ns(self, k: u32, zero: usize) -> f64 {
         // SAFETY: p is 8-byte aligned and inside the live buffer (LiveBuffer::line).
         unsafe { flushed_batch_ns(self.p, k, zero) }
