@@ -14,6 +14,7 @@
 
 use crate::error::HomeError;
 use crate::ffi::LivePool;
+use crate::live::LiveLine;
 use crate::map::Watch;
 use numalab_records::home::{BenchRecord, HomeMapRecord, SweepPoint};
 use numalab_topo::bind::{HwlocPlacer, Placer};
@@ -135,7 +136,7 @@ struct KernelResult {
 /// One thread's kernel: `rounds` times, flush the lines, then sum their first words,
 /// timed. Returns (ns per line, cycles per round, dTLB misses per round) of the median
 /// round, and why counters are missing.
-fn kernel(cpu: u32, lines: &[usize], rounds: usize) -> Result<KernelResult, HomeError> {
+fn kernel(cpu: u32, lines: &[LiveLine<'_>], rounds: usize) -> Result<KernelResult, HomeError> {
     let placer = HwlocPlacer::new().map_err(|e| HomeError::Runtime(e.to_string()))?;
     placer
         .pin_current_thread(cpu)
@@ -145,17 +146,14 @@ fn kernel(cpu: u32, lines: &[usize], rounds: usize) -> Result<KernelResult, Home
     let mut sink = 0u64;
     for _ in 0..rounds.max(1) {
         for &a in lines {
-            // SAFETY: every address is the start of a line of the pool's mapped,
-            // locked region, which outlives this call.
-            unsafe { crate::live::flush_line(a as *const u8) };
+            a.flush();
         }
         counters.start();
         crate::live::fence_start();
         let t0 = Instant::now();
         let mut sum = 0u64;
         for &a in lines {
-            // SAFETY: as above; a line start is 64-byte aligned, so the u64 read is.
-            sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(a as *const u64) });
+            sum = sum.wrapping_add(a.read());
         }
         crate::live::fence_end();
         let ns = t0.elapsed().as_secs_f64() * 1e9;
@@ -233,14 +231,23 @@ pub fn run(
             ));
             continue;
         }
-        let addrs: Vec<Vec<usize>> = taken
+        let buffer = pool.live_buffer();
+        let lines: Vec<Vec<LiveLine<'_>>> = taken
             .iter()
-            .map(|v| v.iter().map(|&p| p as usize).collect())
-            .collect();
+            .map(|v| {
+                v.iter()
+                    .map(|&p| {
+                        buffer.line(p as usize).ok_or_else(|| {
+                            HomeError::Runtime(format!("{p:?} is not a line of the pool"))
+                        })
+                    })
+                    .collect()
+            })
+            .collect::<Result<_, _>>()?;
         let results: Vec<Result<KernelResult, HomeError>> = std::thread::scope(|s| {
             let hs: Vec<_> = cpus
                 .iter()
-                .zip(&addrs)
+                .zip(&lines)
                 .map(|(&c, a)| s.spawn(move || kernel(c, a, opts.rounds)))
                 .collect();
             hs.into_iter()

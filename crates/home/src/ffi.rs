@@ -132,14 +132,7 @@ fn allocate(bytes: usize, notes: &mut Vec<String>) -> Result<Region, HomeError> 
             Ok(mut r) => {
                 // Populate before touching: a pool emptied meanwhile is an error here,
                 // not a SIGBUS at the touch.
-                // SAFETY: advising our own fresh mapping.
-                let rc = unsafe {
-                    libc::madvise(
-                        r.as_mut_slice().as_mut_ptr().cast(),
-                        r.len(),
-                        libc::MADV_POPULATE_WRITE,
-                    )
-                };
+                let rc = crate::sys::madvise(&mut r, libc::MADV_POPULATE_WRITE);
                 let e = std::io::Error::last_os_error();
                 // EINVAL: a kernel before 5.14, without MADV_POPULATE_WRITE; the free
                 // count was checked above.
@@ -158,14 +151,7 @@ fn allocate(bytes: usize, notes: &mut Vec<String>) -> Result<Region, HomeError> 
     r.touch();
     // No later collapse into huge pages: khugepaged would move the pages, and their
     // physical addresses (the lines' homes) with them.
-    // SAFETY: advising our own mapping.
-    unsafe {
-        libc::madvise(
-            r.as_mut_slice().as_mut_ptr().cast(),
-            r.len(),
-            libc::MADV_NOHUGEPAGE,
-        );
-    }
+    crate::sys::madvise(&mut r, libc::MADV_NOHUGEPAGE);
     let thp = match r.thp_bytes() {
         Some(t) => format!("transparent huge pages back {t} of its bytes"),
         None => "its transparent huge pages could not be counted".to_string(),
@@ -252,8 +238,7 @@ impl LivePool {
         }
         let mut region = allocate(bytes, &mut notes)?;
         // Lock: the physical addresses, hence the lines' homes, stay put (no swap).
-        // SAFETY: locking our own mapping.
-        let rc = unsafe { libc::mlock(region.as_slice().as_ptr().cast(), region.len()) };
+        let rc = crate::sys::mlock(&region);
         if rc != 0 {
             notes.push(format!(
                 "mlock of the pool failed ({}): pages may be swapped out and come back elsewhere, with other homes; raise the locked-memory limit (`ulimit -l`) or run as root",
@@ -309,6 +294,14 @@ impl LivePool {
     /// The memory.
     pub fn region(&self) -> &Region {
         &self.region
+    }
+
+    /// The pool's memory, for timed accesses to the lines handed out from it.
+    pub(crate) fn live_buffer(&mut self) -> crate::live::LiveBuffer<'_> {
+        // SAFETY: `base` is the start of `region`, which the pool owns and keeps mapped,
+        // readable and writable, for as long as it lives; the pool is borrowed mutably
+        // for the buffer's lifetime.
+        unsafe { crate::live::LiveBuffer::from_raw(self.base, self.region.len()) }
     }
 
     /// The lines and their homes.

@@ -3,6 +3,12 @@
 //! cores across the floorplan; the address hash behind it, recovered over GF(2); memory
 //! handed to a thread from lines homed near its core; and the study's affinity
 //! experiments.
+//!
+//! `unsafe` lives in three modules: `sys` (system calls on our own mappings),
+//! `live::timing` (the flush, fence and timed accesses) and [`ffi`] (the C ABI and its
+//! pool of raw lines), besides [`alloc::LineValue`] and the typed pool view it marks.
+
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod alloc;
 pub mod bench;
@@ -20,6 +26,7 @@ pub mod locate;
 pub mod map;
 pub mod probe;
 pub mod slicefit;
+mod sys;
 pub mod tables;
 pub mod truth;
 pub mod watch;

@@ -14,6 +14,11 @@
 //! The standard library's `Command` cannot do the gate (its `spawn` waits for `exec`),
 //! so the supervisor and the command are created with `fork` (and the command with
 //! `execve`) here, doing only async-signal-safe system calls after `fork`.
+//!
+//! `unsafe` lives in two modules: `spawn::sys` (numalab's side of the system calls) and
+//! `spawn::child` (what runs after `fork`).
+
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod spawn;
 mod subst;

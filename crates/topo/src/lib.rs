@@ -5,15 +5,22 @@
 //! serializable [`numalab_schema::Machine`]. This crate also parses CPU selections
 //! (`--cpus`), pins threads and binds memory ([`bind::Placer`]), and reads the host
 //! facts that `doctor` and every results envelope need ([`system`]).
+//!
+//! `unsafe` lives in two modules: `sys` (the anonymous mapping [`bind::Region`] and the
+//! memory system calls) and `hwloc_ffi` (hwloc's C API, for memory attributes).
+
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod bind;
 pub mod describe;
 pub mod error;
+mod hwloc_ffi;
 pub mod isolate;
 pub mod load;
 pub mod memattrs;
 pub mod render;
 pub mod select;
+mod sys;
 pub mod system;
 
 pub use error::TopoError;

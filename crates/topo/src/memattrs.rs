@@ -19,6 +19,7 @@
 //! API.
 
 use crate::error::TopoError;
+use crate::hwloc_ffi::Raw;
 use crate::load::Loaded;
 use hwlocality::cpu::cpuset::CpuSet;
 use hwlocality::memory::attribute::{Initiator, MemoryAttribute};
@@ -26,7 +27,6 @@ use hwlocality::object::types::ObjectType;
 use hwlocality::object::TopologyObject;
 use hwlocality::Topology;
 use hwlocality_sys as sys;
-use std::ffi::{c_char, c_int, CStr, CString};
 
 pub use numalab_schema::memattrs::{Attribute, MeasuredValue, SetValue, Unit};
 
@@ -133,114 +133,6 @@ fn cpus(set: &CpuSet) -> Vec<u32> {
     set.iter_set().map(|i| usize::from(i) as u32).collect()
 }
 
-/// An hwloc topology owned through the C API (see the module documentation for why).
-struct Raw(sys::hwloc_topology_t);
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        // SAFETY: the pointer came from hwloc_topology_init and is destroyed once.
-        unsafe { sys::hwloc_topology_destroy(self.0) }
-    }
-}
-
-impl Raw {
-    /// Imports hwloc XML, keeping every object it holds.
-    fn from_xml(xml: &str) -> Result<Raw, String> {
-        let text = CString::new(xml).map_err(|_| "the XML holds a NUL byte".to_string())?;
-        let len = c_int::try_from(text.as_bytes_with_nul().len())
-            .map_err(|_| "the XML is larger than 2 GiB".to_string())?;
-        let mut ptr: sys::hwloc_topology_t = std::ptr::null_mut();
-        // SAFETY: ptr is an out-parameter.
-        if unsafe { sys::hwloc_topology_init(&mut ptr) } != 0 || ptr.is_null() {
-            return Err("hwloc_topology_init failed".into());
-        }
-        let raw = Raw(ptr);
-        // SAFETY: raw.0 is a valid, not yet loaded topology; `text` outlives the load
-        // (hwloc reads the buffer during hwloc_topology_load) and `len` counts its NUL.
-        unsafe {
-            if sys::hwloc_topology_set_all_types_filter(raw.0, sys::HWLOC_TYPE_FILTER_KEEP_ALL) != 0
-            {
-                return Err("hwloc_topology_set_all_types_filter failed".into());
-            }
-            if sys::hwloc_topology_set_xmlbuffer(raw.0, text.as_ptr(), len) != 0 {
-                return Err("hwloc_topology_set_xmlbuffer failed".into());
-            }
-            if sys::hwloc_topology_load(raw.0) != 0 {
-                return Err(format!(
-                    "hwloc_topology_load failed ({})",
-                    std::io::Error::last_os_error()
-                ));
-            }
-        }
-        Ok(raw)
-    }
-
-    /// The NUMA node with OS index `os`.
-    fn node(&self, os: u32) -> Option<*mut sys::hwloc_obj> {
-        // SAFETY: a loaded topology; objects are valid while it lives.
-        unsafe {
-            let n = sys::hwloc_get_nbobjs_by_depth(self.0, sys::HWLOC_TYPE_DEPTH_NUMANODE);
-            (0..n)
-                .map(|i| sys::hwloc_get_obj_by_depth(self.0, sys::HWLOC_TYPE_DEPTH_NUMANODE, i))
-                .find(|o| !o.is_null() && (**o).os_index == os)
-        }
-    }
-
-    /// The value of `attr` for initiator cpuset `initiator` and `target`, if any.
-    ///
-    /// # Safety
-    /// `initiator` and `target` are objects of this topology.
-    unsafe fn get(
-        &self,
-        attr: Attribute,
-        initiator: *mut sys::hwloc_obj,
-        target: *mut sys::hwloc_obj,
-    ) -> Option<u64> {
-        // SAFETY: per the contract.
-        let loc = unsafe { location(initiator) };
-        let mut value = 0u64;
-        // SAFETY: per the contract; loc borrows the initiator's cpuset.
-        let rc =
-            unsafe { sys::hwloc_memattr_get_value(self.0, id(attr), target, &loc, 0, &mut value) };
-        (rc == 0).then_some(value)
-    }
-
-    /// Exports the topology as hwloc XML (v2 format).
-    fn export(&self) -> Result<String, String> {
-        let mut buf: *mut c_char = std::ptr::null_mut();
-        let mut len: c_int = 0;
-        // SAFETY: buf and len are out-parameters; the buffer is freed by
-        // hwloc_free_xmlbuffer after it was copied.
-        unsafe {
-            if sys::hwloc_topology_export_xmlbuffer(self.0, &mut buf, &mut len, 0) != 0
-                || buf.is_null()
-            {
-                return Err(format!(
-                    "hwloc_topology_export_xmlbuffer failed ({})",
-                    std::io::Error::last_os_error()
-                ));
-            }
-            let text = CStr::from_ptr(buf).to_string_lossy().into_owned();
-            sys::hwloc_free_xmlbuffer(self.0, buf);
-            Ok(text)
-        }
-    }
-}
-
-/// The cpuset of `obj` as an hwloc initiator location.
-///
-/// # Safety
-/// `obj` is a valid object whose cpuset outlives the location.
-unsafe fn location(obj: *mut sys::hwloc_obj) -> sys::hwloc_location {
-    sys::hwloc_location {
-        ty: sys::HWLOC_LOCATION_TYPE_CPUSET,
-        location: sys::hwloc_location_u {
-            // SAFETY: per the contract.
-            cpuset: unsafe { (*obj).cpuset },
-        },
-    }
-}
-
 /// Returns `loaded`'s topology as hwloc XML with `values` set as hwloc memory
 /// attributes: for each value, the initiator is the cpuset of the initiator NUMA node
 /// and the target the NUMA node with that OS index, the value converted to hwloc's unit
@@ -328,20 +220,15 @@ pub fn export_xml(loaded: &Loaded, values: &[MeasuredValue]) -> Result<Export, T
                 s.initiator_node, s.target_node
             )));
         };
-        // SAFETY: both objects belong to `raw`, which outlives these calls; the
-        // location borrows the initiator node's cpuset, which hwloc copies.
-        unsafe {
-            s.replaced = raw.get(s.attribute, init, target);
-            let loc = location(init);
-            if sys::hwloc_memattr_set_value(raw.0, id(s.attribute), target, &loc, 0, s.value) != 0 {
-                return Err(hwloc_err(
-                    loaded,
-                    &format!(
-                        "hwloc_memattr_set_value({} node{} -> node{})",
-                        s.attribute, s.initiator_node, s.target_node
-                    ),
-                ));
-            }
+        s.replaced = raw.get(id(s.attribute), init, target);
+        if raw.set(id(s.attribute), init, target, s.value) != 0 {
+            return Err(hwloc_err(
+                loaded,
+                &format!(
+                    "hwloc_memattr_set_value({} node{} -> node{})",
+                    s.attribute, s.initiator_node, s.target_node
+                ),
+            ));
         }
     }
     // Every value must be what hwloc now answers for the node's cpuset.
@@ -350,8 +237,7 @@ pub fn export_xml(loaded: &Loaded, values: &[MeasuredValue]) -> Result<Export, T
         else {
             continue;
         };
-        // SAFETY: objects of `raw`.
-        let now = unsafe { raw.get(s.attribute, init, target) };
+        let now = raw.get(id(s.attribute), init, target);
         if now != Some(s.value) {
             return Err(bad(format!(
                 "{} node{} -> node{}: hwloc answers {} instead of the value set ({} {}): the topology holds a value for a wider initiator (CPUs including node{}'s) that shadows it; export the topology without memory attributes (e.g. from a snapshot) and try again",

@@ -4,8 +4,7 @@ use crate::error::HomeError;
 
 /// The CPUs this process may run on (the main thread's affinity).
 pub fn allowed_cpus() -> Result<Vec<u32>, HomeError> {
-    // SAFETY: getpid has no preconditions.
-    affinity(unsafe { libc::getpid() })
+    affinity(crate::sys::getpid())
 }
 
 /// The affinity of a thread (0: the calling one).
@@ -13,8 +12,7 @@ pub(super) fn affinity(pid: libc::pid_t) -> Result<Vec<u32>, HomeError> {
     let mut words = 16usize;
     loop {
         let mut mask = vec![0u64; words];
-        // SAFETY: the mask buffer is `words * 8` bytes long, as told.
-        let rc = unsafe { libc::sched_getaffinity(pid, words * 8, mask.as_mut_ptr().cast()) };
+        let rc = crate::sys::sched_getaffinity(pid, &mut mask);
         if rc == 0 {
             let mut cpus = Vec::new();
             for (w, bits) in mask.iter().enumerate() {

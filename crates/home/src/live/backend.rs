@@ -5,7 +5,7 @@ use super::affinity::allowed_cpus;
 use super::hugepages::{allocate, Backing, HugeChoice, HUGE_PAGE_BYTES};
 use super::identity::{cache_line_bytes, live_fingerprint};
 use super::pagemap::{page_phys, PhysPages, PHYS_NEED_ROOT};
-use super::timing::timer_calibration;
+use super::timing::{timer_calibration, LiveBuffer, LiveLine};
 use super::{measure, topo_err};
 use crate::error::HomeError;
 use crate::probe::{Access, BufferInfo, Fingerprint, HomeProbe, Line};
@@ -245,11 +245,20 @@ impl HomeProbe for LiveProbe {
         if addrs.is_empty() {
             return Ok(Vec::new());
         }
+        let buffer = LiveBuffer::new(self.region.as_mut_slice());
+        let lines: Vec<LiveLine<'_>> = addrs
+            .iter()
+            .map(|&a| {
+                buffer.line(a).ok_or_else(|| {
+                    HomeError::Runtime(format!("address {a:#x} is not a line of the buffer"))
+                })
+            })
+            .collect::<Result<_, _>>()?;
         let samples = match (access, owner) {
             (Access::Forwarded, Some(o)) => {
-                measure::forwarded(&self.placer, reader, o, &addrs, repeats)?
+                measure::forwarded(&self.placer, reader, o, &lines, repeats)?
             }
-            _ => measure::flushed(&self.placer, self.flush_batch, reader, &addrs, repeats)?,
+            _ => measure::flushed(&self.placer, self.flush_batch, reader, &lines, repeats)?,
         };
         let reps = repeats as usize;
         // A clock with step q cannot resolve less than q / sqrt(12) (the deviation of a
@@ -351,8 +360,7 @@ fn buffer_bytes(opts: &LiveOptions, base: u64, notes: &mut Vec<String>) -> Resul
 fn lock_buffer(region: &Region, notes: &mut Vec<String>) {
     // Lock: physical addresses stay put (no swap; compaction may still migrate
     // unless vm.compact_unevictable_allowed is 0).
-    // SAFETY: locking our own mapping.
-    let rc = unsafe { libc::mlock(region.as_slice().as_ptr().cast(), region.len()) };
+    let rc = crate::sys::mlock(region);
     if rc != 0 {
         let e = std::io::Error::last_os_error();
         notes.push(format!(

@@ -109,14 +109,7 @@ pub(super) fn allocate(
     ));
     // THP may still back part of it; the map is kept in base pages, which is right
     // either way. Ask for no further collapses so the physical addresses hold.
-    // SAFETY: advising our own mapping.
-    unsafe {
-        libc::madvise(
-            r.as_mut_slice().as_mut_ptr().cast(),
-            r.len(),
-            libc::MADV_NOHUGEPAGE,
-        );
-    }
+    crate::sys::madvise(&mut r, libc::MADV_NOHUGEPAGE);
     Ok((r, Backing::Base))
 }
 
@@ -142,14 +135,7 @@ fn hugetlb_region(len: usize, why_not: &mut Vec<String>) -> Option<Region> {
         }
     };
     // Populate now, so that a pool emptied meanwhile gives an error, not SIGBUS.
-    // SAFETY: advising our own mapping.
-    let rc = unsafe {
-        libc::madvise(
-            r.as_mut_slice().as_mut_ptr().cast(),
-            r.len(),
-            libc::MADV_POPULATE_WRITE,
-        )
-    };
+    let rc = crate::sys::madvise(&mut r, libc::MADV_POPULATE_WRITE);
     if rc != 0 {
         let e = std::io::Error::last_os_error();
         // EINVAL: a kernel before 5.14; the free count was checked above.

@@ -6,9 +6,7 @@ use crate::error::HomeError;
 use numalab_topo::bind::{HwlocPlacer, Placer};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use super::timing::flushed_batch_ns;
-use super::timing::timed_read_ns;
+use super::timing::LiveLine;
 
 // ---- the forwarded handshake -------------------------------------------------------
 
@@ -18,11 +16,12 @@ const HS_FAILED: u64 = u64::MAX - 1;
 const HS_STOP: u64 = u64::MAX;
 
 /// The handshake between reader and owner, on its own cache lines (never the measured
-/// one). `state`: even n >= 2 asks the owner to write `addr`; n + 1 says it has.
+/// one). `state`: even n >= 2 asks the owner to write line `line`; n + 1 says it has.
 #[repr(align(256))]
 struct Handshake {
     state: AtomicU64,
-    addr: AtomicUsize,
+    /// The index of the line to write.
+    line: AtomicUsize,
 }
 
 /// Sets `state` to `value` when dropped while panicking (or always, if `always`), so
@@ -41,14 +40,14 @@ impl Drop for SignalOnDrop<'_> {
     }
 }
 
-/// Flushed reads of each line at `addrs` from CPU `reader`, `k` flush+load iterations
+/// Flushed reads of each of `lines` from CPU `reader`, `k` flush+load iterations
 /// per sample: `samples[i * repeats + r]`.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) fn flushed(
     placer: &HwlocPlacer,
     k: u32,
     reader: u32,
-    addrs: &[usize],
+    lines: &[LiveLine<'_>],
     repeats: u32,
 ) -> Result<Vec<f64>, HomeError> {
     let reps = repeats as usize;
@@ -56,12 +55,10 @@ pub(super) fn flushed(
         let h = s.spawn(move || -> Result<Vec<f64>, HomeError> {
             placer.pin_current_thread(reader).map_err(topo_err)?;
             let zero = std::hint::black_box(0usize);
-            let mut out = vec![0.0; addrs.len() * reps];
+            let mut out = vec![0.0; lines.len() * reps];
             for r in 0..reps {
-                for (i, &a) in addrs.iter().enumerate() {
-                    // SAFETY: a is a line address inside the live buffer (checked
-                    // by line_addr), line aligned.
-                    out[i * reps + r] = unsafe { flushed_batch_ns(a as *const u8, k, zero) };
+                for (i, &a) in lines.iter().enumerate() {
+                    out[i * reps + r] = a.flushed_batch_ns(k, zero);
                 }
             }
             Ok(out)
@@ -77,7 +74,7 @@ pub(super) fn flushed(
     _: &HwlocPlacer,
     _: u32,
     _: u32,
-    _: &[usize],
+    _: &[LiveLine<'_>],
     _: u32,
 ) -> Result<Vec<f64>, HomeError> {
     Err(HomeError::Unsupported(
@@ -85,19 +82,19 @@ pub(super) fn flushed(
     ))
 }
 
-/// Forwarded reads of each line at `addrs` from CPU `reader`, each line written by CPU
+/// Forwarded reads of each of `lines` from CPU `reader`, each line written by CPU
 /// `owner` just before: `samples[i * repeats + r]`.
 pub(super) fn forwarded(
     placer: &HwlocPlacer,
     reader: u32,
     owner: u32,
-    addrs: &[usize],
+    lines: &[LiveLine<'_>],
     repeats: u32,
 ) -> Result<Vec<f64>, HomeError> {
     let reps = repeats as usize;
     let hs = Handshake {
         state: AtomicU64::new(HS_INIT),
-        addr: AtomicUsize::new(0),
+        line: AtomicUsize::new(0),
     };
     let hs = &hs;
     std::thread::scope(|s| {
@@ -119,10 +116,7 @@ pub(super) fn forwarded(
                     return Ok(());
                 }
                 if st == expect {
-                    let a = hs.addr.load(Ordering::Relaxed);
-                    // SAFETY: a is a line address inside the live buffer, which
-                    // read_ns holds exclusively (&mut self) while this runs.
-                    unsafe { std::ptr::write_volatile(a as *mut u64, expect) };
+                    lines[hs.line.load(Ordering::Relaxed)].write(expect);
                     hs.state.store(expect + 1, Ordering::Release);
                     expect += 2;
                 } else {
@@ -146,15 +140,14 @@ pub(super) fn forwarded(
                     _ => return Ok(Vec::new()),
                 }
             }
-            let mut out = vec![0.0; addrs.len() * reps];
+            let mut out = vec![0.0; lines.len() * reps];
             let mut req = 2u64;
             for r in 0..reps {
-                for (i, &a) in addrs.iter().enumerate() {
+                for (i, &a) in lines.iter().enumerate() {
                     // Warm the reader's TLB entry for the page with an untimed read;
                     // the owner's write then takes the line away again.
-                    // SAFETY: a is a line address inside the live buffer.
-                    std::hint::black_box(unsafe { std::ptr::read_volatile(a as *const u64) });
-                    hs.addr.store(a, Ordering::Relaxed);
+                    std::hint::black_box(a.read());
+                    hs.line.store(i, Ordering::Relaxed);
                     hs.state.store(req, Ordering::Release);
                     loop {
                         let st = hs.state.load(Ordering::Acquire);
@@ -166,8 +159,7 @@ pub(super) fn forwarded(
                         }
                         std::hint::spin_loop();
                     }
-                    // SAFETY: as above.
-                    out[i * reps + r] = unsafe { timed_read_ns(a as *const u8) };
+                    out[i * reps + r] = a.timed_read_ns();
                     req += 2;
                 }
             }
@@ -181,7 +173,7 @@ pub(super) fn forwarded(
             .unwrap_or_else(|_| Err(HomeError::Runtime("the owner thread panicked".into())));
         own?;
         let out = read?;
-        if out.len() != addrs.len() * reps {
+        if out.len() != lines.len() * reps {
             return Err(HomeError::Runtime(
                 "the owner thread stopped before the reads were done".into(),
             ));

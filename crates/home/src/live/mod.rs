@@ -46,9 +46,7 @@ pub use identity::{
     live_fingerprint, node_mem_total_bytes, parse_cpuinfo, CpuIdent, NodeText, SystemText,
 };
 pub use pagemap::{pagemap_pfn, PHYS_NEED_ROOT};
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub(crate) use timing::flush_line;
-pub(crate) use timing::{fence_end, fence_start};
+pub(crate) use timing::{fence_end, fence_start, LiveBuffer, LiveLine};
 
 use crate::error::HomeError;
 use numalab_schema::{Classify, ErrorClass};

@@ -368,6 +368,20 @@ pub(super) fn wait_signal(set: &libc::sigset_t, ns: u64) -> libc::c_int {
     }
 }
 
+/// Forks the supervisor, which runs [`supervise`] and never returns here; in numalab,
+/// the supervisor's pid, or -1 (errno set) when fork failed.
+pub(super) fn fork_supervisor(s: &Supervisor, e: &Exec<'_>) -> libc::pid_t {
+    // SAFETY: fork; the child below only makes async-signal-safe system calls on data
+    // prepared before the fork and ends in _exit (the command's process in execve).
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: this is the freshly forked child; async-signal-safe calls only, and
+        // every pointer in `s` and `e` was prepared before fork.
+        unsafe { supervise(s, e) }
+    }
+    pid
+}
+
 /// The supervisor: see the module documentation.
 ///
 /// # Safety
@@ -377,7 +391,7 @@ pub(super) unsafe fn supervise(s: &Supervisor, e: &Exec<'_>) -> ! {
     const STOP_NONE: u8 = 0;
     const STOP_GRACEFUL: u8 = 1;
     const STOP_NOW: u8 = 2;
-    // SAFETY (whole body): async-signal-safe system calls on data prepared before fork.
+    // SAFETY: (whole body) async-signal-safe system calls on data prepared before fork.
     unsafe {
         // Stop signals and SIGCHLD are blocked and taken with sigtimedwait.
         let mut waitset: libc::sigset_t = std::mem::zeroed();
@@ -586,7 +600,7 @@ pub(super) unsafe fn command(s: &Supervisor, null: RawFd, e: &Exec<'_>) -> ! {
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(127) }
     };
-    // SAFETY (whole body): async-signal-safe calls on prepared data.
+    // SAFETY: (whole body) async-signal-safe calls on prepared data.
     unsafe {
         libc::setpgid(0, 0);
         if null >= 0 {

@@ -53,16 +53,18 @@
 //! (SIGKILL from outside), its own status and `wait4` figures are used instead.
 
 mod child;
+mod sys;
 
 use child::*;
 use numalab_schema::{interrupt, Classify, ErrorClass};
 use numalab_topo::bind::MemPolicy;
 use std::ffi::CString;
 use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
+use sys::mono_ns;
 
 /// What to run and how.
 #[derive(Debug, Clone)]
@@ -215,39 +217,19 @@ fn last_errno() -> i32 {
 }
 
 fn pipe_cloexec(program: &str) -> Result<(OwnedFd, OwnedFd), ProcError> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe2 writes two descriptors into the array we own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(ProcError::System {
-            program: program.into(),
-            call: "pipe2".into(),
-            detail: errno_text(last_errno()),
-        });
-    }
-    // SAFETY: both descriptors are fresh and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    sys::pipe_cloexec().ok_or_else(|| ProcError::System {
+        program: program.into(),
+        call: "pipe2".into(),
+        detail: errno_text(last_errno()),
+    })
 }
 
 fn socketpair_cloexec(program: &str) -> Result<(OwnedFd, OwnedFd), ProcError> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: socketpair writes two descriptors into the array we own.
-    if unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    } != 0
-    {
-        return Err(ProcError::System {
-            program: program.into(),
-            call: "socketpair".into(),
-            detail: errno_text(last_errno()),
-        });
-    }
-    // SAFETY: both descriptors are fresh and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    sys::socketpair_cloexec().ok_or_else(|| ProcError::System {
+        program: program.into(),
+        call: "socketpair".into(),
+        detail: errno_text(last_errno()),
+    })
 }
 
 fn find_program(program: &str, env: &[(String, String)]) -> Option<PathBuf> {
@@ -295,17 +277,6 @@ const REPORT_LEN: usize = 48;
 /// How long numalab waits for the supervisor beyond the grace period before it SIGKILLs
 /// the supervisor itself.
 const SUPERVISOR_MARGIN: Duration = Duration::from_secs(1);
-
-/// CLOCK_MONOTONIC (the clock of [`std::time::Instant`]) in ns; async-signal-safe.
-fn mono_ns() -> u64 {
-    // SAFETY: a zeroed timespec is a valid out-parameter for clock_gettime.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: clock_gettime writes the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
-}
 
 /// What the command's process needs between fork and exec, all prepared before fork.
 struct Exec<'a> {
@@ -373,8 +344,7 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
         None => None,
     };
 
-    // SAFETY: a zeroed cpu_set_t is the empty set.
-    let mut cpuset: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let mut cpuset = sys::empty_cpu_set();
     if let Some(cpus) = &spec.cpus {
         if cpus.is_empty() {
             return Err(ProcError::Placement {
@@ -391,8 +361,7 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
                     detail: format!("CPU {c} is beyond what the kernel interface can address"),
                 });
             }
-            // SAFETY: c is below CPU_SETSIZE.
-            unsafe { libc::CPU_SET(c as usize, &mut cpuset) };
+            sys::cpu_set_add(&mut cpuset, c as usize);
         }
     }
     let (mode, nodes): (libc::c_int, Vec<u32>) = match &spec.mem_policy {
@@ -442,11 +411,10 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
         argv: &c_argv_ptrs,
         envp: &c_env_ptrs,
     };
+    let (parent, parent_pgrp) = sys::pid_and_pgrp();
     let sup = Supervisor {
-        // SAFETY: getpid and getpgrp cannot fail.
-        parent: unsafe { libc::getpid() },
-        // SAFETY: as above.
-        parent_pgrp: unsafe { libc::getpgrp() },
+        parent,
+        parent_pgrp,
         grace_ns: u64::try_from(spec.kill_grace.as_nanos()).unwrap_or(u64::MAX),
         out_w: out_w.as_raw_fd(),
         err_w: err_w.as_raw_fd(),
@@ -457,30 +425,13 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
 
     // No signal handler of numalab may run in the supervisor before it has set up its
     // own signal mask: block everything in this thread around fork.
-    // SAFETY: sigset_t values we own; pthread_sigmask on the calling thread.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-    }
+    let old = sys::block_all_signals();
     // Wall time starts here for an ungated child: after fork it may run (even to the end)
     // before this thread is scheduled again, so a later timestamp would undercount.
     let before_fork = mono_ns();
-    // SAFETY: fork; the child below only makes async-signal-safe system calls on data
-    // prepared before the fork and ends in _exit (the command's process in execve).
-    let sup_pid = unsafe { libc::fork() };
-    if sup_pid == 0 {
-        // SAFETY: async-signal-safe calls only; every pointer was prepared before fork.
-        unsafe { supervise(&sup, &exec) }
-    }
+    let sup_pid = fork_supervisor(&sup, &exec);
     let fork_errno = last_errno();
-    // SAFETY: restoring this thread's mask.
-    unsafe {
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-    }
+    sys::restore_signals(&old);
     if sup_pid < 0 {
         return Err(ProcError::System {
             program,
@@ -499,11 +450,8 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
     if read_full(report_r.as_raw_fd(), &mut pid_bytes) != pid_bytes.len() {
         let mut buf = Vec::new();
         let _ = std::fs::File::from(status_r).read_to_end(&mut buf);
-        let mut st = 0;
-        // SAFETY: reaping our own child, the supervisor, which has exited or is exiting.
-        unsafe {
-            libc::waitpid(sup_pid, &mut st, 0);
-        }
+        // Reaping our own child, the supervisor, which has exited or is exiting.
+        let st = sys::waitpid_blocking(sup_pid);
         let detail = if buf.len() == 5 && buf[0] == STAGE_FORK {
             errno_text(i32::from_ne_bytes([buf[1], buf[2], buf[3], buf[4]]))
         } else {
@@ -621,13 +569,10 @@ impl Running {
             self.started = Some(mono_ns());
         }
         if let Some(gate) = self.gate.take() {
-            let b = [1u8];
-            // SAFETY: sending one byte on our socket end; MSG_NOSIGNAL turns a dead
-            // child into EPIPE instead of a SIGPIPE for numalab.
-            unsafe {
-                use std::os::fd::AsRawFd;
-                libc::send(gate.as_raw_fd(), b.as_ptr().cast(), 1, libc::MSG_NOSIGNAL);
-            }
+            // One byte on our socket end; MSG_NOSIGNAL turns a dead child into EPIPE
+            // instead of a SIGPIPE for numalab.
+            use std::os::fd::AsRawFd;
+            sys::send_byte_nosignal(gate.as_raw_fd(), 1);
             drop(gate);
         }
         // The status pipe closes on exec (CLOEXEC) or carries (stage, errno).
@@ -666,10 +611,8 @@ impl Running {
     /// Signals the supervisor (numalab's unreaped child: the pid is still its own).
     fn signal_supervisor(&self, sig: i32) {
         if self.reaped.is_none() {
-            // SAFETY: signalling our own unreaped child.
-            unsafe {
-                libc::kill(self.supervisor, sig);
-            }
+            // Our own unreaped child: its pid cannot have been reused.
+            sys::kill(self.supervisor, sig);
         }
     }
 
@@ -679,11 +622,9 @@ impl Running {
             return;
         }
         let mut status = 0;
-        // SAFETY: a zeroed rusage is a valid out-parameter.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let mut usage = sys::zeroed_rusage();
         loop {
-            // SAFETY: waiting for our own child with valid out-parameters.
-            let rc = unsafe { libc::wait4(self.supervisor, &mut status, 0, &mut usage) };
+            let rc = sys::wait4(self.supervisor, &mut status, &mut usage);
             if rc == self.supervisor {
                 break;
             }
@@ -711,18 +652,9 @@ impl Running {
             let sup = self.supervisor;
             let (tx, rx) = mpsc::channel();
             std::thread::spawn(move || loop {
-                // SAFETY: a zeroed siginfo_t is a valid out-parameter.
-                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-                // SAFETY: waiting for our own child, leaving it waitable.
-                let rc = unsafe {
-                    libc::waitid(
-                        libc::P_PID,
-                        sup as libc::id_t,
-                        &mut info,
-                        libc::WEXITED | libc::WNOWAIT,
-                    )
-                };
-                if rc == 0 || last_errno() != libc::EINTR {
+                // Waiting for our own child, leaving it waitable.
+                let ended = sys::waitid_exited(sup, 0);
+                if ended.is_some() || last_errno() != libc::EINTR {
                     let _ = tx.send(());
                     return;
                 }
@@ -765,19 +697,14 @@ impl Running {
             }
             self.reap_supervisor();
         }
-        let (sup_status, sup_usage, reaped_at) = self.reaped.unwrap_or_else(|| {
-            // SAFETY: zeroed rusage.
-            (-1, unsafe { std::mem::zeroed() }, mono_ns())
-        });
+        let (sup_status, sup_usage, reaped_at) = self
+            .reaped
+            .unwrap_or_else(|| (-1, sys::zeroed_rusage(), mono_ns()));
         let report = self.report.take().and_then(|fd| {
             use std::os::fd::AsRawFd;
             // The supervisor has exited, so its report is in the pipe or nowhere; do not
             // block on a write end some other process might still hold.
-            // SAFETY: fcntl on our own descriptor.
-            unsafe {
-                let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-                libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
-            }
+            sys::set_nonblocking(fd.as_raw_fd());
             let mut b = [0u8; REPORT_LEN];
             (read_full(fd.as_raw_fd(), &mut b) == REPORT_LEN).then(|| Report::decode(&b))
         });
@@ -844,17 +771,9 @@ impl Drop for Running {
             // Bounded like wait(): a descendant stuck in the kernel must not hang numalab.
             let deadline = mono_ns() + SUPERVISOR_MARGIN.as_nanos() as u64;
             loop {
-                // SAFETY: checking on our own child without reaping it.
-                let ended = unsafe {
-                    let mut info: libc::siginfo_t = std::mem::zeroed();
-                    libc::waitid(
-                        libc::P_PID,
-                        self.supervisor as libc::id_t,
-                        &mut info,
-                        libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
-                    ) == 0
-                        && info.si_pid() != 0
-                };
+                // Checking on our own child without reaping it.
+                let ended =
+                    sys::waitid_exited(self.supervisor, libc::WNOHANG).is_some_and(|p| p != 0);
                 if ended {
                     break;
                 }
