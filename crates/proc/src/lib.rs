@@ -14,7 +14,12 @@
 //! The standard library's `Command` cannot do the gate (its `spawn` waits for `exec`),
 //! so the supervisor and the command are created with `fork` (and the command with
 //! `execve`) here, doing only async-signal-safe system calls after `fork`.
+//!
+//! The tools numalab runs itself (`ipmitool`, `srun`, `sbatch`, `scontrol`) need none of
+//! that: [`group`] runs them as plain children in their own process group, with a
+//! deadline, a cancel flag and bounded captured output.
 
+pub mod group;
 mod spawn;
 mod subst;
 

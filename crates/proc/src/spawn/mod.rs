@@ -844,18 +844,11 @@ impl Drop for Running {
             // Bounded like wait(): a descendant stuck in the kernel must not hang numalab.
             let deadline = mono_ns() + SUPERVISOR_MARGIN.as_nanos() as u64;
             loop {
-                // SAFETY: checking on our own child without reaping it.
-                let ended = unsafe {
-                    let mut info: libc::siginfo_t = std::mem::zeroed();
-                    libc::waitid(
-                        libc::P_PID,
-                        self.supervisor as libc::id_t,
-                        &mut info,
-                        libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
-                    ) == 0
-                        && info.si_pid() != 0
-                };
-                if ended {
+                // Checking on our own child without reaping it.
+                if matches!(
+                    crate::group::exited_unreaped(self.supervisor as u32),
+                    Ok(true)
+                ) {
                     break;
                 }
                 if mono_ns() >= deadline {
