@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::error::FleetError;
 use crate::frame::{self, AgentState, AgentStatus};
 use crate::nodes::validate_node_name;
-use crate::process::{kill_group, own_group, signal_group, wait_until};
+use numalab_proc::group::{kill_group, own_group, signal_group, wait_until};
 
 pub use crate::frame::BUNDLE_FILES;
 

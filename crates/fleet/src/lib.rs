@@ -61,7 +61,6 @@ mod error;
 pub mod frame;
 mod launcher;
 mod nodes;
-mod process;
 mod run;
 mod store;
 
@@ -74,7 +73,7 @@ pub use nodes::{
     expand_slurm_nodelist, parse_hostfile, parse_plain_list, read_hostfile, validate_node_name,
     MAX_NODE_NAME,
 };
-pub use process::process_gone;
+pub use numalab_proc::group::process_gone;
 pub use run::{
     resolve_nodes, run_fleet, sbatch_argv, FleetRunOptions, FleetSummary, NodeSummary, Progress,
     DEFAULT_PARALLEL, DEFAULT_TIMEOUT, STDERR_TAIL_BYTES,

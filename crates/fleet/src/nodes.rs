@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::error::FleetError;
-use crate::process::{output_with_timeout, OutputError};
+use numalab_proc::group::{run_captured, Limits, RunError};
 
 /// Longest node name accepted (a DNS name is at most 253 bytes).
 pub const MAX_NODE_NAME: usize = 253;
@@ -69,18 +69,27 @@ pub fn parse_plain_list(list: &str) -> Result<Vec<String>, FleetError> {
     Ok(dedup(names))
 }
 
+/// How a Slurm client command (`scontrol`, `sbatch`) run to its end is bounded: all its
+/// output kept, and after `timeout` its group gets SIGTERM, then SIGKILL a second later.
+pub(crate) fn launcher_limits(timeout: Duration) -> Limits<'static> {
+    Limits {
+        kill_grace: Duration::from_secs(1),
+        ..Limits::new(timeout)
+    }
+}
+
 /// Expands a Slurm node list (`n[001-004,010],gpu1`) with `scontrol show hostnames LIST`:
 /// Slurm's own hostlist syntax, never parsed here.
 pub fn expand_slurm_nodelist(scontrol: &Path, list: &str) -> Result<Vec<String>, FleetError> {
     let program = scontrol.display().to_string();
     let mut cmd = Command::new(scontrol);
     cmd.args(["show", "hostnames", list]).stdin(Stdio::null());
-    let out = output_with_timeout(cmd, Duration::from_secs(60)).map_err(|e| FleetError::Tool {
+    let out = run_captured(cmd, &launcher_limits(Duration::from_secs(60))).map_err(|e| FleetError::Tool {
         program: program.clone(),
         problem: match e {
-            OutputError::NotFound => "not found: install Slurm's client commands (Debian: slurm-client) or run on a Slurm login node".into(),
-            OutputError::Spawn(e) => format!("cannot start: {e}"),
-            OutputError::Timeout => "show hostnames did not answer within 60 s (killed); is slurmctld reachable?".into(),
+            RunError::NotFound => "not found: install Slurm's client commands (Debian: slurm-client) or run on a Slurm login node".into(),
+            RunError::Spawn(e) => format!("cannot start: {e}"),
+            RunError::Timeout | RunError::Wait(_) | RunError::Cancelled => "show hostnames did not answer within 60 s (killed); is slurmctld reachable?".into(),
         },
     })?;
     if !out.status.success() {

@@ -15,11 +15,16 @@
 //! so the supervisor and the command are created with `fork` (and the command with
 //! `execve`) here, doing only async-signal-safe system calls after `fork`.
 //!
-//! `unsafe` lives in two modules: `spawn::sys` (numalab's side of the system calls) and
-//! `spawn::child` (what runs after `fork`).
+//! The tools numalab runs itself (`ipmitool`, `srun`, `sbatch`, `scontrol`) need none of
+//! that: [`group`] runs them as plain children in their own process group, with a
+//! deadline, a cancel flag and bounded captured output.
+//!
+//! `unsafe` lives in three modules: `spawn::sys` (numalab's side of the system calls),
+//! `spawn::child` (what runs after `fork`) and [`group`]'s process-group calls.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod group;
 mod spawn;
 mod subst;
 

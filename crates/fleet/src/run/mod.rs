@@ -17,8 +17,8 @@ use crate::error::FleetError;
 use crate::frame::{self, AgentState, Event, FrameDecoder};
 use crate::launcher::{redact, shell_quote, Launcher, LauncherKind, JOB_NAME};
 use crate::nodes::{expand_slurm_nodelist, parse_plain_list, read_hostfile, validate_node_name};
-use crate::process::{kill_group, own_group, wait_until, Tail};
 use crate::store::{self, GatheredFile, Manifest, NodeState, NodeStatus, FLEET_SCHEMA_VERSION};
+use numalab_proc::group::{kill_group, own_group, wait_until, Tail};
 
 mod node;
 mod sbatch;

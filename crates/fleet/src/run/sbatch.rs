@@ -1,6 +1,8 @@
 //! `--sbatch`: the whole fleet run as one Slurm batch job.
 
 use super::*;
+use crate::nodes::launcher_limits;
+use numalab_proc::group::{run_captured, RunError};
 
 /// `--sbatch`: one batch job whose script runs `numalab fleet run` inside the allocation,
 /// with the same fleet folder (which must therefore be writable from the batch host).
@@ -25,7 +27,7 @@ pub(super) fn run_sbatch(
     // The job runs the nodes `parallel` at a time; allow for queueing on top.
     let rounds = count.div_ceil(opts.parallel.max(1)).max(1) as u32;
     let limit = (opts.timeout + opts.kill_margin) * rounds + Duration::from_secs(24 * 3600);
-    let out = crate::process::output_with_timeout(cmd, limit);
+    let out = run_captured(cmd, &launcher_limits(limit));
     progress.finish();
     let sb = |problem: String| FleetError::Sbatch {
         fleet: opts.fleet.clone(),
@@ -33,11 +35,11 @@ pub(super) fn run_sbatch(
     };
     let out = match out {
         Ok(o) => o,
-        Err(crate::process::OutputError::NotFound) => {
+        Err(RunError::NotFound) => {
             return Err(sb(format!("{} is not installed here; run on a Slurm login node", argv[0])))
         }
-        Err(crate::process::OutputError::Spawn(e)) => return Err(sb(format!("cannot start {}: {e}", argv[0]))),
-        Err(crate::process::OutputError::Timeout) => {
+        Err(RunError::Spawn(e)) => return Err(sb(format!("cannot start {}: {e}", argv[0]))),
+        Err(RunError::Timeout | RunError::Wait(_) | RunError::Cancelled) => {
             return Err(sb(format!("no end of the job after {}; sbatch was stopped (the job may still run: squeue -n {JOB_NAME})", humantime::format_duration(limit))))
         }
     };
