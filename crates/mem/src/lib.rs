@@ -15,19 +15,28 @@
 //!
 //! Modules: [`kernels`] (the SIMD kernels and their byte accounting), [`pool`] (pinned
 //! workers, bound and first-touched memory, placement checks), [`budget`] (how much
-//! memory a node can safely give), [`chase`] (random cyclic pointer chains),
-//! [`bandwidth`], [`latency`], [`loaded`], [`migrate`].
+//! memory a node can safely give), [`chase`] (random cyclic pointer chains; their
+//! timed walk is a kernel too), [`bandwidth`], [`latency`], [`loaded`], [`migrate`].
+
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod bandwidth;
 pub mod budget;
 pub mod chase;
 pub mod checks;
+// `unsafe` lives in two modules only: the timed kernels (SIMD intrinsics and the
+// pointer chase) and, for the tests, `sys`; every block says why it is sound.
+#[allow(unsafe_code)]
 pub mod kernels;
 pub mod latency;
 pub mod loaded;
 pub mod memconfig;
 pub mod migrate;
 pub mod pool;
+#[cfg(test)]
+#[allow(unsafe_code)]
+mod sys;
 
 use numalab_schema::{Classify, ErrorClass};
 use numalab_topo::TopoError;
