@@ -8,8 +8,6 @@
 //! bytes actually moved, which add the write-allocate read of every plainly stored line
 //! (non-temporal stores skip it).
 
-pub mod chase;
-
 pub mod scalar;
 
 #[cfg(target_arch = "x86_64")]
