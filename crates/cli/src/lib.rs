@@ -5,11 +5,17 @@
 //! command returns a [`CliError`] carrying an [`ErrorClass`]; [`main`] prints it as one
 //! line and exits with the class's documented code.
 
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod cli;
 pub mod commands;
 pub mod output;
 pub mod power;
 pub mod recorder;
+// The process-wide system calls, the one module allowed `unsafe`.
+#[allow(unsafe_code)]
+pub mod sys;
 
 use numalab_schema::{Classify, ErrorClass};
 use std::process::ExitCode;

@@ -12,17 +12,17 @@
 //! unrelated fixed rate, so time in ns is the honest unit; cycles are derived only when
 //! the core frequency is known.
 
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+// The system calls, the one module allowed `unsafe`.
+#[allow(unsafe_code)]
+mod sys;
+
 /// Reads CLOCK_MONOTONIC in nanoseconds.
 #[inline(always)]
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
-    }
+    let ts = sys::gettime(libc::CLOCK_MONOTONIC);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -32,14 +32,7 @@ pub use numalab_schema::clock::ClockCheck;
 /// step has been seen, up to 20 ms, so that a coarse clock still shows its tick), and its
 /// read overhead as the median of `reads / 5000` batches of 1,000 reads (5 to 21).
 pub fn check(reads: u64) -> ClockCheck {
-    let mut res = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_getres writes into the timespec we own.
-    unsafe {
-        libc::clock_getres(libc::CLOCK_MONOTONIC, &mut res);
-    }
+    let res = sys::getres(libc::CLOCK_MONOTONIC);
     let reported = res.tv_sec as f64 * 1e9 + res.tv_nsec as f64;
     let mut reads = reads.max(1000);
     let mut backwards = 0;

@@ -17,6 +17,10 @@
 //! here ([`policy::new_plan`], [`sweep::new_plan`], [`ScalePlan::new`]). Their tables
 //! and charts are the report's (`numalab_report::sections::harness`).
 
+#![cfg_attr(not(test), forbid(unsafe_code))]
+#![cfg_attr(test, deny(unsafe_code))]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod metric;
 pub mod numa_maps;
 pub mod plan;
@@ -25,6 +29,10 @@ pub mod run;
 pub mod sample;
 pub mod scale;
 pub mod sweep;
+// The tests' system calls, the one module allowed `unsafe`.
+#[cfg(test)]
+#[allow(unsafe_code)]
+mod sys;
 
 pub use metric::Metric;
 pub use plan::Placement;

@@ -146,8 +146,7 @@ mod tests {
 
     #[test]
     fn reads_our_own_process_group() {
-        // SAFETY: getpgrp has no arguments and cannot fail.
-        let pgid = unsafe { libc::getpgrp() };
+        let pgid = crate::sys::process_group();
         let members = group_members(Path::new("/proc"), pgid);
         assert!(
             members.contains(&(std::process::id() as i32)),

@@ -542,8 +542,7 @@ mod tests {
             pages: true,
             ..Default::default()
         };
-        // SAFETY: getpgrp cannot fail.
-        let pgid = unsafe { libc::getpgrp() };
+        let pgid = crate::sys::process_group();
         let s = Sampler::start(&config, pgid, &[0]);
         std::thread::sleep(Duration::from_millis(60));
         let out = s.finish();

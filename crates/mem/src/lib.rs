@@ -15,19 +15,30 @@
 //!
 //! Modules: [`kernels`] (the SIMD kernels and their byte accounting), [`pool`] (pinned
 //! workers, bound and first-touched memory, placement checks), [`budget`] (how much
-//! memory a node can safely give), [`chase`] (random cyclic pointer chains),
-//! [`bandwidth`], [`latency`], [`loaded`], [`migrate`].
+//! memory a node can safely give), [`chase`] (random cyclic pointer chains and
+//! their timed walk), [`bandwidth`], [`latency`], [`loaded`], [`migrate`].
+
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod bandwidth;
 pub mod budget;
+// `unsafe` lives in the timed kernels only: the SIMD bandwidth kernels (`kernels`) and
+// the pointer chase (`chase`), plus, for the tests, `sys`; every block says why it is
+// sound.
+#[allow(unsafe_code)]
 pub mod chase;
 pub mod checks;
+#[allow(unsafe_code)]
 pub mod kernels;
 pub mod latency;
 pub mod loaded;
 pub mod memconfig;
 pub mod migrate;
 pub mod pool;
+#[cfg(test)]
+#[allow(unsafe_code)]
+mod sys;
 
 use numalab_schema::{Classify, ErrorClass};
 use numalab_topo::TopoError;

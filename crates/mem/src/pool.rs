@@ -249,8 +249,7 @@ mod tests {
             |i, placed, b| {
                 b.wait();
                 // The CPU we run on is the one we were pinned to.
-                // SAFETY: sched_getcpu has no preconditions.
-                let cpu = unsafe { libc::sched_getcpu() };
+                let cpu = crate::sys::current_cpu();
                 assert_eq!(cpu as u32, pus[i]);
                 assert!(placed.region.as_typed::<f64>().iter().all(|&v| v == 1.5));
                 placed.pages.clone()

@@ -18,6 +18,9 @@
 //! fractions, per-node latency histograms and false-sharing lines into a
 //! `pmu.memaccess` record ([`MemAccessRecord`]).
 
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod analysis;
 pub mod attribute;
 pub mod datasrc;
@@ -25,6 +28,9 @@ pub mod live;
 pub mod node;
 pub mod sample;
 pub mod script;
+// The system calls, the one module allowed `unsafe`.
+#[allow(unsafe_code)]
+mod sys;
 
 pub use analysis::{AnalysisOptions, ThresholdSpec};
 pub use attribute::{parse_regions, NamedRegion};

@@ -131,8 +131,7 @@ pub fn resolve_nodes(
 
 /// The base page size.
 pub fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let p = crate::sys::sysconf_page_size();
     if p > 0 {
         p as u64
     } else {
@@ -145,19 +144,7 @@ pub fn query_pages(pid: u32, pages: &[u64]) -> std::io::Result<Vec<Option<u32>>>
     let mut status = vec![0 as libc::c_int; pages.len()];
     let ptrs: Vec<*mut libc::c_void> = pages.iter().map(|&p| p as *mut libc::c_void).collect();
     for (chunk_p, chunk_s) in ptrs.chunks(4096).zip(status.chunks_mut(4096)) {
-        // SAFETY: chunk_p and chunk_s have the same length; nodes is NULL (query only),
-        // so the kernel only writes chunk_s.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_move_pages,
-                pid as libc::c_long,
-                chunk_p.len() as libc::c_ulong,
-                chunk_p.as_ptr(),
-                std::ptr::null::<libc::c_int>(),
-                chunk_s.as_mut_ptr(),
-                0 as libc::c_int,
-            )
-        };
+        let rc = crate::sys::move_pages_query(pid, chunk_p, chunk_s);
         if rc < 0 {
             return Err(std::io::Error::last_os_error());
         }

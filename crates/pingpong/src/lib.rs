@@ -23,8 +23,14 @@
 //! first thread; batches are long enough that clock resolution and read cost stay under
 //! 1% (checked against [`numalab_clock::ClockCheck`]).
 
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod plan;
 pub mod probe;
+// The raw access, the one module allowed `unsafe`.
+#[allow(unsafe_code)]
+mod sys;
 
 pub use plan::{pair_key, run_plan, Estimate, Measured, PlanError};
 
@@ -158,17 +164,11 @@ pub fn measure_pair(
         return Err(PingPongError::SameCpu(first));
     }
     let start = numalab_clock::now_ns();
-    let region = Region::new(numalab_topo::bind::base_page_size(), PageKind::Base)?;
+    let mut region = Region::new(numalab_topo::bind::base_page_size(), PageKind::Base)?;
     if let Some(node) = cfg.home_node {
         placer.bind_region(&region, &MemPolicy::Bind(vec![node]))?;
     }
-    let line: &AtomicU64 = {
-        let words = region.as_typed::<u64>();
-        // SAFETY: the region is page aligned and lives until the end of this function;
-        // AtomicU64 has the size and alignment of u64, and every access to this word
-        // from here on is atomic.
-        unsafe { &*(words.as_ptr() as *const AtomicU64) }
-    };
+    let line: &AtomicU64 = sys::first_word(&mut region);
     let abort = Padded(AtomicBool::new(false));
     let total = (cfg.warmup_samples + cfg.samples) as u64 * cfg.round_trips as u64;
     let barrier = Barrier::new(2);
@@ -405,18 +405,7 @@ mod tests {
     #[test]
     fn the_callers_affinity_is_left_alone() {
         let Some((a, b)) = two_cpus() else { return };
-        let allowed = || {
-            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            // SAFETY: querying this thread's affinity into a set we own.
-            let rc = unsafe {
-                libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set)
-            };
-            assert_eq!(rc, 0);
-            // SAFETY: reading a set the kernel filled.
-            (0..64)
-                .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-                .count()
-        };
+        let allowed = sys::allowed_cpus;
         let before = allowed();
         let placer = HwlocPlacer::new().expect("hwloc");
         let cfg = Config {

@@ -74,8 +74,7 @@ pub fn probe() -> Capability {
 
 /// Whether this process runs as root (which overrides perf_event_paranoid).
 pub fn probe_is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    crate::sys::euid() == 0
 }
 
 #[cfg(test)]

@@ -17,17 +17,7 @@ use std::path::Path;
 // The check's record lives in numalab-records.
 pub use numalab_records::pmu::PmuCheck;
 
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+use crate::sys::thread_cpu_ns;
 
 #[inline(never)]
 fn spin(n: u64) -> u64 {

@@ -11,6 +11,9 @@
 //! profiles, [`sample`] finds hot spots; [`profile`] ties it together for
 //! `numalab profile` and for other commands (`sweep --profile`, `evaluate`).
 
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod advertised;
 pub mod capability;
 pub mod catalog;
@@ -22,5 +25,8 @@ pub mod import;
 pub mod metrics;
 pub mod profile;
 pub mod sample;
+// The system calls, the one module allowed `unsafe`.
+#[allow(unsafe_code)]
+mod sys;
 pub mod tree;
 pub mod trust;

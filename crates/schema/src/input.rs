@@ -184,8 +184,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("pipe");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo with a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(crate::sys::mkfifo(&c, 0o600), 0);
         let e = read(&fifo, "a CSV matrix", C2C_CSV).unwrap_err();
         assert!(e.reason.contains("FIFO"), "{e}");
         let e = read(&dir.path().join("missing"), "a CSV matrix", C2C_CSV).unwrap_err();

@@ -6,6 +6,10 @@
 //! survive being killed ([`journal`]). The crate has no hardware access, so every other
 //! crate (and any offline tool) can read and write these files.
 
+#![cfg_attr(not(test), forbid(unsafe_code))]
+#![cfg_attr(test, deny(unsafe_code))]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod clock;
 pub mod cpulist;
 pub mod error;
@@ -19,6 +23,10 @@ pub mod memory;
 pub mod midr;
 pub mod record;
 pub mod sink;
+// The tests' system calls, the one module allowed `unsafe`.
+#[cfg(test)]
+#[allow(unsafe_code)]
+mod sys;
 pub mod text;
 pub mod units;
 

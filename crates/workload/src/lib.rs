@@ -27,6 +27,9 @@
 //! [`itinerary::EaParams`]) is defined in `numalab-records` (`records::workload`) and
 //! re-exported here under its old paths.
 
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod graph;
 pub mod itinerary;
 pub mod placement;
@@ -35,6 +38,9 @@ pub mod reference;
 pub mod request;
 pub mod route;
 pub mod run;
+// The system calls, the one module allowed `unsafe`.
+#[allow(unsafe_code)]
+mod sys;
 
 pub use placement::{CpuOrder, Mode};
 pub use run::{run, run_on, Outcome, RunConfig, WorkloadRun};

@@ -112,8 +112,7 @@ pub(super) fn denied_text(subject: &Subject, cap: &Capability) -> String {
             "perf_event_paranoid = {paranoid} forbids counting: counting your own processes in user space needs perf_event_paranoid <= 2, kernel-mode counting <= 1, system-wide <= 0 (or CAP_PERFMON); numalab never changes it (as root: sysctl kernel.perf_event_paranoid=2)"
         ),
         Subject::Pid(pid) => {
-            // SAFETY: getuid has no preconditions.
-            let me = unsafe { libc::getuid() };
+            let me = crate::sys::uid();
             let owner = uid_of(*pid);
             let whose = match owner {
                 Some(u) if u != me => format!(

@@ -3,24 +3,7 @@
 
 use super::*;
 
-pub(super) fn process_cpu_s() -> f64 {
-    // SAFETY: getrusage fills the struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-pub(super) fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
-}
+pub(super) use crate::sys::{process_cpu_s, thread_cpu_s};
 
 /// (busy, steal, total) ticks of some CPUs from /proc/stat.
 pub(super) fn cpu_ticks(sys: &SysRoot, pus: &[u32]) -> Option<(u64, u64, u64)> {
