@@ -33,14 +33,8 @@ pub const CSV_HEADER: [&str; 18] = [
     "tags",
 ];
 
-/// One CSV field, quoted when it must be.
-pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
+/// One CSV field, quoted when it must be (the one implementation, in `schema::text`).
+pub use numalab_schema::text::csv_field;
 
 fn num(v: Option<f64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()

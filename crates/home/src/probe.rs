@@ -94,14 +94,7 @@ pub fn median_and_sigma(v: &mut [f64]) -> (f64, f64) {
     if v.is_empty() {
         return (f64::NAN, f64::NAN);
     }
-    fn med(s: &[f64]) -> f64 {
-        let n = s.len();
-        if n % 2 == 1 {
-            s[n / 2]
-        } else {
-            0.5 * (s[n / 2 - 1] + s[n / 2])
-        }
-    }
+    let med = |s: &[f64]| numalab_stats::median_sorted(s).unwrap_or(f64::NAN);
     v.sort_by(f64::total_cmp);
     let m = med(v);
     let mut dev: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();

@@ -77,16 +77,9 @@ pub fn nearest_rank(sorted: &[u64], p: f64) -> Option<u64> {
 }
 
 fn median(v: &mut [u64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
     v.sort_unstable();
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2] as f64
-    } else {
-        (v[n / 2 - 1] as f64 + v[n / 2] as f64) / 2.0
-    })
+    let sorted: Vec<f64> = v.iter().map(|&w| w as f64).collect();
+    numalab_stats::median_sorted(&sorted)
 }
 
 /// The histogram bin of a latency.

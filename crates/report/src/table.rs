@@ -6,6 +6,7 @@
 //! intervals stay intervals.
 
 use crate::escape;
+use numalab_schema::text::csv_field;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -175,14 +176,6 @@ impl Table {
             }
         }
         out
-    }
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
     }
 }
 

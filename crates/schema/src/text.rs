@@ -1,6 +1,6 @@
 //! Text from the outside world, made safe to store and to show: paths and arguments
 //! that are not UTF-8, control characters bound for a terminal, and excerpts of bad
-//! input short enough for an error message.
+//! input short enough for an error message; a field of the CSV that numalab writes.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -118,10 +118,34 @@ pub fn excerpt(s: &str, max: usize) -> String {
     format!("{}... ({} more characters)", visible(&head, false), n - max)
 }
 
+/// One CSV field as every numalab CSV writer writes it (RFC 4180): as it is, or, when
+/// it holds a comma, a double quote, CR or LF, in double quotes with each double quote
+/// doubled. An empty field stays empty.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn csv_fields_are_quoted_only_when_they_must_be() {
+        assert_eq!(
+            csv_field("plain text; 1.5 [1 2]x"),
+            "plain text; 1.5 [1 2]x"
+        );
+        assert_eq!(csv_field(""), "");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_field("cr\r"), "\"cr\r\"");
+    }
 
     #[test]
     fn paths_that_are_not_utf8_survive_a_round_trip() {

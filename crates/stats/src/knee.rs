@@ -62,17 +62,10 @@ fn usable(xs: &[f64], ys: &[f64]) -> bool {
         && xs.iter().all(|x| x.is_finite())
 }
 
+/// The midpoint median of `v` (see [`crate::median_sorted`]); 0 when empty.
 fn median_of(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    crate::median_sorted(&v).unwrap_or(0.0)
 }
 
 /// Sudden falls of a positive per-unit curve `ys` over increasing `xs`.

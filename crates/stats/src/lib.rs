@@ -100,6 +100,34 @@ pub fn median(values: &[f64]) -> Option<f64> {
     percentile(values, 50.0)
 }
 
+/// Median of an ascending-sorted slice by the midpoint convention: the middle value,
+/// or `(a + b) / 2` of the two middle values for an even length; `None` if empty.
+///
+/// [`median`] interpolates as `a + (b - a) / 2`, which can differ from this in the last
+/// bit (and where `b - a` overflows); callers whose figures were defined by the
+/// midpoint keep it through this function.
+pub fn median_sorted(sorted: &[f64]) -> Option<f64> {
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+/// The upper median: the value at index `n / 2` of the sample sorted by
+/// [`f64::total_cmp`] (for an even length the higher of the two middle values, so the
+/// result is always one of the sample's values); `None` if empty.
+pub fn upper_median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    let mid = v.len() / 2;
+    let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+    Some(*m)
+}
+
 /// Modified z-scores (Iglewicz and Hoaglin): 0.6745 (x - median) / MAD.
 /// All zeros when the MAD is 0.
 pub fn modified_z_scores(values: &[f64]) -> Vec<f64> {
@@ -350,6 +378,33 @@ pub fn t_quantile(prob: f64, df: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_sorted_takes_the_middle_or_the_midpoint() {
+        assert_eq!(median_sorted(&[]), None);
+        assert_eq!(median_sorted(&[3.0]), Some(3.0));
+        assert_eq!(median_sorted(&[1.0, 2.0, 9.0]), Some(2.0));
+        assert_eq!(median_sorted(&[1.0, 2.0, 4.0, 9.0]), Some(3.0));
+        // The midpoint, not a + (b - a) / 2: both middle values near the top of f64.
+        assert_eq!(
+            median_sorted(&[-f64::MAX, f64::MAX]),
+            Some(0.0),
+            "(a + b) / 2 of opposite extremes"
+        );
+        assert_eq!(
+            median_sorted(&[1.0, f64::INFINITY, 5.0]),
+            Some(f64::INFINITY)
+        );
+    }
+
+    #[test]
+    fn upper_median_is_a_value_of_the_sample() {
+        assert_eq!(upper_median(&[]), None);
+        assert_eq!(upper_median(&[7.0]), Some(7.0));
+        assert_eq!(upper_median(&[9.0, 1.0, 4.0]), Some(4.0));
+        assert_eq!(upper_median(&[9.0, 1.0, 4.0, 2.0]), Some(4.0));
+        assert_eq!(upper_median(&[f64::NAN, 1.0, 2.0]), Some(2.0));
+    }
 
     #[test]
     fn t_quantiles_match_the_tables() {

@@ -105,14 +105,11 @@ fn check(xs: &[f64], ys: &[f64]) -> Result<(), KneeError> {
     Ok(())
 }
 
+/// Sorts `v` and returns its midpoint median (see [`crate::median_sorted`]); panics when
+/// `v` is empty (segments never are).
 fn median_of(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    crate::median_sorted(v).expect("the median of an empty segment")
 }
 
 /// Sum of absolute deviations of `z[a..=b]` from their median.

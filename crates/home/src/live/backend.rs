@@ -289,13 +289,7 @@ impl HomeProbe for LiveProbe {
     /// 1.4826 x median absolute deviation (at least the clock's rounding error,
     /// resolution / sqrt(12), divided by the flush batch for flushed reads).
     fn noise_ns(&self) -> Option<f64> {
-        if self.sigmas.is_empty() {
-            return None;
-        }
-        let mut v = self.sigmas.clone();
-        let mid = v.len() / 2;
-        let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
-        Some(*m)
+        numalab_stats::upper_median(&self.sigmas)
     }
 }
 

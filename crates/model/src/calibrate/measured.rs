@@ -253,12 +253,7 @@ pub fn read(bundles: &[(String, Bundle)]) -> Result<Measured, ModelError> {
         v.retain(|x| x.0 == huge);
         let mut vals: Vec<f64> = v.iter().map(|x| x.1).collect();
         vals.sort_by(f64::total_cmp);
-        let k = vals.len();
-        let median = if k % 2 == 1 {
-            vals[k / 2]
-        } else {
-            (vals[k / 2 - 1] + vals[k / 2]) / 2.0
-        };
+        let median = numalab_stats::median_sorted(&vals).expect("a latency cell has a sample");
         m.figures.push(Observed {
             kind: FigureKind::MemLatency,
             cpu_node: c,
