@@ -14,50 +14,11 @@
 use crate::error::LayoutError;
 use crate::grid::Grid;
 use crate::infer::{Inference, Measured, Options};
-use numalab_model::geometry::{Geometry, StopId};
-use numalab_model::spec::Routing;
+use numalab_model::geometry::StopId;
 pub use numalab_records::layout::{
     Accuracy, AffinityRecord, Constant, CorePlacement, GeometryInfo, GroundTruthRecord, HopCosts,
     InferenceRecord, Kind, MeshGeometry, MeshRouting, Restart, TargetPlacement, Trial,
 };
-
-/// The model's geometry as an inference record holds it.
-pub fn mesh_geometry(g: &Geometry) -> MeshGeometry {
-    MeshGeometry {
-        cols: g.cols,
-        rows: g.rows,
-        sockets: g.sockets,
-        routing: match g.routing {
-            Routing::Xy => MeshRouting::Xy,
-            Routing::Yx => MeshRouting::Yx,
-        },
-        router_cycles: g.router_cycles,
-        inject_cycles: g.inject_cycles,
-        eject_cycles: g.eject_cycles,
-        link_cycles: g.link_cycles.clone(),
-        gateway: g.gateway,
-        socket_cycles: g.socket_cycles,
-    }
-}
-
-/// The model's geometry of an inference record's mesh.
-pub fn model_geometry(g: &MeshGeometry) -> Geometry {
-    Geometry {
-        cols: g.cols,
-        rows: g.rows,
-        sockets: g.sockets,
-        routing: match g.routing {
-            MeshRouting::Xy => Routing::Xy,
-            MeshRouting::Yx => Routing::Yx,
-        },
-        router_cycles: g.router_cycles,
-        inject_cycles: g.inject_cycles,
-        eject_cycles: g.eject_cycles,
-        link_cycles: g.link_cycles.clone(),
-        gateway: g.gateway,
-        socket_cycles: g.socket_cycles,
-    }
-}
 
 /// The key of an inference from `input` (the matrix file as given).
 pub fn inference_key(input: &str) -> String {
@@ -189,7 +150,7 @@ pub fn inference_record(
         kind: m.kind,
         input_origin: origin.to_string(),
         geometry,
-        geo: mesh_geometry(&grid.geo),
+        geo: grid.geo.clone(),
         cores,
         targets,
         base_ns: inf.solution.beta[0],
@@ -228,7 +189,7 @@ pub trait InferenceRecordExt {
 impl InferenceRecordExt for InferenceRecord {
     fn latency_model(&self) -> Result<LatencyModel, LayoutError> {
         let grid = Grid::new(
-            model_geometry(&self.geo),
+            self.geo.clone(),
             self.geometry.cores_per_tile,
             self.geometry.hop_costs,
         )?;

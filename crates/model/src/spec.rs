@@ -26,15 +26,9 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("altra-q80-2s", include_str!("../presets/altra-q80-2s.toml")),
 ];
 
-/// Dimension-order routing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Routing {
-    /// X (columns) first, then Y.
-    Xy,
-    /// Y (rows) first, then X (Xeon Phi).
-    Yx,
-}
+/// Dimension-order routing (`noc.routing`): the mesh geometry's, from
+/// `numalab_records::mesh`.
+pub use numalab_records::mesh::Routing;
 
 /// How an address picks its home slice inside its group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

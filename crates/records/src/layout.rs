@@ -7,10 +7,10 @@
 //! re-exports them under its own paths (`numalab_layout::record`, `numalab_layout::Kind`,
 //! `numalab_layout::HopCosts`, ...).
 //!
-//! An inference record holds the mesh geometry it was fitted on ([`MeshGeometry`], the
-//! machine model's `Geometry` as written to JSON), so other commands (`layout affinity
-//! --layout`, `schedule --layout`) can predict the latency between any two cores from it
-//! without the matrix. Stops are numbered `y * cols + x` (`u32`, the model's `StopId`).
+//! An inference record holds the mesh geometry it was fitted on ([`MeshGeometry`], which
+//! is [`crate::mesh::Geometry`], the machine model's geometry), so other commands
+//! (`layout affinity --layout`, `schedule --layout`) can predict the latency between any
+//! two cores from it without the matrix. Stops are numbered `y * cols + x` (`u32`, the model's `StopId`).
 
 use numalab_schema::RecordKind;
 use serde::{Deserialize, Serialize};
@@ -35,42 +35,9 @@ pub enum HopCosts {
     Fit,
 }
 
-/// Dimension-order routing of a mesh (the model's `Routing`, as written to JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MeshRouting {
-    /// X (columns) first, then Y.
-    Xy,
-    /// Y (rows) first, then X (Xeon Phi).
-    Yx,
-}
-
-/// A mesh with routing and per-link cycle costs: the machine model's `Geometry` as an
-/// inference record holds it (same fields, same JSON), to rebuild the latency model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MeshGeometry {
-    /// Columns (x).
-    pub cols: u32,
-    /// Rows (y).
-    pub rows: u32,
-    /// Sockets (each a copy of the mesh).
-    pub sockets: u32,
-    /// XY or YX.
-    pub routing: MeshRouting,
-    /// Cycles in a router before an output link.
-    pub router_cycles: u32,
-    /// Cycles device -> stop.
-    pub inject_cycles: u32,
-    /// Cycles stop -> device.
-    pub eject_cycles: u32,
-    /// Cycles of each directed link of one socket (index `local_stop * 4 + dir`, dir E, W,
-    /// N, S; 0 for links that leave the mesh).
-    pub link_cycles: Vec<u32>,
-    /// Gateway stop (local index) of the socket link, if there are 2 sockets.
-    pub gateway: Option<u32>,
-    /// One-way cycles through the socket link.
-    pub socket_cycles: u32,
-}
+/// The mesh an inference record was fitted on ([`crate::mesh::Geometry`], the machine
+/// model's geometry itself, under its record name) and its routing.
+pub use crate::mesh::{Geometry as MeshGeometry, Routing as MeshRouting};
 
 /// One restart of the search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,7 +13,8 @@
 //! One module per record family: [`c2c`], [`harness`], [`mem`], [`model`], [`pmu`],
 //! [`sensors`], [`workload`], [`evaluate`] (the machine, the steps and runs of an
 //! evaluation, power) and [`doctor`]; and [`process`], how a user's command ended,
-//! which several carry.
+//! which several carry, and [`mesh`], the mesh geometry the model computes with and an
+//! inference record holds.
 
 pub mod bmc;
 pub mod c2c;
@@ -25,6 +26,7 @@ pub mod layout;
 pub mod mem;
 pub mod memaccess;
 pub mod memconfig;
+pub mod mesh;
 pub mod model;
 pub mod pmu;
 pub mod process;
