@@ -462,9 +462,9 @@ pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, 
 }
 
 mod run;
-pub use run::{run, run_with, LiveUncore, UncoreSource};
 #[cfg(test)]
 use run::CORRUPT_FOR_TEST;
+pub use run::{run, run_with, LiveUncore, UncoreSource};
 
 #[cfg(test)]
 mod tests {
