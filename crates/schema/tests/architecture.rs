@@ -463,3 +463,158 @@ fn command_files_stay_small() {
     }
     assert!(seen >= 15, "{} command files found", seen);
 }
+
+/// Every `.rs` file under `crates/*/src` (product code: test-only modules and blocks
+/// left out), recursively.
+fn product_sources() -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut out = Vec::new();
+    for c in std::fs::read_dir(&crates).unwrap().flatten() {
+        let src = c.path().join("src");
+        if src.is_dir() {
+            walk(&src, &mut out);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Net `{` minus `}` on a line, outside string and char literals and `//` comments
+/// (good enough for rustfmt-formatted code: raw strings with braces are rare and
+/// balanced).
+fn brace_delta(line: &str) -> i64 {
+    let (mut d, mut in_str, mut prev) = (0i64, false, ' ');
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_str {
+            if c == '\\' {
+                chars.next();
+            } else if c == '"' {
+                in_str = false;
+            }
+        } else if c == '"' {
+            in_str = true;
+        } else if c == '/' && chars.peek() == Some(&'/') {
+            break;
+        } else if c == '\'' && prev != '&' && !prev.is_alphanumeric() {
+            // A char literal such as '{' or '\n' (a lifetime has no closing quote).
+            let rest: String = chars.clone().take(3).collect();
+            if let Some(end) = rest.find('\'') {
+                for _ in 0..=end {
+                    chars.next();
+                }
+            }
+        } else if c == '{' {
+            d += 1;
+        } else if c == '}' {
+            d -= 1;
+        }
+        prev = c;
+    }
+    d
+}
+
+/// The lines of a block starting at `start` (the line holding its opening brace, or a
+/// declaration ending in `;`): how many lines until its braces balance.
+fn block_len(lines: &[&str], start: usize) -> usize {
+    let mut depth = 0i64;
+    let mut opened = false;
+    for (i, l) in lines.iter().enumerate().skip(start) {
+        let d = brace_delta(l);
+        if d != 0 || l.contains('{') {
+            opened = opened || l.contains('{');
+        }
+        depth += d;
+        if opened && depth <= 0 {
+            return i - start + 1;
+        }
+        if !opened && l.trim_end().ends_with(';') {
+            return i - start + 1;
+        }
+    }
+    lines.len() - start
+}
+
+/// Product lines of a file and its functions' lengths: `#[cfg(test)]` items (test
+/// modules, test-only helpers) are left out.
+fn measure(text: &str) -> (usize, Vec<(String, usize, usize)>) {
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut product, mut fns) = (0usize, Vec::new());
+    let mut i = 0;
+    while i < lines.len() {
+        let t = lines[i].trim_start();
+        if t.starts_with("#[cfg(test)]") {
+            let mut j = i + 1;
+            while j < lines.len() && lines[j].trim_start().starts_with("#[") {
+                j += 1;
+            }
+            i = j + block_len(&lines, j.min(lines.len() - 1));
+            continue;
+        }
+        let body = t
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub(super) ")
+            .trim_start_matches("pub ")
+            .trim_start_matches("const ")
+            .trim_start_matches("async ")
+            .trim_start_matches("unsafe ")
+            .trim_start_matches("extern \"C\" ");
+        if let Some(rest) = body.strip_prefix("fn ") {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            fns.push((name, i + 1, block_len(&lines, i)));
+        }
+        product += 1;
+        i += 1;
+    }
+    (product, fns)
+}
+
+#[test]
+fn the_size_measure_leaves_out_tests_and_counts_functions() {
+    let text = "fn a() {\n    let s = \"}\";\n    let c = '{';\n}\n\n#[cfg(test)]\nmod tests {\n    fn t() {}\n}\npub fn b(x: u32) -> u32 {\n    x\n}\n";
+    let (product, fns) = measure(text);
+    assert_eq!(product, 8);
+    assert_eq!(fns, vec![("a".to_string(), 1, 4), ("b".to_string(), 10, 3)]);
+}
+
+/// Issue 44: no product source file over 900 lines, no function over 250 (a file or
+/// function that grows past them is split by job, not the limit raised).
+#[test]
+fn product_files_and_functions_stay_within_their_limits() {
+    const FILE_LINES: usize = 900;
+    const FN_LINES: usize = 250;
+    let mut over = Vec::new();
+    let files = product_sources();
+    assert!(files.len() > 200, "{} source files found", files.len());
+    for p in files {
+        let text = std::fs::read_to_string(&p).unwrap();
+        let (product, fns) = measure(&text);
+        let name = p.display().to_string();
+        if product > FILE_LINES {
+            over.push(format!(
+                "{name}: {product} product lines (limit {FILE_LINES})"
+            ));
+        }
+        for (f, line, len) in fns {
+            if len > FN_LINES {
+                over.push(format!(
+                    "{name}:{line}: fn {f} is {len} lines (limit {FN_LINES})"
+                ));
+            }
+        }
+    }
+    assert!(over.is_empty(), "split by job:\n{}", over.join("\n"));
+}

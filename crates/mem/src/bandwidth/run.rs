@@ -183,6 +183,165 @@ type Counting<'a> = (
 /// Each kernel's controller count (or why it failed), from the untimed pass.
 type UncorePass = Result<numalab_uncore::UncoreReport, String>;
 
+/// What every worker of a group shares: the plan's options, the kernels and candidate
+/// ISAs, and the team's results written once (trial times, choices, controller counts).
+struct Team<'a> {
+    opts: &'a Options,
+    group: &'a Group,
+    kernels: &'a [Kernel],
+    candidates: &'a [Isa],
+    alternations: usize,
+    min_sample: f64,
+    warm: &'a Mutex<Vec<Vec<Vec<u64>>>>,
+    chosen_all: &'a Mutex<Vec<usize>>,
+    inner_all: &'a Mutex<Vec<u64>>,
+    stop: &'a AtomicBool,
+    counting: Option<Counting<'a>>,
+    session: &'a Mutex<Option<Result<numalab_uncore::Session, String>>>,
+    passes: &'a Mutex<Vec<Option<UncorePass>>>,
+}
+
+impl Team<'_> {
+    /// One worker's part, pinned on its PU with its memory placed: the warm-up and
+    /// variant trial, the timed rounds, the untimed counted pass, the result check.
+    fn worker(&self, i: usize, placed: &mut Placed, barrier: &std::sync::Barrier) -> WorkerTimes {
+        let Team {
+            opts,
+            group,
+            kernels,
+            candidates,
+            warm,
+            chosen_all,
+            inner_all,
+            stop,
+            counting,
+            session,
+            passes,
+            ..
+        } = self;
+        let (alternations, min_sample, nk) = (self.alternations, self.min_sample, kernels.len());
+        let buf = placed.region.as_mut_typed::<f64>();
+        let mut sink = 0.0;
+        let elements: Vec<usize> = kernels
+            .iter()
+            .map(|&k| Arrays::split(buf, k).elements(k))
+            .collect();
+        // Warm-up and variant trial, discarded: every candidate ISA on every kernel,
+        // all threads together; the fastest team pass wins and sizes the inner
+        // repetitions.
+        for _ in 0..alternations {
+            for (ki, &k) in kernels.iter().enumerate() {
+                for (ci, &isa) in candidates.iter().enumerate() {
+                    barrier.wait();
+                    let t0 = numalab_clock::now_ns();
+                    let mut arr = Arrays::split(buf, k);
+                    sink += kernels::run(k, isa, &mut arr, SCALAR).unwrap_or(0.0);
+                    let t1 = numalab_clock::now_ns();
+                    let w = &mut warm.lock().unwrap()[ki][ci][i];
+                    *w = (*w).min(t1 - t0);
+                }
+            }
+        }
+        barrier.wait();
+        let (chosen, inner): (Vec<usize>, Vec<u64>) = warm
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|per_c| {
+                // A team pass lasts as long as its slowest thread.
+                let team: Vec<u64> = per_c
+                    .iter()
+                    .map(|ws| ws.iter().copied().max().unwrap_or(1).max(1))
+                    .collect();
+                let best = (0..team.len()).min_by_key(|&c| team[c]).unwrap_or(0);
+                let longest = team[best] as f64;
+                (best, (min_sample / longest).ceil().max(1.0) as u64)
+            })
+            .unzip();
+        let isa_of: Vec<Isa> = chosen.iter().map(|&c| candidates[c]).collect();
+        if i == 0 {
+            *inner_all.lock().unwrap() = inner.clone();
+            *chosen_all.lock().unwrap() = chosen.clone();
+        }
+        let mut rounds = vec![Vec::with_capacity(opts.reps); nk];
+        for _ in 0..opts.reps {
+            if i == 0 {
+                stop.store(numalab_schema::interrupt::requested(), Ordering::SeqCst);
+            }
+            barrier.wait();
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            for (ki, &k) in kernels.iter().enumerate() {
+                barrier.wait();
+                let t0 = numalab_clock::now_ns();
+                for _ in 0..inner[ki] {
+                    let mut arr = Arrays::split(buf, k);
+                    sink += kernels::run(k, isa_of[ki], &mut arr, SCALAR).unwrap_or(0.0);
+                }
+                let t1 = numalab_clock::now_ns();
+                rounds[ki].push((t0, t1));
+            }
+        }
+        // The controllers' count: one untimed pass per kernel, counted from before
+        // the first thread starts to after the last one ends.
+        if let (Some((discovery, backend)), false) = (counting, stop.load(Ordering::SeqCst)) {
+            for (ki, &k) in kernels.iter().enumerate() {
+                barrier.wait();
+                if i == 0 {
+                    let mut b = backend.lock().unwrap();
+                    *session.lock().unwrap() = Some(
+                        numalab_uncore::Session::start(
+                            discovery,
+                            &numalab_uncore::What::memory(),
+                            &mut **b,
+                        )
+                        .map_err(|e| e.to_string()),
+                    );
+                }
+                barrier.wait();
+                for _ in 0..inner[ki] {
+                    let mut arr = Arrays::split(buf, k);
+                    sink += kernels::run(k, isa_of[ki], &mut arr, SCALAR).unwrap_or(0.0);
+                }
+                barrier.wait();
+                if i == 0 {
+                    let done = session
+                        .lock()
+                        .unwrap()
+                        .take()
+                        .map(|s| s.and_then(|s| s.stop().map_err(|e| e.to_string())));
+                    passes.lock().unwrap()[ki] = done;
+                }
+            }
+        }
+        std::hint::black_box(sink);
+        // The result check, untimed: known values in, the measured kernel, every
+        // element compared with the closed form.
+        let checks = kernels
+            .iter()
+            .enumerate()
+            .map(|(ki, &k)| {
+                if stop.load(Ordering::SeqCst) {
+                    return None;
+                }
+                let mut arr = Arrays::split(buf, k);
+                Some(verify::verify_with(k, &mut arr, SCALAR, |arr| {
+                    let r = kernels::run(k, isa_of[ki], arr, SCALAR);
+                    corrupt_for_test(&group.key_prefix, k, arr);
+                    r
+                }))
+            })
+            .collect();
+        WorkerTimes {
+            rounds,
+            elements,
+            checks,
+            sink,
+        }
+    }
+}
+
 fn run_group(
     plan: &Plan,
     group: &Group,
@@ -216,6 +375,21 @@ fn run_group(
     let inner_all: Mutex<Vec<u64>> = Mutex::new(vec![1; nk]);
     let session: Mutex<Option<Result<numalab_uncore::Session, String>>> = Mutex::new(None);
     let passes: Mutex<Vec<Option<UncorePass>>> = Mutex::new(vec![None; nk]);
+    let team = Team {
+        opts,
+        group,
+        kernels,
+        candidates: &candidates,
+        alternations,
+        min_sample,
+        warm: &warm,
+        chosen_all: &chosen_all,
+        inner_all: &inner_all,
+        stop: &stop,
+        counting,
+        session: &session,
+        passes: &passes,
+    };
     let times = pool::run_pinned(
         placer,
         &group.pus,
@@ -224,127 +398,7 @@ fn run_group(
             placed_info.lock().unwrap()[i] = Some((p.pages.clone(), p.obtained.clone()));
             Ok(p)
         },
-        |i, placed: &mut Placed, barrier| {
-            let buf = placed.region.as_mut_typed::<f64>();
-            let mut sink = 0.0;
-            let elements: Vec<usize> = kernels
-                .iter()
-                .map(|&k| Arrays::split(buf, k).elements(k))
-                .collect();
-            // Warm-up and variant trial, discarded: every candidate ISA on every kernel,
-            // all threads together; the fastest team pass wins and sizes the inner
-            // repetitions.
-            for _ in 0..alternations {
-                for (ki, &k) in kernels.iter().enumerate() {
-                    for (ci, &isa) in candidates.iter().enumerate() {
-                        barrier.wait();
-                        let t0 = numalab_clock::now_ns();
-                        let mut arr = Arrays::split(buf, k);
-                        sink += kernels::run(k, isa, &mut arr, SCALAR).unwrap_or(0.0);
-                        let t1 = numalab_clock::now_ns();
-                        let w = &mut warm.lock().unwrap()[ki][ci][i];
-                        *w = (*w).min(t1 - t0);
-                    }
-                }
-            }
-            barrier.wait();
-            let (chosen, inner): (Vec<usize>, Vec<u64>) = warm
-                .lock()
-                .unwrap()
-                .iter()
-                .map(|per_c| {
-                    // A team pass lasts as long as its slowest thread.
-                    let team: Vec<u64> = per_c
-                        .iter()
-                        .map(|ws| ws.iter().copied().max().unwrap_or(1).max(1))
-                        .collect();
-                    let best = (0..team.len()).min_by_key(|&c| team[c]).unwrap_or(0);
-                    let longest = team[best] as f64;
-                    (best, (min_sample / longest).ceil().max(1.0) as u64)
-                })
-                .unzip();
-            let isa_of: Vec<Isa> = chosen.iter().map(|&c| candidates[c]).collect();
-            if i == 0 {
-                *inner_all.lock().unwrap() = inner.clone();
-                *chosen_all.lock().unwrap() = chosen.clone();
-            }
-            let mut rounds = vec![Vec::with_capacity(opts.reps); nk];
-            for _ in 0..opts.reps {
-                if i == 0 {
-                    stop.store(numalab_schema::interrupt::requested(), Ordering::SeqCst);
-                }
-                barrier.wait();
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                for (ki, &k) in kernels.iter().enumerate() {
-                    barrier.wait();
-                    let t0 = numalab_clock::now_ns();
-                    for _ in 0..inner[ki] {
-                        let mut arr = Arrays::split(buf, k);
-                        sink += kernels::run(k, isa_of[ki], &mut arr, SCALAR).unwrap_or(0.0);
-                    }
-                    let t1 = numalab_clock::now_ns();
-                    rounds[ki].push((t0, t1));
-                }
-            }
-            // The controllers' count: one untimed pass per kernel, counted from before
-            // the first thread starts to after the last one ends.
-            if let (Some((discovery, backend)), false) = (counting, stop.load(Ordering::SeqCst)) {
-                for (ki, &k) in kernels.iter().enumerate() {
-                    barrier.wait();
-                    if i == 0 {
-                        let mut b = backend.lock().unwrap();
-                        *session.lock().unwrap() = Some(
-                            numalab_uncore::Session::start(
-                                discovery,
-                                &numalab_uncore::What::memory(),
-                                &mut **b,
-                            )
-                            .map_err(|e| e.to_string()),
-                        );
-                    }
-                    barrier.wait();
-                    for _ in 0..inner[ki] {
-                        let mut arr = Arrays::split(buf, k);
-                        sink += kernels::run(k, isa_of[ki], &mut arr, SCALAR).unwrap_or(0.0);
-                    }
-                    barrier.wait();
-                    if i == 0 {
-                        let done = session
-                            .lock()
-                            .unwrap()
-                            .take()
-                            .map(|s| s.and_then(|s| s.stop().map_err(|e| e.to_string())));
-                        passes.lock().unwrap()[ki] = done;
-                    }
-                }
-            }
-            std::hint::black_box(sink);
-            // The result check, untimed: known values in, the measured kernel, every
-            // element compared with the closed form.
-            let checks = kernels
-                .iter()
-                .enumerate()
-                .map(|(ki, &k)| {
-                    if stop.load(Ordering::SeqCst) {
-                        return None;
-                    }
-                    let mut arr = Arrays::split(buf, k);
-                    Some(verify::verify_with(k, &mut arr, SCALAR, |arr| {
-                        let r = kernels::run(k, isa_of[ki], arr, SCALAR);
-                        corrupt_for_test(&group.key_prefix, k, arr);
-                        r
-                    }))
-                })
-                .collect();
-            WorkerTimes {
-                rounds,
-                elements,
-                checks,
-                sink,
-            }
-        },
+        |i, placed: &mut Placed, barrier| team.worker(i, placed, barrier),
     )?;
     if stop.load(Ordering::SeqCst) {
         return Err(MemError::Interrupted);
