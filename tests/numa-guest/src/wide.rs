@@ -376,10 +376,20 @@ pub fn steps(layout: &Layout, long: bool) -> Vec<Step> {
         step("mem.migrate", quick(strings(&["mem", "migrate", "--json"]))),
         step("scale", scale),
         step("policy", policy),
-        cannot(step(
+    ]);
+    // profile --all-cpus opens counters on every CPU (the kernel's cross-CPU calls):
+    // under TCG the guest's kernel has hung there, a soft lockup of numalab's thread in
+    // the kernel while a vCPU's timer never fired (RCU: "timer wakeup didn't happen"),
+    // at 160 vCPUs (stop 54) and once at 32 vCPUs in CI (2026-12-06; the rerun of the
+    // same tree took 2.0 s). An emulator stall is no verdict on numalab, so CI's short
+    // run leaves it to the long run and to the Arm guest (arm.profile.all-cpus, 4 vCPUs).
+    if long {
+        v.push(cannot(step(
             "profile.all-cpus",
             strings(&["profile", "--all-cpus", "--duration", "1s", "--json"]),
-        )),
+        )));
+    }
+    v.extend([
         step("home.map", home),
         step("model.run", model),
         step(
@@ -598,6 +608,9 @@ mod tests {
         // Short: no full evaluate, the quick forms, the report of the quick bundle.
         let short = steps(&l, false);
         assert!(short.iter().all(|s| s.name != "evaluate.full"));
+        // profile --all-cpus: long only (TCG's stalls in cross-CPU calls, see steps).
+        assert!(names.contains(&"profile.all-cpus"));
+        assert!(short.iter().all(|s| s.name != "profile.all-cpus"));
         let bw = short
             .iter()
             .find(|s| s.name == "mem.bandwidth.matrix")
