@@ -496,13 +496,8 @@ fn fill_from_cpuinfo(cpu: &mut CpuIdentity, root: &Path) {
         return;
     };
     // The first processor block.
-    let block = text.split("\n\n").next().unwrap_or("");
-    let field = |name: &str| -> Option<String> {
-        block.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == name).then(|| v.trim().to_string())
-        })
-    };
+    let block = crate::cpuinfo::first(&text);
+    let field = |name: &str| block.field(name).map(str::to_string);
     if cpu.implementer.is_none() {
         cpu.implementer = field("CPU implementer").and_then(|v| parse_hex_or_dec(&v));
         if cpu.implementer.is_some() {
@@ -552,13 +547,8 @@ fn arm_model_name(cpu: &CpuIdentity, kinds: &[CpuKind], root: Option<&Path>) -> 
     } else if let Some(text) =
         root.and_then(|r| std::fs::read_to_string(r.join("proc/cpuinfo")).ok())
     {
-        for block in text.split("\n\n") {
-            let field = |name: &str| -> Option<u32> {
-                block.lines().find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    (k.trim() == name).then(|| parse_hex_or_dec(v))?
-                })
-            };
+        for block in crate::cpuinfo::blocks(&text) {
+            let field = |name: &str| block.field(name).and_then(parse_hex_or_dec);
             if let (Some(implementer), Some(part)) = (field("CPU implementer"), field("CPU part")) {
                 add(
                     CpuIdentity {

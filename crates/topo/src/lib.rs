@@ -12,6 +12,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod bind;
+pub mod cpuinfo;
 pub mod describe;
 pub mod error;
 mod hwloc_ffi;

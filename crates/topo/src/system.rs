@@ -356,11 +356,7 @@ impl SysRoot {
         // x86's CPUID hypervisor bit.
         let flagged = self
             .read("proc/cpuinfo")
-            .map(|c| {
-                c.lines().any(|l| {
-                    l.starts_with("flags") && l.split_whitespace().any(|w| w == "hypervisor")
-                })
-            })
+            .map(|c| crate::cpuinfo::blocks(&c).any(|b| b.flags().any(|w| w == "hypervisor")))
             .unwrap_or(false);
         if flagged {
             evidence.push("CPU flag \"hypervisor\"".into());

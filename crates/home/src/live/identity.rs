@@ -29,13 +29,8 @@ pub fn parse_cpuinfo(text: &str) -> CpuIdent {
     let mut models = Vec::new();
     let mut steppings = Vec::new();
     let mut processors = 0;
-    for block in text.split("\n\n") {
-        let field = |name: &str| {
-            block.lines().find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                (k.trim() == name).then(|| v.trim().to_string())
-            })
-        };
+    for block in numalab_topo::cpuinfo::blocks(text) {
+        let field = |name: &str| block.field(name).map(str::to_string);
         if field("processor").is_some() {
             processors += 1;
         }
