@@ -12,6 +12,9 @@
 //! print and how to exit.
 
 pub mod kernels;
+pub mod listing;
+pub mod offline;
+pub mod request;
 
 use numalab_memaccess::{AnalysisOptions, NamedRegion, RecordOptions};
 use numalab_pmu::capability::Capability;
