@@ -244,10 +244,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
     show(&rec, &outcome.shown);
     show_memaccess(&rec, &outcome.sampled);
     rec.finish()?;
-    if let (Some(e), true) = (
-        &outcome.no_sampling,
-        outcome.failure.is_some() || outcome.no_hardware.is_some(),
-    ) {
+    if let Some(e) = outcome.also_said() {
         // Said too, though another problem decides the exit code.
         eprintln!("numalab: {}", e.message);
     }
