@@ -23,6 +23,7 @@
 
 pub mod metric;
 pub mod numa_maps;
+pub mod options;
 pub mod plan;
 pub mod policy;
 pub mod run;
@@ -35,6 +36,7 @@ pub mod sweep;
 mod sys;
 
 pub use metric::Metric;
+pub use options::StudyOptions;
 pub use plan::Placement;
 pub use policy::{policy, PolicyKind, PolicyPlan, PolicySummary};
 pub use run::{HarnessError, MemorySink, Progress, RunRecord, Sink, Study};

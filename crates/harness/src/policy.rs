@@ -18,6 +18,17 @@ use std::collections::BTreeMap;
 
 pub use numalab_records::harness::{PolicyKind, PolicyPlan, PolicyResult, PolicySummary};
 
+/// The placements a policy study pins by: `numa-local` is refused (usage), as it would
+/// bind memory itself and the policies are what is compared.
+pub fn check_placement(placement: Placement) -> Result<(), HarnessError> {
+    if placement == Placement::NumaLocal {
+        return Err(HarnessError::Usage(
+            "--placement numa-local would bind memory itself; use compact, scatter or none (the policies are what is compared)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Plans a policy study on `m`: `threads` (default: every PU) placed by `placement`;
 /// `node` for bind/preferred (default: the node of the first CPU).
 pub fn new_plan(
@@ -423,6 +434,18 @@ pub fn summarize(
 mod tests {
     use super::*;
     use crate::numa_maps::NodeBytes;
+
+    #[test]
+    fn numa_local_is_no_placement_for_a_policy_study() {
+        for p in [Placement::Compact, Placement::Scatter, Placement::None] {
+            assert!(check_placement(p).is_ok(), "{p:?}");
+        }
+        let e = check_placement(Placement::NumaLocal).unwrap_err();
+        assert!(matches!(e, HarnessError::Usage(_)));
+        assert!(e
+            .to_string()
+            .starts_with("--placement numa-local would bind memory itself"));
+    }
 
     #[test]
     fn evenness_from_even_to_all_on_one_node() {

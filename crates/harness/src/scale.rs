@@ -17,6 +17,15 @@ use serde::{Deserialize, Serialize};
 
 pub use numalab_records::harness::{KneeFinding, ScalePoint, ScaleSummary};
 
+/// `--threads LIST` (`1,2,4,8`, `1-4,8`) as thread counts, refused (usage) when it is
+/// not a CPU list.
+pub fn parse_thread_counts(text: &str) -> Result<Vec<usize>, HarnessError> {
+    let counts = numalab_schema::cpulist::parse(text).map_err(|e| {
+        HarnessError::Usage(format!("--threads {text:?}: {} (e.g. 1,2,4,8)", e.reason))
+    })?;
+    Ok(counts.into_iter().map(|x| x as usize).collect())
+}
+
 /// What to run: a placement and its points.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScalePlan {
@@ -367,6 +376,21 @@ pub fn summarize(
 mod tests {
     use super::*;
     use crate::sample::RunSamples;
+
+    #[test]
+    fn thread_counts_are_a_cpu_list() {
+        assert_eq!(parse_thread_counts("1-3,8").unwrap(), vec![1, 2, 3, 8]);
+        let e = parse_thread_counts("four").unwrap_err();
+        assert_eq!(
+            numalab_schema::Classify::class(&e),
+            numalab_schema::ErrorClass::Usage
+        );
+        let m = e.to_string();
+        assert!(
+            m.starts_with("--threads \"four\": ") && m.ends_with(" (e.g. 1,2,4,8)"),
+            "{m}"
+        );
+    }
 
     #[test]
     fn numa_local_on_a_node_without_cpus_is_refused_not_a_study_of_nothing() {

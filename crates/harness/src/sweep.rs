@@ -13,6 +13,18 @@ use std::collections::BTreeMap;
 
 pub use numalab_records::harness::{Param, SweepPlan, SweepPoint, SweepSummary};
 
+/// Refuses (usage) a parameter named twice, before anything is planned.
+pub fn check_names(params: &[Param]) -> Result<(), HarnessError> {
+    let mut names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        return Err(HarnessError::Usage(
+            "--param: the same name is given twice".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Plans a sweep on `m`, checked against the command: every parameter must appear in
 /// the command, its environment or the build; thread counts must fit the machine.
 pub fn new_plan(
@@ -244,6 +256,16 @@ pub fn summarize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parameter_named_twice_is_refused() {
+        let a: Param = "A=1,2".parse().unwrap();
+        let b: Param = "B=x".parse().unwrap();
+        assert!(check_names(&[a.clone(), b.clone()]).is_ok());
+        let e = check_names(&[a.clone(), b, a]).unwrap_err();
+        assert_eq!(e.to_string(), "--param: the same name is given twice");
+        assert!(matches!(e, HarnessError::Usage(_)));
+    }
 
     #[test]
     fn params_parse_and_refuse_bad_input() {

@@ -25,6 +25,7 @@ pub mod live;
 pub mod locate;
 pub mod map;
 pub mod probe;
+pub mod settings;
 pub mod slicefit;
 mod sys;
 pub mod tables;

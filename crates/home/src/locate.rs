@@ -41,6 +41,26 @@ pub struct Floorplan {
 }
 
 impl Floorplan {
+    /// From the records of `numalab layout infer`'s output at `path`: its last
+    /// `layout.inference` record, refused (input) when it holds none.
+    pub fn from_layout_records(
+        records: &[numalab_schema::Record],
+        path: &std::path::Path,
+    ) -> Result<Floorplan, crate::HomeError> {
+        use numalab_records::layout::InferenceRecord;
+        let last = records
+            .iter()
+            .filter_map(|r| r.decode::<InferenceRecord>().and_then(Result::ok))
+            .next_back()
+            .ok_or_else(|| {
+                crate::HomeError::input(
+                    path.display().to_string(),
+                    "holds no layout.inference record; run `numalab layout infer --out DIR` first",
+                )
+            })?;
+        Floorplan::from_record(&last, &path.display().to_string())
+    }
+
     /// From a `layout.inference` record.
     pub fn from_record(
         rec: &numalab_records::layout::InferenceRecord,
@@ -402,6 +422,27 @@ mod tests {
     use crate::probe::Access;
     use crate::truth::{TruthMachine, TruthOptions};
     use numalab_layout::HopCosts;
+
+    #[test]
+    fn a_layout_output_without_an_inference_record_is_refused() {
+        let path = std::path::Path::new("layout-out");
+        let other = numalab_schema::Record::new(
+            "memconfig",
+            numalab_schema::Origin::Measured,
+            &numalab_records::memconfig::MemConfig::default(),
+        );
+        for records in [vec![], vec![other]] {
+            let e = Floorplan::from_layout_records(&records, path).unwrap_err();
+            assert_eq!(
+                numalab_schema::Classify::class(&e),
+                numalab_schema::ErrorClass::Input
+            );
+            assert_eq!(
+                e.to_string(),
+                "layout-out: holds no layout.inference record; run `numalab layout infer --out DIR` first"
+            );
+        }
+    }
 
     #[test]
     fn homes_are_found_at_their_stops_on_the_true_floorplan() {

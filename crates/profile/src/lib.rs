@@ -12,6 +12,9 @@
 //! print and how to exit.
 
 pub mod kernels;
+pub mod listing;
+pub mod offline;
+pub mod request;
 
 use numalab_memaccess::{AnalysisOptions, NamedRegion, RecordOptions};
 use numalab_pmu::capability::Capability;
@@ -293,6 +296,14 @@ impl Outcome {
             .as_ref()
             .or(self.no_hardware.as_ref())
             .or(self.no_sampling.as_ref())
+    }
+
+    /// The data-address sampling refusal when another problem decides the exit code:
+    /// it is said too, else it would go unsaid.
+    pub fn also_said(&self) -> Option<&Problem> {
+        self.no_sampling
+            .as_ref()
+            .filter(|_| self.failure.is_some() || self.no_hardware.is_some())
     }
 }
 
@@ -589,6 +600,27 @@ mod tests {
             plan(options(none), &cap()).unwrap().keys.profile,
             "profile:system-wide"
         );
+    }
+
+    #[test]
+    fn a_refused_sampling_is_said_too_when_another_problem_decides() {
+        let refused = Problem::new(ErrorClass::Unsupported, "--memory-samples: no");
+        let failed = Problem::new(ErrorClass::Runtime, "the command failed");
+        let mut o = Outcome {
+            no_sampling: Some(refused.clone()),
+            ..Default::default()
+        };
+        assert_eq!((o.decisive(), o.also_said()), (Some(&refused), None));
+        o.failure = Some(failed.clone());
+        assert_eq!(
+            (o.decisive(), o.also_said()),
+            (Some(&failed), Some(&refused))
+        );
+        o.failure = None;
+        o.no_hardware = Some(failed.clone());
+        assert_eq!(o.also_said(), Some(&refused));
+        o.no_sampling = None;
+        assert_eq!(o.also_said(), None);
     }
 
     #[test]

@@ -7,15 +7,12 @@ use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
 use numalab_harness::run::{Progress, Sink};
-use numalab_harness::{HarnessError, Metric, Param, Placement, PolicyKind, ScalePlan, Study};
-use numalab_schema::{cpulist, ErrorClass, Machine, Origin, Record, RecordKind};
+use numalab_harness::scale::parse_thread_counts;
+use numalab_harness::{HarnessError, Param, Placement, PolicyKind, ScalePlan, Study, StudyOptions};
+use numalab_schema::{ErrorClass, Machine, Origin, Record, RecordKind};
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Options shared by the three studies.
-/// The longest `--timeout` accepted, s (365 days).
-const MAX_TIMEOUT_S: f64 = 365.0 * 86_400.0;
-
 #[derive(Debug, Args)]
 pub struct StudyArgs {
     /// The work metric: `wall` (wall time of a fixed amount of work), `regex:PATTERN`
@@ -148,55 +145,26 @@ fn usage(msg: impl Into<String>) -> CliError {
     CliError::new(ErrorClass::Usage, msg)
 }
 
+/// The study's options as the library takes them.
+fn options(a: &StudyArgs) -> StudyOptions {
+    StudyOptions {
+        command: a.command.clone(),
+        metric: a.metric.clone(),
+        lower_is_better: a.lower_is_better,
+        response: a.response.clone(),
+        response_unit: a.response_unit.clone(),
+        repeat: a.repeat,
+        timeout: a.timeout,
+        shell: a.shell,
+        fail_fast: a.fail_fast,
+        env: a.env.clone(),
+        sample_interval: a.sample_interval,
+    }
+}
+
 /// Builds the study from flags (no hardware touched).
 fn study(a: &StudyArgs) -> Result<Study, CliError> {
-    let mut s = Study::new(a.command.clone());
-    s.metric = Metric::parse(&a.metric)?;
-    s.response = match &a.response {
-        Some(r) => Some(
-            Metric::parse(r)
-                .map_err(|e| usage(e.to_string().replacen("--metric", "--response", 1)))?,
-        ),
-        None => None,
-    };
-    if matches!(s.response, Some(Metric::Wall)) {
-        return Err(usage(
-            "--response wall: response times must be printed by the program (regex:... or json:...)",
-        ));
-    }
-    s.response_unit = a.response_unit.clone();
-    s.lower_is_better = a.lower_is_better;
-    if a.lower_is_better && matches!(s.metric, Metric::Wall) {
-        return Err(usage(
-            "--lower-is-better applies to a printed metric; wall time is already a time",
-        ));
-    }
-    if a.repeat == 0 {
-        return Err(usage("--repeat 0: give at least 1 run per point"));
-    }
-    s.repeat = a.repeat;
-    s.timeout = match a.timeout {
-        // Bounded so that a deadline (now + timeout) can always be formed: a year is
-        // longer than any run a study times.
-        Some(t) if t > 0.0 && t <= MAX_TIMEOUT_S => Some(Duration::from_secs_f64(t)),
-        Some(t) => {
-            return Err(usage(format!(
-            "--timeout {t:?}: give a positive number of seconds, at most {MAX_TIMEOUT_S} (a year)"
-        )))
-        }
-        None => None,
-    };
-    s.shell = a.shell;
-    s.fail_fast = a.fail_fast;
-    for kv in &a.env {
-        let (k, v) = kv
-            .split_once('=')
-            .filter(|(k, _)| !k.is_empty())
-            .ok_or_else(|| usage(format!("--env {kv:?}: write NAME=VALUE")))?;
-        s.env.push((k.to_string(), v.to_string()));
-    }
-    s.sampling.interval_ms = a.sample_interval.max(10);
-    Ok(s)
+    Ok(options(a).study()?)
 }
 
 fn progress_bar() -> indicatif::ProgressBar {
@@ -235,7 +203,7 @@ fn recorder(
 ) -> Result<Recorder, CliError> {
     Recorder::new(
         &a.output,
-        config(kind, a, serde_json::to_value(plan).unwrap_or_default()),
+        options(a).config(kind, serde_json::to_value(plan).unwrap_or_default()),
         Origin::Measured,
         numalab_topo::system::host(m),
     )
@@ -306,35 +274,10 @@ fn finish(rec: Recorder, result: Result<(), HarnessError>, runs: (usize, usize))
     }
 }
 
-fn config(kind: &str, a: &StudyArgs, extra: serde_json::Value) -> serde_json::Value {
-    serde_json::json!({
-        "study": kind,
-        "command": a.command,
-        "shell": a.shell,
-        "metric": a.metric,
-        "lower_is_better": a.lower_is_better,
-        "response": a.response,
-        "repeat": a.repeat,
-        "timeout_s": a.timeout,
-        "env": a.env,
-        "sample_interval_ms": a.sample_interval,
-        "plan": extra,
-    })
-}
-
 /// `numalab scale`.
 pub fn scale(a: ScaleArgs) -> CliResult {
     let study = study(&a.study)?;
-    let threads: Option<Vec<usize>> = match &a.threads {
-        Some(t) => Some(
-            cpulist::parse(t)
-                .map_err(|e| usage(format!("--threads {t:?}: {} (e.g. 1,2,4,8)", e.reason)))?
-                .into_iter()
-                .map(|x| x as usize)
-                .collect(),
-        ),
-        None => None,
-    };
+    let threads = a.threads.as_deref().map(parse_thread_counts).transpose()?;
     let m = live()?;
     let plan = ScalePlan::new(&m, a.placement, threads.as_deref(), a.node)
         .map_err(|e| usage(format!("{e}")))?;
@@ -353,11 +296,7 @@ pub fn scale(a: ScaleArgs) -> CliResult {
 /// `numalab policy`.
 pub fn policy(a: PolicyArgs) -> CliResult {
     let study = study(&a.study)?;
-    if a.placement == Placement::NumaLocal {
-        return Err(usage(
-            "--placement numa-local would bind memory itself; use compact, scatter or none (the policies are what is compared)",
-        ));
-    }
+    numalab_harness::policy::check_placement(a.placement)?;
     let m = live()?;
     let plan = numalab_harness::policy::new_plan(&m, a.threads, a.placement, a.node, &a.policies)
         .map_err(|e| usage(format!("{e}")))?;
@@ -376,11 +315,7 @@ pub fn policy(a: PolicyArgs) -> CliResult {
 /// `numalab sweep`.
 pub fn sweep(a: SweepArgs) -> CliResult {
     let study = study(&a.study)?;
-    let mut names: Vec<&str> = a.params.iter().map(|p| p.name.as_str()).collect();
-    names.sort_unstable();
-    if names.windows(2).any(|w| w[0] == w[1]) {
-        return Err(usage("--param: the same name is given twice"));
-    }
+    numalab_harness::sweep::check_names(&a.params)?;
     let m = live()?;
     let plan = numalab_harness::sweep::new_plan(
         &m,

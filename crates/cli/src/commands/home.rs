@@ -9,12 +9,12 @@ use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_home::bench::{self, BenchOptions};
-use numalab_home::groundtruth::{trial, TrialOptions};
+use numalab_home::groundtruth::trial;
 use numalab_home::keys;
 use numalab_home::live::{HugeChoice, LiveOptions, LiveProbe};
 use numalab_home::locate::Floorplan;
-use numalab_home::map::{map, MapOptions};
-use numalab_records::layout::InferenceRecord;
+use numalab_home::map::map;
+use numalab_home::settings::{stencil_threads, MapSettings, ModelSettings};
 use numalab_schema::record::Host;
 use numalab_schema::{units, ErrorClass, Origin, Record};
 use std::path::{Path, PathBuf};
@@ -203,56 +203,32 @@ fn usage(msg: impl Into<String>) -> CliError {
     CliError::new(ErrorClass::Usage, msg)
 }
 
-fn map_options(f: &MapFlags, pages: Option<usize>) -> Result<MapOptions, CliError> {
-    if f.cpus == 0 || f.repeats == 0 || f.sample_lines == 0 {
-        return Err(usage(
-            "--cpus, --repeats and --sample-lines must be at least 1",
-        ));
+impl MapFlags {
+    /// The map settings as the library takes them.
+    fn settings(&self) -> MapSettings {
+        MapSettings {
+            cpus: self.cpus,
+            repeats: self.repeats,
+            sample_lines: self.sample_lines,
+            interfaces: !self.no_interfaces,
+            refine: !self.no_refine,
+            seed: self.seed,
+        }
     }
-    Ok(MapOptions {
-        probe_cpus: f.cpus,
-        repeats: f.repeats,
-        sample_lines: f.sample_lines,
-        pages,
-        interfaces: !f.no_interfaces,
-        seed: f.seed,
-        refine_cpus: !f.no_refine,
-    })
 }
 
-fn trial_options(
-    preset: &str,
-    f: &MapFlags,
-    m: &ModelFlags,
-    pages: Option<usize>,
-) -> Result<TrialOptions, CliError> {
-    if !(m.noise_ns.is_finite() && m.noise_ns >= 0.0) {
-        return Err(usage(format!(
-            "--noise-ns {}: give a standard deviation of 0 or more",
-            m.noise_ns
-        )));
+impl ModelFlags {
+    /// The model machine as the library takes it.
+    fn settings(&self) -> ModelSettings {
+        ModelSettings {
+            noise_ns: self.noise_ns,
+            pages: self.pages,
+            page_size: self.page_size.clone(),
+            node: self.node,
+            phys: !self.no_phys,
+            sets: self.sets.clone(),
+        }
     }
-    if m.pages == 0 {
-        return Err(usage("--pages must be at least 1"));
-    }
-    let page = units::parse_bytes(&m.page_size)
-        .map_err(|e| usage(format!("--page-size {:?}: {e}", m.page_size)))?;
-    if !page.is_power_of_two() || page < 4096 {
-        return Err(usage(format!(
-            "--page-size {}: give a power of two of 4KiB or more",
-            m.page_size
-        )));
-    }
-    let mut t = TrialOptions::new(preset);
-    t.truth.noise_ns = m.noise_ns;
-    t.truth.seed = f.seed;
-    t.truth.pages = m.pages;
-    t.truth.page_bytes = page;
-    t.truth.node = m.node;
-    t.truth.phys_known = !m.no_phys;
-    t.truth.sets = m.sets.clone();
-    t.map = map_options(f, pages)?;
-    Ok(t)
 }
 
 fn read_floorplan(path: &Path) -> Result<Floorplan, CliError> {
@@ -262,21 +238,7 @@ fn read_floorplan(path: &Path) -> Result<Floorplan, CliError> {
             format!("{e}; give the output of `numalab layout infer --out DIR` or `--json`"),
         )
     })?;
-    let r: InferenceRecord = bundle
-        .records_of::<InferenceRecord>()
-        .into_iter()
-        .last()
-        .map(|(_, r)| r)
-        .ok_or_else(|| {
-            CliError::new(
-                ErrorClass::Input,
-                format!(
-                    "{}: holds no layout.inference record; run `numalab layout infer --out DIR` first",
-                    path.display()
-                ),
-            )
-        })?;
-    Ok(Floorplan::from_record(&r, &path.display().to_string())?)
+    Ok(Floorplan::from_layout_records(&bundle.records, path)?)
 }
 
 fn run_map(a: &MapArgs) -> CliResult {
@@ -292,7 +254,10 @@ fn run_map(a: &MapArgs) -> CliResult {
         "phys": !a.model_flags.no_phys, "sets": a.model_flags.sets,
     });
     if let Some(preset) = &a.model {
-        let t = trial_options(preset, &a.map, &a.model_flags, a.measure_pages)?;
+        let t = a
+            .model_flags
+            .settings()
+            .trial(preset, &a.map.settings(), a.measure_pages)?;
         let mut rec = Recorder::new(
             &a.output,
             config,
@@ -314,7 +279,7 @@ fn run_map(a: &MapArgs) -> CliResult {
     let bytes =
         units::parse_bytes(&a.bytes).map_err(|e| usage(format!("--bytes {:?}: {e}", a.bytes)))?;
     let floorplan = a.floorplan.as_deref().map(read_floorplan).transpose()?;
-    let opts = map_options(&a.map, a.measure_pages)?;
+    let opts = a.map.settings().options(a.measure_pages)?;
     let machine = numalab_topo::live()?;
     let mut probe = LiveProbe::new(LiveOptions {
         huge: match a.huge {
@@ -351,20 +316,12 @@ fn run_bench(a: &BenchArgs) -> CliResult {
         return run_bench_live(a, path);
     }
     let model = a.model.as_deref().unwrap_or_default();
-    let stencil: Vec<usize> = a
-        .stencil
-        .split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| s.trim().parse::<usize>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| {
-            usage(format!(
-                "--stencil {:?}: expected thread counts like 4,8,16",
-                a.stencil
-            ))
-        })?;
+    let stencil = stencil_threads(&a.stencil)?;
     let mut b = BenchOptions::new(model);
-    b.trial = trial_options(model, &a.map_flags, &a.model_flags, None)?;
+    b.trial = a
+        .model_flags
+        .settings()
+        .trial(model, &a.map_flags.settings(), None)?;
     b.threads = a.threads;
     b.lines_per_thread = a.lines;
     b.max_distance = a.max_distance;

@@ -10,11 +10,13 @@ use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
 use numalab_pmu::capability;
-use numalab_pmu::catalog::{self, Catalog, CpuMatch};
-use numalab_pmu::compare;
+use numalab_pmu::catalog;
 use numalab_pmu::profile;
-use numalab_schema::{ErrorClass, Origin, Record};
-use std::path::{Path, PathBuf};
+use numalab_profile::listing;
+use numalab_profile::offline::{self, Imported};
+use numalab_profile::request::{detect_cpu, Cpus, Mode, Request};
+use numalab_schema::{Origin, Record};
+use std::path::PathBuf;
 
 /// What `--list` shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -135,179 +137,91 @@ pub struct ProfileArgs {
     pub output: OutputArgs,
 }
 
-fn usage(msg: impl Into<String>) -> CliError {
-    CliError::new(ErrorClass::Usage, msg)
-}
-
-/// The CPU this machine has, as a catalog match (None if no catalog fits).
-fn detect_live(machine: &numalab_schema::Machine) -> Result<CpuMatch, catalog::CatalogError> {
-    catalog::detect(&machine.cpu, catalog::midr_from_sysfs(Path::new("/")))
+/// `numalab profile`'s flags as the library takes them.
+fn request(args: &ProfileArgs) -> Request {
+    Request {
+        command: args.command.clone(),
+        import: args.import.clone(),
+        compare: args.compare.clone().and_then(|v| v.try_into().ok()),
+        list: args.list.is_some(),
+        exact: args.exact,
+        metrics: args.metrics.clone(),
+        events: args.events.clone(),
+        sample: args.sample.clone(),
+        sample_freq: args.sample_freq,
+        sample_period: args.sample_period,
+        cpu_model: args.cpu_model.clone(),
+        counters: args.counters,
+        timeout: args.timeout,
+        shell: args.shell,
+        pid: args.pid,
+        all_cpus: args.all_cpus,
+        interval: args.interval,
+        duration: args.duration,
+        no_uncore: args.no_uncore,
+        memory_samples: args.memory_samples,
+        slow: args.slow,
+        regions: args.regions.clone(),
+        same_machine: args.same_machine,
+    }
 }
 
 /// Runs `numalab profile`.
 pub fn run(args: ProfileArgs) -> CliResult {
     // Step 1: flags alone, nothing touched.
-    let modes = [
-        args.import.is_some(),
-        args.compare.is_some(),
-        !args.command.is_empty() || args.pid.is_some() || args.all_cpus,
-        args.list.is_some(),
-    ]
-    .iter()
-    .filter(|b| **b)
-    .count();
-    if modes == 0 {
-        return Err(usage(
-            "nothing to profile: give a command after `--` (numalab profile -- ./my-program), --pid PID, --all-cpus, --import FILE, --compare BASE NEW or --list",
-        ));
-    }
-    let given = args
-        .cpu_model
-        .as_deref()
-        .map(catalog::resolve_model)
-        .transpose()?;
+    let req = request(&args);
+    let mode = req.mode().map_err(problem)?;
+    let given = req.given_cpu().map_err(problem)?;
     if let Some(what) = args.list {
         let cpu = match given {
             Some(c) => c,
-            None => detect_live(&numalab_topo::live()?)?,
+            None => detect_cpu(&numalab_topo::live()?.cpu).map_err(problem)?,
         };
-        return list(&catalog::load_match(&cpu)?, &cpu, what);
+        let cat = catalog::load_match(&cpu)?;
+        print!(
+            "{}",
+            match what {
+                ListWhat::Models => listing::models(),
+                ListWhat::Events => listing::events(&cat, &cpu),
+                ListWhat::Metrics => listing::metrics(&cat, &cpu),
+            }
+        );
+        return Ok(());
     }
     let machine = numalab_topo::live()?;
-    let live_cpu = detect_live(&machine);
-    let metrics_set = numalab_profile::metric_set(args.metrics.as_deref(), args.events.is_some());
-    let events: Vec<String> = args.events.iter().cloned().collect();
-    let config = serde_json::json!({
-        "command": args.command,
-        "import": args.import.as_deref().map(numalab_schema::text::path_text),
-        "compare": args.compare.as_ref().map(|v| {
-            v.iter()
-                .map(|p| numalab_schema::text::path_text(p))
-                .collect::<Vec<_>>()
-        }),
-        "exact": args.exact,
-        "metrics": metrics_set,
-        "events": args.events,
-        "sample": args.sample,
-        "sample_freq": args.sample_freq,
-        "sample_period": args.sample_period,
-        "cpu_model": args.cpu_model,
-        "counters": args.counters,
-        "timeout_s": args.timeout.map(|d| d.as_secs_f64()),
-        "pid": args.pid,
-        "all_cpus": args.all_cpus,
-        "interval_ms": args.interval.map(|d| d.as_millis() as u64),
-        "duration_s": args.duration.map(|d| d.as_secs_f64()),
-        "no_uncore": args.no_uncore,
-        "memory_samples": args.memory_samples,
-        "slow": args.slow,
-        "regions": args.regions.as_deref().map(numalab_schema::text::path_text),
-        "same_machine": args.same_machine,
-    });
-
-    if let Some(paths) = &args.compare {
-        let fallback = live_cpu.ok();
-        let (base, mut w1) =
-            compare::load(&paths[0], given.clone(), fallback.clone(), &metrics_set)?;
-        let (new, mut w2) = compare::load(&paths[1], given, fallback, &metrics_set)?;
-        let label = |p: &PathBuf| p.display().to_string();
-        let c = compare::compare(&base, &new, &label(&paths[0]), &label(&paths[1]));
-        let mut rec = Recorder::new(
-            &args.output,
-            config,
-            Origin::Imported,
-            numalab_topo::system::host(&machine),
-        )?;
-        w1.append(&mut w2);
-        let key = numalab_profile::Keys::compare(&c.base, &c.new);
-        let record = Record::new(key.clone(), Origin::Imported, &c).with_warnings(w1);
+    let cpus = Cpus {
+        given,
+        live: detect_cpu(&machine.cpu),
+    };
+    let imported = |record: Record, shown: Shown| -> CliResult {
+        let host = numalab_topo::system::host(&machine);
+        let mut rec = Recorder::new(&args.output, req.config(), Origin::Imported, host)?;
+        let key = record.key.clone();
         rec.push(record)?;
-        show(&rec, &[key]);
-        rec.finish()?;
-        return Ok(());
-    }
-
-    let analysis = memaccess_analysis(args.slow)?;
-    let regions = read_regions(args.regions.as_deref())?;
-    if let Some(path) = &args.import {
-        if let Some(text) = memory_sample_text(path)? {
-            let opts = numalab_memaccess::ImportOptions {
-                path: Some(path.display().to_string()),
-                analysis,
-                regions,
-                same_machine: args.same_machine,
-                ..Default::default()
-            };
-            let r = numalab_memaccess::import(&text, &opts)?;
-            let mut rec = Recorder::new(
-                &args.output,
-                config,
-                Origin::Imported,
-                numalab_topo::system::host(&machine),
-            )?;
-            let key = numalab_profile::Keys::memaccess_import(path);
-            rec.push(Record::new(key.clone(), Origin::Imported, &r))?;
-            show_memaccess(&rec, &[key]);
-            rec.finish()?;
-            return Ok(());
+        shown(&rec, &[key]);
+        rec.finish().map(drop)
+    };
+    match mode {
+        Mode::Compare(base, new) => {
+            let record = offline::compare(base, new, &req.metric_set(), cpus);
+            return imported(record.map_err(problem)?, show);
         }
-        let p = profile::from_import(path, given, live_cpu.ok(), &metrics_set, &events)?;
-        let mut rec = Recorder::new(
-            &args.output,
-            config,
-            Origin::Imported,
-            numalab_topo::system::host(&machine),
-        )?;
-        let key = numalab_profile::Keys::import(path);
-        rec.push(p.into_record(key.clone()))?;
-        show(&rec, &[key]);
-        rec.finish()?;
-        return Ok(());
+        Mode::Import(path) => {
+            return match offline::import(path, &req, cpus).map_err(problem)? {
+                Imported::Memaccess(record) => imported(record, show_memaccess),
+                Imported::Profile(record) => imported(record, show),
+            };
+        }
+        Mode::List | Mode::Count => {}
     }
 
     // A command to run. Step 2: plan against the catalog before running anything.
-    let cpu = match given {
-        Some(c) => c,
-        None => live_cpu?,
-    };
-    let target = match (args.pid, args.all_cpus) {
-        (Some(pid), _) => numalab_profile::Target::Pid(pid),
-        (None, true) => numalab_profile::Target::AllCpus {
-            argv: args.command.clone(),
-            shell: args.shell,
-            timeout: args.timeout,
-        },
-        (None, false) => numalab_profile::Target::Command {
-            argv: args.command.clone(),
-            shell: args.shell,
-            timeout: args.timeout,
-        },
-    };
+    let options = req.options(cpus).map_err(problem)?;
     let cap = capability::probe();
-    let plan = numalab_profile::plan(
-        numalab_profile::Options {
-            target,
-            cpu,
-            metrics: metrics_set,
-            events,
-            exact: args.exact,
-            counters: args.counters.map(|c| c as usize),
-            interval: args.interval,
-            duration: args.duration,
-            uncore: !args.no_uncore,
-            sample: args.sample.clone(),
-            sample_freq: args.sample_freq,
-            sample_period: args.sample_period,
-            memory_samples: args.memory_samples,
-            analysis,
-            regions,
-        },
-        &cap,
-    )
-    .map_err(problem)?;
+    let plan = numalab_profile::plan(options, &cap).map_err(problem)?;
     let mut rec = Recorder::new(
         &args.output,
-        config,
+        req.config(),
         Origin::Measured,
         numalab_topo::system::host(&machine),
     )?;
@@ -330,10 +244,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
     show(&rec, &outcome.shown);
     show_memaccess(&rec, &outcome.sampled);
     rec.finish()?;
-    if let (Some(e), true) = (
-        &outcome.no_sampling,
-        outcome.failure.is_some() || outcome.no_hardware.is_some(),
-    ) {
+    if let Some(e) = outcome.also_said() {
         // Said too, though another problem decides the exit code.
         eprintln!("numalab: {}", e.message);
     }
@@ -342,6 +253,9 @@ pub fn run(args: ProfileArgs) -> CliResult {
         None => Ok(()),
     }
 }
+
+/// How the records of a mode are shown.
+type Shown = fn(&Recorder, &[String]);
 
 fn problem(p: numalab_profile::Problem) -> CliError {
     CliError::new(p.class, p.message)
@@ -378,53 +292,6 @@ impl numalab_profile::Watch for Progress {
     }
 }
 
-/// How slow loads are chosen (`--slow`).
-fn memaccess_analysis(slow: Option<f64>) -> Result<numalab_memaccess::AnalysisOptions, CliError> {
-    let mut a = numalab_memaccess::AnalysisOptions::default();
-    if let Some(v) = slow {
-        if !(v.is_finite() && v > 0.0) {
-            return Err(usage(format!(
-                "--slow {v}: give a latency above 0 (the PMU's weight, cycles)"
-            )));
-        }
-        a.threshold = numalab_memaccess::ThresholdSpec::Value(v);
-    }
-    Ok(a)
-}
-
-/// `--regions FILE`, parsed.
-fn read_regions(path: Option<&Path>) -> Result<Vec<numalab_memaccess::NamedRegion>, CliError> {
-    let Some(p) = path else {
-        return Ok(Vec::new());
-    };
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| CliError::new(ErrorClass::Input, format!("--regions {}: {e}", p.display())))?;
-    numalab_memaccess::parse_regions(&text).map_err(|e| {
-        CliError::new(
-            ErrorClass::Input,
-            format!(
-                "--regions {}: {e} (each line: name start len [pid])",
-                p.display()
-            ),
-        )
-    })
-}
-
-/// The text of an imported file when it holds `perf script` data-address samples
-/// (recognised by content); None for the perf stat files `from_import` reads.
-fn memory_sample_text(path: &Path) -> Result<Option<String>, CliError> {
-    // Read as every import is (regular files only, bounded); a file that cannot be read
-    // so is left to the perf stat reader, which says why in its own words.
-    let Ok(text) = numalab_schema::input::read_to_string(
-        path,
-        "`perf stat` output or `perf script` data-address samples",
-        numalab_schema::input::PERF,
-    ) else {
-        return Ok(None);
-    };
-    Ok(numalab_memaccess::looks_like(&text).then_some(text))
-}
-
 /// The `pmu.memaccess` records of these keys as the report shows them.
 fn show_memaccess(rec: &Recorder, keys: &[String]) {
     if !rec.json() && !keys.is_empty() {
@@ -456,62 +323,6 @@ fn progress_bar(exact: bool) -> Option<indicatif::ProgressBar> {
         1,
         "{spinner} {msg} [{bar:30}] {elapsed}",
     ))
-}
-
-fn list(cat: &Catalog, cpu: &CpuMatch, what: ListWhat) -> CliResult {
-    match what {
-        ListWhat::Models => {
-            println!("catalogs: {}", catalog::shipped().join(", "));
-            let x86: Vec<String> = catalog::x86_products()
-                .iter()
-                .map(|(p, id)| format!("{p} ({id})"))
-                .collect();
-            println!("x86 names accepted by --cpu-model: {}", x86.join(", "));
-            let products: Vec<String> = catalog::products()
-                .iter()
-                .map(|(p, id)| format!("{p} ({id})"))
-                .collect();
-            println!(
-                "also accepted by --cpu-model: {}, a MIDR value such as 0x413fd0c1",
-                products.join(", ")
-            );
-        }
-        ListWhat::Events => {
-            println!(
-                "{} ({}): {} events, {} programmable counters",
-                cat.name,
-                cpu.how,
-                cat.events.len(),
-                cat.counters
-            );
-            for e in &cat.events {
-                let code = e.raw_code().unwrap_or_default();
-                let aliases = if e.aliases.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (also {})", e.aliases.join(", "))
-                };
-                println!("  {:<28} {:<6} {}{}", e.name, code, e.title, aliases);
-            }
-        }
-        ListWhat::Metrics => {
-            println!(
-                "{} ({}): {} programmable counters",
-                cat.name, cpu.how, cat.counters
-            );
-            println!(
-                "metric sets: first-pass (default), vendor, topdown, all, none, or a group below"
-            );
-            for g in &cat.groups {
-                println!("  {:<24} {} ({})", g.name, g.metrics.join(", "), g.title);
-            }
-            println!("metrics:");
-            for m in &cat.metrics {
-                println!("  {:<28} {:<22} {}", m.name, m.unit, m.formula);
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The records of these keys (this run's, or an earlier run's of the same --out folder)
