@@ -84,19 +84,28 @@ struct Counters {
 }
 
 impl Counters {
+    /// Opens both on the calling thread, user space only, disabled; a counter that does
+    /// not open is left out with the reason.
     fn open() -> (Counters, Vec<String>) {
+        use numalab_perfopen as perfopen;
         use perf_event::events::{Cache, CacheId, CacheOp, CacheResult, Hardware};
-        let mut why = Vec::new();
-        let cycles = perf_event::Builder::new(Hardware::CPU_CYCLES)
+        let build = |event: perfopen::Encoding| {
+            perfopen::builder(
+                &event,
+                perfopen::Target::CallingThread,
+                perfopen::Exclude::KERNEL_AND_HV,
+            )
             .build()
+        };
+        let mut why = Vec::new();
+        let cycles = build(perfopen::Encoding::of(Hardware::CPU_CYCLES))
             .map_err(|e| why.push(format!("cycles: {e}")))
             .ok();
-        let tlb = perf_event::Builder::new(Cache {
+        let tlb = build(perfopen::Encoding::of(Cache {
             which: CacheId::DTLB,
             operation: CacheOp::READ,
             result: CacheResult::MISS,
-        })
-        .build()
+        }))
         .map_err(|e| why.push(format!("dTLB read misses: {e}")))
         .ok();
         (Counters { cycles, tlb }, why)

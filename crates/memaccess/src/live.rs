@@ -20,6 +20,7 @@
 //! the import of its `perf script` output work.
 
 use crate::sample::{MemSample, Samples};
+use numalab_perfopen as perfopen;
 use std::path::{Path, PathBuf};
 
 /// The kind of facility.
@@ -399,23 +400,20 @@ fn event_specs(f: &Facility, opts: &LiveOptions) -> Result<Vec<EventSpec>, LiveE
     }
 }
 
-/// Where one sampler looks: a task on one CPU with its future children (a command
-/// started gated), or one thread of a running process on any CPU.
-#[derive(Clone, Copy)]
-enum Scope {
-    TaskOnCpu(i32, usize),
-    Thread(i32),
-}
-
+/// Opens one sampler of `e` where `scope` says (a gated command's task on one CPU with
+/// inherit, or one thread of a running process on any CPU), starting at the command's
+/// exec when `gated`, else at once. The attributes come from `numalab-perfopen`; the
+/// sampling options are this crate's: precise events try zero skid, then requested
+/// zero skid, then constant skid while the kernel refuses the level (EINVAL,
+/// EOPNOTSUPP).
 fn open_one(
     e: &EventSpec,
-    scope: Scope,
+    scope: perfopen::Target,
     period: u64,
     gated: bool,
     sample_type: u64,
 ) -> std::io::Result<perf_event::Sampler> {
-    use perf_event::events::Software;
-    use perf_event::{Builder, SampleFlag, SampleSkid};
+    use perf_event::{SampleFlag, SampleSkid};
     let mut last = None;
     let skids: &[SampleSkid] = if e.precise {
         &[
@@ -426,25 +424,24 @@ fn open_one(
     } else {
         &[SampleSkid::Arbitrary]
     };
+    let encoding = perfopen::Encoding {
+        pmu_type: e.ty,
+        config: [e.config[0], e.config[1], e.config[2], 0],
+    };
+    // The hypervisor is excluded with the kernel (IBS refuses any exclusion bit).
+    let exclude = perfopen::Exclude {
+        kernel: e.exclude_kernel,
+        hv: e.exclude_kernel,
+    };
+    let start = if gated {
+        perfopen::Start::AtExec
+    } else {
+        perfopen::Start::Now
+    };
     for &skid in skids {
-        let mut b = Builder::new(Software::DUMMY);
-        {
-            let a = b.attrs_mut();
-            a.type_ = e.ty;
-            a.config = e.config[0];
-            a.__bindgen_anon_3.config1 = e.config[1];
-            a.__bindgen_anon_4.config2 = e.config[2];
-        }
-        match scope {
-            // The kernel refuses inherited per-task ring buffers on any CPU: per CPU.
-            Scope::TaskOnCpu(pid, cpu) => b.observe_pid(pid).one_cpu(cpu).inherit(true),
-            Scope::Thread(tid) => b.observe_pid(tid).any_cpu().inherit(false),
-        };
-        b.enabled(!gated)
-            .enable_on_exec(gated)
-            .exclude_kernel(e.exclude_kernel)
-            .exclude_hv(e.exclude_kernel)
-            .precise_ip(skid)
+        let mut b = perfopen::builder(&encoding, scope, exclude);
+        perfopen::set_start(&mut b, start, true);
+        b.precise_ip(skid)
             .mmap(true)
             .mmap2(true)
             .mmap_data(true)
@@ -622,9 +619,14 @@ fn sampled_cpus(facility: &Facility, notes: &mut Vec<String>) -> Vec<usize> {
 /// Where the samplers look. A command: every CPU the PMU covers, inherited by its
 /// threads and children. A running process: each of its threads now (threads it
 /// starts later are not seen; a note says how many).
-fn scopes(gated: bool, pid: i32, cpus: &[usize], notes: &mut Vec<String>) -> Vec<Scope> {
+/// (The kernel refuses inherited per-task ring buffers on any CPU: a command is
+/// sampled per CPU.)
+fn scopes(gated: bool, pid: i32, cpus: &[usize], notes: &mut Vec<String>) -> Vec<perfopen::Target> {
     if gated {
-        return cpus.iter().map(|&c| Scope::TaskOnCpu(pid, c)).collect();
+        return cpus
+            .iter()
+            .map(|&cpu| perfopen::Target::TaskOnCpu { pid, cpu })
+            .collect();
     }
     let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
         .map(|rd| {
@@ -641,7 +643,7 @@ fn scopes(gated: bool, pid: i32, cpus: &[usize], notes: &mut Vec<String>) -> Vec
         "process {pid} sampled in its {} thread(s) present when sampling started",
         tids.len()
     ));
-    tids.into_iter().map(Scope::Thread).collect()
+    tids.into_iter().map(perfopen::Target::Thread).collect()
 }
 
 /// Samplers with their event index: every event in every scope.
@@ -653,7 +655,7 @@ type Opened = Vec<(perf_event::Sampler, u16)>;
 fn open_samplers(
     specs: &[EventSpec],
     ids: &[u16],
-    scopes: &[Scope],
+    scopes: &[perfopen::Target],
     opts: &LiveOptions,
     gated: bool,
     notes: &mut Vec<String>,

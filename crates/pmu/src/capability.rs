@@ -1,8 +1,9 @@
 //! What counting this machine allows, found by trying (perf_event_open on this
 //! process) rather than guessing from the CPU model.
 
+use numalab_perfopen as perfopen;
+use numalab_perfopen::Encoding;
 use perf_event::events::{Hardware, Software};
-use perf_event::Builder;
 
 // What the check records lives in numalab-records.
 pub use numalab_records::pmu::{Capability, EventStatus};
@@ -18,13 +19,14 @@ pub(crate) fn status_from_error(e: &std::io::Error) -> EventStatus {
     }
 }
 
-fn try_event(builder: &mut Builder<'_>) -> EventStatus {
-    match builder
-        .observe_self()
-        .any_cpu()
-        .exclude_kernel(true)
-        .exclude_hv(true)
-        .build()
+/// Opens `event` on the calling thread (user space only) and counts a little work.
+fn try_event(event: Encoding) -> EventStatus {
+    match perfopen::builder(
+        &event,
+        perfopen::Target::CallingThread,
+        perfopen::Exclude::KERNEL_AND_HV,
+    )
+    .build()
     {
         Ok(mut counter) => {
             let ok = counter.enable().and_then(|_| {
@@ -63,11 +65,11 @@ pub fn probe() -> Capability {
     Capability {
         paranoid,
         privileged,
-        cycles: try_event(&mut Builder::new(Hardware::CPU_CYCLES)),
-        instructions: try_event(&mut Builder::new(Hardware::INSTRUCTIONS)),
-        task_clock: try_event(&mut Builder::new(Software::TASK_CLOCK)),
-        page_faults: try_event(&mut Builder::new(Software::PAGE_FAULTS)),
-        context_switches: try_event(&mut Builder::new(Software::CONTEXT_SWITCHES)),
+        cycles: try_event(Encoding::of(Hardware::CPU_CYCLES)),
+        instructions: try_event(Encoding::of(Hardware::INSTRUCTIONS)),
+        task_clock: try_event(Encoding::of(Software::TASK_CLOCK)),
+        page_faults: try_event(Encoding::of(Software::PAGE_FAULTS)),
+        context_switches: try_event(Encoding::of(Software::CONTEXT_SWITCHES)),
         pmus,
     }
 }

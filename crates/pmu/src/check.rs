@@ -9,9 +9,10 @@
 
 use crate::capability;
 use crate::catalog;
+use numalab_perfopen as perfopen;
+use numalab_perfopen::Encoding;
 use numalab_schema::machine::CpuIdentity;
 use perf_event::events::{Hardware, Software};
-use perf_event::Builder;
 use std::path::Path;
 
 // The check's record lives in numalab-records.
@@ -52,11 +53,19 @@ impl LoopRun {
 /// Counts `iterations` of the loop on this thread: the task clock (and with a hardware
 /// PMU cycles and instructions) against the thread's CPU-time clock.
 fn count_loop(iterations: u64, hardware: bool) -> LoopRun {
-    let build = |b: &mut Builder<'_>| b.observe_self().exclude_kernel(true).build();
-    let mut task = build(&mut Builder::new(Software::TASK_CLOCK)).ok();
+    // The calling thread, user space only, each counter on its own.
+    let build = |event: Encoding| {
+        perfopen::builder(
+            &event,
+            perfopen::Target::CallingThread,
+            perfopen::Exclude::KERNEL_AND_HV,
+        )
+        .build()
+    };
+    let mut task = build(Encoding::of(Software::TASK_CLOCK)).ok();
     let mut hw = if hardware {
-        let cycles = build(&mut Builder::new(Hardware::CPU_CYCLES)).ok();
-        let instr = build(&mut Builder::new(Hardware::INSTRUCTIONS)).ok();
+        let cycles = build(Encoding::of(Hardware::CPU_CYCLES)).ok();
+        let instr = build(Encoding::of(Hardware::INSTRUCTIONS)).ok();
         cycles.zip(instr)
     } else {
         None

@@ -12,16 +12,16 @@
 //!   spread of cycles and instructions says how comparable the runs are).
 //!
 //! [`Backend`] is the hardware touch point: [`PerfBackend`] opens real counters with the
-//! `perf-event2` crate (attached to a gated child before `exec`, `inherit` so threads and
+//! `numalab-perfopen` crate on `perf-event2` (attached to a gated child before `exec`, `inherit` so threads and
 //! children are counted, `enable_on_exec` so counting starts exactly at `exec`);
 //! [`ReplayBackend`] replays given counts, so planning, scaling and reporting are tested
 //! on machines without a PMU, like the development VM.
 
 use crate::capability::EventStatus;
 use crate::catalog::{Catalog, Encoding, EventRef};
+use numalab_perfopen as perfopen;
+use numalab_perfopen::{Group, MemberStatus};
 use numalab_schema::Warning;
-use perf_event::events::Software;
-use perf_event::{Builder, Counter, ReadFormat};
 use std::collections::HashMap;
 
 /// Software events counted on every run (no PMU needed).
@@ -397,13 +397,13 @@ pub trait Backend {
     ) -> Box<dyn Session>;
 }
 
-/// Real counters through perf_event_open (the `perf-event2` crate).
+/// Real counters through perf_event_open (`numalab-perfopen`, on the `perf-event2` crate).
 #[derive(Debug, Default)]
 pub struct PerfBackend;
 
+/// One opened group on one instance, with its members' statuses.
 struct PerfGroup {
-    leader: Option<usize>,
-    counters: Vec<Option<Counter>>,
+    group: Group,
     statuses: Vec<OpenStatus>,
 }
 
@@ -423,92 +423,32 @@ enum Instance {
     Cpu(usize),
 }
 
-fn builder_for(e: &EventRef, at: Instance, opts: OpenOptions) -> Option<Builder<'static>> {
-    let (ty, config) = match e.encoding {
-        Encoding::Raw(c) | Encoding::RawExt { config: c, .. } => {
-            (opts.raw_type.unwrap_or(perf_event_open_sys_type::RAW), c)
-        }
-        Encoding::Hardware(c) => (perf_event_open_sys_type::HARDWARE, c),
-        Encoding::Cache(c) => (perf_event_open_sys_type::HW_CACHE, c),
-        Encoding::Software(c) => (perf_event_open_sys_type::SOFTWARE, c),
-        Encoding::Wall => return None,
-    };
-    let mut b = Builder::new(Software::DUMMY);
-    b.attrs_mut().type_ = ty;
-    b.attrs_mut().config = config;
-    if let Encoding::RawExt { config1, .. } = e.encoding {
-        b.attrs_mut().config1 = config1;
-    }
-    match at {
-        Instance::Child(pid) | Instance::Thread(pid) => {
-            b.observe_pid(pid).any_cpu().inherit(true);
-        }
-        Instance::Cpu(cpu) => {
-            b.any_pid().one_cpu(cpu);
-        }
-    }
-    b.exclude_kernel(!opts.include_kernel)
-        .exclude_hv(true)
-        .read_format(
-            ReadFormat::GROUP
-                | ReadFormat::ID
-                | ReadFormat::TOTAL_TIME_ENABLED
-                | ReadFormat::TOTAL_TIME_RUNNING,
-        );
-    Some(b)
-}
-
-/// The kernel's perf_event_attr.type values (include/uapi/linux/perf_event.h).
-mod perf_event_open_sys_type {
-    pub const HARDWARE: u32 = 0;
-    pub const SOFTWARE: u32 = 1;
-    pub const HW_CACHE: u32 = 3;
-    pub const RAW: u32 = 4;
-}
-
+/// Opens one planned group on one instance: every event on the instance's target
+/// (a task with `inherit` for a child or a thread, every process on a CPU), the kernel
+/// excluded unless asked, the hypervisor always. A child's group starts at its exec,
+/// the others at once; the wall time is not a counter.
 fn open_group(g: &[EventRef], at: Instance, opts: OpenOptions) -> PerfGroup {
-    let mut pg = PerfGroup {
-        leader: None,
-        counters: Vec::new(),
-        statuses: Vec::new(),
+    let (target, start) = match at {
+        Instance::Child(pid) => (perfopen::Target::Task(pid), perfopen::Start::AtExec),
+        Instance::Thread(pid) => (perfopen::Target::Task(pid), perfopen::Start::Now),
+        Instance::Cpu(cpu) => (perfopen::Target::Cpu(cpu), perfopen::Start::Now),
     };
-    for e in g {
-        let Some(mut b) = builder_for(e, at, opts) else {
-            pg.counters.push(None);
-            pg.statuses
-                .push(EventStatus::NotSupported("not a counter".into()));
-            continue;
-        };
-        let result = match pg.leader {
-            None => {
-                match at {
-                    // The leader starts disabled and is enabled by the child's exec.
-                    Instance::Child(_) => b.enabled(false).enable_on_exec(true),
-                    Instance::Thread(_) | Instance::Cpu(_) => b.enabled(true),
-                };
-                b.build()
-            }
-            Some(li) => {
-                b.enabled(true);
-                let leader = pg.counters[li].as_mut().expect("leader is open");
-                b.build_with_group(leader)
-            }
-        };
-        match result {
-            Ok(c) => {
-                if pg.leader.is_none() {
-                    pg.leader = Some(pg.counters.len());
-                }
-                pg.counters.push(Some(c));
-                pg.statuses.push(EventStatus::Works);
-            }
-            Err(err) => {
-                pg.counters.push(None);
-                pg.statuses.push(crate::capability::status_from_error(&err));
-            }
-        }
-    }
-    pg
+    let exclude = perfopen::Exclude::kernel_unless(opts.include_kernel);
+    let members = g.iter().map(|e| {
+        e.encoding
+            .perf(opts.raw_type)
+            .map(|enc| perfopen::builder(&enc, target, exclude))
+    });
+    let (group, statuses) = Group::open(members, start);
+    let statuses = statuses
+        .into_iter()
+        .map(|s| match s {
+            MemberStatus::Opened => EventStatus::Works,
+            MemberStatus::NotAnEvent => EventStatus::NotSupported("not a counter".into()),
+            MemberStatus::Failed(err) => crate::capability::status_from_error(&err),
+        })
+        .collect();
+    PerfGroup { group, statuses }
 }
 
 impl Backend for PerfBackend {
@@ -566,30 +506,17 @@ impl Session for PerfSession {
                 let mut sum: Option<GroupReading> = None;
                 let mut last_err = None;
                 for g in per_instance.iter_mut() {
-                    let Some(li) = g.leader else {
-                        last_err = Some("no event of the group could be opened".to_string());
-                        continue;
-                    };
-                    let data = match g.counters[li]
-                        .as_mut()
-                        .expect("leader is open")
-                        .read_group()
-                    {
-                        Ok(d) => d,
+                    let v = match g.group.read() {
+                        Ok(v) => v,
                         Err(e) => {
-                            last_err = Some(e.to_string());
+                            last_err = Some(e);
                             continue;
                         }
                     };
-                    let counts: Vec<Option<u64>> = g
-                        .counters
-                        .iter()
-                        .map(|c| c.as_ref().and_then(|c| data.get(c)).map(|en| en.value()))
-                        .collect();
                     let r = GroupReading {
-                        time_enabled_ns: data.time_enabled().map_or(0, |d| d.as_nanos() as u64),
-                        time_running_ns: data.time_running().map_or(0, |d| d.as_nanos() as u64),
-                        counts,
+                        time_enabled_ns: v.time_enabled_ns,
+                        time_running_ns: v.time_running_ns,
+                        counts: v.counts,
                     };
                     sum = Some(match sum {
                         None => r,
@@ -894,6 +821,35 @@ mod tests {
         assert!(p.groups.iter().all(|g| g.events.len() <= 7));
         assert!(p.groups.iter().any(|g| g.events.len() == 7));
         assert!(plan_exact(&c, &[], &[], 1).is_err());
+    }
+
+    #[test]
+    fn events_reach_the_kernel_with_their_types_and_config_words() {
+        use numalab_perfopen::Encoding as Perf;
+        // Raw events: the core PMU's dynamic type when known, else PERF_TYPE_RAW (4).
+        assert_eq!(Encoding::Raw(0x11).perf(None), Some(Perf::new(4, 0x11)));
+        assert_eq!(
+            Encoding::Raw(0x11).perf(Some(10)),
+            Some(Perf::new(10, 0x11))
+        );
+        let ext = Encoding::RawExt {
+            config: 0x1cd,
+            config1: 3,
+        };
+        assert_eq!(
+            ext.perf(Some(10)),
+            Some(Perf {
+                pmu_type: 10,
+                config: [0x1cd, 3, 0, 0]
+            })
+        );
+        assert_eq!(Encoding::Hardware(1).perf(Some(10)), Some(Perf::new(0, 1)));
+        assert_eq!(
+            Encoding::Cache(0x1_0003).perf(None),
+            Some(Perf::new(3, 0x1_0003))
+        );
+        assert_eq!(Encoding::Software(1).perf(None), Some(Perf::new(1, 1)));
+        assert_eq!(Encoding::Wall.perf(None), None);
     }
 
     #[test]

@@ -14,11 +14,11 @@
 //! the report says so, and functions are more trustworthy than single lines.
 
 use crate::catalog::{Catalog, Encoding, EventRef};
+use numalab_perfopen as perfopen;
 use numalab_proc::{Outcome, ProcError, Spec};
 use numalab_schema::{cpulist, Classify, ErrorClass};
 use perf_event::data::Record as PerfRecord;
-use perf_event::events::Software;
-use perf_event::{Builder, SampleFlag, Sampler};
+use perf_event::{SampleFlag, Sampler};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -88,32 +88,20 @@ fn online_cpus() -> Vec<usize> {
 }
 
 fn sampler_for(cfg: &SampleConfig, pid: i32, cpu: usize) -> std::io::Result<Sampler> {
-    let (ty, config) = match cfg.event.encoding {
-        Encoding::Raw(c) | Encoding::RawExt { config: c, .. } => (4, c),
-        Encoding::Hardware(c) => (0, c),
-        Encoding::Cache(c) => (3, c),
-        Encoding::Software(c) => (1, c),
-        Encoding::Wall => {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                "wall time is not an event that can be sampled",
-            ))
-        }
+    // Raw events as PERF_TYPE_RAW: the kernel hands them to the CPU PMU that takes them.
+    let Some(encoding) = cfg.event.encoding.perf(None) else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "wall time is not an event that can be sampled",
+        ));
     };
-    let mut b = Builder::new(Software::DUMMY);
-    b.attrs_mut().type_ = ty;
-    b.attrs_mut().config = config;
-    if let Encoding::RawExt { config1, .. } = cfg.event.encoding {
-        b.attrs_mut().config1 = config1;
-    }
-    b.observe_pid(pid)
-        .one_cpu(cpu)
-        .inherit(true)
-        .enabled(false)
-        .enable_on_exec(true)
-        .exclude_kernel(!cfg.include_kernel)
-        .exclude_hv(true)
-        .mmap(true)
+    let mut b = perfopen::builder(
+        &encoding,
+        perfopen::Target::TaskOnCpu { pid, cpu },
+        perfopen::Exclude::kernel_unless(cfg.include_kernel),
+    );
+    perfopen::set_start(&mut b, perfopen::Start::AtExec, true);
+    b.mmap(true)
         .mmap2(true)
         .comm(true)
         .sample_id_all(true)

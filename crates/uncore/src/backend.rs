@@ -4,13 +4,13 @@
 //! opened with pid = -1 on one CPU of the device's `cpumask` (perf_event_open(2):
 //! "pid == -1 and cpu >= 0 measures all processes on the specified CPU"), and they
 //! refuse exclusion bits (the drivers set PERF_PMU_CAP_NO_EXCLUDE), so user and
-//! kernel are both counted. [`PerfBackend`] does that with `perf-event2`;
+//! kernel are both counted. [`PerfBackend`] does that with `numalab-perfopen`;
 //! [`ReplayBackend`] replays given counts so planning, scaling and the derived figures
 //! are tested on machines without uncore PMUs (this development VM has none).
 
 use crate::sysfs::Encoding;
-use perf_event::events::Software;
-use perf_event::{Builder, Counter, ReadFormat};
+use numalab_perfopen as perfopen;
+use numalab_perfopen::{Group, MemberStatus};
 use std::collections::HashMap;
 
 /// One event to open.
@@ -142,77 +142,46 @@ pub trait Backend {
     fn open(&mut self, groups: &[GroupSpec]) -> Box<dyn Opened + Send>;
 }
 
-/// Real counters through perf_event_open (`perf-event2`).
+/// Real counters through perf_event_open (`numalab-perfopen`, on `perf-event2`).
 #[derive(Debug, Default)]
 pub struct PerfBackend;
 
-struct PerfGroup {
-    leader: Option<usize>,
-    counters: Vec<Option<Counter>>,
-    statuses: Vec<Result<(), OpenError>>,
-}
-
+/// Per group spec, the opened group and each member's status.
 struct PerfOpened {
-    groups: Vec<PerfGroup>,
+    groups: Vec<(Group, Vec<Result<(), OpenError>>)>,
 }
 
-fn builder_for(e: &EventSpec, cpu: u32) -> Builder<'static> {
-    let mut b = Builder::new(Software::DUMMY);
-    {
-        let a = b.attrs_mut();
-        a.type_ = e.encoding.pmu_type;
-        a.config = e.encoding.config[0];
-        a.config1 = e.encoding.config[1];
-        a.config2 = e.encoding.config[2];
-        a.config3 = e.encoding.config[3];
+/// The encoding of an event to the kernel: the box's PMU type and its config words.
+fn perf_encoding(e: &EventSpec) -> perfopen::Encoding {
+    perfopen::Encoding {
+        pmu_type: e.encoding.pmu_type,
+        config: e.encoding.config,
     }
-    b.any_pid()
-        .one_cpu(cpu as usize)
-        .exclude_kernel(false)
-        .exclude_hv(false)
-        .enabled(false)
-        .read_format(
-            ReadFormat::GROUP
-                | ReadFormat::ID
-                | ReadFormat::TOTAL_TIME_ENABLED
-                | ReadFormat::TOTAL_TIME_RUNNING,
-        );
-    b
 }
 
 impl Backend for PerfBackend {
     fn open(&mut self, groups: &[GroupSpec]) -> Box<dyn Opened + Send> {
         let mut out = Vec::new();
         for g in groups {
-            let mut pg = PerfGroup {
-                leader: None,
-                counters: Vec::new(),
-                statuses: Vec::new(),
-            };
-            for e in &g.events {
-                let b = builder_for(e, g.cpu);
-                let result = match pg.leader {
-                    None => b.build(),
-                    Some(li) => {
-                        let leader = pg.counters[li].as_mut().expect("leader is open");
-                        b.build_with_group(leader)
-                    }
-                };
-                match result {
-                    Ok(c) => {
-                        if pg.leader.is_none() {
-                            pg.leader = Some(pg.counters.len());
-                        }
-                        pg.counters.push(Some(c));
-                        pg.statuses.push(Ok(()));
-                    }
-                    Err(err) => {
-                        pg.counters.push(None);
-                        pg.statuses.push(Err(OpenError::from_io(&err)));
-                    }
-                }
-            }
-            out.push(pg);
+            // Every process on one CPU of the box, nothing excluded, disabled until the
+            // session enables the group.
+            let target = perfopen::Target::Cpu(g.cpu as usize);
+            let members = g.events.iter().map(|e| {
+                Some(perfopen::builder(
+                    &perf_encoding(e),
+                    target,
+                    perfopen::Exclude::NOTHING,
+                ))
+            });
+            let (group, statuses) = Group::open(members, perfopen::Start::Disabled);
+            let statuses = statuses
+                .into_iter()
+                .map(|s| match s {
+                    MemberStatus::Failed(err) => Err(OpenError::from_io(&err)),
+                    MemberStatus::Opened | MemberStatus::NotAnEvent => Ok(()),
+                })
+                .collect();
+            out.push((group, statuses));
         }
         Box::new(PerfOpened { groups: out })
     }
@@ -220,31 +189,19 @@ impl Backend for PerfBackend {
 
 impl Opened for PerfOpened {
     fn statuses(&self) -> Vec<Vec<Result<(), OpenError>>> {
-        self.groups.iter().map(|g| g.statuses.clone()).collect()
+        self.groups.iter().map(|(_, st)| st.clone()).collect()
     }
 
     fn enable(&mut self) -> Result<(), String> {
-        for g in &mut self.groups {
-            if let Some(li) = g.leader {
-                g.counters[li]
-                    .as_mut()
-                    .expect("leader is open")
-                    .enable_group()
-                    .map_err(|e| format!("enabling a group: {e}"))?;
-            }
+        for (g, _) in &mut self.groups {
+            g.enable().map_err(|e| format!("enabling a group: {e}"))?;
         }
         Ok(())
     }
 
     fn disable(&mut self) -> Result<(), String> {
-        for g in &mut self.groups {
-            if let Some(li) = g.leader {
-                g.counters[li]
-                    .as_mut()
-                    .expect("leader is open")
-                    .disable_group()
-                    .map_err(|e| format!("disabling a group: {e}"))?;
-            }
+        for (g, _) in &mut self.groups {
+            g.disable().map_err(|e| format!("disabling a group: {e}"))?;
         }
         Ok(())
     }
@@ -252,24 +209,11 @@ impl Opened for PerfOpened {
     fn read(&mut self) -> Vec<Result<Reading, String>> {
         self.groups
             .iter_mut()
-            .map(|g| {
-                let Some(li) = g.leader else {
-                    return Err("no event of the group could be opened".to_string());
-                };
-                let data = g.counters[li]
-                    .as_mut()
-                    .expect("leader is open")
-                    .read_group()
-                    .map_err(|e| e.to_string())?;
-                let counts = g
-                    .counters
-                    .iter()
-                    .map(|c| c.as_ref().and_then(|c| data.get(c)).map(|en| en.value()))
-                    .collect();
-                Ok(Reading {
-                    time_enabled_ns: data.time_enabled().map_or(0, |d| d.as_nanos() as u64),
-                    time_running_ns: data.time_running().map_or(0, |d| d.as_nanos() as u64),
-                    counts,
+            .map(|(g, _)| {
+                g.read().map(|v| Reading {
+                    time_enabled_ns: v.time_enabled_ns,
+                    time_running_ns: v.time_running_ns,
+                    counts: v.counts,
                 })
             })
             .collect()

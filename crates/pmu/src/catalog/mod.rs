@@ -272,6 +272,24 @@ impl Encoding {
     pub fn is_software(&self) -> bool {
         matches!(self, Encoding::Software(_) | Encoding::Wall)
     }
+
+    /// The event to the kernel: its perf_event_attr type and config words. Raw events
+    /// get `raw_type` (the core PMU's dynamic type) or else PERF_TYPE_RAW; the wall time
+    /// is not a counter (None).
+    pub fn perf(&self, raw_type: Option<u32>) -> Option<numalab_perfopen::Encoding> {
+        use numalab_perfopen::attrs::{TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE};
+        use numalab_perfopen::Encoding as Perf;
+        Some(match *self {
+            Encoding::Raw(c) => Perf::new(raw_type.unwrap_or(TYPE_RAW), c),
+            Encoding::RawExt { config, config1 } => {
+                Perf::new(raw_type.unwrap_or(TYPE_RAW), config).with_config1(config1)
+            }
+            Encoding::Hardware(c) => Perf::new(TYPE_HARDWARE, c),
+            Encoding::Cache(c) => Perf::new(TYPE_HW_CACHE, c),
+            Encoding::Software(c) => Perf::new(TYPE_SOFTWARE, c),
+            Encoding::Wall => return None,
+        })
+    }
 }
 
 /// One event.
