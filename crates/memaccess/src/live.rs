@@ -466,16 +466,6 @@ fn open_one(
     Err(last.unwrap_or_else(|| std::io::Error::other("no attempt")))
 }
 
-fn online_cpus() -> Vec<usize> {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| numalab_schema::cpulist::parse(s.trim()).ok())
-        .map(|v| v.into_iter().map(|c| c as usize).collect())
-        .unwrap_or_else(|| {
-            (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
-        })
-}
-
 /// What a live run gathers while it samples: the samplers (with their event
 /// indices), the samples and mappings so far, and the page nodes asked.
 struct Collector {
@@ -596,7 +586,7 @@ fn start_target(target: &Target) -> Result<(Option<numalab_proc::Running>, i32, 
 fn sampled_cpus(facility: &Facility, notes: &mut Vec<String>) -> Vec<usize> {
     match &facility.cpus {
         Some(c) if !c.is_empty() => {
-            let online = online_cpus();
+            let online = numalab_schema::cpulist::online(std::path::Path::new("/"));
             let covered: Vec<usize> = c
                 .iter()
                 .map(|&x| x as usize)
@@ -612,7 +602,7 @@ fn sampled_cpus(facility: &Facility, notes: &mut Vec<String>) -> Vec<usize> {
             }
             covered
         }
-        _ => online_cpus(),
+        _ => numalab_schema::cpulist::online(std::path::Path::new("/")),
     }
 }
 

@@ -77,16 +77,6 @@ pub fn skid_note(event: &EventRef) -> String {
     }
 }
 
-fn online_cpus() -> Vec<usize> {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| cpulist::parse(s.trim()).ok())
-        .map(|v| v.into_iter().map(|c| c as usize).collect())
-        .unwrap_or_else(|| {
-            (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
-        })
-}
-
 fn sampler_for(cfg: &SampleConfig, pid: i32, cpu: usize) -> std::io::Result<Sampler> {
     // Raw events as PERF_TYPE_RAW: the kernel hands them to the CPU PMU that takes them.
     let Some(encoding) = cfg.event.encoding.perf(None) else {
@@ -192,7 +182,7 @@ pub fn sample(spec: &Spec, cfg: &SampleConfig) -> Result<SampleReport, SampleErr
     let mut running = numalab_proc::spawn(&child)?;
     let pid = running.pid();
     let mut samplers = Vec::new();
-    for cpu in online_cpus() {
+    for cpu in cpulist::online(std::path::Path::new("/")) {
         match sampler_for(cfg, pid, cpu) {
             Ok(s) => samplers.push(s),
             Err(e) => {

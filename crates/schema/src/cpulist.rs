@@ -58,6 +58,20 @@ fn parse_num(text: &str, input: &str) -> Result<u32, ListError> {
     })
 }
 
+/// The CPUs the kernel has online under `sysroot` (its
+/// `sys/devices/system/cpu/online`; `/` for this machine), sorted; where that file is
+/// missing, unreadable or not a list, every CPU this process can know of
+/// (`0..available_parallelism`). The CPUs a per-CPU counter or sampler opens on.
+pub fn online(sysroot: &std::path::Path) -> Vec<usize> {
+    std::fs::read_to_string(sysroot.join("sys/devices/system/cpu/online"))
+        .ok()
+        .and_then(|t| parse(&t).ok())
+        .map(|v| v.into_iter().map(|c| c as usize).collect())
+        .unwrap_or_else(|| {
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
+        })
+}
+
 /// Formats a list of ids compactly: `[0,1,2,3,8]` -> "0-3,8". Input order does not matter.
 pub fn format(ids: &[u32]) -> String {
     let mut sorted = ids.to_vec();
@@ -87,6 +101,21 @@ pub fn format(ids: &[u32]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn online_cpus_come_from_sysfs_else_from_the_process() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("sys/devices/system/cpu");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("online"), "8-9,0-1\n").unwrap();
+        assert_eq!(online(d.path()), vec![0, 1, 8, 9]);
+        let every: Vec<usize> =
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
+        std::fs::write(dir.join("online"), "\n").unwrap();
+        assert_eq!(online(d.path()), every);
+        std::fs::remove_file(dir.join("online")).unwrap();
+        assert_eq!(online(d.path()), every);
+    }
+
     use super::*;
 
     #[test]

@@ -73,33 +73,16 @@ fn uid_of(pid: i32) -> Option<u32> {
         .ok()
 }
 
-/// A CPU list as sysfs writes it ("0-3,8,10-11").
+/// A CPU list as sysfs writes it ("0-3,8,10-11"), sorted ([`numalab_schema::cpulist::parse`]).
 pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
-    let mut out = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if b < a {
-                    return None;
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.trim().parse().ok()?),
-        }
-    }
-    Some(out)
+    numalab_schema::cpulist::parse(text)
+        .ok()
+        .map(|v| v.into_iter().map(|c| c as usize).collect())
 }
 
 /// The online CPUs under `sysroot` (else every CPU the process may know of).
 pub(super) fn online_cpus(sysroot: &Path) -> Vec<usize> {
-    std::fs::read_to_string(sysroot.join("sys/devices/system/cpu/online"))
-        .ok()
-        .and_then(|t| parse_cpu_list(&t))
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| {
-            (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
-        })
+    numalab_schema::cpulist::online(sysroot)
 }
 
 /// Why every counter was refused, and what would allow it.
