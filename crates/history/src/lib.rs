@@ -55,9 +55,11 @@
 #![deny(missing_docs)]
 
 pub mod schema;
+pub mod tables;
 
 mod export;
 mod ingest;
+mod options;
 mod query;
 mod regress;
 mod tasks;
@@ -68,6 +70,7 @@ pub use ingest::{
 };
 pub use numalab_report::compare::{RunNoise, Verdict};
 pub use numalab_report::metrics::Metric;
+pub use options::{check_regression_sides, parse_tags, parse_time, tags_object, OptionError};
 pub use query::{Point, Query, RunFilter, RunInfo};
 pub use regress::{Baseline, Regression, RegressionQuery};
 pub use schema::SCHEMA_VERSION;
