@@ -5,7 +5,8 @@
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_history::{
-    tables, Baseline, History, IngestOptions, IngestOutcome, Query, RegressionQuery, RunFilter,
+    tables, Baseline, BundleResult, History, IngestOptions, IngestOutcome, Query, RegressionQuery,
+    RunFilter,
 };
 use numalab_report::table::{render, Format};
 use numalab_schema::ErrorClass;
@@ -153,7 +154,11 @@ pub enum DbFormat {
 
 /// Runs `numalab db`.
 pub fn run(a: DbArgs) -> CliResult {
-    let path = db_path(a.db)?;
+    // --db, else $NUMALAB_DB (clap reads it), else the user's data folder.
+    let path = match a.db {
+        Some(p) => p,
+        None => numalab_history::default_path()?,
+    };
     match a.command {
         DbCommand::Ingest(i) => ingest(&path, i),
         DbCommand::Runs(r) => runs(&path, r),
@@ -164,35 +169,6 @@ pub fn run(a: DbArgs) -> CliResult {
 
 fn usage(msg: impl Into<String>) -> CliError {
     CliError::new(ErrorClass::Usage, msg)
-}
-
-/// `--db`, else `$NUMALAB_DB` (clap reads it), else the user's data folder.
-fn db_path(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
-    if let Some(p) = given {
-        return Ok(p);
-    }
-    let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-            Some(h) => PathBuf::from(h).join(".local/share"),
-            None => {
-                return Err(usage(
-                    "no history file: neither HOME nor XDG_DATA_HOME is set; give --db FILE",
-                ))
-            }
-        },
-    };
-    let dir = base.join("numalab");
-    std::fs::create_dir_all(&dir).map_err(|e| {
-        CliError::new(
-            ErrorClass::Runtime,
-            format!(
-                "{}: cannot create the history folder: {e}; give --db FILE",
-                dir.display()
-            ),
-        )
-    })?;
-    Ok(dir.join("history.sqlite"))
 }
 
 fn filter(f: &FilterArgs) -> Result<RunFilter, CliError> {
@@ -223,45 +199,26 @@ fn ingest(path: &std::path::Path, a: IngestArgs) -> CliResult {
         eprintln!("numalab: {line}");
     }
     for (b, opts) in bundles {
-        let b = &b;
-        match h.ingest_with(b, &opts) {
-            Ok(o) => {
-                let (status, run_id, figures) = match &o {
-                    IngestOutcome::Stored {
-                        run_id,
-                        metrics,
-                        warnings,
-                        ..
-                    } => {
-                        for w in warnings {
-                            eprintln!("numalab: {}: {}", b.display(), w.message);
-                        }
-                        ("stored", *run_id, Some(*metrics))
-                    }
-                    IngestOutcome::AlreadyPresent { run_id, .. } => {
-                        ("already present", *run_id, None)
-                    }
-                };
-                if !a.json {
-                    println!(
-                        "{}: {status} as run {run_id}{}",
-                        numalab_report::table::plain(&b.display().to_string()),
-                        figures.map_or(String::new(), |n| format!(" ({n} figures)"))
-                    );
+        let r = BundleResult {
+            result: h.ingest_with(&b, &opts),
+            bundle: b,
+        };
+        match &r.result {
+            Ok(IngestOutcome::Stored { warnings, .. }) => {
+                for w in warnings {
+                    eprintln!("numalab: {}: {}", r.bundle.display(), w.message);
                 }
-                outcomes.push(serde_json::json!({
-                    "bundle": b.display().to_string(), "status": status,
-                    "run_id": run_id, "figures": figures,
-                }));
             }
-            Err(e) => {
-                // One bad bundle does not stop the others.
-                eprintln!("numalab: {e}");
-                outcomes.push(serde_json::json!({
-                    "bundle": b.display().to_string(), "status": "failed", "error": e.to_string(),
-                }));
-                failed.push(e);
-            }
+            Ok(IngestOutcome::AlreadyPresent { .. }) => {}
+            // One bad bundle does not stop the others.
+            Err(e) => eprintln!("numalab: {e}"),
+        }
+        if let (Some(line), false) = (r.line(), a.json) {
+            println!("{line}");
+        }
+        outcomes.push(r.to_json());
+        if let Err(e) = r.result {
+            failed.push(e);
         }
     }
     if a.json {
