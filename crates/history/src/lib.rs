@@ -55,19 +55,26 @@
 #![deny(missing_docs)]
 
 pub mod schema;
+pub mod tables;
 
+mod batch;
 mod export;
 mod ingest;
+mod location;
+mod options;
 mod query;
 mod regress;
 mod tasks;
 
+pub use batch::BundleResult;
 pub use export::{csv_field, CSV_HEADER, EXPORT_VERSION};
 pub use ingest::{
     content_key, expand_fleets, Fingerprint, IngestOptions, IngestOutcome, Limits, KEPT_KINDS,
 };
+pub use location::{default_folder, default_path, LocationError};
 pub use numalab_report::compare::{RunNoise, Verdict};
 pub use numalab_report::metrics::Metric;
+pub use options::{check_regression_sides, parse_tags, parse_time, tags_object, OptionError};
 pub use query::{Point, Query, RunFilter, RunInfo};
 pub use regress::{Baseline, Regression, RegressionQuery};
 pub use schema::SCHEMA_VERSION;

@@ -11,6 +11,7 @@ pub use crate::metrics::Metric;
 
 #[cfg(feature = "render")]
 mod render;
+pub mod sides;
 
 /// The verdict on one ratio.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

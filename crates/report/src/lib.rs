@@ -11,10 +11,11 @@
 //! that the command line also writes as files. [`fingerprint`] is a machine's hardware
 //! identity; [`fleet`] finds the nodes of a fleet whose figures are off.
 //!
-//! The renderers (`doc`, `table`, `html`, `sections`, `draw`, `topology`, `peak`, and
-//! the comparison and fleet reports as documents) are the `render` feature, on by
-//! default. Without it the crate is the analysis alone (`load`, `metrics`, `compare`,
-//! `findings`, `fingerprint`, the fleet analysis), as `numalab-history` uses it.
+//! The renderers (`doc`, `table`'s `render`, `html`, `sections`, `draw`, `topology`,
+//! `peak`, and the comparison and fleet reports as documents) are the `render` feature,
+//! on by default. Without it the crate is the analysis alone (`load`, `metrics`,
+//! `compare`, `findings`, `fingerprint`, the fleet analysis, and the tables as data),
+//! as `numalab-history` uses it.
 
 pub mod anchors;
 pub mod compare;
@@ -37,7 +38,6 @@ pub mod power;
 pub mod records;
 #[cfg(feature = "render")]
 pub mod sections;
-#[cfg(feature = "render")]
 pub mod table;
 #[cfg(feature = "render")]
 pub mod topology;

@@ -4,10 +4,17 @@
 //! (JSON, CSV, Markdown, terminal, HTML) renders tables. Numbers stay numbers until the
 //! last moment, missing values keep their reason ("n/a: no hardware PMU"), and
 //! intervals stay intervals.
+//!
+//! The tables themselves ([`Table`], [`Column`], [`Cell`]) are data and build without
+//! the `render` feature, so the analysis crates above (`numalab-history`) can build the
+//! tables of their results; rendering them ([`render`]) is the feature.
 
+#[cfg(feature = "render")]
 use crate::escape;
+#[cfg(feature = "render")]
 use numalab_schema::text::csv_field;
 use serde::Serialize;
+#[cfg(feature = "render")]
 use std::fmt::Write as _;
 
 /// One cell.
@@ -82,6 +89,7 @@ impl Cell {
         }
     }
 
+    #[cfg(feature = "render")]
     fn is_numeric(&self) -> bool {
         matches!(self, Cell::Num { .. } | Cell::Interval { .. })
     }
@@ -106,6 +114,7 @@ impl Column {
         }
     }
 
+    #[cfg(feature = "render")]
     fn header(&self) -> String {
         match &self.unit {
             Some(u) => format!("{} ({u})", self.name),
@@ -164,6 +173,7 @@ impl Table {
     }
 
     /// Reasons of missing cells, in order of first appearance, for footnotes.
+    #[cfg(feature = "render")]
     fn missing_reasons(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for row in &self.rows {
@@ -196,6 +206,7 @@ pub fn md_field(s: &str) -> String {
 }
 
 /// Renders tables in a format.
+#[cfg(feature = "render")]
 pub fn render(tables: &[Table], format: Format) -> String {
     let mut out = String::new();
     match format {
@@ -365,7 +376,7 @@ pub fn render(tables: &[Table], format: Format) -> String {
     out
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "render"))]
 mod tests {
     use super::*;
 

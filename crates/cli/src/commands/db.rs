@@ -5,12 +5,12 @@
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_history::{
-    Baseline, History, IngestOptions, IngestOutcome, Query, RegressionQuery, RunFilter, Verdict,
+    tables, Baseline, BundleResult, History, IngestOptions, IngestOutcome, Query, RegressionQuery,
+    RunFilter,
 };
-use numalab_report::table::{render, Cell, Column, Format, Table};
+use numalab_report::table::{render, Format};
 use numalab_schema::ErrorClass;
 use std::path::PathBuf;
-use std::time::SystemTime;
 
 /// History of results in one SQLite file.
 #[derive(Debug, Args)]
@@ -154,7 +154,11 @@ pub enum DbFormat {
 
 /// Runs `numalab db`.
 pub fn run(a: DbArgs) -> CliResult {
-    let path = db_path(a.db)?;
+    // --db, else $NUMALAB_DB (clap reads it), else the user's data folder.
+    let path = match a.db {
+        Some(p) => p,
+        None => numalab_history::default_path()?,
+    };
     match a.command {
         DbCommand::Ingest(i) => ingest(&path, i),
         DbCommand::Runs(r) => runs(&path, r),
@@ -167,76 +171,14 @@ fn usage(msg: impl Into<String>) -> CliError {
     CliError::new(ErrorClass::Usage, msg)
 }
 
-/// `--db`, else `$NUMALAB_DB` (clap reads it), else the user's data folder.
-fn db_path(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
-    if let Some(p) = given {
-        return Ok(p);
-    }
-    let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-            Some(h) => PathBuf::from(h).join(".local/share"),
-            None => {
-                return Err(usage(
-                    "no history file: neither HOME nor XDG_DATA_HOME is set; give --db FILE",
-                ))
-            }
-        },
-    };
-    let dir = base.join("numalab");
-    std::fs::create_dir_all(&dir).map_err(|e| {
-        CliError::new(
-            ErrorClass::Runtime,
-            format!(
-                "{}: cannot create the history folder: {e}; give --db FILE",
-                dir.display()
-            ),
-        )
-    })?;
-    Ok(dir.join("history.sqlite"))
-}
-
-/// KEY=VALUE pairs of `--tag`.
-fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>, CliError> {
-    tags.iter()
-        .map(|t| match t.split_once('=') {
-            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-            _ => Err(usage(format!(
-                "--tag {t:?}: give KEY=VALUE, e.g. --tag node=n17"
-            ))),
-        })
-        .collect()
-}
-
-fn parse_time(flag: &str, t: &str) -> Result<SystemTime, CliError> {
-    let full = if t.len() == 10 {
-        format!("{t}T00:00:00Z")
-    } else {
-        t.to_string()
-    };
-    humantime::parse_rfc3339_weak(&full).map_err(|e| {
-        usage(format!(
-            "{flag} {t:?}: {e}; give an RFC 3339 date or time, e.g. 2026-11-01 or 2026-11-01T12:00:00Z"
-        ))
-    })
-}
-
 fn filter(f: &FilterArgs) -> Result<RunFilter, CliError> {
-    Ok(RunFilter {
-        machine: f.machine.clone(),
-        host: f.host.clone(),
-        tags: parse_tags(&f.tags)?,
-        since: f
-            .since
-            .as_deref()
-            .map(|t| parse_time("--since", t))
-            .transpose()?,
-        until: f
-            .until
-            .as_deref()
-            .map(|t| parse_time("--until", t))
-            .transpose()?,
-    })
+    Ok(RunFilter::parse(
+        f.machine.clone(),
+        f.host.clone(),
+        &f.tags,
+        f.since.as_deref(),
+        f.until.as_deref(),
+    )?)
 }
 
 fn open(path: &std::path::Path) -> Result<History, CliError> {
@@ -244,15 +186,11 @@ fn open(path: &std::path::Path) -> Result<History, CliError> {
 }
 
 fn ingest(path: &std::path::Path, a: IngestArgs) -> CliResult {
-    let tags = parse_tags(&a.tags)?;
+    let tags = numalab_history::tags_object(&a.tags)?;
     let mut h = open(path)?;
     let opts = IngestOptions {
         label: a.label.clone(),
-        tags: serde_json::Value::Object(
-            tags.into_iter()
-                .map(|(k, v)| (k, serde_json::Value::String(v)))
-                .collect(),
-        ),
+        tags,
     };
     let mut outcomes = Vec::new();
     let mut failed = Vec::new();
@@ -261,45 +199,26 @@ fn ingest(path: &std::path::Path, a: IngestArgs) -> CliResult {
         eprintln!("numalab: {line}");
     }
     for (b, opts) in bundles {
-        let b = &b;
-        match h.ingest_with(b, &opts) {
-            Ok(o) => {
-                let (status, run_id, figures) = match &o {
-                    IngestOutcome::Stored {
-                        run_id,
-                        metrics,
-                        warnings,
-                        ..
-                    } => {
-                        for w in warnings {
-                            eprintln!("numalab: {}: {}", b.display(), w.message);
-                        }
-                        ("stored", *run_id, Some(*metrics))
-                    }
-                    IngestOutcome::AlreadyPresent { run_id, .. } => {
-                        ("already present", *run_id, None)
-                    }
-                };
-                if !a.json {
-                    println!(
-                        "{}: {status} as run {run_id}{}",
-                        numalab_report::table::plain(&b.display().to_string()),
-                        figures.map_or(String::new(), |n| format!(" ({n} figures)"))
-                    );
+        let r = BundleResult {
+            result: h.ingest_with(&b, &opts),
+            bundle: b,
+        };
+        match &r.result {
+            Ok(IngestOutcome::Stored { warnings, .. }) => {
+                for w in warnings {
+                    eprintln!("numalab: {}: {}", r.bundle.display(), w.message);
                 }
-                outcomes.push(serde_json::json!({
-                    "bundle": b.display().to_string(), "status": status,
-                    "run_id": run_id, "figures": figures,
-                }));
             }
-            Err(e) => {
-                // One bad bundle does not stop the others.
-                eprintln!("numalab: {e}");
-                outcomes.push(serde_json::json!({
-                    "bundle": b.display().to_string(), "status": "failed", "error": e.to_string(),
-                }));
-                failed.push(e);
-            }
+            Ok(IngestOutcome::AlreadyPresent { .. }) => {}
+            // One bad bundle does not stop the others.
+            Err(e) => eprintln!("numalab: {e}"),
+        }
+        if let (Some(line), false) = (r.line(), a.json) {
+            println!("{line}");
+        }
+        outcomes.push(r.to_json());
+        if let Err(e) = r.result {
+            failed.push(e);
         }
     }
     if a.json {
@@ -334,40 +253,7 @@ fn runs(path: &std::path::Path, a: RunsArgs) -> CliResult {
             "--format csv is the export of `db query`; use --format table or json for runs",
         )),
         DbFormat::Table => {
-            let mut t = Table::new(
-                "runs",
-                &format!("Runs in {}", path.display()),
-                [
-                    "run", "time", "label", "host", "machine", "memory", "figures", "tags",
-                ]
-                .iter()
-                .map(|c| Column::new(c, None))
-                .collect(),
-            );
-            for r in &runs {
-                t.push(vec![
-                    Cell::num(r.run_id as f64, 0),
-                    Cell::text(&r.time_utc),
-                    Cell::text(&r.label),
-                    Cell::text(r.host.clone().unwrap_or_default()),
-                    Cell::text(format!(
-                        "{} ({})",
-                        r.machine.fingerprint, r.machine_description
-                    )),
-                    // The run's own: memory is not part of the machine's identity.
-                    Cell::text(
-                        r.machine
-                            .memory_gib
-                            .map_or("unknown".to_string(), |g| format!("{g} GiB")),
-                    ),
-                    Cell::num(r.metric_count as f64, 0),
-                    Cell::text(r.tags.to_string()),
-                ]);
-            }
-            if runs.is_empty() {
-                t.notes
-                    .push("no runs match; `numalab db ingest DIR` stores a bundle".into());
-            }
+            let t = tables::runs_table(&path.display().to_string(), &runs);
             print!("{}", render(&[t], Format::Terminal));
             Ok(())
         }
@@ -394,79 +280,18 @@ fn query(path: &std::path::Path, a: QueryArgs) -> CliResult {
         }
         DbFormat::Table => {
             let points = h.query(&q)?;
-            let mut t = Table::new(
-                "query",
-                &match &a.metric {
-                    Some(m) => format!("{m} over time"),
-                    None => "Every figure over time".into(),
-                },
-                vec![
-                    Column::new("time", None),
-                    Column::new("run", None),
-                    Column::new("label", None),
-                    Column::new("figure", None),
-                    Column::new("median", None),
-                    Column::new("spread (MAD)", None),
-                    Column::new("unit", None),
-                    Column::new("samples", None),
-                ],
-            );
-            for p in &points {
-                t.push(vec![
-                    Cell::text(&p.time_utc),
-                    Cell::num(p.run_id as f64, 0),
-                    Cell::text(&p.label),
-                    Cell::text(match &p.setup {
-                        Some(s) => format!("{}, {s}", p.name),
-                        None => p.name.clone(),
-                    }),
-                    p.median.map_or(Cell::text("-"), |m| Cell::num(m, 2)),
-                    p.mad.map_or(Cell::text("-"), |m| Cell::num(m, 2)),
-                    Cell::text(&p.unit),
-                    Cell::num(p.samples as f64, 0),
-                ]);
-            }
-            if points.is_empty() {
-                t.notes.push(
-                    "no points match; `numalab db runs` lists the runs, `db query` without --metric every figure"
-                        .into(),
-                );
-            }
+            let t = tables::points_table(a.metric.as_deref(), &points);
             print!("{}", render(&[t], Format::Terminal));
             Ok(())
         }
     }
 }
 
-fn baseline(text: &str) -> Result<Baseline, CliError> {
-    if text == "first" {
-        return Ok(Baseline::First);
-    }
-    if let Some(id) = text.strip_prefix("run:") {
-        return id.parse().map(Baseline::Run).map_err(|_| {
-            usage(format!(
-                "--baseline {text:?}: give run:N with a run id from `numalab db runs`"
-            ))
-        });
-    }
-    parse_time("--baseline", text).map(Baseline::Time)
-}
-
 fn regressions(path: &std::path::Path, a: RegressionsArgs) -> CliResult {
-    if a.baseline_runs == 0 || a.latest_runs == 0 {
-        return Err(usage(
-            "--baseline-runs and --latest-runs must be at least 1",
-        ));
-    }
-    if !(a.run_noise.is_finite() && a.run_noise >= 0.0) {
-        return Err(usage(format!(
-            "--run-noise {}: give a percentage, e.g. 10",
-            a.run_noise
-        )));
-    }
+    numalab_history::check_regression_sides(a.baseline_runs, a.latest_runs, a.run_noise)?;
     let h = open(path)?;
     let q = RegressionQuery {
-        baseline: baseline(&a.baseline)?,
+        baseline: Baseline::parse(&a.baseline)?,
         baseline_runs: a.baseline_runs,
         latest_runs: a.latest_runs,
         metric_id: a.metric.clone(),
@@ -482,70 +307,7 @@ fn regressions(path: &std::path::Path, a: RegressionsArgs) -> CliResult {
     if a.json {
         return crate::output::print_json(&rows);
     }
-    let mut t = Table::new(
-        "regressions",
-        if a.all {
-            "Every figure, baseline against latest"
-        } else {
-            "Figures that got worse beyond their run-to-run noise"
-        },
-        vec![
-            Column::new("machine", None),
-            Column::new("figure", None),
-            Column::new("baseline", None),
-            Column::new("latest", None),
-            Column::new("unit", None),
-            Column::new("latest / baseline", None),
-            Column::new("95% interval", None),
-            Column::new("verdict", None),
-            Column::new("runs", None),
-            Column::new("changed between the runs", None),
-        ],
-    );
-    for r in &rows {
-        let verdict = match r.verdict {
-            Verdict::Worse => "WORSE",
-            Verdict::Better => "better",
-            Verdict::WithinNoise => "within noise",
-            Verdict::Unknown => "no verdict (too few samples)",
-            Verdict::NotComparable => "not comparable",
-        }
-        .to_string();
-        t.push(vec![
-            Cell::text(&r.machine),
-            Cell::text(&r.name),
-            r.baseline.map_or(Cell::text("-"), |v| Cell::num(v, 2)),
-            r.latest.map_or(Cell::text("-"), |v| Cell::num(v, 2)),
-            Cell::text(&r.unit),
-            r.ratio.map_or(Cell::text("-"), |v| Cell::num(v, 3)),
-            Cell::text(
-                r.interval
-                    .map_or("-".into(), |(lo, hi)| format!("{lo:.3}..{hi:.3}")),
-            ),
-            Cell::text(
-                r.not_comparable
-                    .clone()
-                    .map_or(verdict, |why| format!("not comparable: {why}")),
-            ),
-            Cell::text(format!("{:?} -> {:?}", r.baseline_runs, r.latest_runs)),
-            Cell::text(if r.changed.is_empty() {
-                "-".to_string()
-            } else {
-                r.changed.join("; ")
-            }),
-        ]);
-    }
-    if rows.is_empty() {
-        t.notes.push(if a.all {
-            "no figure has a baseline and a later run; ingest more bundles".into()
-        } else {
-            "no figure got worse beyond its run-to-run noise (`--all` shows every verdict)".into()
-        });
-    }
-    t.notes.push(format!(
-        "verdicts use compare's statistics: 95% intervals of the ratio, widened by the run-to-run noise (measured from the runs when a side has several, else {}% assumed); fewer than 3 samples give no verdict",
-        a.run_noise
-    ));
+    let t = tables::regressions_table(&rows, a.all, a.run_noise);
     print!("{}", render(&[t], Format::Terminal));
     Ok(())
 }

@@ -5,6 +5,9 @@
 
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
+use numalab_report::compare::sides::{
+    comparable_groups, load_sides, problems, split_arguments, Sides,
+};
 use numalab_report::load::{load, unique_labels, Loaded};
 use numalab_report::table::Format;
 use numalab_schema::ErrorClass;
@@ -240,107 +243,25 @@ pub fn compare(args: CompareArgs) -> CliResult {
             ),
         ));
     }
-    // Each argument is a side; commas join runs of one side (unless the whole argument
-    // is an existing path).
-    let mut groups: Vec<Vec<PathBuf>> = Vec::new();
-    for b in &args.bundles {
-        let text = b.to_string_lossy();
-        if !b.exists() && text.contains(',') {
-            groups.push(
-                text.split(',')
-                    .filter(|p| !p.is_empty())
-                    .map(PathBuf::from)
-                    .collect(),
-            );
-        } else {
-            groups.push(vec![b.clone()]);
-        }
-    }
-    let paths: Vec<PathBuf> = groups.iter().flatten().cloned().collect();
-    let mut set = Vec::new();
-    let mut group_of = Vec::new();
-    let mut errors = Vec::new();
-    for (g, group) in groups.iter().enumerate() {
-        for p in group {
-            match load(p) {
-                Ok(l) => {
-                    set.push(l);
-                    group_of.push(g);
-                }
-                Err(e) => errors.push(CliError::from(e)),
-            }
-        }
-    }
-    unique_labels(&mut set);
+    let groups = split_arguments(&args.bundles);
+    let loaded = load_sides(&groups);
+    let errors: Vec<CliError> = loaded.errors.into_iter().map(CliError::from).collect();
+    let set = loaded.bundles;
     if set.len() < 2 {
         let mut msg: Vec<String> = errors.iter().map(|e| e.message.clone()).collect();
         msg.push(format!(
             "compare needs two readable bundles; {} of {} could be read",
             set.len(),
-            paths.len()
+            groups.iter().map(Vec::len).sum::<usize>()
         ));
         return Err(CliError::new(ErrorClass::Input, msg.join("\n")));
     }
     warn_problems(&set);
-    let metrics: Vec<(String, Vec<numalab_report::compare::Metric>)> = set
-        .iter()
-        .map(|l| (l.label.clone(), numalab_report::metrics::metrics(l)))
-        .collect();
-    // Which side each readable bundle belongs to.
-    let side_of: Vec<String> = if args.by_machine {
-        set.iter()
-            .map(|l| {
-                let h = &l.bundle.envelope.host;
-                format!(
-                    "{} [{}]",
-                    h.hostname.as_deref().unwrap_or("unknown host"),
-                    h.topology_hash
-                )
-            })
-            .collect()
-    } else {
-        group_of.iter().map(|g| format!("#{g}")).collect()
-    };
-    let mut sides: Vec<numalab_report::compare::Side> = Vec::new();
-    let mut keys: Vec<&str> = Vec::new();
-    for (k, (label, m)) in side_of.iter().zip(&metrics) {
-        match keys.iter().position(|x| x == k) {
-            Some(i) => sides[i].runs.push(m.clone()),
-            None => {
-                keys.push(k);
-                sides.push(numalab_report::compare::Side {
-                    label: label.clone(),
-                    runs: vec![m.clone()],
-                });
-            }
-        }
-    }
-    // A side of several runs is named by its host: "vm (3 runs)", or by its first run
-    // when two sides would share that name.
-    let hosts: Vec<String> = keys
-        .iter()
-        .map(|k| {
-            let first = side_of.iter().position(|x| x == k).unwrap_or(0);
-            set[first]
-                .bundle
-                .envelope
-                .host
-                .hostname
-                .clone()
-                .unwrap_or_else(|| set[first].label.clone())
-        })
-        .collect();
-    for (i, s) in sides.iter_mut().enumerate() {
-        let n = s.runs.len();
-        if n > 1 {
-            let unique = hosts.iter().filter(|h| **h == hosts[i]).count() == 1;
-            s.label = if unique {
-                format!("{} ({n} runs)", hosts[i])
-            } else {
-                format!("{} and {} more run(s)", s.label, n - 1)
-            };
-        }
-    }
+    let Sides {
+        metrics,
+        sides,
+        power,
+    } = Sides::group(&set, &loaded.side_of, args.by_machine);
     if sides.len() < 2 {
         return Err(CliError::new(
             ErrorClass::Input,
@@ -351,32 +272,9 @@ pub fn compare(args: CompareArgs) -> CliResult {
             ),
         ));
     }
-    let problems: Vec<String> = set
-        .iter()
-        .flat_map(|l| l.warnings.iter().map(move |w| format!("{}: {w}", l.label)))
-        .collect();
-    // Each side's power sources: every bundle of the side, without repeats.
-    let power: Vec<numalab_report::compare::SidePower> = keys
-        .iter()
-        .zip(&sides)
-        .map(|(k, side)| {
-            let mut sources: Vec<String> = Vec::new();
-            for (l, _) in set.iter().zip(&side_of).filter(|(_, s)| s == k) {
-                for src in numalab_report::power::sources(l) {
-                    if !sources.contains(&src) {
-                        sources.push(src);
-                    }
-                }
-            }
-            numalab_report::compare::SidePower {
-                side: side.label.clone(),
-                sources,
-            }
-        })
-        .collect();
     let report = numalab_report::compare::compare_groups(
         &sides,
-        problems,
+        problems(&set),
         numalab_report::compare::Options {
             assumed_run_spread: args.run_noise / 100.0,
         },
@@ -394,25 +292,7 @@ pub fn compare(args: CompareArgs) -> CliResult {
         eprintln!("numalab: wrote {}", p.display());
     }
     if report.nothing_in_common() {
-        let have: Vec<String> = metrics
-            .iter()
-            .map(|(l, m)| {
-                let mut groups: Vec<&str> = Vec::new();
-                for g in m.iter().map(|m| m.group.as_str()) {
-                    if !groups.contains(&g) {
-                        groups.push(g);
-                    }
-                }
-                format!(
-                    "{l}: {}",
-                    if groups.is_empty() {
-                        "nothing comparable".to_string()
-                    } else {
-                        groups.join(", ")
-                    }
-                )
-            })
-            .collect();
+        let have = comparable_groups(&metrics);
         for e in &errors {
             eprintln!("numalab: {}", e.message);
         }
