@@ -13,10 +13,11 @@
 //! of how much faster communication gets, not of the program's speed-up.
 
 use crate::error::LayoutError;
-use crate::record::{InferenceRecord, InferenceRecordExt};
+use crate::record::{AffinityRecord, InferenceRecord, InferenceRecordExt};
 use numalab_c2c::LatencyMatrix;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::path::Path;
 
 /// Latency between every two CPUs.
 #[derive(Debug, Clone, PartialEq)]
@@ -204,8 +205,46 @@ impl Comm {
         })
     }
 
+    /// Reads a communication matrix file ([`Comm::parse`]) that must be for `threads`
+    /// threads (`--threads`).
+    pub fn read(path: &Path, threads: usize) -> Result<Comm, LayoutError> {
+        let text = numalab_schema::input::read_to_string(
+            path,
+            "a communication matrix",
+            numalab_schema::input::C2C_CSV,
+        )
+        .map_err(|e| LayoutError::input(numalab_schema::text::path_text(&e.path), e.reason))?;
+        let name = path.display().to_string();
+        let c = Comm::parse(&text, &name)?;
+        if c.k != threads {
+            return Err(LayoutError::input(
+                &name,
+                format!(
+                    "a {} x {} matrix for --threads {threads}; give one line per thread",
+                    c.k, c.k
+                ),
+            ));
+        }
+        Ok(c)
+    }
+
     fn total(&self) -> f64 {
         self.w.iter().sum::<f64>() / 2.0
+    }
+}
+
+impl CostMatrix {
+    /// The costs of the core-to-core matrix in a file ([`crate::input::load`]) and the
+    /// file's origin; a file without one is an input error.
+    pub fn from_input(path: &Path) -> Result<(CostMatrix, String), LayoutError> {
+        let loaded = crate::input::load(path)?;
+        let m = loaded.c2c.ok_or_else(|| {
+            LayoutError::input(
+                path.display().to_string(),
+                "affinity without a layout needs a core-to-core matrix",
+            )
+        })?;
+        Ok((CostMatrix::from_c2c(&m), loaded.origin))
     }
 }
 
@@ -340,9 +379,125 @@ pub fn advise(c: &CostMatrix, comm: &Comm, seed: u64) -> Result<Advice, LayoutEr
     })
 }
 
+/// The `layout.affinity` record of `advice` on `costs` for `comm`'s threads: the CPUs of
+/// the choice and of scatter, their costs and the predicted gain, and, with a floorplan
+/// that has targets (`layout`), the target nearest each thread's CPU.
+pub fn record(
+    costs: &CostMatrix,
+    comm: &Comm,
+    advice: &Advice,
+    layout: Option<&InferenceRecord>,
+) -> Result<AffinityRecord, LayoutError> {
+    let placement: Vec<u32> = advice.placement.iter().map(|&p| costs.cpus[p]).collect();
+    let scatter: Vec<u32> = advice.scatter.iter().map(|&p| costs.cpus[p]).collect();
+    let mut sorted = placement.clone();
+    sorted.sort_unstable();
+    let nearest_targets = match layout {
+        Some(r) if !r.targets.is_empty() => nearest_targets(r, &placement)?,
+        _ => vec![None; placement.len()],
+    };
+    let mut notes = costs.notes.clone();
+    notes.push("the gain is that of the mean latency between communicating threads, not a prediction of the program's speed-up".into());
+    Ok(AffinityRecord {
+        threads: comm.k,
+        source: costs.source.clone(),
+        communication: comm.name.clone(),
+        cpulist: numalab_schema::cpulist::format(&sorted),
+        placement,
+        cost_ns: advice.cost_ns,
+        scatter_cost_ns: advice.scatter_cost_ns,
+        scatter_placement: scatter,
+        predicted_gain: advice.scatter_cost_ns / advice.cost_ns,
+        nearest_targets,
+        notes,
+    })
+}
+
+/// For each CPU, the floorplan's target (slice or controller) with the lowest predicted
+/// latency from it; `None` for a CPU the floorplan does not place.
+fn nearest_targets(r: &InferenceRecord, cpus: &[u32]) -> Result<Vec<Option<String>>, LayoutError> {
+    let model = r.latency_model()?;
+    Ok(cpus
+        .iter()
+        .map(|cpu| {
+            let c = r.cores.iter().find(|c| c.cpu == *cpu)?;
+            r.targets
+                .iter()
+                .min_by(|x, y| {
+                    model
+                        .ns(c.stop, x.stop)
+                        .total_cmp(&model.ns(c.stop, y.stop))
+                })
+                .map(|t| t.target.clone())
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+        let p =
+            std::env::temp_dir().join(format!("numalab-affinity-{}-{name}", std::process::id()));
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn the_record_names_cpus_costs_and_the_gain() {
+        let mut c = line(8);
+        c.cpus = (10..18).collect();
+        let comm = Comm::uniform(4);
+        let a = advise(&c, &comm, 1).unwrap();
+        let r = record(&c, &comm, &a, None).unwrap();
+        assert_eq!(r.threads, 4);
+        assert_eq!(r.communication, "uniform");
+        assert_eq!(r.placement.len(), 4);
+        assert!(r.placement.iter().all(|cpu| (10..18).contains(cpu)));
+        assert_eq!(r.scatter_placement, vec![10, 11, 12, 13]);
+        let mut sorted = r.placement.clone();
+        sorted.sort_unstable();
+        assert_eq!(r.cpulist, numalab_schema::cpulist::format(&sorted));
+        assert_eq!(r.predicted_gain, a.scatter_cost_ns / a.cost_ns);
+        assert!(r.predicted_gain > 1.0);
+        assert_eq!(r.nearest_targets, vec![None; 4]);
+        assert!(r
+            .notes
+            .last()
+            .unwrap()
+            .starts_with("the gain is that of the mean latency"));
+    }
+
+    #[test]
+    fn a_communication_file_must_fit_the_threads() {
+        let p = temp_file("comm.txt", "0\n5 0\n1 1 0\n");
+        assert_eq!(Comm::read(&p, 3).unwrap().k, 3);
+        assert_eq!(
+            Comm::read(&p, 4).unwrap_err().to_string(),
+            format!(
+                "{}: a 3 x 3 matrix for --threads 4; give one line per thread",
+                p.display()
+            )
+        );
+        std::fs::remove_file(&p).unwrap();
+        let e = Comm::read(&p, 3).unwrap_err();
+        assert!(e.to_string().starts_with(&p.display().to_string()), "{e}");
+    }
+
+    #[test]
+    fn affinity_without_a_layout_needs_a_core_to_core_matrix() {
+        let p = temp_file("targets.csv", "cpu,slice:0\n0,10\n1,12\n");
+        let e = CostMatrix::from_input(&p).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}: affinity without a layout needs a core-to-core matrix",
+                p.display()
+            )
+        );
+        std::fs::remove_file(&p).unwrap();
+    }
 
     fn line(n: usize) -> CostMatrix {
         // CPUs numbered so that OS order zig-zags along a line: 0 at position 0, 1 at the

@@ -18,6 +18,57 @@ pub enum Heat {
     To(String),
 }
 
+impl Heat {
+    /// The heatmap asked for: from a CPU (`--heatmap-from`), else to a target
+    /// (`--heatmap-to`), else none.
+    pub fn from_flags(from: Option<u32>, to: Option<&str>) -> Option<Heat> {
+        match (from, to) {
+            (Some(c), _) => Some(Heat::From(c)),
+            (_, Some(t)) => Some(Heat::To(t.to_string())),
+            _ => None,
+        }
+    }
+}
+
+/// Checks that a heatmap fits the matrix (a CPU of a core-to-core matrix, a target of a
+/// core x target one), so that a command can refuse it before searching.
+pub fn check_heat(heat: &Heat, m: &Measured) -> Result<(), LayoutError> {
+    heat_index(heat, m).map(|_| ())
+}
+
+/// The heatmap's CPU (position in `m.cpus`) or target (position in `m.targets`).
+fn heat_index(heat: &Heat, m: &Measured) -> Result<u32, LayoutError> {
+    let i = match heat {
+        Heat::From(cpu) => {
+            if m.kind != Kind::CoreToCore {
+                return Err(LayoutError::Usage(
+                    "--heatmap-from needs a core-to-core matrix; use --heatmap-to TARGET for a core x target matrix".into(),
+                ));
+            }
+            m.cpus.iter().position(|c| c == cpu).ok_or_else(|| {
+                LayoutError::Usage(format!(
+                    "--heatmap-from {cpu}: CPU {cpu} is not in the matrix ({} CPUs)",
+                    m.cpus.len()
+                ))
+            })?
+        }
+        Heat::To(t) => {
+            if m.kind != Kind::CoreToTarget {
+                return Err(LayoutError::Usage(
+                    "--heatmap-to needs a core x target matrix; use --heatmap-from CPU for a core-to-core matrix".into(),
+                ));
+            }
+            m.targets.iter().position(|x| x == t).ok_or_else(|| {
+                LayoutError::Usage(format!(
+                    "--heatmap-to {t}: no such target; the matrix has {}",
+                    m.targets.join(", ")
+                ))
+            })?
+        }
+    };
+    Ok(i as u32)
+}
+
 /// The floorplan SVG of an inference, with the measured matrix for a heatmap.
 pub fn floorplan(
     rec: &InferenceRecord,
@@ -26,18 +77,8 @@ pub fn floorplan(
 ) -> Result<String, LayoutError> {
     let values: BTreeMap<u32, f64> = match heat {
         None => BTreeMap::new(),
-        Some(Heat::From(cpu)) => {
-            if m.kind != Kind::CoreToCore {
-                return Err(LayoutError::Usage(
-                    "--heatmap-from needs a core-to-core matrix; use --heatmap-to TARGET for a core x target matrix".into(),
-                ));
-            }
-            let p = m.cpus.iter().position(|c| c == cpu).ok_or_else(|| {
-                LayoutError::Usage(format!(
-                    "--heatmap-from {cpu}: CPU {cpu} is not in the matrix ({} CPUs)",
-                    m.cpus.len()
-                ))
-            })? as u32;
+        Some(h @ Heat::From(_)) => {
+            let p = heat_index(h, m)?;
             m.obs
                 .iter()
                 .filter_map(|o| {
@@ -51,18 +92,8 @@ pub fn floorplan(
                 })
                 .collect()
         }
-        Some(Heat::To(t)) => {
-            if m.kind != Kind::CoreToTarget {
-                return Err(LayoutError::Usage(
-                    "--heatmap-to needs a core x target matrix; use --heatmap-from CPU for a core-to-core matrix".into(),
-                ));
-            }
-            let j = m.targets.iter().position(|x| x == t).ok_or_else(|| {
-                LayoutError::Usage(format!(
-                    "--heatmap-to {t}: no such target; the matrix has {}",
-                    m.targets.join(", ")
-                ))
-            })? as u32;
+        Some(h @ Heat::To(_)) => {
+            let j = heat_index(h, m)?;
             m.obs
                 .iter()
                 .filter(|o| o.b == j)
@@ -197,4 +228,58 @@ pub fn floorplan(
         range,
     };
     Ok(plan.to_svg())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn targets() -> Measured {
+        Measured::from_targets(
+            vec![4, 7],
+            vec!["slice:0".into(), "slice:1".into()],
+            &[vec![Some(10.0), Some(12.0)], vec![None, Some(11.0)]],
+        )
+    }
+
+    #[test]
+    fn the_heatmap_asked_for() {
+        assert_eq!(Heat::from_flags(Some(3), None), Some(Heat::From(3)));
+        assert_eq!(
+            Heat::from_flags(None, Some("mc:1")),
+            Some(Heat::To("mc:1".into()))
+        );
+        assert_eq!(Heat::from_flags(None, None), None);
+    }
+
+    #[test]
+    fn a_heatmap_must_fit_the_matrix() {
+        let m = targets();
+        assert!(check_heat(&Heat::To("slice:1".into()), &m).is_ok());
+        assert_eq!(heat_index(&Heat::To("slice:1".into()), &m).unwrap(), 1);
+        assert_eq!(
+            check_heat(&Heat::To("mc:0".into()), &m)
+                .unwrap_err()
+                .to_string(),
+            "--heatmap-to mc:0: no such target; the matrix has slice:0, slice:1"
+        );
+        assert!(check_heat(&Heat::From(4), &m)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--heatmap-from needs a core-to-core matrix"));
+        let c2c = Measured {
+            kind: Kind::CoreToCore,
+            targets: Vec::new(),
+            ..m
+        };
+        assert_eq!(heat_index(&Heat::From(7), &c2c).unwrap(), 1);
+        assert_eq!(
+            check_heat(&Heat::From(5), &c2c).unwrap_err().to_string(),
+            "--heatmap-from 5: CPU 5 is not in the matrix (2 CPUs)"
+        );
+        assert!(check_heat(&Heat::To("slice:0".into()), &c2c)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--heatmap-to needs a core x target matrix"));
+    }
 }

@@ -15,6 +15,7 @@ use numalab_c2c::record::MatrixRecord;
 use numalab_c2c::LatencyMatrix;
 use numalab_model::records::LatencyHeatmap;
 use numalab_schema::journal::read_bundle;
+use numalab_schema::Origin;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -29,6 +30,17 @@ pub struct Loaded {
     pub origin: String,
     /// Facts about the input, in sentences.
     pub notes: Vec<String>,
+}
+
+/// The origin of results derived from an input whose [`Loaded::origin`] (or a layout's
+/// `input_origin`) is `text`: measured stays measured, modeled stays modeled, anything
+/// else is imported.
+pub fn origin_of(text: &str) -> Origin {
+    match text {
+        "measured" => Origin::Measured,
+        "modeled" => Origin::Modeled,
+        _ => Origin::Imported,
+    }
 }
 
 /// Reads a matrix: a results folder, journal or JSON bundle holding a `c2c.matrix` record
@@ -240,6 +252,14 @@ pub fn write_targets(m: &Measured, out: &mut dyn std::io::Write) -> std::io::Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn derived_results_keep_a_measured_or_modeled_origin() {
+        assert_eq!(origin_of("measured"), Origin::Measured);
+        assert_eq!(origin_of("modeled"), Origin::Modeled);
+        assert_eq!(origin_of("imported"), Origin::Imported);
+        assert_eq!(origin_of("anything"), Origin::Imported);
+    }
 
     #[test]
     fn target_csv_round_trip_and_errors() {

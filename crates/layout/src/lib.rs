@@ -7,16 +7,17 @@
 //! the model ([`groundtruth`]), reads matrices from other commands' files ([`input`]),
 //! draws the floorplan ([`draw`]) and advises where to put cooperating threads
 //! ([`affinity`]). [`setup`] builds the grid an inference searches from a preset or a
-//! plain geometry. The record types of every result live in `numalab_records::layout`
-//! and are re-exported in [`record`], which builds them. Scheduling a mix
-//! of tasks on the cores (which runs processes) is `numalab-schedule`; this crate
-//! measures nothing.
+//! plain geometry; [`flags`] checks the command's flags into these settings. The record
+//! types of every result live in `numalab_records::layout` and are re-exported in
+//! [`record`], which builds them. Scheduling a mix of tasks on the cores (which runs
+//! processes) is `numalab-schedule`; this crate measures nothing.
 
 pub mod affinity;
 pub mod campaign;
 pub mod draw;
 pub mod error;
 pub mod fit;
+pub mod flags;
 pub mod grid;
 pub mod groundtruth;
 pub mod infer;

@@ -31,6 +31,32 @@ pub fn affinity_key(source: &str, threads: usize, comm: &str) -> String {
     format!("layout/affinity/{source}/{threads}/{comm}")
 }
 
+/// What an inference adds to its record's notes: that Ctrl-C cut its restarts short
+/// (`asked` were asked for), and the mirror images of the placement that explain the
+/// matrix equally well.
+pub fn inference_notes(inf: &Inference, asked: usize) -> Vec<String> {
+    let mut notes = Vec::new();
+    if inf.interrupted {
+        notes.push(format!(
+            "interrupted: {} of {asked} restarts ran",
+            inf.restarts.len()
+        ));
+    }
+    if inf.symmetries.len() > 1 {
+        let names: Vec<&str> = inf
+            .symmetries
+            .iter()
+            .skip(1)
+            .map(|s| s.name.as_str())
+            .collect();
+        notes.push(format!(
+            "the placement is defined up to {}: a mirror image explains the matrix equally well",
+            names.join(", ")
+        ));
+    }
+    notes
+}
+
 /// Builds the record of an inference (`layout.inference`): the placement of every core
 /// (and target) with its confidence, the fitted constants, the fit's figures and the
 /// grid it was fitted on.
@@ -221,5 +247,55 @@ impl LatencyModel {
                 .zip(&self.beta[1..])
                 .map(|(x, c)| x * c)
                 .sum::<f64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fit::{Solution, MAXP};
+    use crate::grid::Symmetry;
+
+    fn inference(interrupted: bool, symmetries: &[&str]) -> Inference {
+        Inference {
+            core_stop: Vec::new(),
+            target_stop: Vec::new(),
+            solution: Solution {
+                beta: [0.0; MAXP],
+                sse: 0.0,
+                free: 0,
+            },
+            core_margin: Vec::new(),
+            target_margin: Vec::new(),
+            sigma_ns: 0.0,
+            restarts: vec![
+                Restart {
+                    seed: 1,
+                    sse: 0.0,
+                    same_as_best: true,
+                };
+                3
+            ],
+            symmetries: symmetries
+                .iter()
+                .map(|n| Symmetry {
+                    name: n.to_string(),
+                    map: Vec::new(),
+                })
+                .collect(),
+            interrupted,
+        }
+    }
+
+    #[test]
+    fn notes_say_interruptions_and_mirror_images() {
+        assert!(inference_notes(&inference(false, &["identity"]), 8).is_empty());
+        assert_eq!(
+            inference_notes(&inference(true, &["identity", "mirror east-west", "rotate"]), 8),
+            vec![
+                "interrupted: 3 of 8 restarts ran".to_string(),
+                "the placement is defined up to mirror east-west, rotate: a mirror image explains the matrix equally well".to_string(),
+            ]
+        );
     }
 }

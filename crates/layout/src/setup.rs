@@ -1,10 +1,10 @@
 //! The mesh an inference searches: the [`Grid`] built from a model preset or a plain
 //! `ROWSxCOLS` geometry, with the routing, hop costs, cores per tile and disabled tiles
 //! asked for, and the groups of CPUs kept on one tile (the c2c structure's finest level).
-//! `numalab layout infer` parses its flags into a [`Setup`] and calls [`prepare`] before
-//! searching; the errors name the flag at fault, as the command line reports them
-//! (a request that does not fit is [`LayoutError::Usage`], a matrix that does not fit the
-//! geometry [`LayoutError::Input`]).
+//! `numalab layout infer` turns its flags into a [`Setup`] ([`crate::flags`]) and calls
+//! [`prepare`] before searching; the errors name the flag at fault, as the command line
+//! reports them (a request that does not fit is [`LayoutError::Usage`], a matrix that
+//! does not fit the geometry [`LayoutError::Input`]).
 
 use crate::error::LayoutError;
 use crate::grid::{parse_stops, Grid, HopCosts};

@@ -14,11 +14,12 @@
 //! in the schema measurements use, flagged as modeled. [`latency`] builds core-to-target
 //! and core-to-core latency matrices for any core placement (layout inference reuses
 //! it); [`svg`] draws the floorplan; [`machine`] describes the modeled machine in the
-//! schema's `Machine` form.
+//! schema's `Machine` form; [`describe`] lists and shows presets for people.
 
 pub mod analytic;
 pub mod calibrate;
 pub mod des;
+pub mod describe;
 pub mod error;
 pub mod experiments;
 pub mod geometry;

@@ -1,7 +1,7 @@
 //! `numalab layout`: where the cores sit on a mesh, inferred from a latency matrix
 //! (`infer`), checked against ground truth from the model (`groundtruth`), and used to
 //! place cooperating threads (`affinity`). The work is in `numalab-layout`; this module
-//! parses flags (geometry, hop costs and tiles are checked before anything is read),
+//! hands the flags to `numalab_layout::flags` (checked there before anything is read),
 //! writes records through the shared [`Recorder`] and prints the report's layout sections
 //! for them.
 
@@ -11,15 +11,13 @@ use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_layout::affinity::{self, Comm, CostMatrix};
 use numalab_layout::draw::{self, Heat};
-use numalab_layout::groundtruth::TrialOptions;
+use numalab_layout::flags::{Campaign, GroundtruthFlags, InferFlags};
 use numalab_layout::infer::{self, Problem};
-use numalab_layout::record::{self, AffinityRecord, InferenceRecord, InferenceRecordExt};
-use numalab_layout::setup::{self, HopCost, Setup};
-use numalab_layout::{input, HopCosts, Kind, LayoutError, Options};
+use numalab_layout::record::{self, InferenceRecord};
+use numalab_layout::{input, setup, Kind, LayoutError};
 use numalab_model::spec::Routing;
-use numalab_model::Model;
 use numalab_schema::record::Host;
-use numalab_schema::{cpulist, ErrorClass, Origin, Record};
+use numalab_schema::{ErrorClass, Origin, Record};
 use std::path::{Path, PathBuf};
 
 /// `numalab layout`.
@@ -202,128 +200,43 @@ pub fn run(args: LayoutArgs) -> CliResult {
     }
 }
 
-/// The origin of results derived from an input of this origin ("measured", "modeled",
-/// "imported").
-fn origin_of(text: &str) -> Origin {
-    match text {
-        "measured" => Origin::Measured,
-        "modeled" => Origin::Modeled,
-        _ => Origin::Imported,
-    }
-}
-
-fn usage(msg: impl Into<String>) -> CliError {
-    CliError::new(ErrorClass::Usage, msg)
-}
-
 fn file_host(tag: &str, path: &Path) -> Host {
     Host::unknown(format!("{tag}:{}", path.display()))
 }
 
-/// `ROWSxCOLS`.
-fn parse_geometry(text: &str) -> Result<(u32, u32), CliError> {
-    let bad = || {
-        usage(format!(
-            "--geometry {text:?}: expected ROWSxCOLS, e.g. 7x6 (7 rows, 6 columns)"
-        ))
-    };
-    let (r, c) = text
-        .to_ascii_lowercase()
-        .split_once('x')
-        .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
-        .ok_or_else(bad)?;
-    let r: u32 = r.parse().map_err(|_| bad())?;
-    let c: u32 = c.parse().map_err(|_| bad())?;
-    if r == 0 || c == 0 {
-        return Err(bad());
-    }
-    Ok((r, c))
-}
-
-/// `V,H` or `fit`.
-fn parse_hop_cost(text: &str) -> Result<HopCost, CliError> {
-    if text.trim().eq_ignore_ascii_case("fit") {
-        return Ok(HopCost::Fit);
-    }
-    let bad = || {
-        usage(format!(
-            "--hop-cost {text:?}: expected VERTICAL,HORIZONTAL cycles (e.g. 1,2) or fit"
-        ))
-    };
-    let (v, h) = text.split_once(',').ok_or_else(bad)?;
-    let v: u32 = v.trim().parse().map_err(|_| bad())?;
-    let h: u32 = h.trim().parse().map_err(|_| bad())?;
-    if v == 0 || h == 0 {
-        return Err(bad());
-    }
-    Ok(HopCost::Cycles {
-        vertical: v,
-        horizontal: h,
-    })
-}
-
 fn run_infer(a: &InferArgs) -> CliResult {
     // Flags first, without reading anything.
-    let geometry = a.geometry.as_deref().map(parse_geometry).transpose()?;
-    let hop_cost = a.hop_cost.as_deref().map(parse_hop_cost).transpose()?;
-    if a.restarts == 0 {
-        return Err(usage("--restarts must be at least 1"));
-    }
-    if a.cores_per_tile == Some(0) {
-        return Err(usage("--cores-per-tile must be at least 1"));
-    }
+    let flags = InferFlags {
+        input: a.input.display().to_string(),
+        geometry: a.geometry.clone(),
+        preset: a.preset.clone(),
+        routing: a.routing.map(Into::into),
+        hop_cost: a.hop_cost.clone(),
+        cores_per_tile: a.cores_per_tile,
+        disabled: a.disabled.clone(),
+        tile_groups: !a.no_tile_groups,
+        seed: a.seed,
+        restarts: a.restarts,
+        sweeps: a.sweeps,
+    };
+    let (setup, opts) = flags.check()?;
+    let heat = Heat::from_flags(a.heatmap_from, a.heatmap_to.as_deref());
     let loaded = input::load(&a.input)?;
     let m = &loaded.measured;
-    let n = m.cpus.len();
     // The heatmap must fit the matrix; say so before searching.
-    match (&a.heatmap_from, &a.heatmap_to, m.kind) {
-        (Some(_), _, Kind::CoreToTarget) => {
-            return Err(usage("--heatmap-from needs a core-to-core matrix; use --heatmap-to TARGET for a core x target matrix"))
-        }
-        (_, Some(_), Kind::CoreToCore) => {
-            return Err(usage("--heatmap-to needs a core x target matrix; use --heatmap-from CPU for a core-to-core matrix"))
-        }
-        (Some(c), _, _) if !m.cpus.contains(c) => {
-            return Err(usage(format!("--heatmap-from {c}: CPU {c} is not in the matrix ({n} CPUs)")))
-        }
-        (_, Some(t), _) if !m.targets.contains(t) => {
-            return Err(usage(format!("--heatmap-to {t}: no such target; the matrix has {}", m.targets.join(", "))))
-        }
-        _ => {}
+    if let Some(h) = &heat {
+        draw::check_heat(h, m)?;
     }
     let setup::Prepared {
         grid,
         preset,
         groups,
         mut notes,
-    } = setup::prepare(
-        &Setup {
-            input: a.input.display().to_string(),
-            preset: a.preset.clone(),
-            geometry,
-            routing: a.routing.map(Into::into),
-            hop_cost: hop_cost.unwrap_or_default(),
-            cores_per_tile: a.cores_per_tile,
-            disabled: a.disabled.clone(),
-            tile_groups: !a.no_tile_groups,
-        },
-        &loaded,
-    )?;
+    } = setup::prepare(&setup, &loaded)?;
     // Sizes and constraints are checked here, before the search.
     let problem = Problem::new(&grid, m, &groups)?;
-    let opts = Options {
-        seed: a.seed,
-        restarts: a.restarts,
-        sweeps: a.sweeps,
-        ..Options::default()
-    };
-    let config = serde_json::json!({
-        "input": a.input.display().to_string(),
-        "geometry": a.geometry, "preset": a.preset, "routing": a.routing.map(|r| format!("{r:?}").to_lowercase()),
-        "hop_cost": a.hop_cost, "cores_per_tile": grid.capacity, "disabled": a.disabled,
-        "tile_groups": !a.no_tile_groups, "seed": a.seed, "restarts": a.restarts, "sweeps": a.sweeps,
-    });
-    let origin = origin_of(&loaded.origin);
+    let config = flags.config(grid.capacity);
+    let origin = input::origin_of(&loaded.origin);
     let mut rec = Recorder::new(&a.output, config, origin, file_host("layout", &a.input))?;
     let bar = crate::output::bar(
         a.restarts as u64,
@@ -332,24 +245,7 @@ fn run_infer(a: &InferArgs) -> CliResult {
     let inf = infer::infer(&problem, &opts, &|k| bar.set_position(k as u64));
     bar.finish_and_clear();
     let inf = inf?;
-    if inf.interrupted {
-        notes.push(format!(
-            "interrupted: {} of {} restarts ran",
-            inf.restarts.len(),
-            a.restarts
-        ));
-    }
-    if inf.symmetries.len() > 1 {
-        notes.push(format!(
-            "the placement is defined up to {}: a mirror image explains the matrix equally well",
-            inf.symmetries
-                .iter()
-                .skip(1)
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    notes.extend(record::inference_notes(&inf, a.restarts));
     let r = record::inference_record(
         &a.input.display().to_string(),
         &loaded.origin,
@@ -362,11 +258,6 @@ fn run_infer(a: &InferArgs) -> CliResult {
         notes,
     );
     if let Some(path) = &a.svg {
-        let heat = match (&a.heatmap_from, &a.heatmap_to) {
-            (Some(c), _) => Some(Heat::From(*c)),
-            (_, Some(t)) => Some(Heat::To(t.clone())),
-            _ => None,
-        };
         let svg = draw::floorplan(&r, m, heat.as_ref())?;
         crate::output::write_file(path, svg.as_bytes(), "the SVG", "--svg")?;
     }
@@ -394,51 +285,25 @@ fn run_infer(a: &InferArgs) -> CliResult {
 }
 
 fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
-    let levels: Vec<f64> = a
-        .noise_ns
-        .split(',')
-        .map(|s| s.trim().parse::<f64>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| {
-            usage(format!(
-                "--noise-ns {:?}: expected numbers like 0,1,2,4",
-                a.noise_ns
-            ))
-        })?;
-    if levels.iter().any(|v| !v.is_finite() || *v < 0.0) {
-        return Err(usage("--noise-ns: noise levels must be 0 or more"));
-    }
-    if a.trials == 0 || a.restarts == 0 {
-        return Err(usage("--trials and --restarts must be at least 1"));
-    }
-    let model = Model::load(&a.preset, &[]).map_err(LayoutError::from)?;
-    if model.geo.sockets != 1 {
-        return Err(usage(format!(
-            "--preset {}: ground truth needs a one-socket preset",
-            a.preset
-        )));
-    }
-    let kind = match a.matrix {
-        MatrixArg::C2c => Kind::CoreToCore,
-        MatrixArg::Targets => Kind::CoreToTarget,
-    };
-    let hop_costs = if a.fit_hop_costs {
-        HopCosts::Fit
-    } else {
-        HopCosts::Fixed
-    };
-    let opts = TrialOptions {
-        kind,
-        hop_costs,
-        disabled_known: a.disabled_known,
-        search: Options {
-            restarts: a.restarts,
-            ..Options::default()
+    let flags = GroundtruthFlags {
+        preset: a.preset.clone(),
+        noise_ns: a.noise_ns.clone(),
+        trials: a.trials,
+        restarts: a.restarts,
+        kind: match a.matrix {
+            MatrixArg::C2c => Kind::CoreToCore,
+            MatrixArg::Targets => Kind::CoreToTarget,
         },
+        fit_hop_costs: a.fit_hop_costs,
+        disabled_known: a.disabled_known,
+        seed: a.seed,
     };
-    let config = serde_json::json!({"preset": a.preset, "noise_ns": levels, "seed": a.seed,
-        "trials": a.trials, "matrix": format!("{:?}", a.matrix).to_lowercase(), "fit_hop_costs": a.fit_hop_costs,
-        "disabled_known": a.disabled_known, "restarts": a.restarts});
+    let Campaign {
+        levels,
+        model,
+        trial: opts,
+    } = flags.check()?;
+    let config = flags.config(&levels);
     let mut rec = Recorder::new(
         &a.output,
         config,
@@ -493,100 +358,28 @@ fn read_layout(path: &Path) -> Result<InferenceRecord, CliError> {
 
 fn run_affinity(a: &AffinityArgs) -> CliResult {
     let comm = match &a.comm {
-        Some(p) => {
-            let text = numalab_schema::input::read_to_string(
-                p,
-                "a communication matrix",
-                numalab_schema::input::C2C_CSV,
-            )
-            .map_err(|e| CliError::new(ErrorClass::Input, e.to_string()))?;
-            let c = Comm::parse(&text, &p.display().to_string())?;
-            if c.k != a.threads {
-                return Err(CliError::new(
-                    ErrorClass::Input,
-                    format!(
-                        "{}: a {} x {} matrix for --threads {}; give one line per thread",
-                        p.display(),
-                        c.k,
-                        c.k,
-                        a.threads
-                    ),
-                ));
-            }
-            c
-        }
+        Some(p) => Comm::read(p, a.threads)?,
         None => Comm::uniform(a.threads),
     };
     let (costs, layout, source_path, origin) = match (&a.layout, &a.input) {
         (Some(l), _) => {
             let r = read_layout(l)?;
-            let o = origin_of(&r.input_origin);
+            let o = input::origin_of(&r.input_origin);
             (CostMatrix::from_layout(&r)?, Some(r), l.clone(), o)
         }
         (None, Some(i)) => {
-            let loaded = input::load(i)?;
-            let m = loaded.c2c.ok_or_else(|| {
-                CliError::new(
-                    ErrorClass::Input,
-                    format!(
-                        "{}: affinity without a layout needs a core-to-core matrix",
-                        i.display()
-                    ),
-                )
-            })?;
-            (
-                CostMatrix::from_c2c(&m),
-                None,
-                i.clone(),
-                origin_of(&loaded.origin),
-            )
+            let (costs, o) = CostMatrix::from_input(i)?;
+            (costs, None, i.clone(), input::origin_of(&o))
         }
         (None, None) => {
-            return Err(usage(
+            return Err(CliError::new(
+                ErrorClass::Usage,
                 "give --layout (from `layout infer`) or --input (a c2c matrix)",
             ))
         }
     };
     let advice = affinity::advise(&costs, &comm, a.seed)?;
-    let placement: Vec<u32> = advice.placement.iter().map(|&p| costs.cpus[p]).collect();
-    let scatter: Vec<u32> = advice.scatter.iter().map(|&p| costs.cpus[p]).collect();
-    let mut sorted = placement.clone();
-    sorted.sort_unstable();
-    let nearest_targets: Vec<Option<String>> = match &layout {
-        Some(r) if !r.targets.is_empty() => {
-            let model = r.latency_model()?;
-            placement
-                .iter()
-                .map(|cpu| {
-                    let c = r.cores.iter().find(|c| c.cpu == *cpu)?;
-                    r.targets
-                        .iter()
-                        .min_by(|x, y| {
-                            model
-                                .ns(c.stop, x.stop)
-                                .total_cmp(&model.ns(c.stop, y.stop))
-                        })
-                        .map(|t| t.target.clone())
-                })
-                .collect()
-        }
-        _ => vec![None; placement.len()],
-    };
-    let mut notes = costs.notes.clone();
-    notes.push("the gain is that of the mean latency between communicating threads, not a prediction of the program's speed-up".into());
-    let r = AffinityRecord {
-        threads: a.threads,
-        source: costs.source.clone(),
-        communication: comm.name.clone(),
-        cpulist: cpulist::format(&sorted),
-        placement: placement.clone(),
-        cost_ns: advice.cost_ns,
-        scatter_cost_ns: advice.scatter_cost_ns,
-        scatter_placement: scatter.clone(),
-        predicted_gain: advice.scatter_cost_ns / advice.cost_ns,
-        nearest_targets,
-        notes,
-    };
+    let r = affinity::record(&costs, &comm, &advice, layout.as_ref())?;
     let config = serde_json::json!({"threads": a.threads, "comm": a.comm, "layout": a.layout, "input": a.input, "seed": a.seed});
     let mut rec = Recorder::new(
         &a.output,

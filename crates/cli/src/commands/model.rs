@@ -7,11 +7,10 @@ use crate::output::{paint, print_json};
 use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
-use numalab_model::des::DesConfig;
-use numalab_model::experiments::{self, Engine, Experiment, Options, Target};
-use numalab_model::records::LatencyHeatmap;
-use numalab_model::{spec, Model};
-use numalab_schema::{cpulist, units, ErrorClass, Origin, Record};
+use numalab_model::calibrate::report;
+use numalab_model::experiments::{self, Engine, Experiment, RunFlags};
+use numalab_model::{describe, spec, Model};
+use numalab_schema::{ErrorClass, Origin, Record};
 use std::path::PathBuf;
 
 /// `numalab model`.
@@ -209,36 +208,16 @@ pub fn run(args: ModelArgs) -> CliResult {
 }
 
 fn list(a: ListArgs) -> CliResult {
-    let mut rows = Vec::new();
-    for (name, _) in spec::PRESETS {
-        let l = spec::load(name, &[])?;
-        rows.push(serde_json::json!({
-            "name": name,
-            "description": l.spec.description,
-            "variants": l.variants,
-        }));
-    }
+    let rows = describe::presets()?;
     if a.json {
         return print_json(&rows);
     }
-    for r in &rows {
-        println!(
-            "{}  {}",
-            paint("1", r["name"].as_str().unwrap_or("")),
-            r["description"].as_str().unwrap_or("")
-        );
-        if let Some(vs) = r["variants"].as_array() {
-            for v in vs {
-                println!(
-                    "    :{:<18} {}",
-                    v["name"].as_str().unwrap_or(""),
-                    v["description"].as_str().unwrap_or("")
-                );
-            }
-        }
-    }
-    println!("\nUse NAME:VARIANT[,VARIANT] (e.g. knl-7210:snc4,cache) and --set KEY=VALUE; `numalab model show NAME` lists every value with its source.");
+    print!("{}", describe::render_presets(&rows, &bold));
     Ok(())
+}
+
+fn bold(text: &str) -> String {
+    paint("1", text)
 }
 
 fn write_file(path: &std::path::Path, text: &str, flag: &str) -> CliResult {
@@ -247,106 +226,20 @@ fn write_file(path: &std::path::Path, text: &str, flag: &str) -> CliResult {
 
 fn show(a: ShowArgs) -> CliResult {
     let loaded = spec::load(&a.preset, &a.sets)?;
-    let entries = loaded.entries();
     let model = Model::from_loaded(loaded.clone())?;
     if let Some(p) = &a.svg {
         write_file(p, &numalab_model::svg::floorplan(&model, None), "--svg")?;
         eprintln!("wrote the floorplan to {}", p.display());
     }
-    let resolved = serde_json::json!({
-        "cores": model.cores.len(),
-        "slices": model.slices.len(),
-        "memory_controllers": model.mcs.len(),
-        "numa_nodes": model.nodes.iter().map(|n| serde_json::json!({
-            "id": n.id, "cores": n.cores.len(), "memory_bytes": n.memory_bytes,
-            "kind": model.pools[n.pool].kind, "peak_gbps": model.node_peak_gbps(n.id),
-        })).collect::<Vec<_>>(),
-    });
     if a.json {
-        let values: Vec<serde_json::Value> = entries
-            .iter()
-            .map(|(k, v, s)| serde_json::json!({"key": k, "value": v, "source": s}))
-            .collect();
-        return print_json(&serde_json::json!({
-            "preset": loaded.label,
-            "name": loaded.spec.name,
-            "description": loaded.spec.description,
-            "variants_applied": loaded.applied,
-            "variants": loaded.variants,
-            "values": values,
-            "resolved": resolved,
-        }));
+        return print_json(&describe::preset_json(&loaded, &model));
     }
-    println!("{}  {}", paint("1", &loaded.label), loaded.spec.description);
-    if !loaded.applied.is_empty() {
-        println!("variants applied: {}", loaded.applied.join(", "));
-    }
-    let width = entries
-        .iter()
-        .map(|(k, v, _)| k.len() + v.len() + 3)
-        .max()
-        .unwrap_or(0)
-        .min(70);
-    for (k, v, s) in &entries {
-        let kv = format!("{k} = {v}");
-        println!("{kv:<width$}  # {s}");
-    }
-    println!();
-    println!(
-        "resolved: {} cores, {} slices, {} memory controllers",
-        model.cores.len(),
-        model.slices.len(),
-        model.mcs.len()
-    );
-    for n in &model.nodes {
-        println!(
-            "  node {}: {} cores, {} {}, peak {:.1} GB/s",
-            n.id,
-            n.cores.len(),
-            units::bytes(n.memory_bytes),
-            model.pools[n.pool].kind,
-            model.node_peak_gbps(n.id)
-        );
-    }
-    if !loaded.variants.is_empty() {
-        println!(
-            "variants: {}",
-            loaded
-                .variants
-                .iter()
-                .map(|v| v.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    print!("{}", describe::render_preset(&loaded, &model, &bold));
     Ok(())
 }
 
 fn usage(msg: impl Into<String>) -> CliError {
     CliError::new(ErrorClass::Usage, msg)
-}
-
-fn parse_cores(model: &Model, text: &str) -> Result<Vec<usize>, CliError> {
-    if let Some(n) = text.strip_prefix("node:") {
-        let n: usize = n
-            .parse()
-            .map_err(|_| usage(format!("--cores {text}: expected node:N")))?;
-        let node = model.nodes.get(n).ok_or_else(|| {
-            usage(format!(
-                "--cores {text}: {} has nodes 0-{}",
-                model.label,
-                model.nodes.len() - 1
-            ))
-        })?;
-        if node.cores.is_empty() {
-            return Err(usage(format!(
-                "--cores {text}: node {n} has no cores (memory only)"
-            )));
-        }
-        return Ok(node.cores.clone());
-    }
-    let ids = cpulist::parse(text).map_err(|e| usage(format!("--cores {text}: {e}")))?;
-    Ok(ids.into_iter().map(|i| i as usize).collect())
 }
 
 fn run_experiment(a: RunArgs) -> CliResult {
@@ -364,76 +257,26 @@ fn run_experiment(a: RunArgs) -> CliResult {
         EngineArg::Des => Engine::Des,
         EngineArg::Check => Engine::Check,
     };
-    if a.cycles == 0 {
-        return Err(usage("--cycles must be at least 1"));
-    }
-    let mut opts = Options {
-        engine,
-        des: DesConfig {
-            seed: a.seed,
-            warmup_cycles: a.warmup,
-            measure_cycles: a.cycles,
-            drain_cycles: a.cycles,
-        },
-        flits: a.flits,
-        base_preset: a.preset.clone(),
+    let opts = RunFlags {
+        preset: a.preset.clone(),
         sets: a.sets.clone(),
-        jobs: match a.jobs {
-            Some(0) => return Err(usage("--jobs must be at least 1")),
-            Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-        ..Default::default()
-    };
-    if a.flits == 0 || a.flits > 64 {
-        return Err(usage("--flits must be 1-64"));
+        engine,
+        seed: a.seed,
+        warmup: a.warmup,
+        cycles: a.cycles,
+        flits: a.flits,
+        jobs: a.jobs,
+        cores: a.cores.clone(),
+        data_node: a.data_node.clone(),
+        target: a.target.clone(),
+        hotspot: a.hotspot.clone(),
+        loads: a.loads.clone(),
+        working_set: a.working_set.clone(),
     }
-    if let Some(c) = &a.cores {
-        opts.cores = Some(parse_cores(&model, c)?);
-    }
-    if let Some(d) = &a.data_node {
-        let ids = cpulist::parse(d).map_err(|e| usage(format!("--data-node {d}: {e}")))?;
-        opts.data_nodes = Some(ids);
-    }
-    if let Some(t) = &a.target {
-        opts.target = Some(
-            t.parse::<Target>()
-                .map_err(|e| usage(format!("--target {e}")))?,
-        );
-    }
-    if let Some(h) = &a.hotspot {
-        let (s, f) = h.split_once(':').ok_or_else(|| {
-            usage(format!(
-                "--hotspot {h}: expected STOP:FRACTION, e.g. 27:0.2"
-            ))
-        })?;
-        let stop: u32 = s
-            .parse()
-            .map_err(|_| usage(format!("--hotspot {h}: {s} is not a stop number")))?;
-        let frac: f64 = f
-            .parse()
-            .map_err(|_| usage(format!("--hotspot {h}: {f} is not a fraction")))?;
-        opts.hotspot = Some((stop, frac));
-    }
-    if let Some(l) = &a.loads {
-        let v: Result<Vec<f64>, _> = l.split(',').map(|x| x.trim().parse::<f64>()).collect();
-        opts.loads =
-            Some(v.map_err(|_| usage(format!("--loads {l}: expected numbers like 0.1,0.5,0.9")))?);
-    }
-    if let Some(w) = &a.working_set {
-        opts.working_set_bytes =
-            Some(units::parse_bytes(w).map_err(|e| usage(format!("--working-set {w}: {e}")))?);
-    }
-    let config = serde_json::json!({
-        "preset": a.preset,
-        "sets": a.sets,
-        "experiment": experiment.name(),
-        "options": opts,
-        "sources": model.sources,
-    });
+    .options(&model)?;
     let rec = std::cell::RefCell::new(Recorder::new(
         &a.output,
-        config,
+        experiments::run_config(&model, experiment, &opts),
         Origin::Modeled,
         numalab_model::machine::host(&model),
     )?);
@@ -452,16 +295,7 @@ fn run_experiment(a: RunArgs) -> CliResult {
     let json = rec.json();
     let bundle = rec.finish()?;
     if let Some(p) = &a.svg {
-        let heat = bundle
-            .records_of::<LatencyHeatmap>()
-            .into_iter()
-            .map(|(_, h)| h)
-            .chain(
-                previous
-                    .iter()
-                    .filter_map(|r| r.decode::<LatencyHeatmap>().and_then(|x| x.ok())),
-            )
-            .next();
+        let heat = experiments::first_heatmap(bundle.records.iter().chain(&previous));
         write_file(
             p,
             &numalab_model::svg::floorplan(&model, heat.as_ref()),
@@ -525,82 +359,12 @@ fn calibrate(a: CalibrateArgs) -> CliResult {
         Origin::Modeled,
         numalab_model::machine::host(&fitted),
     )?;
-    let key = format!(
-        "model/calibration/{}{}/from/{}",
-        a.preset,
-        a.sets.iter().map(|s| format!("/{s}")).collect::<String>(),
-        cal.bundles.join("+")
-    );
+    let key = report::record_key(&a.preset, &a.sets, &cal.bundles);
     rec.push(Record::new(key, Origin::Modeled, &cal))?;
     let json = rec.json();
     rec.finish()?;
     if !json {
-        print_calibration(&cal);
+        print!("{}", report::render(&cal, &bold));
     }
     Ok(())
-}
-
-fn print_calibration(c: &numalab_model::records::Calibration) {
-    println!(
-        "{}  calibrated to {} ({} figures)",
-        paint("1", &c.preset),
-        c.bundles.join(", "),
-        c.figures.len()
-    );
-    println!();
-    println!(
-        "{:<28} {:>10} {:>10} {:>9} {:>8}  status",
-        "parameter", "start", "fitted", "+- s.e.", "saved"
-    );
-    for p in &c.parameters {
-        let se = p.std_error.map_or("-".to_string(), |s| format!("{s:.3}"));
-        println!(
-            "{:<28} {:>10} {:>10.3} {:>9} {:>8}  {} ({})",
-            p.key,
-            format!("{}", p.start),
-            p.value,
-            se,
-            format!("{}", p.saved),
-            p.status,
-            p.unit
-        );
-        if let Some(n) = &p.note {
-            println!("    {n}");
-        }
-    }
-    println!();
-    println!(
-        "{:<26} {:>10} {:>10} {:>10} {:>10} {:>8}",
-        "figure", "measured", "before", "calibrated", "residual", "%"
-    );
-    for f in &c.figures {
-        let what = match f.kind.as_str() {
-            "c2c" => format!("c2c {}<->{} {}", f.cpu_node, f.mem_node, f.unit),
-            k => format!("{k} {}->{} {}", f.cpu_node, f.mem_node, f.unit),
-        };
-        println!(
-            "{:<26} {:>10.2} {:>10.2} {:>10.2} {:>+10.2} {:>+8.1}",
-            what, f.measured, f.modeled_before, f.modeled, f.residual, f.residual_percent
-        );
-    }
-    println!();
-    for r in &c.rms {
-        println!(
-            "RMS residual {:<13} {:>3} figures: {:.2} {} ({:.1}%), {:.2} {} before",
-            r.kind, r.figures, r.rms, r.unit, r.rms_percent, r.rms_before, r.unit
-        );
-    }
-    for n in &c.notes {
-        println!("note: {n}");
-    }
-    match &c.preset_file {
-        Some(p) => println!(
-            "\nsaved the calibrated preset to {p}: `numalab model show {p}`, `numalab model run {p} --experiment ...`"
-        ),
-        None => println!(
-            "\n(--save FILE.toml writes the calibrated preset; the same as --preset {} --set {})",
-            c.preset,
-            c.calibrated_sets.join(" --set ")
-        ),
-    }
 }

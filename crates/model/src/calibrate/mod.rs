@@ -17,10 +17,11 @@
 //! engine's STREAM figure, with the fitted latencies in place (a core-limited model
 //! bandwidth does not move with the channels, and the parameter is then reported as not
 //! identifiable). Integer keys are rounded when saved, and the residuals are those of the
-//! saved preset.
+//! saved preset. [`report`] gives a calibration's record key and its tables as text.
 
 pub mod measured;
 pub mod predict;
+pub mod report;
 pub mod solve;
 
 use crate::error::ModelError;

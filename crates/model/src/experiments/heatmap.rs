@@ -159,3 +159,43 @@ pub(super) fn heatmap(
     );
     Ok(())
 }
+
+/// The heatmap to draw over the floorplan: the first [`LatencyHeatmap`] among `records`
+/// that decodes (callers give this run's records before an earlier run's).
+pub fn first_heatmap<'a>(records: impl IntoIterator<Item = &'a Record>) -> Option<LatencyHeatmap> {
+    records
+        .into_iter()
+        .find_map(|r| r.decode::<LatencyHeatmap>().and_then(|x| x.ok()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_heatmap_among_other_records() {
+        let model = Model::load("mesh", &[]).unwrap();
+        let check = Check {
+            preset: model.label.clone(),
+            experiment: "latency-heatmap".into(),
+            point: "slice:0".into(),
+            metrics: vec![CheckMetric::new("mean_ns", 1.0, 1.0)],
+        };
+        let mut records = vec![Record::new("check", Origin::Modeled, &check)];
+        for slice in [1, 2] {
+            let opts = Options {
+                target: Some(Target::Slice(slice)),
+                ..Options::default()
+            };
+            run(&model, Experiment::LatencyHeatmap, &opts, &mut records).unwrap();
+        }
+        assert_eq!(records.len(), 3);
+        let h = first_heatmap(&records).unwrap();
+        assert_eq!(
+            (h.engine.as_str(), h.target.as_str()),
+            ("analytic", "slice:1")
+        );
+        assert!(first_heatmap(&records[..1]).is_none());
+        assert!(first_heatmap(&[]).is_none());
+    }
+}

@@ -4,13 +4,15 @@
 //! Each produces typed records ([`crate::records`]) through a callback as soon as it has
 //! them, under stable keys, so a killed run resumes where it stopped.
 
+mod flags;
 mod heatmap;
 mod policy;
 mod traffic;
 mod triad;
 
-pub use heatmap::heatmap_cells;
+pub use flags::{parse_cores, run_config, RunFlags};
 use heatmap::*;
+pub use heatmap::{first_heatmap, heatmap_cells};
 pub use policy::slc_hit_ratio;
 use policy::*;
 use traffic::*;
