@@ -4,6 +4,7 @@
 //! already has (an earlier, killed run) is not measured again.
 
 use crate::{err, EvalError, Observer};
+use numalab_mem::probe::Probe;
 use numalab_records::evaluate::{PowerCheck, StepStatus, TopologyRecord};
 use numalab_schema::sink::Sink;
 use numalab_schema::{interrupt, Classify, Machine, Origin, Record, Warning};
@@ -69,11 +70,9 @@ fn topology(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
         };
         ctx.push(Record::new("topology/machine", Origin::Measured, &payload))?;
     }
-    if !ctx.sink.done(numalab_mem::memconfig::KEY) {
-        // The memory configuration from SMBIOS and its theoretical peak, against which
-        // every bandwidth figure of the report is shown (or why there is none).
-        ctx.push(numalab_mem::memconfig::record())?;
-    }
+    // The memory configuration from SMBIOS and its theoretical peak, against which
+    // every bandwidth figure of the report is shown (or why there is none).
+    numalab_mem::memconfig::push_once(&mut *ctx.sink).map_err(err)?;
     if !ctx.sink.done("topology/doctor") {
         let report = numalab_doctor::collect(ctx.machine);
         ctx.push(Record::new("topology/doctor", Origin::Measured, &report))?;
@@ -93,21 +92,13 @@ fn pmu(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
     Ok(StepStatus::Done)
 }
 
-/// A memory-probe plan of any kind.
-enum MemPlan {
-    Bandwidth(numalab_mem::bandwidth::Plan),
-    Latency(numalab_mem::latency::Plan),
-    Loaded(numalab_mem::loaded::Plan),
-    Migrate(numalab_mem::migrate::Plan),
-}
-
 /// Runs memory-probe plans in turn: a plan the machine cannot do skips the step with
 /// the reason; cells that fail fail the step (a rerun retries only them).
 fn run_mem(
     ctx: &mut Ctx<'_>,
-    plans: Vec<Result<MemPlan, numalab_mem::MemError>>,
+    plans: Vec<Result<Probe, numalab_mem::MemError>>,
 ) -> Result<StepStatus, EvalError> {
-    use numalab_mem::{bandwidth, latency, loaded, migrate, MemError};
+    use numalab_mem::MemError;
     let budgets = numalab_mem::budget::Budgets::live(ctx.machine);
     let mut failed = Vec::new();
     let mut ran = 0;
@@ -121,22 +112,10 @@ fn run_mem(
             }
             Err(e) => return Err(err(e)),
         };
-        let notes = match &plan {
-            MemPlan::Bandwidth(p) => &p.notes,
-            MemPlan::Latency(p) => &p.notes,
-            MemPlan::Loaded(p) => &p.notes,
-            MemPlan::Migrate(p) => &p.notes,
-        };
-        for n in notes {
+        for n in plan.notes() {
             ctx.observer.note(n);
         }
-        let (m, placer, sink) = (ctx.machine, ctx.placer, &mut *ctx.sink);
-        let o = match &plan {
-            MemPlan::Bandwidth(p) => bandwidth::run(p, m, placer, sink),
-            MemPlan::Latency(p) => latency::run(p, m, placer, sink),
-            MemPlan::Loaded(p) => loaded::run(p, m, placer, sink),
-            MemPlan::Migrate(p) => migrate::run(p, m, &budgets, placer, sink),
-        };
+        let o = plan.run(ctx.machine, &budgets, ctx.placer, &mut *ctx.sink);
         ran += 1;
         failed.extend(o.failed.into_iter().map(|(k, e)| format!("{k}: {e}")));
         if o.interrupted || interrupt::requested() {
@@ -192,58 +171,38 @@ fn bandwidth(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
             plan_matrix(m, &b, &[], Options::defaults(m)),
         ]
     };
-    let plans = plans
-        .into_iter()
-        .map(|p| p.map(MemPlan::Bandwidth))
-        .collect();
+    let plans = plans.into_iter().map(|p| p.map(Probe::Bandwidth)).collect();
     run_mem(ctx, plans)
 }
 
 fn latency(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
-    use numalab_mem::latency::{
-        default_sizes, fitted_idle_size, plan, plan_matrix, quick_plan, Options,
-    };
+    use numalab_mem::latency::{default_plan, fitted_plan_matrix, quick_plan, Options};
     use numalab_mem::PageRequest;
     let m = ctx.machine;
     let b = numalab_mem::budget::Budgets::live(m);
-    // The default working set fitted to small nodes (the plan's notes say so) rather
-    // than refused, so that a machine with small nodes still gets its matrix.
-    let (idle, fitted) = fitted_idle_size(m, &b, &numalab_mem::bandwidth::memory_nodes(m));
     // Memory latency as the field means it: every node pair, uniformly random over a
     // working set 8x the last-level cache, on huge pages (THP) so that the TLB's reach
     // covers it; and the local pairs again on base pages, whose difference is the
-    // cost of page walks.
+    // cost of page walks. The default working set is fitted to small nodes (the plan's
+    // notes say so) rather than refused, as `numalab mem latency --matrix` does, so
+    // that a machine with small nodes still gets its matrix.
     let matrix = |o: Options| {
-        let huge = plan_matrix(m, &b, &[PageRequest::Thp], idle, o.clone());
-        let base = plan_matrix(m, &b, &[PageRequest::Base], idle, o);
+        let huge = fitted_plan_matrix(m, &b, &[PageRequest::Thp], None, o.clone());
+        let base = fitted_plan_matrix(m, &b, &[PageRequest::Base], None, o);
         huge.and_then(|mut h| {
             let mut base = base?;
             base.cells
                 .retain(|c| c.matrix.is_some_and(|x| x.cpu_node == x.mem_node));
             h.cells.extend(base.cells);
-            h.notes.extend(fitted.clone());
             Ok(h)
         })
     };
     let plans = if ctx.quick {
         vec![quick_plan(m, &b), matrix(Options::quick(m))]
     } else {
-        let first = m.pu_ids().first().copied().unwrap_or(0);
-        let opts = Options::defaults(m);
-        vec![
-            plan(
-                m,
-                &b,
-                &[first],
-                &MemPolicy::FirstTouch,
-                &[PageRequest::Base, PageRequest::Thp],
-                default_sizes(m, first, 2, opts.stride_bytes),
-                opts,
-            ),
-            matrix(Options::idle(m)),
-        ]
+        vec![default_plan(m, &b), matrix(Options::idle(m))]
     };
-    let plans = plans.into_iter().map(|p| p.map(MemPlan::Latency)).collect();
+    let plans = plans.into_iter().map(|p| p.map(Probe::Latency)).collect();
     run_mem(ctx, plans)
 }
 
@@ -263,26 +222,19 @@ fn loaded(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
             Options::defaults(m),
         )
     };
-    run_mem(ctx, vec![p.map(MemPlan::Loaded)])
+    run_mem(ctx, vec![p.map(Probe::Loaded)])
 }
 
 fn migrate(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
-    use numalab_mem::migrate::{plan, quick_plan, Options, PairChoice};
+    use numalab_mem::migrate::{default_plan, quick_plan};
     let m = ctx.machine;
     let b = numalab_mem::budget::Budgets::live(m);
     let p = if ctx.quick {
         quick_plan(m, &b)
     } else {
-        plan(
-            m,
-            &b,
-            &PairChoice::NearestFarthest,
-            None,
-            Options::defaults(),
-            false,
-        )
+        default_plan(m, &b)
     };
-    run_mem(ctx, vec![p.map(MemPlan::Migrate)])
+    run_mem(ctx, vec![p.map(Probe::Migrate)])
 }
 
 /// Core-to-core latency: CAS ping-pong over every PU pair (a sampled plan above 64

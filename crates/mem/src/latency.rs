@@ -180,6 +180,25 @@ pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, 
     )
 }
 
+/// The plan `numalab mem latency` runs without options (and `numalab evaluate`): the
+/// first CPU, local memory, base and transparent huge pages, the default sweep (two
+/// points per octave).
+pub fn default_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
+    let opts = Options::defaults(machine);
+    let cpus: Vec<u32> = machine.pu_ids().into_iter().take(1).collect();
+    let first = cpus.first().copied().unwrap_or(0);
+    let sizes = default_sizes(machine, first, 2, opts.stride_bytes);
+    plan(
+        machine,
+        budgets,
+        &cpus,
+        &MemPolicy::FirstTouch,
+        &[PageRequest::Base, PageRequest::Thp],
+        sizes,
+        opts,
+    )
+}
+
 /// The default working set of idle latency (matrix, loaded latency): 8x the largest
 /// last-level cache one CPU sees, at least 256 MiB.
 pub fn default_idle_size(machine: &Machine) -> u64 {

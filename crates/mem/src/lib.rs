@@ -16,7 +16,9 @@
 //! Modules: [`kernels`] (the SIMD kernels and their byte accounting), [`pool`] (pinned
 //! workers, bound and first-touched memory, placement checks), [`budget`] (how much
 //! memory a node can safely give), [`chase`] (random cyclic pointer chains and
-//! their timed walk), [`bandwidth`], [`latency`], [`loaded`], [`migrate`].
+//! their timed walk), [`bandwidth`], [`latency`], [`loaded`], [`migrate`]; [`request`]
+//! (the probes' options as given, read into plans) and [`probe`] (a plan of any probe,
+//! as `numalab mem` and `numalab evaluate` run it).
 
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -36,6 +38,8 @@ pub mod loaded;
 pub mod memconfig;
 pub mod migrate;
 pub mod pool;
+pub mod probe;
+pub mod request;
 #[cfg(test)]
 #[allow(unsafe_code)]
 mod sys;

@@ -1,27 +1,21 @@
 //! `numalab mem`: memory bandwidth, latency, loaded latency and page migration.
 //!
-//! Flags are validated by clap without touching hardware; then each subcommand builds a
-//! checked plan from `numalab-mem` against the live topology (unknown CPUs or nodes,
-//! too many threads, sizes beyond the safe share of a node's free memory are refused
-//! here, before anything runs), runs it with the hwloc placer, and prints the report's section of its records (or
-//! the JSON bundle with `--json`). Records go to the journal as each cell completes.
+//! Flags are validated by clap without touching hardware; `numalab-mem` reads the
+//! options ([`numalab_mem::request`]) and builds a checked plan against the live
+//! topology (unknown CPUs or nodes, too many threads, sizes beyond the safe share of a
+//! node's free memory are refused before anything runs); it runs with the hwloc placer,
+//! records go to the journal as each cell completes, and the report's section of them
+//! is printed (or the JSON bundle with `--json`).
 
-use crate::recorder::ProgressSink;
-use crate::recorder::{OutputArgs, Recorder};
+use crate::recorder::{OutputArgs, ProgressSink, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand};
-use numalab_mem::bandwidth;
 use numalab_mem::budget::Budgets;
-use numalab_mem::chase::Order;
-use numalab_mem::kernels::{self, Isa, IsaExt, Kernel};
-use numalab_mem::latency;
-use numalab_mem::loaded::{self, Traffic};
-use numalab_mem::memconfig::KEY as MEMCONFIG_KEY;
-use numalab_mem::migrate::{self, Method, PairChoice};
-use numalab_mem::{MemError, Outcome, PageRequest};
-use numalab_schema::{cpulist, units, ErrorClass, Machine, Origin};
-use numalab_topo::bind::{HwlocPlacer, MemPolicy};
-use numalab_topo::select::CpuSelection;
+use numalab_mem::probe::{self, Probe};
+use numalab_mem::request::{Bandwidth, Latency, Loaded, Migrate};
+use numalab_mem::{memconfig, MemError};
+use numalab_schema::{Machine, Origin};
+use numalab_topo::bind::HwlocPlacer;
 
 /// `numalab mem`.
 #[derive(Debug, Args)]
@@ -264,460 +258,138 @@ pub fn run(args: MemArgs) -> CliResult {
     }
 }
 
-fn usage(msg: impl Into<String>) -> CliError {
-    CliError::new(ErrorClass::Usage, msg)
-}
-
-fn mem_err(e: MemError) -> CliError {
-    use numalab_schema::Classify;
-    CliError::new(e.class(), e.to_string())
-}
-
-fn parse_size(flag: &str, text: &str) -> Result<u64, CliError> {
-    let b = units::parse_bytes(text).map_err(|e| usage(format!("{flag}: {e}")))?;
-    if b == 0 {
-        return Err(usage(format!("{flag} {text:?}: must be larger than 0")));
-    }
-    Ok(b)
-}
-
-fn parse_list<T>(
-    flag: &str,
-    text: &str,
-    f: impl Fn(&str) -> Result<T, String>,
-) -> Result<Vec<T>, CliError> {
-    let items: Vec<&str> = text
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    if items.is_empty() {
-        return Err(usage(format!("{flag}: the list is empty")));
-    }
-    items
-        .into_iter()
-        .map(|s| {
-            f(s).map_err(|e| {
-                usage(if e.starts_with("--") {
-                    e
-                } else {
-                    format!("{flag}: {e}")
-                })
-            })
-        })
-        .collect()
-}
-
-fn parse_pages(text: &str) -> Result<PageRequest, CliError> {
-    PageRequest::parse(text).map_err(usage)
-}
-
-/// Parses a memory policy against the machine ([`numalab_topo::select::parse_policy`]).
-pub fn parse_policy(text: &str, machine: &Machine) -> Result<MemPolicy, CliError> {
-    numalab_topo::select::parse_policy(text, machine).map_err(|e| usage(e.to_string()))
-}
-
-fn resolve_cpus(text: &str, machine: &Machine) -> Result<Vec<u32>, CliError> {
-    let sel = CpuSelection::parse(text).map_err(|e| usage(e.to_string()))?;
-    sel.resolve(machine).map_err(|e| usage(e.to_string()))
-}
-
-fn parse_isa(text: Option<&str>) -> Result<(Isa, bool), CliError> {
-    match text {
-        None => Ok((kernels::best(), false)),
-        Some(t) => {
-            let isa =
-                numalab_mem::kernels::parse_isa(t).map_err(|e| usage(format!("--isa: {e}")))?;
-            if !isa.available() {
-                let have: Vec<&str> = kernels::available().iter().map(|i| i.name()).collect();
-                return Err(CliError::new(
-                    ErrorClass::Unsupported,
-                    format!(
-                        "--isa {t}: this CPU cannot run {isa} code (it has {})",
-                        have.join(", ")
-                    ),
-                ));
-            }
-            Ok((isa, true))
+/// Plans a probe on this machine and runs it: the recorder with the plan as
+/// configuration, the plan's notes, the probe with a progress bar, its tables (text
+/// mode), the exit class.
+fn execute(
+    output: &OutputArgs,
+    bmc: Option<(&crate::power::BmcArgs, &str)>,
+    plan: impl FnOnce(&Machine, &Budgets) -> Result<Probe, MemError>,
+) -> CliResult {
+    let machine = numalab_topo::live()?;
+    let budgets = Budgets::live(&machine);
+    let plan = plan(&machine, &budgets)?;
+    let power = bmc.map(|(args, _)| args.open()).transpose()?.flatten();
+    let placer = HwlocPlacer::new()?;
+    let config = serde_json::to_value(&plan).unwrap_or_default();
+    let host = numalab_topo::system::host(&machine);
+    let mut rec = Recorder::new(output, config, Origin::Measured, host)?;
+    if !rec.json() {
+        for n in plan.notes() {
+            eprintln!("numalab: note: {n}");
         }
     }
-}
-
-fn start(
-    output: &OutputArgs,
-    config: serde_json::Value,
-    machine: &Machine,
-) -> Result<Recorder, CliError> {
-    Recorder::new(
-        output,
-        config,
-        Origin::Measured,
-        numalab_topo::system::host(machine),
-    )
-}
-
-/// Runs a checked plan of any probe: the recorder with the plan as configuration, the
-/// plan's notes, the probe with a progress bar, its tables (text mode, from this run's and
-/// earlier runs' records of the plan's keys), then the exit class.
-fn execute<P: serde::Serialize>(
-    output: &OutputArgs,
-    machine: &Machine,
-    plan: &P,
-    notes: &[String],
-    keys: &[String],
-    bmc: Option<(&crate::power::BmcArgs, &str)>,
-    run: impl FnOnce(&HwlocPlacer, &mut ProgressSink<'_>) -> Outcome,
-) -> CliResult {
-    let power = match bmc {
-        Some((args, _)) => args.open()?,
-        None => None,
-    };
-    let placer = HwlocPlacer::new()?;
-    let mut rec = start(
-        output,
-        serde_json::to_value(plan).unwrap_or_default(),
-        machine,
-    )?;
-    note(notes, rec.json());
     let mut sink = ProgressSink::with_bar(&mut rec);
     let what = bmc.map_or("", |(_, w)| w);
     let watch = power.as_ref().and_then(|p| crate::power::start(p, what));
-    let outcome = run(&placer, &mut sink);
+    if plan.uses_memconfig() {
+        let _ = memconfig::push_once(&mut sink); // a refusal shows at the probe's first push
+    }
+    let outcome = plan.run(&machine, &budgets, &placer, &mut sink);
     if let Some(w) = watch {
         crate::power::finish(w, &what.replace(' ', "-"), &mut sink);
     }
     sink.finish();
     if !rec.json() {
-        // This run's records and earlier runs' of the same journal, for the plan's keys.
-        let shown = rec.latest().into_iter().filter(|r| keys.contains(&r.key));
-        crate::output::print_sections(
-            rec.envelope(),
-            shown,
-            numalab_report::sections::mem::sections,
-        );
+        print_tables(&rec, &plan.report_keys());
     }
     rec.finish()?;
-    conclude(&outcome)
-}
-
-/// Records the memory configuration once per journal ([`numalab_mem::memconfig`]). A
-/// sink that refuses it is reported by the probe's own first push, which meets the same
-/// sink.
-fn push_memconfig(sink: &mut ProgressSink<'_>) {
-    use numalab_schema::sink::Sink;
-    if !sink.done(MEMCONFIG_KEY) {
-        let _ = sink.push(numalab_mem::memconfig::record());
+    for line in probe::outcome_lines(&outcome) {
+        eprintln!("numalab: {line}");
     }
-}
-
-/// Ends a run: exit class from the outcome, failures on stderr.
-fn conclude(outcome: &Outcome) -> CliResult {
-    for (key, e) in &outcome.failed {
-        eprintln!("numalab: {key}: {e}");
-    }
-    if outcome.skipped > 0 {
-        eprintln!(
-            "numalab: {} result(s) were already in the journal and were not measured again",
-            outcome.skipped
-        );
-    }
-    match outcome.class() {
+    match probe::verdict(&outcome) {
         None => Ok(()),
-        Some(ErrorClass::Interrupted) => Err(CliError::new(
-            ErrorClass::Interrupted,
-            "interrupted; everything measured so far was kept",
-        )),
-        Some(ErrorClass::Partial) => Err(CliError::new(
-            ErrorClass::Partial,
-            format!(
-                "{} step(s) failed; the others produced results",
-                outcome.failed.len()
-            ),
-        )),
-        Some(class) => Err(CliError::new(
-            class,
-            outcome
-                .failed
-                .first()
-                .map(|f| f.1.to_string())
-                .unwrap_or_default(),
-        )),
+        Some((class, message)) => Err(CliError::new(class, message)),
     }
 }
 
-fn note(lines: &[String], json: bool) {
-    if !json {
-        for n in lines {
-            eprintln!("numalab: note: {n}");
-        }
-    }
+/// The report's tables of this run's and earlier runs' records of the same journal,
+/// for the plan's keys.
+fn print_tables(rec: &Recorder, keys: &[String]) {
+    let shown = rec.latest().into_iter().filter(|r| keys.contains(&r.key));
+    let sections = numalab_report::sections::mem::sections;
+    crate::output::print_sections(rec.envelope(), shown, sections);
 }
 
 fn run_bandwidth(a: BandwidthArgs) -> CliResult {
-    let kernels_list = match a.kernel.as_deref() {
-        None => None,
-        Some("all") => Some(Kernel::all()),
-        Some(t) => Some(parse_list("--kernel", t, Kernel::parse)?),
-    };
-    let threads = match &a.threads {
-        None => Vec::new(),
-        Some(t) => cpulist::parse(t)
-            .map_err(|e| usage(format!("--threads {t:?}: {}", e.reason)))?
-            .into_iter()
-            .map(|n| n as usize)
-            .collect(),
-    };
-    let size = a
-        .size
-        .as_deref()
-        .map(|s| parse_size("--size", s))
-        .transpose()?;
-    let pages = parse_pages(a.common.pages.as_deref().unwrap_or("base"))?;
-    let (isa, forced) = parse_isa(a.isa.as_deref())?;
-    let machine = numalab_topo::live()?;
-    let mut opts = if a.common.quick {
-        bandwidth::Options::quick(&machine)
-    } else {
-        bandwidth::Options::defaults(&machine)
-    };
-    if let Some(k) = kernels_list {
-        opts.kernels = k;
+    let parsed = Bandwidth {
+        kernel: a.kernel,
+        isa: a.isa,
+        threads: a.threads,
+        cpus: a.cpus,
+        size: a.size,
+        matrix: a.matrix,
+        reps: a.reps,
+        pages: a.common.pages,
+        policy: a.common.policy,
+        quick: a.common.quick,
     }
-    opts.isa = isa;
-    opts.isa_forced = forced;
-    if let Some(s) = size {
-        opts.working_set_bytes = s;
-        opts.size_given = true;
-    }
-    if let Some(r) = a.reps {
-        opts.reps = r;
-    }
-    opts.pages = pages;
-    let budgets = Budgets::live(&machine);
-    let plan = if a.matrix {
-        bandwidth::plan_matrix(&machine, &budgets, &threads, opts)
-    } else {
-        let cpus = resolve_cpus(&a.cpus, &machine)?;
-        let policy = parse_policy(&a.common.policy, &machine)?;
-        let threads = if threads.is_empty() && a.common.quick && cpus.len() > 1 {
-            vec![1, cpus.len()]
-        } else {
-            threads
-        };
-        bandwidth::plan(&machine, &budgets, &cpus, &threads, &policy, opts)
-    }
-    .map_err(mem_err)?;
-    let mut keys = plan.keys();
-    keys.push(MEMCONFIG_KEY.into());
-    execute(
-        &a.output,
-        &machine,
-        &plan,
-        &plan.notes,
-        &keys,
-        Some((&a.bmc, "mem bandwidth")),
-        |placer, sink| {
-            push_memconfig(sink);
-            bandwidth::run(&plan, &machine, placer, sink)
-        },
-    )
+    .parse()?;
+    execute(&a.output, Some((&a.bmc, "mem bandwidth")), |m, b| {
+        parsed.plan(m, b).map(Probe::Bandwidth)
+    })
 }
 
 fn run_latency(a: LatencyArgs) -> CliResult {
-    let page_kinds = match &a.pages {
-        Some(p) => vec![parse_pages(p)?],
-        None => parse_list("--page-kinds", &a.page_kinds, PageRequest::parse)?,
-    };
-    let order = Order::parse(&a.order).map_err(usage)?;
-    let min = parse_size("--min", &a.min)?;
-    let max = a
-        .max
-        .as_deref()
-        .map(|s| parse_size("--max", s))
-        .transpose()?;
-    let size = a
-        .size
-        .as_deref()
-        .map(|s| parse_size("--size", s))
-        .transpose()?;
-    let machine = numalab_topo::live()?;
-    let mut opts = match (a.quick, a.matrix) {
-        (true, _) => latency::Options::quick(&machine),
-        (false, true) => latency::Options::idle(&machine),
-        (false, false) => latency::Options::defaults(&machine),
-    };
-    opts.order = order;
-    if let Some(b) = a.batches {
-        opts.batches = b;
+    let parsed = Latency {
+        cpus: a.cpus,
+        page_kinds: a.page_kinds,
+        min: a.min,
+        max: a.max,
+        per_octave: a.per_octave,
+        matrix: a.matrix,
+        size: a.size,
+        order: a.order,
+        batches: a.batches,
+        stride: a.stride,
+        seed: a.seed,
+        pages: a.pages,
+        policy: a.policy,
+        quick: a.quick,
     }
-    if let Some(st) = &a.stride {
-        let b = parse_size("--stride", st)?;
-        opts.set_stride(b)
-            .map_err(|e| usage(format!("--stride {st}: {e}")))?;
-    }
-    if let Some(s) = a.seed {
-        opts.seed = s;
-    }
-    let budgets = Budgets::live(&machine);
-    let plan = if a.matrix {
-        // A default that does not fit small nodes is reduced (and says so); an
-        // explicit --size is checked as given.
-        latency::fitted_plan_matrix(&machine, &budgets, &page_kinds, size, opts)
-    } else {
-        let cpus = match &a.cpus {
-            Some(c) => resolve_cpus(c, &machine)?,
-            None => machine.pu_ids().into_iter().take(1).collect(),
-        };
-        let policy = parse_policy(&a.policy, &machine)?;
-        let first = *cpus.first().ok_or_else(|| usage("--cpus selects no CPU"))?;
-        let line = opts.stride_bytes;
-        let sizes = latency::sweep(&machine, first, min, max, a.per_octave, a.quick, line);
-        sizes.and_then(|s| latency::plan(&machine, &budgets, &cpus, &policy, &page_kinds, s, opts))
-    }
-    .map_err(mem_err)?;
-    execute(
-        &a.output,
-        &machine,
-        &plan,
-        &plan.notes,
-        &plan.keys(),
-        None,
-        |placer, sink| latency::run(&plan, &machine, placer, sink),
-    )
+    .parse()?;
+    execute(&a.output, None, |m, b| {
+        parsed.plan(m, b).map(Probe::Latency)
+    })
 }
 
 fn run_loaded(a: LoadedArgs) -> CliResult {
-    let traffic = Traffic::parse(&a.traffic).map_err(usage)?;
-    let delays = match &a.delays {
-        None => None,
-        Some(t) => Some(parse_list("--delays", t, |s| {
-            if s.eq_ignore_ascii_case("idle") {
-                Ok(None)
-            } else {
-                s.parse::<u64>()
-                    .map(Some)
-                    .map_err(|_| format!("{s:?} is not a delay in ns (or idle)"))
-            }
-        })?),
-    };
-    let size = a
-        .size
-        .as_deref()
-        .map(|s| parse_size("--size", s))
-        .transpose()?;
-    let gsize = a
-        .traffic_size
-        .as_deref()
-        .map(|s| parse_size("--traffic-size", s))
-        .transpose()?;
-    let pages = a.common.pages.as_deref().map(parse_pages).transpose()?;
-    let machine = numalab_topo::live()?;
-    let cpus = resolve_cpus(&a.cpus, &machine)?;
-    let policy = parse_policy(&a.common.policy, &machine)?;
-    let mut opts = if a.common.quick {
-        loaded::Options::quick(&machine)
-    } else {
-        loaded::Options::defaults(&machine)
-    };
-    opts.traffic = traffic;
-    if let Some(p) = pages {
-        opts.pages = p;
+    let parsed = Loaded {
+        cpus: a.cpus,
+        generators: a.generators,
+        traffic: a.traffic,
+        delays: a.delays,
+        point_ms: a.point_ms,
+        size: a.size,
+        traffic_size: a.traffic_size,
+        pages: a.common.pages,
+        policy: a.common.policy,
+        quick: a.common.quick,
     }
-    if let Some(d) = delays {
-        opts.delays_ns = d;
-    }
-    if let Some(ms) = a.point_ms {
-        opts.point_ms = ms.max(1);
-    }
-    if let Some(s) = size {
-        opts.chase_bytes = s;
-    }
-    if let Some(s) = gsize {
-        opts.generators_bytes = s;
-    }
-    let fit = loaded::Fit {
-        chase: size.is_none(),
-        generators: gsize.is_none(),
-        generator_count: a.generators.is_none(),
-    };
-    let budgets = Budgets::live(&machine);
-    let plan = loaded::fitted_plan(&machine, &budgets, &cpus, a.generators, &policy, opts, fit)
-        .map_err(mem_err)?;
-    let keys = [plan.key.clone(), MEMCONFIG_KEY.into()];
-    execute(
-        &a.output,
-        &machine,
-        &plan,
-        &plan.notes,
-        &keys,
-        Some((&a.bmc, "mem loaded")),
-        |placer, sink| {
-            push_memconfig(sink);
-            loaded::run(&plan, &machine, placer, sink)
-        },
-    )
+    .parse()?;
+    execute(&a.output, Some((&a.bmc, "mem loaded")), |m, b| {
+        parsed.plan(m, b).map(Probe::Loaded)
+    })
 }
 
 fn run_migrate(a: MigrateArgs) -> CliResult {
-    let base = numalab_topo::bind::base_page_size() as u64;
-    let units_list = match &a.unit {
-        None => None,
-        Some(t) => Some(parse_list("--unit", t, |s| {
-            if s.eq_ignore_ascii_case("base") {
-                Ok(base)
-            } else {
-                units::parse_bytes(s)
-            }
-        })?),
-    };
-    let methods = a
-        .methods
-        .as_deref()
-        .map(|t| parse_list("--methods", t, Method::parse))
-        .transpose()?;
-    let (isa, _) = parse_isa(a.isa.as_deref())?;
-    if let Some(p) = a.link_peak {
-        if !(p.is_finite() && p > 0.0) {
-            return Err(usage(format!(
-                "--link-peak {p}: give a positive GB/s figure"
-            )));
-        }
+    let parsed = Migrate {
+        from: a.from,
+        to: a.to,
+        all: a.all,
+        unit: a.unit,
+        min_pages: a.min_pages,
+        max_pages: a.max_pages,
+        methods: a.methods,
+        reps: a.reps,
+        prefault: a.prefault,
+        link_peak: a.link_peak,
+        cpu: a.cpu,
+        isa: a.isa,
+        quick: a.quick,
     }
-    let mut opts = if a.quick {
-        migrate::Options::quick()
-    } else {
-        migrate::Options::defaults()
-    };
-    let counts_given = a.min_pages.is_some() || a.max_pages.is_some();
-    opts.count_range(a.min_pages, a.max_pages).map_err(usage)?;
-    if let Some(u) = units_list {
-        opts.unit_bytes = u;
-    }
-    if let Some(m) = methods {
-        opts.methods = m;
-    }
-    if let Some(r) = a.reps {
-        opts.reps = r;
-    }
-    opts.prefault = a.prefault;
-    opts.link_peak_gbps = a.link_peak;
-    opts.isa = isa;
-    let machine = numalab_topo::live()?;
-    let choice = match (a.from, a.to, a.all) {
-        (Some(f), Some(t), _) => PairChoice::Explicit(f, t),
-        (_, _, true) => PairChoice::All,
-        _ => PairChoice::NearestFarthest,
-    };
-    let budgets = Budgets::live(&machine);
-    let plan =
-        migrate::plan(&machine, &budgets, &choice, a.cpu, opts, counts_given).map_err(mem_err)?;
-    execute(
-        &a.output,
-        &machine,
-        &plan,
-        &plan.notes,
-        &plan.keys(),
-        None,
-        |placer, sink| migrate::run(&plan, &machine, &budgets, placer, sink),
-    )
+    .parse()?;
+    execute(&a.output, None, |m, b| {
+        parsed.plan(m, b).map(Probe::Migrate)
+    })
 }

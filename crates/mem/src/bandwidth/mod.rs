@@ -442,20 +442,26 @@ pub fn plan_matrix(
     })
 }
 
+/// The thread counts of a run on `cpus` CPUs when none are given: every CPU at once,
+/// and for a quick run one thread first when there are several (`numalab mem bandwidth
+/// --quick` and `numalab evaluate --quick` alike).
+pub fn default_threads(cpus: usize, quick: bool) -> Vec<usize> {
+    if quick && cpus > 1 {
+        vec![1, cpus]
+    } else {
+        vec![cpus]
+    }
+}
+
 /// The plan `numalab mem bandwidth --quick` runs (and `numalab evaluate --quick`):
 /// the quick kernels on one thread and on every PU, data first-touched locally.
 pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
     let cpus = machine.pu_ids();
-    let threads = if cpus.len() > 1 {
-        vec![1, cpus.len()]
-    } else {
-        vec![1]
-    };
     plan(
         machine,
         budgets,
         &cpus,
-        &threads,
+        &default_threads(cpus.len(), true),
         &MemPolicy::FirstTouch,
         Options::quick(machine),
     )

@@ -442,6 +442,20 @@ pub fn plan(
     })
 }
 
+/// The plan `numalab mem migrate` runs without options (and `numalab evaluate`): the
+/// nearest and farthest pairs (node 0 -> 0 on one node), 2^8..2^17 pages of 64 KiB and
+/// of the base page, clamped to free memory.
+pub fn default_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
+    plan(
+        machine,
+        budgets,
+        &PairChoice::NearestFarthest,
+        None,
+        Options::defaults(),
+        false,
+    )
+}
+
 /// The plan `numalab mem migrate --quick` runs (and `numalab evaluate --quick`): the
 /// nearest and farthest pairs (node 0 -> 0 on one node), 2^8..2^11 pages of 64 KiB
 /// and of the base page, clamped to free memory.
