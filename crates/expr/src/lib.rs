@@ -17,6 +17,11 @@
 //! Evaluation never turns a missing input into 0: an input that was not counted or is
 //! not supported, or a division by zero, makes the whole metric "not available" with
 //! the reason (every missing input is named, not just the first).
+//!
+//! It depends on nothing else of numalab, so the core metrics (`numalab-pmu`, which
+//! re-exports it as `numalab_pmu::expr`) and the uncore figures (`numalab-uncore`) share it.
+
+#![forbid(unsafe_code)]
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
