@@ -659,7 +659,9 @@ impl Expr {
         }
     }
 
-    fn ordered_variables(&self) -> Vec<String> {
+    /// Every input name the formula uses, each once, in the order it first names them
+    /// (the order [`Expr::eval`] reports missing inputs in).
+    pub fn ordered_variables(&self) -> Vec<String> {
         fn walk(e: &Expr, out: &mut Vec<String>) {
             match e {
                 Expr::Num(_) => {}
