@@ -98,10 +98,10 @@ fn the_never_arrows_hold() {
     ] {
         assert!(!c2c.contains(hw), "numalab-c2c depends on {hw}");
     }
-    // The foundations depend on nothing of numalab (chart and clock only on schema;
-    // records only on schema and stats; sensors only on schema and records, where its
-    // record types live).
-    for base in ["numalab-schema", "numalab-stats"] {
+    // The foundations depend on nothing of numalab (the formula engine neither, so both
+    // pmu and uncore can use it; chart and clock only on schema; records only on schema
+    // and stats; sensors only on schema and records, where its record types live).
+    for base in ["numalab-schema", "numalab-stats", "numalab-expr"] {
         assert!(
             internal(&g[base]).is_empty(),
             "{base}: {:?}",

@@ -1,13 +1,14 @@
 //! Figures from counts: memory traffic per controller and socket, LLC/SLC hit ratio,
-//! directory and snoop traffic, socket-link bytes. Each formula and its source is in
-//! [`crate::table::FORMULAS`] and the constants next to it; a figure whose inputs were
-//! not counted is absent with the reason.
+//! directory and snoop traffic, socket-link bytes. Each per-box figure is an expression
+//! of the data file (`data/formulas.toml`, [`crate::formulas`]) evaluated by the
+//! expression engine; a figure whose inputs were not counted is absent with the reason.
+//! Sums over a socket's boxes, the ratios of those sums, rates and running fractions
+//! are computed here.
 
-use crate::table::{
-    Class, Topic, BYTES_PER_CAS, BYTES_PER_CMN_MC_REQUEST, BYTES_PER_DF_DRAM_REQUEST,
-    BYTES_PER_DF_LINK_PACKET, BYTES_PER_UPI_DATA_FLIT, FORMULAS,
-};
+use crate::formulas::{evaluate, formula, formulas, numbered};
+use crate::table::{Class, Topic};
 use crate::what::What;
+use numalab_expr::Expr;
 use numalab_records::uncore::{
     BoxCounts, ControllerFigures, Derived, Formula, LinkFigures, SocketFigures, UncoreReport,
 };
@@ -54,11 +55,13 @@ fn role_value(
         .unwrap_or_else(|| format!("{device} has no {role} event in numalab's table")))
 }
 
-fn scaled(r: &Result<Counted, String>, k: f64) -> Derived {
-    match r {
-        Ok(c) => Derived::of(c.value * k),
-        Err(e) => Derived::absent(e.clone()),
-    }
+/// A per-box figure from the data file's expression: its value (or why there is none),
+/// the interval of the first of its roles counted and the smallest running fraction of
+/// them.
+struct BoxFigure {
+    value: Derived,
+    seconds: Option<f64>,
+    fraction: Option<f64>,
 }
 
 fn rate(bytes: &Derived, seconds: Option<f64>) -> Derived {
@@ -153,6 +156,28 @@ impl OneBox<'_> {
         role_value(self.groups, role, self.device, self.missing)
     }
 
+    /// Evaluates `expr` over this box's roles through the expression engine.
+    fn eval(&self, expr: &Expr) -> BoxFigure {
+        let value = evaluate(expr, &|role| self.rv(role).map(|c| c.value));
+        let (mut seconds, mut fraction) = (None, None);
+        for role in expr.ordered_variables() {
+            if let Ok(c) = self.rv(&role) {
+                seconds = seconds.or(c.seconds);
+                fraction = min_fraction(fraction, c.fraction);
+            }
+        }
+        BoxFigure {
+            value,
+            seconds,
+            fraction,
+        }
+    }
+
+    /// The per-box figure `name` of the formula cited as `figure`.
+    fn figure(&self, figure: &str, name: &str) -> BoxFigure {
+        self.eval(formula(figure).per_box(name))
+    }
+
     /// Whether one of the box's groups carries an event for `role`.
     fn has_role(&self, role: &str) -> bool {
         self.groups
@@ -187,20 +212,18 @@ impl OneBox<'_> {
         }
     }
 
-    /// A link's figures on this box from the count `r` of `bytes_per` bytes each.
-    fn link(&self, label: String, r: &Result<Counted, String>, bytes_per: f64) -> LinkFigures {
-        let tx = scaled(r, bytes_per);
-        let seconds = r.as_ref().ok().and_then(|c| c.seconds);
+    /// A link's figures on this box from its bytes sent.
+    fn link(&self, label: String, tx: BoxFigure) -> LinkFigures {
         LinkFigures {
             link: label,
             device: self.device.to_string(),
             class: self.class.into(),
             cpu: self.cpu,
             socket: self.socket,
-            seconds,
-            running_fraction: r.as_ref().ok().and_then(|c| c.fraction),
-            tx_gbps: rate(&tx, seconds),
-            tx_bytes: tx,
+            seconds: tx.seconds,
+            running_fraction: tx.fraction,
+            tx_gbps: rate(&tx.value, tx.seconds),
+            tx_bytes: tx.value,
         }
     }
 }
@@ -249,9 +272,9 @@ pub fn figures(
             "arm_cmn" => arm_cmn(&b, what, &mut g),
             "intel_cha" => intel_cha(&b, what, &mut g),
             "intel_upi" if what.wants(Topic::Links) => {
-                let r = b.rv("link_tx_data");
-                g.used.insert("tx_bytes (intel_upi)");
-                let link = b.link(b.device.to_string(), &r, BYTES_PER_UPI_DATA_FLIT);
+                let figure = "tx_bytes (intel_upi)";
+                g.used.insert(figure);
+                let link = b.link(b.device.to_string(), b.figure(figure, "tx_bytes"));
                 g.links.push(link);
             }
             _ => {}
@@ -272,13 +295,14 @@ pub fn figures(
         report.notes.extend(p.notes);
         sockets.push(s);
     }
-    report.formulas = FORMULAS
+    report.formulas = formulas()
+        .formulas
         .iter()
-        .filter(|f| used.contains(f.figure))
+        .filter(|f| used.contains(f.figure.as_str()))
         .map(|f| Formula {
-            figure: f.figure.into(),
-            formula: f.formula.into(),
-            source: f.source.into(),
+            figure: f.figure.clone(),
+            formula: f.formula.clone(),
+            source: f.source.clone(),
         })
         .collect();
     report.controllers = controllers;
@@ -288,25 +312,20 @@ pub fn figures(
 
 /// An Intel IMC or AMD UMC box: read and write bytes from its CAS counts.
 fn memory_controller(b: &OneBox<'_>, g: &mut Gathered) {
-    let r = b.rv("cas_read");
-    let w = b.rv("cas_write");
-    let read = scaled(&r, BYTES_PER_CAS);
-    let write = scaled(&w, BYTES_PER_CAS);
-    let total = sum2(&read, &write);
-    let seconds = r
-        .as_ref()
-        .ok()
-        .and_then(|c| c.seconds)
-        .or(w.as_ref().ok().and_then(|c| c.seconds));
-    let fraction = min_fraction(
-        r.as_ref().ok().and_then(|c| c.fraction),
-        w.as_ref().ok().and_then(|c| c.fraction),
-    );
-    g.used.insert(if b.class == "intel_imc" {
+    let figure = if b.class == "intel_imc" {
         "read_bytes / write_bytes (intel_imc)"
     } else {
         "read_bytes / write_bytes (amd_umc)"
-    });
+    };
+    let read = b.figure(figure, "read_bytes").value;
+    let write = b.figure(figure, "write_bytes").value;
+    // The interval and running fraction of both CAS counts.
+    let BoxFigure {
+        value: total,
+        seconds,
+        fraction,
+    } = b.figure(figure, "total_bytes");
+    g.used.insert(figure);
     g.controllers
         .push(b.controller(b.device.to_string(), read, write, total, seconds, fraction));
 }
@@ -314,6 +333,8 @@ fn memory_controller(b: &OneBox<'_>, g: &mut Gathered) {
 /// An AMD data fabric box's DRAM channels (Zen 2/3): total bytes per channel.
 fn df_dram(b: &OneBox<'_>, g: &mut Gathered) {
     let device = b.device;
+    let figure = "total_bytes (amd_df, Zen 2/3)";
+    let per_channel = formula(figure).per_box("total_bytes");
     let mut any = false;
     for k in 0..8u8 {
         let role = format!("dram_data_{k}");
@@ -329,10 +350,12 @@ fn df_dram(b: &OneBox<'_>, g: &mut Gathered) {
             continue;
         }
         any = true;
-        let total = scaled(&r, BYTES_PER_DF_DRAM_REQUEST);
+        let BoxFigure {
+            value: total,
+            seconds,
+            fraction,
+        } = b.eval(&numbered(per_channel, k));
         let why = "the data fabric's DRAM channel events count requests with data, reads and writes together";
-        let seconds = r.as_ref().ok().and_then(|c| c.seconds);
-        let fraction = r.as_ref().ok().and_then(|c| c.fraction);
         g.controllers.push(b.controller(
             format!("{device} dram channel {k}"),
             Derived::absent(why),
@@ -343,24 +366,22 @@ fn df_dram(b: &OneBox<'_>, g: &mut Gathered) {
         ));
     }
     if any {
-        g.used.insert("total_bytes (amd_df, Zen 2/3)");
+        g.used.insert(figure);
     }
 }
 
 /// An AMD data fabric box's remote links (Zen 3): bytes sent per link.
 fn df_links(b: &OneBox<'_>, g: &mut Gathered) {
+    let figure = "tx_bytes (amd_df, Zen 3)";
+    let per_link = formula(figure).per_box("tx_bytes");
     for k in 0..4u8 {
         let role = format!("link_out_data_{k}");
         if !b.has_role(&role) {
             continue;
         }
-        let r = b.rv(&role);
-        g.used.insert("tx_bytes (amd_df, Zen 3)");
-        let link = b.link(
-            format!("{} remote link {k}", b.device),
-            &r,
-            BYTES_PER_DF_LINK_PACKET,
-        );
+        g.used.insert(figure);
+        let tx = b.eval(&numbered(per_link, k));
+        let link = b.link(format!("{} remote link {k}", b.device), tx);
         g.links.push(link);
     }
 }
@@ -369,12 +390,16 @@ fn df_links(b: &OneBox<'_>, g: &mut Gathered) {
 fn arm_cmn(b: &OneBox<'_>, what: &What, g: &mut Gathered) {
     let device = b.device;
     if what.wants(Topic::Memory) {
-        let r = b.rv("mc_reqs");
-        let total = scaled(&r, BYTES_PER_CMN_MC_REQUEST);
+        let figure = "total_bytes (arm_cmn)";
+        let BoxFigure {
+            value: total,
+            seconds,
+            fraction,
+        } = b.figure(figure, "total_bytes");
         let why = "hnf_mc_reqs counts the home nodes' requests to the memory controllers, reads and writes together";
-        let seconds = r.as_ref().ok().and_then(|c| c.seconds);
-        g.used.insert("total_bytes (arm_cmn)");
-        if let (Ok(req), Ok(retry)) = (&r, &b.rv("mc_retries")) {
+        g.used.insert(figure);
+        // How many requests were retried: a note, not a figure.
+        if let (Ok(req), Ok(retry)) = (&b.rv("mc_reqs"), &b.rv("mc_retries")) {
             if req.value > 0.0 {
                 g.parts.entry(b.socket).or_default().notes.push(format!(
                     "{device}: the memory controllers retried {:.0} of {:.0} requests ({:.1}%)",
@@ -390,21 +415,20 @@ fn arm_cmn(b: &OneBox<'_>, what: &What, g: &mut Gathered) {
             Derived::absent(why),
             total,
             seconds,
-            r.as_ref().ok().and_then(|c| c.fraction),
+            fraction,
         ));
     }
     let p = g.parts.entry(b.socket).or_default();
     if what.wants(Topic::Llc) {
-        p.slc_access.push(scaled(&b.rv("slc_access"), 1.0));
-        p.slc_miss.push(scaled(&b.rv("llc_miss"), 1.0));
-        g.used.insert("llc_hit_ratio (arm_cmn)");
+        let figure = "llc_hit_ratio (arm_cmn)";
+        p.slc_access.push(b.figure(figure, "slc_access").value);
+        p.slc_miss.push(b.figure(figure, "slc_miss").value);
+        g.used.insert(figure);
     }
     if what.wants(Topic::Directory) {
-        p.snoops.push(sum2(
-            &scaled(&b.rv("dir_snoops_sent"), 1.0),
-            &scaled(&b.rv("brd_snoops_sent"), 1.0),
-        ));
-        g.used.insert("snoops_sent (arm_cmn)");
+        let figure = "snoops_sent (arm_cmn)";
+        p.snoops.push(b.figure(figure, "snoops_sent").value);
+        g.used.insert(figure);
     }
 }
 
@@ -412,14 +436,16 @@ fn arm_cmn(b: &OneBox<'_>, what: &What, g: &mut Gathered) {
 fn intel_cha(b: &OneBox<'_>, what: &What, g: &mut Gathered) {
     let p = g.parts.entry(b.socket).or_default();
     if what.wants(Topic::Llc) {
-        p.llc_hit.push(scaled(&b.rv("llc_hit"), 1.0));
-        p.llc_miss.push(scaled(&b.rv("llc_miss"), 1.0));
-        g.used.insert("llc_hit_ratio (intel_cha)");
+        let figure = "llc_hit_ratio (intel_cha)";
+        p.llc_hit.push(b.figure(figure, "llc_hit").value);
+        p.llc_miss.push(b.figure(figure, "llc_miss").value);
+        g.used.insert(figure);
     }
     if what.wants(Topic::Directory) {
-        p.dir_snp.push(scaled(&b.rv("dir_snoop"), 1.0));
-        p.dir_nosnp.push(scaled(&b.rv("dir_no_snoop"), 1.0));
-        g.used.insert("directory_snoop_share (intel_cha)");
+        let figure = "directory_snoop_share (intel_cha)";
+        p.dir_snp.push(b.figure(figure, "dir_snoop").value);
+        p.dir_nosnp.push(b.figure(figure, "dir_no_snoop").value);
+        g.used.insert(figure);
     }
 }
 

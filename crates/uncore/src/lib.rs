@@ -12,8 +12,9 @@
 //!    [`Backend`]: [`PerfBackend`] for real counters, [`ReplayBackend`] for recorded
 //!    ones), naming every event that cannot be opened and explaining a refusal;
 //! 3. derives memory bandwidth per controller and socket, LLC/SLC hit ratio,
-//!    directory and snoop traffic and socket-link bytes ([`derive`], formulas and
-//!    sources in [`table`]);
+//!    directory and snoop traffic and socket-link bytes ([`derive`]; the formulas and
+//!    their sources are data, `data/formulas.toml`, read by [`formulas`] and evaluated
+//!    by the one expression engine, `numalab-expr`);
 //! 4. compares a probe's bytes with the controllers' ([`compare_with_probe`]).
 //!
 //! ```no_run
@@ -32,6 +33,7 @@
 pub mod backend;
 pub mod compare;
 pub mod derive;
+pub mod formulas;
 pub mod permission;
 pub mod session;
 pub mod sysfs;

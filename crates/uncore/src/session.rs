@@ -164,7 +164,7 @@ pub fn plan(discovery: &Discovery, what: &What) -> Result<Plan, UncoreError> {
                         if let Some(b) =
                             crate::derive::bytes_per_count(ev.scale, ev.unit.as_deref())
                         {
-                            if (b - crate::table::BYTES_PER_CAS).abs() > 1e-6 {
+                            if (b - crate::formulas::constant("bytes_per_cas")).abs() > 1e-6 {
                                 out.notes.push(format!(
                                     "{}: events/{n}.scale and .unit say {b} bytes per count, not the 64 bytes of a cache line numalab uses",
                                     d.name

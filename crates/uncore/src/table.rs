@@ -1,7 +1,8 @@
 //! numalab's data about uncore PMUs, each number with its source: which device is
 //! what ([`Class`]), how many general counters a box has ([`BUDGETS`]), which events
-//! the figures need and how they are encoded ([`KNOWN_EVENTS`]), and the formulas
-//! ([`FORMULAS`]).
+//! the figures need and how they are encoded ([`KNOWN_EVENTS`]). The formulas over
+//! these events' roles, with their constants and sources, are data
+//! (`data/formulas.toml`, read by [`crate::formulas`]).
 //!
 //! Events the kernel names in sysfs (Intel iMC `cas_count_read`, CMN `hnf_*`) are
 //! taken from sysfs; the others are encoded here from the vendors' published event
@@ -562,99 +563,3 @@ pub const KNOWN_EVENTS: &[KnownEvent] = &[
 pub fn known_events(class: Class) -> impl Iterator<Item = &'static KnownEvent> {
     KNOWN_EVENTS.iter().filter(move |e| e.class == class)
 }
-
-/// A formula with its source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FormulaDef {
-    /// Figure and class.
-    pub figure: &'static str,
-    /// Formula.
-    pub formula: &'static str,
-    /// Source.
-    pub source: &'static str,
-}
-
-/// Bytes per CAS command: one 64-byte cache line (Intel: the kernel's scale
-/// 6.103515625e-5 MiB = 64 / 2^20; Intel's SPR metric memory_bandwidth_read =
-/// UNC_M_CAS_COUNT.RD * 64. AMD: perf amdzen4 metric umc_mem_read_bandwidth =
-/// umc_cas_cmd.rd * 64).
-pub const BYTES_PER_CAS: f64 = 64.0;
-
-/// Payload bytes per counted UPI data flit: 64/9. Intel's SPR metric
-/// upi_data_transmit_bw (tools/perf/pmu-events/arch/x86/sapphirerapids/spr-metrics.json)
-/// is UNC_UPI_TxL_FLITS.ALL_DATA * (64 / 9.0): ALL_DATA counts the flit slots that
-/// carry data, and a 64-byte line takes 9 of them, so each counted unit is 64/9 bytes
-/// of payload. The kernel gives no scale for UPI, so Intel's constant is used as is;
-/// raw flits * 8 or * 16 would overstate the payload.
-pub const BYTES_PER_UPI_DATA_FLIT: f64 = 64.0 / 9.0;
-
-/// Bytes per DF "request with data" on a DRAM channel (Zen 2/3: "Requests with Data
-/// (64B)", perf amdzen3 data-fabric.json).
-pub const BYTES_PER_DF_DRAM_REQUEST: f64 = 64.0;
-
-/// Bytes per DF remote-link outbound data packet (Zen 3: "Data (32B)", perf amdzen3
-/// data-fabric.json).
-pub const BYTES_PER_DF_LINK_PACKET: f64 = 32.0;
-
-/// Bytes per CMN HN-F request to a memory controller: one 64-byte cache line (CHI
-/// line size; Arm CMN-600 TRM).
-pub const BYTES_PER_CMN_MC_REQUEST: f64 = 64.0;
-
-/// The formulas, each with its source.
-pub const FORMULAS: &[FormulaDef] = &[
-    FormulaDef {
-        figure: "read_bytes / write_bytes (intel_imc)",
-        formula: "cas_count_read * 64, cas_count_write * 64, per channel; per socket the sum of its channels",
-        source: "Linux uncore_snbep.c spr_uncore_imc_events (scale 6.103515625e-5 MiB = 64 B per CAS); Intel SPR metrics memory_bandwidth_read/write = UNC_M_CAS_COUNT.RD/WR * 64",
-    },
-    FormulaDef {
-        figure: "read_bytes / write_bytes (amd_umc)",
-        formula: "umc_cas_cmd.rd * 64, umc_cas_cmd.wr * 64, per UMC; per socket the sum",
-        source: "perf amdzen4 metrics umc_mem_read_bandwidth / umc_mem_write_bandwidth (tools/perf/pmu-events/arch/x86/amdzen4/recommended.json)",
-    },
-    FormulaDef {
-        figure: "total_bytes (amd_df, Zen 2/3)",
-        formula: "dram_channel_data_controller_N * 64 per DRAM channel (reads and writes together)",
-        source: "perf amdzen3 data-fabric.json: DRAM Channel Controller Request Types, Requests with Data (64B)",
-    },
-    FormulaDef {
-        figure: "total_bytes (arm_cmn)",
-        formula: "hnf_mc_reqs * 64 over all HN-F nodes of the mesh (reads and writes together; hnf_mc_retries are re-sent requests and are not added)",
-        source: "Linux drivers/perf/arm-cmn.c and Documentation/admin-guide/perf/arm-cmn.rst (events aggregate over all nodes of a type); Arm CMN-600 TRM: HN-F PMU events MC_REQS 0x0d, MC_RETRIES 0x0c; 64-byte CHI cache lines",
-    },
-    FormulaDef {
-        figure: "read_gbps / write_gbps / total_gbps",
-        formula: "bytes / time_enabled / 1e9 (counts already scaled by time_enabled / time_running)",
-        source: "perf_event_open(2): read_format TOTAL_TIME_ENABLED / TOTAL_TIME_RUNNING",
-    },
-    FormulaDef {
-        figure: "llc_hit_ratio (intel_cha)",
-        formula: "IA_HIT / (IA_HIT + IA_MISS), summed over the socket's CHAs (core requests inserted into the TOR; IO requests not included)",
-        source: "Intel SPR event file uncore-cache.json: UNC_CHA_TOR_INSERTS.IA_HIT (event 0x35, umask 0xc001fd01), .IA_MISS (umask 0xc001fe01)",
-    },
-    FormulaDef {
-        figure: "llc_hit_ratio (arm_cmn)",
-        formula: "1 - hnf_cache_miss / hnf_slc_sf_cache_access",
-        source: "Linux drivers/perf/arm-cmn.c HN-F events 0x01 and 0x02; Arm CMN-600 TRM",
-    },
-    FormulaDef {
-        figure: "directory_snoop_share (intel_cha)",
-        formula: "DIR_LOOKUP.SNP / (DIR_LOOKUP.SNP + DIR_LOOKUP.NO_SNP)",
-        source: "Intel SPR event file uncore-cache.json: UNC_CHA_DIR_LOOKUP.SNP / .NO_SNP (event 0x53, umask 0x01 / 0x02)",
-    },
-    FormulaDef {
-        figure: "snoops_sent (arm_cmn)",
-        formula: "hnf_dir_snoops_sent + hnf_brd_snoops_sent",
-        source: "Linux drivers/perf/arm-cmn.c HN-F events 0x08 and 0x09",
-    },
-    FormulaDef {
-        figure: "tx_bytes (intel_upi)",
-        formula: "UNC_UPI_TxL_FLITS.ALL_DATA * 64 / 9 per link end (payload only, no headers)",
-        source: "Intel SPR metric upi_data_transmit_bw = UNC_UPI_TxL_FLITS.ALL_DATA * (64 / 9.0) (spr-metrics.json); a 64-byte line is 9 counted data flit slots",
-    },
-    FormulaDef {
-        figure: "tx_bytes (amd_df, Zen 3)",
-        formula: "remote_outbound_data_controller_N * 32 per remote link",
-        source: "perf amdzen3 data-fabric.json: Remote Link Controller Outbound Packet Types, Data (32B)",
-    },
-];
