@@ -11,7 +11,7 @@ use numalab_layout::affinity::CostMatrix;
 use numalab_layout::record::InferenceRecord;
 use numalab_layout::LayoutError;
 use numalab_model::Model;
-use numalab_schema::{Bundle, Machine, Origin, Record};
+use numalab_schema::{Bundle, Machine, Origin, Record, Warning};
 
 /// The cores of a modeled machine ([`run::model_resources`]); unless `home_distance` is
 /// `None`, the optimized schedule enforces home affinity within that many hops using the
@@ -89,6 +89,29 @@ pub fn floorplan_costs(
     Ok(costs)
 }
 
+/// The bundles of earlier runs in the `--history` folders (`numalab scale --out DIR`),
+/// each bundle's warnings handed to `warn`; an input error naming the folder that is not
+/// such a bundle.
+pub fn history_bundles(
+    dirs: &[std::path::PathBuf],
+    warn: &mut dyn FnMut(&Warning),
+) -> Result<Vec<Bundle>, LayoutError> {
+    let mut bundles = Vec::new();
+    for h in dirs {
+        let (b, warnings) = numalab_schema::journal::read_bundle(h).map_err(|e| {
+            LayoutError::input(
+                format!("--history {}", h.display()),
+                format!("{e}; give a `numalab scale --out DIR` folder"),
+            )
+        })?;
+        for w in &warnings {
+            warn(w);
+        }
+        bundles.push(b);
+    }
+    Ok(bundles)
+}
+
 /// The plan record of a study: every task's past runs gathered from `bundles` and fitted,
 /// the three schedules built on `resources` (a mix that cannot fit is an error, before
 /// anything runs), evaluated on `model` when there is one, every command checked when the
@@ -154,6 +177,30 @@ mod tests {
         assert_eq!(r.node_of.len(), 4);
         assert_eq!(r.source, "this machine");
         assert!(r.home.is_none());
+    }
+
+    #[test]
+    fn a_history_folder_that_is_no_bundle_is_an_input_error_naming_it() {
+        let empty = std::env::temp_dir().join(format!("numalab-no-history-{}", std::process::id()));
+        std::fs::create_dir_all(&empty).unwrap();
+        let mut warned = 0;
+        let e = history_bundles(std::slice::from_ref(&empty), &mut |_| warned += 1).unwrap_err();
+        std::fs::remove_dir_all(&empty).unwrap();
+        assert_eq!(
+            numalab_schema::Classify::class(&e),
+            numalab_schema::ErrorClass::Input
+        );
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!("--history {}: ", empty.display())),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("; give a `numalab scale --out DIR` folder"),
+            "{text}"
+        );
+        assert_eq!(warned, 0);
+        assert!(history_bundles(&[], &mut |_| {}).unwrap().is_empty());
     }
 
     #[test]

@@ -104,22 +104,8 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         return Err(usage("--repeat must be at least 1"));
     }
     let mix = Mix::read(&a.mix)?;
-    let mut bundles = Vec::new();
-    for h in &a.history {
-        let (b, warnings) = numalab_schema::journal::read_bundle(h).map_err(|e| {
-            CliError::new(
-                ErrorClass::Input,
-                format!(
-                    "--history {}: {e}; give a `numalab scale --out DIR` folder",
-                    h.display()
-                ),
-            )
-        })?;
-        for w in warnings {
-            eprintln!("numalab: warning: {w}");
-        }
-        bundles.push(b);
-    }
+    let mut bundles =
+        study::history_bundles(&a.history, &mut |w| eprintln!("numalab: warning: {w}"))?;
     if let Some(db) = &a.history_db {
         if !db.exists() {
             return Err(CliError::new(
