@@ -5,9 +5,11 @@
 pub use numalab_records::c2c::{GroupJson, LevelJson, MatrixRecord, PairRecord};
 
 use crate::compare::{compare, Comparison};
+use crate::csv::Import;
 use crate::matrix::{LatencyMatrix, Selection};
 use crate::structure::{self, Confidence, Structure};
-use numalab_schema::{Machine, Origin};
+use numalab_schema::record::Host;
+use numalab_schema::{Machine, Origin, Record};
 
 /// What a matrix record says besides the matrix and its structure.
 pub struct MatrixMeta {
@@ -87,4 +89,68 @@ pub fn matrix_record(
             .unwrap_or_default(),
     };
     (record, structure, comparison)
+}
+
+/// The key of an imported matrix's `c2c.matrix` record.
+pub const IMPORTED_KEY: &str = "c2c/matrix/imported";
+
+/// The `c2c.matrix` record of a matrix imported from core-to-core-latency's CSV, keyed
+/// [`IMPORTED_KEY`] with the imported origin: its values taken as they are, the import's
+/// doubts and its assumption (CPU ids 0..N-1 in row order, means of samples) in the
+/// notes, compared with `machine` when its topology is given. Returns the structure too.
+pub fn imported(import: &Import, machine: Option<&Machine>) -> (Record, Structure) {
+    let mut notes = import.problems.clone();
+    notes.push(
+        "imported from core-to-core-latency's CSV: CPU ids are assumed to be 0..N-1 in row order, values are means of samples"
+            .into(),
+    );
+    let meta = MatrixMeta {
+        variant: "imported".into(),
+        statistic: "as imported".into(),
+        home_node_policy: None,
+        selection: None,
+        origin: Origin::Imported,
+        key: IMPORTED_KEY.into(),
+        extra_notes: notes,
+    };
+    let (record, structure, _) = matrix_record(&import.matrix, machine, &meta);
+    (Record::new(meta.key, meta.origin, &record), structure)
+}
+
+/// The host an imported matrix is recorded on: unknown but for the file it came from
+/// (`imported:PATH`) and, when given, the topology it was measured on.
+pub fn imported_host(path: &std::path::Path, machine: Option<&Machine>) -> Host {
+    let mut host = Host::unknown(format!("imported:{}", path.display()));
+    if let Some(m) = machine {
+        host.topology_hash = m.topology_hash();
+        host.topology = Some(m.clone());
+    }
+    host
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_import_is_recorded_as_imported_with_its_doubts_and_assumption() {
+        let import = crate::csv::parse(b",,\n50,,\n90,90,\n", "m.csv").unwrap();
+        let (rec, structure) = imported(&import, None);
+        assert_eq!(rec.key, IMPORTED_KEY);
+        assert_eq!(rec.origin, Origin::Imported);
+        let m: MatrixRecord = rec.decode().unwrap().unwrap();
+        assert_eq!(m.cpus, vec![0, 1, 2]);
+        assert_eq!(m.variant, "imported");
+        assert!(m
+            .notes
+            .last()
+            .unwrap()
+            .starts_with("imported from core-to-core-latency's CSV"));
+        assert_eq!(m.matrix_ns[1][0], Some(50.0));
+        assert_eq!(m.matrix_ns[2][1], Some(90.0));
+        assert_eq!(structure.levels.len(), m.levels.len());
+        let host = imported_host(std::path::Path::new("m.csv"), None);
+        assert_eq!(host.topology_hash, "imported:m.csv");
+        assert!(host.topology.is_none());
+    }
 }

@@ -2,6 +2,7 @@
 //! the remedy. A single node failing is never one of these: it is recorded in that
 //! node's `status.json` and the other nodes go on.
 
+use numalab_schema::{Classify, ErrorClass};
 use std::path::PathBuf;
 
 /// An error that stops `numalab fleet run` or `numalab fleet node` as a whole.
@@ -94,5 +95,49 @@ impl FleetError {
             what: what.into(),
             source,
         }
+    }
+}
+
+/// The documented exit class of each error: contradictory options and agent arguments
+/// are usage errors, an unreadable hostfile or manifest bad input, no nodes or a missing
+/// launcher tool unsupported here, a held lock as the lock says, the rest runtime.
+impl Classify for FleetError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            FleetError::Options(_)
+            | FleetError::BadNodeName { .. }
+            | FleetError::CommandChanged { .. }
+            | FleetError::AgentArgs(_) => ErrorClass::Usage,
+            FleetError::Hostfile { .. } | FleetError::Manifest { .. } => ErrorClass::Input,
+            FleetError::NoNodes(_) | FleetError::Tool { .. } => ErrorClass::Unsupported,
+            FleetError::Locked(l) => l.class(),
+            _ => ErrorClass::Runtime,
+        }
+    }
+}
+
+#[cfg(test)]
+mod class_tests {
+    use super::*;
+
+    #[test]
+    fn each_error_has_its_exit_class() {
+        assert_eq!(FleetError::Options("x".into()).class(), ErrorClass::Usage);
+        assert_eq!(
+            FleetError::NoNodes("x".into()).class(),
+            ErrorClass::Unsupported
+        );
+        let hostfile = FleetError::Hostfile {
+            path: "h".into(),
+            line: 2,
+            problem: "bad".into(),
+        };
+        assert_eq!(hostfile.class(), ErrorClass::Input);
+        let io = FleetError::Io {
+            path: "f".into(),
+            what: "reading".into(),
+            source: std::io::Error::other("gone"),
+        };
+        assert_eq!(io.class(), ErrorClass::Runtime);
     }
 }

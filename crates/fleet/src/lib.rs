@@ -75,8 +75,8 @@ pub use nodes::{
 };
 pub use numalab_proc::group::process_gone;
 pub use run::{
-    resolve_nodes, run_fleet, sbatch_argv, FleetRunOptions, FleetSummary, NodeSummary, Progress,
-    DEFAULT_PARALLEL, DEFAULT_TIMEOUT, STDERR_TAIL_BYTES,
+    resolve_nodes, run_cancellable, run_fleet, sbatch_argv, FleetRunOptions, FleetSummary,
+    NodeSummary, Progress, DEFAULT_PARALLEL, DEFAULT_TIMEOUT, STDERR_TAIL_BYTES,
 };
 pub use store::{
     can_skip, node_dir, read_manifest, read_status, write_atomic, GatheredFile, Manifest,

@@ -36,6 +36,43 @@ pub struct Estimate {
     pub warnings: Vec<Warning>,
 }
 
+impl Estimate {
+    /// The run's announcement for people: pairs to measure, those an earlier run
+    /// measured, the size of the selection (`cpus` CPUs, `full` pairs in a full matrix)
+    /// and, when a pilot ran, the estimated time in total and per pair.
+    pub fn describe(&self, cpus: usize, full: usize) -> String {
+        let estimate = match (self.total_s, self.per_pair_ns) {
+            (Some(t), Some(p)) => format!(
+                ", about {} ({} per pair)",
+                human_seconds(t),
+                units::nanos(p)
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "{} pair{} to measure{} ({cpus} CPUs, {full} pairs in a full matrix){estimate}",
+            self.todo,
+            if self.todo == 1 { "" } else { "s" },
+            if self.already > 0 {
+                format!(", {} already in the journal", self.already)
+            } else {
+                String::new()
+            },
+        )
+    }
+}
+
+/// A duration for people: seconds below 90 s, minutes below 90 min, else hours.
+fn human_seconds(s: f64) -> String {
+    if s < 90.0 {
+        format!("{s:.0} s")
+    } else if s < 5400.0 {
+        format!("{:.0} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3600.0)
+    }
+}
+
 /// What [`run_plan`] produced.
 #[derive(Debug)]
 pub struct Measured {
@@ -283,6 +320,32 @@ pub(crate) mod tests {
     use super::*;
     use numalab_schema::sink::MemorySink;
     use numalab_topo::bind::FakePlacer;
+
+    #[test]
+    fn an_estimate_is_announced_with_its_counts_and_times() {
+        let mut e = Estimate {
+            todo: 1,
+            already: 0,
+            per_pair_ns: None,
+            total_s: None,
+            warnings: Vec::new(),
+        };
+        assert_eq!(
+            e.describe(2, 1),
+            "1 pair to measure (2 CPUs, 1 pairs in a full matrix)"
+        );
+        e.todo = 40;
+        e.already = 5;
+        e.total_s = Some(600.0);
+        e.per_pair_ns = Some(15e9);
+        let d = e.describe(10, 45);
+        assert!(
+            d.starts_with("40 pairs to measure, 5 already in the journal (10 CPUs, 45 pairs in a full matrix), about 10 min ("),
+            "{d}"
+        );
+        assert_eq!(human_seconds(30.0), "30 s");
+        assert_eq!(human_seconds(7200.0), "2.0 h");
+    }
 
     fn pair(first: u32, second: u32, median: f64, p90: f64) -> PairRecord {
         let samples = [median; 3];

@@ -224,6 +224,36 @@ pub struct Outcome {
     pub structure: Option<Structure>,
 }
 
+impl Outcome {
+    /// For a run stopped by Ctrl-C: what it measured and, when its journal is kept
+    /// (`resumable`), how to continue; `None` for a finished run.
+    pub fn interruption(&self, resumable: bool) -> Option<String> {
+        self.interrupted.then(|| {
+            format!(
+                "interrupted: {} pairs measured{}",
+                self.matrix.measured_pairs(),
+                if resumable {
+                    "; rerun with the same --out to continue"
+                } else {
+                    ""
+                }
+            )
+        })
+    }
+
+    /// For a run some of whose pairs failed: how many and why (the others were
+    /// measured); `None` when every pair was.
+    pub fn failed_pairs(&self) -> Option<String> {
+        (!self.failures.is_empty()).then(|| {
+            format!(
+                "{} pair(s) failed, the others were measured: {}",
+                self.failures.len(),
+                self.failures.join("; ")
+            )
+        })
+    }
+}
+
 /// Measures the plan's pairs the sink does not have yet (each `c2c.pair` pushed as it
 /// is measured), then, unless interrupted, pushes the `c2c.matrix` record under the
 /// plan's key with its structure and the comparison with `machine`'s hwloc levels.
@@ -272,6 +302,40 @@ pub fn run(
     outcome.record = Some(record);
     outcome.structure = Some(structure);
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod outcome_tests {
+    use super::*;
+
+    #[test]
+    fn an_outcome_says_how_it_ended() {
+        let mut o = Outcome {
+            matrix: LatencyMatrix::new(vec![0, 1, 2]),
+            failures: Vec::new(),
+            run_warnings: Vec::new(),
+            interrupted: false,
+            record: None,
+            structure: None,
+        };
+        assert_eq!(o.interruption(true), None);
+        assert_eq!(o.failed_pairs(), None);
+        o.matrix.set(1, 0, 40.0);
+        o.interrupted = true;
+        assert_eq!(
+            o.interruption(true).unwrap(),
+            "interrupted: 1 pairs measured; rerun with the same --out to continue"
+        );
+        assert_eq!(
+            o.interruption(false).unwrap(),
+            "interrupted: 1 pairs measured"
+        );
+        o.failures = vec!["0-2: no answer".into(), "1-2: no answer".into()];
+        assert_eq!(
+            o.failed_pairs().unwrap(),
+            "2 pair(s) failed, the others were measured: 0-2: no answer; 1-2: no answer"
+        );
+    }
 }
 
 #[cfg(test)]

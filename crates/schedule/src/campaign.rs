@@ -162,6 +162,45 @@ pub fn summary(mix: &Mix, repeat: usize, plans: &[Plan], ran: &Ran) -> srec::Sum
     srec::summarize(&mix.id(), repeat, plans, &ran.runs)
 }
 
+/// How a [`campaign`] ended: its summary (keyed by [`summary_key`]) and whether Ctrl-C
+/// stopped it.
+#[derive(Debug)]
+pub struct Campaign {
+    /// The summary of the campaign's runs.
+    pub summary: srec::SummaryRecord,
+    /// Its key in the journal.
+    pub key: String,
+    /// Stopped by Ctrl-C; the runs so far are in the sink.
+    pub interrupted: bool,
+}
+
+impl Campaign {
+    /// The summary as the journal keeps it (measured).
+    pub fn record(&self) -> Record {
+        Record::new(self.key.clone(), Origin::Measured, &self.summary)
+    }
+}
+
+/// The campaign of a plan record's schedules: [`run`] (`repeat` rotated rounds, resumed
+/// from what the sink has) then their [`summary`], keyed with the run's `stamp`. The
+/// summary is returned, not pushed: the caller stores and shows it.
+pub fn campaign(
+    mix: &Mix,
+    plan: &PlanRecord,
+    home: Option<&HomeAffinity>,
+    repeat: usize,
+    stamp: &str,
+    sink: &mut dyn Sink,
+    progress: &mut dyn FnMut(Step<'_>),
+) -> Result<Campaign, LayoutError> {
+    let ran = run(mix, &plan.plans, home, repeat, sink, progress)?;
+    Ok(Campaign {
+        summary: summary(mix, repeat, &plan.plans, &ran),
+        key: summary_key(&plan.mix_id, stamp),
+        interrupted: ran.interrupted,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +213,32 @@ mod tests {
             "schedule/m1/plan/this machine/2026-12-02T15:00:00Z"
         );
         assert_eq!(summary_key("m1", "t"), "schedule/m1/summary/t");
+    }
+
+    #[test]
+    fn a_campaign_resumed_from_its_runs_summarizes_them_without_running() {
+        let mix = Mix::parse(
+            "[[task]]\nname='a'\ncommand=['true']\ndata='1 KiB'\nthreads=[1]\n",
+            "m.toml",
+        )
+        .unwrap();
+        let machine = numalab_topo::synthetic("pack:1 numa:1 core:2 pu:1").unwrap();
+        let res = crate::study::live_resources(&machine, machine.pu_ids(), None, None);
+        let plan = crate::study::plan(&mix, &[], &res, None, false, vec![]).unwrap();
+        // Run once for real into a sink, then again from it: the second run only reads.
+        let mut sink: Vec<Record> = Vec::new();
+        let first = campaign(&mix, &plan, None, 1, "t", &mut sink, &mut |_| {}).unwrap();
+        assert_eq!(sink.len(), plan.plans.len());
+        let mut steps = Vec::new();
+        let again = campaign(&mix, &plan, None, 1, "t2", &mut sink, &mut |s| {
+            steps.push(s == Step::Done)
+        })
+        .unwrap();
+        assert_eq!(sink.len(), plan.plans.len());
+        assert!(steps.iter().all(|d| *d));
+        assert_eq!(again.summary, first.summary);
+        assert_eq!(again.key, summary_key(&mix.id(), "t2"));
+        assert_eq!(again.record().key, again.key);
+        assert!(!again.interrupted);
     }
 }

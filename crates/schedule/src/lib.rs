@@ -12,3 +12,4 @@ pub mod mix;
 pub mod plan;
 pub mod record;
 pub mod run;
+pub mod study;

@@ -34,6 +34,27 @@ pub const MAX_NODES: u32 = 500_000_000;
 /// Default size: about 2 million intersections (about 55 MB of graph).
 pub const DEFAULT_NODES: u32 = 2_000_000;
 
+/// A node count as people write it: digits with optional `_` separators and an optional
+/// `k`/`K` (thousand) or `m`/`M` (million) suffix, fractions allowed before a suffix
+/// (`1.5M`), rounded to the nearest node; an error, in words, when it is not a number or
+/// does not fit a `u32`.
+pub fn parse_node_count(text: &str) -> Result<u32, String> {
+    let t = text.trim().replace('_', "");
+    let (num, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1_000u64),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1_000_000u64),
+        _ => (t.as_str(), 1u64),
+    };
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a node count (e.g. 2000000, 2M, 500k)"))?;
+    let n = value * mult as f64;
+    if !(n.is_finite() && n >= 0.0 && n <= u32::MAX as f64) {
+        return Err(format!("{text:?} is out of range"));
+    }
+    Ok(n.round() as u32)
+}
+
 /// Grid spacing between intersections, metres.
 pub const GRID_SPACING_M: f32 = 100.0;
 const JITTER_M: f32 = 25.0;
@@ -491,6 +512,23 @@ fn count_components(g: &GraphRef<'_>) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_counts_take_suffixes_separators_and_fractions() {
+        assert_eq!(parse_node_count(" 4M "), Ok(4_000_000));
+        assert_eq!(parse_node_count("2.5k"), Ok(2_500));
+        assert_eq!(parse_node_count("1_000_000"), Ok(1_000_000));
+        assert_eq!(parse_node_count("12"), Ok(12));
+        assert_eq!(
+            parse_node_count("lots"),
+            Err("\"lots\" is not a node count (e.g. 2000000, 2M, 500k)".into())
+        );
+        assert_eq!(
+            parse_node_count("5000M"),
+            Err("\"5000M\" is out of range".into())
+        );
+        assert!(parse_node_count("-1").is_err());
+    }
 
     #[test]
     fn sizes() {

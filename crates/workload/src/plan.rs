@@ -202,6 +202,34 @@ pub fn run(
     Ok(ran)
 }
 
+/// One configuration run as `numalab workload run` runs it: a run cut short by Ctrl-C is
+/// kept (marked interrupted, see [`Outcome::cut_short`]) and one that does not fit in
+/// memory is refused. An interrupted error when Ctrl-C came before the run started, or
+/// the sink already had it (callers check [`Sink::done`] first).
+pub fn single(
+    config: &RunConfig,
+    machine: &Machine,
+    placer: &dyn Placer,
+    sink: &mut dyn Sink,
+    observer: &mut dyn FnMut(Progress),
+) -> Result<Outcome, WorkloadError> {
+    let configs = std::slice::from_ref(config);
+    let mut ran = run(
+        configs,
+        machine,
+        placer,
+        Cut::Keep,
+        Fit::Refuse,
+        sink,
+        &mut |_, p| observer(p),
+    )?;
+    ran.outcomes.pop().ok_or_else(|| {
+        WorkloadError::Interrupted(
+            "interrupted before the run started; nothing was measured".into(),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +258,45 @@ mod tests {
         );
         let keys: std::collections::BTreeSet<String> = full.iter().map(RunConfig::key).collect();
         assert_eq!(keys.len(), full.len(), "every run has its own key");
+    }
+
+    /// `numalab workload run`'s single run: measured and pushed once; its record read
+    /// back is the same run; a second call finds it in the sink and measures nothing.
+    #[test]
+    fn a_single_run_is_pushed_read_back_and_not_run_twice() {
+        use numalab_schema::Classify;
+        let machine = numalab_topo::live().unwrap();
+        let placer = numalab_topo::bind::HwlocPlacer::new().unwrap();
+        let config = RunConfig {
+            threads: 1,
+            duration_s: 0.3,
+            warmup_s: 0.1,
+            graph: crate::graph::GraphSpec {
+                seed: 5,
+                nodes: 20_000,
+            },
+            ..Default::default()
+        };
+        let mut sink: Vec<numalab_schema::Record> = Vec::new();
+        let out = single(&config, &machine, &placer, &mut sink, &mut |_| {}).unwrap();
+        assert_eq!(sink.len(), 1);
+        assert_eq!(out.key, config.key());
+        assert!(out.cut_short().is_none());
+        let back = Outcome::previous(&sink, &config.key()).expect("in the sink");
+        assert_eq!(back.run, out.run);
+        assert!(Outcome::previous(&sink, "workload/other").is_none());
+        let again = single(&config, &machine, &placer, &mut sink, &mut |_| {}).unwrap_err();
+        assert_eq!(again.class(), numalab_schema::ErrorClass::Interrupted);
+        assert_eq!(sink.len(), 1);
+        let mut cut = back;
+        cut.run.interrupted = true;
+        cut.run.measured_s = 0.25;
+        let e = cut.cut_short().expect("cut short");
+        assert_eq!(e.class(), numalab_schema::ErrorClass::Interrupted);
+        assert!(
+            e.to_string().starts_with("stopped after 0.2 s of 0.3 s;"),
+            "{e}"
+        );
     }
 
     /// A 128-PU machine with 2 GiB available (the emulated 160-CPU server's failure:

@@ -12,11 +12,9 @@ use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
 use numalab_c2c::heatmap::{self, Order};
 use numalab_c2c::matrix::LatencyMatrix;
-use numalab_c2c::record::{matrix_record, MatrixMeta};
 use numalab_c2c::structure::Structure;
 use numalab_pingpong::{self as pingpong, Variant};
-use numalab_schema::record::Host;
-use numalab_schema::{units, Classify, ErrorClass, Origin, Record};
+use numalab_schema::{units, Classify, ErrorClass, Origin};
 use std::path::PathBuf;
 
 /// Ping-pong variant (command line).
@@ -107,48 +105,20 @@ pub fn run(args: C2cArgs) -> CliResult {
     run_measure(&args)
 }
 
-fn unknown_host(path: &std::path::Path) -> Host {
-    Host::unknown(format!("imported:{}", path.display()))
-}
-
 fn run_import(args: &C2cArgs, path: &std::path::Path) -> CliResult {
     let import = numalab_c2c::csv::read(path)?;
     let machine = match &args.topology {
         Some(t) => Some(numalab_topo::machine(&numalab_topo::Input::detect(t)?)?),
         None => None,
     };
-    let mut host = unknown_host(path);
-    if let Some(m) = &machine {
-        host.topology_hash = m.topology_hash();
-        host.topology = Some(m.clone());
-    }
+    let host = numalab_c2c::record::imported_host(path, machine.as_ref());
     let config = serde_json::json!({ "input": path.display().to_string(),
         "topology": args.topology.as_ref().map(|p| p.display().to_string()) });
     let mut rec = Recorder::new(&args.output, config, Origin::Imported, host)?;
-    let mut notes = import.problems.clone();
-    notes.push(
-        "imported from core-to-core-latency's CSV: CPU ids are assumed to be 0..N-1 in row order, values are means of samples"
-            .into(),
-    );
-    let meta = MatrixMeta {
-        variant: "imported".into(),
-        statistic: "as imported".into(),
-        home_node_policy: None,
-        selection: None,
-        origin: Origin::Imported,
-        key: "c2c/matrix/imported".into(),
-        extra_notes: notes,
-    };
-    let (record, structure, _) = matrix_record(&import.matrix, machine.as_ref(), &meta);
-    rec.push(Record::new(meta.key.clone(), meta.origin, &record))?;
-    show(
-        args,
-        &mut rec,
-        &import.matrix,
-        &structure,
-        &meta.key,
-        &meta.variant,
-    )?;
+    let (record, structure) = numalab_c2c::record::imported(&import, machine.as_ref());
+    let key = record.key.clone();
+    rec.push(record)?;
+    show(args, &mut rec, &import.matrix, &structure, &key, "imported")?;
     rec.finish()?;
     Ok(())
 }
@@ -208,24 +178,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         if json {
             return;
         }
-        let estimate = match (e.total_s, e.per_pair_ns) {
-            (Some(t), Some(p)) => format!(
-                ", about {} ({} per pair)",
-                human_seconds(t),
-                units::nanos(p)
-            ),
-            _ => String::new(),
-        };
-        eprintln!(
-            "numalab: {} pair{} to measure{} ({ncpus} CPUs, {full} pairs in a full matrix){estimate}",
-            e.todo,
-            if e.todo == 1 { "" } else { "s" },
-            if e.already > 0 {
-                format!(", {} already in the journal", e.already)
-            } else {
-                String::new()
-            },
-        );
+        eprintln!("numalab: {}", e.describe(ncpus, full));
         for w in &e.warnings {
             crate::recorder::warn(w);
         }
@@ -234,20 +187,9 @@ fn run_measure(args: &C2cArgs) -> CliResult {
     let outcome = pingpong::probe::run(&placer, &plan, &machine, &clock, &mut sink, &mut announce);
     sink.finish();
     let outcome = outcome.map_err(|e| CliError::new(e.class(), e.to_string()))?;
-    if outcome.interrupted {
+    if let Some(msg) = outcome.interruption(args.output.out.is_some()) {
         rec.finish()?;
-        return Err(CliError::new(
-            ErrorClass::Interrupted,
-            format!(
-                "interrupted: {} pairs measured{}",
-                outcome.matrix.measured_pairs(),
-                if args.output.out.is_some() {
-                    "; rerun with the same --out to continue"
-                } else {
-                    ""
-                }
-            ),
-        ));
+        return Err(CliError::new(ErrorClass::Interrupted, msg));
     }
     let structure = outcome.structure.as_ref().ok_or_else(|| {
         CliError::new(
@@ -264,27 +206,10 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         plan.config.variant.name(),
     )?;
     rec.finish()?;
-    if !outcome.failures.is_empty() {
-        return Err(CliError::new(
-            ErrorClass::Partial,
-            format!(
-                "{} pair(s) failed, the others were measured: {}",
-                outcome.failures.len(),
-                outcome.failures.join("; ")
-            ),
-        ));
+    if let Some(msg) = outcome.failed_pairs() {
+        return Err(CliError::new(ErrorClass::Partial, msg));
     }
     Ok(())
-}
-
-fn human_seconds(s: f64) -> String {
-    if s < 90.0 {
-        format!("{s:.0} s")
-    } else if s < 5400.0 {
-        format!("{:.0} min", s / 60.0)
-    } else {
-        format!("{:.1} h", s / 3600.0)
-    }
 }
 
 /// The files asked for (CSV, SVG) and the terminal's picture of a matrix whose record

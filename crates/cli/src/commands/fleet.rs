@@ -4,11 +4,9 @@
 
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
-use numalab_fleet::{AgentOptions, FleetError, FleetRunOptions, LauncherKind};
+use numalab_fleet::{AgentOptions, FleetRunOptions, LauncherKind};
 use numalab_schema::ErrorClass;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// `numalab fleet`.
@@ -150,20 +148,6 @@ pub fn run(args: FleetArgs) -> CliResult {
     }
 }
 
-fn fleet_error(e: FleetError) -> CliError {
-    let class = match &e {
-        FleetError::Options(_)
-        | FleetError::BadNodeName { .. }
-        | FleetError::CommandChanged { .. }
-        | FleetError::AgentArgs(_) => ErrorClass::Usage,
-        FleetError::Hostfile { .. } | FleetError::Manifest { .. } => ErrorClass::Input,
-        FleetError::NoNodes(_) | FleetError::Tool { .. } => ErrorClass::Unsupported,
-        FleetError::Locked(l) => numalab_schema::Classify::class(l),
-        _ => ErrorClass::Runtime,
-    };
-    CliError::new(class, e.to_string())
-}
-
 fn this_exe() -> Result<PathBuf, CliError> {
     std::env::current_exe().map_err(|e| {
         CliError::new(
@@ -194,24 +178,12 @@ impl numalab_fleet::Progress for Bar {
 }
 
 fn run_cmd(a: RunArgs) -> CliResult {
-    if a.parallel == 0 {
-        return Err(CliError::new(
-            ErrorClass::Usage,
-            "--parallel must be at least 1",
-        ));
-    }
     let exe = this_exe()?;
     let mut opts = FleetRunOptions::new(&a.fleet, exe, env!("CARGO_PKG_VERSION"));
     opts.launcher = match a.launcher {
         LauncherArg::Slurm => LauncherKind::Slurm,
         LauncherArg::Mpi => LauncherKind::Mpi,
     };
-    if matches!(a.launcher, LauncherArg::Mpi) && a.hostfile.is_none() {
-        return Err(CliError::new(
-            ErrorClass::Usage,
-            "--launcher mpi needs --hostfile FILE (one host per line)",
-        ));
-    }
     opts.nodes = a.nodes;
     opts.hostfile = a.hostfile;
     opts.parallel = a.parallel;
@@ -223,29 +195,11 @@ fn run_cmd(a: RunArgs) -> CliResult {
     if !a.command.is_empty() {
         opts.command = a.command;
     }
-    // Ctrl-C and SIGTERM reach numalab (the launchers run in their own process
-    // groups): the flag they set is handed on, and the run kills its launchers.
-    let cancel = Arc::new(AtomicBool::new(false));
-    opts.cancel = Some(cancel.clone());
-    let done = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let (cancel, done) = (cancel.clone(), done.clone());
-        std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                if numalab_schema::interrupt::requested() {
-                    cancel.store(true, Ordering::Relaxed);
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        })
-    };
+    opts.check()?;
     let bar = crate::output::bar(0, "{elapsed:>4} [{bar:30}] {pos}/{len} nodes {msg}");
-    let summary = numalab_fleet::run_fleet(&opts, &Bar(bar.clone()));
-    done.store(true, Ordering::Relaxed);
-    let _ = watcher.join();
+    let summary = numalab_fleet::run_cancellable(opts, &Bar(bar.clone()));
     bar.finish_and_clear();
-    let summary = summary.map_err(fleet_error)?;
+    let summary = summary?;
     if a.json {
         println!(
             "{}",
@@ -275,32 +229,18 @@ fn run_cmd(a: RunArgs) -> CliResult {
             println!("next: numalab fleet report {}", summary.fleet.display());
         }
     }
-    if summary.interrupted {
-        return Err(CliError::new(
-            ErrorClass::Interrupted,
-            format!(
-                "interrupted; every bundle gathered so far is in {}; run the same command again to resume",
-                summary.fleet.display()
-            ),
-        ));
+    if let Some(msg) = summary.interruption() {
+        return Err(CliError::new(ErrorClass::Interrupted, msg));
     }
-    let not_done = summary.nodes.len() - summary.done;
-    if not_done > 0 {
-        return Err(CliError::new(
-            ErrorClass::Partial,
-            format!(
-                "{not_done} of {} node(s) did not finish (see each node's status.json); run the same command again to retry them",
-                summary.nodes.len()
-            ),
-        ));
+    if let Some(msg) = summary.unfinished() {
+        return Err(CliError::new(ErrorClass::Partial, msg));
     }
     Ok(())
 }
 
 fn node_cmd(a: NodeArgs) -> CliResult {
-    let opts = AgentOptions::from_args(&a.args, this_exe()?, env!("CARGO_PKG_VERSION"))
-        .map_err(fleet_error)?;
-    let code = numalab_fleet::run_agent(&opts).map_err(fleet_error)?;
+    let opts = AgentOptions::from_args(&a.args, this_exe()?, env!("CARGO_PKG_VERSION"))?;
+    let code = numalab_fleet::run_agent(&opts)?;
     if code == 0 {
         return Ok(());
     }
@@ -311,32 +251,10 @@ fn node_cmd(a: NodeArgs) -> CliResult {
 
 fn report_cmd(a: ReportArgs) -> CliResult {
     use numalab_report::fleet;
-    if !(a.z > 0.0 && a.z.is_finite()) {
-        return Err(CliError::new(
-            ErrorClass::Usage,
-            format!("--z {}: give a positive number", a.z),
-        ));
-    }
-    if !(0.0..100.0).contains(&a.floor) {
-        return Err(CliError::new(
-            ErrorClass::Usage,
-            format!("--floor {}: give a percentage from 0 to 100", a.floor),
-        ));
-    }
-    if a.min_nodes < 2 {
-        return Err(CliError::new(
-            ErrorClass::Usage,
-            "--min-nodes must be at least 2 (a median and MAD need company)",
-        ));
-    }
+    let opts = fleet::Options::from_flags(a.z, a.floor, a.min_nodes)
+        .map_err(|e| CliError::new(ErrorClass::Usage, e))?;
     let input =
         fleet::load_fleet(&a.fleet).map_err(|e| CliError::new(ErrorClass::Input, e.to_string()))?;
-    let opts = fleet::Options {
-        z_threshold: a.z,
-        relative_floor: a.floor / 100.0,
-        min_nodes: a.min_nodes,
-        ..fleet::Options::default()
-    };
     let report = fleet::analyse(&input, &opts);
     let html_path = a
         .html

@@ -7,16 +7,12 @@
 use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
-use numalab_harness::plan::{cpu_order, Placement};
-use numalab_layout::affinity::CostMatrix;
-use numalab_layout::record::InferenceRecord;
 use numalab_layout::LayoutError;
 use numalab_model::Model;
 use numalab_schedule::campaign;
-use numalab_schedule::history::{self, RuntimeModel};
 use numalab_schedule::mix::Mix;
-use numalab_schedule::plan::{self, HomeAffinity, Predictor, Resources};
-use numalab_schedule::run::{self, model_resources};
+use numalab_schedule::plan::HomeAffinity;
+use numalab_schedule::study;
 use numalab_schema::{ErrorClass, Origin, Record};
 use std::path::PathBuf;
 
@@ -108,22 +104,8 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         return Err(usage("--repeat must be at least 1"));
     }
     let mix = Mix::read(&a.mix)?;
-    let mut bundles = Vec::new();
-    for h in &a.history {
-        let (b, warnings) = numalab_schema::journal::read_bundle(h).map_err(|e| {
-            CliError::new(
-                ErrorClass::Input,
-                format!(
-                    "--history {}: {e}; give a `numalab scale --out DIR` folder",
-                    h.display()
-                ),
-            )
-        })?;
-        for w in warnings {
-            eprintln!("numalab: warning: {w}");
-        }
-        bundles.push(b);
-    }
+    let mut bundles =
+        study::history_bundles(&a.history, &mut |w| eprintln!("numalab: warning: {w}"))?;
     if let Some(db) = &a.history_db {
         if !db.exists() {
             return Err(CliError::new(
@@ -138,22 +120,18 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         let h = numalab_history::History::open(db)?;
         bundles.extend(h.task_history(&numalab_history::RunFilter::default())?);
     }
-    let obs = history::gather(&mix, &bundles);
-    let models: Vec<Option<RuntimeModel>> = obs.iter().map(|o| history::fit(o)).collect();
     // The cores.
     let (res, host, model, origin) = match &a.model {
         Some(p) => {
             let m = Model::load(p, &[]).map_err(LayoutError::from)?;
-            let h = numalab_model::machine::host(&m);
-            let mut r = model_resources(&m);
-            if !a.no_home_affinity {
-                r.home = Some(HomeAffinity {
-                    distance: a.home_distance,
-                    source: format!("the address map of model {}", m.label),
-                    map_path: None,
-                });
-            }
-            (r, h, Some(m), Origin::Modeled)
+            let home = (!a.no_home_affinity).then_some(a.home_distance);
+            let r = study::modeled_resources(&m, home);
+            (
+                r,
+                numalab_model::machine::host(&m),
+                Some(m),
+                Origin::Modeled,
+            )
         }
         None => {
             let machine = numalab_topo::live()?;
@@ -161,84 +139,37 @@ pub fn run(a: ScheduleArgs) -> CliResult {
                 Some(t) => numalab_topo::select::CpuSelection::parse(t)?.resolve(&machine)?,
                 None => machine.pu_ids(),
             };
-            let compact: Vec<u32> = cpu_order(&machine, Placement::Compact)
-                .into_iter()
-                .filter(|c| cpus.contains(c))
-                .collect();
             let distance = match &a.layout {
                 Some(l) => {
-                    let (b, _) = numalab_schema::journal::read_bundle(l).map_err(|e| {
-                        CliError::new(ErrorClass::Input, format!("--layout {}: {e}", l.display()))
-                    })?;
-                    let r = b.records_of::<InferenceRecord>().into_iter().last().map(|x| x.1).ok_or_else(|| {
-                        CliError::new(ErrorClass::Input, format!("--layout {}: no layout.inference record; run `numalab layout infer --out DIR`", l.display()))
-                    })?;
-                    let c = CostMatrix::from_layout(&r)?;
-                    if let Some(x) = cpus.iter().find(|x| !c.cpus.contains(x)) {
-                        return Err(CliError::new(ErrorClass::Input, format!(
-                            "--layout {}: CPU {x} is not in the floorplan; restrict --cpus to its CPUs", l.display()
-                        )));
-                    }
-                    Some(c)
+                    let what = format!("--layout {}", l.display());
+                    let (b, _) = numalab_schema::journal::read_bundle(l)
+                        .map_err(|e| CliError::new(ErrorClass::Input, format!("{what}: {e}")))?;
+                    Some(study::floorplan_costs(&b, &what, &cpus)?)
                 }
                 None => None,
             };
-            let node_of = machine
-                .pus
-                .iter()
-                .filter_map(|p| p.numa_node.map(|n| (p.os_index, n)))
-                .collect();
-            let h = numalab_topo::system::host(&machine);
+            let home = a
+                .home_map
+                .as_deref()
+                .map(|p| home_affinity(p, a.home_distance))
+                .transpose()?;
+            let r = study::live_resources(&machine, cpus, distance, home);
             (
-                Resources {
-                    cpus,
-                    node_of,
-                    compact,
-                    distance,
-                    source: "this machine".into(),
-                    home: a
-                        .home_map
-                        .as_deref()
-                        .map(|p| home_affinity(p, a.home_distance))
-                        .transpose()?,
-                },
-                h,
+                r,
+                numalab_topo::system::host(&machine),
                 None,
                 Origin::Measured,
             )
         }
     };
-    // Plans (a mix that cannot fit is an error here, before anything runs).
-    let pred = Predictor { models: &models };
-    let mut plans = plan::build(&mix, &res, &pred)?;
-    let predictions = match &model {
-        Some(m) => {
-            run::evaluate_on_model(&mix, &mut plans, m, &res);
-            format!("history fit scaled on model {}", m.label)
-        }
-        None => "history fit".to_string(),
-    };
-    if a.run {
-        for p in &plans {
-            run::check_commands(&mix, p, res.home.as_ref())?;
-        }
-    }
-    let mix_id = mix.id();
     let history_sources = a
         .history
         .iter()
         .map(|h| h.display().to_string())
         .chain(a.history_db.iter().map(|d| format!("db:{}", d.display())))
         .collect();
-    let plan_rec = campaign::plan_record(
-        &mix,
-        &obs,
-        &models,
-        &res,
-        &plans,
-        history_sources,
-        predictions,
-    );
+    // The plan record (a mix that cannot fit is an error here, before anything runs).
+    let plan_rec = study::plan(&mix, &bundles, &res, model.as_ref(), a.run, history_sources)?;
     use numalab_schema::text::path_text;
     let config = serde_json::json!({"mix": path_text(&a.mix),
         "history": a.history.iter().map(|p| path_text(p)).collect::<Vec<_>>(),
@@ -248,8 +179,7 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         "home_affinity": !a.no_home_affinity});
     let mut rec = Recorder::new(&a.output, config, origin, host)?;
     let stamp = rec.envelope().created_utc.clone();
-    let plan_key = campaign::plan_key(&mix_id, &res.source, &stamp);
-    rec.push(Record::new(plan_key, origin, &plan_rec))?;
+    rec.push(study::plan_entry(&plan_rec, origin, &stamp))?;
     if !rec.json() {
         show(&rec, &plan_rec);
     }
@@ -258,16 +188,17 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         return Ok(());
     }
     // The campaign (numalab_schedule::campaign: rotated repetitions, resumable).
-    let total = a.repeat * plans.len();
+    let total = a.repeat * plan_rec.plans.len();
     let bar = crate::output::bar(
         total as u64,
         "{spinner} [{elapsed}] {bar:30} {pos}/{len} runs {msg}",
     );
-    let ran = campaign::run(
+    let ran = campaign::campaign(
         &mix,
-        &plans,
+        &plan_rec,
         res.home.as_ref(),
         a.repeat,
+        &stamp,
         &mut rec,
         &mut |step| match step {
             campaign::Step::Running(s) => bar.set_message(s.to_string()),
@@ -283,14 +214,9 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         }
     };
     let interrupted = ran.interrupted;
-    let summary = campaign::summary(&mix, a.repeat, &plans, &ran);
-    rec.push(Record::new(
-        campaign::summary_key(&mix_id, &stamp),
-        Origin::Measured,
-        &summary,
-    ))?;
+    rec.push(ran.record())?;
     if !rec.json() {
-        show(&rec, &summary);
+        show(&rec, &ran.summary);
     }
     rec.finish()?;
     if interrupted {

@@ -11,8 +11,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use numalab_schema::{ErrorClass, Origin};
 use numalab_topo::bind::PageKind;
-use numalab_workload::graph::{GraphSpec, DEFAULT_NODES};
-use numalab_workload::run::{Progress, RunConfig, WorkloadRun};
+use numalab_workload::graph::{parse_node_count as parse_count, GraphSpec, DEFAULT_NODES};
+use numalab_workload::run::{Progress, RunConfig};
 use numalab_workload::{CpuOrder, Mode};
 
 /// `numalab workload`.
@@ -50,23 +50,6 @@ pub enum ModeArg {
     SharedInterleaved,
     /// One copy per NUMA node with clients; each client reads its node's copy.
     Replicated,
-}
-
-fn parse_count(text: &str) -> Result<u32, String> {
-    let t = text.trim().replace('_', "");
-    let (num, mult) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], 1_000u64),
-        Some('m' | 'M') => (&t[..t.len() - 1], 1_000_000u64),
-        _ => (t.as_str(), 1u64),
-    };
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("{text:?} is not a node count (e.g. 2000000, 2M, 500k)"))?;
-    let n = value * mult as f64;
-    if !(n.is_finite() && n >= 0.0 && n <= u32::MAX as f64) {
-        return Err(format!("{text:?} is out of range"));
-    }
-    Ok(n.round() as u32)
 }
 
 /// `numalab workload run`.
@@ -176,17 +159,7 @@ fn run_cmd(args: RunArgs) -> CliResult {
             dir.unwrap_or_default()
         );
         if args.metric_line {
-            if let Some(run) = rec
-                .previous
-                .iter()
-                .filter(|r| r.key == key)
-                .find_map(|r| r.decode::<WorkloadRun>().and_then(Result::ok))
-            {
-                let outcome = numalab_workload::Outcome {
-                    key: key.clone(),
-                    run,
-                    warnings: Vec::new(),
-                };
+            if let Some(outcome) = numalab_workload::Outcome::previous(&rec, &key) {
                 println!("{}", outcome.metric_line());
             }
         }
@@ -238,22 +211,9 @@ fn run_cmd(args: RunArgs) -> CliResult {
     let watch = power
         .as_ref()
         .and_then(|p| crate::power::start(p, "workload run"));
-    let ran = numalab_workload::plan::run(
-        std::slice::from_ref(&config),
-        &machine,
-        &placer,
-        numalab_workload::plan::Cut::Keep,
-        numalab_workload::plan::Fit::Refuse,
-        &mut rec,
-        &mut |_, p| observer(p),
-    );
+    let ran = numalab_workload::plan::single(&config, &machine, &placer, &mut rec, &mut observer);
     bar.finish_and_clear();
-    let outcome = ran?.outcomes.pop().ok_or_else(|| {
-        CliError::new(
-            ErrorClass::Interrupted,
-            "interrupted before the run started; nothing was measured",
-        )
-    })?;
+    let outcome = ran?;
     if let Some(w) = watch {
         crate::power::finish(w, "workload-run", &mut rec);
     }
@@ -267,14 +227,8 @@ fn run_cmd(args: RunArgs) -> CliResult {
         );
     }
     rec.finish()?;
-    if outcome.run.interrupted {
-        return Err(CliError::new(
-            ErrorClass::Interrupted,
-            format!(
-                "stopped after {:.1} s of {} s; the partial result was kept (marked interrupted)",
-                outcome.run.measured_s, outcome.run.duration_s
-            ),
-        ));
+    if let Some(e) = outcome.cut_short() {
+        return Err(e.into());
     }
     Ok(())
 }

@@ -89,6 +89,20 @@ pub struct FleetRunOptions {
 }
 
 impl FleetRunOptions {
+    /// The option combinations refused before anything is touched: `--parallel 0`, and
+    /// `--launcher mpi` without `--hostfile`.
+    pub fn check(&self) -> Result<(), FleetError> {
+        if self.parallel == 0 {
+            return Err(FleetError::Options("--parallel must be at least 1".into()));
+        }
+        if self.launcher == LauncherKind::Mpi && self.hostfile.is_none() {
+            return Err(FleetError::Options(
+                "--launcher mpi needs --hostfile FILE (one host per line)".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The defaults: Slurm, `--parallel 32`, `--timeout 2h`, `evaluate --quick`.
     pub fn new(
         fleet: impl Into<PathBuf>,
@@ -167,6 +181,27 @@ impl FleetSummary {
     /// Whether every node is done.
     pub fn all_done(&self) -> bool {
         self.done == self.nodes.len()
+    }
+
+    /// For a run stopped by Ctrl-C: where its bundles are and how to resume.
+    pub fn interruption(&self) -> Option<String> {
+        self.interrupted.then(|| {
+            format!(
+                "interrupted; every bundle gathered so far is in {}; run the same command again to resume",
+                self.fleet.display()
+            )
+        })
+    }
+
+    /// For a run some of whose nodes did not finish: how many, and how to retry them.
+    pub fn unfinished(&self) -> Option<String> {
+        let not_done = self.nodes.len() - self.done;
+        (not_done > 0).then(|| {
+            format!(
+                "{not_done} of {} node(s) did not finish (see each node's status.json); run the same command again to retry them",
+                self.nodes.len()
+            )
+        })
     }
 
     fn from_nodes(opts: &FleetRunOptions, nodes: Vec<NodeSummary>, t0: Instant) -> Self {
@@ -461,10 +496,93 @@ fn cancelled(opts: &FleetRunOptions) -> bool {
         .is_some_and(|c| c.load(Ordering::Relaxed))
 }
 
+/// [`run_fleet`] stopped by Ctrl-C or SIGTERM: a watcher hands the interrupt on through
+/// [`FleetRunOptions::cancel`] (the launchers run in their own process groups, so only
+/// numalab hears it) and the run kills its launchers.
+pub fn run_cancellable(
+    mut opts: FleetRunOptions,
+    progress: &dyn Progress,
+) -> Result<FleetSummary, FleetError> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    opts.cancel = Some(cancel.clone());
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if numalab_schema::interrupt::requested() {
+                    cancel.store(true, Ordering::Relaxed);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let summary = run_fleet(&opts, progress);
+    done.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    summary
+}
+
 #[cfg(test)]
 mod tests {
     use super::node::{last_line, not_there, stderr_says_missing};
     use super::*;
+
+    #[test]
+    fn refused_combinations_and_how_a_run_ended() {
+        let mut o = FleetRunOptions::new("/tmp/f", "/opt/numalab", "0.1.0");
+        assert!(o.check().is_ok());
+        o.launcher = LauncherKind::Mpi;
+        let e = o.check().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--launcher mpi needs --hostfile FILE (one host per line)"
+        );
+        o.hostfile = Some("hosts".into());
+        assert!(o.check().is_ok());
+        o.parallel = 0;
+        assert_eq!(
+            o.check().unwrap_err().to_string(),
+            "--parallel must be at least 1"
+        );
+        // The watched run ends with run_fleet's own refusal (the watcher is stopped).
+        let e = run_cancellable(o.clone(), &()).unwrap_err();
+        assert_eq!(e.to_string(), "--parallel must be at least 1");
+        let node = |state| NodeSummary {
+            node: "n1".into(),
+            state,
+            resumed: false,
+            exit_code: None,
+            duration_s: 0.0,
+            message: String::new(),
+        };
+        let mut s = FleetSummary {
+            fleet: "/tmp/f".into(),
+            launcher: LauncherKind::Slurm,
+            command: vec![],
+            nodes: vec![node(NodeState::Done), node(NodeState::Failed)],
+            done: 1,
+            failed: 1,
+            timeout: 0,
+            launch_failed: 0,
+            resumed: 0,
+            elapsed_s: 1.0,
+            interrupted: false,
+        };
+        assert_eq!(s.interruption(), None);
+        assert!(s
+            .unfinished()
+            .unwrap()
+            .starts_with("1 of 2 node(s) did not finish"));
+        s.interrupted = true;
+        assert!(s
+            .interruption()
+            .unwrap()
+            .contains("every bundle gathered so far is in /tmp/f;"));
+        s.done = 2;
+        assert_eq!(s.unfinished(), None);
+    }
 
     #[test]
     fn missing_binary_recognised() {

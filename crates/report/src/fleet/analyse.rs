@@ -30,6 +30,31 @@ pub struct Options {
     pub min_nodes: usize,
 }
 
+impl Options {
+    /// The options from `numalab fleet report`'s flags, the floor in percent; the
+    /// defaults for the rest. Refused, in words: a z threshold that is not a positive
+    /// number, a floor outside 0-100 %, fewer than 2 nodes (a median and MAD need company).
+    pub fn from_flags(z: f64, floor_percent: f64, min_nodes: usize) -> Result<Options, String> {
+        if !(z > 0.0 && z.is_finite()) {
+            return Err(format!("--z {z}: give a positive number"));
+        }
+        if !(0.0..100.0).contains(&floor_percent) {
+            return Err(format!(
+                "--floor {floor_percent}: give a percentage from 0 to 100"
+            ));
+        }
+        if min_nodes < 2 {
+            return Err("--min-nodes must be at least 2 (a median and MAD need company)".into());
+        }
+        Ok(Options {
+            z_threshold: z,
+            relative_floor: floor_percent / 100.0,
+            min_nodes,
+            ..Options::default()
+        })
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {

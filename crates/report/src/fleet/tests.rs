@@ -448,3 +448,25 @@ fn fleet_folder_with_broken_nodes_loads_and_keeps_their_problems() {
     assert!(!html.contains('\u{1b}'));
     assert!(load_fleet(&d.path().join("nowhere")).is_err());
 }
+
+#[test]
+fn fleet_report_flags_become_options_or_are_refused_in_words() {
+    let o = Options::from_flags(3.0, 10.0, 4).unwrap();
+    assert_eq!(o.z_threshold, 3.0);
+    assert!((o.relative_floor - 0.10).abs() < 1e-12);
+    assert_eq!(o.min_nodes, 4);
+    assert_eq!(o.own_noise_factor, Options::default().own_noise_factor);
+    assert_eq!(
+        Options::from_flags(0.0, 5.0, 3).unwrap_err(),
+        "--z 0: give a positive number"
+    );
+    assert!(Options::from_flags(f64::INFINITY, 5.0, 3).is_err());
+    assert_eq!(
+        Options::from_flags(3.5, 100.0, 3).unwrap_err(),
+        "--floor 100: give a percentage from 0 to 100"
+    );
+    assert_eq!(
+        Options::from_flags(3.5, 5.0, 1).unwrap_err(),
+        "--min-nodes must be at least 2 (a median and MAD need company)"
+    );
+}

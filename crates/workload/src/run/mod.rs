@@ -226,6 +226,28 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The run with this key that an earlier run left in `sink` (a resumed command
+    /// measures nothing new), when the sink has it and it decodes as a `workload.run`.
+    pub fn previous(sink: &dyn numalab_schema::sink::Sink, key: &str) -> Option<Outcome> {
+        let run = sink.previous(key)?.decode::<WorkloadRun>()?.ok()?;
+        Some(Outcome {
+            key: key.to_string(),
+            run,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// The error a run cut short by Ctrl-C ends its command with (its partial record is
+    /// kept, marked interrupted); `None` for a run measured whole.
+    pub fn cut_short(&self) -> Option<WorkloadError> {
+        self.run.interrupted.then(|| {
+            WorkloadError::Interrupted(format!(
+                "stopped after {:.1} s of {} s; the partial result was kept (marked interrupted)",
+                self.run.measured_s, self.run.duration_s
+            ))
+        })
+    }
+
     /// The `workload.run` record.
     pub fn record(&self) -> Record {
         Record::new(&self.key, Origin::Measured, &self.run).with_warnings(self.warnings.clone())
