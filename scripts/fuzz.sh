@@ -13,6 +13,9 @@
 # for this build only (the stable toolchain ships the ASan runtime). `cargo fuzz run
 # TARGET` (nightly, cargo-fuzz) still works on the same targets by hand.
 #
+# FUZZ_PROFILE=ci builds the targets at opt-level 1 (CI's short run: a shorter build,
+# fewer executions a second); unset, the release profile.
+#
 # FUZZ_SEED=N makes libFuzzer's choices repeatable (CI sets 1, so a clean checkout
 # explores the same inputs each run and a red CI is a reproducible bug, not luck);
 # unset, every run explores new ground (the long run).
@@ -33,9 +36,12 @@ flags=(
 )
 # --target keeps the flags off build scripts and proc macros (they run on the host
 # uninstrumented, as under cargo-fuzz).
+# FUZZ_PROFILE picks fuzz/Cargo.toml's profile: `release` (the default, the fastest
+# targets) or `ci` (opt-level 1: a shorter build for CI's 15 s per target).
+profile=${FUZZ_PROFILE:-release}
 RUSTC_BOOTSTRAP=1 RUSTFLAGS="${flags[*]}" \
-  cargo build --locked --release --manifest-path fuzz/Cargo.toml --target "$host" --bins
-bin_dir=fuzz/target/$host/release
+  cargo build --locked --profile "$profile" --manifest-path fuzz/Cargo.toml --target "$host" --bins
+bin_dir=fuzz/target/$host/$profile
 targets=$(cargo metadata --locked --no-deps --format-version 1 --manifest-path fuzz/Cargo.toml \
   | python3 -c 'import json,sys
 for p in json.load(sys.stdin)["packages"]:
