@@ -14,6 +14,10 @@ pub enum LayoutError {
         /// What is wrong and what to do.
         msg: String,
     },
+    /// A file that is not what the command reads, in one sentence that names it and
+    /// says what to give instead.
+    #[error("{0}")]
+    Unreadable(String),
     /// The request does not fit (a geometry too small, a mix too large).
     #[error("{0}")]
     Usage(String),
@@ -41,7 +45,7 @@ impl LayoutError {
 impl Classify for LayoutError {
     fn class(&self) -> ErrorClass {
         match self {
-            LayoutError::Input { .. } => ErrorClass::Input,
+            LayoutError::Input { .. } | LayoutError::Unreadable(_) => ErrorClass::Input,
             LayoutError::Usage(_) => ErrorClass::Usage,
             LayoutError::Unsupported(_) => ErrorClass::Unsupported,
             LayoutError::Runtime(_) => ErrorClass::Runtime,
