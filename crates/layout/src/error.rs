@@ -27,6 +27,9 @@ pub enum LayoutError {
     /// A command could not be run.
     #[error("{0}")]
     Runtime(String),
+    /// Ctrl-C: stopped cleanly; the message says what was kept.
+    #[error("{0}")]
+    Stopped(String),
     /// Ctrl-C: stopped cleanly, what was measured is kept.
     #[error("interrupted; rerun the same command with the same --out to resume")]
     Interrupted,
@@ -49,7 +52,7 @@ impl Classify for LayoutError {
             LayoutError::Usage(_) => ErrorClass::Usage,
             LayoutError::Unsupported(_) => ErrorClass::Unsupported,
             LayoutError::Runtime(_) => ErrorClass::Runtime,
-            LayoutError::Interrupted => ErrorClass::Interrupted,
+            LayoutError::Interrupted | LayoutError::Stopped(_) => ErrorClass::Interrupted,
         }
     }
 }

@@ -84,6 +84,17 @@ impl InferJob {
         (record::inference_key(&self.flags.input), r)
     }
 
+    /// How the run ends once `inf` is recorded: an interrupted search (Ctrl-C) is an
+    /// interruption that says the best placement so far was kept.
+    pub fn outcome(&self, inf: &Inference) -> Result<(), LayoutError> {
+        if inf.interrupted {
+            return Err(LayoutError::Stopped(
+                "interrupted; the best placement of the restarts that ran was recorded".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The floorplan of `r` as SVG, coloured by the heatmap asked for.
     pub fn svg(&self, r: &InferenceRecord) -> Result<String, LayoutError> {
         draw::floorplan(r, &self.loaded.measured, self.heat.as_ref())
@@ -131,6 +142,20 @@ mod tests {
         assert_eq!(key, format!("layout/inference/{name}"));
         assert_eq!(r.cores.len(), 4);
         assert!(job.svg(&r).unwrap().starts_with("<svg"));
+        job.outcome(&inf).unwrap();
+        let cut = Inference {
+            interrupted: true,
+            ..inf
+        };
+        let e = job.outcome(&cut).unwrap_err();
+        assert_eq!(
+            numalab_schema::Classify::class(&e),
+            numalab_schema::ErrorClass::Interrupted
+        );
+        assert_eq!(
+            e.to_string(),
+            "interrupted; the best placement of the restarts that ran was recorded"
+        );
         std::fs::remove_file(&p).unwrap();
     }
 }

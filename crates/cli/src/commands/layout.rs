@@ -237,13 +237,7 @@ fn run_infer(a: &InferArgs) -> CliResult {
             println!("floorplan written to {}", p.display());
         }
     }
-    if inf.interrupted {
-        return Err(CliError::new(
-            ErrorClass::Interrupted,
-            "interrupted; the best placement of the restarts that ran was recorded",
-        ));
-    }
-    Ok(())
+    Ok(job.outcome(&inf)?)
 }
 
 fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
