@@ -42,6 +42,15 @@ impl LiveBenchOptions {
         Ok(())
     }
 
+    /// The run's configuration, as recorded in the envelope: the map's path, the
+    /// options and the pool's size.
+    pub fn config(&self, map: &std::path::Path, pool_bytes: usize) -> serde_json::Value {
+        serde_json::json!({
+            "map": map.display().to_string(), "threads": self.threads, "lines": self.lines_per_thread,
+            "max_distance": self.max_distance, "rounds": self.rounds, "pool_bytes": pool_bytes,
+        })
+    }
+
     /// Bytes of the pool for a map of `homes` homes: room for every thread's lines at
     /// the strictest distance (one home holds about 1/homes of the lines), twice over,
     /// from 64 MiB to 1 GiB.
@@ -436,5 +445,22 @@ mod tests {
         let stops = [[0, 0, 0], [1, 0, 1], [2, 3, 3], [3, 1, 1], [4, 3, 0]];
         assert_eq!(spread(&stops, 2), vec![0, 2]);
         assert_eq!(spread(&stops, 9).len(), 5);
+    }
+
+    #[test]
+    fn the_config_names_the_map_and_the_pool() {
+        let o = LiveBenchOptions {
+            threads: 4,
+            lines_per_thread: 8,
+            max_distance: 2,
+            rounds: 3,
+        };
+        let c = o.config(std::path::Path::new("map-out"), 1 << 26);
+        assert_eq!(c["map"], "map-out");
+        assert_eq!(
+            (c["lines"].clone(), c["rounds"].clone()),
+            (8.into(), 3.into())
+        );
+        assert_eq!(c["pool_bytes"], 1u64 << 26);
     }
 }

@@ -58,6 +58,30 @@ impl Default for ConflictOptions {
     }
 }
 
+impl ConflictOptions {
+    /// `home conflicts`' flags as given: `--page-size` (a power of two of 4 KiB or
+    /// more), `--max-pages` from 1 to 4096, `--runs` at least 1 (usage errors otherwise);
+    /// the other settings are the defaults.
+    pub fn from_flags(
+        page_size: &str,
+        max_pages: u32,
+        runs: usize,
+    ) -> Result<ConflictOptions, HomeError> {
+        let page_bytes = crate::settings::page_size(page_size)?;
+        if max_pages == 0 || max_pages > 4096 || runs == 0 {
+            return Err(HomeError::Usage(
+                "--max-pages must be from 1 to 4096 and --runs at least 1".into(),
+            ));
+        }
+        Ok(ConflictOptions {
+            page_bytes,
+            max_pages,
+            runs,
+            ..ConflictOptions::default()
+        })
+    }
+}
+
 /// Lines on the busiest slice over the mean per slice.
 pub fn imbalance(hist: &[u32], slices: u32) -> f64 {
     let total: u64 = hist.iter().map(|&c| u64::from(c)).sum();
@@ -342,4 +366,33 @@ pub fn analyse(
         advice,
         notes,
     })
+}
+
+#[cfg(test)]
+mod flag_tests {
+    use super::*;
+
+    #[test]
+    fn conflict_flags_are_checked_in_order() {
+        let o = ConflictOptions::from_flags("64KiB", 8, 4).unwrap();
+        assert_eq!(
+            (o.page_bytes, o.max_pages, o.runs, o.trials),
+            (65536, 8, 4, 32)
+        );
+        let refused = |p: &str, m, r| {
+            ConflictOptions::from_flags(p, m, r)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refused("1000", 0, 0),
+            "--page-size 1000: give a power of two of 4KiB or more"
+        );
+        for (m, r) in [(0, 1), (4097, 1), (16, 0)] {
+            assert_eq!(
+                refused("2MiB", m, r),
+                "--max-pages must be from 1 to 4096 and --runs at least 1"
+            );
+        }
+    }
 }

@@ -14,6 +14,10 @@ pub enum HomeError {
         /// What is wrong and what to do.
         msg: String,
     },
+    /// A file that is not what the command reads, in one sentence that names it and
+    /// says what to give instead.
+    #[error("{0}")]
+    Unreadable(String),
     /// The request does not fit (a buffer too large, a distance no line satisfies).
     #[error("{0}")]
     Usage(String),
@@ -41,7 +45,7 @@ impl HomeError {
 impl Classify for HomeError {
     fn class(&self) -> ErrorClass {
         match self {
-            HomeError::Input { .. } => ErrorClass::Input,
+            HomeError::Input { .. } | HomeError::Unreadable(_) => ErrorClass::Input,
             HomeError::Usage(_) => ErrorClass::Usage,
             HomeError::Unsupported(_) => ErrorClass::Unsupported,
             HomeError::Runtime(_) => ErrorClass::Runtime,
@@ -63,6 +67,9 @@ impl From<numalab_model::ModelError> for HomeError {
 
 impl From<numalab_layout::LayoutError> for HomeError {
     fn from(e: numalab_layout::LayoutError) -> Self {
+        if let numalab_layout::LayoutError::Unreadable(m) = e {
+            return HomeError::Unreadable(m);
+        }
         match e.class() {
             ErrorClass::Input => HomeError::input("floorplan", e.to_string()),
             ErrorClass::Usage => HomeError::Usage(e.to_string()),

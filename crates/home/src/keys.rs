@@ -3,6 +3,7 @@
 //! its preset, noise and seed.
 
 use crate::groundtruth::{TrialOptions, TrialOutcome};
+use numalab_records::home::{BenchRecord, HomeMapRecord};
 use numalab_schema::{Origin, Record};
 
 /// Key of a live map (`numalab home map`).
@@ -33,6 +34,25 @@ pub fn trial_records(prefix: &str, out: &TrialOutcome) -> [Record; 2] {
     ]
 }
 
+/// A live map's record ([`LIVE_MAP`]): the map with the probe's notes (`probe_notes`,
+/// about the buffer and its pages) after its own.
+pub fn live_map(mut map: HomeMapRecord, probe_notes: &[String]) -> Record {
+    map.notes.extend(probe_notes.iter().cloned());
+    Record::new(LIVE_MAP, Origin::Measured, &map)
+}
+
+/// A modelled bench's records under `prefix` ([`trial`]): the trial's map and accuracy
+/// ([`trial_records`]), then the bench's own.
+pub fn bench_records(prefix: &str, out: &TrialOutcome, bench: &BenchRecord) -> Vec<Record> {
+    let mut records = trial_records(prefix, out).to_vec();
+    records.push(Record::new(
+        format!("{prefix}/bench"),
+        Origin::Modeled,
+        bench,
+    ));
+    records
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,6 +67,33 @@ mod tests {
             trial("skylake-sp-18", &t),
             "home/skylake-sp-18/noise-2.5/seed-7"
         );
+    }
+
+    #[test]
+    fn a_live_map_keeps_the_probe_notes_and_a_bench_follows_its_trial() {
+        let mut t = TrialOptions::new("knl-7210");
+        t.truth.page_bytes = 64 << 10;
+        t.truth.pages = 1;
+        let out = crate::groundtruth::trial(&t, &mut crate::map::Quiet).unwrap();
+        let own = out.mapped.record.notes.clone();
+        let r = live_map(out.mapped.record.clone(), &["probe note".into()]);
+        assert_eq!((r.key.as_str(), r.origin), (LIVE_MAP, Origin::Measured));
+        let back: HomeMapRecord = r.decode().unwrap().unwrap();
+        assert_eq!(back.notes[..own.len()], own[..]);
+        assert_eq!(back.notes[own.len()..], ["probe note".to_string()]);
+        let bench = BenchRecord {
+            input_origin: "model".into(),
+            machine: "knl-7210".into(),
+            lines_per_thread: 4,
+            sweep: vec![],
+            stencil: vec![],
+            notes: vec![],
+        };
+        let keys: Vec<String> = bench_records("p", &out, &bench)
+            .into_iter()
+            .map(|r| r.key)
+            .collect();
+        assert_eq!(keys, ["p/map", "p/accuracy", "p/bench"]);
     }
 
     #[test]

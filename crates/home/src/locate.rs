@@ -61,6 +61,13 @@ impl Floorplan {
         Floorplan::from_record(&last, &path.display().to_string())
     }
 
+    /// The floorplan of the last `layout.inference` record of the `layout infer` output
+    /// at `path`; an unreadable file or one without such a record is an input error.
+    pub fn read(path: &std::path::Path) -> Result<Floorplan, crate::HomeError> {
+        let bundle = numalab_layout::record::read_layout_bundle(path)?;
+        Floorplan::from_layout_records(&bundle.records, path)
+    }
+
     /// From a `layout.inference` record.
     pub fn from_record(
         rec: &numalab_records::layout::InferenceRecord,
@@ -442,6 +449,24 @@ mod tests {
                 "layout-out: holds no layout.inference record; run `numalab layout infer --out DIR` first"
             );
         }
+    }
+
+    #[test]
+    fn a_floorplan_that_cannot_be_read_says_what_to_give() {
+        let dir = std::env::temp_dir().join(format!("numalab-fp-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = Floorplan::read(&dir).unwrap_err();
+        assert_eq!(
+            numalab_schema::Classify::class(&e),
+            numalab_schema::ErrorClass::Input
+        );
+        let text = e.to_string();
+        assert!(!text.starts_with("floorplan: "), "{text}");
+        assert!(
+            text.ends_with("; give the output of `numalab layout infer --out DIR` or `--json`"),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

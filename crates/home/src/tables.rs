@@ -452,6 +452,29 @@ pub fn table_files(h: &SliceHash) -> Result<[(String, Vec<u8>); 2], HomeError> {
     ])
 }
 
+/// `--export-tables DIR`: where each file of `hash`'s published table pair goes in `dir`
+/// (created here if missing) and its bytes, for the caller to write. No hash in the
+/// published form is a usage error; a folder that cannot be created, a runtime error.
+pub fn export(hash: Option<&SliceHash>, dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, HomeError> {
+    let h = hash.ok_or_else(|| {
+        HomeError::Usage(
+            "--export-tables: there is no hash in the published form to export (see the record's notes)".into(),
+        )
+    })?;
+    let files = table_files(h)?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        HomeError::Runtime(format!(
+            "--export-tables {}: cannot create the folder: {}",
+            path_text(dir),
+            numalab_schema::input::io_reason(&e)
+        ))
+    })?;
+    Ok(files
+        .into_iter()
+        .map(|(name, bytes)| (dir.join(name), bytes))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -523,5 +546,36 @@ mod tests {
         assert_eq!(back, base);
         let (lo, hi, masks) = parse_masks(std::str::from_utf8(&m).unwrap(), "m", 32).unwrap();
         assert_eq!(hash_from_tables(back, lo, hi, masks), h);
+    }
+
+    #[test]
+    fn export_needs_a_hash_and_names_the_files_in_the_folder() {
+        let e = export(None, Path::new("unused")).unwrap_err();
+        assert!(matches!(e, HomeError::Usage(_)));
+        assert!(e
+            .to_string()
+            .starts_with("--export-tables: there is no hash"));
+        let masks = vec![0x800, 0x1000, 0x6000, 0, 0x4000_0000];
+        let h = hash_from_tables((0..32u8).map(|i| i % 5).collect(), 11, 30, masks);
+        let dir = std::env::temp_dir().join(format!("numalab-export-{}", std::process::id()));
+        let files = export(Some(&h), &dir).unwrap();
+        assert!(dir.is_dir());
+        let names: Vec<PathBuf> = files.into_iter().map(|(p, _)| p).collect();
+        assert_eq!(
+            names,
+            vec![
+                dir.join("BaseSequence_5-slice.tbl"),
+                dir.join("PermSelectMasks_5-slice.tbl")
+            ]
+        );
+        let blocker = dir.join("file");
+        std::fs::write(&blocker, "x").unwrap();
+        let e = export(Some(&h), &blocker.join("sub")).unwrap_err();
+        assert!(matches!(e, HomeError::Runtime(_)));
+        assert!(
+            e.to_string().contains(": cannot create the folder: "),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -15,9 +15,11 @@
 use crate::error::LayoutError;
 use crate::record::{AffinityRecord, InferenceRecord, InferenceRecordExt};
 use numalab_c2c::LatencyMatrix;
+use numalab_schema::record::Host;
+use numalab_schema::Origin;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Latency between every two CPUs.
 #[derive(Debug, Clone, PartialEq)]
@@ -248,6 +250,79 @@ impl CostMatrix {
     }
 }
 
+/// What `layout affinity` is asked: `threads` threads with the communication matrix in
+/// the file `comm` (uniform without), on the floorplan `layout` or, without one, the
+/// core-to-core matrix `input`; `seed` seeds the search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Cooperating threads.
+    pub threads: usize,
+    /// The communication matrix's file.
+    pub comm: Option<PathBuf>,
+    /// An inferred floorplan (`layout infer` output).
+    pub layout: Option<PathBuf>,
+    /// A core-to-core matrix (c2c output or CSV).
+    pub input: Option<PathBuf>,
+    /// Seed of the search.
+    pub seed: u64,
+}
+
+/// The advice of a [`Request`], ready to record: the run's configuration, where the
+/// latencies come from (origin, host), the record and its key.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The run's configuration (the request as given).
+    pub config: serde_json::Value,
+    /// The origin of the latencies (that of the floorplan's or matrix's measurements).
+    pub origin: Origin,
+    /// The envelope's host: `affinity:PATH` of the floorplan or matrix.
+    pub host: Host,
+    /// The record's key.
+    pub key: String,
+    /// The `layout.affinity` record.
+    pub record: AffinityRecord,
+}
+
+impl Request {
+    /// Reads the communication matrix and the floorplan (else the matrix), chooses the
+    /// cores and builds the record. Neither a floorplan nor a matrix is a usage error.
+    pub fn run(&self) -> Result<Outcome, LayoutError> {
+        let comm = match &self.comm {
+            Some(p) => Comm::read(p, self.threads)?,
+            None => Comm::uniform(self.threads),
+        };
+        let (costs, layout, source, origin) = match (&self.layout, &self.input) {
+            (Some(l), _) => {
+                let r = crate::record::read_inference(l)?;
+                let o = crate::input::origin_of(&r.input_origin);
+                (CostMatrix::from_layout(&r)?, Some(r), l, o)
+            }
+            (None, Some(i)) => {
+                let (costs, o) = CostMatrix::from_input(i)?;
+                (costs, None, i, crate::input::origin_of(&o))
+            }
+            (None, None) => {
+                return Err(LayoutError::Usage(
+                    "give --layout (from `layout infer`) or --input (a c2c matrix)".into(),
+                ))
+            }
+        };
+        let advice = advise(&costs, &comm, self.seed)?;
+        let record = record(&costs, &comm, &advice, layout.as_ref())?;
+        Ok(Outcome {
+            config: serde_json::json!({"threads": self.threads, "comm": self.comm, "layout": self.layout, "input": self.input, "seed": self.seed}),
+            origin,
+            host: crate::record::file_host("affinity", source),
+            key: crate::record::affinity_key(
+                &source.display().to_string(),
+                self.threads,
+                &comm.name,
+            ),
+            record,
+        })
+    }
+}
+
 /// Chosen cores.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Advice {
@@ -442,6 +517,34 @@ mod tests {
             std::env::temp_dir().join(format!("numalab-affinity-{}-{name}", std::process::id()));
         std::fs::write(&p, text).unwrap();
         p
+    }
+
+    #[test]
+    fn a_request_without_latencies_is_refused_and_one_with_a_matrix_is_advised() {
+        let mut req = Request {
+            threads: 2,
+            comm: None,
+            layout: None,
+            input: None,
+            seed: 1,
+        };
+        let e = req.run().unwrap_err();
+        assert!(matches!(e, LayoutError::Usage(_)));
+        assert_eq!(
+            e.to_string(),
+            "give --layout (from `layout infer`) or --input (a c2c matrix)"
+        );
+        let csv = temp_file("req.csv", ",,,\n10,,,\n50,50,,\n50,50,10,\n");
+        req.input = Some(csv.clone());
+        let out = req.run().unwrap();
+        let shown = csv.display().to_string();
+        assert_eq!(out.key, format!("layout/affinity/{shown}/2/uniform"));
+        assert_eq!(out.host, Host::unknown(format!("affinity:{shown}")));
+        assert_eq!(out.config["threads"], 2);
+        assert_eq!(out.config["input"], shown.as_str());
+        assert!(out.config["layout"].is_null());
+        assert_eq!(out.record.threads, 2);
+        std::fs::remove_file(csv).unwrap();
     }
 
     #[test]

@@ -14,6 +14,10 @@ pub enum LayoutError {
         /// What is wrong and what to do.
         msg: String,
     },
+    /// A file that is not what the command reads, in one sentence that names it and
+    /// says what to give instead.
+    #[error("{0}")]
+    Unreadable(String),
     /// The request does not fit (a geometry too small, a mix too large).
     #[error("{0}")]
     Usage(String),
@@ -23,6 +27,9 @@ pub enum LayoutError {
     /// A command could not be run.
     #[error("{0}")]
     Runtime(String),
+    /// Ctrl-C: stopped cleanly; the message says what was kept.
+    #[error("{0}")]
+    Stopped(String),
     /// Ctrl-C: stopped cleanly, what was measured is kept.
     #[error("interrupted; rerun the same command with the same --out to resume")]
     Interrupted,
@@ -41,11 +48,11 @@ impl LayoutError {
 impl Classify for LayoutError {
     fn class(&self) -> ErrorClass {
         match self {
-            LayoutError::Input { .. } => ErrorClass::Input,
+            LayoutError::Input { .. } | LayoutError::Unreadable(_) => ErrorClass::Input,
             LayoutError::Usage(_) => ErrorClass::Usage,
             LayoutError::Unsupported(_) => ErrorClass::Unsupported,
             LayoutError::Runtime(_) => ErrorClass::Runtime,
-            LayoutError::Interrupted => ErrorClass::Interrupted,
+            LayoutError::Interrupted | LayoutError::Stopped(_) => ErrorClass::Interrupted,
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod grid;
 pub mod groundtruth;
 pub mod infer;
 pub mod input;
+pub mod job;
 pub mod record;
 pub mod setup;
 pub mod spectral;

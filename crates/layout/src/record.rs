@@ -31,6 +31,40 @@ pub fn affinity_key(source: &str, threads: usize, comm: &str) -> String {
     format!("layout/affinity/{source}/{threads}/{comm}")
 }
 
+/// The envelope's host of a run whose matrix or floorplan is the file `path`: unknown,
+/// named `TAG:PATH` (`layout:knl.csv`, `affinity:layout-out`).
+pub fn file_host(tag: &str, path: &std::path::Path) -> numalab_schema::record::Host {
+    numalab_schema::record::Host::unknown(format!("{tag}:{}", path.display()))
+}
+
+/// The bundle at `path`, which should be a `layout infer` output (folder, journal or JSON
+/// bundle); one that cannot be read is an input error that says what to give.
+pub fn read_layout_bundle(path: &std::path::Path) -> Result<numalab_schema::Bundle, LayoutError> {
+    let (bundle, _) = numalab_schema::journal::read_bundle(path).map_err(|e| {
+        LayoutError::Unreadable(format!(
+            "{e}; give the output of `numalab layout infer --out DIR` or `--json`"
+        ))
+    })?;
+    Ok(bundle)
+}
+
+/// The last `layout.inference` record of the bundle at `path` (an output folder, journal
+/// or JSON bundle of `layout infer`); an unreadable bundle or one without such a record
+/// is an input error that says what to give.
+pub fn read_inference(path: &std::path::Path) -> Result<InferenceRecord, LayoutError> {
+    read_layout_bundle(path)?
+        .records_of::<InferenceRecord>()
+        .into_iter()
+        .last()
+        .map(|(_, r)| r)
+        .ok_or_else(|| {
+            LayoutError::Unreadable(format!(
+                "{}: holds no layout.inference record; run `numalab layout infer --out DIR` first",
+                path.display()
+            ))
+        })
+}
+
 /// What an inference adds to its record's notes: that Ctrl-C cut its restarts short
 /// (`asked` were asked for), and the mirror images of the placement that explain the
 /// matrix equally well.
@@ -255,6 +289,28 @@ mod tests {
     use super::*;
     use crate::fit::{Solution, MAXP};
     use crate::grid::Symmetry;
+
+    #[test]
+    fn a_file_host_names_the_tag_and_the_path() {
+        let h = file_host("affinity", std::path::Path::new("layout-out"));
+        assert_eq!(
+            h,
+            numalab_schema::record::Host::unknown("affinity:layout-out")
+        );
+    }
+
+    #[test]
+    fn reading_an_inference_says_what_to_give() {
+        use numalab_schema::{Classify, ErrorClass};
+        let dir = std::env::temp_dir().join(format!("numalab-read-inf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = read_inference(&dir).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Input);
+        assert!(e
+            .to_string()
+            .ends_with("; give the output of `numalab layout infer --out DIR` or `--json`"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn inference(interrupted: bool, symmetries: &[&str]) -> Inference {
         Inference {

@@ -23,6 +23,10 @@ pub enum ModelError {
         /// What is wrong and what to do.
         msg: String,
     },
+    /// A file that is not what the command reads, in one sentence that names it and
+    /// says what to give instead.
+    #[error("{0}")]
+    Unreadable(String),
     /// A request that does not fit the preset (unknown core, node, target...).
     #[error("{msg}")]
     Usage {
@@ -40,7 +44,9 @@ pub enum ModelError {
 impl Classify for ModelError {
     fn class(&self) -> ErrorClass {
         match self {
-            ModelError::Input { .. } | ModelError::Measurements { .. } => ErrorClass::Input,
+            ModelError::Input { .. }
+            | ModelError::Measurements { .. }
+            | ModelError::Unreadable(_) => ErrorClass::Input,
             ModelError::Usage { .. } => ErrorClass::Usage,
             ModelError::Output(_) => ErrorClass::Runtime,
             ModelError::Interrupted => ErrorClass::Interrupted,

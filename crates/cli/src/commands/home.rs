@@ -8,15 +8,14 @@ use super::home_hash::{self, print, Bar};
 use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
-use numalab_home::bench::{self, BenchOptions};
+use numalab_home::bench;
 use numalab_home::groundtruth::trial;
 use numalab_home::keys;
-use numalab_home::live::{HugeChoice, LiveOptions, LiveProbe};
-use numalab_home::locate::Floorplan;
+use numalab_home::live::{HugeChoice, LiveProbe};
 use numalab_home::map::map;
-use numalab_home::settings::{stencil_threads, MapSettings, ModelSettings};
+use numalab_home::settings::{BenchRequest, MapRequest, MapSettings, ModelSettings};
 use numalab_schema::record::Host;
-use numalab_schema::{units, ErrorClass, Origin, Record};
+use numalab_schema::{ErrorClass, Origin, Record};
 use std::path::{Path, PathBuf};
 
 /// `numalab home`.
@@ -231,43 +230,28 @@ impl ModelFlags {
     }
 }
 
-fn read_floorplan(path: &Path) -> Result<Floorplan, CliError> {
-    let (bundle, _) = numalab_schema::journal::read_bundle(path).map_err(|e| {
-        CliError::new(
-            ErrorClass::Input,
-            format!("{e}; give the output of `numalab layout infer --out DIR` or `--json`"),
-        )
-    })?;
-    Ok(Floorplan::from_layout_records(&bundle.records, path)?)
-}
-
 fn run_map(a: &MapArgs) -> CliResult {
     if let Some(path) = &a.import {
         return home_hash::run_import(path, a.export_tables.as_deref(), &a.output);
     }
-    let config = serde_json::json!({
-        "model": a.model, "bytes": a.bytes, "huge": format!("{:?}", a.huge).to_lowercase(),
-        "floorplan": a.floorplan.as_ref().map(|p| p.display().to_string()),
-        "measure_pages": a.measure_pages, "cpus": a.map.cpus, "repeats": a.map.repeats,
-        "sample_lines": a.map.sample_lines, "interfaces": !a.map.no_interfaces, "seed": a.map.seed,
-        "noise_ns": a.model_flags.noise_ns, "pages": a.model_flags.pages, "page_size": a.model_flags.page_size, "node": a.model_flags.node,
-        "phys": !a.model_flags.no_phys, "sets": a.model_flags.sets,
-    });
+    let req = MapRequest {
+        model: a.model.clone(),
+        bytes: a.bytes.clone(),
+        huge: match a.huge {
+            HugeArg::Auto => HugeChoice::Auto,
+            HugeArg::Require => HugeChoice::Require,
+            HugeArg::Never => HugeChoice::Never,
+        },
+        floorplan: a.floorplan.clone(),
+        measure_pages: a.measure_pages,
+        map: a.map.settings(),
+        model_settings: a.model_flags.settings(),
+    };
     if let Some(preset) = &a.model {
-        let t = a
-            .model_flags
-            .settings()
-            .trial(preset, &a.map.settings(), a.measure_pages)?;
-        let mut rec = Recorder::new(
-            &a.output,
-            config,
-            Origin::Modeled,
-            Host::unknown(format!("model:{preset}")),
-        )?;
-        let out = {
-            let mut bar = Bar::new(rec.json());
-            trial(&t, &mut bar)?
-        };
+        let t = req.trial(preset)?;
+        let host = Host::unknown(format!("model:{preset}"));
+        let mut rec = Recorder::new(&a.output, req.config(), Origin::Modeled, host)?;
+        let out = trial(&t, &mut Bar::new(rec.json()))?;
         for r in keys::trial_records(&keys::trial(preset, &t), &out) {
             rec.push(r)?;
         }
@@ -276,38 +260,21 @@ fn run_map(a: &MapArgs) -> CliResult {
         }
         return print(rec);
     }
-    let bytes =
-        units::parse_bytes(&a.bytes).map_err(|e| usage(format!("--bytes {:?}: {e}", a.bytes)))?;
-    let floorplan = a.floorplan.as_deref().map(read_floorplan).transpose()?;
-    let opts = a.map.settings().options(a.measure_pages)?;
+    let (live, floorplan, opts) = req.live()?;
     let machine = numalab_topo::live()?;
-    let mut probe = LiveProbe::new(LiveOptions {
-        huge: match a.huge {
-            HugeArg::Auto => HugeChoice::Auto,
-            HugeArg::Require => HugeChoice::Require,
-            HugeArg::Never => HugeChoice::Never,
-        },
-        ..LiveOptions::with_bytes(bytes)
-    })?;
-    let mut rec = Recorder::new(
-        &a.output,
-        config,
-        Origin::Measured,
-        numalab_topo::system::host(&machine),
+    let mut probe = LiveProbe::new(live)?;
+    let host = numalab_topo::system::host(&machine);
+    let mut rec = Recorder::new(&a.output, req.config(), Origin::Measured, host)?;
+    let mapped = map(
+        &mut probe,
+        floorplan.as_ref(),
+        &opts,
+        &mut Bar::new(rec.json()),
     )?;
-    let mut mapped = {
-        let mut bar = Bar::new(rec.json());
-        map(&mut probe, floorplan.as_ref(), &opts, &mut bar)?
-    };
-    mapped.record.notes.extend(probe.notes.iter().cloned());
     if let Some(dir) = &a.export_tables {
         home_hash::export_tables(mapped.record.slice_hash.as_ref(), dir)?;
     }
-    rec.push(Record::new(
-        keys::LIVE_MAP,
-        Origin::Measured,
-        &mapped.record,
-    ))?;
+    rec.push(keys::live_map(mapped.record, &probe.notes))?;
     print(rec)
 }
 
@@ -315,42 +282,22 @@ fn run_bench(a: &BenchArgs) -> CliResult {
     if let Some(path) = &a.map {
         return run_bench_live(a, path);
     }
-    let model = a.model.as_deref().unwrap_or_default();
-    let stencil = stencil_threads(&a.stencil)?;
-    let mut b = BenchOptions::new(model);
-    b.trial = a
-        .model_flags
-        .settings()
-        .trial(model, &a.map_flags.settings(), None)?;
-    b.threads = a.threads;
-    b.lines_per_thread = a.lines;
-    b.max_distance = a.max_distance;
-    b.stencil_threads = stencil;
-    let config = serde_json::json!({
-        "model": model, "threads": a.threads, "lines": a.lines, "max_distance": a.max_distance,
-        "stencil": a.stencil, "cpus": a.map_flags.cpus, "repeats": a.map_flags.repeats, "seed": a.map_flags.seed,
-        "noise_ns": a.model_flags.noise_ns, "pages": a.model_flags.pages, "page_size": a.model_flags.page_size, "node": a.model_flags.node,
-        "phys": !a.model_flags.no_phys, "sets": a.model_flags.sets,
-    });
-    let mut rec = Recorder::new(
-        &a.output,
-        config,
-        Origin::Modeled,
-        Host::unknown(format!("model:{model}")),
-    )?;
-    let (out, record) = {
-        let mut bar = Bar::new(rec.json());
-        bench::run(&b, &mut bar)?
+    let req = BenchRequest {
+        model: a.model.clone().unwrap_or_default(),
+        threads: a.threads,
+        lines: a.lines,
+        max_distance: a.max_distance,
+        stencil: a.stencil.clone(),
     };
-    let prefix = keys::trial(model, &b.trial);
-    for r in keys::trial_records(&prefix, &out) {
+    let (map, model) = (a.map_flags.settings(), a.model_flags.settings());
+    let b = req.options(&map, &model)?;
+    let host = Host::unknown(format!("model:{}", req.model));
+    let mut rec = Recorder::new(&a.output, req.config(&map, &model), Origin::Modeled, host)?;
+    let (out, record) = bench::run(&b, &mut Bar::new(rec.json()))?;
+    let prefix = keys::trial(&req.model, &b.trial);
+    for r in keys::bench_records(&prefix, &out, &record) {
         rec.push(r)?;
     }
-    rec.push(Record::new(
-        format!("{prefix}/bench"),
-        Origin::Modeled,
-        &record,
-    ))?;
     print(rec)
 }
 
@@ -368,20 +315,9 @@ fn run_bench_live(a: &BenchArgs, path: &Path) -> CliResult {
     let mut pool =
         numalab_home::ffi::LivePool::open(&map, bytes, &numalab_home::ffi::pagemap_phys, &here)?;
     let machine = numalab_topo::live()?;
-    let config = serde_json::json!({
-        "map": path.display().to_string(), "threads": a.threads, "lines": a.lines,
-        "max_distance": a.max_distance, "rounds": a.rounds, "pool_bytes": bytes,
-    });
-    let mut rec = Recorder::new(
-        &a.output,
-        config,
-        Origin::Measured,
-        numalab_topo::system::host(&machine),
-    )?;
-    let record = {
-        let mut bar = Bar::new(rec.json());
-        numalab_home::bench_live::run(&map, &opts, &mut pool, &mut bar)?
-    };
+    let host = numalab_topo::system::host(&machine);
+    let mut rec = Recorder::new(&a.output, opts.config(path, bytes), Origin::Measured, host)?;
+    let record = numalab_home::bench_live::run(&map, &opts, &mut pool, &mut Bar::new(rec.json()))?;
     rec.push(Record::new(keys::LIVE_BENCH, Origin::Measured, &record))?;
     print(rec)
 }

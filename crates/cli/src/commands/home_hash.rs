@@ -9,11 +9,12 @@ use crate::{CliError, CliResult};
 use clap::Args;
 use numalab_home::conflicts::{analyse, ConflictOptions};
 use numalab_home::import::{self, Imported};
+use numalab_home::keys;
 use numalab_home::map::Watch;
 use numalab_records::home::slices::SliceHash;
 use numalab_schema::record::Host;
 use numalab_schema::text::path_text;
-use numalab_schema::{units, ErrorClass, Origin, Record};
+use numalab_schema::{ErrorClass, Origin, Record};
 use std::path::{Path, PathBuf};
 
 /// A progress bar over the reads, stopped by Ctrl-C.
@@ -89,8 +90,13 @@ pub struct ConflictsArgs {
     pub output: OutputArgs,
 }
 
-fn input(e: numalab_home::HomeError) -> CliError {
-    CliError::from(e)
+/// The recorder of a run on files rather than a machine (host `imported`).
+fn recorder(
+    output: &OutputArgs,
+    config: serde_json::Value,
+    origin: Origin,
+) -> Result<Recorder, CliError> {
+    Recorder::new(output, config, origin, Host::unknown("imported"))
 }
 
 /// Finishes the bundle and prints the home sections (unless `--json`).
@@ -100,30 +106,8 @@ pub fn print(rec: Recorder) -> CliResult {
 
 /// Writes the published table pair of `hash` into `dir` (created if missing).
 pub fn export_tables(hash: Option<&SliceHash>, dir: &Path) -> CliResult {
-    let h = hash.ok_or_else(|| {
-        CliError::new(
-            ErrorClass::Usage,
-            "--export-tables: there is no hash in the published form to export (see the record's notes)",
-        )
-    })?;
-    let files = numalab_home::tables::table_files(h).map_err(input)?;
-    std::fs::create_dir_all(dir).map_err(|e| {
-        CliError::new(
-            ErrorClass::Runtime,
-            format!(
-                "--export-tables {}: cannot create the folder: {}",
-                path_text(dir),
-                numalab_schema::input::io_reason(&e)
-            ),
-        )
-    })?;
-    for (name, bytes) in files {
-        crate::output::write_file(
-            &dir.join(name),
-            &bytes,
-            "a slice hash table",
-            "--export-tables",
-        )?;
+    for (path, bytes) in numalab_home::tables::export(hash, dir)? {
+        crate::output::write_file(&path, &bytes, "a slice hash table", "--export-tables")?;
     }
     Ok(())
 }
@@ -132,11 +116,8 @@ pub fn export_tables(hash: Option<&SliceHash>, dir: &Path) -> CliResult {
 pub fn run_import(path: &Path, export: Option<&Path>, output: &OutputArgs) -> CliResult {
     let config =
         serde_json::json!({ "import": path_text(path), "export_tables": export.map(path_text) });
-    let mut rec = Recorder::new(output, config, Origin::Imported, Host::unknown("imported"))?;
-    let record = {
-        let mut bar = Bar::new(rec.json());
-        import::import(path, &mut bar).map_err(input)?
-    };
+    let mut rec = recorder(output, config, Origin::Imported)?;
+    let record = import::import(path, &mut Bar::new(rec.json()))?;
     if numalab_schema::interrupt::requested() {
         return Err(CliError::new(
             ErrorClass::Interrupted,
@@ -146,85 +127,34 @@ pub fn run_import(path: &Path, export: Option<&Path>, output: &OutputArgs) -> Cl
     if let Some(dir) = export {
         export_tables(record.hash.as_ref(), dir)?;
     }
-    rec.push(Record::new(
-        numalab_home::keys::IMPORT_HASH,
-        Origin::Imported,
-        &record,
-    ))?;
+    rec.push(Record::new(keys::IMPORT_HASH, Origin::Imported, &record))?;
     print(rec)
 }
 
 /// `numalab home compare A B`.
 pub fn run_compare(a: &CompareArgs) -> CliResult {
     let config = serde_json::json!({ "a": path_text(&a.a), "b": path_text(&a.b) });
-    let mut rec = Recorder::new(
-        &a.output,
-        config,
-        Origin::Imported,
-        Host::unknown("imported"),
-    )?;
+    let mut rec = recorder(&a.output, config, Origin::Imported)?;
     let (an, bn) = (path_text(&a.a), path_text(&a.b));
-    let ia: Imported = import::load(&a.a).map_err(input)?;
-    let ib: Imported = import::load(&a.b).map_err(input)?;
-    let record = {
-        let mut bar = Bar::new(rec.json());
-        import::compare(&ia, &an, &ib, &bn, &mut bar).map_err(input)?
-    };
-    rec.push(Record::new(
-        numalab_home::keys::COMPARE,
-        Origin::Imported,
-        &record,
-    ))?;
+    let ia: Imported = import::load(&a.a)?;
+    let ib: Imported = import::load(&a.b)?;
+    let record = import::compare(&ia, &an, &ib, &bn, &mut Bar::new(rec.json()))?;
+    rec.push(Record::new(keys::COMPARE, Origin::Imported, &record))?;
     print(rec)
 }
 
 /// `numalab home conflicts HASH`.
 pub fn run_conflicts(a: &ConflictsArgs) -> CliResult {
-    let page = units::parse_bytes(&a.page_size).map_err(|e| {
-        CliError::new(
-            ErrorClass::Usage,
-            format!("--page-size {:?}: {e}", a.page_size),
-        )
-    })?;
-    if !page.is_power_of_two() || page < 4096 {
-        return Err(CliError::new(
-            ErrorClass::Usage,
-            format!(
-                "--page-size {}: give a power of two of 4KiB or more",
-                a.page_size
-            ),
-        ));
-    }
-    if a.max_pages == 0 || a.max_pages > 4096 || a.runs == 0 {
-        return Err(CliError::new(
-            ErrorClass::Usage,
-            "--max-pages must be from 1 to 4096 and --runs at least 1",
-        ));
-    }
+    let opts = ConflictOptions::from_flags(&a.page_size, a.max_pages, a.runs)?;
     let what = path_text(&a.hash);
     let config = serde_json::json!({ "hash": what, "page_size": a.page_size, "max_pages": a.max_pages, "runs": a.runs });
-    let mut rec = Recorder::new(
-        &a.output,
-        config,
-        Origin::Modeled,
-        Host::unknown("imported"),
-    )?;
+    let mut rec = recorder(&a.output, config, Origin::Modeled)?;
     let hash = {
         let mut bar = Bar::new(rec.json());
-        let x = import::load(&a.hash).map_err(input)?;
-        import::hash_of(&x, &what, &mut bar).map_err(input)?
+        let x = import::load(&a.hash)?;
+        import::hash_of(&x, &what, &mut bar)?
     };
-    let opts = ConflictOptions {
-        page_bytes: page,
-        max_pages: a.max_pages,
-        runs: a.runs,
-        ..ConflictOptions::default()
-    };
-    let record = analyse(&hash, &what, &opts).map_err(input)?;
-    rec.push(Record::new(
-        numalab_home::keys::CONFLICTS,
-        Origin::Modeled,
-        &record,
-    ))?;
+    let record = analyse(&hash, &what, &opts)?;
+    rec.push(Record::new(keys::CONFLICTS, Origin::Modeled, &record))?;
     print(rec)
 }

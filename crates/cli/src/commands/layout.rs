@@ -9,16 +9,15 @@ use crate::output::print_sections;
 use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
-use numalab_layout::affinity::{self, Comm, CostMatrix};
-use numalab_layout::draw::{self, Heat};
+use numalab_layout::affinity;
+use numalab_layout::draw::Heat;
 use numalab_layout::flags::{Campaign, GroundtruthFlags, InferFlags};
-use numalab_layout::infer::{self, Problem};
-use numalab_layout::record::{self, InferenceRecord};
-use numalab_layout::{input, setup, Kind, LayoutError};
+use numalab_layout::job::InferJob;
+use numalab_layout::{Kind, LayoutError};
 use numalab_model::spec::Routing;
-use numalab_schema::record::Host;
+use numalab_report::sections::layout::sections;
 use numalab_schema::{ErrorClass, Origin, Record};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// `numalab layout`.
 #[derive(Debug, Args)]
@@ -200,12 +199,7 @@ pub fn run(args: LayoutArgs) -> CliResult {
     }
 }
 
-fn file_host(tag: &str, path: &Path) -> Host {
-    Host::unknown(format!("{tag}:{}", path.display()))
-}
-
 fn run_infer(a: &InferArgs) -> CliResult {
-    // Flags first, without reading anything.
     let flags = InferFlags {
         input: a.input.display().to_string(),
         geometry: a.geometry.clone(),
@@ -219,69 +213,31 @@ fn run_infer(a: &InferArgs) -> CliResult {
         restarts: a.restarts,
         sweeps: a.sweeps,
     };
-    let (setup, opts) = flags.check()?;
     let heat = Heat::from_flags(a.heatmap_from, a.heatmap_to.as_deref());
-    let loaded = input::load(&a.input)?;
-    let m = &loaded.measured;
-    // The heatmap must fit the matrix; say so before searching.
-    if let Some(h) = &heat {
-        draw::check_heat(h, m)?;
-    }
-    let setup::Prepared {
-        grid,
-        preset,
-        groups,
-        mut notes,
-    } = setup::prepare(&setup, &loaded)?;
-    // Sizes and constraints are checked here, before the search.
-    let problem = Problem::new(&grid, m, &groups)?;
-    let config = flags.config(grid.capacity);
-    let origin = input::origin_of(&loaded.origin);
-    let mut rec = Recorder::new(&a.output, config, origin, file_host("layout", &a.input))?;
+    let job = InferJob::prepare(flags, &a.input, heat)?;
+    let mut rec = Recorder::new(&a.output, job.config.clone(), job.origin, job.host.clone())?;
     let bar = crate::output::bar(
         a.restarts as u64,
         "{spinner} [{elapsed}] {bar:30} {pos}/{len} restarts",
     );
-    let inf = infer::infer(&problem, &opts, &|k| bar.set_position(k as u64));
+    let inf = job.search(&|k| bar.set_position(k as u64));
     bar.finish_and_clear();
     let inf = inf?;
-    notes.extend(record::inference_notes(&inf, a.restarts));
-    let r = record::inference_record(
-        &a.input.display().to_string(),
-        &loaded.origin,
-        &grid,
-        preset,
-        m,
-        &inf,
-        &groups,
-        &opts,
-        notes,
-    );
+    let (key, r) = job.record(&inf);
     if let Some(path) = &a.svg {
-        let svg = draw::floorplan(&r, m, heat.as_ref())?;
+        let svg = job.svg(&r)?;
         crate::output::write_file(path, svg.as_bytes(), "the SVG", "--svg")?;
     }
-    let key = record::inference_key(&a.input.display().to_string());
-    rec.push(Record::new(key, origin, &r))?;
+    rec.push(Record::new(key, job.origin, &r))?;
     let json = rec.json();
     let bundle = rec.finish()?;
     if !json {
-        print_sections(
-            &bundle.envelope,
-            bundle.records,
-            numalab_report::sections::layout::sections,
-        );
+        print_sections(&bundle.envelope, bundle.records, sections);
         if let Some(p) = &a.svg {
             println!("floorplan written to {}", p.display());
         }
     }
-    if inf.interrupted {
-        return Err(CliError::new(
-            ErrorClass::Interrupted,
-            "interrupted; the best placement of the restarts that ran was recorded",
-        ));
-    }
-    Ok(())
+    Ok(job.outcome(&inf)?)
 }
 
 fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
@@ -303,13 +259,8 @@ fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
         model,
         trial: opts,
     } = flags.check()?;
-    let config = flags.config(&levels);
-    let mut rec = Recorder::new(
-        &a.output,
-        config,
-        Origin::Modeled,
-        numalab_model::machine::host(&model),
-    )?;
+    let host = numalab_model::machine::host(&model);
+    let mut rec = Recorder::new(&a.output, flags.config(&levels), Origin::Modeled, host)?;
     let keys = {
         let mut sink = crate::recorder::ProgressSink::with_bar(&mut rec);
         let r = numalab_layout::campaign::run(&model, &opts, &levels, a.trials, a.seed, &mut sink);
@@ -326,71 +277,22 @@ fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
     if !rec.json() {
         // This run's levels, and earlier runs' of the same journal for them.
         let shown = rec.latest().into_iter().filter(|r| keys.contains(&r.key));
-        print_sections(
-            rec.envelope(),
-            shown,
-            numalab_report::sections::layout::sections,
-        );
+        print_sections(rec.envelope(), shown, sections);
     }
     rec.finish()?;
     Ok(())
 }
 
-fn read_layout(path: &Path) -> Result<InferenceRecord, CliError> {
-    let (bundle, _) = numalab_schema::journal::read_bundle(path).map_err(|e| {
-        CliError::new(
-            ErrorClass::Input,
-            format!("{e}; give the output of `numalab layout infer --out DIR` or `--json`"),
-        )
-    })?;
-    bundle
-        .records_of::<InferenceRecord>()
-        .into_iter()
-        .last()
-        .map(|(_, r)| r)
-        .ok_or_else(|| {
-            CliError::new(
-                ErrorClass::Input,
-                format!("{}: holds no layout.inference record; run `numalab layout infer --out DIR` first", path.display()),
-            )
-        })
-}
-
 fn run_affinity(a: &AffinityArgs) -> CliResult {
-    let comm = match &a.comm {
-        Some(p) => Comm::read(p, a.threads)?,
-        None => Comm::uniform(a.threads),
-    };
-    let (costs, layout, source_path, origin) = match (&a.layout, &a.input) {
-        (Some(l), _) => {
-            let r = read_layout(l)?;
-            let o = input::origin_of(&r.input_origin);
-            (CostMatrix::from_layout(&r)?, Some(r), l.clone(), o)
-        }
-        (None, Some(i)) => {
-            let (costs, o) = CostMatrix::from_input(i)?;
-            (costs, None, i.clone(), input::origin_of(&o))
-        }
-        (None, None) => {
-            return Err(CliError::new(
-                ErrorClass::Usage,
-                "give --layout (from `layout infer`) or --input (a c2c matrix)",
-            ))
-        }
-    };
-    let advice = affinity::advise(&costs, &comm, a.seed)?;
-    let r = affinity::record(&costs, &comm, &advice, layout.as_ref())?;
-    let config = serde_json::json!({"threads": a.threads, "comm": a.comm, "layout": a.layout, "input": a.input, "seed": a.seed});
-    let mut rec = Recorder::new(
-        &a.output,
-        config,
-        origin,
-        file_host("affinity", &source_path),
-    )?;
-    rec.push(Record::new(
-        record::affinity_key(&source_path.display().to_string(), a.threads, &comm.name),
-        origin,
-        &r,
-    ))?;
-    rec.finish_and_print(numalab_report::sections::layout::sections)
+    let out = affinity::Request {
+        threads: a.threads,
+        comm: a.comm.clone(),
+        layout: a.layout.clone(),
+        input: a.input.clone(),
+        seed: a.seed,
+    }
+    .run()?;
+    let mut rec = Recorder::new(&a.output, out.config, out.origin, out.host)?;
+    rec.push(Record::new(out.key, out.origin, &out.record))?;
+    rec.finish_and_print(sections)
 }

@@ -7,6 +7,7 @@
 //! records go to the journal as each cell completes, and the report's section of them
 //! is printed (or the JSON bundle with `--json`).
 
+use crate::output::print_sections;
 use crate::recorder::{OutputArgs, ProgressSink, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand};
@@ -14,6 +15,7 @@ use numalab_mem::budget::Budgets;
 use numalab_mem::probe::{self, Probe};
 use numalab_mem::request::{Bandwidth, Latency, Loaded, Migrate};
 use numalab_mem::{memconfig, MemError};
+use numalab_report::sections;
 use numalab_schema::{Machine, Origin};
 use numalab_topo::bind::HwlocPlacer;
 
@@ -291,7 +293,11 @@ fn execute(
     }
     sink.finish();
     if !rec.json() {
-        print_tables(&rec, &plan.report_keys());
+        // The report's tables of this run's and earlier runs' records of the same
+        // journal, for the plan's keys.
+        let keys = plan.report_keys();
+        let shown = rec.latest().into_iter().filter(|r| keys.contains(&r.key));
+        print_sections(rec.envelope(), shown, sections::mem::sections);
     }
     rec.finish()?;
     for line in probe::outcome_lines(&outcome) {
@@ -301,14 +307,6 @@ fn execute(
         None => Ok(()),
         Some((class, message)) => Err(CliError::new(class, message)),
     }
-}
-
-/// The report's tables of this run's and earlier runs' records of the same journal,
-/// for the plan's keys.
-fn print_tables(rec: &Recorder, keys: &[String]) {
-    let shown = rec.latest().into_iter().filter(|r| keys.contains(&r.key));
-    let sections = numalab_report::sections::mem::sections;
-    crate::output::print_sections(rec.envelope(), shown, sections);
 }
 
 fn run_bandwidth(a: BandwidthArgs) -> CliResult {

@@ -5,12 +5,13 @@
 
 use crate::output::{paint, print_json};
 use crate::recorder::{OutputArgs, Recorder};
-use crate::{CliError, CliResult};
+use crate::CliResult;
 use clap::{Args, Subcommand, ValueEnum};
-use numalab_model::calibrate::report;
+use numalab_model::calibrate::{report, request};
 use numalab_model::experiments::{self, Engine, Experiment, RunFlags};
-use numalab_model::{describe, spec, Model};
-use numalab_schema::{ErrorClass, Origin, Record};
+use numalab_model::{describe, spec, svg, Model};
+use numalab_report::sections;
+use numalab_schema::{Origin, Record};
 use std::path::PathBuf;
 
 /// `numalab model`.
@@ -228,7 +229,7 @@ fn show(a: ShowArgs) -> CliResult {
     let loaded = spec::load(&a.preset, &a.sets)?;
     let model = Model::from_loaded(loaded.clone())?;
     if let Some(p) = &a.svg {
-        write_file(p, &numalab_model::svg::floorplan(&model, None), "--svg")?;
+        write_file(p, &svg::floorplan(&model, None), "--svg")?;
         eprintln!("wrote the floorplan to {}", p.display());
     }
     if a.json {
@@ -236,10 +237,6 @@ fn show(a: ShowArgs) -> CliResult {
     }
     print!("{}", describe::render_preset(&loaded, &model, &bold));
     Ok(())
-}
-
-fn usage(msg: impl Into<String>) -> CliError {
-    CliError::new(ErrorClass::Usage, msg)
 }
 
 fn run_experiment(a: RunArgs) -> CliResult {
@@ -274,85 +271,46 @@ fn run_experiment(a: RunArgs) -> CliResult {
         working_set: a.working_set.clone(),
     }
     .options(&model)?;
-    let rec = std::cell::RefCell::new(Recorder::new(
-        &a.output,
-        experiments::run_config(&model, experiment, &opts),
-        Origin::Modeled,
-        numalab_model::machine::host(&model),
-    )?);
+    let config = experiments::run_config(&model, experiment, &opts);
+    let host = numalab_model::machine::host(&model);
+    let mut rec = Recorder::new(&a.output, config, Origin::Modeled, host)?;
     let result = {
         // Each record goes to the journal the moment the experiment produces it, so a
         // killed run keeps everything finished and a rerun skips it.
-        let mut rec = rec.borrow_mut();
         let mut sink = crate::recorder::ProgressSink::with_bar(&mut rec);
         let r = experiments::run(&model, experiment, &opts, &mut sink);
         sink.finish();
         r
     };
-    let rec = rec.into_inner();
     result?;
     let previous = rec.previous.clone();
     let json = rec.json();
     let bundle = rec.finish()?;
     if let Some(p) = &a.svg {
         let heat = experiments::first_heatmap(bundle.records.iter().chain(&previous));
-        write_file(
-            p,
-            &numalab_model::svg::floorplan(&model, heat.as_ref()),
-            "--svg",
-        )?;
+        write_file(p, &svg::floorplan(&model, heat.as_ref()), "--svg")?;
         if !json {
             eprintln!("wrote the floorplan to {}", p.display());
         }
     }
     if !json {
-        let mut all: Vec<Record> = previous;
-        all.extend(bundle.records);
-        crate::output::print_sections(
-            &bundle.envelope,
-            all,
-            numalab_report::sections::model::sections,
-        );
+        let all = previous.into_iter().chain(bundle.records);
+        crate::output::print_sections(&bundle.envelope, all, sections::model::sections);
     }
     Ok(())
 }
 
 fn calibrate(a: CalibrateArgs) -> CliResult {
-    let mut bundles = Vec::new();
-    for path in &a.bundles {
-        let (b, warnings) = numalab_schema::journal::read_bundle(path).map_err(|e| {
-            CliError::new(
-                ErrorClass::Input,
-                format!("{e}; give a folder numalab wrote with --out (e.g. by `numalab evaluate --out DIR`) or a bundle file"),
-            )
-        })?;
-        for w in warnings {
-            eprintln!("numalab: warning: {w}");
-        }
-        bundles.push((path.display().to_string(), b));
-    }
-    if let Some(p) = &a.save {
-        if p.is_dir() {
-            return Err(usage(format!(
-                "--save {}: this is a folder; give a file name such as mine.toml",
-                p.display()
-            )));
-        }
-    }
+    let bundles = request::read_bundles(&a.bundles, &mut |w| eprintln!("numalab: warning: {w}"))?;
+    request::check_save(a.save.as_deref())?;
     let mut cal = numalab_model::calibrate::calibrate(&a.preset, &a.sets, &bundles)?;
-    let all_sets: Vec<String> = a.sets.iter().chain(&cal.calibrated_sets).cloned().collect();
-    let fitted = Model::load(&a.preset, &all_sets)?;
+    let fitted = request::fitted_model(&a.preset, &a.sets, &cal)?;
     if let Some(p) = &a.save {
         let text = numalab_model::calibrate::preset_text(&cal, &numalab_schema::record::now_utc())?;
         write_file(p, &text, "--save")?;
         cal.preset_file = Some(p.display().to_string());
     }
-    let config = serde_json::json!({
-        "preset": a.preset,
-        "sets": a.sets,
-        "bundles": cal.bundles,
-        "save": a.save,
-    });
+    let config = request::config(&a.preset, &a.sets, &cal.bundles, a.save.as_deref());
     let mut rec = Recorder::new(
         &a.output,
         config,

@@ -22,6 +22,7 @@
 pub mod measured;
 pub mod predict;
 pub mod report;
+pub mod request;
 pub mod solve;
 
 use crate::error::ModelError;
