@@ -77,6 +77,9 @@ pub fn load_arguments(args: &[PathBuf]) -> Result<LoadedSides, Refusal> {
     Ok(loaded)
 }
 
+/// Each bundle's label and comparable figures, in the order given.
+pub type Figures = Vec<(String, Vec<Metric>)>;
+
 /// The comparison of the bundles read ([`Sides::group`], then every side with the
 /// first, `run_noise` percent assumed for single runs, with each side's power sources),
 /// and each bundle's figures; refused when every bundle is a run of one machine.
@@ -84,7 +87,7 @@ pub fn compare_loaded(
     loaded: &LoadedSides,
     by_machine: bool,
     run_noise: f64,
-) -> Result<(Report, Vec<(String, Vec<Metric>)>), Refusal> {
+) -> Result<(Report, Figures), Refusal> {
     let set = &loaded.bundles;
     let Sides {
         metrics,
