@@ -15,7 +15,7 @@ use numalab_c2c::matrix::LatencyMatrix;
 use numalab_c2c::record;
 use numalab_c2c::structure::Structure;
 use numalab_pingpong::{self as pingpong, Variant};
-use numalab_schema::{Classify, ErrorClass, Origin};
+use numalab_schema::{ErrorClass, Origin};
 use std::path::PathBuf;
 
 /// Ping-pong variant (command line).
@@ -173,7 +173,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
     let mut sink = ProgressSink::with_bar(&mut rec);
     let outcome = pingpong::probe::run(&placer, &plan, &machine, &clock, &mut sink, &mut announce);
     sink.finish();
-    let outcome = outcome.map_err(|e| CliError::new(e.class(), e.to_string()))?;
+    let outcome = outcome?;
     if let Some(msg) = outcome.interruption(args.output.out.is_some()) {
         rec.finish()?;
         return Err(CliError::new(ErrorClass::Interrupted, msg));
