@@ -189,9 +189,23 @@ pub fn write(m: &LatencyMatrix, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The matrix in core-to-core-latency's CSV layout ([`write`]), as bytes.
+pub fn to_bytes(m: &LatencyMatrix) -> Vec<u8> {
+    let mut out = Vec::new();
+    write(m, &mut out).expect("writing to memory cannot fail");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn to_bytes_is_the_written_layout() {
+        let mut m = LatencyMatrix::new(vec![0, 1]);
+        m.set(1, 0, 7.5);
+        assert_eq!(to_bytes(&m), b",\n7.5,\n");
+    }
 
     #[test]
     fn round_trip_keeps_values_and_holes() {

@@ -152,6 +152,35 @@ pub fn terminal(m: &LatencyMatrix, positions: &[usize], color: bool, max_cells: 
     out
 }
 
+/// The widest terminal heatmap `numalab c2c` prints, in cells.
+pub const TERMINAL_CELLS: usize = 64;
+
+/// The terminal's picture of a matrix as `numalab c2c` prints it: the one pair of two
+/// CPUs as a line ("CPU 1 <-> CPU 0: 52.0 ns", then a blank line; nothing when it
+/// was not measured), else the [`terminal`] heatmap of at most [`TERMINAL_CELLS`].
+pub fn picture(m: &LatencyMatrix, positions: &[usize], color: bool) -> String {
+    match (m.n(), m.get(1, 0)) {
+        (2, Some(v)) => format!(
+            "CPU {} <-> CPU {}: {}\n\n",
+            m.cpus()[1],
+            m.cpus()[0],
+            numalab_schema::units::nanos(v)
+        ),
+        (2, None) => String::new(),
+        _ => terminal(m, positions, color, TERMINAL_CELLS),
+    }
+}
+
+/// The SVG heatmap of a matrix measured with `variant` ("cas", "flag", "imported"),
+/// titled "core-to-core latency (VARIANT), N CPUs".
+pub fn titled_svg(m: &LatencyMatrix, positions: &[usize], variant: &str) -> String {
+    svg(
+        m,
+        positions,
+        &format!("core-to-core latency ({variant}), {} CPUs", m.n()),
+    )
+}
+
 /// The one escaper every picture and page of numalab uses.
 pub use numalab_chart::escape;
 
@@ -210,6 +239,22 @@ mod tests {
         let blocked = terminal(&m, &pos, false, 2);
         assert!(blocked.starts_with("0..2 09\n1..3 90\n"), "{blocked}");
         assert!(blocked.contains("median of 2x2 pairs"));
+    }
+
+    #[test]
+    fn two_cpus_are_one_line_and_more_a_heatmap() {
+        let mut pair = LatencyMatrix::new(vec![4, 9]);
+        assert_eq!(picture(&pair, &[0, 1], false), "");
+        pair.set(1, 0, 52.0);
+        assert_eq!(
+            picture(&pair, &[0, 1], false),
+            "CPU 9 <-> CPU 4: 52.0 ns\n\n"
+        );
+        let m = two_blocks();
+        let pos: Vec<usize> = (0..4).collect();
+        assert_eq!(picture(&m, &pos, false), terminal(&m, &pos, false, 64));
+        let s = titled_svg(&m, &pos, "flag");
+        assert!(s.contains("core-to-core latency (flag), 4 CPUs"));
     }
 
     #[test]

@@ -128,6 +128,22 @@ pub fn imported_host(path: &std::path::Path, machine: Option<&Machine>) -> Host 
     host
 }
 
+/// The configuration an imported matrix is recorded with: the file and the topology
+/// given with it (null without one).
+pub fn import_config(
+    path: &std::path::Path,
+    topology: Option<&std::path::Path>,
+) -> serde_json::Value {
+    serde_json::json!({ "input": path.display().to_string(),
+        "topology": topology.map(|p| p.display().to_string()) })
+}
+
+/// Whether `numalab c2c` shows this record of its journal beside the matrix keyed
+/// `key`: every record but the other `c2c.matrix` records (its pairs and itself).
+pub fn shown_with(record: &Record, key: &str) -> bool {
+    record.kind != <MatrixRecord as numalab_schema::RecordKind>::KIND || record.key == key
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,5 +168,14 @@ mod tests {
         let host = imported_host(std::path::Path::new("m.csv"), None);
         assert_eq!(host.topology_hash, "imported:m.csv");
         assert!(host.topology.is_none());
+        assert_eq!(
+            import_config(std::path::Path::new("m.csv"), None),
+            serde_json::json!({"input": "m.csv", "topology": null})
+        );
+        assert!(shown_with(&rec, IMPORTED_KEY));
+        assert!(!shown_with(&rec, "c2c/matrix/cas"));
+        let mut pair = rec.clone();
+        pair.kind = "c2c.pair".into();
+        assert!(shown_with(&pair, "c2c/matrix/cas"));
     }
 }

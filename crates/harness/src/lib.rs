@@ -24,6 +24,7 @@
 pub mod metric;
 pub mod numa_maps;
 pub mod options;
+pub mod outcome;
 pub mod plan;
 pub mod policy;
 pub mod run;

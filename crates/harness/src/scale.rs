@@ -492,6 +492,8 @@ mod tests {
             (0..3).map(|r| run(8, r, 110.0, 0.5)).collect(),
         ];
         let s = summarize("id", &plan, &study(), &runs);
+        use crate::outcome::{RunCount, Runs};
+        assert_eq!(s.run_count(), RunCount { failed: 0, all: 6 });
         assert_eq!(s.under_subscribed, vec![(8, 0.5)]);
         assert!(
             s.findings

@@ -66,7 +66,7 @@ mod query;
 mod regress;
 mod tasks;
 
-pub use batch::BundleResult;
+pub use batch::{Batch, BatchError, BundleResult};
 pub use export::{csv_field, CSV_HEADER, EXPORT_VERSION};
 pub use ingest::{
     content_key, expand_fleets, Fingerprint, IngestOptions, IngestOutcome, Limits, KEPT_KINDS,

@@ -28,6 +28,7 @@
 
 pub mod plan;
 pub mod probe;
+pub mod start;
 // The raw access, the one module allowed `unsafe`.
 #[allow(unsafe_code)]
 mod sys;

@@ -14,6 +14,8 @@
 pub mod kernels;
 pub mod listing;
 pub mod offline;
+pub mod point;
+pub mod progress;
 pub mod request;
 
 use numalab_memaccess::{AnalysisOptions, NamedRegion, RecordOptions};

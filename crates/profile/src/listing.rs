@@ -1,8 +1,31 @@
 //! What `numalab profile --list` shows of the catalogs: the models, a catalog's events,
 //! or its metric sets, groups and metrics with their formulas.
 
+use crate::Problem;
 use numalab_pmu::catalog::{self, Catalog, CpuMatch};
 use std::fmt::Write;
+
+/// What `--list` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum What {
+    /// Metric sets, groups and metrics with their formulas ([`metrics`]).
+    Metrics,
+    /// Events with their codes ([`events`]).
+    Events,
+    /// The CPU models numalab has catalogs for ([`models`]).
+    Models,
+}
+
+/// The listing `--list` prints for `cpu`, whose catalog is loaded first (a CPU without
+/// one is refused, whatever is listed).
+pub fn list(what: What, cpu: &CpuMatch) -> Result<String, Problem> {
+    let cat = catalog::load_match(cpu).map_err(Problem::of)?;
+    Ok(match what {
+        What::Models => models(),
+        What::Events => events(&cat, cpu),
+        What::Metrics => metrics(&cat, cpu),
+    })
+}
 
 /// The catalogs shipped and every name `--cpu-model` accepts.
 pub fn models() -> String {
@@ -77,6 +100,14 @@ mod tests {
     fn n2() -> (Catalog, CpuMatch) {
         let cpu = catalog::resolve_model("neoverse-n2").unwrap();
         (catalog::load_match(&cpu).unwrap(), cpu)
+    }
+
+    #[test]
+    fn list_shows_what_is_asked_of_the_cpus_catalog() {
+        let (cat, cpu) = n2();
+        assert_eq!(list(What::Models, &cpu).unwrap(), models());
+        assert_eq!(list(What::Events, &cpu).unwrap(), events(&cat, &cpu));
+        assert_eq!(list(What::Metrics, &cpu).unwrap(), metrics(&cat, &cpu));
     }
 
     #[test]

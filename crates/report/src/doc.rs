@@ -329,6 +329,15 @@ impl Document {
         page.finish()
     }
 
+    /// The report in `format`: the self-contained page for HTML ([`Document::to_html`]),
+    /// else the text of [`Document::to_text`].
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Html => self.to_html(),
+            f => self.to_text(f),
+        }
+    }
+
     /// The report in a text format: findings and tables (charts are named by their
     /// captions; raw data stays in the bundle).
     pub fn to_text(&self, format: Format) -> String {

@@ -32,6 +32,7 @@ pub mod html;
 pub mod load;
 pub mod memattrs;
 pub mod metrics;
+pub mod outcome;
 #[cfg(feature = "render")]
 pub mod peak;
 pub mod power;

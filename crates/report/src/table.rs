@@ -154,6 +154,21 @@ pub enum Format {
     Html,
 }
 
+impl Format {
+    /// The format a file name asks for, by its extension (any case): `.html`/`.htm`,
+    /// `.md`/`.markdown`, `.csv`, `.json`, `.txt` (terminal text); none for another.
+    pub fn of_path(p: &std::path::Path) -> Option<Format> {
+        match p.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "html" | "htm" => Some(Format::Html),
+            "md" | "markdown" => Some(Format::Markdown),
+            "csv" => Some(Format::Csv),
+            "json" => Some(Format::Json),
+            "txt" => Some(Format::Terminal),
+            _ => None,
+        }
+    }
+}
+
 impl Table {
     /// A new empty table.
     pub fn new(id: &str, title: &str, columns: Vec<Column>) -> Self {
@@ -379,6 +394,18 @@ pub fn render(tables: &[Table], format: Format) -> String {
 #[cfg(all(test, feature = "render"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_name_asks_for_the_format_of_its_extension() {
+        let of = |p: &str| Format::of_path(std::path::Path::new(p));
+        assert_eq!(of("r.HTM"), Some(Format::Html));
+        assert_eq!(of("r.markdown"), Some(Format::Markdown));
+        assert_eq!(of("out/r.csv"), Some(Format::Csv));
+        assert_eq!(of("r.json"), Some(Format::Json));
+        assert_eq!(of("r.txt"), Some(Format::Terminal));
+        assert_eq!(of("r.pdf"), None);
+        assert_eq!(of("report"), None);
+    }
 
     fn sample() -> Vec<Table> {
         let mut t = Table::new(

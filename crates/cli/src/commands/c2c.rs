@@ -12,9 +12,10 @@ use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
 use numalab_c2c::heatmap::{self, Order};
 use numalab_c2c::matrix::LatencyMatrix;
+use numalab_c2c::record;
 use numalab_c2c::structure::Structure;
 use numalab_pingpong::{self as pingpong, Variant};
-use numalab_schema::{units, Classify, ErrorClass, Origin};
+use numalab_schema::{ErrorClass, Origin};
 use std::path::PathBuf;
 
 /// Ping-pong variant (command line).
@@ -95,8 +96,6 @@ pub struct C2cArgs {
     pub output: OutputArgs,
 }
 
-pub use numalab_c2c::record::{GroupJson, LevelJson, MatrixRecord, PairRecord};
-
 /// Runs `numalab c2c`.
 pub fn run(args: C2cArgs) -> CliResult {
     if let Some(path) = &args.input {
@@ -111,13 +110,12 @@ fn run_import(args: &C2cArgs, path: &std::path::Path) -> CliResult {
         Some(t) => Some(numalab_topo::machine(&numalab_topo::Input::detect(t)?)?),
         None => None,
     };
-    let host = numalab_c2c::record::imported_host(path, machine.as_ref());
-    let config = serde_json::json!({ "input": path.display().to_string(),
-        "topology": args.topology.as_ref().map(|p| p.display().to_string()) });
+    let host = record::imported_host(path, machine.as_ref());
+    let config = record::import_config(path, args.topology.as_deref());
     let mut rec = Recorder::new(&args.output, config, Origin::Imported, host)?;
-    let (record, structure) = numalab_c2c::record::imported(&import, machine.as_ref());
-    let key = record.key.clone();
-    rec.push(record)?;
+    let (matrix, structure) = record::imported(&import, machine.as_ref());
+    let key = matrix.key.clone();
+    rec.push(matrix)?;
     show(args, &mut rec, &import.matrix, &structure, &key, "imported")?;
     rec.finish()?;
     Ok(())
@@ -146,25 +144,14 @@ impl C2cArgs {
 }
 
 fn run_measure(args: &C2cArgs) -> CliResult {
-    // The clock check and the host facts (some 20 reads of /proc and /sys, 0.3 ms) run
-    // beside hwloc's discovery (sysfs reads): they are independent.
-    let clock_check = std::thread::spawn(|| {
-        (
-            numalab_clock::check(pingpong::probe::CLOCK_READS),
-            numalab_topo::system::host_facts(),
-        )
-    });
-    // Plan against the topology.
-    let (machine, placer) = numalab_topo::live_with_placer()?;
-    let cpus = numalab_topo::select::CpuSelection::parse(&args.cpus)?.resolve(&machine)?;
-    let plan = pingpong::probe::plan(&machine, &cpus, &args.options())
-        .map_err(|e| CliError::new(ErrorClass::Usage, format!("--cpus {:?}: {e}", args.cpus)))?;
-    let (clock, facts) = clock_check.join().map_err(|_| {
-        CliError::new(
-            ErrorClass::Runtime,
-            "the thread checking the clock and reading the host facts panicked; report this as a bug",
-        )
-    })?;
+    // Plan against the topology (the clock checked and the host read beside it).
+    let pingpong::start::Start {
+        machine,
+        placer,
+        plan,
+        clock,
+        facts,
+    } = pingpong::start::start(&args.cpus, &args.options())?;
     let mut rec = Recorder::new(
         &args.output,
         plan.config_json(&clock),
@@ -186,7 +173,7 @@ fn run_measure(args: &C2cArgs) -> CliResult {
     let mut sink = ProgressSink::with_bar(&mut rec);
     let outcome = pingpong::probe::run(&placer, &plan, &machine, &clock, &mut sink, &mut announce);
     sink.finish();
-    let outcome = outcome.map_err(|e| CliError::new(e.class(), e.to_string()))?;
+    let outcome = outcome?;
     if let Some(msg) = outcome.interruption(args.output.out.is_some()) {
         rec.finish()?;
         return Err(CliError::new(ErrorClass::Interrupted, msg));
@@ -223,46 +210,25 @@ fn show(
     variant: &str,
 ) -> CliResult {
     if let Some(path) = &args.export_csv {
-        let mut text = Vec::new();
-        numalab_c2c::csv::write(matrix, &mut text).map_err(|e| {
-            CliError::new(ErrorClass::Runtime, format!("cannot format the CSV: {e}"))
-        })?;
-        crate::output::write_file(path, &text, "the CSV", "--export-csv")?;
+        let csv = numalab_c2c::csv::to_bytes(matrix);
+        crate::output::write_file(path, &csv, "the CSV", "--export-csv")?;
     }
-    let positions = heatmap::order(
-        matrix,
-        Some(structure),
-        match args.order {
-            OrderArg::Os => Order::Os,
-            OrderArg::Group => Order::Group,
-        },
-    );
+    let order = match args.order {
+        OrderArg::Os => Order::Os,
+        OrderArg::Group => Order::Group,
+    };
+    let positions = heatmap::order(matrix, Some(structure), order);
     if let Some(path) = &args.svg {
-        let title = format!("core-to-core latency ({variant}), {} CPUs", matrix.n());
-        crate::output::write_file(
-            path,
-            heatmap::svg(matrix, &positions, &title).as_bytes(),
-            "the SVG",
-            "--svg",
-        )?;
+        let svg = heatmap::titled_svg(matrix, &positions, variant);
+        crate::output::write_file(path, svg.as_bytes(), "the SVG", "--svg")?;
     }
     if !rec.json() {
-        // The terminal's picture of the matrix: a coloured grid, or the one pair.
-        match (matrix.n(), matrix.get(1, 0)) {
-            (2, Some(v)) => println!(
-                "CPU {} <-> CPU {}: {}\n",
-                matrix.cpus()[1],
-                matrix.cpus()[0],
-                units::nanos(v)
-            ),
-            (2, None) => {}
-            _ => print!("{}", heatmap::terminal(matrix, &positions, color(), 64)),
-        }
-        // The pairs of this matrix and the matrix itself (not other matrices of the
-        // same journal), as the report shows them.
-        let shown = rec.latest().into_iter().filter(|r| {
-            r.kind != <MatrixRecord as numalab_schema::RecordKind>::KIND || r.key == key
-        });
+        print!("{}", heatmap::picture(matrix, &positions, color()));
+        // The pairs of this matrix and the matrix itself, as the report shows them.
+        let shown = rec
+            .latest()
+            .into_iter()
+            .filter(|r| record::shown_with(r, key));
         crate::output::print_sections(
             rec.envelope(),
             shown,

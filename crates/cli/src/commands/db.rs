@@ -5,8 +5,7 @@
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_history::{
-    tables, Baseline, BundleResult, History, IngestOptions, IngestOutcome, Query, RegressionQuery,
-    RunFilter,
+    tables, Baseline, Batch, History, IngestOptions, Query, RegressionQuery, RunFilter,
 };
 use numalab_report::table::{render, Format};
 use numalab_schema::ErrorClass;
@@ -181,71 +180,37 @@ fn filter(f: &FilterArgs) -> Result<RunFilter, CliError> {
     )?)
 }
 
-fn open(path: &std::path::Path) -> Result<History, CliError> {
-    Ok(History::open(path)?)
-}
-
 fn ingest(path: &std::path::Path, a: IngestArgs) -> CliResult {
     let tags = numalab_history::tags_object(&a.tags)?;
-    let mut h = open(path)?;
+    let mut h = History::open(path)?;
     let opts = IngestOptions {
         label: a.label.clone(),
         tags,
     };
-    let mut outcomes = Vec::new();
-    let mut failed = Vec::new();
     let (bundles, skipped) = numalab_history::expand_fleets(&a.bundles, &opts);
     for line in skipped {
         eprintln!("numalab: {line}");
     }
+    // One bad bundle does not stop the others.
+    let mut batch = Batch::default();
     for (b, opts) in bundles {
-        let r = BundleResult {
-            result: h.ingest_with(&b, &opts),
-            bundle: b,
-        };
-        match &r.result {
-            Ok(IngestOutcome::Stored { warnings, .. }) => {
-                for w in warnings {
-                    eprintln!("numalab: {}: {}", r.bundle.display(), w.message);
-                }
-            }
-            Ok(IngestOutcome::AlreadyPresent { .. }) => {}
-            // One bad bundle does not stop the others.
-            Err(e) => eprintln!("numalab: {e}"),
+        let r = h.ingest_result(b, &opts);
+        for note in r.notes() {
+            eprintln!("numalab: {note}");
         }
         if let (Some(line), false) = (r.line(), a.json) {
             println!("{line}");
         }
-        outcomes.push(r.to_json());
-        if let Err(e) = r.result {
-            failed.push(e);
-        }
+        batch.results.push(r);
     }
     if a.json {
-        crate::output::print_json(&serde_json::json!({
-            "db": path.display().to_string(),
-            "runs": h.run_count()?,
-            "bundles": outcomes,
-        }))?;
+        crate::output::print_json(&batch.to_json(path, h.run_count()?))?;
     }
-    match failed.len() {
-        0 => Ok(()),
-        n if n == a.bundles.len() => {
-            let first = failed.remove(0);
-            Err(CliError::from(first))
-        }
-        n => Err(CliError::new(
-            ErrorClass::Partial,
-            format!(
-                "{n} of {} bundles were not stored; the others were",
-                a.bundles.len()
-            ),
-        )),
-    }
+    Ok(batch.verdict(a.bundles.len())?)
 }
 
 fn runs(path: &std::path::Path, a: RunsArgs) -> CliResult {
-    let h = open(path)?;
+    let h = History::open(path)?;
     let runs = h.runs(&filter(&a.filter)?)?;
     match a.format {
         DbFormat::Json => crate::output::print_json(&runs),
@@ -261,7 +226,7 @@ fn runs(path: &std::path::Path, a: RunsArgs) -> CliResult {
 }
 
 fn query(path: &std::path::Path, a: QueryArgs) -> CliResult {
-    let h = open(path)?;
+    let h = History::open(path)?;
     let q = Query {
         metric_id: a.metric.clone(),
         group: a.group.clone(),
@@ -270,26 +235,20 @@ fn query(path: &std::path::Path, a: QueryArgs) -> CliResult {
     };
     let stdout = std::io::stdout();
     match a.format {
-        DbFormat::Csv => {
-            h.export_csv(&q, stdout.lock())?;
-            Ok(())
-        }
-        DbFormat::Json => {
-            h.export_json(&q, stdout.lock())?;
-            Ok(())
-        }
+        DbFormat::Csv => drop(h.export_csv(&q, stdout.lock())?),
+        DbFormat::Json => drop(h.export_json(&q, stdout.lock())?),
         DbFormat::Table => {
             let points = h.query(&q)?;
             let t = tables::points_table(a.metric.as_deref(), &points);
             print!("{}", render(&[t], Format::Terminal));
-            Ok(())
         }
     }
+    Ok(())
 }
 
 fn regressions(path: &std::path::Path, a: RegressionsArgs) -> CliResult {
     numalab_history::check_regression_sides(a.baseline_runs, a.latest_runs, a.run_noise)?;
-    let h = open(path)?;
+    let h = History::open(path)?;
     let q = RegressionQuery {
         baseline: Baseline::parse(&a.baseline)?,
         baseline_runs: a.baseline_runs,

@@ -6,10 +6,13 @@
 use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
-use numalab_harness::run::{Progress, Sink};
+use numalab_harness::outcome::Runs;
+use numalab_harness::run::{PointHook, Progress, Sink};
 use numalab_harness::scale::parse_thread_counts;
-use numalab_harness::{HarnessError, Param, Placement, PolicyKind, ScalePlan, Study, StudyOptions};
-use numalab_schema::{ErrorClass, Machine, Origin, Record, RecordKind};
+use numalab_harness::{HarnessError, Param, Placement, PolicyKind, RunRecord, ScalePlan};
+use numalab_harness::{Study, StudyOptions};
+use numalab_profile::point::PointProfiler;
+use numalab_schema::{Machine, Origin, Record, RecordKind};
 use std::path::PathBuf;
 
 /// Options shared by the three studies.
@@ -141,10 +144,6 @@ pub struct SweepArgs {
     pub study: StudyArgs,
 }
 
-fn usage(msg: impl Into<String>) -> CliError {
-    CliError::new(ErrorClass::Usage, msg)
-}
-
 /// The study's options as the library takes them.
 fn options(a: &StudyArgs) -> StudyOptions {
     StudyOptions {
@@ -175,10 +174,9 @@ fn on_progress(bar: &indicatif::ProgressBar) -> impl FnMut(&Progress) + '_ {
     move |p: &Progress| {
         bar.set_length(p.total as u64);
         bar.set_position(p.done as u64);
-        let status: String = p.status.chars().take(60).collect();
-        bar.set_message(format!("{}: {}", p.label, status));
-        if p.status.starts_with("failed") && bar.is_hidden() {
-            eprintln!("numalab: {}: {}", p.label, p.status);
+        bar.set_message(p.message());
+        if let (Some(line), true) = (p.failure(), bar.is_hidden()) {
+            eprintln!("numalab: {line}");
         }
     }
 }
@@ -211,13 +209,12 @@ fn recorder(
 
 /// Runs a planned study under a progress bar, then shows it: the report's section of
 /// its summary (not with --json), its chart (--svg), and failed runs in the exit code.
-fn run_study<S>(
+fn run_study<S: Runs>(
     mut rec: Recorder,
     bmc: (Option<crate::power::BmcPower>, &str),
     svg_path: &Option<PathBuf>,
     study: impl FnOnce(&mut dyn Sink, &mut dyn FnMut(&Progress)) -> Result<S, HarnessError>,
     svg: fn(&S) -> String,
-    failed_runs: fn(&S) -> (usize, usize),
 ) -> CliResult {
     let bar = progress_bar();
     let watch = bmc.0.as_ref().and_then(|p| crate::power::start(p, bmc.1));
@@ -226,52 +223,28 @@ fn run_study<S>(
     if let Some(w) = watch {
         crate::power::finish(w, bmc.1, &mut rec);
     }
-    match result {
-        Ok(s) => {
-            if !rec.json() {
-                // The study's summary as the report shows it (its runs are in the
-                // journal and the report's appendix, not on the terminal).
-                let summaries: Vec<Record> = rec
-                    .records()
-                    .iter()
-                    .filter(|r| r.kind != <numalab_harness::RunRecord as RecordKind>::KIND)
-                    .cloned()
-                    .collect();
-                crate::output::print_sections(
-                    rec.envelope(),
-                    summaries,
-                    numalab_report::sections::harness::sections,
-                );
-            }
-            write_svg(svg_path, svg(&s))?;
-            finish(rec, Ok(()), failed_runs(&s))
+    let s = match result {
+        Ok(s) => s,
+        Err(e) => {
+            // A stopped study keeps its journal and still prints what it has (JSON).
+            rec.finish()?;
+            return Err(e.into());
         }
-        Err(e) => finish(rec, Err(e), (0, 0)),
+    };
+    if !rec.json() {
+        // The study's summary as the report shows it (its runs are in the journal and
+        // the report's appendix, not on the terminal).
+        let summaries = rec.records().iter().filter(|r| r.kind != RunRecord::KIND);
+        crate::output::print_sections(
+            rec.envelope(),
+            summaries.cloned().collect::<Vec<Record>>(),
+            numalab_report::sections::harness::sections,
+        );
     }
-}
-
-/// Finishes: a stopped study still prints what it has (JSON) and keeps its journal.
-/// `runs` is (failed, all): some failed is partial (exit 5), all failed is a failure
-/// (exit 1): nothing was measured.
-fn finish(rec: Recorder, result: Result<(), HarnessError>, runs: (usize, usize)) -> CliResult {
+    write_svg(svg_path, svg(&s))?;
     let json = rec.json();
     rec.finish()?;
-    let (failed_runs, all_runs) = runs;
-    let see = if json { "records" } else { "table above" };
-    match result {
-        Err(e) => Err(e.into()),
-        Ok(()) if failed_runs > 0 && failed_runs >= all_runs => Err(CliError::new(
-            ErrorClass::Runtime,
-            format!(
-                "every run failed ({failed_runs} of {all_runs}): nothing was measured (recorded; see the {see} for why)"
-            ),
-        )),
-        Ok(()) if failed_runs > 0 => Err(CliError::new(
-            ErrorClass::Partial,
-            format!("{failed_runs} of {all_runs} run(s) failed (recorded; see the {see})"),
-        )),
-        Ok(()) => Ok(()),
-    }
+    Ok(s.run_count().verdict(json)?)
 }
 
 /// `numalab scale`.
@@ -279,8 +252,8 @@ pub fn scale(a: ScaleArgs) -> CliResult {
     let study = study(&a.study)?;
     let threads = a.threads.as_deref().map(parse_thread_counts).transpose()?;
     let m = live()?;
-    let plan = ScalePlan::new(&m, a.placement, threads.as_deref(), a.node)
-        .map_err(|e| usage(format!("{e}")))?;
+    let plan =
+        ScalePlan::new(&m, a.placement, threads.as_deref(), a.node).map_err(HarnessError::Plan)?;
     let power = a.study.bmc.open()?;
     let rec = recorder("scale", &a.study, &plan, &m)?;
     run_study(
@@ -289,7 +262,6 @@ pub fn scale(a: ScaleArgs) -> CliResult {
         &a.study.svg,
         |sink, progress| numalab_harness::scale(&m, &plan, &study, sink, progress),
         numalab_report::draw::harness::scale_svg,
-        |s| (s.failed_runs, s.points.iter().map(|p| p.stats.runs).sum()),
     )
 }
 
@@ -299,7 +271,7 @@ pub fn policy(a: PolicyArgs) -> CliResult {
     numalab_harness::policy::check_placement(a.placement)?;
     let m = live()?;
     let plan = numalab_harness::policy::new_plan(&m, a.threads, a.placement, a.node, &a.policies)
-        .map_err(|e| usage(format!("{e}")))?;
+        .map_err(HarnessError::Plan)?;
     let power = a.study.bmc.open()?;
     let rec = recorder("policy", &a.study, &plan, &m)?;
     run_study(
@@ -308,7 +280,6 @@ pub fn policy(a: PolicyArgs) -> CliResult {
         &a.study.svg,
         |sink, progress| numalab_harness::policy(&m, &plan, &study, sink, progress),
         numalab_report::draw::harness::policy_svg,
-        |s| (s.failed_runs, s.results.iter().map(|p| p.stats.runs).sum()),
     )
 }
 
@@ -329,40 +300,23 @@ pub fn sweep(a: SweepArgs) -> CliResult {
     let power = a.study.bmc.open()?;
     let rec = recorder("sweep", &a.study, &plan, &m)?;
     // --profile: a counter profile of each point's command, right after its runs.
-    let profile_config = if a.profile {
-        Some(
-            numalab_pmu::profile::ProfileConfig::for_cpu(&m.cpu)
-                .map_err(|e| CliError::new(ErrorClass::Unsupported, format!("--profile: {e}")))?,
-        )
-    } else {
-        None
+    let profiler = a
+        .profile
+        .then(|| PointProfiler::for_cpu(&m.cpu))
+        .transpose();
+    let profiler = profiler.map_err(|p| CliError::new(p.class, p.message))?;
+    let mut profile_point = |key: &str, spec: &numalab_proc::Spec| {
+        let profiler = profiler.as_ref().expect("hook only with --profile");
+        profiler.profile(key, spec)
     };
-    let mut profile_point =
-        |key: &str, spec: &numalab_proc::Spec| -> Result<numalab_schema::Record, String> {
-            let config = profile_config.as_ref().expect("hook only with --profile");
-            numalab_pmu::profile::profile(spec, config)
-                .map(|p| p.into_record(key))
-                .map_err(|e| e.to_string())
-        };
     run_study(
         rec,
         (power, "sweep"),
         &a.study.svg,
         |sink, progress| {
-            numalab_harness::sweep_with(
-                &m,
-                &plan,
-                &study,
-                sink,
-                progress,
-                if a.profile {
-                    Some(&mut profile_point)
-                } else {
-                    None
-                },
-            )
+            let hook = a.profile.then_some(&mut profile_point as PointHook);
+            numalab_harness::sweep_with(&m, &plan, &study, sink, progress, hook)
         },
         numalab_report::draw::harness::sweep_svg,
-        |s| (s.failed_runs, s.points.iter().map(|p| p.stats.runs).sum()),
     )
 }

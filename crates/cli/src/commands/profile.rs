@@ -6,15 +6,17 @@
 //! `--list` to see what a CPU model's catalog offers. Flags are checked against the
 //! catalog (metric and event names, with close matches suggested) before anything runs.
 
+use crate::output::SectionsOf;
 use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
 use numalab_pmu::capability;
-use numalab_pmu::catalog;
 use numalab_pmu::profile;
-use numalab_profile::listing;
 use numalab_profile::offline::{self, Imported};
 use numalab_profile::request::{detect_cpu, Cpus, Mode, Request};
+use numalab_profile::{listing, progress};
+use numalab_report::sections::memaccess::sections as memaccess_sections;
+use numalab_report::sections::pmu::sections as pmu_sections;
 use numalab_schema::{Origin, Record};
 use std::path::PathBuf;
 
@@ -27,6 +29,16 @@ pub enum ListWhat {
     Events,
     /// The CPU models numalab has catalogs for.
     Models,
+}
+
+impl From<ListWhat> for listing::What {
+    fn from(w: ListWhat) -> Self {
+        match w {
+            ListWhat::Metrics => listing::What::Metrics,
+            ListWhat::Events => listing::What::Events,
+            ListWhat::Models => listing::What::Models,
+        }
+    }
 }
 
 /// `numalab profile`.
@@ -177,15 +189,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
             Some(c) => c,
             None => detect_cpu(&numalab_topo::live()?.cpu).map_err(problem)?,
         };
-        let cat = catalog::load_match(&cpu)?;
-        print!(
-            "{}",
-            match what {
-                ListWhat::Models => listing::models(),
-                ListWhat::Events => listing::events(&cat, &cpu),
-                ListWhat::Metrics => listing::metrics(&cat, &cpu),
-            }
-        );
+        print!("{}", listing::list(what.into(), &cpu).map_err(problem)?);
         return Ok(());
     }
     let machine = numalab_topo::live()?;
@@ -193,23 +197,23 @@ pub fn run(args: ProfileArgs) -> CliResult {
         given,
         live: detect_cpu(&machine.cpu),
     };
-    let imported = |record: Record, shown: Shown| -> CliResult {
+    let imported = |record: Record, sections: SectionsOf| -> CliResult {
         let host = numalab_topo::system::host(&machine);
         let mut rec = Recorder::new(&args.output, req.config(), Origin::Imported, host)?;
         let key = record.key.clone();
         rec.push(record)?;
-        shown(&rec, &[key]);
+        show(&rec, &[key], sections);
         rec.finish().map(drop)
     };
     match mode {
         Mode::Compare(base, new) => {
             let record = offline::compare(base, new, &req.metric_set(), cpus);
-            return imported(record.map_err(problem)?, show);
+            return imported(record.map_err(problem)?, pmu_sections);
         }
         Mode::Import(path) => {
             return match offline::import(path, &req, cpus).map_err(problem)? {
-                Imported::Memaccess(record) => imported(record, show_memaccess),
-                Imported::Profile(record) => imported(record, show),
+                Imported::Memaccess(record) => imported(record, memaccess_sections),
+                Imported::Profile(record) => imported(record, pmu_sections),
             };
         }
         Mode::List | Mode::Count => {}
@@ -227,8 +231,8 @@ pub fn run(args: ProfileArgs) -> CliResult {
     )?;
     if rec.done(&plan.keys.profile) {
         eprintln!(
-            "numalab: {} is already in the --out folder; choose another folder to measure again",
-            plan.keys.profile
+            "numalab: {}",
+            progress::already_measured(&plan.keys.profile)
         );
     }
     let mut watch = Progress {
@@ -241,8 +245,10 @@ pub fn run(args: ProfileArgs) -> CliResult {
         b.finish_and_clear();
     }
     let outcome = outcome.map_err(problem)?;
-    show(&rec, &outcome.shown);
-    show_memaccess(&rec, &outcome.sampled);
+    show(&rec, &outcome.shown, pmu_sections);
+    if !outcome.sampled.is_empty() {
+        show(&rec, &outcome.sampled, memaccess_sections);
+    }
     rec.finish()?;
     if let Some(e) = outcome.also_said() {
         // Said too, though another problem decides the exit code.
@@ -253,9 +259,6 @@ pub fn run(args: ProfileArgs) -> CliResult {
         None => Ok(()),
     }
 }
-
-/// How the records of a mode are shown.
-type Shown = fn(&Recorder, &[String]);
 
 fn problem(p: numalab_profile::Problem) -> CliError {
     CliError::new(p.class, p.message)
@@ -272,46 +275,17 @@ struct Progress {
 impl numalab_profile::Watch for Progress {
     fn run_started(&mut self, run: usize, runs: usize) {
         // Said once everything was checked, as counting starts.
-        if run == 0 {
-            match &self.subject {
-                profile::Subject::Pid(pid) => eprintln!(
-                    "numalab: counting process {pid} until it exits{}",
-                    until(self.duration)
-                ),
-                profile::Subject::AllCpus(None) => {
-                    eprintln!("numalab: counting every CPU{}", until(self.duration))
-                }
-                _ => {}
-            }
+        if let Some(line) = (run == 0)
+            .then(|| progress::counting_started(&self.subject, self.duration))
+            .flatten()
+        {
+            eprintln!("numalab: {line}");
         }
         if let Some(b) = &self.bar {
             b.set_length(runs as u64);
             b.set_position(run as u64);
             b.set_message(format!("run {} of {runs}", run + 1));
         }
-    }
-}
-
-/// The `pmu.memaccess` records of these keys as the report shows them.
-fn show_memaccess(rec: &Recorder, keys: &[String]) {
-    if !rec.json() && !keys.is_empty() {
-        let records = rec.latest().into_iter().filter(|r| keys.contains(&r.key));
-        crate::output::print_sections(
-            rec.envelope(),
-            records,
-            numalab_report::sections::memaccess::sections,
-        );
-    }
-}
-
-/// ", --duration or Ctrl-C" as the user set it.
-fn until(duration: Option<std::time::Duration>) -> String {
-    match duration {
-        Some(d) => format!(
-            ", for at most {}, or until Ctrl-C (the counts so far are kept)",
-            humantime::format_duration(d)
-        ),
-        None => " or until Ctrl-C (the counts so far are kept)".into(),
     }
 }
 
@@ -326,14 +300,10 @@ fn progress_bar(exact: bool) -> Option<indicatif::ProgressBar> {
 }
 
 /// The records of these keys (this run's, or an earlier run's of the same --out folder)
-/// as the report's counter section shows them.
-fn show(rec: &Recorder, keys: &[String]) {
+/// as the report's `sections` show them (the counters', the data addresses').
+fn show(rec: &Recorder, keys: &[String], sections: SectionsOf) {
     if !rec.json() {
         let records = rec.latest().into_iter().filter(|r| keys.contains(&r.key));
-        crate::output::print_sections(
-            rec.envelope(),
-            records,
-            numalab_report::sections::pmu::sections,
-        );
+        crate::output::print_sections(rec.envelope(), records, sections);
     }
 }

@@ -5,10 +5,9 @@
 
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
-use numalab_report::compare::sides::{
-    comparable_groups, load_sides, problems, split_arguments, Sides,
-};
-use numalab_report::load::{load, unique_labels, Loaded};
+use numalab_report::compare::sides;
+use numalab_report::load::{LoadError, Loaded};
+use numalab_report::outcome;
 use numalab_report::table::Format;
 use numalab_schema::ErrorClass;
 use std::io::IsTerminal;
@@ -37,18 +36,6 @@ impl FormatArg {
             FormatArg::Csv => Format::Csv,
             FormatArg::Json => Format::Json,
             FormatArg::Terminal => Format::Terminal,
-        }
-    }
-
-    /// The format a file name asks for, by its extension.
-    fn of_path(p: &Path) -> Option<FormatArg> {
-        match p.extension()?.to_str()?.to_ascii_lowercase().as_str() {
-            "html" | "htm" => Some(FormatArg::Html),
-            "md" | "markdown" => Some(FormatArg::Markdown),
-            "csv" => Some(FormatArg::Csv),
-            "json" => Some(FormatArg::Json),
-            "txt" => Some(FormatArg::Terminal),
-            _ => None,
         }
     }
 }
@@ -101,25 +88,11 @@ pub struct CompareArgs {
     pub format: Option<FormatArg>,
 }
 
-/// Loads every bundle it can; the errors of the others, as messages.
-pub fn load_all(paths: &[PathBuf]) -> (Vec<Loaded>, Vec<CliError>) {
-    let mut set = Vec::new();
-    let mut errors = Vec::new();
-    for p in paths {
-        match load(p) {
-            Ok(l) => set.push(l),
-            Err(e) => errors.push(CliError::from(e)),
-        }
-    }
-    unique_labels(&mut set);
-    (set, errors)
-}
-
 /// Writes `text` to `path` (through a temporary file renamed into place, so a full
 /// disk or a kill never leaves a torn file), or stdout.
 pub fn write_output(path: Option<&Path>, text: &str) -> CliResult {
     match path {
-        Some(p) => write_atomic(p, text.as_bytes()),
+        Some(p) => crate::output::write_file(p, text.as_bytes(), "the report", "-o"),
         None => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -138,171 +111,64 @@ pub fn write_output(path: Option<&Path>, text: &str) -> CliResult {
     }
 }
 
-/// Writes the report to `p` ([`crate::output::write_file`]).
-pub fn write_atomic(p: &Path, bytes: &[u8]) -> CliResult {
-    crate::output::write_file(p, bytes, "the report", "-o")
+/// Says the load errors beside the first, whose exit decides (partial when rendered).
+fn after(errors: Vec<LoadError>, rendered: bool) -> CliResult {
+    let (said, verdict) = outcome::after_rendering(errors, rendered);
+    for line in said {
+        eprintln!("numalab: {line}");
+    }
+    Ok(verdict?)
 }
 
-/// Refuses an -o path whose extension names no format numalab writes (`r.pdf`).
-fn check_output_name(output: Option<&Path>) -> CliResult {
-    let Some(p) = output else { return Ok(()) };
-    match p.extension() {
-        Some(_) if FormatArg::of_path(p).is_none() => Err(CliError::new(
-            ErrorClass::Usage,
-            format!(
-                "-o {}: numalab writes .html, .md, .csv, .json or .txt (terminal text); name the file with one of these",
-                numalab_schema::text::path_text(p)
-            ),
-        )),
-        _ => Ok(()),
+/// Says the warnings met reading the bundles.
+fn warn(set: &[Loaded]) {
+    for line in outcome::warning_lines(set) {
+        eprintln!("numalab: {line}");
     }
 }
 
-/// The exit status after rendering: the first load error, made partial when
-/// something was rendered.
-fn after(errors: Vec<CliError>, rendered: bool) -> CliResult {
-    let n = errors.len();
-    let mut it = errors.into_iter();
-    let Some(first) = it.next() else {
-        return Ok(());
-    };
-    for e in it {
-        eprintln!("numalab: {}", e.message);
-    }
-    if rendered {
-        Err(CliError::new(
-            ErrorClass::Partial,
-            format!(
-                "{}{}; the other bundles were rendered",
-                first.message,
-                if n > 1 {
-                    format!(" (and {} more unreadable)", n - 1)
-                } else {
-                    String::new()
-                }
-            ),
-        ))
-    } else {
-        Err(first)
-    }
-}
-
-fn warn_problems(set: &[Loaded]) {
-    for l in set {
-        for w in &l.warnings {
-            eprintln!("numalab: warning: {w}");
-        }
+/// Says where the output was written (not when it went to standard output).
+fn wrote(output: Option<&Path>) {
+    if let Some(p) = output {
+        eprintln!("numalab: wrote {}", p.display());
     }
 }
 
 /// Runs `numalab report`.
 pub fn run(args: ReportArgs) -> CliResult {
-    check_output_name(args.output.as_deref())?;
-    let format = args
-        .format
-        .or_else(|| args.output.as_deref().and_then(FormatArg::of_path))
-        .unwrap_or(FormatArg::Html);
-    // An HTML page is not for a terminal: without -o, on a terminal, it goes into the
-    // (first) bundle's folder.
-    let mut output = args.output.clone();
-    if output.is_none() && format == FormatArg::Html && std::io::stdout().is_terminal() {
-        if let Some(dir) = args.bundles.iter().find(|b| b.is_dir()) {
-            output = Some(dir.join("report.html"));
-        }
-    }
-    let (set, errors) = load_all(&args.bundles);
+    let output = args.output.as_deref();
+    outcome::check_output_name(output)?;
+    let format = outcome::output_format(args.format.map(FormatArg::format), output, Format::Html);
+    let on_terminal = std::io::stdout().is_terminal();
+    let output = outcome::destination(output, format, &args.bundles, on_terminal);
+    let (set, errors) = outcome::load_all(&args.bundles);
     if set.is_empty() {
         return after(errors, false);
     }
-    warn_problems(&set);
-    let doc = numalab_report::sections::document(&set);
-    let text = match format {
-        FormatArg::Html => doc.to_html(),
-        f => doc.to_text(f.format()),
-    };
+    warn(&set);
+    let text = numalab_report::sections::document(&set).render(format);
     write_output(output.as_deref(), &text)?;
-    if let Some(p) = &output {
-        eprintln!("numalab: wrote {}", p.display());
-    }
+    wrote(output.as_deref());
     after(errors, true)
 }
 
 /// Runs `numalab compare`.
 pub fn compare(args: CompareArgs) -> CliResult {
-    check_output_name(args.output.as_deref())?;
-    let format = args
-        .format
-        .or_else(|| args.output.as_deref().and_then(FormatArg::of_path))
-        .unwrap_or(FormatArg::Terminal);
-    if !(0.0..=100.0).contains(&args.run_noise) || !args.run_noise.is_finite() {
-        return Err(CliError::new(
-            ErrorClass::Usage,
-            format!(
-                "--run-noise {}: a percentage from 0 to 100 (the run-to-run spread assumed for single runs; 10 is the default)",
-                args.run_noise
-            ),
-        ));
-    }
-    let groups = split_arguments(&args.bundles);
-    let loaded = load_sides(&groups);
-    let errors: Vec<CliError> = loaded.errors.into_iter().map(CliError::from).collect();
-    let set = loaded.bundles;
-    if set.len() < 2 {
-        let mut msg: Vec<String> = errors.iter().map(|e| e.message.clone()).collect();
-        msg.push(format!(
-            "compare needs two readable bundles; {} of {} could be read",
-            set.len(),
-            groups.iter().map(Vec::len).sum::<usize>()
-        ));
-        return Err(CliError::new(ErrorClass::Input, msg.join("\n")));
-    }
-    warn_problems(&set);
-    let Sides {
-        metrics,
-        sides,
-        power,
-    } = Sides::group(&set, &loaded.side_of, args.by_machine);
-    if sides.len() < 2 {
-        return Err(CliError::new(
-            ErrorClass::Input,
-            format!(
-                "all {} bundles are runs of one machine ({}): nothing to compare them with; give runs of another machine too, or leave out --by-machine to compare the runs with each other",
-                set.len(),
-                sides.first().map(|s| s.label.as_str()).unwrap_or("?")
-            ),
-        ));
-    }
-    let report = numalab_report::compare::compare_groups(
-        &sides,
-        problems(&set),
-        numalab_report::compare::Options {
-            assumed_run_spread: args.run_noise / 100.0,
-        },
-    )
-    .with_power(power);
-    let text = match format {
-        FormatArg::Json => {
-            serde_json::to_string_pretty(&report).expect("comparison serializes") + "\n"
-        }
-        FormatArg::Html => report.document(&metrics).to_html(),
-        f => report.document(&metrics).to_text(f.format()),
-    };
-    write_output(args.output.as_deref(), &text)?;
-    if let Some(p) = &args.output {
-        eprintln!("numalab: wrote {}", p.display());
-    }
+    let output = args.output.as_deref();
+    outcome::check_output_name(output)?;
+    let format =
+        outcome::output_format(args.format.map(FormatArg::format), output, Format::Terminal);
+    outcome::check_run_noise(args.run_noise)?;
+    let loaded = sides::load_arguments(&args.bundles)?;
+    warn(&loaded.bundles);
+    let (report, metrics) = sides::compare_loaded(&loaded, args.by_machine, args.run_noise)?;
+    write_output(output, &report.render(format, &metrics))?;
+    wrote(output);
     if report.nothing_in_common() {
-        let have = comparable_groups(&metrics);
-        for e in &errors {
+        for e in &loaded.errors {
             eprintln!("numalab: {}", e.message);
         }
-        return Err(CliError::new(
-            ErrorClass::Input,
-            format!(
-                "the bundles have no figure in common ({}); run the same commands on each machine (numalab evaluate, or the same scale study) and compare their output folders",
-                have.join("; ")
-            ),
-        ));
+        return Err(sides::nothing_in_common(&metrics).into());
     }
-    after(errors, true)
+    after(loaded.errors, true)
 }

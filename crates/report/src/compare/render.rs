@@ -86,6 +86,21 @@ impl Comparison {
 }
 
 impl Report {
+    /// The comparison in `format`: the report itself as pretty JSON (with a final
+    /// newline), else its [`Report::document`] rendered ([`Document::render`]).
+    pub fn render(
+        &self,
+        format: crate::table::Format,
+        metrics_of: &[(String, Vec<Metric>)],
+    ) -> String {
+        match format {
+            crate::table::Format::Json => {
+                serde_json::to_string_pretty(self).expect("comparison serializes") + "\n"
+            }
+            f => self.document(metrics_of).render(f),
+        }
+    }
+
     /// The comparison as a document (tables, ratio charts, the summary as findings).
     pub fn document(&self, metrics_of: &[(String, Vec<Metric>)]) -> Document {
         let mut findings = Vec::new();

@@ -1,9 +1,11 @@
 //! The sides of a comparison: which bundles are runs of one machine, what each side is
 //! called, and which power sources its figures rest on.
 
-use super::{Side, SidePower};
+use super::{compare_groups, Options, Report, Side, SidePower};
 use crate::load::{load, unique_labels, LoadError, Loaded};
 use crate::metrics::Metric;
+use crate::outcome::Refusal;
+use numalab_schema::ErrorClass;
 use std::path::PathBuf;
 
 /// The bundle arguments of `compare` as sides: each argument is one side, and commas
@@ -56,6 +58,68 @@ pub fn load_sides(groups: &[Vec<PathBuf>]) -> LoadedSides {
     }
     unique_labels(&mut out.bundles);
     out
+}
+
+/// Reads the bundles of `compare`'s arguments ([`split_arguments`], [`load_sides`]);
+/// refused (the reasons of the unreadable ones, then the count) unless two can be read.
+pub fn load_arguments(args: &[PathBuf]) -> Result<LoadedSides, Refusal> {
+    let groups = split_arguments(args);
+    let loaded = load_sides(&groups);
+    if loaded.bundles.len() < 2 {
+        let mut msg: Vec<String> = loaded.errors.iter().map(|e| e.message.clone()).collect();
+        msg.push(format!(
+            "compare needs two readable bundles; {} of {} could be read",
+            loaded.bundles.len(),
+            groups.iter().map(Vec::len).sum::<usize>()
+        ));
+        return Err(Refusal::new(ErrorClass::Input, msg.join("\n")));
+    }
+    Ok(loaded)
+}
+
+/// Each bundle's label and comparable figures, in the order given.
+pub type Figures = Vec<(String, Vec<Metric>)>;
+
+/// The comparison of the bundles read ([`Sides::group`], then every side with the
+/// first, `run_noise` percent assumed for single runs, with each side's power sources),
+/// and each bundle's figures; refused when every bundle is a run of one machine.
+pub fn compare_loaded(
+    loaded: &LoadedSides,
+    by_machine: bool,
+    run_noise: f64,
+) -> Result<(Report, Figures), Refusal> {
+    let set = &loaded.bundles;
+    let Sides {
+        metrics,
+        sides,
+        power,
+    } = Sides::group(set, &loaded.side_of, by_machine);
+    if sides.len() < 2 {
+        return Err(Refusal::new(
+            ErrorClass::Input,
+            format!(
+                "all {} bundles are runs of one machine ({}): nothing to compare them with; give runs of another machine too, or leave out --by-machine to compare the runs with each other",
+                set.len(),
+                sides.first().map(|s| s.label.as_str()).unwrap_or("?")
+            ),
+        ));
+    }
+    let options = Options {
+        assumed_run_spread: run_noise / 100.0,
+    };
+    let report = compare_groups(&sides, problems(set), options).with_power(power);
+    Ok((report, metrics))
+}
+
+/// The refusal of a comparison whose bundles share no figure, with what each has.
+pub fn nothing_in_common(metrics: &[(String, Vec<Metric>)]) -> Refusal {
+    Refusal::new(
+        ErrorClass::Input,
+        format!(
+            "the bundles have no figure in common ({}); run the same commands on each machine (numalab evaluate, or the same scale study) and compare their output folders",
+            comparable_groups(metrics).join("; ")
+        ),
+    )
 }
 
 /// A comparison's sides, built from its bundles.
@@ -222,6 +286,43 @@ mod tests {
         assert!(loaded.bundles.is_empty());
         assert_eq!(loaded.errors.len(), 2);
         assert!(loaded.errors[0].message.contains("/no/such/bundle"));
+    }
+
+    #[test]
+    fn compare_needs_two_readable_bundles() {
+        let e = load_arguments(&["/no/such/a".into(), "/no/such/b,/no/such/c".into()]).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Input);
+        let lines: Vec<&str> = e.message.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert!(lines[0].starts_with("/no/such/a: no such file"));
+        assert_eq!(
+            lines[3],
+            "compare needs two readable bundles; 0 of 3 could be read"
+        );
+    }
+
+    #[test]
+    fn runs_of_one_machine_alone_are_not_compared() {
+        let loaded = LoadedSides {
+            bundles: vec![
+                bundle("vm", Some("vm"), "t1"),
+                bundle("vm #2", Some("vm"), "t1"),
+            ],
+            side_of: vec![0, 1],
+            errors: Vec::new(),
+        };
+        let e = compare_loaded(&loaded, true, 10.0).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Input);
+        assert!(e
+            .message
+            .starts_with("all 2 bundles are runs of one machine (vm (2 runs)): nothing"));
+        let (report, metrics) = compare_loaded(&loaded, false, 10.0).unwrap();
+        assert_eq!(metrics.len(), 2);
+        assert_eq!(report.comparisons.len(), 1);
+        assert!(report.nothing_in_common());
+        assert!(nothing_in_common(&metrics)
+            .message
+            .starts_with("the bundles have no figure in common (vm: nothing comparable; vm #2: nothing comparable); run"));
     }
 
     #[test]
