@@ -34,6 +34,39 @@ pub fn cpu_id(cpu: &CpuIdentity) -> Option<String> {
     }
 }
 
+/// An Arm CPU from its MIDR fields as a machine description names it: the vendor is the
+/// implementer's name ("implementer 0x.." for one numalab does not know), the model name
+/// the MIDR's ([`CpuIdentity::arm_name`]: "Arm Neoverse N1 (MIDR 0x413fd0c1, r3p1)").
+pub fn arm_cpu(
+    implementer: u32,
+    part: u32,
+    variant: Option<u32>,
+    revision: Option<u32>,
+) -> CpuIdentity {
+    let mut cpu = CpuIdentity {
+        vendor: Some(
+            crate::midr::implementer_name(implementer)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("implementer 0x{implementer:02x}")),
+        ),
+        implementer: Some(implementer),
+        part: Some(part),
+        variant,
+        revision,
+        ..Default::default()
+    };
+    cpu.model_name = cpu.arm_name();
+    cpu
+}
+
+/// A number as `/proc/cpuinfo` writes it: "0x41" (hexadecimal) or "143".
+pub fn cpuinfo_number(s: &str) -> Option<u32> {
+    match s.strip_prefix("0x") {
+        Some(h) => u32::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
 impl CpuId {
     /// The CPU a machine description's identification describes.
     pub fn of(cpu: &CpuIdentity) -> CpuId {
@@ -144,6 +177,17 @@ mod tests {
             ..n1()
         };
         assert_eq!(cpu_id(&bare).as_deref(), Some("MIDR 0x410fd0c0"));
+        let named = arm_cpu(0x41, 0xd0c, Some(3), Some(1));
+        assert_eq!(cpu_id(&named).as_deref(), Some("MIDR 0x413fd0c1"));
+        assert_eq!(named.vendor.as_deref(), Some("Arm"));
+        assert_eq!(
+            named.model_name.as_deref(),
+            Some("Arm Neoverse N1 (MIDR 0x413fd0c1, r3p1)")
+        );
+        assert_eq!(
+            arm_cpu(0x99, 1, None, None).vendor.as_deref(),
+            Some("implementer 0x99")
+        );
     }
 
     #[test]
