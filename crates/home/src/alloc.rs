@@ -512,6 +512,7 @@ mod tests {
         HomeMapRecord {
             input_origin: "model".into(),
             fingerprint: Fingerprint {
+                recipe: numalab_records::home::FINGERPRINT_RECIPE.into(),
                 source: "test".into(),
                 cpu_model: "mesh 4x4".into(),
                 stepping: "0".into(),

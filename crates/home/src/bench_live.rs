@@ -316,7 +316,7 @@ pub fn run(
     notes.push("Outstanding-request cycles need a vendor event (not read yet); the share of distant memory interfaces needs interface places, which a map does not locate; the stencil runs on the model only.".into());
     Ok(BenchRecord {
         input_origin: "measured".into(),
-        machine: rec.fingerprint.cpu_model.clone(),
+        machine: rec.fingerprint.current().cpu_model,
         lines_per_thread: opts.lines_per_thread,
         sweep,
         stencil: Vec::new(),

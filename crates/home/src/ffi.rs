@@ -750,6 +750,7 @@ mod tests {
 
     fn test_machine() -> Fingerprint {
         Fingerprint {
+            recipe: numalab_records::home::FINGERPRINT_RECIPE.into(),
             source: "test".into(),
             cpu_model: "mesh 4x4".into(),
             stepping: "0".into(),

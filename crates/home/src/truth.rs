@@ -38,6 +38,7 @@ use numalab_model::latency::memory_read_cycles;
 use numalab_model::model::{DAT, REQ, SNP};
 use numalab_model::spec::HomeGroup;
 use numalab_model::Model;
+use numalab_schema::identity::{CpuId, MachineIdentity};
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -471,18 +472,27 @@ impl TruthMachine {
     /// The fingerprint a map made on this machine carries.
     pub fn fingerprint(&self) -> Fingerprint {
         let m = &self.model;
-        Fingerprint {
-            source: format!("model:{}", self.opts.preset),
-            cpu_model: m.label.clone(),
-            stepping: format!("seed {}", self.opts.seed),
-            cpus: m.cores.len() as u32,
-            node_memory_bytes: m.nodes.iter().map(|n| n.memory_bytes).collect(),
-            memory_basis: "model".into(),
-            modes: vec![
+        // A model's CPU is its label, its CPU id the seed its hashes were drawn with.
+        let identity = MachineIdentity {
+            cpu: CpuId {
+                vendor: None,
+                model_name: Some(m.label.clone()),
+                cpu_id: Some(format!("seed {}", self.opts.seed)),
+            },
+            cores: Some(m.cores.len() as u64),
+            pus: Some(m.cores.len() as u64),
+            numa_nodes: Some(m.nodes.len() as u64),
+        };
+        Fingerprint::new(
+            format!("model:{}", self.opts.preset),
+            &identity,
+            m.nodes.iter().map(|n| n.memory_bytes).collect(),
+            "model",
+            vec![
                 format!("{} NUMA nodes", m.nodes.len()),
                 format!("sets {}", self.opts.sets.join(",")),
             ],
-        }
+        )
     }
 }
 

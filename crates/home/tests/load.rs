@@ -87,6 +87,7 @@ impl HomeProbe for Flat {
     }
     fn fingerprint(&self) -> Fingerprint {
         Fingerprint {
+            recipe: numalab_records::home::FINGERPRINT_RECIPE.into(),
             source: "test:flat".into(),
             cpu_model: "flat".into(),
             stepping: String::new(),

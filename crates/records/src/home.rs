@@ -6,8 +6,12 @@
 //! Per-line data is stored compactly, one byte per line as hex (two characters), as the
 //! mesh study stored its map: [`LINE_UNKNOWN`] marks a line without an answer.
 
+pub mod fingerprint;
 pub mod slices;
 
+pub use fingerprint::{
+    Fingerprint, FINGERPRINT_RECIPE, FINGERPRINT_RECIPE_V1, MEMORY_BLOCKS, MEMORY_MEMTOTAL,
+};
 use numalab_schema::RecordKind;
 use serde::{Deserialize, Serialize};
 pub use slices::SliceHash;
@@ -38,81 +42,6 @@ pub fn bit_ranges(mask: u64) -> String {
 
 /// The byte of a line that has no home (or interface) assigned.
 pub const LINE_UNKNOWN: u8 = 255;
-
-/// What makes a map valid for one machine only: a map is refused on a machine whose
-/// fingerprint differs. The kernel version is not part of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fingerprint {
-    /// "live" or "model:PRESET".
-    pub source: String,
-    /// CPU model name (`/proc/cpuinfo` "model name", or the Arm implementer/part).
-    pub cpu_model: String,
-    /// CPU family/model/stepping (x86) or variant/revision (Arm), as reported.
-    pub stepping: String,
-    /// Logical CPUs.
-    pub cpus: u32,
-    /// NUMA nodes and each node's memory, bytes, counted as `memory_basis` says.
-    pub node_memory_bytes: Vec<u64>,
-    /// What `node_memory_bytes` counts: [`MEMORY_BLOCKS`] (the memory present on each
-    /// node: its sysfs memory blocks times their size, which neither a kernel update, its
-    /// reservations nor a memory map the kernel fills in lazily after boot move),
-    /// [`MEMORY_MEMTOTAL`] (the kernel's `MemTotal` rounded down to MiB: kernels without
-    /// memory blocks in sysfs, and maps made before this field existed) or "model".
-    /// Memory is compared only between fingerprints with the same basis.
-    #[serde(default = "memtotal_basis")]
-    pub memory_basis: String,
-    /// Firmware mode settings visible from the OS (cluster mode shows as the NUMA node
-    /// count and each node's CPUs; SMT on or off), in words.
-    pub modes: Vec<String>,
-}
-
-/// [`Fingerprint::memory_basis`] of memory counted from sysfs memory blocks.
-pub const MEMORY_BLOCKS: &str = "memory blocks";
-/// [`Fingerprint::memory_basis`] of memory counted from the kernel's `MemTotal`.
-pub const MEMORY_MEMTOTAL: &str = "MemTotal";
-
-fn memtotal_basis() -> String {
-    MEMORY_MEMTOTAL.into()
-}
-
-impl Fingerprint {
-    /// The fields that differ from `other`, named, empty when the same machine.
-    pub fn differences(&self, other: &Fingerprint) -> Vec<String> {
-        let mut d = Vec::new();
-        if self.source != other.source {
-            d.push(format!("source {} vs {}", self.source, other.source));
-        }
-        if self.cpu_model != other.cpu_model {
-            d.push(format!(
-                "CPU model {:?} vs {:?}",
-                self.cpu_model, other.cpu_model
-            ));
-        }
-        if self.stepping != other.stepping {
-            d.push(format!(
-                "stepping {:?} vs {:?}",
-                self.stepping, other.stepping
-            ));
-        }
-        if self.cpus != other.cpus {
-            d.push(format!("{} vs {} CPUs", self.cpus, other.cpus));
-        }
-        // Memory counted two ways (a map from before memory blocks were counted) is not
-        // compared: the CPU fields and the per-node CPU lists still tell machines apart.
-        if self.memory_basis == other.memory_basis
-            && self.node_memory_bytes != other.node_memory_bytes
-        {
-            d.push(format!(
-                "memory per node {:?} vs {:?} bytes ({})",
-                self.node_memory_bytes, other.node_memory_bytes, self.memory_basis
-            ));
-        }
-        if self.modes != other.modes {
-            d.push(format!("modes {:?} vs {:?}", self.modes, other.modes));
-        }
-        d
-    }
-}
 
 /// How a measured access reaches the line's home.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -488,46 +417,5 @@ mod tests {
             ..h
         };
         assert_eq!(partial.predict(0), None);
-    }
-
-    #[test]
-    fn fingerprints_name_what_differs() {
-        let a = Fingerprint {
-            source: "live".into(),
-            cpu_model: "X".into(),
-            stepping: "1".into(),
-            cpus: 2,
-            node_memory_bytes: vec![1 << 30],
-            memory_basis: MEMORY_BLOCKS.into(),
-            modes: vec!["smt off".into()],
-        };
-        assert!(a.differences(&a).is_empty());
-        let b = Fingerprint {
-            cpus: 4,
-            ..a.clone()
-        };
-        assert_eq!(a.differences(&b), vec!["2 vs 4 CPUs".to_string()]);
-        let more = Fingerprint {
-            node_memory_bytes: vec![2 << 30],
-            ..a.clone()
-        };
-        assert_eq!(
-            a.differences(&more),
-            vec!["memory per node [1073741824] vs [2147483648] bytes (memory blocks)".to_string()]
-        );
-        // A map from before memory blocks were counted: its MemTotal is not compared
-        // with this machine's memory blocks, the other fields still are.
-        let old: Fingerprint = serde_json::from_value(serde_json::json!({
-            "source": "live", "cpu_model": "X", "stepping": "1", "cpus": 4,
-            "node_memory_bytes": [1_000_000_000u64], "modes": ["smt off"]
-        }))
-        .unwrap();
-        assert_eq!(old.memory_basis, MEMORY_MEMTOTAL);
-        assert_eq!(a.differences(&old), vec!["2 vs 4 CPUs".to_string()]);
-        let old_same_basis = Fingerprint {
-            node_memory_bytes: vec![1 << 30],
-            ..old.clone()
-        };
-        assert_eq!(old.differences(&old_same_basis).len(), 1);
     }
 }

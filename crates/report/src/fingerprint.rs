@@ -12,6 +12,7 @@
 //! The fleet report, which compares nodes rather than runs over time, still groups on the
 //! memory in GiB ([`Fingerprint::memory_gib`]) beside the hash.
 
+use numalab_schema::identity::{CpuId, MachineIdentity};
 use numalab_schema::record::Host;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -27,7 +28,7 @@ pub struct Fingerprint {
     /// CPU model name.
     pub model_name: Option<String>,
     /// x86 "family F model M stepping S", or Arm "MIDR 0x..." (variant and revision
-    /// included).
+    /// included): [`numalab_schema::identity::cpu_id`].
     pub cpu_id: Option<String>,
     /// Cores.
     pub cores: Option<u64>,
@@ -53,36 +54,53 @@ pub fn gib(bytes: u64) -> u64 {
 }
 
 impl Fingerprint {
-    /// The fingerprint of the host an envelope describes; fields the envelope does not
-    /// know stay `None` (and are part of the hash as unknown).
+    /// The fingerprint of the host an envelope describes: its identity fields are the
+    /// machine identity ([`MachineIdentity::of_host`], the one description of a machine's
+    /// CPU and counts); fields the envelope does not know stay `None` (and are part of
+    /// the hash as unknown).
     pub fn of(host: &Host) -> Fingerprint {
-        let t = host.topology.as_ref();
-        let cpu = t.map(|m| &m.cpu);
-        let cpu_id = cpu.and_then(|c| match (c.midr(), c.family, c.model, c.stepping) {
-            (Some(midr), ..) => Some(format!("MIDR {midr:#010x}")),
-            (None, Some(f), Some(m), s) => Some(format!(
-                "family {f} model {m} stepping {}",
-                s.map_or("?".to_string(), |s| s.to_string())
-            )),
-            _ => None,
-        });
-        let memory: Option<u64> = t
+        let memory: Option<u64> = host
+            .topology
+            .as_ref()
             .map(|m| m.summary.numa.iter().map(|n| n.memory_bytes).sum())
             .filter(|b: &u64| *b > 0);
+        Fingerprint::from_identity(MachineIdentity::of_host(host), memory.map(gib))
+    }
+
+    /// The fingerprint of a machine identity, with its memory in GiB if known.
+    pub fn from_identity(identity: MachineIdentity, memory_gib: Option<u64>) -> Fingerprint {
+        let MachineIdentity {
+            cpu,
+            cores,
+            pus,
+            numa_nodes,
+        } = identity;
         let mut f = Fingerprint {
             fingerprint: String::new(),
-            vendor: cpu.and_then(|c| c.vendor.clone()),
-            model_name: cpu
-                .and_then(|c| c.model_name.clone())
-                .or_else(|| host.cpu_model.clone()),
-            cpu_id,
-            cores: t.map(|m| m.summary.cores as u64),
-            pus: t.map(|m| m.summary.pus as u64),
-            numa_nodes: t.map(|m| m.summary.numa_nodes as u64),
-            memory_gib: memory.map(gib),
+            vendor: cpu.vendor,
+            model_name: cpu.model_name,
+            cpu_id: cpu.cpu_id,
+            cores,
+            pus,
+            numa_nodes,
+            memory_gib,
         };
         f.fingerprint = f.hash();
         f
+    }
+
+    /// The machine identity this fingerprint holds (what its hash covers).
+    pub fn identity(&self) -> MachineIdentity {
+        MachineIdentity {
+            cpu: CpuId {
+                vendor: self.vendor.clone(),
+                model_name: self.model_name.clone(),
+                cpu_id: self.cpu_id.clone(),
+            },
+            cores: self.cores,
+            pus: self.pus,
+            numa_nodes: self.numa_nodes,
+        }
     }
 
     /// 16 hex digits of SHA-256 over the identity fields (vendor, model name, CPU id,
@@ -176,11 +194,48 @@ mod tests {
         assert_eq!(a.fingerprint, "92776e1ec0d4f00f");
     }
 
+    /// The envelope's host of a fixture bundle.
+    fn fixture_host(bundle: &str) -> Host {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../../tests/fixtures/bundles/{bundle}/results.jsonl"
+        ));
+        crate::load::load(&p).unwrap().bundle.envelope.host
+    }
+
+    #[test]
+    fn hashes_of_real_hosts_are_pinned() {
+        // Computed outside Rust from each envelope with the recipe of
+        // `numalab-machine-v2` (histories key on these: they must not move).
+        for (bundle, hash) in [
+            ("vm-evaluate", "990bcd4f076a2985"),
+            ("vm-quick-run-1", "e14a9a9635e1901d"),
+            ("two-node-handmade", "b3e8016ebd6a17cc"),
+            ("model-neoverse-v1", "876990c63ee7470a"),
+        ] {
+            let f = Fingerprint::of(&fixture_host(bundle));
+            assert_eq!(f.fingerprint, hash, "{bundle}: {}", f.description());
+            assert_eq!(Fingerprint::from_identity(f.identity(), f.memory_gib), f);
+        }
+        // An Arm CPU is its MIDR: `["numalab-machine-v2","Arm","Arm Neoverse N1",
+        // "MIDR 0x413fd0c1",2,2,1]`.
+        let mut h = fixture_host("vm-evaluate");
+        h.topology.as_mut().unwrap().cpu = numalab_schema::machine::CpuIdentity {
+            vendor: Some("Arm".into()),
+            model_name: Some("Arm Neoverse N1".into()),
+            implementer: Some(0x41),
+            part: Some(0xd0c),
+            variant: Some(3),
+            revision: Some(1),
+            ..Default::default()
+        };
+        let arm = Fingerprint::of(&h);
+        assert_eq!(arm.cpu_id.as_deref(), Some("MIDR 0x413fd0c1"));
+        assert_eq!(arm.fingerprint, "478fd63b223738f9");
+    }
+
     #[test]
     fn memory_is_shown_but_not_hashed() {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/bundles/vm-evaluate/results.jsonl");
-        let mut h = crate::load::load(&p).unwrap().bundle.envelope.host;
+        let mut h = fixture_host("vm-evaluate");
         let a = Fingerprint::of(&h);
         assert!(a.memory_gib.is_some() && a.cores.is_some());
         let m = h.topology.as_mut().unwrap();

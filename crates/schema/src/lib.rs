@@ -13,6 +13,7 @@
 pub mod clock;
 pub mod cpulist;
 pub mod error;
+pub mod identity;
 pub mod input;
 pub mod interrupt;
 pub mod journal;

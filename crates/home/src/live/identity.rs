@@ -1,66 +1,72 @@
 //! This machine's identity: the fingerprint made from `/proc/cpuinfo` and sysfs text
-//! (pure parsers, tested with other machines' text), and the cache line size.
+//! (pure parsers, tested with other machines' text) through the machine identity
+//! (`numalab_schema::identity`), and the cache line size.
 
 use crate::probe::Fingerprint;
 use numalab_records::home::{MEMORY_BLOCKS, MEMORY_MEMTOTAL};
+use numalab_schema::identity::{arm_cpu, cpuinfo_number as number, CpuId, MachineIdentity};
+use numalab_schema::machine::CpuIdentity;
 use std::path::Path;
 
 /// CPU identification from `/proc/cpuinfo`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuIdent {
-    /// "model name" (x86), or "implementer I part P" (Arm); distinct values joined by
-    /// " + " (hybrid and big.LITTLE parts).
-    pub model: String,
-    /// "family F model M stepping S" (x86) or "variant V revision R" (Arm), distinct
-    /// values joined by " + ".
-    pub stepping: String,
+    /// Which CPU, as the machine identity says it: x86 "model name" and "family F model
+    /// M stepping S", Arm the MIDR's name and "MIDR 0x..."; each field the distinct
+    /// values of the processors joined by " + " (hybrid and big.LITTLE parts).
+    pub cpu: CpuId,
     /// Processor entries.
     pub processors: u32,
 }
 
-fn push_distinct(list: &mut Vec<String>, v: String) {
-    if !list.contains(&v) {
-        list.push(v);
+/// The CPU one processor block describes, as a machine description would: Arm when it
+/// has an implementer and a part, x86 when it has a model name (with its family, model
+/// and stepping when all three are given); `None` otherwise.
+fn block_cpu(block: numalab_topo::cpuinfo::Block<'_>) -> Option<CpuIdentity> {
+    let num = |name: &str| block.field(name).and_then(number);
+    if block.field("CPU implementer").is_some() && block.field("CPU part").is_some() {
+        return Some(arm_cpu(
+            num("CPU implementer")?,
+            num("CPU part")?,
+            num("CPU variant"),
+            num("CPU revision"),
+        ));
     }
+    let name = block.field("model name")?;
+    let fms = match (
+        block.field("cpu family").and_then(|v| v.parse().ok()),
+        block.field("model").and_then(|v| v.parse().ok()),
+        block.field("stepping").and_then(|v| v.parse().ok()),
+    ) {
+        (Some(f), Some(m), Some(s)) => Some((f, m, s)),
+        _ => None,
+    };
+    Some(CpuIdentity {
+        vendor: block.field("vendor_id").map(str::to_string),
+        model_name: Some(name.to_string()),
+        family: fms.map(|x: (u32, u32, u32)| x.0),
+        model: fms.map(|x| x.1),
+        stepping: fms.map(|x| x.2),
+        ..Default::default()
+    })
 }
 
-/// Parses `/proc/cpuinfo` text (x86 or Arm).
+/// Parses `/proc/cpuinfo` text (x86 or Arm) into the machine identity's CPU.
 pub fn parse_cpuinfo(text: &str) -> CpuIdent {
-    let mut models = Vec::new();
-    let mut steppings = Vec::new();
+    let mut kinds: Vec<CpuIdentity> = Vec::new();
     let mut processors = 0;
     for block in numalab_topo::cpuinfo::blocks(text) {
-        let field = |name: &str| block.field(name).map(str::to_string);
-        if field("processor").is_some() {
+        if block.field("processor").is_some() {
             processors += 1;
         }
-        if let (Some(imp), Some(part)) = (field("CPU implementer"), field("CPU part")) {
-            push_distinct(&mut models, format!("implementer {imp} part {part}"));
-            let variant = field("CPU variant").unwrap_or_else(|| "?".into());
-            let revision = field("CPU revision").unwrap_or_else(|| "?".into());
-            push_distinct(
-                &mut steppings,
-                format!("variant {variant} revision {revision}"),
-            );
-        } else if let Some(name) = field("model name") {
-            push_distinct(&mut models, name);
-            if let (Some(f), Some(m), Some(s)) =
-                (field("cpu family"), field("model"), field("stepping"))
-            {
-                push_distinct(&mut steppings, format!("family {f} model {m} stepping {s}"));
+        if let Some(cpu) = block_cpu(block) {
+            if !kinds.contains(&cpu) {
+                kinds.push(cpu);
             }
         }
     }
-    let join = |v: Vec<String>| {
-        if v.is_empty() {
-            "unknown".to_string()
-        } else {
-            v.join(" + ")
-        }
-    };
     CpuIdent {
-        model: join(models),
-        stepping: join(steppings),
+        cpu: CpuId::of_kinds(&kinds),
         processors,
     }
 }
@@ -229,15 +235,13 @@ impl SystemText {
             Some("0") => modes.push("SMT off".into()),
             _ => {}
         }
-        Fingerprint {
-            source: "live".into(),
-            cpu_model: cpu.model,
-            stepping: cpu.stepping,
-            cpus,
-            node_memory_bytes,
-            memory_basis: memory_basis.into(),
-            modes,
-        }
+        let identity = MachineIdentity {
+            cpu: cpu.cpu,
+            cores: None,
+            pus: Some(u64::from(cpus)),
+            numa_nodes: Some(nodes.len().max(1) as u64),
+        };
+        Fingerprint::new("live", &identity, node_memory_bytes, memory_basis, modes)
     }
 }
 

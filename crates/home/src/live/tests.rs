@@ -4,7 +4,9 @@ use super::affinity::affinity;
 use super::*;
 use crate::error::HomeError;
 use crate::probe::{Access, BufferInfo, HomeProbe, Line};
-use numalab_records::home::{MEMORY_BLOCKS, MEMORY_MEMTOTAL};
+use numalab_records::home::{
+    Fingerprint, FINGERPRINT_RECIPE, FINGERPRINT_RECIPE_V1, MEMORY_BLOCKS, MEMORY_MEMTOTAL,
+};
 use numalab_topo::bind::base_page_size;
 use std::path::Path;
 use std::sync::Mutex;
@@ -55,27 +57,35 @@ const BIG_LITTLE_CPUINFO: &str = "processor\t: 0\nCPU implementer\t: 0x41\nCPU a
 #[test]
 fn parses_x86_cpuinfo() {
     let c = parse_cpuinfo(X86_CPUINFO);
-    assert_eq!(c.model, "Intel(R) Xeon(R) Platinum 8480+");
-    assert_eq!(c.stepping, "family 6 model 143 stepping 8");
+    assert_eq!(c.cpu.vendor.as_deref(), Some("GenuineIntel"));
+    assert_eq!(
+        c.cpu.model_name.as_deref(),
+        Some("Intel(R) Xeon(R) Platinum 8480+")
+    );
+    assert_eq!(
+        c.cpu.cpu_id.as_deref(),
+        Some("family 6 model 143 stepping 8")
+    );
     assert_eq!(c.processors, 2);
 }
 
 #[test]
 fn parses_arm_cpuinfo() {
+    // The machine identity's words: the MIDR (variant and revision included) and its name.
     let c = parse_cpuinfo(ARM_CPUINFO);
-    assert_eq!(c.model, "implementer 0x41 part 0xd0c");
-    assert_eq!(c.stepping, "variant 0x3 revision 1");
+    assert_eq!(
+        c.cpu.model_name.as_deref(),
+        Some("Arm Neoverse N1 (MIDR 0x413fd0c1, r3p1)")
+    );
+    assert_eq!(c.cpu.cpu_id.as_deref(), Some("MIDR 0x413fd0c1"));
     assert_eq!(c.processors, 2);
     let b = parse_cpuinfo(BIG_LITTLE_CPUINFO);
     assert_eq!(
-        b.model,
-        "implementer 0x41 part 0xd05 + implementer 0x41 part 0xd41"
+        b.cpu.cpu_id.as_deref(),
+        Some("MIDR 0x412fd050 + MIDR 0x411fd410")
     );
-    assert_eq!(
-        b.stepping,
-        "variant 0x2 revision 0 + variant 0x1 revision 0"
-    );
-    assert_eq!(parse_cpuinfo("").model, "unknown");
+    assert_eq!(b.cpu.model_name.unwrap().split(" + ").count(), 2);
+    assert_eq!(parse_cpuinfo("").cpu, Default::default());
 }
 
 #[test]
@@ -123,7 +133,9 @@ fn fingerprint_from_another_machine() {
     };
     let f = t.fingerprint();
     assert_eq!(f.source, "live");
-    assert_eq!(f.cpu_model, "implementer 0x41 part 0xd0c");
+    assert_eq!(f.cpu_model, "Arm Neoverse N1 (MIDR 0x413fd0c1, r3p1)");
+    assert_eq!(f.stepping, "MIDR 0x413fd0c1");
+    assert_eq!(f.recipe, FINGERPRINT_RECIPE);
     assert_eq!(f.cpus, 160);
     // No block size in sysfs: the kernel's MemTotal.
     assert_eq!(f.node_memory_bytes, vec![2 << 30, 4 << 30, 1 << 30]);
@@ -183,6 +195,76 @@ fn fingerprint_from_another_machine() {
     assert_eq!(flat.node_memory_bytes, vec![1 << 30]);
     assert_eq!(flat.modes, vec!["1 NUMA node", "SMT on"]);
     assert_eq!(flat.stepping, "family 6 model 143 stepping 8");
+}
+
+/// `t`'s fingerprint as a map made before the recipe field stored it: the CPU words
+/// of the first recipe, the rest as now.
+fn stored_v1(t: &SystemText, cpu_model: &str, stepping: &str) -> Fingerprint {
+    let mut json = serde_json::to_value(t.fingerprint()).unwrap();
+    let map = json.as_object_mut().unwrap();
+    map.remove("recipe");
+    map.insert("cpu_model".into(), cpu_model.into());
+    map.insert("stepping".into(), stepping.into());
+    let f: Fingerprint = serde_json::from_value(json).unwrap();
+    assert_eq!(f.recipe, FINGERPRINT_RECIPE_V1);
+    f
+}
+
+#[test]
+fn a_map_stored_by_the_first_recipe_is_read() {
+    let machine = |cpuinfo: &str| SystemText {
+        cpuinfo: cpuinfo.into(),
+        online: Some("0-1\n".into()),
+        meminfo: Some("MemTotal: 1048576 kB\n".into()),
+        ..SystemText::default()
+    };
+    let (arm, x86, big_little) = (
+        machine(ARM_CPUINFO),
+        machine(X86_CPUINFO),
+        machine(BIG_LITTLE_CPUINFO),
+    );
+    // The words the first recipe wrote for each machine's `/proc/cpuinfo`.
+    let old_arm = stored_v1(
+        &arm,
+        "implementer 0x41 part 0xd0c",
+        "variant 0x3 revision 1",
+    );
+    let old_x86 = stored_v1(
+        &x86,
+        "Intel(R) Xeon(R) Platinum 8480+",
+        "family 6 model 143 stepping 8",
+    );
+    let old_big_little = stored_v1(
+        &big_little,
+        "implementer 0x41 part 0xd05 + implementer 0x41 part 0xd41",
+        "variant 0x2 revision 0 + variant 0x1 revision 0",
+    );
+    // A map of this machine is still this machine's...
+    assert!(old_arm.differences(&arm.fingerprint()).is_empty());
+    assert!(old_x86.differences(&x86.fingerprint()).is_empty());
+    assert!(old_big_little
+        .differences(&big_little.fingerprint())
+        .is_empty());
+    assert_eq!(old_arm.current(), arm.fingerprint());
+    // ...and one of another machine is refused, naming the CPU.
+    let d = old_arm.differences(&x86.fingerprint());
+    assert_eq!(
+        d,
+        vec![
+            "CPU model \"Arm Neoverse N1 (MIDR 0x413fd0c1, r3p1)\" vs \"Intel(R) Xeon(R) Platinum 8480+\"".to_string(),
+            "stepping \"MIDR 0x413fd0c1\" vs \"family 6 model 143 stepping 8\"".to_string(),
+        ]
+    );
+    assert_eq!(old_x86.differences(&arm.fingerprint()).len(), 2);
+    assert!(!old_big_little.differences(&arm.fingerprint()).is_empty());
+    let more_cpus = SystemText {
+        online: Some("0-3\n".into()),
+        ..arm.clone()
+    };
+    assert_eq!(
+        old_arm.differences(&more_cpus.fingerprint())[0],
+        "2 vs 4 CPUs"
+    );
 }
 
 #[test]
