@@ -117,3 +117,40 @@ pub enum BmcError {
     #[error("cancelled")]
     Cancelled,
 }
+
+/// Bad settings or credentials are the user's to fix (usage, or input for a credential
+/// file); a BMC that does not answer or gives no power is what this machine cannot do
+/// (unsupported); a cancelled read was interrupted.
+impl numalab_schema::Classify for BmcError {
+    fn class(&self) -> numalab_schema::ErrorClass {
+        use numalab_schema::ErrorClass;
+        match self {
+            BmcError::Config(_) | BmcError::MissingCredential(_) => ErrorClass::Usage,
+            BmcError::CredentialFile { .. } => ErrorClass::Input,
+            BmcError::Cancelled => ErrorClass::Interrupted,
+            _ => ErrorClass::Unsupported,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_schema::{Classify, ErrorClass};
+
+    #[test]
+    fn settings_are_the_users_to_fix_and_a_silent_bmc_is_unsupported() {
+        assert_eq!(BmcError::Config("x".into()).class(), ErrorClass::Usage);
+        assert_eq!(
+            BmcError::MissingCredential("x".into()).class(),
+            ErrorClass::Usage
+        );
+        let file = BmcError::CredentialFile {
+            path: "p".into(),
+            problem: "world-readable".into(),
+        };
+        assert_eq!(file.class(), ErrorClass::Input);
+        assert_eq!(BmcError::Cancelled.class(), ErrorClass::Interrupted);
+        assert_eq!(BmcError::DcmiInactive.class(), ErrorClass::Unsupported);
+    }
+}

@@ -162,6 +162,13 @@ impl BmcPower {
             during: during.to_string(),
         })
     }
+
+    /// [`BmcPower::start`], its error as the warning to show ("BMC power not sampled
+    /// during ...").
+    pub fn start_or_warning(&self, during: &str) -> Result<Watch, String> {
+        self.start(during)
+            .map_err(|e| format!("BMC power not sampled during {during}: {e}"))
+    }
 }
 
 /// A sampler running during one measurement.
@@ -189,6 +196,13 @@ impl Watch {
         }
         sink.push(Record::new(full.clone(), Origin::Measured, &record))?;
         Ok(full)
+    }
+
+    /// [`Watch::finish`], its error as the warning to show ("BMC power of ...").
+    pub fn finish_or_warning(self, key: &str, sink: &mut dyn Sink) -> Result<String, String> {
+        let during = self.during.clone();
+        self.finish(key, sink)
+            .map_err(|e| format!("BMC power of {during}: {e}"))
     }
 }
 

@@ -10,9 +10,8 @@
 use crate::CliError;
 use clap::Args;
 use numalab_bmc::watch::Options;
-use numalab_bmc::BmcError;
 use numalab_schema::sink::Sink;
-use numalab_schema::ErrorClass;
+use numalab_schema::Classify;
 use std::path::PathBuf;
 
 /// The BMC options shared by the measuring commands.
@@ -64,19 +63,6 @@ pub struct BmcArgs {
 
 pub use numalab_bmc::watch::{BmcPower, Watch, KEY_PREFIX};
 
-/// A BMC error as a command error: bad settings or credentials are the user's to fix
-/// (usage or input); a BMC that does not answer or gives no power is what this machine
-/// cannot do (unsupported).
-pub fn bmc_error(what: &str, e: BmcError) -> CliError {
-    let class = match e {
-        BmcError::Config(_) | BmcError::MissingCredential(_) => ErrorClass::Usage,
-        BmcError::CredentialFile { .. } => ErrorClass::Input,
-        BmcError::Cancelled => ErrorClass::Interrupted,
-        _ => ErrorClass::Unsupported,
-    };
-    CliError::new(class, format!("--bmc {what}: {e}"))
-}
-
 impl BmcArgs {
     /// The watcher's options from the flags; `None` without `--bmc` (or an empty one).
     pub fn options(&self) -> Option<Options> {
@@ -103,35 +89,31 @@ impl BmcArgs {
         let Some(opts) = self.options() else {
             return Ok(None);
         };
-        BmcPower::open(&opts)
-            .map(Some)
-            .map_err(|e| bmc_error(&numalab_bmc::watch::shown(&opts.address), e))
+        BmcPower::open(&opts).map(Some).map_err(|e| {
+            let what = numalab_bmc::watch::shown(&opts.address);
+            CliError::new(e.class(), format!("--bmc {what}: {e}"))
+        })
     }
 }
 
 /// Starts sampling during `during`; `None`, with a warning on stderr, when the BMC
 /// cannot be opened now: a measurement is never lost to its power figure.
 pub fn start(power: &BmcPower, during: &str) -> Option<Watch> {
-    match power.start(during) {
-        Ok(w) => Some(w),
-        Err(e) => {
-            eprintln!("numalab: warning: BMC power not sampled during {during}: {e}");
-            None
-        }
-    }
+    let started = power.start_or_warning(during);
+    started.map_err(|w| eprintln!("numalab: warning: {w}")).ok()
 }
 
 /// Stops sampling and records it under `power/bmc/<key>`; a failure is a warning.
 pub fn finish(watch: Watch, key: &str, sink: &mut dyn Sink) {
-    let during = watch.during().to_string();
-    if let Err(e) = watch.finish(key, sink) {
-        eprintln!("numalab: warning: BMC power of {during}: {e}");
+    if let Err(w) = watch.finish_or_warning(key, sink) {
+        eprintln!("numalab: warning: {w}");
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use numalab_schema::ErrorClass;
 
     #[test]
     fn no_bmc_is_no_power() {

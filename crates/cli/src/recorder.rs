@@ -4,10 +4,10 @@
 
 use crate::{CliError, CliResult};
 use clap::Args;
-use numalab_schema::journal::Journal;
-use numalab_schema::record::{now_utc, Host, Tool, SCHEMA_VERSION};
+use numalab_schema::collect::Collector;
+use numalab_schema::record::Host;
 use numalab_schema::sink::{Sink, SinkError};
-use numalab_schema::{Bundle, Envelope, ErrorClass, Origin, Record, Warning};
+use numalab_schema::{Bundle, Envelope, Origin, Record, Warning};
 use std::path::PathBuf;
 
 /// Output options shared by measuring commands (flattened into their args).
@@ -22,20 +22,22 @@ pub struct OutputArgs {
     pub out: Option<PathBuf>,
 }
 
-/// Collects a command's records.
+/// Collects a command's records ([`Collector`], read through `Deref`) and shows their
+/// warnings on stderr.
 pub struct Recorder {
-    envelope: Envelope,
-    journal: Option<Journal>,
-    records: Vec<Record>,
+    run: Collector,
     json: bool,
-    /// Records found in the journal from an earlier run (resume).
-    pub previous: Vec<Record>,
-    /// The envelope of the run that created the journal, when this run resumes one.
-    pub previous_envelope: Option<Envelope>,
     /// Warnings already shown on stderr: each is shown once per run (a matrix of 64
     /// cells would otherwise repeat the same one 64 times); records keep them all.
     shown: std::collections::HashSet<String>,
     progress: Option<indicatif::ProgressBar>,
+}
+
+impl std::ops::Deref for Recorder {
+    type Target = Collector;
+    fn deref(&self) -> &Collector {
+        &self.run
+    }
 }
 
 impl Recorder {
@@ -46,84 +48,17 @@ impl Recorder {
         origin: Origin,
         host: Host,
     ) -> Result<Self, CliError> {
-        let envelope = Envelope {
-            schema_version: SCHEMA_VERSION,
-            tool: Tool::this(env!("CARGO_PKG_VERSION")),
-            created_utc: now_utc(),
-            command: std::env::args_os()
-                .map(|a| numalab_schema::text::os_text(&a))
-                .collect(),
-            config,
-            origin,
-            host,
-        };
-        let mut previous = Vec::new();
-        let mut previous_envelope = None;
-        let journal = match &output.out {
-            Some(dir) => {
-                let opened = Journal::open(dir, &envelope)?;
-                if opened.resumed
-                    && opened.envelope.host.topology_hash != envelope.host.topology_hash
-                {
-                    return Err(CliError::new(
-                        ErrorClass::Usage,
-                        format!(
-                            "{}: holds results of another machine (topology {} here {}); choose another --out folder",
-                            dir.display(),
-                            opened.envelope.host.topology_hash,
-                            envelope.host.topology_hash
-                        ),
-                    ));
-                }
-                for w in &opened.warnings {
-                    eprintln!("numalab: warning: {w}");
-                }
-                previous = opened.records;
-                if opened.resumed {
-                    previous_envelope = Some(opened.envelope);
-                }
-                Some(opened.journal)
-            }
-            None => None,
-        };
+        let envelope = Envelope::of_this_process(env!("CARGO_PKG_VERSION"), config, origin, host);
+        let (run, warnings) = Collector::open(output.out.as_deref(), envelope)?;
+        for w in &warnings {
+            eprintln!("numalab: warning: {w}");
+        }
         Ok(Recorder {
-            envelope,
-            journal,
-            records: Vec::new(),
+            run,
             json: output.json,
-            previous,
-            previous_envelope,
             shown: Default::default(),
             progress: None,
         })
-    }
-
-    /// Whether a record with this key was already written by an earlier run.
-    pub fn done(&self, key: &str) -> bool {
-        self.journal.as_ref().is_some_and(|j| j.contains(key))
-    }
-
-    /// The envelope.
-    pub fn envelope(&self) -> &Envelope {
-        &self.envelope
-    }
-
-    /// The records of earlier runs of this journal and of this run, one per key (this
-    /// run's when both have it), in the order keys first appeared.
-    pub fn latest(&self) -> Vec<Record> {
-        let mut order: Vec<&str> = Vec::new();
-        let mut by_key: std::collections::HashMap<&str, &Record> = Default::default();
-        for r in self.previous.iter().chain(&self.records) {
-            if by_key.insert(r.key.as_str(), r).is_none() {
-                order.push(r.key.as_str());
-            }
-        }
-        order.iter().map(|k| by_key[k].clone()).collect()
-    }
-
-    /// Records pushed in this run.
-    pub fn records(&self) -> &[Record] {
-        &self.records
     }
 
     /// Adds a record: written to the journal at once (if any), kept for `--json`.
@@ -137,11 +72,7 @@ impl Recorder {
                 }
             }
         }
-        if let Some(j) = &mut self.journal {
-            j.append(&record)?;
-        }
-        self.records.push(record);
-        Ok(())
+        Ok(self.run.push(record)?)
     }
 
     /// Warnings are printed above this progress bar instead of through it.
@@ -159,17 +90,10 @@ impl Recorder {
         Ok(())
     }
 
-    /// Closes the journal (its last sync, for a run of a second or more) and prints the
-    /// bundle when `--json` was given. Returns the bundle either way.
+    /// Closes the journal ([`Collector::finish`]) and prints the bundle when `--json`
+    /// was given. Returns the bundle either way.
     pub fn finish(self) -> Result<Bundle, CliError> {
-        if let Some(j) = self.journal {
-            j.close()?;
-        }
-        let bundle = Bundle {
-            schema_version: SCHEMA_VERSION,
-            envelope: self.envelope,
-            records: self.records,
-        };
+        let bundle = self.run.finish()?;
         if self.json {
             crate::output::print_json(&bundle)?;
         }
@@ -182,18 +106,14 @@ impl Recorder {
     }
 }
 
-/// The recorder is the command line's [`Sink`]: records go to the journal at once,
-/// and an earlier run's records (same `--out` folder) make their cells skip.
+/// The recorder is the command line's [`Sink`]: the [`Collector`]'s, with warnings shown.
 impl Sink for Recorder {
     fn done(&self, key: &str) -> bool {
-        Recorder::done(self, key)
+        self.run.done(key)
     }
 
     fn previous(&self, key: &str) -> Option<Record> {
-        if !Recorder::done(self, key) {
-            return None;
-        }
-        self.previous.iter().find(|r| r.key == key).cloned()
+        Sink::previous(&self.run, key)
     }
 
     fn push(&mut self, record: Record) -> Result<(), SinkError> {

@@ -159,6 +159,17 @@ impl Resume {
         }
     }
 
+    /// The line announcing a resumed run in `dir`: its number, the records kept and the
+    /// steps already finished.
+    pub fn announce(&self, dir: &Path, kept: usize) -> String {
+        format!(
+            "resuming {} (run {} in this folder): {kept} record(s) kept, {} step(s) already finished",
+            dir.display(),
+            self.run,
+            self.finished.len()
+        )
+    }
+
     /// What this run will do again, in sentences: steps that failed, steps left out
     /// before and not now.
     pub fn again(&self, skip: &[String]) -> Vec<String> {
@@ -190,6 +201,25 @@ pub struct Outcome {
     pub failed: usize,
     /// Stopped by Ctrl-C or SIGTERM: the step under way has no closing record.
     pub interrupted: bool,
+}
+
+impl Outcome {
+    /// The ending of a run stopped by Ctrl-C or SIGTERM (journal in `dir`), if it was.
+    pub fn interruption(&self, dir: &Path) -> Option<String> {
+        self.interrupted.then(|| {
+            format!("interrupted; everything measured so far is in {}; run the same command again to resume", dir.display())
+        })
+    }
+
+    /// The ending of a run some of whose steps failed, if any did.
+    pub fn failures(&self) -> Option<String> {
+        (self.failed > 0).then(|| {
+            format!(
+                "{} step(s) failed; the others produced results",
+                self.failed
+            )
+        })
+    }
 }
 
 /// Runs the evaluation: its `evaluate.run` record, then every step that is not
@@ -442,4 +472,37 @@ pub fn write_outputs(dir: &Path) -> Result<Written, EvalError> {
         findings,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_ends_in_words() {
+        let dir = Path::new("out");
+        let clean = Outcome::default();
+        assert_eq!((clean.interruption(dir), clean.failures()), (None, None));
+        let cut = Outcome {
+            failed: 2,
+            interrupted: true,
+        };
+        assert_eq!(
+            cut.interruption(dir).unwrap(),
+            "interrupted; everything measured so far is in out; run the same command again to resume"
+        );
+        assert_eq!(
+            cut.failures().unwrap(),
+            "2 step(s) failed; the others produced results"
+        );
+        let resume = Resume {
+            run: 3,
+            latest: vec![],
+            finished: vec!["topo".into(), "c2c".into()],
+        };
+        assert_eq!(
+            resume.announce(dir, 7),
+            "resuming out (run 3 in this folder): 7 record(s) kept, 2 step(s) already finished"
+        );
+    }
 }

@@ -2,9 +2,11 @@
 //! [`StepMonitor`] over `numalab_bmc`'s watcher, each step's `power.bmc` record under
 //! `power/bmc/step/<id>` pushed before the step's closing record.
 
-use crate::{Step, StepMonitor};
+use crate::{EvalError, Observer, Options, Outcome, Resume, Step, StepMonitor};
 use numalab_bmc::watch::{BmcPower, Watch};
 use numalab_schema::sink::Sink;
+use numalab_schema::Machine;
+use numalab_topo::bind::Placer;
 
 /// Samples the BMC while each step runs. What could not be sampled or recorded is kept
 /// in [`BmcSteps::warnings`] (a step is never failed by its power figure).
@@ -44,5 +46,32 @@ impl StepMonitor for BmcSteps {
                     .push(format!("BMC power of step {}: {e}", step.id));
             }
         }
+    }
+}
+
+/// The evaluation with BMC power per step when `power` is given ([`BmcSteps`] around
+/// [`crate::run_monitored`]), else [`crate::run`]; the BMC's warnings come back beside
+/// the outcome, to be shown whether or not the run succeeded.
+#[allow(clippy::too_many_arguments)]
+pub fn run_with_power(
+    power: Option<BmcPower>,
+    opts: &Options,
+    resume: &Resume,
+    machine: &Machine,
+    placer: &dyn Placer,
+    sink: &mut dyn Sink,
+    observer: &mut dyn Observer,
+) -> (Result<Outcome, EvalError>, Vec<String>) {
+    match power {
+        Some(power) => {
+            let mut steps = BmcSteps::new(power);
+            let out =
+                crate::run_monitored(opts, resume, machine, placer, sink, observer, &mut steps);
+            (out, steps.warnings)
+        }
+        None => (
+            crate::run(opts, resume, machine, placer, sink, observer),
+            Vec::new(),
+        ),
     }
 }

@@ -313,3 +313,30 @@ fn a_monitor_watches_every_step_that_runs_and_its_records_precede_the_step_recor
         assert!(w < s, "{keys:?}");
     }
 }
+
+#[test]
+fn without_a_bmc_the_run_is_the_plain_one_and_has_no_power_warnings() {
+    let machine = numalab_topo::live().expect("this machine's topology");
+    let placer = numalab_topo::bind::HwlocPlacer::new().expect("hwloc");
+    let opts = Options {
+        quick: true,
+        skip: all_but(&["topology"]),
+        command: vec!["numalab".into(), "evaluate".into()],
+    };
+    let mut sink = MemorySink::default();
+    let (out, warnings) = numalab_evaluate::power::run_with_power(
+        None,
+        &opts,
+        &Resume::from_previous(&[]),
+        &machine,
+        &placer,
+        &mut sink,
+        &mut (),
+    );
+    let out = out.unwrap();
+    assert_eq!((out.failed, out.interrupted), (0, false));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let closed = step_records(&sink.records);
+    assert_eq!(closed.len(), steps().len());
+    assert!(!sink.records.iter().any(|r| r.key.starts_with("power/bmc")));
+}

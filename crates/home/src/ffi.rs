@@ -488,6 +488,30 @@ pub fn load_map(path: &Path) -> Result<HomeMapRecord, HomeError> {
     parse_map(&text, &what)
 }
 
+/// Why the home map `rec` cannot give the home affinity of a schedule on the machine
+/// `here`: it was made on another machine, or it places no homes on a floorplan.
+/// `None` when it can.
+pub fn affinity_refusal(rec: &HomeMapRecord, here: &Fingerprint) -> Option<String> {
+    let d = rec.fingerprint.differences(here);
+    if !d.is_empty() {
+        return Some(format!(
+            "the map was made on another machine ({}); map this one with `numalab home map --out DIR`",
+            d.join("; ")
+        ));
+    }
+    if !rec.structure_visible || rec.homes.iter().all(|h| h.stop.is_none()) {
+        return Some("the map shows no homes placed on a floorplan, so there is no affinity to enforce; map with `--floorplan LAYOUT` on a machine whose homes are visible".into());
+    }
+    None
+}
+
+/// The home map at `path` ([`load_map`]) checked for home affinity on this machine
+/// ([`affinity_refusal`]); what is wrong in words otherwise.
+pub fn check_affinity_map(path: &Path) -> Result<(), String> {
+    let rec = load_map(path).map_err(|e| e.to_string())?;
+    affinity_refusal(&rec, &this_machine()).map_or(Ok(()), Err)
+}
+
 /// The fingerprint of the machine this process runs on.
 fn this_machine() -> Fingerprint {
     crate::live::live_fingerprint()
@@ -746,6 +770,32 @@ mod tests {
             infer_seconds: 1.0,
             notes: vec![],
         }
+    }
+
+    #[test]
+    fn a_map_gives_affinity_only_here_and_with_homes_on_a_floorplan() {
+        let here = test_machine();
+        let mut rec = record(here.clone());
+        assert_eq!(affinity_refusal(&rec, &here), None);
+        let mut elsewhere = here.clone();
+        elsewhere.cpus = 32;
+        let e = affinity_refusal(&rec, &elsewhere).unwrap();
+        assert!(
+            e.starts_with("the map was made on another machine ("),
+            "{e}"
+        );
+        rec.structure_visible = false;
+        let e = affinity_refusal(&rec, &here).unwrap();
+        assert!(
+            e.starts_with("the map shows no homes placed on a floorplan"),
+            "{e}"
+        );
+        rec.structure_visible = true;
+        for h in &mut rec.homes {
+            h.stop = None;
+        }
+        assert!(affinity_refusal(&rec, &here).is_some());
+        assert!(check_affinity_map(Path::new("/nonexistent/home.map")).is_err());
     }
 
     fn test_machine() -> Fingerprint {

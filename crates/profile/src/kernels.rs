@@ -50,6 +50,47 @@ pub struct KernelRun {
     pub expected: Vec<Expectation>,
 }
 
+impl KernelRun {
+    /// What ran and what a correct PMU counts, as `numalab kernel --json` prints it.
+    pub fn to_json(&self) -> serde_json::Value {
+        let expected: Vec<serde_json::Value> = self
+            .expected
+            .iter()
+            .map(|e| serde_json::json!({ "event": e.event, "names": e.names, "at_least": e.at_least, "at_most": e.at_most, "why": e.why }))
+            .collect();
+        serde_json::json!({
+            "kernel": self.kernel, "iterations": self.iterations, "bytes": self.bytes,
+            "checksum": self.checksum, "seconds": self.seconds, "expected": expected,
+        })
+    }
+
+    /// The same for people, one line each: what ran, then every expectation
+    /// ("  a correct PMU counts branch-misses >= 400: ...").
+    pub fn lines(&self) -> Vec<String> {
+        let over = if self.bytes > 0 {
+            format!(" over {}", numalab_schema::units::bytes(self.bytes))
+        } else {
+            String::new()
+        };
+        let mut lines = vec![format!(
+            "{}: {} iterations{over} in {:.3} s (checksum {:#x})",
+            self.kernel, self.iterations, self.seconds, self.checksum
+        )];
+        for e in &self.expected {
+            lines.push(format!(
+                "  a correct PMU counts {} >= {:.0}{}: {}",
+                e.event,
+                e.at_least,
+                e.at_most
+                    .map(|m| format!(" and <= {m:.0}"))
+                    .unwrap_or_default(),
+                e.why
+            ));
+        }
+        lines
+    }
+}
+
 fn xorshift(x: &mut u64) -> u64 {
     *x ^= *x << 13;
     *x ^= *x >> 7;
@@ -205,5 +246,52 @@ mod tests {
         let b = branchy(1000, 6);
         assert_ne!(a.checksum, b.checksum);
         assert_eq!(a.expected[1].event, "branch-misses");
+    }
+
+    #[test]
+    fn a_run_is_shown_as_lines_and_as_json() {
+        let r = KernelRun {
+            kernel: "chase".into(),
+            iterations: 10,
+            bytes: 4096,
+            checksum: 255,
+            seconds: 0.5,
+            expected: vec![Expectation {
+                event: "instructions".into(),
+                names: vec!["inst_retired".into()],
+                at_least: 10.0,
+                at_most: Some(40.0),
+                why: "one load a step".into(),
+            }],
+        };
+        let lines = r.lines();
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines[0].starts_with("chase: 10 iterations over "),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0].ends_with(" in 0.500 s (checksum 0xff)"),
+            "{}",
+            lines[0]
+        );
+        assert_eq!(
+            lines[1],
+            "  a correct PMU counts instructions >= 10 and <= 40: one load a step"
+        );
+        let branchy = KernelRun {
+            bytes: 0,
+            expected: vec![],
+            ..r.clone()
+        };
+        assert_eq!(
+            branchy.lines(),
+            ["chase: 10 iterations in 0.500 s (checksum 0xff)"]
+        );
+        let v = r.to_json();
+        assert_eq!(v["checksum"], 255);
+        assert_eq!(v["expected"][0]["at_most"], 40.0);
+        assert_eq!(v["expected"][0]["names"][0], "inst_retired");
     }
 }

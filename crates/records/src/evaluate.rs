@@ -38,6 +38,19 @@ pub enum StepStatus {
     },
 }
 
+impl StepStatus {
+    /// The outcome in a word or two ("done", "FAILED: error"); the reason of a skip
+    /// between `open` and `close` ("skipped (reason)" in a log line, "skipped: reason"
+    /// in the closing summary).
+    pub fn describe(&self, open: &str, close: &str) -> String {
+        match self {
+            StepStatus::Done => "done".to_string(),
+            StepStatus::Skipped { reason } => format!("skipped{open}{reason}{close}"),
+            StepStatus::Failed { error } => format!("FAILED: {error}"),
+        }
+    }
+}
+
 /// The record closing an evaluation step (`evaluate.step`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
@@ -65,6 +78,17 @@ impl RecordKind for StepRecord {
 pub const LEFT_OUT: &str = "left out with --skip";
 
 impl StepRecord {
+    /// The step's closing line in a log: "step c2c done in 3.2 s", "step pmu skipped
+    /// (reason) in 0.0 s".
+    pub fn log_line(&self) -> String {
+        format!(
+            "step {} {} in {:.1} s",
+            self.step,
+            self.outcome.describe(" (", ")"),
+            self.seconds
+        )
+    }
+
     /// Whether the user left this step out (`--skip`), as opposed to the machine not
     /// allowing it.
     pub fn left_out(&self) -> bool {
@@ -178,5 +202,38 @@ mod step_tests {
         StepStatus::Skipped {
             reason: "left out by the machine".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_outcome_is_described_in_a_word_or_two() {
+        assert_eq!(StepStatus::Done.describe(" (", ")"), "done");
+        let skipped = StepStatus::Skipped {
+            reason: LEFT_OUT.into(),
+        };
+        assert_eq!(
+            skipped.describe(" (", ")"),
+            "skipped (left out with --skip)"
+        );
+        assert_eq!(skipped.describe(": ", ""), "skipped: left out with --skip");
+        let failed = StepStatus::Failed {
+            error: "no PMU".into(),
+        };
+        assert_eq!(failed.describe(": ", ""), "FAILED: no PMU");
+        let r = StepRecord {
+            step: "pmu".into(),
+            title: "counters".into(),
+            outcome: skipped,
+            seconds: 3.0,
+            run: None,
+        };
+        assert_eq!(
+            r.log_line(),
+            "step pmu skipped (left out with --skip) in 3.0 s"
+        );
     }
 }

@@ -72,7 +72,9 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
                 e.class(),
                 format!("{e}; give an output folder of numalab (with results.jsonl), a results.jsonl file or a bundle written with --json"),
             ),
-            JournalError::Locked { .. } | JournalError::NotAFolder { .. } => {
+            JournalError::Locked { .. }
+            | JournalError::NotAFolder { .. }
+            | JournalError::OtherMachine { .. } => {
                 (e.class(), e.to_string())
             }
         };

@@ -9,6 +9,26 @@ use numalab_records::mem::latency::{LatencyRecord, Load};
 use numalab_schema::memattrs::{Attribute, MeasuredValue, Unit};
 use numalab_schema::{Machine, Origin};
 
+/// The topology a bundle recorded, to be matched with `topo_name` ([`same_machine`]);
+/// a bundle of a numalab before 0.9 records none.
+pub fn recorded_topology<'a>(
+    bundle: &'a Loaded,
+    bundle_name: &str,
+    topo_name: &str,
+) -> Result<&'a Machine, String> {
+    bundle.bundle.envelope.host.topology.as_ref().ok_or_else(|| {
+        format!("{bundle_name}: the bundle records no topology, so it cannot be matched with {topo_name}; measure again with numalab 0.9 or later")
+    })
+}
+
+/// What `--export-xml` wrote: the file, how many values, from which bundle, and how to
+/// use it.
+pub fn exported(xml: &str, values: usize, bundle_name: &str) -> String {
+    format!(
+        "wrote {xml} with {values} measured memory attribute value(s) from {bundle_name}; use it with HWLOC_XMLFILE={xml} HWLOC_THISSYSTEM=1"
+    )
+}
+
 /// Refuses a bundle measured on another machine than the topology describes: node
 /// count, node OS indexes and their CPUs, CPU count.
 pub fn same_machine(
@@ -204,4 +224,38 @@ pub fn measured_values(
         });
     }
     Ok((out, notes))
+}
+
+#[cfg(test)]
+mod export_tests {
+    use super::*;
+
+    #[test]
+    fn a_bundle_without_topology_cannot_be_matched() {
+        let bundle = numalab_schema::Bundle {
+            schema_version: numalab_schema::record::SCHEMA_VERSION,
+            envelope: numalab_schema::Envelope {
+                schema_version: numalab_schema::record::SCHEMA_VERSION,
+                tool: numalab_schema::record::Tool::this("0"),
+                created_utc: "2026-01-01T00:00:00Z".into(),
+                command: vec![],
+                config: serde_json::Value::Null,
+                origin: Origin::Measured,
+                host: numalab_schema::record::Host::unknown("h"),
+            },
+            records: vec![],
+        };
+        let loaded = Loaded::from_bundle("b", bundle);
+        let e = recorded_topology(&loaded, "old/", "this machine").unwrap_err();
+        assert!(
+            e.starts_with(
+                "old/: the bundle records no topology, so it cannot be matched with this machine;"
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            exported("m.xml", 4, "res/"),
+            "wrote m.xml with 4 measured memory attribute value(s) from res/; use it with HWLOC_XMLFILE=m.xml HWLOC_THISSYSTEM=1"
+        );
+    }
 }

@@ -179,6 +179,13 @@ impl Campaign {
     pub fn record(&self) -> Record {
         Record::new(self.key.clone(), Origin::Measured, &self.summary)
     }
+
+    /// The ending of a campaign Ctrl-C stopped, if it was: what is kept, how to resume.
+    pub fn interruption(&self) -> Option<&'static str> {
+        self.interrupted.then_some(
+            "interrupted; finished runs are recorded, rerun with the same --out to resume",
+        )
+    }
 }
 
 /// The campaign of a plan record's schedules: [`run`] (`repeat` rotated rounds, resumed
@@ -240,5 +247,14 @@ mod tests {
         assert_eq!(again.key, summary_key(&mix.id(), "t2"));
         assert_eq!(again.record().key, again.key);
         assert!(!again.interrupted);
+        assert_eq!(again.interruption(), None);
+        let stopped = Campaign {
+            interrupted: true,
+            ..again
+        };
+        assert!(stopped
+            .interruption()
+            .unwrap()
+            .starts_with("interrupted; finished runs are recorded"));
     }
 }

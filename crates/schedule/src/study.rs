@@ -11,7 +11,10 @@ use numalab_layout::affinity::CostMatrix;
 use numalab_layout::record::InferenceRecord;
 use numalab_layout::LayoutError;
 use numalab_model::Model;
-use numalab_schema::{Bundle, Machine, Origin, Record, Warning};
+use numalab_schema::record::Host;
+use numalab_schema::{Bundle, Classify, ErrorClass, Machine, Origin, Record, Warning};
+use numalab_topo::TopoError;
+use std::path::Path;
 
 /// The cores of a modeled machine ([`run::model_resources`]); unless `home_distance` is
 /// `None`, the optimized schedule enforces home affinity within that many hops using the
@@ -52,6 +55,155 @@ pub fn live_resources(
         source: "this machine".into(),
         home,
     }
+}
+
+/// Where a study's schedules go: a modeled machine or this one.
+pub enum Target<'a> {
+    /// A model preset (`NAME[:VARIANT,...]`); unless `home_distance` is `None`, the
+    /// optimized schedule enforces home affinity within that many hops with the model's
+    /// own address map ([`modeled_resources`]).
+    Model {
+        /// The preset.
+        preset: &'a str,
+        /// Home affinity, hops.
+        home_distance: Option<u32>,
+    },
+    /// This machine ([`live_resources`]).
+    Live {
+        /// A CPU selection (`0-15`, `node:0`); every PU without one.
+        cpus: Option<&'a str>,
+        /// A floorplan bundle (`numalab layout infer --out DIR`), [`floorplan_costs`].
+        layout: Option<&'a Path>,
+        /// A home map of this machine whose homes the optimized schedule keeps within
+        /// `home_distance` hops of each task's cores.
+        home_map: Option<&'a Path>,
+        /// Home affinity, hops.
+        home_distance: u32,
+        /// Why a home map cannot give affinity here, if it cannot (the home crate's
+        /// check of the map against this machine).
+        check_map: &'a dyn Fn(&Path) -> Result<(), String>,
+    },
+}
+
+/// The cores of a study and what they are.
+pub struct Cores {
+    /// The cores the schedules may use.
+    pub resources: Resources,
+    /// The machine they belong to, as records name it.
+    pub host: Host,
+    /// The model, when the target is one.
+    pub model: Option<Model>,
+    /// Modeled or measured.
+    pub origin: Origin,
+}
+
+/// Why a study's cores could not be described: this machine's topology or the CPU
+/// selection, or the model, the floorplan or the home map.
+#[derive(Debug)]
+pub enum CoresError {
+    /// The topology or the CPU selection.
+    Topo(TopoError),
+    /// The model, the floorplan or the home map.
+    Layout(LayoutError),
+}
+
+impl std::fmt::Display for CoresError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CoresError::Topo(e) => e.fmt(f),
+            CoresError::Layout(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CoresError {}
+
+impl Classify for CoresError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            CoresError::Topo(e) => e.class(),
+            CoresError::Layout(e) => e.class(),
+        }
+    }
+}
+
+impl From<TopoError> for CoresError {
+    fn from(e: TopoError) -> Self {
+        CoresError::Topo(e)
+    }
+}
+
+impl From<LayoutError> for CoresError {
+    fn from(e: LayoutError) -> Self {
+        CoresError::Layout(e)
+    }
+}
+
+/// The cores of `target`: a model loaded from its preset, or this machine's topology
+/// with the CPU selection resolved, the floorplan's latencies read and the home map
+/// checked (an input error naming `--layout` or `--home-map` otherwise).
+pub fn cores(target: Target) -> Result<Cores, CoresError> {
+    match target {
+        Target::Model {
+            preset,
+            home_distance,
+        } => {
+            let m = Model::load(preset, &[]).map_err(LayoutError::from)?;
+            Ok(Cores {
+                resources: modeled_resources(&m, home_distance),
+                host: numalab_model::machine::host(&m),
+                model: Some(m),
+                origin: Origin::Modeled,
+            })
+        }
+        Target::Live {
+            cpus,
+            layout,
+            home_map,
+            home_distance,
+            check_map,
+        } => {
+            let machine = numalab_topo::live()?;
+            let cpus = match cpus {
+                Some(t) => numalab_topo::select::CpuSelection::parse(t)?.resolve(&machine)?,
+                None => machine.pu_ids(),
+            };
+            let distance = match layout {
+                Some(l) => {
+                    let what = format!("--layout {}", l.display());
+                    let (b, _) = numalab_schema::journal::read_bundle(l)
+                        .map_err(|e| LayoutError::input(&what, e.to_string()))?;
+                    Some(floorplan_costs(&b, &what, &cpus)?)
+                }
+                None => None,
+            };
+            let home = match home_map {
+                Some(p) => Some(home_affinity(p, home_distance, check_map)?),
+                None => None,
+            };
+            Ok(Cores {
+                resources: live_resources(&machine, cpus, distance, home),
+                host: numalab_topo::system::host(&machine),
+                model: None,
+                origin: Origin::Measured,
+            })
+        }
+    }
+}
+
+/// The home affinity of a home map of this machine, within `distance` hops, once
+/// `check_map` accepts it; an input error naming `--home-map PATH` otherwise.
+pub fn home_affinity(
+    path: &Path,
+    distance: u32,
+    check_map: &dyn Fn(&Path) -> Result<(), String>,
+) -> Result<HomeAffinity, LayoutError> {
+    check_map(path).map_err(|m| LayoutError::input(format!("--home-map {}", path.display()), m))?;
+    Ok(HomeAffinity {
+        distance,
+        source: format!("home map {}", path.display()),
+        map_path: Some(path.display().to_string()),
+    })
 }
 
 /// The first of `cpus` that the floorplan does not place: the schedules could not use its
@@ -112,6 +264,15 @@ pub fn history_bundles(
     Ok(bundles)
 }
 
+/// The history sources a plan record names: each `--history` folder, then a history
+/// database as `db:PATH`.
+pub fn history_sources(dirs: &[std::path::PathBuf], db: Option<&Path>) -> Vec<String> {
+    dirs.iter()
+        .map(|h| h.display().to_string())
+        .chain(db.map(|d| format!("db:{}", d.display())))
+        .collect()
+}
+
 /// The plan record of a study: every task's past runs gathered from `bundles` and fitted,
 /// the three schedules built on `resources` (a mix that cannot fit is an error, before
 /// anything runs), evaluated on `model` when there is one, every command checked when the
@@ -166,6 +327,49 @@ mod tests {
     use super::*;
 
     const MIX: &str = "[[task]]\nname='a'\ncommand=['true']\ndata='1 KiB'\nthreads=[1,2]\n[[task]]\nname='b'\ncommand=['true']\ndata='1 KiB'\nthreads=[1,2]\n";
+
+    #[test]
+    fn history_sources_name_the_folders_then_the_database() {
+        let dirs = vec!["h1".into(), "h2".into()];
+        assert_eq!(history_sources(&dirs, None), ["h1", "h2"]);
+        assert_eq!(
+            history_sources(&dirs, Some(Path::new("db.sqlite"))),
+            ["h1", "h2", "db:db.sqlite"]
+        );
+    }
+
+    #[test]
+    fn a_home_map_gives_affinity_once_checked() {
+        let ok = |_: &Path| Ok(());
+        let h = home_affinity(Path::new("maps/here"), 2, &ok).unwrap();
+        assert_eq!(h.distance, 2);
+        assert_eq!(h.source, "home map maps/here");
+        assert_eq!(h.map_path.as_deref(), Some("maps/here"));
+        let refuse = |_: &Path| Err("made elsewhere".to_string());
+        let e = home_affinity(Path::new("maps/there"), 1, &refuse).unwrap_err();
+        assert_eq!(e.to_string(), "--home-map maps/there: made elsewhere");
+        assert_eq!(e.class(), ErrorClass::Input);
+    }
+
+    #[test]
+    fn a_model_target_is_the_models_cores() {
+        let c = cores(Target::Model {
+            preset: "knl-7210",
+            home_distance: Some(1),
+        })
+        .unwrap();
+        assert_eq!(c.origin, Origin::Modeled);
+        assert!(c.model.is_some());
+        assert!(c.resources.home.is_some());
+        assert!(!c.resources.cpus.is_empty());
+        let e = cores(Target::Model {
+            preset: "no-such-preset",
+            home_distance: None,
+        })
+        .err()
+        .unwrap();
+        assert!(matches!(e, CoresError::Layout(_)), "{e}");
+    }
 
     #[test]
     fn live_resources_keep_the_selection_in_compact_order_with_nodes() {

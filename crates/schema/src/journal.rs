@@ -74,6 +74,16 @@ pub enum JournalError {
         /// What is wrong.
         reason: String,
     },
+    /// A journal to resume that holds results of a machine with another topology.
+    #[error("{}: holds results of another machine (topology {theirs} here {here}); choose another --out folder", path.display())]
+    OtherMachine {
+        /// The output folder.
+        path: PathBuf,
+        /// The topology hash of the journal's machine.
+        theirs: String,
+        /// The topology hash of this one.
+        here: String,
+    },
 }
 
 impl Classify for JournalError {
@@ -81,7 +91,9 @@ impl Classify for JournalError {
         match self {
             JournalError::Io { .. } => ErrorClass::Runtime,
             JournalError::Locked { .. } => ErrorClass::Busy,
-            JournalError::NotAFolder { .. } => ErrorClass::Usage,
+            JournalError::NotAFolder { .. } | JournalError::OtherMachine { .. } => {
+                ErrorClass::Usage
+            }
             JournalError::NotABundle { .. } => ErrorClass::Input,
         }
     }

@@ -11,6 +11,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod clock;
+pub mod collect;
 pub mod cpulist;
 pub mod error;
 pub mod identity;
@@ -22,6 +23,7 @@ pub mod machine;
 pub mod memattrs;
 pub mod memory;
 pub mod midr;
+pub mod output;
 pub mod record;
 pub mod sink;
 // The tests' system calls, the one module allowed `unsafe`.

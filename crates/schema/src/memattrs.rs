@@ -138,3 +138,71 @@ pub struct SetValue {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }
+
+impl SetValue {
+    /// The value in a line: "Bandwidth node0 -> node1: 12,345 MiB/s (source)", and the
+    /// value it replaced, if any.
+    pub fn line(&self) -> String {
+        let mut line = format!(
+            "{} node{} -> node{}: {} {}",
+            self.attribute,
+            self.initiator_node,
+            self.target_node,
+            grouped(self.value),
+            self.unit
+        );
+        if let Some(src) = &self.source {
+            line.push_str(&format!(" ({src})"));
+        }
+        if let Some(old) = self.replaced {
+            line.push_str(&format!(
+                "; replaces {} {} already in the topology (firmware HMAT or an earlier export)",
+                grouped(old),
+                self.unit
+            ));
+        }
+        line
+    }
+}
+
+/// 12345 -> "12,345".
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_value_reads_as_one_line_with_grouped_digits() {
+        assert_eq!(grouped(5), "5");
+        assert_eq!(grouped(123_456), "123,456");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        let mut v = SetValue {
+            attribute: Attribute::Bandwidth,
+            initiator_node: 0,
+            initiator_cpus: vec![0, 1],
+            target_node: 1,
+            value: 12_345,
+            unit: "MiB/s".into(),
+            replaced: None,
+            source: None,
+        };
+        assert_eq!(v.line(), "Bandwidth node0 -> node1: 12,345 MiB/s");
+        v.source = Some("measured".into());
+        v.replaced = Some(1000);
+        assert_eq!(
+            v.line(),
+            "Bandwidth node0 -> node1: 12,345 MiB/s (measured); replaces 1,000 MiB/s already in the topology (firmware HMAT or an earlier export)"
+        );
+    }
+}

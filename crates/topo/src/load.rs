@@ -30,6 +30,12 @@ pub enum Input {
 }
 
 impl Input {
+    /// The machine a command describes: the one given by path ([`Input::detect`]), or
+    /// this one without a path.
+    pub fn given_or_live(path: Option<&Path>) -> Result<Input, TopoError> {
+        path.map_or(Ok(Input::Live), Input::detect)
+    }
+
     /// Decides what a user-given path is, by looking at it (not only at its name).
     pub fn detect(path: &Path) -> Result<Input, TopoError> {
         let meta = std::fs::metadata(path).map_err(|e| TopoError::Unreadable {
@@ -637,6 +643,12 @@ pub fn load_synthetic(description: &str) -> Result<Loaded, TopoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_path_is_this_machine_a_path_is_looked_at() {
+        assert_eq!(Input::given_or_live(None).unwrap(), Input::Live);
+        assert!(Input::given_or_live(Some(Path::new("/nonexistent/topo.xml"))).is_err());
+    }
 
     #[test]
     fn attribute_parsing() {

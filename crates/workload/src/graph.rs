@@ -528,6 +528,11 @@ mod tests {
             Err("\"5000M\" is out of range".into())
         );
         assert!(parse_node_count("-1").is_err());
+        // As `numalab workload run --graph-nodes` takes them.
+        assert_eq!(parse_node_count("2000000"), Ok(2_000_000));
+        assert_eq!(parse_node_count("1.5m"), Ok(1_500_000));
+        assert_eq!(parse_node_count("500k"), Ok(500_000));
+        assert!(parse_node_count("9000M").is_err());
     }
 
     #[test]

@@ -230,9 +230,27 @@ pub fn single(
     })
 }
 
+/// Why a run whose `key` is already in the journal of `dir` (`--out`) is not measured
+/// again, and how to measure it again.
+pub fn already_measured(key: &str, dir: Option<&std::path::Path>) -> String {
+    format!(
+        "{key} is already in {}; nothing to do (use another --out folder to measure again)",
+        dir.map(|p| p.display().to_string()).unwrap_or_default()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_measured_run_is_not_measured_again() {
+        let dir = std::path::Path::new("res");
+        assert_eq!(
+            already_measured("workload/run/x", Some(dir)),
+            "workload/run/x is already in res; nothing to do (use another --out folder to measure again)"
+        );
+    }
 
     #[test]
     fn the_reference_set_is_one_client_then_every_pu() {

@@ -67,12 +67,7 @@ impl Observer for Bar {
                     .suspend(|| eprintln!("numalab: step {} failed: {error}", r.step));
             }
             if self.lines {
-                eprintln!(
-                    "numalab: step {} {} in {:.1} s",
-                    r.step,
-                    status(&r.outcome, " (", ")"),
-                    r.seconds
-                );
+                eprintln!("numalab: {}", r.log_line());
             }
         }
         self.bar.inc(1);
@@ -84,15 +79,6 @@ impl Observer for Bar {
 
     fn note(&mut self, text: &str) {
         self.bar.suspend(|| eprintln!("numalab: note: {text}"));
-    }
-}
-
-/// A step's outcome in a word or two; the reason of a skip between `open` and `close`.
-fn status(s: &StepStatus, open: &str, close: &str) -> String {
-    match s {
-        StepStatus::Done => "done".to_string(),
-        StepStatus::Skipped { reason } => format!("skipped{open}{reason}{close}"),
-        StepStatus::Failed { error } => format!("FAILED: {error}"),
     }
 }
 
@@ -108,9 +94,7 @@ pub fn run(args: EvaluateArgs) -> CliResult {
     let opts = Options {
         quick: args.quick,
         skip: args.skip.clone(),
-        command: std::env::args_os()
-            .map(|a| numalab_schema::text::os_text(&a))
-            .collect(),
+        command: numalab_schema::collect::this_command(),
     };
     opts.check()?;
     if args.fresh {
@@ -139,13 +123,8 @@ pub fn run(args: EvaluateArgs) -> CliResult {
     }
     let resume = Resume::from_previous(&rec.previous);
     if rec.previous_envelope.is_some() {
-        eprintln!(
-            "numalab: resuming {} (run {} in this folder): {} record(s) kept, {} step(s) already finished",
-            args.out.display(),
-            resume.run,
-            rec.previous.len(),
-            resume.finished.len()
-        );
+        let kept = rec.previous.len();
+        eprintln!("numalab: {}", resume.announce(&args.out, kept));
         for line in resume.again(&args.skip) {
             eprintln!("numalab: {line}");
         }
@@ -161,34 +140,23 @@ pub fn run(args: EvaluateArgs) -> CliResult {
     };
     let outcome = {
         let mut sink = ProgressSink::with_message(&mut rec, &bar);
-        match bmc {
-            Some(power) => {
-                let mut steps = numalab_evaluate::power::BmcSteps::new(power);
-                let out = numalab_evaluate::run_monitored(
-                    &opts,
-                    &resume,
-                    &machine,
-                    &placer,
-                    &mut sink,
-                    &mut observer,
-                    &mut steps,
-                );
-                for w in &steps.warnings {
-                    eprintln!("numalab: warning: {w}");
-                }
-                out?
-            }
-            None => {
-                numalab_evaluate::run(&opts, &resume, &machine, &placer, &mut sink, &mut observer)?
-            }
+        let (out, warnings) = numalab_evaluate::power::run_with_power(
+            bmc,
+            &opts,
+            &resume,
+            &machine,
+            &placer,
+            &mut sink,
+            &mut observer,
+        );
+        for w in &warnings {
+            eprintln!("numalab: warning: {w}");
         }
+        out?
     };
     bar.finish_and_clear();
-    if outcome.interrupted {
-        return Err(CliError::new(
-            ErrorClass::Interrupted,
-            format!("interrupted; everything measured so far is in {}; run the same command again to resume", args.out.display()),
-        ));
+    if let Some(msg) = outcome.interruption(&args.out) {
+        return Err(CliError::new(ErrorClass::Interrupted, msg));
     }
     drop(rec);
     // Everything below is rendered from the journal alone, as `numalab report` would.
@@ -197,17 +165,15 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         eprintln!("numalab: warning: {w}");
     }
     for s in &written.steps {
-        println!("{:<10} {}", s.step, status(&s.outcome, ": ", ""));
+        println!("{:<10} {}", s.step, s.outcome.describe(": ", ""));
     }
     if !written.findings.is_empty() {
         println!("\nfindings:");
         for f in &written.findings {
-            let tag = match f.severity {
-                numalab_report::findings::Severity::Warning => {
-                    crate::output::paint("33", "warning")
-                }
-                numalab_report::findings::Severity::Notice => crate::output::paint("36", "notice "),
-                numalab_report::findings::Severity::Info => "info   ".to_string(),
+            let word = format!("{:<7}", f.severity.word());
+            let tag = match f.severity.colour() {
+                Some(code) => crate::output::paint(code, &word),
+                None => word,
             };
             println!("  {tag} {}", numalab_report::table::plain(&f.text));
         }
@@ -216,14 +182,8 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         "\nresults in {}: results.jsonl, summary.json, report.html",
         args.out.display()
     );
-    if outcome.failed > 0 {
-        return Err(CliError::new(
-            ErrorClass::Partial,
-            format!(
-                "{} step(s) failed; the others produced results",
-                outcome.failed
-            ),
-        ));
+    if let Some(msg) = outcome.failures() {
+        return Err(CliError::new(ErrorClass::Partial, msg));
     }
     Ok(())
 }

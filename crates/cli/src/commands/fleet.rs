@@ -206,27 +206,8 @@ fn run_cmd(a: RunArgs) -> CliResult {
             serde_json::to_string_pretty(&summary).expect("summary serializes")
         );
     } else {
-        for n in &summary.nodes {
-            println!(
-                "{:<20} {:<14} {:>8.1} s  {}",
-                numalab_report::table::plain(&n.node),
-                format!("{:?}", n.state).to_lowercase() + if n.resumed { " (kept)" } else { "" },
-                n.duration_s,
-                numalab_report::table::plain(&n.message)
-            );
-        }
-        println!(
-            "\n{} node(s): {} done ({} kept from before), {} failed, {} timed out, {} not launched; bundles in {}",
-            summary.nodes.len(),
-            summary.done,
-            summary.resumed,
-            summary.failed,
-            summary.timeout,
-            summary.launch_failed,
-            summary.fleet.join("nodes").display()
-        );
-        if summary.done > 0 {
-            println!("next: numalab fleet report {}", summary.fleet.display());
+        for line in summary.lines() {
+            println!("{line}");
         }
     }
     if let Some(msg) = summary.interruption() {

@@ -60,41 +60,12 @@ pub fn run(a: KernelArgs) -> CliResult {
         }
         Kernel::Branchy { iterations, seed } => kernels::branchy(iterations, seed),
     };
-    let expected: Vec<serde_json::Value> = r
-        .expected
-        .iter()
-        .map(|e| serde_json::json!({ "event": e.event, "names": e.names, "at_least": e.at_least, "at_most": e.at_most, "why": e.why }))
-        .collect();
     if a.json {
-        let v = serde_json::json!({
-            "kernel": r.kernel, "iterations": r.iterations, "bytes": r.bytes,
-            "checksum": r.checksum, "seconds": r.seconds, "expected": expected,
-        });
-        println!("{v}");
+        println!("{}", r.to_json());
         return Ok(());
     }
-    println!(
-        "{}: {} iterations{} in {:.3} s (checksum {:#x})",
-        r.kernel,
-        r.iterations,
-        if r.bytes > 0 {
-            format!(" over {}", units::bytes(r.bytes))
-        } else {
-            String::new()
-        },
-        r.seconds,
-        r.checksum
-    );
-    for e in &r.expected {
-        println!(
-            "  a correct PMU counts {} >= {:.0}{}: {}",
-            e.event,
-            e.at_least,
-            e.at_most
-                .map(|m| format!(" and <= {m:.0}"))
-                .unwrap_or_default(),
-            e.why
-        );
+    for line in r.lines() {
+        println!("{line}");
     }
     Ok(())
 }

@@ -7,11 +7,8 @@
 use crate::recorder::{OutputArgs, Recorder};
 use crate::{CliError, CliResult};
 use clap::Args;
-use numalab_layout::LayoutError;
-use numalab_model::Model;
 use numalab_schedule::campaign;
 use numalab_schedule::mix::Mix;
-use numalab_schedule::plan::HomeAffinity;
 use numalab_schedule::study;
 use numalab_schema::{ErrorClass, Origin, Record};
 use std::path::PathBuf;
@@ -64,36 +61,6 @@ pub struct ScheduleArgs {
     pub output: OutputArgs,
 }
 
-/// A home map of this machine for the optimized schedule: it must have been made here
-/// (same fingerprint), show home structure, and place its homes on a floorplan.
-fn home_affinity(path: &std::path::Path, distance: u32) -> Result<HomeAffinity, CliError> {
-    let input = |m: String| {
-        CliError::new(
-            ErrorClass::Input,
-            format!("--home-map {}: {m}", path.display()),
-        )
-    };
-    let rec = numalab_home::ffi::load_map(path).map_err(|e| input(e.to_string()))?;
-    let here = numalab_home::live::live_fingerprint();
-    let d = rec.fingerprint.differences(&here);
-    if !d.is_empty() {
-        return Err(input(format!(
-            "the map was made on another machine ({}); map this one with `numalab home map --out DIR`",
-            d.join("; ")
-        )));
-    }
-    if !rec.structure_visible || rec.homes.iter().all(|h| h.stop.is_none()) {
-        return Err(input(
-            "the map shows no homes placed on a floorplan, so there is no affinity to enforce; map with `--floorplan LAYOUT` on a machine whose homes are visible".into(),
-        ));
-    }
-    Ok(HomeAffinity {
-        distance,
-        source: format!("home map {}", path.display()),
-        map_path: Some(path.display().to_string()),
-    })
-}
-
 fn usage(msg: impl Into<String>) -> CliError {
     CliError::new(ErrorClass::Usage, msg)
 }
@@ -121,53 +88,26 @@ pub fn run(a: ScheduleArgs) -> CliResult {
         bundles.extend(h.task_history(&numalab_history::RunFilter::default())?);
     }
     // The cores.
-    let (res, host, model, origin) = match &a.model {
-        Some(p) => {
-            let m = Model::load(p, &[]).map_err(LayoutError::from)?;
-            let home = (!a.no_home_affinity).then_some(a.home_distance);
-            let r = study::modeled_resources(&m, home);
-            (
-                r,
-                numalab_model::machine::host(&m),
-                Some(m),
-                Origin::Modeled,
-            )
-        }
-        None => {
-            let machine = numalab_topo::live()?;
-            let cpus = match &a.cpus {
-                Some(t) => numalab_topo::select::CpuSelection::parse(t)?.resolve(&machine)?,
-                None => machine.pu_ids(),
-            };
-            let distance = match &a.layout {
-                Some(l) => {
-                    let what = format!("--layout {}", l.display());
-                    let (b, _) = numalab_schema::journal::read_bundle(l)
-                        .map_err(|e| CliError::new(ErrorClass::Input, format!("{what}: {e}")))?;
-                    Some(study::floorplan_costs(&b, &what, &cpus)?)
-                }
-                None => None,
-            };
-            let home = a
-                .home_map
-                .as_deref()
-                .map(|p| home_affinity(p, a.home_distance))
-                .transpose()?;
-            let r = study::live_resources(&machine, cpus, distance, home);
-            (
-                r,
-                numalab_topo::system::host(&machine),
-                None,
-                Origin::Measured,
-            )
-        }
+    let target = match &a.model {
+        Some(preset) => study::Target::Model {
+            preset,
+            home_distance: (!a.no_home_affinity).then_some(a.home_distance),
+        },
+        None => study::Target::Live {
+            cpus: a.cpus.as_deref(),
+            layout: a.layout.as_deref(),
+            home_map: a.home_map.as_deref(),
+            home_distance: a.home_distance,
+            check_map: &numalab_home::ffi::check_affinity_map,
+        },
     };
-    let history_sources = a
-        .history
-        .iter()
-        .map(|h| h.display().to_string())
-        .chain(a.history_db.iter().map(|d| format!("db:{}", d.display())))
-        .collect();
+    let study::Cores {
+        resources: res,
+        host,
+        model,
+        origin,
+    } = study::cores(target)?;
+    let history_sources = study::history_sources(&a.history, a.history_db.as_deref());
     // The plan record (a mix that cannot fit is an error here, before anything runs).
     let plan_rec = study::plan(&mix, &bundles, &res, model.as_ref(), a.run, history_sources)?;
     use numalab_schema::text::path_text;
@@ -213,17 +153,13 @@ pub fn run(a: ScheduleArgs) -> CliResult {
             return Err(e.into());
         }
     };
-    let interrupted = ran.interrupted;
     rec.push(ran.record())?;
     if !rec.json() {
         show(&rec, &ran.summary);
     }
     rec.finish()?;
-    if interrupted {
-        return Err(CliError::new(
-            ErrorClass::Interrupted,
-            "interrupted; finished runs are recorded, rerun with the same --out to resume",
-        ));
+    if let Some(msg) = ran.interruption() {
+        return Err(CliError::new(ErrorClass::Interrupted, msg));
     }
     Ok(())
 }

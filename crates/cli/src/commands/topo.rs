@@ -5,7 +5,7 @@ use crate::{CliError, CliResult};
 use clap::Args;
 use numalab_report::memattrs as memattrs_from;
 use numalab_schema::ErrorClass;
-use numalab_topo::memattrs::{self, SetValue};
+use numalab_topo::memattrs;
 use numalab_topo::{render, Input};
 use std::path::{Path, PathBuf};
 
@@ -61,10 +61,7 @@ pub fn run(args: TopoArgs) -> CliResult {
             ),
         ));
     }
-    let input = match &args.input {
-        Some(p) => Input::detect(p)?,
-        None => Input::Live,
-    };
+    let input = Input::given_or_live(args.input.as_deref())?;
     let machine = numalab_topo::machine(&input)?;
     if let Some(path) = &args.export_xml {
         numalab_topo::export_live_xml(path)?;
@@ -91,10 +88,7 @@ pub fn run(args: TopoArgs) -> CliResult {
 /// `--memattrs-from BUNDLE --export-xml FILE`: the bundle's node-pair matrices as hwloc
 /// memory attributes of the topology (this machine, or `--input`).
 fn export_memattrs(args: &TopoArgs, bundle_path: &Path, xml_path: &Path) -> CliResult {
-    let input = match &args.input {
-        Some(p) => Input::detect(p)?,
-        None => Input::Live,
-    };
+    let input = Input::given_or_live(args.input.as_deref())?;
     let loaded = numalab_topo::load::load(&input)?;
     let machine = numalab_topo::describe::describe(&loaded);
     let topo_name = match &args.input {
@@ -103,13 +97,9 @@ fn export_memattrs(args: &TopoArgs, bundle_path: &Path, xml_path: &Path) -> CliR
     };
     let bundle = numalab_report::load::load(bundle_path)?;
     let bundle_name = bundle_path.display().to_string();
-    let Some(recorded) = bundle.bundle.envelope.host.topology.as_ref() else {
-        return Err(CliError::new(
-            ErrorClass::Input,
-            format!("{bundle_name}: the bundle records no topology, so it cannot be matched with {topo_name}; measure again with numalab 0.9 or later"),
-        ));
-    };
     let input_err = |e: String| CliError::new(ErrorClass::Input, e);
+    let recorded =
+        memattrs_from::recorded_topology(&bundle, &bundle_name, &topo_name).map_err(input_err)?;
     let (values, notes) =
         memattrs_from::measured_values(&bundle, recorded, &bundle_name).map_err(input_err)?;
     memattrs_from::same_machine(recorded, &bundle_name, &machine, &topo_name).map_err(input_err)?;
@@ -118,15 +108,14 @@ fn export_memattrs(args: &TopoArgs, bundle_path: &Path, xml_path: &Path) -> CliR
     for n in &notes {
         eprintln!("note: {n}");
     }
+    let xml_name = xml_path.display().to_string();
     eprintln!(
-        "wrote {} with {} measured memory attribute value(s) from {bundle_name}; use it with HWLOC_XMLFILE={} HWLOC_THISSYSTEM=1",
-        xml_path.display(),
-        export.values.len(),
-        xml_path.display()
+        "{}",
+        memattrs_from::exported(&xml_name, export.values.len(), &bundle_name)
     );
     if args.json {
         return print_json(&serde_json::json!({
-            "xml": xml_path.display().to_string(),
+            "xml": xml_name,
             "bundle": bundle_name,
             "topology": topo_name,
             "values": export.values,
@@ -134,43 +123,7 @@ fn export_memattrs(args: &TopoArgs, bundle_path: &Path, xml_path: &Path) -> CliR
         }));
     }
     for v in &export.values {
-        println!("{}", set_line(v));
+        println!("{}", v.line());
     }
     Ok(())
-}
-
-/// "Bandwidth node0 -> node1: 12,345 MiB/s (measured, mem.bandwidth read, 8 threads)".
-fn set_line(v: &SetValue) -> String {
-    let mut line = format!(
-        "{} node{} -> node{}: {} {}",
-        v.attribute,
-        v.initiator_node,
-        v.target_node,
-        grouped(v.value),
-        v.unit
-    );
-    if let Some(src) = &v.source {
-        line.push_str(&format!(" ({src})"));
-    }
-    if let Some(old) = v.replaced {
-        line.push_str(&format!(
-            "; replaces {} {} already in the topology (firmware HMAT or an earlier export)",
-            grouped(old),
-            v.unit
-        ));
-    }
-    line
-}
-
-/// 12345 -> "12,345".
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

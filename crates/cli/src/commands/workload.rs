@@ -153,11 +153,9 @@ fn run_cmd(args: RunArgs) -> CliResult {
     )?;
     let key = config.key();
     if rec.done(&key) {
-        let dir = args.output.out.as_ref().map(|p| p.display().to_string());
-        eprintln!(
-            "numalab: {key} is already in {}; nothing to do (use another --out folder to measure again)",
-            dir.unwrap_or_default()
-        );
+        let dir = args.output.out.as_deref();
+        let why = numalab_workload::plan::already_measured(&key, dir);
+        eprintln!("numalab: {why}");
         if args.metric_line {
             if let Some(outcome) = numalab_workload::Outcome::previous(&rec, &key) {
                 println!("{}", outcome.metric_line());
@@ -169,42 +167,19 @@ fn run_cmd(args: RunArgs) -> CliResult {
 
     let bar = ProgressBar::new(1000);
     let mut measuring = false;
-    let mut observer = |p: Progress| match p {
-        Progress::Generating { nodes } => {
+    let mut observer = |p: Progress| {
+        if let Progress::Generating { .. } = p {
             bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("template"));
-            bar.set_message(format!("generating a road network of {nodes} nodes"));
-            bar.tick();
         }
-        Progress::Placing { copies } => {
-            bar.set_message(format!(
-                "placing {copies} cop{} of the graph ({})",
-                if copies == 1 { "y" } else { "ies" },
-                config.mode
-            ));
-            bar.tick();
-        }
-        Progress::Warmup { elapsed_s, total_s } => {
-            bar.set_message(format!(
-                "warming up {threads} clients: {elapsed_s:.1}/{total_s:.1} s"
-            ));
-            bar.tick();
-        }
-        Progress::Measuring {
-            elapsed_s,
-            total_s,
-            requests,
-        } => {
+        if let Some(position) = p.permille() {
             if !measuring {
                 measuring = true;
                 bar.set_style(ProgressStyle::with_template("{bar:30} {msg}").expect("template"));
             }
-            bar.set_position(((elapsed_s / total_s) * 1000.0).clamp(0.0, 1000.0) as u64);
-            bar.set_message(format!(
-                "{elapsed_s:.0}/{total_s:.0} s, {requests} requests"
-            ));
+            bar.set_position(position);
         }
-        Progress::Summarizing => {
-            bar.set_message("computing statistics");
+        bar.set_message(p.describe(threads, config.mode));
+        if p.permille().is_none() {
             bar.tick();
         }
     };
@@ -235,7 +210,7 @@ fn run_cmd(args: RunArgs) -> CliResult {
 
 #[cfg(test)]
 mod tests {
-    use super::{config_of, parse_count, WorkloadCommand};
+    use super::{config_of, WorkloadCommand};
     use crate::cli::{Cli, Command};
     use std::ffi::OsString;
 
@@ -277,17 +252,5 @@ mod tests {
         );
         assert_eq!(full[3], replicated);
         assert_eq!(full[3].key(), replicated.key());
-    }
-
-    #[test]
-    fn counts() {
-        assert_eq!(parse_count("2000000"), Ok(2_000_000));
-        assert_eq!(parse_count("2M"), Ok(2_000_000));
-        assert_eq!(parse_count("1.5m"), Ok(1_500_000));
-        assert_eq!(parse_count("500k"), Ok(500_000));
-        assert_eq!(parse_count("2_000"), Ok(2_000));
-        assert!(parse_count("abc").is_err());
-        assert!(parse_count("-5").is_err());
-        assert!(parse_count("9000M").is_err());
     }
 }

@@ -204,6 +204,44 @@ impl FleetSummary {
         })
     }
 
+    /// The summary for people: one line per node (name, state, seconds, message; text
+    /// from the nodes made visible), a blank line and the counts, and the next command
+    /// when some node is done.
+    pub fn lines(&self) -> Vec<String> {
+        let visible = |s: &str| numalab_schema::text::visible(s, true);
+        let mut lines: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                format!(
+                    "{:<20} {:<14} {:>8.1} s  {}",
+                    visible(&n.node),
+                    format!("{:?}", n.state).to_lowercase()
+                        + if n.resumed { " (kept)" } else { "" },
+                    n.duration_s,
+                    visible(&n.message)
+                )
+            })
+            .collect();
+        lines.push(format!(
+            "\n{} node(s): {} done ({} kept from before), {} failed, {} timed out, {} not launched; bundles in {}",
+            self.nodes.len(),
+            self.done,
+            self.resumed,
+            self.failed,
+            self.timeout,
+            self.launch_failed,
+            self.fleet.join("nodes").display()
+        ));
+        if self.done > 0 {
+            lines.push(format!(
+                "next: numalab fleet report {}",
+                self.fleet.display()
+            ));
+        }
+        lines
+    }
+
     fn from_nodes(opts: &FleetRunOptions, nodes: Vec<NodeSummary>, t0: Instant) -> Self {
         let count = |s: NodeState| nodes.iter().filter(|n| n.state == s).count();
         FleetSummary {
@@ -582,6 +620,49 @@ mod tests {
             .contains("every bundle gathered so far is in /tmp/f;"));
         s.done = 2;
         assert_eq!(s.unfinished(), None);
+    }
+
+    #[test]
+    fn the_summary_for_people() {
+        let node = |name: &str, state, resumed| NodeSummary {
+            node: name.into(),
+            state,
+            resumed,
+            exit_code: None,
+            duration_s: 2.0,
+            message: "exit 3\x1b".into(),
+        };
+        let mut s = FleetSummary {
+            fleet: "/tmp/f".into(),
+            launcher: LauncherKind::Slurm,
+            command: vec![],
+            nodes: vec![
+                node("n1", NodeState::Done, true),
+                node("n2", NodeState::Failed, false),
+            ],
+            done: 1,
+            failed: 1,
+            timeout: 0,
+            launch_failed: 0,
+            resumed: 1,
+            elapsed_s: 1.0,
+            interrupted: false,
+        };
+        let lines = s.lines();
+        assert_eq!(lines.len(), 4);
+        assert!(
+            lines[0].starts_with("n1                   done (kept)         2.0 s  exit 3"),
+            "{}",
+            lines[0]
+        );
+        assert!(!lines[1].contains('\x1b'), "{}", lines[1]);
+        assert_eq!(
+            lines[2],
+            "\n2 node(s): 1 done (1 kept from before), 1 failed, 0 timed out, 0 not launched; bundles in /tmp/f/nodes"
+        );
+        assert_eq!(lines[3], "next: numalab fleet report /tmp/f");
+        s.done = 0;
+        assert_eq!(s.lines().len(), 3);
     }
 
     #[test]

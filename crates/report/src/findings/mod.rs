@@ -39,6 +39,15 @@ impl Severity {
             Severity::Info => "info",
         }
     }
+
+    /// The ANSI colour of the word on a terminal (33 yellow, 36 cyan), `None` for plain.
+    pub fn colour(self) -> Option<&'static str> {
+        match self {
+            Severity::Warning => Some("33"),
+            Severity::Notice => Some("36"),
+            Severity::Info => None,
+        }
+    }
 }
 
 /// One finding.
@@ -371,6 +380,13 @@ mod tests {
     use super::*;
     use crate::records::{StepRecord, StepStatus, TopologyRecord};
     use numalab_schema::Warning;
+
+    #[test]
+    fn warnings_and_notices_are_coloured_info_is_plain() {
+        assert_eq!(Severity::Warning.colour(), Some("33"));
+        assert_eq!(Severity::Notice.colour(), Some("36"));
+        assert_eq!(Severity::Info.colour(), None);
+    }
 
     fn step(id: &str, outcome: StepStatus) -> StepRecord {
         StepRecord {

@@ -251,6 +251,58 @@ pub fn document(set: &[Loaded]) -> Document {
     }
 }
 
+/// Which sections of the report a command's records get (`sections::mem::sections`,
+/// ...): the bundle's index, the bundle, an anchor prefix.
+pub type SectionsOf = fn(usize, &Loaded, &str) -> Vec<crate::doc::Section>;
+
+/// A command's records as terminal text: the report's `sections` of them, the same
+/// tables (one definition per record kind) that the HTML, Markdown and CSV reports
+/// use, without the charts; the run is named by its host name ("this run" without one).
+pub fn terminal_text(
+    envelope: &numalab_schema::Envelope,
+    records: Vec<Record>,
+    sections: SectionsOf,
+) -> String {
+    let loaded = Loaded::from_bundle(
+        envelope.host.hostname.as_deref().unwrap_or("this run"),
+        numalab_schema::Bundle {
+            schema_version: numalab_schema::record::SCHEMA_VERSION,
+            envelope: envelope.clone(),
+            records,
+        },
+    );
+    sections(0, &loaded, "")
+        .iter()
+        .map(|s| s.to_text(crate::table::Format::Terminal, false))
+        .collect()
+}
+
+#[cfg(test)]
+mod terminal {
+    use super::*;
+
+    fn titled(_: usize, l: &Loaded, _: &str) -> Vec<crate::doc::Section> {
+        vec![
+            crate::doc::Section::new("a", &format!("{} with {}", l.label, l.bundle.records.len())),
+            crate::doc::Section::new("b", "second"),
+        ]
+    }
+
+    #[test]
+    fn the_terminal_gets_every_section_of_the_records_in_turn() {
+        let envelope = numalab_schema::Envelope::of_this_process(
+            "0",
+            serde_json::Value::Null,
+            numalab_schema::Origin::Measured,
+            numalab_schema::record::Host::unknown("h"),
+        );
+        let text = terminal_text(&envelope, vec![], titled);
+        let first = text.find("this run with 0").expect(&text);
+        let second = text.find("second").expect(&text);
+        assert!(first < second, "{text}");
+    }
+}
+
 #[cfg(test)]
 mod kinds {
     /// Every record kind numalab defines (each `const KIND` in numalab-records, where all

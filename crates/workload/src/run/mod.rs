@@ -197,6 +197,42 @@ pub enum Progress {
     Summarizing,
 }
 
+impl Progress {
+    /// What the run of `threads` clients with the graph placed as `mode` is doing, in
+    /// words for a progress display ("warming up 4 clients: 0.5/1.0 s").
+    pub fn describe(&self, threads: usize, mode: Mode) -> String {
+        match *self {
+            Progress::Generating { nodes } => {
+                format!("generating a road network of {nodes} nodes")
+            }
+            Progress::Placing { copies } => format!(
+                "placing {copies} cop{} of the graph ({mode})",
+                if copies == 1 { "y" } else { "ies" }
+            ),
+            Progress::Warmup { elapsed_s, total_s } => {
+                format!("warming up {threads} clients: {elapsed_s:.1}/{total_s:.1} s")
+            }
+            Progress::Measuring {
+                elapsed_s,
+                total_s,
+                requests,
+            } => format!("{elapsed_s:.0}/{total_s:.0} s, {requests} requests"),
+            Progress::Summarizing => "computing statistics".to_string(),
+        }
+    }
+
+    /// How far the measured window is, in thousandths (0 to 1000, for a bar of 1000
+    /// steps); `None` outside the window.
+    pub fn permille(&self) -> Option<u64> {
+        match *self {
+            Progress::Measuring {
+                elapsed_s, total_s, ..
+            } => Some(((elapsed_s / total_s) * 1000.0).clamp(0.0, 1000.0) as u64),
+            _ => None,
+        }
+    }
+}
+
 /// The response times `values` (ns) in a summary, the intervals from bootstrap `seed`.
 fn latency_summary(values: &[f64], seed: u64) -> Option<LatencySummary> {
     if values.is_empty() {
@@ -511,4 +547,44 @@ fn graph_summary(graph: &OwnedGraph, generation_s: f64, placement_s: f64) -> Gra
 pub fn state_bytes_estimate(nodes: u32) -> u64 {
     let n = nodes as u64;
     2 * (n * 4 + n * 4 + (n / 4 + 1024) * 8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_in_words_and_thousandths() {
+        let mode = Mode::Replicated;
+        assert_eq!(
+            Progress::Placing { copies: 1 }.describe(4, mode),
+            format!("placing 1 copy of the graph ({mode})")
+        );
+        assert!(Progress::Placing { copies: 2 }
+            .describe(4, mode)
+            .starts_with("placing 2 copies of the graph ("));
+        let warm = Progress::Warmup {
+            elapsed_s: 0.5,
+            total_s: 1.0,
+        };
+        assert_eq!(warm.describe(4, mode), "warming up 4 clients: 0.5/1.0 s");
+        assert_eq!(warm.permille(), None);
+        let m = Progress::Measuring {
+            elapsed_s: 3.0,
+            total_s: 10.0,
+            requests: 77,
+        };
+        assert_eq!(m.describe(4, mode), "3/10 s, 77 requests");
+        assert_eq!(m.permille(), Some(300));
+        let over = Progress::Measuring {
+            elapsed_s: 11.0,
+            total_s: 10.0,
+            requests: 0,
+        };
+        assert_eq!(over.permille(), Some(1000));
+        assert_eq!(
+            Progress::Generating { nodes: 9 }.describe(1, mode),
+            "generating a road network of 9 nodes"
+        );
+    }
 }
