@@ -10,6 +10,13 @@
 //!   it was given (which are scattered over the buffer), reached through an index array.
 //!
 //! Nothing here touches hardware: the live pool over real memory is [`crate::ffi`].
+//! The typed reads and writes in pool bytes, the only `unsafe` here, are `raw`'s.
+
+#![deny(unsafe_code)]
+
+mod raw;
+
+pub use raw::LineValue;
 
 use crate::HomeError;
 use numalab_records::home::{HomeMapRecord, LINE_UNKNOWN};
@@ -312,25 +319,6 @@ impl LinePool {
     }
 }
 
-/// Element types [`Scattered`] can store in pool memory: plain values without padding
-/// bytes.
-///
-/// # Safety
-/// Implement only for `Copy` types with no padding bytes (every byte of a value is
-/// initialised): the pool is plain bytes, which must stay initialised for whoever reads
-/// the pool after the [`Scattered`] view is gone.
-pub unsafe trait LineValue: Copy + 'static {}
-
-macro_rules! line_values {
-    ($($t:ty),*) => {
-        // SAFETY: primitive numbers have no padding.
-        $(unsafe impl LineValue for $t {})*
-    };
-}
-line_values!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
-// SAFETY: an array of padding-free elements has no padding.
-unsafe impl<T: LineValue, const N: usize> LineValue for [T; N] {}
-
 /// The inspector/executor helper: a task's data copied into lines homed near its core,
 /// reached through an index array. Element `i` lives in line `index()[i / per_line]` at
 /// slot `i % per_line`, where `per_line = line_bytes / size_of::<T>()` and slot `s` is at
@@ -441,14 +429,10 @@ impl<'a, T: LineValue> Scattered<'a, T> {
     /// # Panics
     /// When `i >= len()`.
     pub fn get(&self, i: usize) -> T {
-        let off = self.offset(i);
-        // SAFETY: gather checked that every line of `index` lies inside the pool and that
-        // slots (`per_line * size_of::<T>() <= line_bytes`) stay inside their line, so
-        // `off + size_of::<T>() <= pool.len()`; the pool base and every slot offset are
-        // multiples of `align_of::<T>()` (checked in gather; sizes are multiples of
-        // alignment). Element i was written as a T by gather or set, and the pool is
-        // borrowed exclusively by `self`, so the bytes are a valid T.
-        unsafe { self.pool.as_ptr().add(off).cast::<T>().read() }
+        // Inside the pool and aligned: gather checked that every line of `index` lies
+        // inside the pool, that slots (`per_line * size_of::<T>() <= line_bytes`) stay
+        // inside their line, and that the pool base and line size are aligned for T.
+        raw::read(self.pool, self.offset(i))
     }
 
     /// Sets element `i`.
@@ -457,9 +441,8 @@ impl<'a, T: LineValue> Scattered<'a, T> {
     /// When `i >= len()`.
     pub fn set(&mut self, i: usize, v: T) {
         let off = self.offset(i);
-        // SAFETY: in bounds and aligned as in `get`; the pool is borrowed mutably by
-        // `self`; T has no padding (LineValue), so the pool bytes stay initialised.
-        unsafe { self.pool.as_mut_ptr().add(off).cast::<T>().write(v) }
+        // In bounds and aligned as in `get`.
+        raw::write(self.pool, off, v)
     }
 
     /// Copies the elements back, in order, into `out` (the executor's result).
@@ -762,10 +745,7 @@ mod tests {
     }
 
     fn as_bytes(v: &mut [u64]) -> &mut [u8] {
-        let n = std::mem::size_of_val(v);
-        // SAFETY: u64 memory reinterpreted as its bytes, same length in bytes, u8 has
-        // alignment 1 and every bit pattern is a valid u8.
-        unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), n) }
+        super::raw::bytes_of_mut(v)
     }
 
     #[test]

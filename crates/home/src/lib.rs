@@ -4,9 +4,10 @@
 //! handed to a thread from lines homed near its core; and the study's affinity
 //! experiments.
 //!
-//! `unsafe` lives in three modules: `sys` (system calls on our own mappings),
-//! `live::timing` (the flush, fence and timed accesses) and [`ffi`] (the C ABI and its
-//! pool of raw lines), besides [`alloc::LineValue`] and the typed pool view it marks.
+//! `unsafe` lives in four modules: `sys` (system calls on our own mappings),
+//! `live::timing` (the flush, fence and timed accesses), [`ffi`] (the C ABI and its
+//! pool of raw lines) and `alloc::raw` ([`alloc::LineValue`], the element types a pool
+//! holds, and their checked reads and writes in pool bytes).
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 

@@ -162,32 +162,31 @@ pub fn quick_sizes(machine: &Machine, cpu: u32, line: u64) -> Vec<u64> {
 /// The plan `numalab mem latency --quick` runs (and `numalab evaluate --quick`): the
 /// first CPU, local memory, base and transparent huge pages, the quick sweep.
 pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
-    let opts = Options::quick(machine);
-    let cpus: Vec<u32> = machine.pu_ids().into_iter().take(1).collect();
-    let sizes = quick_sizes(
-        machine,
-        cpus.first().copied().unwrap_or(0),
-        opts.stride_bytes,
-    );
-    plan(
-        machine,
-        budgets,
-        &cpus,
-        &MemPolicy::FirstTouch,
-        &[PageRequest::Base, PageRequest::Thp],
-        sizes,
-        opts,
-    )
+    first_cpu_plan(machine, budgets, Options::quick(machine), |cpu, line| {
+        quick_sizes(machine, cpu, line)
+    })
 }
 
 /// The plan `numalab mem latency` runs without options (and `numalab evaluate`): the
 /// first CPU, local memory, base and transparent huge pages, the default sweep (two
 /// points per octave).
 pub fn default_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
-    let opts = Options::defaults(machine);
+    first_cpu_plan(machine, budgets, Options::defaults(machine), |cpu, line| {
+        default_sizes(machine, cpu, 2, line)
+    })
+}
+
+/// The plan of the quick and default runs with `opts`: the first CPU, local memory,
+/// base and transparent huge pages, over the sweep `sizes` gives for that CPU (0 when
+/// there is none) and `opts`' stride.
+fn first_cpu_plan(
+    machine: &Machine,
+    budgets: &budget::Budgets,
+    opts: Options,
+    sizes: impl FnOnce(u32, u64) -> Vec<u64>,
+) -> Result<Plan, MemError> {
     let cpus: Vec<u32> = machine.pu_ids().into_iter().take(1).collect();
-    let first = cpus.first().copied().unwrap_or(0);
-    let sizes = default_sizes(machine, first, 2, opts.stride_bytes);
+    let sizes = sizes(cpus.first().copied().unwrap_or(0), opts.stride_bytes);
     plan(
         machine,
         budgets,

@@ -342,3 +342,37 @@ fn refused_members_are_named_and_an_empty_group_says_so() {
     assert!(g.enable().is_ok() && g.disable().is_ok());
     assert_eq!(g.read(), Err(NO_EVENT_OPENED.to_string()));
 }
+
+#[test]
+fn every_errno_the_crates_tell_apart_has_its_class() {
+    // The errnos `pmu` (capability statuses) and `uncore` (open errors) told apart
+    // before they shared this classification, and those perf_event_open(2) lists
+    // beside them.
+    let table = [
+        (libc::EACCES, Failure::Denied),
+        (libc::EPERM, Failure::Denied),
+        (libc::ENOENT, Failure::NotSupported),
+        (libc::ENODEV, Failure::NotSupported),
+        (libc::EOPNOTSUPP, Failure::NotSupported),
+        (libc::EINVAL, Failure::Invalid),
+        (libc::EBUSY, Failure::Busy),
+        (libc::EMFILE, Failure::TooMany),
+        (libc::ENFILE, Failure::TooMany),
+        (libc::ENOSPC, Failure::TooMany),
+        (libc::ESRCH, Failure::NoSuchTask),
+        (libc::E2BIG, Failure::Other),
+        (libc::EBADF, Failure::Other),
+        (libc::EFAULT, Failure::Other),
+        (libc::EINTR, Failure::Other),
+        (libc::EOVERFLOW, Failure::Other),
+        (libc::EIO, Failure::Other),
+    ];
+    for (errno, class) in table {
+        assert_eq!(Failure::of_errno(errno), class, "errno {errno}");
+        let e = std::io::Error::from_raw_os_error(errno);
+        assert_eq!(Failure::of_io(&e), class, "errno {errno}");
+    }
+    // An error without an errno.
+    let e = std::io::Error::other("no errno");
+    assert_eq!(Failure::of_io(&e), Failure::Other);
+}

@@ -8,14 +8,19 @@ use perf_event::events::{Hardware, Software};
 // What the check records lives in numalab-records.
 pub use numalab_records::pmu::{Capability, EventStatus};
 
-/// The status of an event that failed to open or to count, from the error's errno.
+/// The status of an event that failed to open or to count, from the error's class
+/// ([`perfopen::Failure`]): an event the kernel does not have or takes as invalid is
+/// not supported, a refusal is denied, anything else failed.
 pub(crate) fn status_from_error(e: &std::io::Error) -> EventStatus {
-    match e.raw_os_error() {
-        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) | Some(libc::EINVAL) => {
+    match perfopen::Failure::of_io(e) {
+        perfopen::Failure::NotSupported | perfopen::Failure::Invalid => {
             EventStatus::NotSupported(e.to_string())
         }
-        Some(libc::EACCES) | Some(libc::EPERM) => EventStatus::Denied(e.to_string()),
-        _ => EventStatus::Failed(e.to_string()),
+        perfopen::Failure::Denied => EventStatus::Denied(e.to_string()),
+        perfopen::Failure::Busy
+        | perfopen::Failure::TooMany
+        | perfopen::Failure::NoSuchTask
+        | perfopen::Failure::Other => EventStatus::Failed(e.to_string()),
     }
 }
 
@@ -101,5 +106,41 @@ mod tests {
         ));
         let e = std::io::Error::from_raw_os_error(libc::EACCES);
         assert!(matches!(status_from_error(&e), EventStatus::Denied(_)));
+    }
+
+    #[test]
+    fn every_errno_keeps_the_status_it_had() {
+        // The statuses before the classification moved to numalab-perfopen.
+        let not_supported = [libc::ENOENT, libc::EOPNOTSUPP, libc::ENODEV, libc::EINVAL];
+        let denied = [libc::EACCES, libc::EPERM];
+        let failed = [
+            libc::EBUSY,
+            libc::EMFILE,
+            libc::ENFILE,
+            libc::ENOSPC,
+            libc::ESRCH,
+            libc::E2BIG,
+            libc::EIO,
+        ];
+        for n in not_supported {
+            let e = std::io::Error::from_raw_os_error(n);
+            assert_eq!(
+                status_from_error(&e),
+                EventStatus::NotSupported(e.to_string())
+            );
+        }
+        for n in denied {
+            let e = std::io::Error::from_raw_os_error(n);
+            assert_eq!(status_from_error(&e), EventStatus::Denied(e.to_string()));
+        }
+        for n in failed {
+            let e = std::io::Error::from_raw_os_error(n);
+            assert_eq!(status_from_error(&e), EventStatus::Failed(e.to_string()));
+        }
+        let e = std::io::Error::other("no errno");
+        assert_eq!(
+            status_from_error(&e),
+            EventStatus::Failed("no errno".into())
+        );
     }
 }

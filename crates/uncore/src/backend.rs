@@ -60,14 +60,22 @@ impl OpenErrorKind {
         }
     }
 
-    /// Classifies an errno.
+    /// Classifies an errno (by [`perfopen::Failure`]).
     pub fn of_errno(errno: i32) -> Self {
-        match errno {
-            libc::EACCES | libc::EPERM => OpenErrorKind::Denied,
-            libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP => OpenErrorKind::NotSupported,
-            libc::EINVAL => OpenErrorKind::Invalid,
-            libc::EBUSY => OpenErrorKind::Busy,
-            _ => OpenErrorKind::Failed,
+        OpenErrorKind::of_failure(perfopen::Failure::of_errno(errno))
+    }
+
+    /// The kind of a failure's class: too many events, a missing task and any other
+    /// errno are all failed.
+    pub fn of_failure(failure: perfopen::Failure) -> Self {
+        match failure {
+            perfopen::Failure::Denied => OpenErrorKind::Denied,
+            perfopen::Failure::NotSupported => OpenErrorKind::NotSupported,
+            perfopen::Failure::Invalid => OpenErrorKind::Invalid,
+            perfopen::Failure::Busy => OpenErrorKind::Busy,
+            perfopen::Failure::TooMany
+            | perfopen::Failure::NoSuchTask
+            | perfopen::Failure::Other => OpenErrorKind::Failed,
         }
     }
 }
@@ -374,5 +382,36 @@ impl Opened for ReplayOpened {
 
     fn read(&mut self) -> Vec<Result<Reading, String>> {
         self.readings.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_errno_keeps_the_kind_it_had() {
+        // The kinds before the classification moved to numalab-perfopen.
+        let table = [
+            (libc::EACCES, OpenErrorKind::Denied),
+            (libc::EPERM, OpenErrorKind::Denied),
+            (libc::ENOENT, OpenErrorKind::NotSupported),
+            (libc::ENODEV, OpenErrorKind::NotSupported),
+            (libc::EOPNOTSUPP, OpenErrorKind::NotSupported),
+            (libc::EINVAL, OpenErrorKind::Invalid),
+            (libc::EBUSY, OpenErrorKind::Busy),
+            (libc::EMFILE, OpenErrorKind::Failed),
+            (libc::ENFILE, OpenErrorKind::Failed),
+            (libc::ENOSPC, OpenErrorKind::Failed),
+            (libc::ESRCH, OpenErrorKind::Failed),
+            (libc::E2BIG, OpenErrorKind::Failed),
+            (libc::EIO, OpenErrorKind::Failed),
+        ];
+        for (errno, kind) in table {
+            assert_eq!(OpenErrorKind::of_errno(errno), kind, "errno {errno}");
+            assert_eq!(OpenError::from_errno(errno).kind, kind, "errno {errno}");
+        }
+        let e = std::io::Error::other("no errno");
+        assert_eq!(OpenError::from_io(&e).kind, OpenErrorKind::Failed);
     }
 }

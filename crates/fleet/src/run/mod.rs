@@ -352,16 +352,15 @@ impl Progress for () {}
 
 /// Runs the fleet: see the crate documentation. Node failures are in the summary (and
 /// each node's `status.json`), not errors; an error means the run as a whole could not
-/// proceed (bad options, unusable fleet folder, node list not expandable).
+/// proceed (bad options, [`FleetRunOptions::check`]'s among them; unusable fleet
+/// folder; node list not expandable).
 pub fn run_fleet(
     opts: &FleetRunOptions,
     progress: &dyn Progress,
 ) -> Result<FleetSummary, FleetError> {
     let t0 = Instant::now();
     check_command(&opts.command)?;
-    if opts.parallel == 0 {
-        return Err(FleetError::Options("--parallel must be at least 1".into()));
-    }
+    opts.check()?;
     if opts.sbatch && opts.launcher != LauncherKind::Slurm {
         return Err(FleetError::Options(
             "--sbatch goes with --launcher slurm".into(),
