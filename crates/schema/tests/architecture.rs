@@ -419,12 +419,12 @@ fn every_crate_has_its_arrows_on_the_map_and_keeps_to_them() {
 /// The binary is flags, one library call per command, and printing: every source file of
 /// `crates/cli/src` (a command's file, and any folder beside it) stays under 400 lines,
 /// and the binary as a whole may shrink but never grow past `TOTAL_CEILING` (its size
-/// when the last command came under 400; issue 44 aims at 4,000): a rule that leaves a
-/// command for another file of the binary instead of its library fails here.
+/// after the last rules left it; issue 44 aims at 4,000): a rule that leaves a command for
+/// another file of the binary instead of its library fails here.
 #[test]
 fn command_files_stay_small() {
     const LIMIT: usize = 400;
-    const TOTAL_CEILING: usize = 5_953;
+    const TOTAL_CEILING: usize = 4_962;
     fn walk(dir: &std::path::Path, out: &mut Vec<(String, usize)>) {
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             let p = e.path();
