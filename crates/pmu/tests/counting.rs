@@ -288,6 +288,23 @@ fn kernel_counting_denied_falls_back_to_user_space() {
     assert!(msg.contains("<= 2"), "{msg}");
 }
 
+/// Steal, interrupt and soft-interrupt time of every CPU so far (`/proc/stat`'s first
+/// line, USER_HZ ticks of 10 ms), ns: time a task's perf clock counts but the kernel does
+/// not charge it.
+fn time_not_charged_ns() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let f: Vec<f64> = stat
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...
+    (f[5] + f[6] + f[7]) * 1e7
+}
+
 /// The real backend with a multi-event group, inherited over a child's threads: the
 /// same perf_event_open path hardware groups take, exercised with software events.
 #[test]
@@ -314,9 +331,11 @@ fn real_backend_reads_an_inherited_group() {
         "{:?}",
         session.statuses()
     );
+    let lost_before = time_not_charged_ns();
     running.release().unwrap();
     let outcome = running.wait();
     assert!(outcome.success());
+    let lost = time_not_charged_ns() - lost_before;
     let r = session.read().remove(0).unwrap();
     assert!(
         r.time_enabled_ns > 0 && r.time_running_ns == r.time_enabled_ns,
@@ -324,9 +343,14 @@ fn real_backend_reads_an_inherited_group() {
     );
     let task = r.counts[0].unwrap() as f64;
     let cpu = (outcome.user_cpu_ns + outcome.sys_cpu_ns) as f64;
+    // task-clock runs on perf's clock while the task is on a CPU; the CPU time the kernel
+    // charges the process leaves out what the hypervisor stole and interrupt time
+    // (CI's VM: task 65.7 ms vs 51.9 ms charged on a busy host). So task-clock may exceed
+    // the charged time by up to the steal and interrupt time of the whole machine over
+    // the run (an upper bound), plus one tick of /proc/stat's resolution.
     assert!(
-        (task - cpu).abs() <= 0.15 * cpu + 5e6,
-        "task {task} vs cpu {cpu}"
+        task - cpu <= 0.15 * cpu + 5e6 + lost + 1e7 && cpu - task <= 0.15 * cpu + 5e6,
+        "task {task} vs cpu {cpu} (steal and interrupt time over the run: {lost} ns)"
     );
     assert!(r.counts[1].unwrap() > 10, "{r:?}");
     assert!(r.counts[2].is_some());
