@@ -44,11 +44,7 @@ pub fn arm_cpu(
     revision: Option<u32>,
 ) -> CpuIdentity {
     let mut cpu = CpuIdentity {
-        vendor: Some(
-            crate::midr::implementer_name(implementer)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("implementer 0x{implementer:02x}")),
-        ),
+        vendor: Some(implementer_vendor(implementer)),
         implementer: Some(implementer),
         part: Some(part),
         variant,
@@ -59,9 +55,19 @@ pub fn arm_cpu(
     cpu
 }
 
-/// A number as `/proc/cpuinfo` writes it: "0x41" (hexadecimal) or "143".
+/// The vendor an Arm MIDR implementer code names: its name from numalab's table
+/// ([`crate::midr::IMPLEMENTERS`]), or "implementer 0x.." for one numalab does not know.
+pub fn implementer_vendor(code: u32) -> String {
+    crate::midr::implementer_name(code)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("implementer 0x{code:02x}"))
+}
+
+/// A number as `/proc/cpuinfo` and hwloc's infos write it: "0x41" (hexadecimal, also
+/// "0X41") or "143", surrounding white space ignored.
 pub fn cpuinfo_number(s: &str) -> Option<u32> {
-    match s.strip_prefix("0x") {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u32::from_str_radix(h, 16).ok(),
         None => s.parse().ok(),
     }
@@ -188,6 +194,17 @@ mod tests {
             arm_cpu(0x99, 1, None, None).vendor.as_deref(),
             Some("implementer 0x99")
         );
+    }
+
+    #[test]
+    fn cpuinfo_numbers_in_both_bases_and_unknown_implementers_by_code() {
+        assert_eq!(cpuinfo_number("0x41"), Some(0x41));
+        assert_eq!(cpuinfo_number(" 0XD0C\n"), Some(0xd0c));
+        assert_eq!(cpuinfo_number("143"), Some(143));
+        assert_eq!(cpuinfo_number("0x"), None);
+        assert_eq!(cpuinfo_number("r3p1"), None);
+        assert_eq!(implementer_vendor(0x41), "Arm");
+        assert_eq!(implementer_vendor(0xee), "implementer 0xee");
     }
 
     #[test]

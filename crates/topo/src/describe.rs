@@ -12,6 +12,7 @@ use hwlocality::object::distance::DistancesKind;
 use hwlocality::object::types::{CacheType, ObjectType};
 use hwlocality::object::TopologyObject;
 use hwlocality::Topology;
+use numalab_schema::identity::{cpuinfo_number, implementer_vendor};
 use numalab_schema::machine::*;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -452,15 +453,6 @@ fn collect_page_sizes(topo: &Topology) -> Vec<PageSize> {
         .collect()
 }
 
-fn parse_hex_or_dec(s: &str) -> Option<u32> {
-    let s = s.trim();
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u32::from_str_radix(h, 16).ok()
-    } else {
-        s.parse().ok()
-    }
-}
-
 fn cpu_identity(topo: &Topology) -> CpuIdentity {
     // hwloc puts CPU infos on packages (x86, Linux /proc/cpuinfo) or on the root.
     let mut sources: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::Package).collect();
@@ -472,19 +464,19 @@ fn cpu_identity(topo: &Topology) -> CpuIdentity {
             .map(|v| v.to_string_lossy().trim().to_string())
             .filter(|v| !v.is_empty())
     };
-    let implementer = get("CPUImplementer").and_then(|v| parse_hex_or_dec(&v));
-    let vendor = get("CPUVendor").or_else(|| implementer.map(arm_implementer_name));
+    let implementer = get("CPUImplementer").and_then(|v| cpuinfo_number(&v));
+    let vendor = get("CPUVendor").or_else(|| implementer.map(implementer_vendor));
     CpuIdentity {
         architecture: get("Architecture"),
         vendor,
         model_name: get("CPUModel"),
-        family: get("CPUFamilyNumber").and_then(|v| parse_hex_or_dec(&v)),
-        model: get("CPUModelNumber").and_then(|v| parse_hex_or_dec(&v)),
-        stepping: get("CPUStepping").and_then(|v| parse_hex_or_dec(&v)),
+        family: get("CPUFamilyNumber").and_then(|v| cpuinfo_number(&v)),
+        model: get("CPUModelNumber").and_then(|v| cpuinfo_number(&v)),
+        stepping: get("CPUStepping").and_then(|v| cpuinfo_number(&v)),
         implementer,
-        part: get("CPUPart").and_then(|v| parse_hex_or_dec(&v)),
-        variant: get("CPUVariant").and_then(|v| parse_hex_or_dec(&v)),
-        revision: get("CPURevision").and_then(|v| parse_hex_or_dec(&v)),
+        part: get("CPUPart").and_then(|v| cpuinfo_number(&v)),
+        variant: get("CPUVariant").and_then(|v| cpuinfo_number(&v)),
+        revision: get("CPURevision").and_then(|v| cpuinfo_number(&v)),
     }
 }
 
@@ -499,13 +491,13 @@ fn fill_from_cpuinfo(cpu: &mut CpuIdentity, root: &Path) {
     let block = crate::cpuinfo::first(&text);
     let field = |name: &str| block.field(name).map(str::to_string);
     if cpu.implementer.is_none() {
-        cpu.implementer = field("CPU implementer").and_then(|v| parse_hex_or_dec(&v));
+        cpu.implementer = field("CPU implementer").and_then(|v| cpuinfo_number(&v));
         if cpu.implementer.is_some() {
-            cpu.part = field("CPU part").and_then(|v| parse_hex_or_dec(&v));
-            cpu.variant = field("CPU variant").and_then(|v| parse_hex_or_dec(&v));
-            cpu.revision = field("CPU revision").and_then(|v| parse_hex_or_dec(&v));
+            cpu.part = field("CPU part").and_then(|v| cpuinfo_number(&v));
+            cpu.variant = field("CPU variant").and_then(|v| cpuinfo_number(&v));
+            cpu.revision = field("CPU revision").and_then(|v| cpuinfo_number(&v));
             if cpu.vendor.is_none() {
-                cpu.vendor = cpu.implementer.map(arm_implementer_name);
+                cpu.vendor = cpu.implementer.map(implementer_vendor);
             }
         }
     }
@@ -532,7 +524,7 @@ fn arm_model_name(cpu: &CpuIdentity, kinds: &[CpuKind], root: Option<&Path>) -> 
         .collect();
     if with_parts.len() > 1 {
         for k in with_parts {
-            let num = |key: &str| k.infos.get(key).and_then(|v| parse_hex_or_dec(v));
+            let num = |key: &str| k.infos.get(key).and_then(|v| cpuinfo_number(v));
             add(
                 CpuIdentity {
                     implementer: num("CPUImplementer").or(cpu.implementer),
@@ -548,7 +540,7 @@ fn arm_model_name(cpu: &CpuIdentity, kinds: &[CpuKind], root: Option<&Path>) -> 
         root.and_then(|r| std::fs::read_to_string(r.join("proc/cpuinfo")).ok())
     {
         for block in crate::cpuinfo::blocks(&text) {
-            let field = |name: &str| block.field(name).and_then(parse_hex_or_dec);
+            let field = |name: &str| block.field(name).and_then(cpuinfo_number);
             if let (Some(implementer), Some(part)) = (field("CPU implementer"), field("CPU part")) {
                 add(
                     CpuIdentity {
@@ -574,13 +566,6 @@ fn arm_model_name(cpu: &CpuIdentity, kinds: &[CpuKind], root: Option<&Path>) -> 
                 .join(" + "),
         ),
     }
-}
-
-/// Names of Arm MIDR implementer codes ([`numalab_schema::midr::IMPLEMENTERS`]).
-pub fn arm_implementer_name(code: u32) -> String {
-    numalab_schema::midr::implementer_name(code)
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("implementer 0x{code:02x}"))
 }
 
 fn read_trim(path: &Path) -> Option<String> {
