@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Cross builds (or lints) numalab for aarch64-unknown-linux-gnu on an x86-64 Debian host:
-#   scripts/cross-aarch64.sh [build [-p CRATE...]]   release build (default: the workspace)
+#   scripts/cross-aarch64.sh [build [-p CRATE...]]   release build (default: the workspace),
+#                                                    self-contained (scripts/static/env.sh)
 #   scripts/cross-aarch64.sh clippy [-p CRATE...]    cargo clippy -D warnings for the target
 #   scripts/cross-aarch64.sh test -p CRATE   unit tests, run under qemu-aarch64 (user mode)
 #   scripts/cross-aarch64.sh CARGO-ARGS...   any other cargo command for the target
@@ -25,6 +26,11 @@ case "${1:-build}" in
   build)
     shift || true
     if [ $# -eq 0 ]; then set -- --workspace; fi
+    # Release binaries are the self-contained ones (glibc and hwloc linked in): the Arm
+    # guests, which hold no libhwloc, run them; scripts/dist.sh ships the same build.
+    # shellcheck source=scripts/static/env.sh
+    . scripts/static/env.sh
+    static_link_env "$t"
     exec cargo build --release --locked --target "$t" "$@" ;;
   clippy)
     shift

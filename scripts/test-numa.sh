@@ -117,6 +117,16 @@ run_arm() {
   echo "numa-guest: aarch64 binaries built in $((SECONDS - t0)) s" >&2
   arm_assets
   local rel="$tdir/aarch64-unknown-linux-gnu/release"
+  # The guest holds no libhwloc: it runs the self-contained binaries (scripts/dist.sh's
+  # build), and a shared library creeping back in fails here, not on a user's server.
+  local b
+  for b in "$rel/numalab" "$rel/numa-guest"; do
+    if readelf -d "$b" | grep -q '(NEEDED)' || readelf -l "$b" | grep -q 'program interpreter'; then
+      echo "numa-guest: $b is not self-contained:" >&2
+      readelf -d "$b" | grep '(NEEDED)' >&2 || true
+      return 1
+    fi
+  done
   local export_dir
   export_dir=$(mktemp -d "${TMPDIR:-/tmp}/numa-guest-arm-export.XXXXXX")
   "$driver" run --arch aarch64 --numalab "$rel/numalab" --guest-exe "$rel/numa-guest" \

@@ -9,7 +9,7 @@ use std::ffi::OsString;
 
 /// numalab measures, explains, models and tunes non-uniform many-core machines.
 #[derive(Debug, Parser)]
-#[command(name = "numalab", version, about, long_about = None, after_help = numalab_schema::ErrorClass::table(), propagate_version = true)]
+#[command(name = "numalab", version, long_version = concat!(env!("CARGO_PKG_VERSION"), "\nbuilt from ", env!("NUMALAB_BUILD")), about, long_about = None, after_help = numalab_schema::ErrorClass::table(), propagate_version = true)]
 pub struct Cli {
     /// Options of every command.
     #[command(flatten)]
