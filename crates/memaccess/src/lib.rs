@@ -28,6 +28,7 @@ pub mod live;
 pub mod node;
 pub mod sample;
 pub mod script;
+pub mod spe;
 // The system calls, the one module allowed `unsafe`.
 #[allow(unsafe_code)]
 mod sys;
