@@ -29,7 +29,9 @@ pub mod node;
 pub mod sample;
 pub mod script;
 pub mod spe;
-// The system calls, the one module allowed `unsafe`.
+// The system calls and the AUX-area mapping, the modules allowed `unsafe`.
+#[allow(unsafe_code)]
+mod auxmap;
 #[allow(unsafe_code)]
 mod sys;
 

@@ -209,6 +209,10 @@ pub struct Decoded {
     pub incomplete: u64,
     /// Whether the last packet was cut off by the end of the bytes.
     pub truncated: bool,
+    /// Bytes up to the end of the last complete record (or of padding between
+    /// records): a reader that gets more bytes later keeps `bytes[consumed..]` and
+    /// decodes it with them.
+    pub consumed: usize,
 }
 
 enum Packet {
@@ -349,10 +353,16 @@ pub fn decode(bytes: &[u8]) -> Decoded {
                         started = true;
                     }
                 }
+                if !started {
+                    out.consumed = at;
+                }
             }
             Step::Bad => {
                 out.bad_bytes += 1;
                 at += 1;
+                if !started {
+                    out.consumed = at;
+                }
             }
             Step::Short => {
                 out.truncated = true;
@@ -478,43 +488,50 @@ pub struct Summary {
     pub mispredicted: u64,
     /// Accesses served from another socket or chip.
     pub remote: u64,
-    /// Mispredicted branches per PC, most first (at most 10).
-    pub top_mispredicted: Vec<(u64, u64)>,
+    mispredicted_at: std::collections::HashMap<u64, u64>,
 }
 
 impl Summary {
     /// Counts `records`.
     pub fn of(records: &[SpeRecord]) -> Summary {
         let mut s = Summary::default();
-        let mut by_pc: std::collections::HashMap<u64, u64> = Default::default();
         for r in records {
-            s.records += 1;
-            if let Some(op) = r.op {
-                if op.is_load() || op.is_store() {
-                    s.memory += 1;
-                    if r.phys_addr.is_none() {
-                        s.memory_without_phys += 1;
-                    }
-                    if r.remote() {
-                        s.remote += 1;
-                    }
+            s.add(r);
+        }
+        s
+    }
+
+    /// Counts one more record.
+    pub fn add(&mut self, r: &SpeRecord) {
+        self.records += 1;
+        if let Some(op) = r.op {
+            if op.is_load() || op.is_store() {
+                self.memory += 1;
+                if r.phys_addr.is_none() {
+                    self.memory_without_phys += 1;
                 }
-                if op.is_branch() {
-                    s.branches += 1;
+                if r.remote() {
+                    self.remote += 1;
                 }
             }
-            if r.mispredicted() {
-                s.mispredicted += 1;
-                if let Some(pc) = r.pc {
-                    *by_pc.entry(pc).or_default() += 1;
-                }
+            if op.is_branch() {
+                self.branches += 1;
             }
         }
-        let mut top: Vec<(u64, u64)> = by_pc.into_iter().collect();
+        if r.mispredicted() {
+            self.mispredicted += 1;
+            if let Some(pc) = r.pc {
+                *self.mispredicted_at.entry(pc).or_default() += 1;
+            }
+        }
+    }
+
+    /// Mispredicted branches per PC, most first (at most 10).
+    pub fn top_mispredicted(&self) -> Vec<(u64, u64)> {
+        let mut top: Vec<(u64, u64)> = self.mispredicted_at.iter().map(|(&a, &b)| (a, b)).collect();
         top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         top.truncate(10);
-        s.top_mispredicted = top;
-        s
+        top
     }
 
     /// The notes a record carries: mispredicts and remote accesses, and the missing
@@ -523,7 +540,7 @@ impl Summary {
         let mut n = Vec::new();
         if self.branches > 0 || self.mispredicted > 0 {
             let top: Vec<String> = self
-                .top_mispredicted
+                .top_mispredicted()
                 .iter()
                 .map(|(pc, c)| format!("{pc:#x} ({c})"))
                 .collect();

@@ -156,7 +156,8 @@ fn extended_headers_give_the_same_packets() {
         .op(1, 1)
         .end();
     assert_eq!(b.0.len(), a.0.len() + 2);
-    assert_eq!(decode(&a.0), decode(&b.0));
+    assert_eq!(decode(&a.0).records, decode(&b.0).records);
+    assert_eq!(decode(&b.0).consumed, b.0.len());
     // An index above 7 (only the extended header can say it) is read and ignored.
     let mut c = Enc::default();
     c.addr(9, 0xdead)
@@ -308,7 +309,7 @@ fn branches_are_not_memory_samples_but_are_summarised() {
         ),
         (8, 2, 2, 6, 4, 1)
     );
-    assert_eq!(s.top_mispredicted, vec![(0x400100, 3), (0x400300, 1)]);
+    assert_eq!(s.top_mispredicted(), vec![(0x400100, 3), (0x400300, 1)]);
     let notes = s.notes("not asked (pa_enable=0)");
     assert_eq!(notes.len(), 3, "{notes:?}");
     assert!(notes[0]
@@ -371,6 +372,13 @@ fn every_prefix_of_a_valid_stream_decodes_a_prefix_of_its_records() {
         assert_eq!(d.bad_bytes, 0, "prefix {n}");
         assert!(d.records.len() <= 3);
         assert_eq!(d.records[..], full.records[..d.records.len()], "prefix {n}");
+        // What is left after `consumed` decodes, with the rest, to the remaining records.
+        let rest = decode(&e.0[d.consumed..]);
+        assert_eq!(
+            rest.records[..],
+            full.records[d.records.len()..],
+            "prefix {n}"
+        );
     }
 }
 
