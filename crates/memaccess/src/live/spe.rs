@@ -1,5 +1,5 @@
 //! Live Arm SPE: the `arm_spe` event opened per CPU for a command, with its AUX area
-//! mapped ([`crate::auxmap`]), and the area's packets decoded by [`crate::spe`] into the
+//! mapped (`auxmap.rs`), and the area's packets decoded by [`crate::spe`] into the
 //! [`MemSample`]s PEBS and IBS produce; the ring buffer's MMAP2 records give the
 //! mappings. Untested on hardware (numalab's CI has no SPE machine): the decoder and
 //! the attributes are tested, the kernel's answers are not.
