@@ -602,8 +602,11 @@ impl Collector {
     /// Moves the SPE rings' mappings and decoded samples into the samples (`last`: the
     /// final read).
     fn drain_spe(&mut self, last: bool) {
+        for (r, _) in self.spe.iter_mut() {
+            r.drain_ring(&mut self.data, &mut self.seq, &mut self.spe_tally);
+        }
         for (r, ev) in self.spe.iter_mut() {
-            r.drain(
+            r.drain_aux(
                 *ev,
                 self.include_kernel,
                 &mut self.data,

@@ -177,7 +177,8 @@ pub struct SpeRecord {
     pub source: Option<u16>,
     /// The Operation Type packet.
     pub op: Option<OpType>,
-    /// CONTEXTIDR_EL1 (the kernel writes the PID there when it is built to).
+    /// CONTEXTIDR_EL1 (the kernel writes the thread id there when built with
+    /// `CONFIG_PID_IN_CONTEXTIDR`).
     pub context: Option<u32>,
     /// The Timestamp packet (the generic timer's count, not perf's clock).
     pub timestamp: Option<u64>,
@@ -440,22 +441,18 @@ pub fn data_src(r: &SpeRecord) -> DataSrc {
 }
 
 /// A memory sample of a record: loads and stores with a data address (branches and
-/// other operations are not memory samples: None). `pid`/`tid` name the process the
-/// record is attributed to when its Context packet does not (the kernel writes the PID
-/// into CONTEXTIDR_EL1 only when built with `CONFIG_PID_IN_CONTEXTIDR`, and the packet
-/// is there only with `pct_enable`/`ts_enable` context collection); `cpu` is the CPU
-/// whose buffer held it. The weight is the total latency (0 when not recorded); the
-/// time stamp is left out (SPE counts the generic timer, not perf's clock).
+/// other operations are not memory samples: None), attributed to process `pid` and
+/// thread `tid` (the caller's to choose: SPE records name no process; a Context packet,
+/// when there is one, holds CONTEXTIDR_EL1, where the kernel writes the thread id when
+/// built with `CONFIG_PID_IN_CONTEXTIDR`); `cpu` is the CPU whose buffer held it. The
+/// weight is the total latency (0 when not recorded); the time stamp is left out (SPE
+/// counts the generic timer, not perf's clock).
 pub fn to_mem_sample(r: &SpeRecord, pid: u32, tid: u32, cpu: u32) -> Option<MemSample> {
     let op = r.op?;
     if !(op.is_load() || op.is_store()) {
         return None;
     }
     let addr = r.virt_addr?;
-    let (pid, tid) = match r.context {
-        Some(c) if c != 0 => (c, c),
-        _ => (pid, tid),
-    };
     Some(MemSample {
         seq: 0,
         pid,

@@ -31,8 +31,8 @@ pub fn config_terms(f: &Facility, phys_addr: bool, stores: bool) -> Vec<(&'stati
 
 /// The attributes of the SPE event for `scope`: the PMU's type and the encoded terms,
 /// the sampling interval (`period`, operations between samples), the exclusions, the
-/// start, mmap/mmap2/mmap_data/comm records with sample_id_all (the ring buffer carries
-/// the mappings; the samples go to the AUX area).
+/// start, mmap/mmap2/mmap_data/comm/task records with sample_id_all (the ring buffer
+/// carries the mappings and the threads' processes; the samples go to the AUX area).
 pub fn builder(
     f: &Facility,
     config: [u64; 3],
@@ -54,6 +54,7 @@ pub fn builder(
         .mmap2(true)
         .mmap_data(true)
         .comm(true)
+        .task(true)
         .sample_id_all(true)
         .sample_period(opts.period)
         .sample(perf_event::SampleFlag::from_bits_retain(super::SAMPLE_TYPE));
@@ -86,13 +87,16 @@ pub(super) fn open(
     notes: &mut Vec<String>,
 ) -> Result<(Vec<SpeRing>, bool), LiveError> {
     let event = format!("{}//", f.pmu);
-    let open_all = |phys: bool| -> Result<Vec<SpeRing>, std::io::Error> {
+    let open_all = |phys: bool| -> Result<Vec<SpeRing>, Failed> {
         let terms = config_terms(f, phys, opts.stores);
-        let config = super::encode_terms("", &f.formats, &terms).map_err(std::io::Error::other)?;
+        let config = super::encode_terms("", &f.formats, &terms)
+            .map_err(|e| Failed::Open(std::io::Error::other(e)))?;
         let mut v = Vec::new();
         for &scope in scopes {
-            let counter = builder(f, config, scope, opts, start).build()?;
-            let mut last = None;
+            let counter = builder(f, config, scope, opts, start)
+                .build()
+                .map_err(Failed::Open)?;
+            let mut last = std::io::Error::other("no ring size tried");
             let mut ring = None;
             for pages in AUX_PAGES {
                 match AuxRing::map(counter.as_raw_fd(), DATA_PAGES, pages) {
@@ -100,11 +104,10 @@ pub(super) fn open(
                         ring = Some(r);
                         break;
                     }
-                    Err(e) => last = Some(e),
+                    Err(e) => last = e,
                 }
             }
-            let ring =
-                ring.ok_or_else(|| last.unwrap_or_else(|| std::io::Error::other("no ring")))?;
+            let ring = ring.ok_or(Failed::Map(last))?;
             let cpu = match scope {
                 perfopen::Target::TaskOnCpu { cpu, .. } | perfopen::Target::Cpu(cpu) => cpu as u32,
                 _ => 0,
@@ -119,25 +122,45 @@ pub(super) fn open(
         }
         Ok(v)
     };
+    let fail = |e: Failed| match e {
+        Failed::Open(e) => open_error(event.clone(), e),
+        Failed::Map(e) => LiveError::Open {
+            event: event.clone(),
+            detail: map_failure(&e),
+        },
+    };
     let asks_phys = opts.phys_addr && f.formats.iter().any(|(k, _)| k == "pa_enable");
     match open_all(asks_phys) {
         Ok(v) => Ok((v, asks_phys)),
-        Err(e)
+        Err(Failed::Open(e))
             if asks_phys && matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM)) =>
         {
             notes.push(format!(
                 "physical addresses not sampled: the arm_spe driver refused pa_enable ({e}); it allows it with CAP_PERFMON (or CAP_SYS_ADMIN)"
             ));
-            open_all(false)
-                .map(|v| (v, false))
-                .map_err(|e| open_error(event, e))
+            open_all(false).map(|v| (v, false)).map_err(fail)
         }
-        Err(e) => Err(open_error(event, e)),
+        Err(e) => Err(fail(e)),
     }
+}
+
+/// Why opening failed: the event, or the mapping of its AUX area.
+enum Failed {
+    Open(std::io::Error),
+    Map(std::io::Error),
+}
+
+/// What an AUX area that cannot be mapped at the smallest size means.
+pub fn map_failure(e: &std::io::Error) -> String {
+    format!(
+        "cannot map its AUX area ({e}), even at {} pages per CPU: the locked-memory allowance for perf buffers (/proc/sys/kernel/perf_event_mlock_kb, then RLIMIT_MEMLOCK) is too small for one area per CPU; raise it, or run with CAP_IPC_LOCK",
+        AUX_PAGES[AUX_PAGES.len() - 1]
+    )
 }
 
 /// PERF_RECORD_* types read from the ring buffer.
 const RECORD_LOST: u32 = 2;
+const RECORD_FORK: u32 = 7;
 const RECORD_MMAP2: u32 = 10;
 const RECORD_AUX: u32 = 11;
 /// PERF_AUX_FLAG_TRUNCATED, _COLLISION.
@@ -177,6 +200,9 @@ pub(super) struct SpeTally {
     pub collisions: u64,
     pub overwritten_bytes: u64,
     pub kernel_records: u64,
+    /// The process of each thread seen (PERF_RECORD_FORK, MMAP2): a record's Context
+    /// packet names its thread.
+    pub process_of: std::collections::HashMap<u32, u32>,
 }
 
 impl SpeTally {
@@ -215,12 +241,20 @@ impl SpeRing {
         let _ = self.counter.disable();
     }
 
-    /// Reads the ring buffer (mappings, lost counts, AUX flags), then the AUX area's
-    /// new bytes, decoding the complete records into samples of event `ev`. Records
-    /// of EL1 and above are dropped unless `include_kernel`. `last`: the final read
-    /// (what is left undecoded is counted as cut off).
+    /// Reads the ring buffer: mappings (numbered from `seq`), lost counts, AUX flags,
+    /// the threads' processes. Called for every ring before [`SpeRing::drain_aux`], so
+    /// that a mapping made on one CPU precedes the samples another CPU took in it.
+    pub(super) fn drain_ring(&mut self, data: &mut Samples, seq: &mut u64, tally: &mut SpeTally) {
+        let mut buf = Vec::new();
+        self.ring.read_data(&mut buf);
+        read_ring_records(&buf, data, seq, tally);
+    }
+
+    /// Reads the AUX area's new bytes and decodes the complete records into samples of
+    /// event `ev`. Records of EL1 and above are dropped unless `include_kernel`.
+    /// `last`: the final read (what is left undecoded is counted as cut off).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn drain(
+    pub(super) fn drain_aux(
         &mut self,
         ev: u16,
         include_kernel: bool,
@@ -230,51 +264,99 @@ impl SpeRing {
         tally: &mut SpeTally,
         last: bool,
     ) {
-        let mut buf = Vec::new();
-        self.ring.read_data(&mut buf);
-        for (ty, misc, body) in split_records(&buf) {
-            match ty {
-                RECORD_MMAP2 => {
-                    if let Ok(mut m) = super::parse_mmap2_record(body, misc) {
-                        m.seq = *seq;
-                        *seq += 1;
-                        data.mappings.push(m);
-                    }
-                }
-                RECORD_LOST => data.lost += u64_at(body, 1).unwrap_or(0),
-                RECORD_AUX => {
-                    let flags = u64_at(body, 2).unwrap_or(0);
-                    tally.truncated_aux += u64::from(flags & AUX_TRUNCATED != 0);
-                    tally.collisions += u64::from(flags & AUX_COLLISION != 0);
-                }
-                _ => {}
-            }
-        }
         tally.overwritten_bytes += self.ring.read_aux(&mut self.pending);
         let d = spe::decode(&self.pending);
         tally.bad_bytes += d.bad_bytes;
         if last {
             tally.incomplete += d.incomplete;
         }
-        for r in &d.records {
-            tally.summary.add(r);
-            if !include_kernel && r.el.is_some_and(|el| el > 0) {
-                tally.kernel_records += 1;
-                continue;
-            }
-            if let Some(mut s) = spe::to_mem_sample(r, self.pid, self.pid, self.cpu) {
-                s.seq = *seq;
-                s.event = ev;
-                *seq += 1;
-                fresh.push(s.clone());
-                data.samples.push(s);
-            }
+        for s in samples_of(&d.records, self.pid, self.cpu, include_kernel, tally) {
+            let s = MemSample {
+                seq: *seq,
+                event: ev,
+                ..s
+            };
+            *seq += 1;
+            fresh.push(s.clone());
+            data.samples.push(s);
         }
         self.pending.drain(..d.consumed.min(self.pending.len()));
         if last {
             self.pending.clear();
         }
     }
+}
+
+/// Moves ring-buffer records into `data` and `tally`: MMAP2 mappings (numbered from
+/// `seq`), LOST counts, AUX flags, and the process of each thread from FORK and MMAP2.
+pub(super) fn read_ring_records(
+    buf: &[u8],
+    data: &mut Samples,
+    seq: &mut u64,
+    tally: &mut SpeTally,
+) {
+    for (ty, misc, body) in split_records(buf) {
+        match ty {
+            RECORD_MMAP2 => {
+                if let Ok(mut m) = super::parse_mmap2_record(body, misc) {
+                    if let Some(tid) = u32_at(body, 1) {
+                        tally.process_of.insert(tid, m.pid);
+                    }
+                    m.seq = *seq;
+                    *seq += 1;
+                    data.mappings.push(m);
+                }
+            }
+            RECORD_FORK => {
+                if let (Some(pid), Some(tid)) = (u32_at(body, 0), u32_at(body, 2)) {
+                    tally.process_of.insert(tid, pid);
+                }
+            }
+            RECORD_LOST => data.lost += u64_at(body, 1).unwrap_or(0),
+            RECORD_AUX => {
+                let flags = u64_at(body, 2).unwrap_or(0);
+                tally.truncated_aux += u64::from(flags & AUX_TRUNCATED != 0);
+                tally.collisions += u64::from(flags & AUX_COLLISION != 0);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The memory samples of decoded records from the area of `cpu` for the command
+/// `pid`, counted into `tally`: a record whose Context packet names a thread (the
+/// kernel writes the thread id into CONTEXTIDR_EL1 when built with
+/// CONFIG_PID_IN_CONTEXTIDR) gets that thread and its process (when a FORK or MMAP2
+/// record said which, else the command's); without one, the command's.
+pub(super) fn samples_of(
+    records: &[spe::SpeRecord],
+    pid: u32,
+    cpu: u32,
+    include_kernel: bool,
+    tally: &mut SpeTally,
+) -> Vec<MemSample> {
+    let mut out = Vec::new();
+    for r in records {
+        tally.summary.add(r);
+        if !include_kernel && r.el.is_some_and(|el| el > 0) {
+            tally.kernel_records += 1;
+            continue;
+        }
+        let Some(mut s) = spe::to_mem_sample(r, pid, pid, cpu) else {
+            continue;
+        };
+        if let Some(tid) = r.context.filter(|&t| t != 0) {
+            s.tid = tid;
+            s.pid = *tally.process_of.get(&tid).unwrap_or(&pid);
+        }
+        out.push(s);
+    }
+    out
+}
+
+fn u32_at(b: &[u8], i: usize) -> Option<u32> {
+    b.get(i * 4..i * 4 + 4)
+        .map(|s| u32::from_ne_bytes(s.try_into().unwrap_or([0; 4])))
 }
 
 #[cfg(test)]
@@ -352,6 +434,97 @@ mod tests {
         b.extend_from_slice(&misc.to_ne_bytes());
         b.extend_from_slice(&((body.len() + 8) as u16).to_ne_bytes());
         b.extend_from_slice(body);
+    }
+
+    #[test]
+    fn ring_records_give_mappings_threads_and_flags() {
+        let mut b = Vec::new();
+        // FORK: pid, ppid, tid, ptid, time.
+        let fork: Vec<u8> = [500u32, 1, 501, 500]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .chain(7u64.to_ne_bytes())
+            .collect();
+        push(&mut b, RECORD_FORK, 0, &fork);
+        // MMAP2 of thread 502 of process 600: pid, tid, addr, len, pgoff, maj, min, ino,
+        // ino_generation, prot, flags, file name.
+        let mut m = Vec::new();
+        m.extend(600u32.to_ne_bytes());
+        m.extend(502u32.to_ne_bytes());
+        for v in [0x7f00_0000_0000u64, 0x10_0000, 0] {
+            m.extend(v.to_ne_bytes());
+        }
+        m.extend(8u32.to_ne_bytes());
+        m.extend(1u32.to_ne_bytes());
+        m.extend(1234u64.to_ne_bytes());
+        m.extend(0u64.to_ne_bytes());
+        m.extend(3u32.to_ne_bytes());
+        m.extend(2u32.to_ne_bytes());
+        m.extend(b"//anon\0\0");
+        push(&mut b, RECORD_MMAP2, 0, &m);
+        push(
+            &mut b,
+            RECORD_LOST,
+            0,
+            &[1u64, 5]
+                .iter()
+                .flat_map(|v| v.to_ne_bytes())
+                .collect::<Vec<u8>>(),
+        );
+        let aux: Vec<u8> = [0u64, 4096, AUX_TRUNCATED | AUX_COLLISION]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        push(&mut b, RECORD_AUX, 0, &aux);
+        let (mut data, mut seq, mut tally) = (Samples::default(), 10, SpeTally::default());
+        read_ring_records(&b, &mut data, &mut seq, &mut tally);
+        assert_eq!(data.mappings.len(), 1);
+        assert_eq!(
+            (
+                data.mappings[0].pid,
+                data.mappings[0].start,
+                data.mappings[0].seq,
+                seq
+            ),
+            (600, 0x7f00_0000_0000, 10, 11)
+        );
+        assert_eq!(data.lost, 5);
+        assert_eq!((tally.truncated_aux, tally.collisions), (1, 1));
+        assert_eq!(tally.process_of.get(&501), Some(&500));
+        assert_eq!(tally.process_of.get(&502), Some(&600));
+        // Records naming thread 501 go to process 500; an unknown thread to the command;
+        // no context: the command's; EL1 records are dropped unless asked.
+        let rec = |ctx: Option<u32>, el: u8| spe::SpeRecord {
+            pc: Some(0x400000),
+            el: Some(el),
+            virt_addr: Some(0x1000),
+            op: Some(spe::OpType {
+                class: spe::OpClass::LoadStore,
+                payload: 0,
+            }),
+            context: ctx,
+            ..Default::default()
+        };
+        let recs = [
+            rec(Some(501), 0),
+            rec(Some(777), 0),
+            rec(None, 0),
+            rec(None, 1),
+        ];
+        let got = samples_of(&recs, 42, 3, false, &mut tally);
+        let who: Vec<(u32, u32, u32)> = got.iter().map(|s| (s.pid, s.tid, s.cpu)).collect();
+        assert_eq!(who, vec![(500, 501, 3), (42, 777, 3), (42, 42, 3)]);
+        assert_eq!((tally.kernel_records, tally.summary.records), (1, 4));
+        assert_eq!(samples_of(&recs, 42, 3, true, &mut tally).len(), 4);
+        let notes = tally.notes(false);
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("overflowed (1 truncated, 1 collisions")),
+            "{notes:?}"
+        );
+        assert!(map_failure(&std::io::Error::from_raw_os_error(libc::EPERM))
+            .contains("perf_event_mlock_kb"));
     }
 
     #[test]

@@ -123,8 +123,8 @@ fn a_load_with_every_field() {
     assert_eq!(r.context, Some(4242));
     assert!(r.has(events::L1D_REFILL) && !r.mispredicted() && !r.remote());
     let s = to_mem_sample(r, 1, 2, 3).unwrap();
-    // The context packet names the process.
-    assert_eq!((s.pid, s.tid, s.cpu), (4242, 4242, 3));
+    // The caller names the process and thread (the context is the caller's to read).
+    assert_eq!((s.pid, s.tid, s.cpu), (1, 2, 3));
     assert_eq!(
         (s.ip, s.addr, s.weight),
         (Some(0x40_1234), 0xffff_8000_1000, 512)
