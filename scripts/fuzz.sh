@@ -67,6 +67,7 @@ seed small_parsers fuzz/seeds/small_parsers/*
 seed home_map fuzz/seeds/home_map/*
 seed slice_tables tests/fixtures/slice-hash/PermSelectMasks_*.tbl tests/fixtures/slice-hash/BaseSequence_SKX_16-slice.tbl tests/fixtures/slice-hash/BaseSequence_SKX_20-slice.tbl
 seed pmu_text crates/memaccess/tests/fixtures/*.script fuzz/seeds/pmu_text/*
+seed spe_packets fuzz/seeds/spe_packets/*
 for t in $targets; do
   echo "fuzz: $t for $secs s" >&2
   mkdir -p "fuzz/artifacts/$t"

@@ -7,7 +7,8 @@
 //! - [`import`]: `perf script` text of `perf mem record` / `perf c2c record` samples
 //!   (recognised by content with [`looks_like`]; fields in [`script`]);
 //! - [`record`]: live sampling with the machine's facility ([`detect`]: Arm SPE, Intel
-//!   PEBS load latency, AMD IBS op), PEBS and IBS through perf-event2.
+//!   PEBS load latency, AMD IBS op), PEBS and IBS through perf-event2, SPE with its AUX
+//!   area mapped here ([`spe`] decodes its packets).
 //!
 //! Both produce [`Samples`]; [`attribute`](attribute::attribute) places each data
 //! address in a mapping (PERF_RECORD_MMAP2), an ELF data symbol of the mapped file
@@ -28,7 +29,10 @@ pub mod live;
 pub mod node;
 pub mod sample;
 pub mod script;
-// The system calls, the one module allowed `unsafe`.
+pub mod spe;
+// The system calls and the AUX-area mapping, the modules allowed `unsafe`.
+#[allow(unsafe_code)]
+mod auxmap;
 #[allow(unsafe_code)]
 mod sys;
 

@@ -15,9 +15,11 @@
 //! [`Mapping`](crate::sample::Mapping) the importer makes, so the analysis is shared and the parsing is tested
 //! without hardware.
 //!
-//! Arm SPE is detected but not recorded live: it delivers its records through the AUX
-//! area as SPE packets, which numalab does not decode; `perf mem record` there and
-//! the import of its `perf script` output work.
+//! Arm SPE ([`spe`]) is opened per CPU for a command with its AUX area, whose packets
+//! [`crate::spe`] decodes into the same samples. Where the kernel needs the
+//! `mem-loads-aux` event as the group leader of PEBS load latency (Sapphire Rapids and
+//! later Intel P-cores: the core PMU publishes `events/mem-loads-aux` then), the
+//! load sampler is opened as its member.
 
 use crate::sample::{MemSample, Samples};
 use numalab_perfopen as perfopen;
@@ -60,13 +62,16 @@ pub struct Facility {
     pub loads_event: Option<String>,
     /// The store event's terms (PEBS: `events/mem-stores`).
     pub stores_event: Option<String>,
+    /// The auxiliary event the load event needs as its group leader (PEBS:
+    /// `events/mem-loads-aux`, published where the kernel requires it).
+    pub loads_aux_event: Option<String>,
     /// The CPUs the PMU covers (its `cpus` or `cpumask` file), when it says.
     pub cpus: Option<Vec<u32>>,
 }
 
 /// No facility: what was looked for and what there is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no data-address sampling facility in {devices}: looked for {}; this machine has {}. Record with `perf mem record` (or `perf c2c record`) on a machine that has one and import `perf script -F comm,pid,tid,cpu,time,event,ip,sym,dso,addr,data_src,weight,phys_addr --show-mmap-events` output", looked_for.join("; "), if found.is_empty() { "no event sources".to_string() } else { found.join(", ") })]
+#[error("no data-address sampling facility in {devices}: looked for {}; this machine has {}.{} Record with `perf mem record` (or `perf c2c record`) on a machine that has one and import `perf script -F comm,pid,tid,cpu,time,event,ip,sym,dso,addr,data_src,weight,phys_addr --show-mmap-events` output", looked_for.join("; "), if found.is_empty() { "no event sources".to_string() } else { found.join(", ") }, hint.as_deref().map(|h| format!(" {h}")).unwrap_or_default())]
 pub struct Unsupported {
     /// The directory searched.
     pub devices: String,
@@ -74,7 +79,12 @@ pub struct Unsupported {
     pub looked_for: Vec<String>,
     /// The event sources present.
     pub found: Vec<String>,
+    /// What the event sources present suggest (an Arm machine without `arm_spe`).
+    pub hint: Option<String>,
 }
+
+/// The hint for an Arm machine (an `armv8_*`/`armv9_*` core PMU) without `arm_spe`.
+pub const ARM_WITHOUT_SPE: &str = "This Arm machine exposes no arm_spe PMU: its CPUs lack the Statistical Profiling Extension (QEMU's emulated CPUs have none; Neoverse N1, N2, V1 and V2 have it), or the kernel lacks CONFIG_ARM_SPE_PMU or the firmware's SPE interrupt description, or a hypervisor does not pass SPE through.";
 
 fn read_trim(p: &Path) -> Option<String> {
     std::fs::read_to_string(p)
@@ -113,13 +123,14 @@ pub fn detect(root: &Path) -> Result<Facility, Unsupported> {
         let dir = devices.join(name);
         let pmu_type = read_trim(&dir.join("type"))?.parse().ok()?;
         let formats = formats(&dir);
-        let (loads_event, stores_event) = if kind == FacilityKind::IntelPebs {
+        let (loads_event, stores_event, loads_aux_event) = if kind == FacilityKind::IntelPebs {
             (
                 read_trim(&dir.join("events/mem-loads")),
                 read_trim(&dir.join("events/mem-stores")),
+                read_trim(&dir.join("events/mem-loads-aux")),
             )
         } else {
-            (None, None)
+            (None, None, None)
         };
         let cpus = ["cpus", "cpumask"].iter().find_map(|f| {
             read_trim(&dir.join(f)).and_then(|t| numalab_schema::cpulist::parse(&t).ok())
@@ -131,6 +142,7 @@ pub fn detect(root: &Path) -> Result<Facility, Unsupported> {
             formats,
             loads_event,
             stores_event,
+            loads_aux_event,
             cpus,
         })
     };
@@ -164,6 +176,10 @@ pub fn detect(root: &Path) -> Result<Facility, Unsupported> {
                 .into(),
             "AMD IBS op (ibs_op)".into(),
         ],
+        hint: found
+            .iter()
+            .any(|n| n.starts_with("armv8") || n.starts_with("armv9"))
+            .then(|| ARM_WITHOUT_SPE.to_string()),
         found,
     })
 }
@@ -243,6 +259,7 @@ pub fn encode_terms(
 }
 
 mod records;
+pub mod spe;
 
 pub use records::{parse_mmap2_record, parse_sample_record, SAMPLE_TYPE, SAMPLE_TYPE_PHYS};
 use records::{Decoded, S_PHYS_ADDR};
@@ -297,7 +314,7 @@ pub enum LiveError {
     /// No facility.
     #[error(transparent)]
     Unsupported(#[from] Unsupported),
-    /// A facility that numalab cannot record live (Arm SPE).
+    /// A target the facility cannot sample (Arm SPE and a running process).
     #[error("{0}")]
     NotImplemented(String),
     /// The command could not be started.
@@ -348,41 +365,63 @@ struct EventSpec {
     config: [u64; 3],
     precise: bool,
     exclude_kernel: bool,
+    /// The group leader the event needs (PEBS mem-loads-aux): its name and config.
+    leader: Option<(String, [u64; 3])>,
 }
 
 fn event_specs(f: &Facility, opts: &LiveOptions) -> Result<Vec<EventSpec>, LiveError> {
     match f.kind {
-        FacilityKind::ArmSpe => Err(LiveError::NotImplemented(format!(
-            "{} found ({}), but Arm SPE delivers its samples as packets in the AUX area, which numalab does not decode; record with `perf mem record -- CMD` (or `perf c2c record`) and import `perf script -F comm,pid,tid,cpu,time,event,ip,sym,dso,addr,data_src,weight,phys_addr --show-mmap-events` output",
-            f.kind.name(),
-            f.pmu
-        ))),
+        FacilityKind::ArmSpe => Ok(vec![EventSpec {
+            name: format!("{}//", f.pmu),
+            ty: f.pmu_type,
+            config: [0, 0, 0],
+            precise: false,
+            exclude_kernel: !opts.include_kernel,
+            leader: None,
+        }]),
         FacilityKind::IntelPebs => {
             let loads = f.loads_event.as_deref().unwrap_or_default();
-            let cfg = encode_terms(loads, &f.formats, &[("ldlat", opts.ldlat)])
-                .map_err(|detail| LiveError::Open {
-                    event: format!("{}/mem-loads/", f.pmu),
-                    detail,
+            let cfg =
+                encode_terms(loads, &f.formats, &[("ldlat", opts.ldlat)]).map_err(|detail| {
+                    LiveError::Open {
+                        event: format!("{}/mem-loads/", f.pmu),
+                        detail,
+                    }
                 })?;
+            // Sapphire Rapids and later P-cores: the kernel refuses the load event
+            // (ENODATA) unless mem-loads-aux leads its group.
+            let leader = match &f.loads_aux_event {
+                Some(aux) => Some((
+                    format!("{}/mem-loads-aux/", f.pmu),
+                    encode_terms(aux, &f.formats, &[]).map_err(|detail| LiveError::Open {
+                        event: format!("{}/mem-loads-aux/", f.pmu),
+                        detail,
+                    })?,
+                )),
+                None => None,
+            };
             let mut v = vec![EventSpec {
                 name: format!("{}/mem-loads,ldlat={}/P", f.pmu, opts.ldlat),
                 ty: f.pmu_type,
                 config: cfg,
                 precise: true,
                 exclude_kernel: !opts.include_kernel,
+                leader,
             }];
             if opts.stores {
                 if let Some(st) = &f.stores_event {
-                    let cfg = encode_terms(st, &f.formats, &[]).map_err(|detail| LiveError::Open {
-                        event: format!("{}/mem-stores/", f.pmu),
-                        detail,
-                    })?;
+                    let cfg =
+                        encode_terms(st, &f.formats, &[]).map_err(|detail| LiveError::Open {
+                            event: format!("{}/mem-stores/", f.pmu),
+                            detail,
+                        })?;
                     v.push(EventSpec {
                         name: format!("{}/mem-stores/P", f.pmu),
                         ty: f.pmu_type,
                         config: cfg,
                         precise: true,
                         exclude_kernel: !opts.include_kernel,
+                        leader: None,
                     });
                 }
             }
@@ -396,14 +435,62 @@ fn event_specs(f: &Facility, opts: &LiveOptions) -> Result<Vec<EventSpec>, LiveE
             // IBS cannot filter by privilege level (the kernel refuses any exclude_*
             // flag); kernel samples are dropped later.
             exclude_kernel: false,
+            leader: None,
         }]),
     }
 }
 
+/// The builders of `e` on `scope` with `skid`: its group leader's where it needs one
+/// (a counting event, leading, started as `start` says for a leader) and its sampler's
+/// (leading itself when alone). The attributes come from `numalab-perfopen`; the
+/// sampling options are this crate's.
+fn builders(
+    e: &EventSpec,
+    scope: perfopen::Target,
+    period: u64,
+    start: perfopen::Start,
+    skid: perf_event::SampleSkid,
+    sample_type: u64,
+) -> (
+    Option<perf_event::Builder<'static>>,
+    perf_event::Builder<'static>,
+) {
+    use perf_event::SampleFlag;
+    // The hypervisor is excluded with the kernel (IBS refuses any exclusion bit).
+    let exclude = perfopen::Exclude {
+        kernel: e.exclude_kernel,
+        hv: e.exclude_kernel,
+    };
+    let leader = e.leader.as_ref().map(|(_, config)| {
+        let encoding = perfopen::Encoding {
+            pmu_type: e.ty,
+            config: [config[0], config[1], config[2], 0],
+        };
+        let mut l = perfopen::builder(&encoding, scope, exclude);
+        perfopen::set_start(&mut l, start, true);
+        l
+    });
+    let encoding = perfopen::Encoding {
+        pmu_type: e.ty,
+        config: [e.config[0], e.config[1], e.config[2], 0],
+    };
+    let mut b = perfopen::builder(&encoding, scope, exclude);
+    perfopen::set_start(&mut b, start, leader.is_none());
+    b.precise_ip(skid)
+        .mmap(true)
+        .mmap2(true)
+        .mmap_data(true)
+        .comm(true)
+        .sample_id_all(true)
+        .sample_period(period)
+        .sample(SampleFlag::from_bits_retain(sample_type));
+    (leader, b)
+}
+
 /// Opens one sampler of `e` where `scope` says (a gated command's task on one CPU with
 /// inherit, or one thread of a running process on any CPU), starting at the command's
-/// exec when `gated`, else at once. The attributes come from `numalab-perfopen`; the
-/// sampling options are this crate's: precise events try zero skid, then requested
+/// exec when `gated`, else at once, in the group of its leader where it needs one
+/// (returned with it, to keep open). Precise events try zero skid, then requested
 /// zero skid, then constant skid while the kernel refuses the level (EINVAL,
 /// EOPNOTSUPP).
 fn open_one(
@@ -412,8 +499,8 @@ fn open_one(
     period: u64,
     gated: bool,
     sample_type: u64,
-) -> std::io::Result<perf_event::Sampler> {
-    use perf_event::{SampleFlag, SampleSkid};
+) -> std::io::Result<(perf_event::Sampler, Option<perf_event::Counter>)> {
+    use perf_event::SampleSkid;
     let mut last = None;
     let skids: &[SampleSkid] = if e.precise {
         &[
@@ -424,33 +511,23 @@ fn open_one(
     } else {
         &[SampleSkid::Arbitrary]
     };
-    let encoding = perfopen::Encoding {
-        pmu_type: e.ty,
-        config: [e.config[0], e.config[1], e.config[2], 0],
-    };
-    // The hypervisor is excluded with the kernel (IBS refuses any exclusion bit).
-    let exclude = perfopen::Exclude {
-        kernel: e.exclude_kernel,
-        hv: e.exclude_kernel,
-    };
     let start = if gated {
         perfopen::Start::AtExec
     } else {
         perfopen::Start::Now
     };
+    let mut leader = match builders(e, scope, period, start, skids[0], sample_type).0 {
+        Some(l) => Some(l.build()?),
+        None => None,
+    };
     for &skid in skids {
-        let mut b = perfopen::builder(&encoding, scope, exclude);
-        perfopen::set_start(&mut b, start, true);
-        b.precise_ip(skid)
-            .mmap(true)
-            .mmap2(true)
-            .mmap_data(true)
-            .comm(true)
-            .sample_id_all(true)
-            .sample_period(period)
-            .sample(SampleFlag::from_bits_retain(sample_type));
-        match b.build().and_then(|c| c.sampled(512 * 1024)) {
-            Ok(s) => return Ok(s),
+        let (_, b) = builders(e, scope, period, start, skid, sample_type);
+        let built = match leader.as_mut() {
+            Some(l) => b.build_with_group(l),
+            None => b.build(),
+        };
+        match built.and_then(|c| c.sampled(512 * 1024)) {
+            Ok(s) => return Ok((s, leader)),
             Err(err) => {
                 let retry = matches!(
                     err.raw_os_error(),
@@ -470,6 +547,11 @@ fn open_one(
 /// indices), the samples and mappings so far, and the page nodes asked.
 struct Collector {
     samplers: Vec<(perf_event::Sampler, u16)>,
+    /// The group leaders the samplers need (PEBS mem-loads-aux), kept open.
+    _leaders: Vec<perf_event::Counter>,
+    /// Arm SPE events with their AUX areas, and what they said besides samples.
+    spe: Vec<(spe::SpeRing, u16)>,
+    spe_tally: spe::SpeTally,
     sample_type: u64,
     include_kernel: bool,
     data: Samples,
@@ -485,6 +567,7 @@ impl Collector {
     /// with their event and also kept in `fresh` for the page-node queries, MMAP2
     /// mappings, lost counts.
     fn drain(&mut self) {
+        self.drain_spe(false);
         for (s, ev) in self.samplers.iter_mut() {
             while let Some(rec) = s.next_record() {
                 let Ok(parsed) = rec.parse_record() else {
@@ -516,6 +599,25 @@ impl Collector {
         }
     }
 
+    /// Moves the SPE rings' mappings and decoded samples into the samples (`last`: the
+    /// final read).
+    fn drain_spe(&mut self, last: bool) {
+        for (r, _) in self.spe.iter_mut() {
+            r.drain_ring(&mut self.data, &mut self.seq, &mut self.spe_tally);
+        }
+        for (r, ev) in self.spe.iter_mut() {
+            r.drain_aux(
+                *ev,
+                self.include_kernel,
+                &mut self.data,
+                &mut self.seq,
+                &mut self.fresh,
+                &mut self.spe_tally,
+                last,
+            );
+        }
+    }
+
     /// Drains, asks the nodes of the fresh samples' pages, and waits a little.
     fn drain_and_ask(&mut self) {
         self.drain();
@@ -536,6 +638,7 @@ impl Collector {
         while !waiter.is_finished() {
             self.drain_and_ask();
         }
+        self.drain_spe(true);
         self.drain();
         // The process is gone: its pages cannot be asked any more.
         let left = self.fresh.len();
@@ -553,6 +656,9 @@ impl Collector {
         for (s, _) in self.samplers.iter_mut() {
             let _ = s.enable();
         }
+        for (r, _) in self.spe.iter_mut() {
+            r.enable();
+        }
         let until = std::time::Instant::now() + duration;
         while std::time::Instant::now() < until {
             self.drain_and_ask();
@@ -560,6 +666,10 @@ impl Collector {
         for (s, _) in self.samplers.iter_mut() {
             let _ = s.disable();
         }
+        for (r, _) in self.spe.iter_mut() {
+            r.disable();
+        }
+        self.drain_spe(true);
         self.drain();
         self.nodes.query(&self.fresh);
     }
@@ -636,8 +746,9 @@ fn scopes(gated: bool, pid: i32, cpus: &[usize], notes: &mut Vec<String>) -> Vec
     tids.into_iter().map(perfopen::Target::Thread).collect()
 }
 
-/// Samplers with their event index: every event in every scope.
-type Opened = Vec<(perf_event::Sampler, u16)>;
+/// Samplers with their event index (every event in every scope), and the group
+/// leaders they need.
+type Opened = (Vec<(perf_event::Sampler, u16)>, Vec<perf_event::Counter>);
 
 /// Opens every event in every scope, with physical addresses when asked; when they
 /// need more privilege (or are not supported), again without, with a note. Returns
@@ -651,15 +762,16 @@ fn open_samplers(
     notes: &mut Vec<String>,
 ) -> Result<(Opened, u64), (String, std::io::Error)> {
     let open_all = |sample_type: u64| -> Result<Opened, (String, std::io::Error)> {
-        let mut v = Vec::new();
+        let (mut v, mut leaders) = (Vec::new(), Vec::new());
         for (e, &ev) in specs.iter().zip(ids) {
             for &scope in scopes {
-                let s = open_one(e, scope, opts.period, gated, sample_type)
+                let (s, leader) = open_one(e, scope, opts.period, gated, sample_type)
                     .map_err(|err| (e.name.clone(), err))?;
                 v.push((s, ev));
+                leaders.extend(leader);
             }
         }
-        Ok(v)
+        Ok((v, leaders))
     };
     let mut sample_type = if opts.phys_addr {
         SAMPLE_TYPE_PHYS
@@ -683,6 +795,9 @@ fn open_samplers(
     opened.map(|v| (v, sample_type))
 }
 
+/// Why Arm SPE does not sample a running process.
+pub const SPE_PID: &str = "Arm SPE samples a command numalab starts (`profile --memory-samples -- CMD`), one AUX area per CPU; sampling a running process with it is not supported (its records carry no CPU, and an area per thread and CPU would exceed the locked-memory limit); record with `perf mem record -p PID` and import `perf script -F comm,pid,tid,cpu,time,event,ip,sym,dso,addr,data_src,weight,phys_addr --show-mmap-events` output";
+
 /// Why `event` could not be opened, with what would allow it.
 fn open_error(event: String, e: std::io::Error) -> LiveError {
     let detail = match e.raw_os_error() {
@@ -701,25 +816,40 @@ fn open_error(event: String, e: std::io::Error) -> LiveError {
 pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveError> {
     let facility = detect(&opts.sysfs_root)?;
     let specs = event_specs(&facility, opts)?;
+    let is_spe = facility.kind == FacilityKind::ArmSpe;
+    if is_spe && matches!(target, Target::Pid { .. }) {
+        return Err(LiveError::NotImplemented(SPE_PID.to_string()));
+    }
     let mut notes = Vec::new();
     let (mut running, pid, gated) = start_target(target)?;
     let mut data = Samples::default();
     let ids: Vec<u16> = specs.iter().map(|e| data.event_index(&e.name)).collect();
     let cpus = sampled_cpus(&facility, &mut notes);
     let scopes = scopes(gated, pid, &cpus, &mut notes);
-    let (samplers, sample_type) =
-        match open_samplers(&specs, &ids, &scopes, opts, gated, &mut notes) {
-            Ok(v) => v,
-            Err((event, e)) => {
-                if let Some(mut r) = running.take() {
-                    let _ = r.release();
-                    let _ = r.wait();
-                }
-                return Err(open_error(event, e));
+    let opened = if is_spe {
+        let start = perfopen::Start::AtExec;
+        spe::open(&facility, pid, &scopes, opts, start, &mut notes)
+            .map(|(rings, phys)| ((Vec::new(), Vec::new()), rings, phys, SAMPLE_TYPE))
+    } else {
+        open_samplers(&specs, &ids, &scopes, opts, gated, &mut notes)
+            .map(|(v, st)| (v, Vec::new(), st & S_PHYS_ADDR != 0, st))
+            .map_err(|(event, e)| open_error(event, e))
+    };
+    let ((samplers, leaders), rings, phys, sample_type) = match opened {
+        Ok(v) => v,
+        Err(e) => {
+            if let Some(mut r) = running.take() {
+                let _ = r.release();
+                let _ = r.wait();
             }
-        };
+            return Err(e);
+        }
+    };
     let mut c = Collector {
         samplers,
+        _leaders: leaders,
+        spe: rings.into_iter().map(|r| (r, ids[0])).collect(),
+        spe_tally: spe::SpeTally::default(),
         sample_type,
         include_kernel: opts.include_kernel,
         data,
@@ -737,11 +867,15 @@ pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveErro
             None
         }
     };
+    if is_spe {
+        notes.extend(c.spe_tally.notes(phys));
+    }
     let (mut data, nodes) = (c.data, c.nodes);
     data.has_ip = true;
-    data.has_time = true;
+    // SPE's time stamps count the generic timer, not perf's clock: left out.
+    data.has_time = !is_spe;
     data.drop_non_memory();
-    data.has_phys_addr = sample_type & S_PHYS_ADDR != 0;
+    data.has_phys_addr = phys;
     if let Some(e) = &nodes.error {
         notes.push(format!("page nodes: {e}"));
     }
@@ -754,3 +888,6 @@ pub fn record(target: &Target, opts: &LiveOptions) -> Result<Collected, LiveErro
         notes,
     })
 }
+
+#[cfg(test)]
+mod tests;

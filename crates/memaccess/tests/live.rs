@@ -82,7 +82,8 @@ fn arm_spe_is_found_with_its_format_fields() {
     assert!(f
         .formats
         .contains(&("min_latency".into(), "config2:0-11".into())));
-    // Not recorded live: said plainly.
+    assert_eq!(f.loads_aux_event, None);
+    // A running process is not sampled with SPE: said plainly, nothing opened.
     let opts = LiveOptions {
         sysfs_root: d.path().to_path_buf(),
         ..Default::default()
@@ -96,7 +97,65 @@ fn arm_spe_is_found_with_its_format_fields() {
     )
     .unwrap_err();
     assert!(matches!(e, LiveError::NotImplemented(_)), "{e}");
-    assert!(e.to_string().contains("AUX"), "{e}");
+    assert_eq!(e.to_string(), live::SPE_PID);
+    assert!(e.to_string().contains("perf mem record -p PID"), "{e}");
+}
+
+#[test]
+fn an_arm_machine_without_spe_says_why() {
+    // What the emulated Neoverse N1 guest shows (QEMU has no SPE): the core PMU and
+    // software sources, no arm_spe_*.
+    let d = tempfile::tempdir().unwrap();
+    plain(d.path());
+    write(
+        d.path(),
+        &format!("{}/type", dev(d.path(), "armv8_pmuv3_0")),
+        "10\n",
+    );
+    let e = detect(d.path()).unwrap_err();
+    assert_eq!(e.hint.as_deref(), Some(live::ARM_WITHOUT_SPE));
+    let m = e.to_string();
+    for want in [
+        "looked for Arm SPE (arm_spe_*)",
+        "this machine has armv8_pmuv3_0, breakpoint",
+        "exposes no arm_spe PMU",
+        "QEMU's emulated CPUs have none",
+        "CONFIG_ARM_SPE_PMU",
+        "perf mem record",
+    ] {
+        assert!(m.contains(want), "{want}: {m}");
+    }
+    // Live recording refuses with the same error before starting the command.
+    let opts = LiveOptions {
+        sysfs_root: d.path().to_path_buf(),
+        ..Default::default()
+    };
+    match live::record(&Target::Command(numalab_proc::Spec::new(["true"])), &opts) {
+        Err(LiveError::Unsupported(u)) => assert_eq!(u, e),
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    // An x86 machine without a facility gets no Arm hint.
+    let d2 = tempfile::tempdir().unwrap();
+    plain(d2.path());
+    assert_eq!(detect(d2.path()).unwrap_err().hint, None);
+}
+
+#[test]
+fn sapphire_rapids_publishes_mem_loads_aux() {
+    let d = tempfile::tempdir().unwrap();
+    plain(d.path());
+    pebs(d.path());
+    write(
+        d.path(),
+        &format!("{}/events/mem-loads-aux", dev(d.path(), "cpu")),
+        "event=0x03,umask=0x82\n",
+    );
+    let f = detect(d.path()).unwrap();
+    assert_eq!(f.loads_aux_event.as_deref(), Some("event=0x03,umask=0x82"));
+    assert_eq!(
+        encode_terms(f.loads_aux_event.as_deref().unwrap(), &f.formats, &[]).unwrap(),
+        [0x8203, 0, 0]
+    );
 }
 
 #[test]

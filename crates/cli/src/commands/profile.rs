@@ -125,8 +125,8 @@ pub struct ProfileArgs {
     #[arg(long, conflicts_with_all = ["import", "compare", "list"])]
     pub no_uncore: bool,
     /// After counting, sample loads and stores with their data addresses (Intel PEBS
-    /// load latency, AMD IBS op): which mappings and data symbols the slow and remote
-    /// accesses hit, latency per NUMA node of the page, false sharing.
+    /// load latency, AMD IBS op, Arm SPE): which mappings and data symbols the slow and
+    /// remote accesses hit, latency per NUMA node of the page, false sharing.
     #[arg(long, conflicts_with_all = ["import", "compare", "list", "all_cpus"])]
     pub memory_samples: bool,
     /// With --memory-samples or an imported `perf script` file: loads at or above this
