@@ -170,7 +170,8 @@ fn perf_listing_becomes_a_catalog_with_known_answers() {
         ("offcore_rd_pki", 15.0),            // 1e3 * 45 / 3000
         ("tx_cycles_share", 0.1),            // sysfs alias: 150 / 1500
         ("cores_per_cpu", 0.5),              // #num_cores 2 / #num_cpus_online 4
-        ("cs_per_second", 10.0),             // 1e9 * 20 / 2e9 ns
+        ("cs_per_second", 10.0),
+        ("guarded_by_missing_event", 3000.0), // has_event false: the else branch             // 1e9 * 20 / 2e9 ns
     ];
     for (metric, want) in cases {
         let got = value(c, metric, &n);
@@ -220,12 +221,17 @@ fn what_cannot_be_computed_is_left_out_with_why() {
         ("needs_frontend_term", "format/frontend does not exist"),
         ("cpu/el-abort/", "format/frontend does not exist"),
         ("uses_bad_event", "needs_frontend_term"),
+        // has_event is true (the listing has it on an uncore PMU), so the event is needed.
+        (
+            "guarded_uncore",
+            "unc_m_cas_count.rd is not in perf's listing of a core PMU",
+        ),
     ] {
         assert!(why(name).contains(says), "{name}: {}", why(name));
         assert!(p.catalog.metric(name).is_none());
     }
     // Nothing left out is in the catalog; every perf metric in it has a value above.
-    assert_eq!(p.metrics.len(), 11, "{:?}", p.metrics);
+    assert_eq!(p.metrics.len(), 12, "{:?}", p.metrics);
 }
 
 #[test]
@@ -299,7 +305,7 @@ fn a_perf_without_json_listing_is_said_and_changes_nothing() {
     assert_eq!(m.catalog, PERF_ID);
     assert!(
         m.how.ends_with(
-            "; events and metrics from perf 6.8.0 (11 metrics; numalab ships no catalog for this CPU)"
+            "; events and metrics from perf 6.8.0 (12 metrics; numalab ships no catalog for this CPU)"
         ),
         "{}",
         m.how
@@ -343,4 +349,31 @@ fn shipped_and_perf_formulas_are_compared_on_the_same_counts() {
     // The comparison is a record.
     let json = serde_json::to_value(&cmp).unwrap();
     assert_eq!(json["metrics"][1]["metric"], "ipc");
+}
+
+#[test]
+fn a_listing_without_core_pmu_metrics_gives_no_catalog() {
+    // Without a core PMU in sysfs (a VM), perf's events cannot be encoded; metrics over
+    // software events alone are numalab's already, so no perf catalog is made.
+    let root = tempfile::tempdir().unwrap();
+    let list = PerfList::from_json(
+        "6.8.0",
+        r#"[{"MetricName": "cs_rate", "MetricExpr": "context\\-switches / duration_time"},
+            {"Unit": "cpu", "EventName": "inst_retired.any", "Encoding": "cpu/event=0xc0/"},
+            {"MetricName": "ipc_raw", "MetricExpr": "inst_retired.any / cycles"}]"#,
+    )
+    .unwrap();
+    let base = catalog::load_x86(None).unwrap();
+    let e = build_catalog(base, &list, root.path(), &MachineFacts::default()).unwrap_err();
+    assert_eq!(
+        e,
+        PerfError::NoMetrics {
+            version: "6.8.0".into(),
+            left_out: 2
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "perf 6.8.0 lists no metric over this CPU's own events that numalab can compute (2 events and metrics left out)"
+    );
 }

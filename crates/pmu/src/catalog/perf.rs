@@ -91,7 +91,7 @@ pub enum PerfError {
     },
     /// Nothing of the listing can be counted here.
     #[error(
-        "perf {version} lists no metric numalab can compute on this CPU ({left_out} left out)"
+        "perf {version} lists no metric over this CPU's own events that numalab can compute ({left_out} events and metrics left out)"
     )]
     NoMetrics {
         /// perf's version.
@@ -263,9 +263,11 @@ pub fn scale_unit(text: &str) -> Option<(f64, String)> {
 }
 
 /// Whether a PMU is a core PMU numalab counts on (x86 `cpu`/`cpu_core`, Arm `armv8_*`,
-/// `armv9_*`). Hybrid Atom cores (`cpu_atom`) are not: numalab counts one core type.
+/// `armv9_*`; `default_core`, perf's name for the core PMU in its metric tables). Hybrid Atom cores (`cpu_atom`) are not: numalab counts one core type.
 fn is_core_pmu(pmu: &str) -> bool {
-    matches!(pmu, "cpu" | "cpu_core") || pmu.starts_with("armv8_") || pmu.starts_with("armv9_")
+    matches!(pmu, "cpu" | "cpu_core" | "default_core")
+        || pmu.starts_with("armv8_")
+        || pmu.starts_with("armv9_")
 }
 
 /// An event's perf encoding (`event=0x3c,umask=0x1`) on `pmu`, through the PMU's sysfs
@@ -347,6 +349,8 @@ pub struct PerfCatalog {
 struct Names {
     events: Vec<EventDef>,
     index: HashMap<String, usize>,
+    /// Every event name of the listing, any PMU, lower case (for `has_event`).
+    listed: BTreeSet<String>,
 }
 
 impl Names {
@@ -379,6 +383,15 @@ impl Names {
             }
         };
         self.index.insert(name.to_ascii_lowercase(), i);
+    }
+
+    /// Whether the machine has the event (perf's `has_event`): a catalog event, or one
+    /// the listing names on any PMU.
+    fn exists(&self, name: &str) -> bool {
+        let inner = name
+            .split_once('@')
+            .map_or(name, |(_, r)| r.strip_suffix('@').unwrap_or(r));
+        self.resolve(name).is_ok() || self.listed.contains(&inner.to_ascii_lowercase())
     }
 
     /// A perf formula's event name as a catalog event: `pmu@name@` on a core PMU or
@@ -415,6 +428,13 @@ pub fn build_catalog(
     let mut names = Names {
         events: base.events.clone(),
         index: HashMap::new(),
+        listed: list
+            .entries
+            .iter()
+            .filter_map(|e| e.event_name.as_deref())
+            .flat_map(|n| n.split(" OR "))
+            .map(|n| n.trim().to_ascii_lowercase())
+            .collect(),
     };
     for (i, e) in names.events.iter().enumerate() {
         for n in std::iter::once(&e.name).chain(&e.aliases) {
@@ -556,7 +576,16 @@ pub fn build_catalog(
             scale: 1.0,
         });
     }
-    if vendor.is_empty() {
+    // Only a listing with metrics over the core PMU's own events is worth a catalog (the
+    // generic and software events are there without perf).
+    let over_core = vendor.iter().any(|m| {
+        m.expr.variables().iter().any(|v| {
+            names
+                .find(v)
+                .is_some_and(|e| matches!(e.encoding, Encoding::Raw(_) | Encoding::RawExt { .. }))
+        })
+    });
+    if !over_core {
         return Err(PerfError::NoMetrics {
             version: list.version.clone(),
             left_out: left_out.len(),
@@ -648,7 +677,7 @@ fn metric_expr(
                 .get(l)
                 .map(|x| Expr::Num(*x))
                 .ok_or_else(|| format!("{l} is not known on this machine")),
-            PerfInput::HasEvent(e) => Ok(Expr::Num(if names.resolve(e).is_ok() { 1.0 } else { 0.0 })),
+            PerfInput::HasEvent(e) => Ok(Expr::Num(if names.exists(e) { 1.0 } else { 0.0 })),
             PerfInput::SourceCount(e) => Err(format!(
                 "source_count({e}) needs how many counters perf sums into {e}, which numalab does not know"
             )),
