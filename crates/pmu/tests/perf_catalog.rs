@@ -300,7 +300,14 @@ fn a_perf_without_json_listing_is_said_and_changes_nothing() {
         how: "vendor GenuineIntel family 6 model 200; not a model numalab ships".into(),
     };
     let kept = prefer_perf_with(generic.clone(), &|| Err(e.clone()), root.path());
-    assert_eq!(kept, generic);
+    assert_eq!(kept.catalog, generic.catalog);
+    assert_eq!(
+        kept.how,
+        format!(
+            "{}; perf's metrics not used: perf 6.1.192 cannot list metrics as JSON (`perf list -j` failed: exited with code 129; Error: unknown switch `j')",
+            generic.how
+        )
+    );
     let m = prefer_perf_with(generic.clone(), &|| Ok(listing()), root.path());
     assert_eq!(m.catalog, PERF_ID);
     assert!(

@@ -746,7 +746,8 @@ pub fn load_installed(m: &CpuMatch) -> Result<Catalog, CatalogError> {
 
 /// Catalog selection with perf: a match to a generic catalog (numalab ships none for
 /// this CPU) becomes the installed perf's catalog when perf gives metrics for it, said
-/// in `how`; every other match is returned as it is.
+/// in `how` (and when it does not, `how` says why); every other match is returned as it
+/// is.
 pub fn prefer_perf(m: CpuMatch) -> CpuMatch {
     prefer_perf_with(m, &installed_list, Path::new("/"))
 }
@@ -775,7 +776,10 @@ pub fn prefer_perf_with(
             ),
             cpu: m.cpu,
         },
-        Err(_) => m,
+        Err(e) => CpuMatch {
+            how: format!("{}; perf's metrics not used: {e}", m.how),
+            ..m
+        },
     }
 }
 
