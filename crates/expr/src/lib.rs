@@ -14,6 +14,19 @@
 //! parser): `if else`, `|`, `&`, comparisons, `+ -`, `* /`, unary minus. [`parse`] keeps
 //! the plain grammar, so an Arm or numalab formula using any of this is still an error.
 //!
+//! [`parse_perf`] reads the metric expressions of Linux perf (`perf list -j`'s
+//! `MetricExpr`): the extended grammar plus event names with perf's `pmu@event@` form,
+//! `?` and backslash escapes (`cpu_core@INST_RETIRED.ANY@`, `msr@tsc@`,
+//! `cstate_pkg@c10\-residency@`: the backslash is dropped, the character kept), perf's
+//! literals (`#smt_on`, `#num_cpus`, ... see [`PERF_LITERALS`]), `d_ratio(a, b)`,
+//! `source_count(EVENT)` and `has_event(EVENT)`. A literal, `source_count(E)` and
+//! `has_event(E)` become inputs named as written (`#smt_on`, `source_count(E)`): the
+//! caller gives their value from the machine, or they are missing; nothing is assumed.
+//! `d_ratio(a, b)` is `a / b`, and 0 when `b` is 0: that is perf's rule for this
+//! function, kept so a perf metric has perf's value; a plain `/` by zero stays "not
+//! available". `strcmp_cpuid_str(...)` is refused with an error (it compares perf's own
+//! CPUID string, which numalab does not evaluate).
+//!
 //! Evaluation never turns a missing input into 0: an input that was not counted or is
 //! not supported, or a division by zero, makes the whole metric "not available" with
 //! the reason (every missing input is named, not just the first).
@@ -26,6 +39,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
+
+mod lex;
+use lex::{tokenize, Token};
 
 /// A binary operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +122,74 @@ pub enum Func {
     Min,
     /// The largest argument.
     Max,
+    /// perf's `d_ratio(a, b)`: `a / b`, and 0 when `b` is 0 (perf's rule).
+    DRatio,
+}
+
+impl Func {
+    fn name(self) -> &'static str {
+        match self {
+            Func::Min => "min",
+            Func::Max => "max",
+            Func::DRatio => "d_ratio",
+        }
+    }
+}
+
+/// perf's metric literals (`#smt_on`: 1 when SMT is on; `#num_cpus`, `#num_cpus_online`,
+/// `#num_packages`, `#num_dies`, `#num_cores`; `#core_wide`: 1 when events are counted
+/// for whole cores; `#system_tsc_freq`: the TSC's frequency in Hz). In a formula parsed
+/// with [`parse_perf`] each is an input of that name whose value the caller supplies.
+pub const PERF_LITERALS: &[&str] = &[
+    "#smt_on",
+    "#num_cpus",
+    "#num_cpus_online",
+    "#num_packages",
+    "#num_dies",
+    "#num_cores",
+    "#core_wide",
+    "#system_tsc_freq",
+];
+
+/// What an input of a perf formula ([`parse_perf`]) stands for, by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PerfInput<'a> {
+    /// A literal of [`PERF_LITERALS`] (`#smt_on`).
+    Literal(&'a str),
+    /// `source_count(EVENT)`: how many counters were summed into EVENT's count.
+    SourceCount(&'a str),
+    /// `has_event(EVENT)`: 1 when the machine has EVENT, 0 when not.
+    HasEvent(&'a str),
+    /// An event (or a metric that another metric names).
+    Event(&'a str),
+}
+
+impl<'a> PerfInput<'a> {
+    /// Classifies an input name of a perf formula.
+    pub fn of(name: &'a str) -> PerfInput<'a> {
+        let call = |f: &str| {
+            name.strip_prefix(f)
+                .and_then(|r| r.strip_prefix('('))
+                .and_then(|r| r.strip_suffix(')'))
+        };
+        if name.starts_with('#') {
+            PerfInput::Literal(name)
+        } else if let Some(e) = call("source_count") {
+            PerfInput::SourceCount(e)
+        } else if let Some(e) = call("has_event") {
+            PerfInput::HasEvent(e)
+        } else {
+            PerfInput::Event(name)
+        }
+    }
+}
+
+/// Which grammar a parse uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Grammar {
+    Plain,
+    Extended,
+    Perf,
 }
 
 /// A parsed formula.
@@ -197,144 +281,12 @@ fn missing_text(inputs: &[(String, String)]) -> String {
     format!("missing input: {}", parts.join("; "))
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum Token {
-    Num(f64),
-    Ident(String),
-    Op(Op),
-    Open,
-    Close,
-    Comma,
-    Cmp(Cmp),
-    And,
-    Or,
-}
-
-fn tokenize(text: &str, extended: bool) -> Result<Vec<(usize, Token)>, ParseError> {
-    let err = |pos: usize, message: String| ParseError {
-        formula: text.to_string(),
-        position: pos + 1,
-        message,
-    };
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            ' ' | '\t' | '\n' | '\r' => i += 1,
-            '+' => {
-                out.push((i, Token::Op(Op::Add)));
-                i += 1
-            }
-            '-' => {
-                out.push((i, Token::Op(Op::Sub)));
-                i += 1
-            }
-            '*' => {
-                out.push((i, Token::Op(Op::Mul)));
-                i += 1
-            }
-            '/' => {
-                out.push((i, Token::Op(Op::Div)));
-                i += 1
-            }
-            '(' => {
-                out.push((i, Token::Open));
-                i += 1
-            }
-            ')' => {
-                out.push((i, Token::Close));
-                i += 1
-            }
-            c if c.is_ascii_digit() || c == '.' => {
-                let start = i;
-                while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
-                    i += 1;
-                }
-                // Exponent: 1e9, 2.5E-3.
-                if i < chars.len() && (chars[i] == 'e' || chars[i] == 'E') {
-                    let mut j = i + 1;
-                    if j < chars.len() && (chars[j] == '+' || chars[j] == '-') {
-                        j += 1;
-                    }
-                    if j < chars.len() && chars[j].is_ascii_digit() {
-                        while j < chars.len() && chars[j].is_ascii_digit() {
-                            j += 1;
-                        }
-                        i = j;
-                    }
-                }
-                let s: String = chars[start..i].iter().collect();
-                let v: f64 = s
-                    .parse()
-                    .map_err(|_| err(start, format!("bad number {s:?}")))?;
-                out.push((start, Token::Num(v)));
-            }
-            c if c.is_ascii_alphabetic() || c == '_' => {
-                let start = i;
-                // Extended names may contain `.` and `:` (followed by a name character).
-                let name_char = |j: usize| {
-                    let c = chars[j];
-                    c.is_ascii_alphanumeric()
-                        || c == '_'
-                        || (extended
-                            && (c == '.' || c == ':')
-                            && chars
-                                .get(j + 1)
-                                .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '_'))
-                };
-                while i < chars.len() && name_char(i) {
-                    i += 1;
-                }
-                out.push((start, Token::Ident(chars[start..i].iter().collect())));
-            }
-            ',' if extended => {
-                out.push((i, Token::Comma));
-                i += 1
-            }
-            '&' | '|' if extended => {
-                let start = i;
-                i += 1;
-                if chars.get(i) == Some(&c) {
-                    i += 1;
-                }
-                out.push((start, if c == '&' { Token::And } else { Token::Or }));
-            }
-            '<' | '>' | '=' | '!' if extended => {
-                let start = i;
-                i += 1;
-                // `>=` (Intel's files also write `> =`).
-                let mut j = i;
-                while j < chars.len() && chars[j] == ' ' {
-                    j += 1;
-                }
-                let eq = chars.get(j) == Some(&'=');
-                if eq {
-                    i = j + 1;
-                }
-                let cmp = match (c, eq) {
-                    ('<', false) => Cmp::Lt,
-                    ('<', true) => Cmp::Le,
-                    ('>', false) => Cmp::Gt,
-                    ('>', true) => Cmp::Ge,
-                    ('=', _) => Cmp::Eq,
-                    ('!', true) => Cmp::Ne,
-                    _ => return Err(err(start, format!("unexpected character {c:?}"))),
-                };
-                out.push((start, Token::Cmp(cmp)));
-            }
-            other => return Err(err(i, format!("unexpected character {other:?}"))),
-        }
-    }
-    Ok(out)
-}
-
 struct Parser<'a> {
     text: &'a str,
     tokens: Vec<(usize, Token)>,
     pos: usize,
     extended: bool,
+    perf: bool,
 }
 
 impl Parser<'_> {
@@ -438,6 +390,34 @@ impl Parser<'_> {
         }
     }
 
+    /// perf's functions of an event (`source_count(E)`, `has_event(E)`), which become
+    /// inputs named as written; `strcmp_cpuid_str` is refused. None for other names. The
+    /// name's token has been taken, the `(` has not.
+    fn perf_call(&mut self, name: &str) -> Result<Option<Expr>, ParseError> {
+        match name {
+            "source_count" | "has_event" => {
+                self.pos += 1;
+                let event = match self.peek().cloned() {
+                    Some(Token::Ident(e)) if !e.starts_with('#') => e,
+                    _ => return Err(self.error(format!("{name}(...) takes an event name"))),
+                };
+                self.pos += 1;
+                if self.peek() != Some(&Token::Close) {
+                    return Err(self.error("expected ')'"));
+                }
+                self.pos += 1;
+                Ok(Some(Expr::Var(format!("{name}({event})"))))
+            }
+            "strcmp_cpuid_str" => {
+                self.pos -= 1;
+                Err(self.error(
+                    "strcmp_cpuid_str(...) compares perf's own CPUID string, which numalab does not evaluate",
+                ))
+            }
+            _ => Ok(None),
+        }
+    }
+
     fn atom(&mut self) -> Result<Expr, ParseError> {
         match self.peek().cloned() {
             Some(Token::Num(v)) => {
@@ -447,9 +427,15 @@ impl Parser<'_> {
             Some(Token::Ident(name)) => {
                 self.pos += 1;
                 if self.peek() == Some(&Token::Open) {
+                    if self.perf {
+                        if let Some(e) = self.perf_call(&name)? {
+                            return Ok(e);
+                        }
+                    }
                     let func = match name.as_str() {
                         "min" if self.extended => Func::Min,
                         "max" if self.extended => Func::Max,
+                        "d_ratio" if self.perf => Func::DRatio,
                         _ => {
                             return Err(self.error(format!(
                                 "function calls such as {name}(...) are not part of the formula language"
@@ -464,6 +450,11 @@ impl Parser<'_> {
                     }
                     if self.peek() != Some(&Token::Close) {
                         return Err(self.error("expected ')'"));
+                    }
+                    if func == Func::DRatio && args.len() != 2 {
+                        return Err(
+                            self.error(format!("d_ratio takes 2 arguments, not {}", args.len()))
+                        );
                     }
                     self.pos += 1;
                     return Ok(Expr::Call(func, args));
@@ -496,22 +487,30 @@ impl Parser<'_> {
 
 /// Parses a formula (the plain grammar: numbers, names, `+ - * /`, parentheses).
 pub fn parse(text: &str) -> Result<Expr, ParseError> {
-    parse_with(text, false)
+    parse_with(text, Grammar::Plain)
 }
 
 /// Parses a formula in the extended grammar of Intel's perfmon files (see the module
 /// documentation).
 pub fn parse_extended(text: &str) -> Result<Expr, ParseError> {
-    parse_with(text, true)
+    parse_with(text, Grammar::Extended)
 }
 
-fn parse_with(text: &str, extended: bool) -> Result<Expr, ParseError> {
-    let tokens = tokenize(text, extended)?;
+/// Parses a metric expression of Linux perf (`perf list -j`'s `MetricExpr`; see the
+/// module documentation): the extended grammar plus perf's names, literals and
+/// functions.
+pub fn parse_perf(text: &str) -> Result<Expr, ParseError> {
+    parse_with(text, Grammar::Perf)
+}
+
+fn parse_with(text: &str, grammar: Grammar) -> Result<Expr, ParseError> {
+    let tokens = tokenize(text, grammar)?;
     let mut p = Parser {
         text,
         tokens,
         pos: 0,
-        extended,
+        extended: grammar != Grammar::Plain,
+        perf: grammar == Grammar::Perf,
     };
     if p.tokens.is_empty() {
         return Err(p.error("the formula is empty"));
@@ -731,6 +730,9 @@ impl Expr {
                 for a in args {
                     let v = a.compute(input)?;
                     out = Some(match (out, func) {
+                        // d_ratio: perf's rule, 0 when the denominator is 0.
+                        (Some(_), Func::DRatio) if v == 0.0 => 0.0,
+                        (Some(o), Func::DRatio) => o / v,
                         (None, _) => v,
                         (Some(o), Func::Min) => o.min(v),
                         (Some(o), Func::Max) => o.max(v),
@@ -764,10 +766,7 @@ impl Expr {
             Expr::And(a, b) => write!(f, "({a} & {b})"),
             Expr::Or(a, b) => write!(f, "({a} | {b})"),
             Expr::Call(func, args) => {
-                let name = match func {
-                    Func::Min => "min",
-                    Func::Max => "max",
-                };
+                let name = func.name();
                 let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
                 write!(f, "{name}({})", args.join(", "))
             }
@@ -1007,6 +1006,163 @@ mod tests {
             "a & & b",
         ] {
             assert!(parse_extended(text).is_err(), "{text}");
+        }
+    }
+
+    fn eval_p(text: &str, pairs: &[(&str, f64)]) -> Result<f64, NotAvailable> {
+        parse_perf(text)
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+            .eval(&env(pairs))
+    }
+
+    #[test]
+    fn perf_grammar_known_answers() {
+        // d_ratio: a / b, and 0 (perf's rule) when b is 0; a plain `/` by 0 stays missing.
+        assert_eq!(
+            eval_p("d_ratio(a, b)", &[("a", 6.0), ("b", 4.0)]).unwrap(),
+            1.5
+        );
+        assert_eq!(
+            eval_p("d_ratio(a, b)", &[("a", 6.0), ("b", 0.0)]).unwrap(),
+            0.0
+        );
+        assert_eq!(
+            eval_p("100 * d_ratio(a - 1, b * 2)", &[("a", 5.0), ("b", 8.0)]).unwrap(),
+            25.0
+        );
+        assert!(matches!(
+            eval_p("a / b", &[("a", 6.0), ("b", 0.0)]),
+            Err(NotAvailable::DivisionByZero { .. })
+        ));
+        // Literals are inputs the caller gives; missing when it has none.
+        assert_eq!(
+            eval_p("a / 2 if #smt_on else a", &[("a", 10.0), ("#smt_on", 1.0)]).unwrap(),
+            5.0
+        );
+        assert_eq!(
+            eval_p("a / 2 if #smt_on else a", &[("a", 10.0), ("#smt_on", 0.0)]).unwrap(),
+            10.0
+        );
+        let e = eval_p("tsc / #system_tsc_freq", &[("tsc", 3e9)]).unwrap_err();
+        assert_eq!(e.to_string(), "missing input: #system_tsc_freq not counted");
+        for lit in PERF_LITERALS {
+            let e = parse_perf(&format!("x * {lit}")).unwrap();
+            assert!(e.variables().contains(*lit), "{lit}");
+            assert_eq!(PerfInput::of(lit), PerfInput::Literal(lit));
+        }
+        assert_eq!(
+            eval_p(
+                "#num_cpus_online / #num_packages + #num_dies * #num_cores - #core_wide + #num_cpus",
+                &[
+                    ("#num_cpus_online", 8.0),
+                    ("#num_packages", 2.0),
+                    ("#num_dies", 2.0),
+                    ("#num_cores", 3.0),
+                    ("#core_wide", 1.0),
+                    ("#num_cpus", 16.0),
+                ]
+            )
+            .unwrap(),
+            4.0 + 6.0 - 1.0 + 16.0
+        );
+        let e = parse_perf("#smt_off").unwrap_err();
+        assert!(e.message.contains("unknown literal"), "{e}");
+        // source_count(E) and has_event(E) are inputs named as written.
+        let e = parse_perf("d_ratio(x, source_count(x)) if has_event(x) else 0").unwrap();
+        assert_eq!(
+            e.ordered_variables(),
+            ["has_event(x)", "x", "source_count(x)"]
+        );
+        assert_eq!(
+            PerfInput::of("source_count(x)"),
+            PerfInput::SourceCount("x")
+        );
+        assert_eq!(PerfInput::of("has_event(x)"), PerfInput::HasEvent("x"));
+        assert_eq!(PerfInput::of("x"), PerfInput::Event("x"));
+        let counts = [
+            ("x", 300.0),
+            ("source_count(x)", 3.0),
+            ("has_event(x)", 1.0),
+        ];
+        assert_eq!(e.eval(&env(&counts)).unwrap(), 100.0);
+        let counts = [
+            ("x", 300.0),
+            ("source_count(x)", 3.0),
+            ("has_event(x)", 0.0),
+        ];
+        assert_eq!(e.eval(&env(&counts)).unwrap(), 0.0);
+        // min/max, comparisons, & and |.
+        assert_eq!(
+            eval_p("max(a, b, 1) - min(a, b)", &[("a", 4.0), ("b", 9.0)]).unwrap(),
+            5.0
+        );
+        assert_eq!(
+            eval_p("(a > 1) & (b < 1) | 0", &[("a", 4.0), ("b", 0.5)]).unwrap(),
+            1.0
+        );
+        // Numbers with exponents.
+        assert_eq!(eval_p("2.5e3 + 1E-3 * 1e+3", &[]).unwrap(), 2501.0);
+        // perf's event names: pmu@event@, modifiers, `?`, backslash escapes.
+        let e = parse_perf(
+            "cpu_core@INST_RETIRED.ANY@ / cpu_core@CPU_CLK_UNHALTED.THREAD@ + msr@tsc@ * tool@duration_time@ - duration_time + cstate_pkg@c10\\-residency@ + cpu@event\\=0x3c\\,umask\\=0x0@ + L1D_PEND_MISS.FB_FULL:c1",
+        )
+        .unwrap();
+        assert_eq!(
+            e.ordered_variables(),
+            [
+                "cpu_core@INST_RETIRED.ANY@",
+                "cpu_core@CPU_CLK_UNHALTED.THREAD@",
+                "msr@tsc@",
+                "tool@duration_time@",
+                "duration_time",
+                "cstate_pkg@c10-residency@",
+                "cpu@event=0x3c,umask=0x0@",
+                "L1D_PEND_MISS.FB_FULL:c1",
+            ]
+        );
+        assert_eq!(
+            eval_p(
+                "cpu_core@INST_RETIRED.ANY@ / cpu_core@CPU_CLK_UNHALTED.THREAD@",
+                &[
+                    ("cpu_core@INST_RETIRED.ANY@", 3000.0),
+                    ("cpu_core@CPU_CLK_UNHALTED.THREAD@", 1200.0)
+                ]
+            )
+            .unwrap(),
+            2.5
+        );
+        // A metric that names another metric is a name like any other (the caller
+        // substitutes its formula).
+        assert_eq!(
+            eval_p("tma_retiring * 2", &[("tma_retiring", 0.25)]).unwrap(),
+            0.5
+        );
+        // strcmp_cpuid_str is refused clearly; bad calls are errors, not panics.
+        let e = parse_perf("x if strcmp_cpuid_str(0x41f0d0c0) else y").unwrap_err();
+        assert!(e.message.contains("strcmp_cpuid_str"), "{e}");
+        for text in [
+            "d_ratio(a)",
+            "d_ratio(a, b, c)",
+            "source_count(1)",
+            "has_event(#smt_on)",
+            "source_count(a b)",
+            "a\\",
+            "foo(a)",
+        ] {
+            assert!(parse_perf(text).is_err(), "{text}");
+        }
+        // The other grammars refuse perf's additions.
+        for text in ["d_ratio(a, b)", "a * #smt_on", "cpu@x@", "source_count(a)"] {
+            assert!(parse_extended(text).is_err(), "{text}");
+            assert!(parse(text).is_err(), "{text}");
+        }
+        // Display round-trips for perf formulas without escapes.
+        for text in [
+            "d_ratio(a, b) * 100 if #smt_on else max(c, 2)",
+            "cpu_core@X.Y@ / source_count(cpu_core@X.Y@)",
+        ] {
+            let e = parse_perf(text).unwrap();
+            assert_eq!(parse_perf(&e.to_string()).unwrap(), e, "{text} -> {e}");
         }
     }
 }

@@ -93,9 +93,13 @@ impl Cpus {
     }
 }
 
-/// This machine's CPU as a catalog match: its identity, and the MIDR from sysfs on Arm.
+/// This machine's CPU as a catalog match: its identity, and the MIDR from sysfs on Arm;
+/// for a CPU numalab ships no catalog for, the installed perf's events and metrics when
+/// it lists them (`catalog::perf::prefer_perf`).
 pub fn detect_cpu(cpu: &numalab_schema::machine::CpuIdentity) -> Result<CpuMatch, Problem> {
-    catalog::detect(cpu, catalog::midr_from_sysfs(Path::new("/"))).map_err(Problem::of)
+    catalog::detect(cpu, catalog::midr_from_sysfs(Path::new("/")))
+        .map(catalog::perf::prefer_perf)
+        .map_err(Problem::of)
 }
 
 impl Request {

@@ -182,9 +182,12 @@ pub fn resolve_model(name: &str) -> Result<CpuMatch, CatalogError> {
     })
 }
 
-/// Loads the catalog a [`CpuMatch`] names (x86 adjusted for the vendor named in `how`).
+/// Loads the catalog a [`CpuMatch`] names (x86 adjusted for the vendor named in `how`;
+/// [`perf::PERF_ID`] rebuilt from the installed perf).
 pub fn load_match(m: &CpuMatch) -> Result<Catalog, CatalogError> {
-    if m.catalog == X86_ID {
+    if m.catalog == perf::PERF_ID {
+        perf::load_installed(m)
+    } else if m.catalog == X86_ID {
         let vendor = ["GenuineIntel", "AuthenticAMD", "HygonGenuine"]
             .into_iter()
             .find(|v| m.how.contains(v) || m.cpu.contains(v));

@@ -13,7 +13,8 @@
 //!
 //! This module holds the catalog itself (events, metrics, groups, trees, lookups);
 //! `files` the shipped files' formats and their loaders, `checks` the building and
-//! checking of a catalog from its parts, `detect` which catalog a CPU gets.
+//! checking of a catalog from its parts, `detect` which catalog a CPU gets, [`perf`] a
+//! catalog from the installed perf's listing for a CPU numalab ships none for.
 
 use crate::expr::{self, Expr};
 use numalab_schema::machine::CpuIdentity;
@@ -28,6 +29,7 @@ pub use numalab_records::pmu::{CpuMatch, MetricOrigin};
 mod checks;
 mod detect;
 mod files;
+pub mod perf;
 #[cfg(test)]
 mod tests;
 mod x86;

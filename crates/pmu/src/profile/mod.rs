@@ -107,10 +107,11 @@ impl Subject {
 
 impl ProfileConfig {
     /// The default configuration for a machine's CPU (`Machine::cpu`; the MIDR is also
-    /// read from this machine's sysfs when the identity lacks it).
+    /// read from this machine's sysfs when the identity lacks it; a CPU numalab ships no
+    /// catalog for gets the installed perf's events and metrics when perf lists them).
     pub fn for_cpu(cpu: &numalab_schema::machine::CpuIdentity) -> Result<Self, CatalogError> {
         let m = catalog::detect(cpu, catalog::midr_from_sysfs(Path::new("/")))?;
-        Ok(Self::new(m))
+        Ok(Self::new(catalog::perf::prefer_perf(m)))
     }
 
     /// The default: the first-pass metrics of the CPU's catalog.
