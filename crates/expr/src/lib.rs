@@ -23,6 +23,9 @@
 
 #![forbid(unsafe_code)]
 
+mod interval;
+
+pub use interval::Interval;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
