@@ -68,6 +68,7 @@ pub fn evaluate(def: &MetricDef, input: &dyn Fn(&str) -> Input) -> MetricValue {
         events: def.events(),
         min_running_fraction: None,
         across_runs: false,
+        interval: None,
     }
 }
 
@@ -93,6 +94,7 @@ pub fn evaluate_all(
                 .filter_map(|e| events.iter().find(|v| &v.name == e))
                 .filter_map(|v| v.running_fraction)
                 .reduce(f64::min);
+            crate::mux::set_interval(&mut m, def, events);
             m
         })
         .collect()
@@ -121,6 +123,7 @@ mod tests {
                 software: false,
                 run: None,
                 advertised: None,
+                uncertainty: None,
             },
             EventValue {
                 name: "CPU_CYCLES".into(),
@@ -137,6 +140,7 @@ mod tests {
                 software: false,
                 run: None,
                 advertised: None,
+                uncertainty: None,
             },
         ];
         let m = evaluate_all(&c, &["ipc".into(), "l1d_mpki".into()], &events);

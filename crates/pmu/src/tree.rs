@@ -81,6 +81,7 @@ fn walk(
                     rank: def.rank,
                     text: phrase(def.finding.as_deref().unwrap_or(&def.name), v),
                     description: None,
+                    within_uncertainty: false,
                 });
             }
             step.metrics.push(StepMetric {
@@ -92,6 +93,7 @@ fn walk(
                     Some(m) => m.reason.clone(),
                     None => Some("not in the selected metric set".into()),
                 },
+                within_uncertainty: false,
             });
         }
         steps.push(step);
@@ -240,6 +242,7 @@ fn side_stalls(tree: &TreeDef, metrics: &[MetricValue]) -> Vec<SideStall> {
                     Some(m) => m.reason.clone(),
                     None => Some("not in the selected metric set".into()),
                 },
+                within_uncertainty: false,
             }
         })
         .collect()
@@ -449,6 +452,7 @@ fn descend(
                 Some(m) => m.reason.clone(),
                 None => Some("not in the selected metric set".into()),
             },
+            within_uncertainty: false,
         });
         if notable {
             held.push((
@@ -481,6 +485,7 @@ fn descend(
                 .description
                 .as_deref()
                 .map(|d| first_sentence(d).to_string()),
+            within_uncertainty: false,
         });
         for s in &c.sample_events {
             if !sample.contains(s) {
@@ -620,6 +625,7 @@ mod tests {
                 software: false,
                 run: None,
                 advertised: None,
+                uncertainty: None,
             })
             .collect()
     }

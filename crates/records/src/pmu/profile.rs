@@ -179,6 +179,42 @@ pub struct Profile {
     /// Why the uncore PMUs were not counted, when they were not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncore_note: Option<String>,
+    /// How much of the run the counters were multiplexed, and what that leaves
+    /// uncertain; absent when every hardware value was counted all the time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplexing: Option<Multiplexing>,
+}
+
+/// Multiplexing over a profile: the groups that took turns on the counters, how often
+/// they turned, and the uncertainty it left on the values (`numalab_pmu::mux`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Multiplexing {
+    /// Hardware groups counted in one run (the most in any run).
+    pub groups: usize,
+    /// The fewest groups the same events fit in with these counters (the planner's
+    /// packing, events of one metric together where they fit).
+    #[serde(default)]
+    pub fewest_groups: Option<usize>,
+    /// Programmable counters assumed.
+    pub counters: usize,
+    /// Length of the run the groups were enabled for, seconds.
+    pub seconds: f64,
+    /// The kernel's rotation interval (`perf_event_mux_interval_ms` of the core PMU),
+    /// when it could be read.
+    #[serde(default)]
+    pub mux_interval_ms: Option<u64>,
+    /// Expected full rotations through the groups: seconds / (interval x groups);
+    /// absent without the interval.
+    #[serde(default)]
+    pub rotations: Option<f64>,
+    /// The smallest running fraction of a counted hardware event.
+    pub min_running_fraction: f64,
+    /// The largest typical relative uncertainty of a counted value.
+    pub typical: f64,
+    /// The largest worst-case relative uncertainty of a counted value.
+    pub worst: f64,
+    /// Counted values with a multiplexing uncertainty.
+    pub values: usize,
 }
 
 /// What the counters watched and why they stopped.
