@@ -276,11 +276,7 @@ type Bin = (Vec<EventRef>, Vec<String>);
 /// largest unit first, a unit's events kept together (events already in a group are
 /// not counted twice); a unit too large for one group is split. Returns the groups
 /// (events, metrics served) and the metrics that had to be split.
-fn first_fit(
-    catalog: &Catalog,
-    mut units: Vec<Unit>,
-    free: usize,
-) -> (Vec<Bin>, Vec<String>) {
+fn first_fit(catalog: &Catalog, mut units: Vec<Unit>, free: usize) -> (Vec<Bin>, Vec<String>) {
     units.sort_by_key(|(_, evs)| std::cmp::Reverse(programmable(catalog, evs)));
     let mut bins: Vec<Bin> = Vec::new();
     let mut split = Vec::new();
@@ -836,6 +832,55 @@ mod tests {
         // Software events are counted separately, always.
         let sw: Vec<&str> = p.software.iter().map(|e| e.name.as_str()).collect();
         assert!(sw.contains(&"TASK_CLOCK") && sw.contains(&"DURATION_TIME"));
+    }
+
+    #[test]
+    fn packed_plan_needs_the_fewest_groups_the_counters_allow() {
+        let c = load("neoverse-n1").unwrap();
+        let metrics: Vec<String> = [
+            "ipc",
+            "l1d_mpki",
+            "ll_read_miss_rate",
+            "backend_stall_rate",
+            "frontend_stall_rate",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // Six programmable events (cycles is fixed on N1): one group per metric by
+        // default, one group in all with six counters.
+        assert_eq!(plan_default(&c, &metrics, &[], 6).groups.len(), 5);
+        let six = plan_packed(&c, &metrics, &[], 6);
+        assert_eq!(six.groups.len(), 1);
+        assert_eq!(six.groups[0].metrics.len(), 5);
+        assert!(six.warnings.is_empty());
+        // Three counters: L1D_CACHE_REFILL + INST_RETIRED (l1d_mpki, ipc) +
+        // STALL_BACKEND; LL_CACHE_RD + LL_CACHE_MISS_RD + STALL_FRONTEND: two groups,
+        // the fewest six events fit in. Every metric's events in one group.
+        let three = plan_packed(&c, &metrics, &[], 3);
+        assert_eq!(three.groups.len(), 2);
+        for g in &three.groups {
+            assert!(programmable(&c, &g.events) <= 3, "{:?}", names(g));
+        }
+        for m in &metrics {
+            let evs = c.metric(m).unwrap().events();
+            assert!(
+                three
+                    .groups
+                    .iter()
+                    .any(|g| g.metrics.contains(m)
+                        && evs.iter().all(|e| names(g).contains(&e.as_str()))),
+                "{m} split"
+            );
+        }
+        // A run of 1 s rotated every 4 ms through 2 groups: 125 rotations.
+        let r = crate::mux::rotations(1.0, 4, three.groups.len());
+        assert!((r - 125.0).abs() < 1e-9, "{r}");
+        // One counter: the LL miss rate's two events cannot share a group.
+        let one = plan_packed(&c, &metrics, &[], 1);
+        assert_eq!(one.groups.len(), 6);
+        assert_eq!(one.warnings.len(), 2, "{:?}", one.warnings); // ll and l1d split
+        assert!(one.warnings.iter().all(|w| w.code == "pmu.group_too_large"));
     }
 
     #[test]
