@@ -249,24 +249,9 @@ pub fn shape(groups: &[GroupRecord]) -> (usize, f64) {
     (n, ns as f64 / 1e9)
 }
 
-/// The one line a report prints: "multiplexed: 4 groups, ~12 rotations in 1.20 s;
-/// values carry +-22% (worst 75%)".
+/// The one line a report prints ([`Multiplexing::line`]).
 pub fn line(m: &Multiplexing) -> String {
-    let turns = match m.rotations {
-        Some(r) => format!("~{r:.0} rotations"),
-        None => "rotations unknown".to_string(),
-    };
-    let fewer = match m.fewest_groups {
-        Some(f) if f < m.groups => format!(" (they fit in {f})"),
-        _ => String::new(),
-    };
-    format!(
-        "multiplexed: {} groups{fewer}, {turns} in {:.2} s; values carry +-{} (worst {})",
-        m.groups,
-        m.seconds,
-        metrics::fmt_pct(m.typical),
-        metrics::fmt_pct(m.worst)
-    )
+    m.line()
 }
 
 #[cfg(test)]

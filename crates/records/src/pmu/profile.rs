@@ -258,6 +258,28 @@ pub struct IntervalPoint {
     pub metrics: std::collections::BTreeMap<String, f64>,
 }
 
+impl Multiplexing {
+    /// The one line a report prints: "multiplexed: 4 groups (they fit in 2), ~75
+    /// rotations in 1.20 s; values carry +-22% (worst 75%)".
+    pub fn line(&self) -> String {
+        let turns = match self.rotations {
+            Some(r) => format!("~{r:.0} rotations"),
+            None => "rotations unknown".to_string(),
+        };
+        let fewer = match self.fewest_groups {
+            Some(f) if f < self.groups => format!(" (they fit in {f})"),
+            _ => String::new(),
+        };
+        format!(
+            "multiplexed: {} groups{fewer}, {turns} in {:.2} s; values carry +-{} (worst {})",
+            self.groups,
+            self.seconds,
+            super::fmt_pct(self.typical),
+            super::fmt_pct(self.worst)
+        )
+    }
+}
+
 impl RecordKind for Profile {
     const KIND: &'static str = "pmu.profile";
 }
