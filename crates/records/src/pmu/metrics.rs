@@ -215,6 +215,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn older_records_without_uncertainty_still_read() {
+        let e: EventValue = serde_json::from_str(
+            r#"{"name":"CPU_CYCLES","value":1.0,"running_fraction":0.5,"supported":true,"state":"counted"}"#,
+        )
+        .unwrap();
+        assert_eq!(e.uncertainty, None);
+        let m: MetricValue = serde_json::from_str(
+            r#"{"name":"ipc","title":"IPC","unit":"ratio","group":"g","formula":"A / B","origin":"methodology","value":0.5,"events":["A","B"]}"#,
+        )
+        .unwrap();
+        assert_eq!(m.interval, None);
+        // An absent bound reaches infinitely far.
+        let r = MetricInterval {
+            low: Some(0.2),
+            high: None,
+            worst_low: None,
+            worst_high: None,
+        };
+        assert!(r.contains(1e9) && !r.contains(0.1));
+    }
+
+    #[test]
     fn formatting() {
         assert_eq!(fmt_sig(106.3), "106");
         assert_eq!(fmt_sig(12.44), "12.4");
