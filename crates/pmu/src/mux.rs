@@ -170,11 +170,12 @@ pub fn set_interval(m: &mut MetricValue, def: &MetricDef, events: &[EventValue])
     };
 }
 
-/// The profile's summary: None when no hardware value was multiplexed.
+/// The profile's summary: None when no hardware value was multiplexed. Without
+/// `groups` (imports) the groups, run length and rotations are absent.
 pub fn summary(
     groups: &[GroupRecord],
     events: &[EventValue],
-    counters: usize,
+    counters: Option<usize>,
     interval_ms: Option<u64>,
     fewest_groups: Option<usize>,
 ) -> Option<Multiplexing> {
@@ -186,6 +187,7 @@ pub fn summary(
         return None;
     }
     let (n, seconds) = shape(groups);
+    let live = !groups.is_empty();
     let max = |f: fn(&Uncertainty) -> f64| {
         multiplexed
             .iter()
@@ -193,12 +195,14 @@ pub fn summary(
             .fold(0.0, f64::max)
     };
     Some(Multiplexing {
-        groups: n,
+        groups: live.then_some(n),
         fewest_groups,
         counters,
-        seconds,
+        seconds: live.then_some(seconds),
         mux_interval_ms: interval_ms,
-        rotations: interval_ms.map(|ms| rotations(seconds, ms, n)),
+        rotations: interval_ms
+            .filter(|_| live)
+            .map(|ms| rotations(seconds, ms, n)),
         min_running_fraction: multiplexed
             .iter()
             .filter_map(|e| e.running_fraction)
@@ -225,7 +229,7 @@ pub fn annotate(profile: &mut Profile, interval_ms: Option<u64>, fewest_groups: 
     profile.multiplexing = summary(
         &profile.groups,
         &profile.events,
-        profile.counters.unwrap_or(0),
+        profile.counters,
         interval_ms,
         fewest_groups,
     );

@@ -204,12 +204,12 @@ fn default_mode_scales_multiplexed_groups_and_warns() {
     assert_eq!(mux.rotations, None);
     assert_eq!(mux.min_running_fraction, 0.5);
     assert_eq!((mux.typical, mux.worst), (0.5, 0.5));
-    assert!(mux.fewest_groups.unwrap() < mux.groups, "{mux:?}");
+    assert!(mux.fewest_groups.unwrap() < mux.groups.unwrap(), "{mux:?}");
     assert_eq!(
         numalab_pmu::mux::line(mux),
         format!(
             "multiplexed: {} groups (they fit in {}), rotations unknown in 1.00 s; values carry +-50% (worst 50%)",
-            mux.groups,
+            mux.groups.unwrap(),
             mux.fewest_groups.unwrap()
         )
     );

@@ -671,6 +671,7 @@ pub fn from_import(
     }
     // perf stat's percentages give the running fraction, not the rotations.
     crate::mux::apply(&mut profile.events, None);
+    profile.multiplexing = crate::mux::summary(&[], &profile.events, None, None, None);
     profile.metrics = metrics::evaluate_all(&catalog, &names, &profile.events);
     multiplex_warnings(&profile, &mut warnings);
     let extra = metrics::evaluate_all(

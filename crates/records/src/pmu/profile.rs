@@ -189,16 +189,20 @@ pub struct Profile {
 /// they turned, and the uncertainty it left on the values (`numalab_pmu::mux`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Multiplexing {
-    /// Hardware groups counted in one run (the most in any run).
-    pub groups: usize,
+    /// Hardware groups counted in one run (the most in any run); absent for imports
+    /// (a `perf stat` file does not say).
+    #[serde(default)]
+    pub groups: Option<usize>,
     /// The fewest groups the same events fit in with these counters (the planner's
     /// packing, events of one metric together where they fit).
     #[serde(default)]
     pub fewest_groups: Option<usize>,
-    /// Programmable counters assumed.
-    pub counters: usize,
-    /// Length of the run the groups were enabled for, seconds.
-    pub seconds: f64,
+    /// Programmable counters assumed (live runs).
+    #[serde(default)]
+    pub counters: Option<usize>,
+    /// Length of the run the groups were enabled for, seconds (live runs).
+    #[serde(default)]
+    pub seconds: Option<f64>,
     /// The kernel's rotation interval (`perf_event_mux_interval_ms` of the core PMU),
     /// when it could be read.
     #[serde(default)]
@@ -262,18 +266,22 @@ impl Multiplexing {
     /// The one line a report prints: "multiplexed: 4 groups (they fit in 2), ~75
     /// rotations in 1.20 s; values carry +-22% (worst 75%)".
     pub fn line(&self) -> String {
-        let turns = match self.rotations {
-            Some(r) => format!("~{r:.0} rotations"),
-            None => "rotations unknown".to_string(),
-        };
-        let fewer = match self.fewest_groups {
-            Some(f) if f < self.groups => format!(" (they fit in {f})"),
+        let fewer = match (self.fewest_groups, self.groups) {
+            (Some(f), Some(g)) if f < g => format!(" (they fit in {f})"),
             _ => String::new(),
         };
+        let shape = match (self.groups, self.seconds) {
+            (Some(g), Some(s)) => {
+                let turns = match self.rotations {
+                    Some(r) => format!("~{r:.0} rotations"),
+                    None => "rotations unknown".to_string(),
+                };
+                format!("{g} groups{fewer}, {turns} in {s:.2} s")
+            }
+            _ => "groups and rotations not recorded".to_string(),
+        };
         format!(
-            "multiplexed: {} groups{fewer}, {turns} in {:.2} s; values carry +-{} (worst {})",
-            self.groups,
-            self.seconds,
+            "multiplexed: {shape}; values carry +-{} (worst {})",
             super::fmt_pct(self.typical),
             super::fmt_pct(self.worst)
         )
