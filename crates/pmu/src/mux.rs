@@ -28,16 +28,12 @@
 //!   than the model's typical (or worst), it is taken instead.
 //!
 //! A value counted all the time (`f = 1`) has no multiplexing uncertainty. A metric's
-//! range is its formula evaluated over its inputs' intervals ([`numalab_expr::Interval`],
-//! interval arithmetic: an outer bound, wider than the truth when a formula names an
+//! range (`metrics::metric_interval`) is its formula evaluated over its inputs'
+//! intervals ([`numalab_expr::Interval`], interval arithmetic: an outer bound, wider than the truth when a formula names an
 //! input twice or its inputs share a group's time slices).
 
-use crate::catalog::MetricDef;
-use crate::metrics::{self, EventState, EventValue, MetricValue};
-use numalab_expr::Interval;
-use numalab_records::pmu::{
-    GroupRecord, IntervalPoint, MetricInterval, Multiplexing, Profile, Uncertainty,
-};
+use crate::metrics::{EventState, EventValue};
+use numalab_records::pmu::{GroupRecord, IntervalPoint, Multiplexing, Profile, Uncertainty};
 use std::path::Path;
 
 /// Below this running fraction a value counts as multiplexed (rounding in the kernel's
@@ -122,52 +118,6 @@ pub fn apply_timeline(values: &mut [EventValue], timeline: &[IntervalPoint]) {
             u.basis = "intervals".into();
         }
     }
-}
-
-/// The interval a value is known to lie in (typical or worst), None when it is exact.
-pub fn range(v: &EventValue, worst: bool) -> Option<Interval> {
-    let u = v.uncertainty.as_ref()?;
-    let x = v.value?;
-    Some(Interval::relative(
-        x,
-        if worst { u.worst } else { u.typical },
-    ))
-}
-
-/// A metric's range over `events` (the table it was evaluated from); None when no
-/// input carries an uncertainty or the formula has no value.
-pub fn metric_interval(def: &MetricDef, events: &[EventValue]) -> Option<MetricInterval> {
-    let find = |n: &str| events.iter().find(|e| e.name == n);
-    if !def
-        .events()
-        .iter()
-        .any(|n| find(n).is_some_and(|e| e.uncertainty.is_some()))
-    {
-        return None;
-    }
-    let look = metrics::lookup(events, "not counted");
-    let over = |worst: bool| {
-        def.expr
-            .eval_interval(&look, &|n| find(n).and_then(|e| range(e, worst)))
-            .ok()
-    };
-    let (t, w) = (over(false)?, over(true)?);
-    let fin = |x: f64| x.is_finite().then_some(x);
-    Some(MetricInterval {
-        low: fin(t.lo),
-        high: fin(t.hi),
-        worst_low: fin(w.lo),
-        worst_high: fin(w.hi),
-    })
-}
-
-/// Sets each metric's range from the events it was evaluated from.
-pub fn set_interval(m: &mut MetricValue, def: &MetricDef, events: &[EventValue]) {
-    m.interval = if m.value.is_some() {
-        metric_interval(def, events)
-    } else {
-        None
-    };
 }
 
 /// The profile's summary: None when no hardware value was multiplexed. Without
@@ -261,6 +211,7 @@ pub fn line(m: &Multiplexing) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::{metric_interval, range};
 
     fn counted(name: &str, value: f64, f: f64) -> EventValue {
         EventValue {

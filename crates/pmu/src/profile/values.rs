@@ -273,7 +273,7 @@ pub(super) fn evaluate_live(
                 .filter_map(|e| all.iter().find(|v| &v.name == e))
                 .filter_map(|v| v.running_fraction)
                 .reduce(f64::min);
-            crate::mux::set_interval(&mut m, def, &all);
+            metrics::set_interval(&mut m, def, &all);
             m
         })
         .collect()
