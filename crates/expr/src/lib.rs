@@ -36,6 +36,9 @@
 
 #![forbid(unsafe_code)]
 
+mod interval;
+
+pub use interval::Interval;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;

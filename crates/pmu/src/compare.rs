@@ -177,6 +177,7 @@ mod tests {
                 software: false,
                 run: None,
                 advertised: None,
+                uncertainty: None,
             })
             .collect();
         let names = c.select_metrics("ipc,l1d_mpki,l1d_miss_rate").unwrap();
@@ -205,6 +206,7 @@ mod tests {
             timeline: vec![],
             uncore: None,
             uncore_note: None,
+            multiplexing: None,
         }
     }
 

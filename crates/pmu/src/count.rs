@@ -211,7 +211,7 @@ pub fn plan_exact(
     }
     let free = counters - anchor_slots;
     // Units to place: each metric's non-anchor events, then each extra event.
-    let mut units: Vec<(Option<String>, Vec<EventRef>)> = per_metric
+    let mut units: Vec<Unit> = per_metric
         .into_iter()
         .map(|(m, hw)| {
             (
@@ -228,46 +228,18 @@ pub fn plan_exact(
             .filter(|e| !anchors.contains(e))
             .map(|e| (None, vec![e])),
     );
-    units.sort_by_key(|(_, evs)| std::cmp::Reverse(programmable(catalog, evs)));
-    let mut bins: Vec<(Vec<EventRef>, Vec<String>)> = Vec::new();
-    let mut warnings = Vec::new();
-    for (metric, evs) in units {
-        let mut placed = false;
-        for (bin, ms) in bins.iter_mut() {
-            let mut union = bin.clone();
-            for e in &evs {
-                if !union.contains(e) {
-                    union.push(e.clone());
-                }
-            }
-            if programmable(catalog, &union) <= free {
-                *bin = union;
-                if let Some(m) = &metric {
-                    ms.push(m.clone());
-                }
-                placed = true;
-                break;
-            }
-        }
-        if placed {
-            continue;
-        }
-        if programmable(catalog, &evs) <= free {
-            bins.push((evs, metric.into_iter().collect()));
-        } else {
-            if let Some(m) = &metric {
-                warnings.push(Warning::new(
-                    "pmu.metric_across_runs",
-                    format!(
-                        "metric {m} needs more counters than one run has: its events come from different runs, normalised by each run's instructions"
-                    ),
-                ));
-            }
-            for chunk in chunk_programmable(catalog, &evs, free) {
-                bins.push((chunk, metric.iter().cloned().collect()));
-            }
-        }
-    }
+    let (mut bins, split) = first_fit(catalog, units, free);
+    let warnings = split
+        .iter()
+        .map(|m| {
+            Warning::new(
+                "pmu.metric_across_runs",
+                format!(
+                    "metric {m} needs more counters than one run has: its events come from different runs, normalised by each run's instructions"
+                ),
+            )
+        })
+        .collect();
     if bins.is_empty() {
         // Only cycles and instructions (or only software events) were asked for.
         bins.push((Vec::new(), Vec::new()));
@@ -292,6 +264,102 @@ pub fn plan_exact(
         counters,
         warnings,
     })
+}
+
+/// Events to place together, with the metric they serve (None: an extra event).
+type Unit = (Option<String>, Vec<EventRef>);
+
+/// A group being filled: its events and the metrics it serves.
+type Bin = (Vec<EventRef>, Vec<String>);
+
+/// Places `units` into groups of at most `free` programmable events: first fit,
+/// largest unit first, a unit's events kept together (events already in a group are
+/// not counted twice); a unit too large for one group is split. Returns the groups
+/// (events, metrics served) and the metrics that had to be split.
+fn first_fit(catalog: &Catalog, mut units: Vec<Unit>, free: usize) -> (Vec<Bin>, Vec<String>) {
+    units.sort_by_key(|(_, evs)| std::cmp::Reverse(programmable(catalog, evs)));
+    let mut bins: Vec<Bin> = Vec::new();
+    let mut split = Vec::new();
+    for (metric, evs) in units {
+        let mut placed = false;
+        for (bin, ms) in bins.iter_mut() {
+            let mut union = bin.clone();
+            for e in &evs {
+                if !union.contains(e) {
+                    union.push(e.clone());
+                }
+            }
+            if programmable(catalog, &union) <= free {
+                *bin = union;
+                if let Some(m) = &metric {
+                    ms.push(m.clone());
+                }
+                placed = true;
+                break;
+            }
+        }
+        if placed {
+            continue;
+        }
+        if programmable(catalog, &evs) <= free {
+            bins.push((evs, metric.into_iter().collect()));
+        } else {
+            split.extend(metric.iter().cloned());
+            for chunk in chunk_programmable(catalog, &evs, free) {
+                bins.push((chunk, metric.iter().cloned().collect()));
+            }
+        }
+    }
+    (bins, split)
+}
+
+/// The planner of multiplexing (`mux`): the events of `metrics` and `extra` packed into
+/// as few groups as `counters` programmable counters allow (fixed-counter events take
+/// none), each metric's events in one group wherever they fit; one run, so the groups
+/// take turns on the counters. A metric too large for the counters is split, and a
+/// `pmu.group_too_large` warning says so. Each group lists every metric it serves.
+///
+/// Default mode still plans one group per metric ([`plan_default`]); this plan needs
+/// fewer groups, so each is counted a larger share of the run.
+pub fn plan_packed(
+    catalog: &Catalog,
+    metrics: &[String],
+    extra: &[EventRef],
+    counters: usize,
+) -> Plan {
+    let (per_metric, extra_hw, software) = needed(catalog, metrics, extra);
+    let mut units: Vec<Unit> = per_metric
+        .into_iter()
+        .map(|(m, hw)| (Some(m), hw))
+        .collect();
+    units.extend(extra_hw.into_iter().map(|e| (None, vec![e])));
+    let (bins, split) = first_fit(catalog, units, counters.max(1));
+    let warnings = split
+        .iter()
+        .map(|m| {
+            Warning::new(
+                "pmu.group_too_large",
+                format!(
+                    "metric {m} needs more than the {counters} programmable counters: its events are counted in separate groups, so its ratio mixes time slices"
+                ),
+            )
+            .with_remedy("use --exact")
+        })
+        .collect();
+    Plan {
+        groups: bins
+            .into_iter()
+            .map(|(events, metrics)| PlanGroup {
+                run: 0,
+                events,
+                metrics,
+            })
+            .collect(),
+        software,
+        runs: 1,
+        counters,
+        warnings,
+    }
 }
 
 /// The kernel's rule for Intel's PERF_METRICS (`topdown-*`) events: they are read only
@@ -764,6 +832,55 @@ mod tests {
         // Software events are counted separately, always.
         let sw: Vec<&str> = p.software.iter().map(|e| e.name.as_str()).collect();
         assert!(sw.contains(&"TASK_CLOCK") && sw.contains(&"DURATION_TIME"));
+    }
+
+    #[test]
+    fn packed_plan_needs_the_fewest_groups_the_counters_allow() {
+        let c = load("neoverse-n1").unwrap();
+        let metrics: Vec<String> = [
+            "ipc",
+            "l1d_mpki",
+            "ll_read_miss_rate",
+            "backend_stall_rate",
+            "frontend_stall_rate",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // Six programmable events (cycles is fixed on N1): one group per metric by
+        // default, one group in all with six counters.
+        assert_eq!(plan_default(&c, &metrics, &[], 6).groups.len(), 5);
+        let six = plan_packed(&c, &metrics, &[], 6);
+        assert_eq!(six.groups.len(), 1);
+        assert_eq!(six.groups[0].metrics.len(), 5);
+        assert!(six.warnings.is_empty());
+        // Three counters: L1D_CACHE_REFILL + INST_RETIRED (l1d_mpki, ipc) +
+        // STALL_BACKEND; LL_CACHE_RD + LL_CACHE_MISS_RD + STALL_FRONTEND: two groups,
+        // the fewest six events fit in. Every metric's events in one group.
+        let three = plan_packed(&c, &metrics, &[], 3);
+        assert_eq!(three.groups.len(), 2);
+        for g in &three.groups {
+            assert!(programmable(&c, &g.events) <= 3, "{:?}", names(g));
+        }
+        for m in &metrics {
+            let evs = c.metric(m).unwrap().events();
+            assert!(
+                three
+                    .groups
+                    .iter()
+                    .any(|g| g.metrics.contains(m)
+                        && evs.iter().all(|e| names(g).contains(&e.as_str()))),
+                "{m} split"
+            );
+        }
+        // A run of 1 s rotated every 4 ms through 2 groups: 125 rotations.
+        let r = crate::mux::rotations(1.0, 4, three.groups.len());
+        assert!((r - 125.0).abs() < 1e-9, "{r}");
+        // One counter: the LL miss rate's two events cannot share a group.
+        let one = plan_packed(&c, &metrics, &[], 1);
+        assert_eq!(one.groups.len(), 6);
+        assert_eq!(one.warnings.len(), 2, "{:?}", one.warnings); // ll and l1d split
+        assert!(one.warnings.iter().all(|w| w.code == "pmu.group_too_large"));
     }
 
     #[test]

@@ -486,6 +486,7 @@ pub fn to_events(catalog: &Catalog, lines: &[PerfLine]) -> (Vec<EventValue>, Vec
             software: encoding.is_some_and(|e| e.is_software()),
             run: None,
             advertised: None,
+            uncertainty: None,
         };
         match events.iter_mut().find(|e| e.name == name) {
             None => events.push(ev),

@@ -4,14 +4,15 @@
 //! its value, how much of the run it was actually counted, and whether the PMU supports
 //! it at all) and metrics (each a value or "not available" with the reason). Keeping
 //! one representation means one report, one JSON schema and one comparison for live
-//! runs and imported `perf stat` files alike.
+//! runs and imported `perf stat` files alike. A metric whose inputs carry a multiplexing
+//! uncertainty (`mux`) also gets its range, the formula evaluated over intervals.
 
 use crate::catalog::{Catalog, MetricDef};
-use crate::expr::{Input, NotAvailable};
+use crate::expr::{Input, Interval, NotAvailable};
 
 // The record types and their formatting live in numalab-records.
 pub use numalab_records::pmu::{
-    fmt_count, fmt_metric, fmt_pct, fmt_sig, EventState, EventValue, MetricValue,
+    fmt_count, fmt_metric, fmt_pct, fmt_sig, EventState, EventValue, MetricInterval, MetricValue,
 };
 
 /// What the expression engine sees of an event (an event value is a record of
@@ -68,6 +69,7 @@ pub fn evaluate(def: &MetricDef, input: &dyn Fn(&str) -> Input) -> MetricValue {
         events: def.events(),
         min_running_fraction: None,
         across_runs: false,
+        interval: None,
     }
 }
 
@@ -93,9 +95,56 @@ pub fn evaluate_all(
                 .filter_map(|e| events.iter().find(|v| &v.name == e))
                 .filter_map(|v| v.running_fraction)
                 .reduce(f64::min);
+            set_interval(&mut m, def, events);
             m
         })
         .collect()
+}
+
+/// The interval a value is known to lie in (typical or worst), None when it is exact.
+pub fn range(v: &EventValue, worst: bool) -> Option<Interval> {
+    let u = v.uncertainty.as_ref()?;
+    let x = v.value?;
+    Some(Interval::relative(
+        x,
+        if worst { u.worst } else { u.typical },
+    ))
+}
+
+/// A metric's range over `events` (the table it was evaluated from); None when no
+/// input carries an uncertainty or the formula has no value.
+pub fn metric_interval(def: &MetricDef, events: &[EventValue]) -> Option<MetricInterval> {
+    let find = |n: &str| events.iter().find(|e| e.name == n);
+    if !def
+        .events()
+        .iter()
+        .any(|n| find(n).is_some_and(|e| e.uncertainty.is_some()))
+    {
+        return None;
+    }
+    let look = lookup(events, "not counted");
+    let over = |worst: bool| {
+        def.expr
+            .eval_interval(&look, &|n| find(n).and_then(|e| range(e, worst)))
+            .ok()
+    };
+    let (t, w) = (over(false)?, over(true)?);
+    let fin = |x: f64| x.is_finite().then_some(x);
+    Some(MetricInterval {
+        low: fin(t.lo),
+        high: fin(t.hi),
+        worst_low: fin(w.lo),
+        worst_high: fin(w.hi),
+    })
+}
+
+/// Sets each metric's range from the events it was evaluated from.
+pub fn set_interval(m: &mut MetricValue, def: &MetricDef, events: &[EventValue]) {
+    m.interval = if m.value.is_some() {
+        metric_interval(def, events)
+    } else {
+        None
+    };
 }
 
 #[cfg(test)]
@@ -121,6 +170,7 @@ mod tests {
                 software: false,
                 run: None,
                 advertised: None,
+                uncertainty: None,
             },
             EventValue {
                 name: "CPU_CYCLES".into(),
@@ -137,6 +187,7 @@ mod tests {
                 software: false,
                 run: None,
                 advertised: None,
+                uncertainty: None,
             },
         ];
         let m = evaluate_all(&c, &["ipc".into(), "l1d_mpki".into()], &events);

@@ -12,6 +12,7 @@
 use crate::catalog::{own_threshold, BranchDef, Catalog, TreeDef, VendorNode, VendorTree};
 use crate::expr::{self, Input};
 use crate::metrics::{fmt_metric, fmt_pct, fmt_sig, MetricValue};
+use numalab_records::pmu::MetricInterval;
 
 // The walk's record lives in numalab-records.
 pub use numalab_records::pmu::{Finding, SideStall, StepMetric, TreeReport, TreeStep, Unevaluated};
@@ -81,6 +82,7 @@ fn walk(
                     rank: def.rank,
                     text: phrase(def.finding.as_deref().unwrap_or(&def.name), v),
                     description: None,
+                    within_uncertainty: false,
                 });
             }
             step.metrics.push(StepMetric {
@@ -92,6 +94,7 @@ fn walk(
                     Some(m) => m.reason.clone(),
                     None => Some("not in the selected metric set".into()),
                 },
+                within_uncertainty: false,
             });
         }
         steps.push(step);
@@ -160,8 +163,127 @@ fn info_text(catalog: &Catalog, metrics: &[MetricValue], branch: &BranchDef) -> 
     Some(format!("{}: {}", g.title, parts.join(", ")))
 }
 
-/// Walks the tree over evaluated metrics.
+/// Walks the tree over evaluated metrics; where a comparison it made lies within the
+/// multiplexing uncertainty of the metrics compared, it says so ([`mark_uncertain`]).
 pub fn walk_tree(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
+    let mut report = walk_unmarked(catalog, metrics);
+    mark_uncertain(catalog, metrics, &mut report);
+    report
+}
+
+/// A range as text: "38%..52%" (an absent bound: "..").
+fn span(r: &MetricInterval, unit: &str, scale: f64) -> String {
+    let end = |x: Option<f64>| x.map(|v| fmt_metric(v * scale, unit)).unwrap_or_default();
+    format!("{}..{}", end(r.low), end(r.high))
+}
+
+/// Marks each finding, step metric and side whose comparison lies within its
+/// metric's multiplexing range (`within_uncertainty`), and adds one clause after the
+/// verdict naming them: "within the multiplexing uncertainty: backend stall 38%..52%
+/// against 40%". The verdict itself stands: the clause says how firm it is. A side's
+/// comparison is with numalab's `stall_notable` (the cycle tree) and with the other
+/// sides' ranges (does another side's range reach the dominant one's?).
+pub fn mark_uncertain(catalog: &Catalog, metrics: &[MetricValue], report: &mut TreeReport) {
+    let range = |name: &str| find(metrics, name).and_then(|m| m.interval.clone());
+    let mut said: Vec<String> = Vec::new();
+    // Sides: their stall shares' ranges.
+    let tree = &catalog.tree;
+    let ranges: Vec<Option<(f64, f64, MetricInterval)>> = report
+        .sides
+        .iter()
+        .map(|s| {
+            let b = tree.branches.iter().find(|b| b.side == s.side)?;
+            let r = range(&s.metric)?;
+            let k = b.stall_scale.unwrap_or(1.0);
+            let lo = r.low.map_or(f64::NEG_INFINITY, |v| v * k);
+            let hi = r.high.map_or(f64::INFINITY, |v| v * k);
+            Some((lo, hi, r))
+        })
+        .collect();
+    let vendor = catalog
+        .vendor_tree
+        .as_ref()
+        .is_some_and(|vt| !vt.nodes.is_empty());
+    let dom = report
+        .dominant
+        .as_ref()
+        .and_then(|d| report.sides.iter().position(|s| &s.side == d));
+    for i in 0..report.sides.len() {
+        let Some((lo, hi, r)) = &ranges[i] else {
+            continue;
+        };
+        let notable = !vendor && *lo <= tree.stall_notable && tree.stall_notable <= *hi;
+        let rival = match dom {
+            Some(d) if d != i => ranges[d].as_ref().is_some_and(|(dlo, _, _)| hi >= dlo),
+            _ => false,
+        };
+        if notable || rival {
+            let s = &mut report.sides[i];
+            s.within_uncertainty = true;
+            let k = tree
+                .branches
+                .iter()
+                .find(|b| b.side == s.side)
+                .and_then(|b| b.stall_scale)
+                .unwrap_or(1.0);
+            let against = if notable {
+                format!("against {}", fmt_pct(tree.stall_notable))
+            } else {
+                "overlapping the dominant side".to_string()
+            };
+            said.push(format!(
+                "{} stall {} {against}",
+                s.side,
+                span(r, "ratio", k)
+            ));
+            if rival {
+                if let Some(d) = dom {
+                    report.sides[d].within_uncertainty = true;
+                }
+            }
+        }
+    }
+    for f in &mut report.findings {
+        let Some(r) = range(&f.metric) else { continue };
+        if r.contains(f.threshold) {
+            f.within_uncertainty = true;
+            let unit = find(metrics, &f.metric).map_or("", |m| m.unit.as_str());
+            said.push(format!(
+                "{} {} against {}",
+                f.metric,
+                span(&r, unit, 1.0),
+                fmt_metric(f.threshold, unit)
+            ));
+        }
+    }
+    for step in &mut report.steps {
+        for m in &mut step.metrics {
+            let threshold = catalog.metric(&m.name).and_then(|d| d.notable).or_else(|| {
+                report
+                    .findings
+                    .iter()
+                    .find(|f| f.metric == m.name)
+                    .map(|f| f.threshold)
+            });
+            if let (Some(t), Some(r)) = (threshold, range(&m.name)) {
+                m.within_uncertainty = r.contains(t);
+            }
+        }
+    }
+    if !said.is_empty() && report.no_verdict.is_none() {
+        let more = said.len().saturating_sub(3);
+        said.truncate(3);
+        let mut clause = said.join(", ");
+        if more > 0 {
+            clause.push_str(&format!(" and {more} more"));
+        }
+        report
+            .verdict
+            .push_str(&format!("; within the multiplexing uncertainty: {clause}"));
+    }
+}
+
+fn walk_unmarked(catalog: &Catalog, metrics: &[MetricValue]) -> TreeReport {
     if let Some(vt) = catalog
         .vendor_tree
         .as_ref()
@@ -240,6 +362,7 @@ fn side_stalls(tree: &TreeDef, metrics: &[MetricValue]) -> Vec<SideStall> {
                     Some(m) => m.reason.clone(),
                     None => Some("not in the selected metric set".into()),
                 },
+                within_uncertainty: false,
             }
         })
         .collect()
@@ -449,6 +572,7 @@ fn descend(
                 Some(m) => m.reason.clone(),
                 None => Some("not in the selected metric set".into()),
             },
+            within_uncertainty: false,
         });
         if notable {
             held.push((
@@ -481,6 +605,7 @@ fn descend(
                 .description
                 .as_deref()
                 .map(|d| first_sentence(d).to_string()),
+            within_uncertainty: false,
         });
         for s in &c.sample_events {
             if !sample.contains(s) {
@@ -620,6 +745,7 @@ mod tests {
                 software: false,
                 run: None,
                 advertised: None,
+                uncertainty: None,
             })
             .collect()
     }
@@ -629,6 +755,94 @@ mod tests {
         let names = c.select_metrics("first-pass").unwrap();
         let m = evaluate_all(&c, &names, &counts(pairs));
         walk_tree(&c, &m)
+    }
+
+    /// The pointer-chasing counts with some events counted a fraction of the run
+    /// (name, fraction), `rotations` rotations: the walk over their ranges.
+    fn multiplexed(fractions: &[(&str, f64)], rotations: Option<f64>) -> TreeReport {
+        let c = load("neoverse-n1").unwrap();
+        let names = c.select_metrics("first-pass").unwrap();
+        let mut ev = counts(&[
+            ("CPU_CYCLES", 1.0e9),
+            ("INST_RETIRED", 2.0e8),
+            ("STALL_FRONTEND", 2.0e7),
+            ("STALL_BACKEND", 8.3e8),
+            ("L1D_CACHE", 6.0e7),
+            ("L1D_CACHE_REFILL", 2.12e7),
+            ("L2D_CACHE", 2.2e7),
+            ("L2D_CACHE_REFILL", 1.1e7),
+            ("LL_CACHE_RD", 1.0e7),
+            ("LL_CACHE_MISS_RD", 6.0e6), // 60% miss: threshold 50%
+            ("L1D_TLB", 6.0e7),
+            ("DTLB_WALK", 1.0e5),
+        ]);
+        for e in &mut ev {
+            if let Some((_, f)) = fractions.iter().find(|(n, _)| *n == e.name) {
+                e.running_fraction = Some(*f);
+            }
+        }
+        crate::mux::apply(&mut ev, rotations);
+        walk_tree(&c, &evaluate_all(&c, &names, &ev))
+    }
+
+    #[test]
+    fn a_verdict_outside_its_multiplexing_margin_stands_plain() {
+        // 90% of the run, 100 rotations: +-1% typical; 60% against 50% stays clear.
+        let r = multiplexed(
+            &[("LL_CACHE_RD", 0.9), ("LL_CACHE_MISS_RD", 0.9)],
+            Some(100.0),
+        );
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.metric == "ll_read_miss_rate")
+            .unwrap();
+        assert!(!f.within_uncertainty);
+        assert!(!r.verdict.contains("uncertainty"), "{}", r.verdict);
+        assert!(r.sides.iter().all(|s| !s.within_uncertainty));
+    }
+
+    #[test]
+    fn a_verdict_inside_its_multiplexing_margin_says_so() {
+        // A quarter of the run, rotations unknown: +-75% on each count, so the miss
+        // rate's range (60% x 0.25/1.75 .. 60% x 1.75/0.25) holds the 50% threshold.
+        let r = multiplexed(&[("LL_CACHE_RD", 0.25), ("LL_CACHE_MISS_RD", 0.25)], None);
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.metric == "ll_read_miss_rate")
+            .unwrap();
+        assert!(f.within_uncertainty);
+        // The verdict is kept, and one clause says how firm it is.
+        assert!(
+            r.verdict.starts_with("back-end bound: 83% of cycles"),
+            "{}",
+            r.verdict
+        );
+        assert!(
+            r.verdict.contains(
+                "; within the multiplexing uncertainty: ll_read_miss_rate 8.6%..420% against 50%"
+            ),
+            "{}",
+            r.verdict
+        );
+        let step = r
+            .steps
+            .iter()
+            .flat_map(|s| &s.metrics)
+            .find(|m| m.name == "ll_read_miss_rate")
+            .unwrap();
+        assert!(step.within_uncertainty && step.notable);
+        // The back-end stall counted a fifth of the run: 83% +-80% reaches the 20%
+        // threshold (a quarter would not: its low end, 20.75%, stays above).
+        let r = multiplexed(&[("STALL_BACKEND", 0.2)], None);
+        let back = r.sides.iter().find(|s| s.side == "backend").unwrap();
+        assert!(back.within_uncertainty, "{:?}", r.sides);
+        assert!(
+            r.verdict.contains("backend stall 17%..149% against 20%"),
+            "{}",
+            r.verdict
+        );
     }
 
     /// The methodology's pointer-chasing example: IPC about 0.2, memory bound.

@@ -140,6 +140,7 @@ mod tests {
             software,
             run: None,
             advertised: None,
+            uncertainty: None,
         }
     }
 

@@ -176,6 +176,47 @@ fn default_mode_scales_multiplexed_groups_and_warns() {
         .find(|w| w.code == "pmu.multiplexed")
         .unwrap();
     assert!(w.message.contains("L1D_CACHE 50%"), "{w}");
+    // The uncertainty: half the run, rotations unknown (no sysfs interval under this
+    // sysroot), so +-50% on each of the group's values, and the miss rate's range is
+    // the ratio over those intervals: 21.2/60 x [0.5/1.5, 1.5/0.5].
+    let refill = l1d
+        .values
+        .iter()
+        .find(|v| v.name == "L1D_CACHE_REFILL")
+        .unwrap();
+    let u = refill.uncertainty.as_ref().unwrap();
+    assert_eq!(
+        (u.typical, u.worst, u.basis.as_str()),
+        (0.5, 0.5, "fraction only")
+    );
+    let r = prof
+        .metric("l1d_miss_rate")
+        .unwrap()
+        .interval
+        .clone()
+        .unwrap();
+    let rate = 21.2 / 60.0;
+    assert!((r.low.unwrap() - rate / 3.0).abs() < 1e-9, "{r:?}");
+    assert!((r.high.unwrap() - rate * 3.0).abs() < 1e-9, "{r:?}");
+    // Fully counted metrics carry no range.
+    assert_eq!(prof.metric("ipc").unwrap().interval, None);
+    let mux = prof.multiplexing.as_ref().unwrap();
+    assert_eq!(mux.rotations, None);
+    assert_eq!(mux.min_running_fraction, 0.5);
+    assert_eq!((mux.typical, mux.worst), (0.5, 0.5));
+    assert!(mux.fewest_groups.unwrap() < mux.groups.unwrap(), "{mux:?}");
+    assert_eq!(
+        numalab_pmu::mux::line(mux),
+        format!(
+            "multiplexed: {} groups (they fit in {}), rotations unknown in 1.00 s; values carry +-50% (worst 50%)",
+            mux.groups.unwrap(),
+            mux.fewest_groups.unwrap()
+        )
+    );
+    // The fields survive the record's JSON.
+    let back: numalab_pmu::profile::Profile =
+        serde_json::from_value(serde_json::to_value(prof).unwrap()).unwrap();
+    assert_eq!(&back, prof);
     // An unsupported event is named, never 0.
     let rd = prof.event("L1D_CACHE_RD").unwrap();
     assert_eq!((rd.state, rd.value), (EventState::NotSupported, None));

@@ -114,6 +114,28 @@ fn csv_import_matches_hand_computed_metrics() {
     assert!(w
         .iter()
         .any(|w| w.code == "pmu.multiplexed" && w.message.contains("CPU_CYCLES 50%")));
+    // Half the run, rotations not in the file: +-50%, and the verdict's comparisons
+    // stay clear of it (83% x [1/3, 3] of cycles is above 20%, and above the front end's
+    // range).
+    let mux = p.multiplexing.as_ref().unwrap();
+    assert_eq!(
+        mux.line(),
+        "multiplexed: groups and rotations not recorded; values carry +-50% (worst 50%)"
+    );
+    let r = p
+        .metric("backend_stall_rate")
+        .unwrap()
+        .interval
+        .clone()
+        .unwrap();
+    assert!((r.low.unwrap() - 0.83 / 3.0).abs() < 1e-9, "{r:?}");
+    assert!(p
+        .tree
+        .as_ref()
+        .unwrap()
+        .sides
+        .iter()
+        .all(|s| !s.within_uncertainty));
 }
 
 #[test]

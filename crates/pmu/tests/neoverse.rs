@@ -369,6 +369,7 @@ fn event_values(c: &Catalog, counts: &Counts) -> Vec<EventValue> {
             software: false,
             run: None,
             advertised: None,
+            uncertainty: None,
         })
         .collect()
 }

@@ -25,6 +25,7 @@ fn counted(name: &str, v: f64) -> EventValue {
         software: false,
         run: None,
         advertised: None,
+        uncertainty: None,
     }
 }
 

@@ -134,6 +134,7 @@ pub(super) fn wall_of(seconds: f64, run: usize) -> EventValue {
         software: true,
         run: Some(run),
         advertised: None,
+        uncertainty: None,
     }
 }
 

@@ -334,6 +334,7 @@ pub fn profile_subject(
         profile.spread = spreads(&catalog, &profile.groups);
         spread_warnings(&profile, &mut warnings);
     }
+    let planned = names.clone();
     let names = if config.metrics.trim().eq_ignore_ascii_case("none") {
         Vec::new()
     } else if names.is_empty() {
@@ -341,8 +342,23 @@ pub fn profile_subject(
     } else {
         names
     };
-    profile.metrics = evaluate_live(&catalog, &names, &profile, config.exact);
     profile.timeline = timeline(&catalog, &names, &profile, timeline_raw);
+    let mux_pmus: Vec<&str> = core
+        .iter()
+        .map(|c| c.name.as_str())
+        .chain(["cpu", "cpu_core"])
+        .collect();
+    let fewest = (!config.exact).then(|| {
+        count::plan_packed(&catalog, &planned, &extra, counters)
+            .groups
+            .len()
+    });
+    crate::mux::annotate(
+        &mut profile,
+        crate::mux::mux_interval_ms(&config.sysroot, &mux_pmus),
+        fewest,
+    );
+    profile.metrics = evaluate_live(&catalog, &names, &profile, config.exact);
     multiplex_warnings(&profile, &mut warnings);
     unsupported_warning(&profile, hardware, &mut warnings);
     let extra = evaluate_live(
@@ -499,6 +515,7 @@ fn measured_profile(
         timeline: Vec::new(),
         uncore: None,
         uncore_note: None,
+        multiplexing: None,
     };
     profile.events = summarize_events(&profile.groups, &software);
     let mut group_values: Vec<&mut Vec<EventValue>> =
@@ -641,6 +658,7 @@ pub fn from_import(
         timeline: Vec::new(),
         uncore: None,
         uncore_note: None,
+        multiplexing: None,
     };
     let untrusted = crate::trust::mark(&mut profile.events, &mut []);
     if !untrusted.is_empty() {
@@ -652,6 +670,9 @@ pub fn from_import(
             ),
         ));
     }
+    // perf stat's percentages give the running fraction, not the rotations.
+    crate::mux::apply(&mut profile.events, None);
+    profile.multiplexing = crate::mux::summary(&[], &profile.events, None, None, None);
     profile.metrics = metrics::evaluate_all(&catalog, &names, &profile.events);
     multiplex_warnings(&profile, &mut warnings);
     let extra = metrics::evaluate_all(

@@ -37,6 +37,7 @@ pub(super) fn values_of(
                 software: e.encoding.is_software(),
                 run: Some(run),
                 advertised: None,
+                uncertainty: None,
             };
             let (Some(reading), Some(st)) = (reading, statuses) else {
                 return v;
@@ -123,6 +124,7 @@ pub(super) fn wall_value(outcome: &Outcome, run: usize) -> EventValue {
         software: true,
         run: Some(run),
         advertised: None,
+        uncertainty: None,
     }
 }
 
@@ -271,6 +273,7 @@ pub(super) fn evaluate_live(
                 .filter_map(|e| all.iter().find(|v| &v.name == e))
                 .filter_map(|v| v.running_fraction)
                 .reduce(f64::min);
+            metrics::set_interval(&mut m, def, &all);
             m
         })
         .collect()

@@ -71,6 +71,50 @@ pub struct EventValue {
     /// (`listed`, `on_trust`, `not_listed`); absent when nothing was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advertised: Option<Advertised>,
+    /// How far the scaled value may be from the count over the whole run, when it was
+    /// counted only part of the time (multiplexing); absent when counted all the time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
+}
+
+/// The multiplexing uncertainty of one scaled value, as relative half-widths
+/// (0.1: the value give or take 10%). The model behind the numbers is numalab's own
+/// (`numalab_pmu::mux`, docs/profile.md "Multiplexing and uncertainty").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Uncertainty {
+    /// Typical: one standard deviation of the model over the run's rotations, or the
+    /// run's own evidence when that is larger (`basis`).
+    pub typical: f64,
+    /// Worst case of the model: what the value is when the slices not counted ran at 0
+    /// or at twice the rate of the slices counted.
+    pub worst: f64,
+    /// `model` (from the running fraction and the rotations), `fraction only` (the
+    /// rotations are not known: typical is the worst case), or `intervals` (interval
+    /// mode: the sum of the intervals differs from the whole run by more than the
+    /// model's typical, and that difference is taken).
+    pub basis: String,
+}
+
+/// A metric's range when its inputs carry multiplexing uncertainty: the formula
+/// evaluated over intervals (`numalab_expr::Interval`). A bound is absent where there
+/// is none (a denominator's interval reaches 0).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricInterval {
+    /// Lowest value with every input at its typical range.
+    pub low: Option<f64>,
+    /// Highest value with every input at its typical range.
+    pub high: Option<f64>,
+    /// Lowest value with every input at its worst-case range.
+    pub worst_low: Option<f64>,
+    /// Highest value with every input at its worst-case range.
+    pub worst_high: Option<f64>,
+}
+
+impl MetricInterval {
+    /// Whether `x` lies in the typical range (an absent bound reaches infinitely far).
+    pub fn contains(&self, x: f64) -> bool {
+        self.low.is_none_or(|l| l <= x) && self.high.is_none_or(|h| x <= h)
+    }
 }
 
 /// One metric's result.
@@ -101,6 +145,10 @@ pub struct MetricValue {
     /// `--exact`: its events came from different runs (normalised by instructions).
     #[serde(default)]
     pub across_runs: bool,
+    /// Its range from the multiplexing uncertainty of its inputs; absent when every
+    /// input was counted all the time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<MetricInterval>,
 }
 
 /// A number with about three significant digits, no exponent: 106, 12.4, 0.203.
@@ -165,6 +213,28 @@ pub fn fmt_metric(value: f64, unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn older_records_without_uncertainty_still_read() {
+        let e: EventValue = serde_json::from_str(
+            r#"{"name":"CPU_CYCLES","value":1.0,"running_fraction":0.5,"supported":true,"state":"counted"}"#,
+        )
+        .unwrap();
+        assert_eq!(e.uncertainty, None);
+        let m: MetricValue = serde_json::from_str(
+            r#"{"name":"ipc","title":"IPC","unit":"ratio","group":"g","formula":"A / B","origin":"methodology","value":0.5,"events":["A","B"]}"#,
+        )
+        .unwrap();
+        assert_eq!(m.interval, None);
+        // An absent bound reaches infinitely far.
+        let r = MetricInterval {
+            low: Some(0.2),
+            high: None,
+            worst_low: None,
+            worst_high: None,
+        };
+        assert!(r.contains(1e9) && !r.contains(0.1));
+    }
 
     #[test]
     fn formatting() {

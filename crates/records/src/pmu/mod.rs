@@ -21,10 +21,13 @@ pub use capability::{Capability, EventStatus};
 pub use catalog::{CpuMatch, MetricOrigin};
 pub use check::PmuCheck;
 pub use compare::{Comparison, CountChange, MetricChange};
-pub use metrics::{fmt_count, fmt_metric, fmt_pct, fmt_sig, EventState, EventValue, MetricValue};
+pub use metrics::{
+    fmt_count, fmt_metric, fmt_pct, fmt_sig, EventState, EventValue, MetricInterval, MetricValue,
+    Uncertainty,
+};
 pub use profile::{
-    Attachment, Coverage, GroupRecord, IntervalPoint, NotComputable, Profile, RunRecord, Source,
-    Spread,
+    Attachment, Coverage, GroupRecord, IntervalPoint, Multiplexing, NotComputable, Profile,
+    RunRecord, Source, Spread,
 };
 pub use sample::{FunctionHits, LineHits, SampleReport};
 pub use tree::{Finding, SideStall, StepMetric, TreeReport, TreeStep, Unevaluated};

@@ -179,6 +179,46 @@ pub struct Profile {
     /// Why the uncore PMUs were not counted, when they were not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncore_note: Option<String>,
+    /// How much of the run the counters were multiplexed, and what that leaves
+    /// uncertain; absent when every hardware value was counted all the time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplexing: Option<Multiplexing>,
+}
+
+/// Multiplexing over a profile: the groups that took turns on the counters, how often
+/// they turned, and the uncertainty it left on the values (`numalab_pmu::mux`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Multiplexing {
+    /// Hardware groups counted in one run (the most in any run); absent for imports
+    /// (a `perf stat` file does not say).
+    #[serde(default)]
+    pub groups: Option<usize>,
+    /// The fewest groups the same events fit in with these counters (the planner's
+    /// packing, events of one metric together where they fit).
+    #[serde(default)]
+    pub fewest_groups: Option<usize>,
+    /// Programmable counters assumed (live runs).
+    #[serde(default)]
+    pub counters: Option<usize>,
+    /// Length of the run the groups were enabled for, seconds (live runs).
+    #[serde(default)]
+    pub seconds: Option<f64>,
+    /// The kernel's rotation interval (`perf_event_mux_interval_ms` of the core PMU),
+    /// when it could be read.
+    #[serde(default)]
+    pub mux_interval_ms: Option<u64>,
+    /// Expected full rotations through the groups: seconds / (interval x groups);
+    /// absent without the interval.
+    #[serde(default)]
+    pub rotations: Option<f64>,
+    /// The smallest running fraction of a counted hardware event.
+    pub min_running_fraction: f64,
+    /// The largest typical relative uncertainty of a counted value.
+    pub typical: f64,
+    /// The largest worst-case relative uncertainty of a counted value.
+    pub worst: f64,
+    /// Counted values with a multiplexing uncertainty.
+    pub values: usize,
 }
 
 /// What the counters watched and why they stopped.
@@ -220,6 +260,32 @@ pub struct IntervalPoint {
     pub counts: std::collections::BTreeMap<String, f64>,
     /// Metrics over the interval; metrics without a value are absent.
     pub metrics: std::collections::BTreeMap<String, f64>,
+}
+
+impl Multiplexing {
+    /// The one line a report prints: "multiplexed: 4 groups (they fit in 2), ~75
+    /// rotations in 1.20 s; values carry +-22% (worst 75%)".
+    pub fn line(&self) -> String {
+        let fewer = match (self.fewest_groups, self.groups) {
+            (Some(f), Some(g)) if f < g => format!(" (they fit in {f})"),
+            _ => String::new(),
+        };
+        let shape = match (self.groups, self.seconds) {
+            (Some(g), Some(s)) => {
+                let turns = match self.rotations {
+                    Some(r) => format!("~{r:.0} rotations"),
+                    None => "rotations unknown".to_string(),
+                };
+                format!("{g} groups{fewer}, {turns} in {s:.2} s")
+            }
+            _ => "groups and rotations not recorded".to_string(),
+        };
+        format!(
+            "multiplexed: {shape}; values carry +-{} (worst {})",
+            super::fmt_pct(self.typical),
+            super::fmt_pct(self.worst)
+        )
+    }
 }
 
 impl RecordKind for Profile {

@@ -16,6 +16,10 @@ pub struct SideStall {
     /// Why it has none.
     #[serde(default)]
     pub reason: Option<String>,
+    /// Whether the comparison that made it dominant (or not) is within the multiplexing
+    /// uncertainty: the notable threshold, or another side, lies in its range.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub within_uncertainty: bool,
 }
 
 /// One metric looked at on the way down.
@@ -32,6 +36,10 @@ pub struct StepMetric {
     /// Why there is no value.
     #[serde(default)]
     pub reason: Option<String>,
+    /// Whether its threshold lies in its multiplexing range (`notable` could go either
+    /// way).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub within_uncertainty: bool,
 }
 
 /// One group looked at.
@@ -68,6 +76,10 @@ pub struct Finding {
     /// (Intel TMA, AMD pipeline utilization); none for numalab's own metrics.
     #[serde(default)]
     pub description: Option<String>,
+    /// Whether the threshold it reached lies in its multiplexing range (the finding
+    /// stands, but is within the uncertainty).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub within_uncertainty: bool,
 }
 
 /// The walk and its verdict.

@@ -106,6 +106,7 @@ mod tests {
             timeline: vec![],
             uncore: None,
             uncore_note: None,
+            multiplexing: None,
         }
     }
 

@@ -418,6 +418,9 @@ fn profile_intro(s: &mut Section, p: &Profile) {
         p.metric_set,
         facts.join("; ")
     ));
+    if let Some(m) = &p.multiplexing {
+        s.para(format!("{}.", m.line()));
+    }
     s.list(
         p.spread
             .iter()
