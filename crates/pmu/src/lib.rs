@@ -19,6 +19,7 @@ pub mod capability;
 pub mod catalog;
 pub mod check;
 pub mod compare;
+pub mod consistency;
 pub mod count;
 pub mod expr;
 pub mod import;

@@ -100,6 +100,7 @@ mod tests {
             spread: vec![],
             metrics: vec![],
             tree,
+            consistency: Vec::new(),
             coverage: None,
             attach: None,
             interval_ms: None,
