@@ -6,7 +6,8 @@
 //! catalogs (Arm's own files for the Neoverse cores, the kernel's generic events on
 //! x86-64) and the methodology's metrics as data; [`expr`] evaluates every formula;
 //! [`count`] counts a child process with perf_event_open (default and `--exact` modes);
-//! [`metrics`] derives the metrics, [`tree`] walks the decision tree to a verdict;
+//! [`metrics`] derives the metrics, [`tree`] walks the decision tree to a verdict,
+//! [`consistency`] checks the vendor's invariants over them (level 1 sums to 100% ...);
 //! [`import`] reads `perf stat` output from other machines, [`compare`] compares two
 //! profiles, [`sample`] finds hot spots; [`profile`] ties it together for
 //! `numalab profile` and for other commands (`sweep --profile`, `evaluate`).
