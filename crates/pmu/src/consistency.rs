@@ -489,7 +489,7 @@ fn cause(inputs: &[&str], metrics: &[MetricValue], counting: &Counting) -> Strin
             _ => "the counters were multiplexed".to_string(),
         };
         return format!(
-            "{how} (its inputs were counted {:.0}% of the run, then scaled up), so they come from different parts of the run; rerun with --exact",
+            "{how}: its inputs were counted {:.0}% of the run and scaled up, so they come from different parts of it; rerun with --exact",
             f * 100.0
         );
     }
