@@ -200,6 +200,7 @@ mod tests {
             runs: vec![],
             spread: vec![],
             tree: None,
+            consistency: Vec::new(),
             coverage: None,
             attach: None,
             interval_ms: None,

@@ -7,7 +7,8 @@
 //! x86-64) and the methodology's metrics as data; [`expr`] evaluates every formula;
 //! [`count`] counts a child process with perf_event_open (default and `--exact` modes);
 //! [`metrics`] derives the metrics ([`mux`]: with the uncertainty multiplexing leaves
-//! them), [`tree`] walks the decision tree to a verdict;
+//! them), [`tree`] walks the decision tree to a verdict,
+//! [`consistency`] checks the vendor's invariants over them (level 1 sums to 100% ...);
 //! [`import`] reads `perf stat` output from other machines, [`compare`] compares two
 //! profiles, [`sample`] finds hot spots; [`profile`] ties it together for
 //! `numalab profile` and for other commands (`sweep --profile`, `evaluate`).
@@ -20,6 +21,7 @@ pub mod capability;
 pub mod catalog;
 pub mod check;
 pub mod compare;
+pub mod consistency;
 pub mod count;
 pub mod expr;
 pub mod import;

@@ -306,3 +306,50 @@ fn a_refused_attachment_names_the_permission() {
     );
     assert!(e.to_string().contains("CAP_PERFMON"), "{e}");
 }
+
+#[test]
+fn intervals_and_the_whole_run_list_the_rules_they_violate() {
+    // More back-end stall cycles than cycles: a share above 100%, which no hardware
+    // counts; each interval and the whole run say so, and the value stays as counted.
+    let mut backend = ReplayBackend::with_counts(COUNTS);
+    backend.events.insert(
+        "STALL_BACKEND".into(),
+        Replay::Count {
+            value: 1_300_000_000,
+            fraction: 1.0,
+        },
+    );
+    backend.reads_to_full = 4;
+    let mut cfg = n1_config();
+    cfg.metrics = "ipc,frontend_stall_rate,backend_stall_rate".into();
+    cfg.interval = Some(Duration::from_millis(30));
+    let p = profile::profile_subject(
+        &Subject::Command(Spec::new(["sleep", "0.2"])),
+        &cfg,
+        &mut backend,
+        &pmu_capability(),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let prof = &p.profile;
+    let rule = prof
+        .consistency
+        .iter()
+        .find(|c| c.rule == "ratio-range")
+        .expect("ratio rule checked");
+    assert!(rule.violated(), "{rule:?}");
+    assert_eq!(rule.actual, Some(1.3));
+    assert_eq!(prof.metric("backend_stall_rate").unwrap().value, Some(1.3));
+    assert!(
+        rule.text.contains("backend_stall_rate = 130%"),
+        "{}",
+        rule.text
+    );
+    assert!(p.warnings.iter().any(|w| w.code == "pmu.inconsistent"));
+    let t = &prof.timeline;
+    for pt in &t[..4] {
+        assert_eq!(pt.inconsistent, ["ratio-range"], "{pt:?}");
+    }
+    // After the whole count nothing is counted, so nothing is inconsistent.
+    assert!(t[4..].iter().all(|pt| pt.inconsistent.is_empty()));
+}

@@ -211,3 +211,55 @@ fn compare_before_and_after_prefetch() {
     let cyc = c.counts.iter().find(|x| x.name == "CPU_CYCLES").unwrap();
     assert!(close(cyc.change_pct.unwrap(), -50.0));
 }
+
+#[test]
+fn a_multiplexed_topdown_level_1_is_a_finding_with_its_figures() {
+    // The first-pass set: Arm's level 1 is computed for the tree and checked with it.
+    let v2 = catalog::resolve_model("neoverse-v2").unwrap();
+    let imported = profile::from_import(
+        &fixture("v2-topdown-multiplexed.csv"),
+        Some(v2),
+        None,
+        "first-pass",
+        &[],
+    )
+    .unwrap();
+    let (p, warnings) = (imported.profile, imported.warnings);
+    let c = p
+        .consistency
+        .iter()
+        .find(|c| c.rule == "arm-topdown-level1")
+        .expect("level-1 rule checked");
+    assert!(c.violated(), "{c:?}");
+    // By hand: 100 * (3e9 + 4e9 - 0.52e9) / 8e9 + 100.
+    assert!(close(c.actual.unwrap(), 181.0), "{:?}", c.actual);
+    assert!(c.text.contains("sums to 181%"), "{}", c.text);
+    let cause = c.cause.as_deref().unwrap();
+    assert!(
+        cause.contains("17% of the run") && cause.ends_with("rerun with --exact"),
+        "{cause}"
+    );
+    // The values stay as counted: nothing is normalised to make the rule hold.
+    for f in &c.figures {
+        let tree = p.tree.as_ref().unwrap();
+        let shown = tree.vendor_topdown.iter().find(|(m, _, _)| *m == f.name);
+        assert_eq!(shown.map(|s| s.1), f.value, "{}", f.name);
+    }
+    assert!(warnings
+        .iter()
+        .any(|w| w.code == "pmu.inconsistent" && w.message.contains("181%")));
+    // The counts of the pointer chase hold every rule they can be checked by.
+    let (n1, w) = import("n1-pointer-chase.csv");
+    assert!(
+        n1.consistency.iter().all(|c| !c.violated()),
+        "{:?}",
+        n1.consistency
+    );
+    assert!(
+        n1.consistency
+            .iter()
+            .any(|c| c.rule == "ratio-range"
+                && c.status == numalab_pmu::consistency::RuleStatus::Held)
+    );
+    assert!(!w.iter().any(|w| w.code == "pmu.inconsistent"));
+}

@@ -233,7 +233,8 @@ pub(super) fn interval_of(
 }
 
 /// The timeline: each interval's counts and metrics, derived as the whole run's are;
-/// events the whole run found untrusted have no value in any interval either.
+/// events the whole run found untrusted have no value in any interval either. Each
+/// interval also lists the consistency rules its metrics violate.
 pub(super) fn timeline(
     catalog: &Catalog,
     names: &[String],
@@ -252,6 +253,8 @@ pub(super) fn timeline(
             v.state = EventState::Untrusted;
         }
     };
+    // A rules file that does not load is said once, by the whole profile's check.
+    let rules = crate::consistency::rules_for(catalog).unwrap_or_default();
     raw.into_iter()
         .map(|(t0, t1, mut groups, mut sw)| {
             for g in &mut groups {
@@ -273,6 +276,15 @@ pub(super) fn timeline(
             };
             p.events = summarize_events(&p.groups, &sw);
             let metrics = evaluate_live(catalog, names, &p, false);
+            let counting = crate::consistency::Counting {
+                groups: &p.groups,
+                exact: false,
+            };
+            let inconsistent = crate::consistency::check(&rules, &metrics, &counting)
+                .into_iter()
+                .filter(|c| c.violated())
+                .map(|c| c.rule)
+                .collect();
             IntervalPoint {
                 start_s: t0,
                 end_s: t1,
@@ -286,6 +298,7 @@ pub(super) fn timeline(
                     .iter()
                     .filter_map(|m| Some((m.name.clone(), m.value?)))
                     .collect(),
+                inconsistent,
             }
         })
         .collect()

@@ -367,6 +367,7 @@ pub fn profile_subject(
         &profile,
         config.exact,
     );
+    let checked = [profile.metrics.as_slice(), extra.as_slice()].concat();
     let mut tree = tree_over(&catalog, &profile.metrics, extra);
     let mut coverage = coverage_of(&profile);
     coverage.core_pmu = core.clone();
@@ -380,6 +381,7 @@ pub fn profile_subject(
     }
     profile.tree = Some(tree);
     profile.coverage = Some(coverage);
+    check_consistency(&catalog, &mut profile, &checked, &mut warnings);
     Ok(Profiled { profile, warnings })
 }
 
@@ -509,6 +511,7 @@ fn measured_profile(
         spread: Vec::new(),
         metrics: Vec::new(),
         tree: None,
+        consistency: Vec::new(),
         coverage: None,
         attach: counted.attachment,
         interval_ms: config.interval.map(|d| d.as_millis() as u64),
@@ -522,6 +525,39 @@ fn measured_profile(
         profile.groups.iter_mut().map(|g| &mut g.values).collect();
     crate::trust::mark(&mut profile.events, &mut group_values);
     profile
+}
+
+/// The catalog's consistency rules over the metrics as counted, selected or computed
+/// for the tree (`metrics`; recorded, never used to adjust a value): a warning per
+/// violated rule, with its likely cause.
+fn check_consistency(
+    catalog: &Catalog,
+    profile: &mut Profile,
+    metrics: &[MetricValue],
+    warnings: &mut Vec<Warning>,
+) {
+    let counting = crate::consistency::Counting {
+        groups: &profile.groups,
+        exact: profile.mode == "exact",
+    };
+    match crate::consistency::rules_for(catalog)
+        .map(|rules| crate::consistency::check(&rules, metrics, &counting))
+    {
+        Ok(checks) => {
+            for c in checks.iter().filter(|c| c.violated()) {
+                let mut w = Warning::new("pmu.inconsistent", c.text.clone());
+                if let Some(why) = &c.cause {
+                    w = w.with_remedy(why.clone());
+                }
+                warnings.push(w);
+            }
+            profile.consistency = checks;
+        }
+        Err(e) => warnings.push(Warning::new(
+            "pmu.consistency_rules",
+            format!("the consistency rules could not be read, so none was checked: {e}"),
+        )),
+    }
 }
 
 /// A warning per event whose count varied by more than 5% between the runs of --exact.
@@ -652,6 +688,7 @@ pub fn from_import(
         spread: Vec::new(),
         metrics: Vec::new(),
         tree: None,
+        consistency: Vec::new(),
         coverage: None,
         attach: None,
         interval_ms: None,
@@ -680,7 +717,9 @@ pub fn from_import(
         &unselected_computable(&catalog, &names, &profile.events),
         &profile.events,
     );
+    let checked = [profile.metrics.as_slice(), extra.as_slice()].concat();
     profile.tree = Some(tree_over(&catalog, &profile.metrics, extra));
     profile.coverage = Some(coverage_of(&profile));
+    check_consistency(&catalog, &mut profile, &checked, &mut warnings);
     Ok(Profiled { profile, warnings })
 }

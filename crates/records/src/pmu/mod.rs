@@ -11,6 +11,7 @@ mod capability;
 mod catalog;
 mod check;
 mod compare;
+mod consistency;
 mod metrics;
 mod profile;
 mod sample;
@@ -21,6 +22,7 @@ pub use capability::{Capability, EventStatus};
 pub use catalog::{CpuMatch, MetricOrigin};
 pub use check::PmuCheck;
 pub use compare::{Comparison, CountChange, MetricChange};
+pub use consistency::{consistency_lines, RuleCheck, RuleFigure, RuleStatus};
 pub use metrics::{
     fmt_count, fmt_metric, fmt_pct, fmt_sig, EventState, EventValue, MetricInterval, MetricValue,
     Uncertainty,

@@ -158,6 +158,11 @@ pub struct Profile {
     /// The decision tree.
     #[serde(default)]
     pub tree: Option<TreeReport>,
+    /// The catalog's consistency rules checked against the metrics (level 1 sums to
+    /// 100%, children sum to their parent, shares within range ...); a violated rule is
+    /// a finding with its figures, and the values stay as counted.
+    #[serde(default)]
+    pub consistency: Vec<super::consistency::RuleCheck>,
     /// What could and could not be counted, said once: events not supported, not
     /// trusted, never scheduled; metrics not computable grouped by cause.
     #[serde(default)]
@@ -260,6 +265,10 @@ pub struct IntervalPoint {
     pub counts: std::collections::BTreeMap<String, f64>,
     /// Metrics over the interval; metrics without a value are absent.
     pub metrics: std::collections::BTreeMap<String, f64>,
+    /// Consistency rules the interval's metrics violate (rule ids; the whole profile's
+    /// `consistency` has each rule's text and source).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inconsistent: Vec<String>,
 }
 
 impl Multiplexing {

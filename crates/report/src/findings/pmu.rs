@@ -30,15 +30,28 @@ pub(super) fn pmu(l: &Loaded, out: &mut Out<'_>) {
         }
     }
     for (r, p) in l.records_of::<Profile>() {
+        let what = if p.command.is_empty() {
+            p.source
+                .path
+                .clone()
+                .unwrap_or_else(|| "imported counts".into())
+        } else {
+            format!("`{}`", cmd(&p.command))
+        };
+        // A vendor invariant the metrics break: the figures are suspect, whatever the
+        // verdict made of them.
+        for c in p.consistency.iter().filter(|c| c.violated()) {
+            out.push(
+                "pmu_inconsistent",
+                Severity::Warning,
+                match &c.cause {
+                    Some(why) => format!("profile of {what}: {}; {why}", c.text),
+                    None => format!("profile of {what}: {}", c.text),
+                },
+                anchor.clone(),
+            );
+        }
         if let Some(t) = &p.tree {
-            let what = if p.command.is_empty() {
-                p.source
-                    .path
-                    .clone()
-                    .unwrap_or_else(|| "imported counts".into())
-            } else {
-                format!("`{}`", cmd(&p.command))
-            };
             // A verdict is news; "no verdict" (missing or untrusted inputs) is context.
             let severity = if t.verdict.starts_with("no verdict") {
                 Severity::Info
@@ -100,6 +113,7 @@ mod tests {
             spread: vec![],
             metrics: vec![],
             tree,
+            consistency: Vec::new(),
             coverage: None,
             attach: None,
             interval_ms: None,
@@ -150,6 +164,46 @@ mod tests {
             let f = run(&loaded(vec![rec("check", &pmu_check(true, a))]), pmu);
             absent(&f, "pmu_clock_disagrees");
         }
+    }
+
+    // ------------------------------------------------------------ pmu_inconsistent
+
+    #[test]
+    fn a_violated_consistency_rule_is_a_warning_with_its_figures() {
+        use numalab_records::pmu::{RuleCheck, RuleStatus};
+        let check = |status: RuleStatus, text: &str| RuleCheck {
+            rule: "intel-tma-level1".into(),
+            title: "top-down level 1 sums to 100%".into(),
+            status,
+            figures: vec![],
+            actual: Some(181.0),
+            expected: "100% ± 5.0%".into(),
+            text: text.into(),
+            cause: Some("the groups were multiplexed 6 ways: ...; rerun with --exact".into()),
+            source: "Yasin 2014".into(),
+        };
+        let mut p = profile(&["./bench"], None, None);
+        p.consistency = vec![check(
+            RuleStatus::Violated,
+            "top-down level 1 sums to 100%: ... sums to 181%, expected 100% ± 5.0%",
+        )];
+        let f = run(&loaded(vec![rec("profile", &p)]), pmu);
+        says(
+            &f,
+            "pmu_inconsistent",
+            Severity::Warning,
+            &[
+                "profile of `./bench`",
+                "sums to 181%",
+                "multiplexed 6 ways",
+                "--exact",
+            ],
+        );
+        p.consistency = vec![check(RuleStatus::Held, "held")];
+        absent(
+            &run(&loaded(vec![rec("profile", &p)]), pmu),
+            "pmu_inconsistent",
+        );
     }
 
     // ------------------------------------------------------------ profile_verdict

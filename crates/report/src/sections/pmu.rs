@@ -440,6 +440,10 @@ fn profile_intro(s: &mut Section, p: &Profile) {
             s.para(line);
         }
     }
+    // The vendor's invariants: each violated rule with its figures, then the count.
+    for line in numalab_records::pmu::consistency_lines(&p.consistency) {
+        s.para(line);
+    }
 }
 
 /// The decision tree of a profile: its outline and the table of its findings.
