@@ -217,6 +217,16 @@ impl Expr {
                         (None, _) => v,
                         (Some(o), Func::Min) => Interval::new(o.lo.min(v.lo), o.hi.min(v.hi)),
                         (Some(o), Func::Max) => Interval::new(o.lo.max(v.lo), o.hi.max(v.hi)),
+                        // d_ratio: perf's rule, 0 where the denominator is 0; a
+                        // denominator that may be 0 but need not be leaves it unbounded.
+                        (Some(_), Func::DRatio) if v.lo == 0.0 && v.hi == 0.0 => {
+                            Interval::point(0.0)
+                        }
+                        (Some(_), Func::DRatio) if v.contains(0.0) => Interval::unbounded(),
+                        (Some(o), Func::DRatio) => {
+                            let (r1, r2) = (1.0 / v.lo, 1.0 / v.hi);
+                            Interval::of4(o.lo * r1, o.lo * r2, o.hi * r1, o.hi * r2)
+                        }
                     });
                 }
                 out.unwrap_or(Interval::point(f64::NAN))
@@ -280,6 +290,21 @@ mod tests {
             3.0,
             3.0,
         );
+    }
+
+    #[test]
+    fn perfs_d_ratio_over_intervals() {
+        let e = crate::parse_perf("d_ratio(a, b)").unwrap();
+        let at = |a: Interval, b: Interval| {
+            let input = |_: &str| Input::Value(1.0);
+            let range = move |n: &str| Some(if n == "a" { a } else { b });
+            e.eval_interval(&input, &range).unwrap()
+        };
+        let r = at(Interval::new(2.0, 4.0), Interval::new(1.0, 2.0));
+        assert_eq!((r.lo, r.hi), (1.0, 4.0));
+        let r = at(Interval::new(2.0, 4.0), Interval::point(0.0));
+        assert_eq!((r.lo, r.hi), (0.0, 0.0));
+        assert!(!at(Interval::new(2.0, 4.0), Interval::new(0.0, 1.0)).is_bounded());
     }
 
     #[test]

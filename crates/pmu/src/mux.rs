@@ -293,6 +293,7 @@ mod tests {
             running_fraction: Some(0.5),
             counts: [("X".to_string(), x)].into_iter().collect(),
             metrics: Default::default(),
+            inconsistent: Vec::new(),
         };
         // Sum 1099 against 1000: 9.9% off, more than the model's 5%.
         apply_timeline(&mut v, &[point(600.0), point(499.0)]);

@@ -16,6 +16,7 @@ fn mv(catalog: &Catalog, name: &str, value: f64) -> MetricValue {
         events: Vec::new(),
         min_running_fraction: None,
         across_runs: false,
+        interval: None,
     }
 }
 
