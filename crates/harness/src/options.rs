@@ -3,10 +3,9 @@
 
 use crate::metric::Metric;
 use crate::run::{HarnessError, Study};
-use std::time::Duration;
 
 /// The longest `--timeout` accepted, s (365 days).
-pub const MAX_TIMEOUT_S: f64 = 365.0 * 86_400.0;
+pub const MAX_TIMEOUT_S: f64 = numalab_schema::units::MAX_DURATION.as_secs() as f64;
 
 /// The options every study shares, as given (text and numbers, unchecked).
 #[derive(Debug, Clone, PartialEq)]
@@ -73,12 +72,14 @@ impl StudyOptions {
         s.timeout = match self.timeout {
             // Bounded so that a deadline (now + timeout) can always be formed: a year is
             // longer than any run a study times.
-            Some(t) if t > 0.0 && t <= MAX_TIMEOUT_S => Some(Duration::from_secs_f64(t)),
-            Some(t) => {
-                return Err(usage(format!(
+            Some(t) => match numalab_schema::units::seconds(t) {
+                Some(d) => Some(d),
+                None => {
+                    return Err(usage(format!(
                     "--timeout {t:?}: give a positive number of seconds, at most {MAX_TIMEOUT_S} (a year)"
                 )))
-            }
+                }
+            },
             None => None,
         };
         s.shell = self.shell;
@@ -153,7 +154,7 @@ mod tests {
         };
         let s = o.study().unwrap();
         assert!(s.lower_is_better && s.response.is_some());
-        assert_eq!(s.timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(s.timeout, Some(std::time::Duration::from_millis(2500)));
         assert_eq!(s.env[0], ("OMP_NUM_THREADS".into(), "{threads}".into()));
         assert_eq!(s.env[1], ("EMPTY".into(), String::new()));
         assert_eq!(s.sampling.interval_ms, 10);
