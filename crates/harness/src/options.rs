@@ -7,6 +7,10 @@ use crate::run::{HarnessError, Study};
 /// The longest `--timeout` accepted, s (365 days).
 pub const MAX_TIMEOUT_S: f64 = numalab_schema::units::MAX_DURATION.as_secs() as f64;
 
+/// The most runs per point `--repeat` takes: the study's run list is made up front, and
+/// a million runs of even the shortest command is days.
+pub const MAX_REPEAT: usize = 1_000_000;
+
 /// The options every study shares, as given (text and numbers, unchecked).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StudyOptions {
@@ -67,6 +71,12 @@ impl StudyOptions {
         }
         if self.repeat == 0 {
             return Err(usage("--repeat 0: give at least 1 run per point"));
+        }
+        if self.repeat > MAX_REPEAT {
+            return Err(usage(format!(
+                "--repeat {}: at most {MAX_REPEAT} runs per point",
+                self.repeat
+            )));
         }
         s.repeat = self.repeat;
         s.timeout = match self.timeout {
@@ -183,7 +193,28 @@ mod tests {
             ..options()
         });
         assert_eq!(m, "--repeat 0: give at least 1 run per point");
-        for t in [0.0, -1.0, MAX_TIMEOUT_S * 2.0, f64::NAN] {
+        let m = refused(StudyOptions {
+            repeat: usize::MAX,
+            ..options()
+        });
+        assert_eq!(
+            m,
+            format!("--repeat {}: at most 1000000 runs per point", usize::MAX)
+        );
+        assert!(StudyOptions {
+            repeat: MAX_REPEAT,
+            ..options()
+        }
+        .study()
+        .is_ok());
+        for t in [
+            0.0,
+            -1.0,
+            MAX_TIMEOUT_S * 2.0,
+            f64::NAN,
+            f64::INFINITY,
+            1e308,
+        ] {
             let m = refused(StudyOptions {
                 timeout: Some(t),
                 ..options()
