@@ -542,7 +542,11 @@ fn reading_a_missing_history_creates_nothing() {
         assert!(stdout(&o).contains(" match;"), "{cmd}: {}", stdout(&o));
     }
     // As for an empty history file: nothing to compare.
-    refused(&["db", "--db", p(&db), "regressions"], 3, "the history holds no run");
+    refused(
+        &["db", "--db", p(&db), "regressions"],
+        3,
+        "the history holds no run",
+    );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
