@@ -452,12 +452,8 @@ pub fn write_outputs(dir: &Path) -> Result<Written, EvalError> {
     });
     let write = |name: &str, text: &str| -> Result<(), EvalError> {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| {
-            EvalError::new(
-                ErrorClass::Runtime,
-                format!("{}: cannot write it: {e}", path.display()),
-            )
-        })
+        numalab_schema::output::write_file(&path, text.as_bytes(), name, "--out")
+            .map_err(|e| EvalError::new(e.class, e.message))
     };
     write(
         "summary.json",

@@ -88,8 +88,8 @@ impl AgentOptions {
                 "--node" => node = Some(value("--node")?),
                 "--timeout" => {
                     let v = value("--timeout")?;
-                    o.timeout = humantime::parse_duration(&v)
-                        .map_err(|e| FleetError::AgentArgs(format!("--timeout {v:?}: {e}")))?;
+                    o.timeout = numalab_schema::units::parse_duration(&v)
+                        .map_err(|e| FleetError::AgentArgs(format!("--timeout {e}")))?;
                 }
                 "--shared" => o.shared = Some(PathBuf::from(value("--shared")?)),
                 "--numalab" => o.numalab = PathBuf::from(value("--numalab")?),
@@ -465,6 +465,16 @@ esac
         assert!(e.to_string().contains("remove --out"), "{e}");
         let e = AgentOptions::from_args(&["--bogus".into()], "/x".into(), "v").unwrap_err();
         assert!(e.to_string().contains("same numalab version"), "{e}");
+        // A timeout no deadline holds is refused, not a panic when the deadline is formed.
+        for t in ["500000000000y", "18446744073709551615s", "366days"] {
+            let e = AgentOptions::from_args(
+                &["--node", "n1", "--timeout", t, "--", "topo"].map(String::from),
+                "/x".into(),
+                "v",
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains("longer than 365 days"), "{e}");
+        }
     }
 
     #[test]

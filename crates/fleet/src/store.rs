@@ -2,7 +2,6 @@
 //! every file written atomically (temp file in the same folder, then rename), so a
 //! `fleet run` killed at any moment leaves only whole files.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -13,19 +12,11 @@ use crate::frame::hash_reader;
 /// Version of `fleet.json` and `status.json` this numalab writes and reads.
 pub const FLEET_SCHEMA_VERSION: u32 = 1;
 
-/// Writes `data` to `path` atomically: a temp file in the same folder, synced, renamed.
+/// Writes `data` to `path` atomically: a temp file in the same folder, synced, renamed
+/// ([`numalab_schema::output::replace`]: a new file gets the umask's mode, as a plain
+/// create would, an existing one keeps its own).
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<(), FleetError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .map_err(|e| FleetError::io(dir, "creating a temporary file", e))?;
-    tmp.write_all(data)
-        .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| FleetError::io(path, "writing", e))?;
-    tmp.persist(path)
-        .map_err(|e| FleetError::io(path, "renaming the temporary file into place", e.error))?;
-    Ok(())
+    numalab_schema::output::replace(path, data).map_err(|e| FleetError::io(path, "writing", e))
 }
 
 /// `fleet.json`: what this fleet folder is a run of.

@@ -3,10 +3,13 @@
 
 use crate::metric::Metric;
 use crate::run::{HarnessError, Study};
-use std::time::Duration;
 
 /// The longest `--timeout` accepted, s (365 days).
-pub const MAX_TIMEOUT_S: f64 = 365.0 * 86_400.0;
+pub const MAX_TIMEOUT_S: f64 = numalab_schema::units::MAX_DURATION.as_secs() as f64;
+
+/// The most runs per point `--repeat` takes: the study's run list is made up front, and
+/// a million runs of even the shortest command is days.
+pub const MAX_REPEAT: usize = 1_000_000;
 
 /// The options every study shares, as given (text and numbers, unchecked).
 #[derive(Debug, Clone, PartialEq)]
@@ -69,16 +72,24 @@ impl StudyOptions {
         if self.repeat == 0 {
             return Err(usage("--repeat 0: give at least 1 run per point"));
         }
+        if self.repeat > MAX_REPEAT {
+            return Err(usage(format!(
+                "--repeat {}: at most {MAX_REPEAT} runs per point",
+                self.repeat
+            )));
+        }
         s.repeat = self.repeat;
         s.timeout = match self.timeout {
             // Bounded so that a deadline (now + timeout) can always be formed: a year is
             // longer than any run a study times.
-            Some(t) if t > 0.0 && t <= MAX_TIMEOUT_S => Some(Duration::from_secs_f64(t)),
-            Some(t) => {
-                return Err(usage(format!(
+            Some(t) => match numalab_schema::units::seconds(t) {
+                Some(d) => Some(d),
+                None => {
+                    return Err(usage(format!(
                     "--timeout {t:?}: give a positive number of seconds, at most {MAX_TIMEOUT_S} (a year)"
                 )))
-            }
+                }
+            },
             None => None,
         };
         s.shell = self.shell;
@@ -153,7 +164,7 @@ mod tests {
         };
         let s = o.study().unwrap();
         assert!(s.lower_is_better && s.response.is_some());
-        assert_eq!(s.timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(s.timeout, Some(std::time::Duration::from_millis(2500)));
         assert_eq!(s.env[0], ("OMP_NUM_THREADS".into(), "{threads}".into()));
         assert_eq!(s.env[1], ("EMPTY".into(), String::new()));
         assert_eq!(s.sampling.interval_ms, 10);
@@ -182,7 +193,28 @@ mod tests {
             ..options()
         });
         assert_eq!(m, "--repeat 0: give at least 1 run per point");
-        for t in [0.0, -1.0, MAX_TIMEOUT_S * 2.0, f64::NAN] {
+        let m = refused(StudyOptions {
+            repeat: usize::MAX,
+            ..options()
+        });
+        assert_eq!(
+            m,
+            format!("--repeat {}: at most 1000000 runs per point", usize::MAX)
+        );
+        assert!(StudyOptions {
+            repeat: MAX_REPEAT,
+            ..options()
+        }
+        .study()
+        .is_ok());
+        for t in [
+            0.0,
+            -1.0,
+            MAX_TIMEOUT_S * 2.0,
+            f64::NAN,
+            f64::INFINITY,
+            1e308,
+        ] {
             let m = refused(StudyOptions {
                 timeout: Some(t),
                 ..options()

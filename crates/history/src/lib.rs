@@ -282,6 +282,28 @@ impl History {
         })
     }
 
+    /// Opens the history at `path` for a command that only reads it (`db runs`, `db
+    /// query`, `db regressions`): as [`History::open`] when the file exists; when it
+    /// does not, an empty history in memory, so that reading creates no file (the runs
+    /// and figures are none, as they would be in a new file).
+    pub fn open_read(path: &Path) -> Result<History, HistoryError> {
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let mut conn = Connection::open_in_memory()
+                    .map_err(|e| HistoryError::sqlite(path, "opening an empty history", e))?;
+                conn.pragma_update(None, "foreign_keys", true)
+                    .map_err(|e| HistoryError::sqlite(path, "turning on foreign keys", e))?;
+                schema::migrate(&mut conn, path)?;
+                Ok(History {
+                    conn,
+                    path: path.to_path_buf(),
+                    limits: Limits::default(),
+                })
+            }
+            _ => History::open(path),
+        }
+    }
+
     /// The same history with other size caps.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;

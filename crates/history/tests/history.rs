@@ -423,6 +423,30 @@ fn a_folder_or_a_device_is_no_history_file() {
     assert!(!Path::new("/dev/null-wal").exists());
 }
 
+/// Reading a history that does not exist yet creates nothing (`db runs` once left a
+/// new history file behind); an existing one reads as `open` does, and a device is
+/// still refused.
+#[test]
+fn reading_a_missing_history_creates_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("none.sqlite");
+    let h = History::open_read(&path).unwrap();
+    assert!(h.runs(&RunFilter::default()).unwrap().is_empty());
+    assert!(h.query(&Query::default()).unwrap().is_empty());
+    assert_eq!(h.path(), path);
+    drop(h);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    let mut w = open(dir.path());
+    let b = bundle(&time(1), &[100.0], [50.0, 51.0, 49.0]);
+    w.ingest_with_metrics(&b, &metrics_of(&b), &IngestOptions::default())
+        .unwrap();
+    let stored = w.path().to_path_buf();
+    drop(w);
+    let r = History::open_read(&stored).unwrap();
+    assert_eq!(r.runs(&RunFilter::default()).unwrap().len(), 1);
+    assert!(History::open_read(Path::new("/dev/null")).is_err());
+}
+
 #[test]
 fn too_few_samples_give_no_verdict_not_a_regression() {
     let dir = tempfile::tempdir().unwrap();

@@ -82,6 +82,18 @@ pub struct InferFlags {
     pub sweeps: usize,
 }
 
+/// The most restarts, sweeps or trials a flag takes: far past any useful search (each
+/// is a whole search, each restart holds its placement), and a count the searches can
+/// size their buffers by without overflowing.
+pub const MAX_COUNT: usize = 1_000_000;
+
+fn too_many(flag: &str, n: usize) -> Result<(), LayoutError> {
+    if n > MAX_COUNT {
+        return Err(usage(format!("{flag} {n}: at most {MAX_COUNT}")));
+    }
+    Ok(())
+}
+
 impl InferFlags {
     /// The mesh asked for and the search settings, checking the flags in order
     /// (geometry, hop cost, restarts, cores per tile).
@@ -91,6 +103,8 @@ impl InferFlags {
         if self.restarts == 0 {
             return Err(usage("--restarts must be at least 1"));
         }
+        too_many("--restarts", self.restarts)?;
+        too_many("--sweeps", self.sweeps)?;
         if self.cores_per_tile == Some(0) {
             return Err(usage("--cores-per-tile must be at least 1"));
         }
@@ -181,6 +195,8 @@ impl GroundtruthFlags {
         if self.trials == 0 || self.restarts == 0 {
             return Err(usage("--trials and --restarts must be at least 1"));
         }
+        too_many("--trials", self.trials)?;
+        too_many("--restarts", self.restarts)?;
         let model = Model::load(&self.preset, &[])?;
         if model.geo.sockets != 1 {
             return Err(usage(format!(
@@ -305,6 +321,20 @@ mod tests {
         );
         assert_eq!(
             e(InferFlags {
+                restarts: usize::MAX,
+                ..f.clone()
+            }),
+            format!("--restarts {}: at most 1000000", usize::MAX)
+        );
+        assert_eq!(
+            e(InferFlags {
+                sweeps: usize::MAX,
+                ..f.clone()
+            }),
+            format!("--sweeps {}: at most 1000000", usize::MAX)
+        );
+        assert_eq!(
+            e(InferFlags {
                 cores_per_tile: Some(0),
                 ..f.clone()
             }),
@@ -372,6 +402,20 @@ mod tests {
                 ..groundtruth_flags()
             }),
             "--trials and --restarts must be at least 1"
+        );
+        assert_eq!(
+            e(GroundtruthFlags {
+                trials: usize::MAX,
+                ..groundtruth_flags()
+            }),
+            format!("--trials {}: at most 1000000", usize::MAX)
+        );
+        assert_eq!(
+            e(GroundtruthFlags {
+                restarts: MAX_COUNT + 1,
+                ..groundtruth_flags()
+            }),
+            "--restarts 1000001: at most 1000000"
         );
         assert_eq!(
             e(GroundtruthFlags {

@@ -188,9 +188,11 @@ impl Budgets {
     }
 }
 
-/// Adds `bytes` to `node` in a need map.
+/// Adds `bytes` to `node` in a need map (saturating: a need past u64 is still more
+/// than any node has, and refused as such).
 pub fn need(map: &mut BTreeMap<u32, u64>, node: u32, bytes: u64) {
-    *map.entry(node).or_insert(0) += bytes;
+    let n = map.entry(node).or_insert(0);
+    *n = n.saturating_add(bytes);
 }
 
 #[cfg(test)]
@@ -213,6 +215,18 @@ mod tests {
         .unwrap();
         m.compute_summary();
         m
+    }
+
+    /// `--size 18446744073709551615` once overflowed adding up the need (exit 101):
+    /// the sums saturate, and a saturated need is more than any node has.
+    #[test]
+    fn needs_past_u64_saturate() {
+        let mut m = BTreeMap::new();
+        need(&mut m, 0, u64::MAX);
+        need(&mut m, 0, 4096);
+        assert_eq!(m[&0], u64::MAX);
+        assert_eq!(crate::round_up(u64::MAX, 4096), u64::MAX);
+        assert_eq!(crate::round_up(5000, 4096), 8192);
     }
 
     #[test]

@@ -26,6 +26,24 @@ use numalab_topo::bind::{MemPolicy, Placer, Region};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The most timed batches per point `--batches` takes.
+pub const MAX_BATCHES: usize = 1_000_000;
+
+/// `--batches` between 5 (the fewest a summary takes) and [`MAX_BATCHES`]: every batch
+/// is a sample kept in memory and in the record, and u64::MAX overflowed the samples'
+/// buffer (a panic).
+pub fn check_batches(batches: usize) -> Result<(), MemError> {
+    if batches < 5 {
+        return Err(MemError::Usage("--batches must be at least 5".into()));
+    }
+    if batches > MAX_BATCHES {
+        return Err(MemError::Usage(format!(
+            "--batches {batches}: at most {MAX_BATCHES}"
+        )));
+    }
+    Ok(())
+}
+
 /// How to measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Options {
@@ -373,9 +391,7 @@ pub fn plan(
             "the working-set range is empty (--min must not exceed --max)".into(),
         ));
     }
-    if options.batches < 5 {
-        return Err(MemError::Usage("--batches must be at least 5".into()));
-    }
+    check_batches(options.batches)?;
     let mut cells = Vec::new();
     for &cpu in cpus {
         check_cpu(machine, cpu)?;

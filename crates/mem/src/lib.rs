@@ -137,9 +137,10 @@ pub fn frequency_of(machine: &numalab_schema::Machine, pu: u32) -> Option<Freque
     })
 }
 
-/// Rounds `bytes` up to a multiple of `to`.
+/// Rounds `bytes` up to a multiple of `to` (saturating: a size no machine has stays
+/// one, for the memory budget to refuse).
 pub(crate) fn round_up(bytes: u64, to: u64) -> u64 {
-    bytes.div_ceil(to) * to
+    bytes.div_ceil(to).saturating_mul(to)
 }
 
 /// The last-level cache total of the machine, or a stand-in when hwloc does not know

@@ -69,6 +69,7 @@ impl ErrorClass {
         }
         out.push_str("\n  101  numalab itself failed (a panic: a bug; please report it with the command line)");
         out.push_str("\n  134  numalab was aborted (e.g. it ran out of memory; please report it with the command line)");
+        out.push_str("\n  141  standard output closed early (e.g. piped into head): a quiet end by SIGPIPE, as other tools");
         out
     }
 

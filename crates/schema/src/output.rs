@@ -35,7 +35,7 @@ impl Classify for WriteError {
 /// replaced; a socket or another kind of file is refused (exit 2).
 pub fn write_file(p: &Path, bytes: &[u8], what: &str, flag: &str) -> Result<(), WriteError> {
     use std::io::Write;
-    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    use std::os::unix::fs::FileTypeExt;
     let shown = crate::text::path_text(p);
     let fail = |e: std::io::Error| {
         WriteError::new(
@@ -98,23 +98,35 @@ pub fn write_file(p: &Path, bytes: &[u8], what: &str, flag: &str) -> Result<(), 
             ),
         ));
     }
-    // The temporary file is created 0666 less the umask (the kernel applies it), as a
-    // plain create would be; an existing file's mode is then copied onto it.
+    replace(&target, bytes).map_err(fail)
+}
+
+/// Replaces the regular file `target` (or creates it) whole or not at all: a temporary
+/// file in its folder, written, synced, then renamed over it. The temporary file is
+/// created 0666 less the umask (the kernel applies it), as a plain create would be; an
+/// existing file's mode is copied onto it. The caller has checked that `target` is a
+/// regular file or absent ([`write_file`] does); numalab's own files in its own folders
+/// (the fleet folder's) are written with this directly.
+pub fn replace(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
     let mut tmp = tempfile::Builder::new()
-        .prefix(".numalab-report-")
+        .prefix(".numalab-")
         .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(&dir)
-        .map_err(fail)?;
-    if let Some(m) = &existing {
+        .tempfile_in(dir)?;
+    if let Ok(m) = std::fs::metadata(target) {
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(
                 m.permissions().mode() & 0o7777,
-            ))
-            .map_err(fail)?;
+            ))?;
     }
-    tmp.write_all(bytes).map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist(&target).map_err(|e| fail(e.error))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(target).map_err(|e| e.error)?;
     Ok(())
 }
 
@@ -159,5 +171,132 @@ mod tests {
                 .ends_with("does not exist; create it or choose another --svg path"),
             "{e}"
         );
+    }
+
+    /// The umask is process-wide: the test that sets it runs its cases one after another
+    /// in a child process (this test binary, filtered to `umask_child`), so no other test
+    /// thread creates files under it.
+    #[test]
+    fn a_new_file_gets_0666_less_the_umask() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = std::env::current_exe().unwrap();
+        for (umask, mode) in [("027", 0o640), ("022", 0o644), ("077", 0o600)] {
+            let p = dir.path().join(format!("new-{umask}.md"));
+            let st = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "umask {umask} && exec \"$0\" --exact output::tests::umask_child --include-ignored --quiet"
+                ))
+                .arg(&exe)
+                .env("NUMALAB_OUTPUT_TEST_PATH", &p)
+                .status()
+                .unwrap();
+            assert!(st.success());
+            let got = std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
+            assert_eq!(got, mode, "umask {umask}");
+        }
+    }
+
+    /// Run by [`a_new_file_gets_0666_less_the_umask`] in a child with a umask.
+    #[test]
+    #[ignore = "run by a_new_file_gets_0666_less_the_umask"]
+    fn umask_child() {
+        let p = std::env::var_os("NUMALAB_OUTPUT_TEST_PATH").expect("run by its parent");
+        write_file(Path::new(&p), b"x", "the report", "-o").unwrap();
+    }
+
+    #[test]
+    fn a_symlink_to_a_file_stays_a_link_and_its_target_keeps_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("t.md");
+        std::fs::write(&target, "old").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o604)).unwrap();
+        let link = dir.path().join("l.md");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_file(&link, b"new", "the report", "-o").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o604);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    /// A device (a link to one too) is written through and stays a device: /dev/null
+    /// takes the bytes, /dev/full says it is full (exit 1, the device untouched).
+    #[test]
+    fn a_device_is_written_through_never_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        write_file(Path::new("/dev/null"), b"x", "the report", "-o").unwrap();
+        let e = write_file(Path::new("/dev/full"), b"x", "the report", "-o").unwrap_err();
+        assert_eq!(e.class, ErrorClass::Runtime);
+        assert!(
+            e.message
+                .starts_with("/dev/full: cannot write the report ("),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("full");
+        std::os::unix::fs::symlink("/dev/full", &link).unwrap();
+        assert!(write_file(&link, b"x", "the report", "-o").is_err());
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        for d in ["/dev/null", "/dev/full"] {
+            let m = std::fs::symlink_metadata(d).unwrap();
+            assert!(m.file_type().is_char_device(), "{d}");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_fifo_is_written_through_and_a_socket_refused() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_file(&fifo, b"page", "the report", "-o").unwrap();
+        assert_eq!(reader.join().unwrap(), b"page");
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+        let sock = dir.path().join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let e = write_file(&sock, b"x", "the SVG", "--svg").unwrap_err();
+        assert_eq!(e.class, ErrorClass::Usage);
+        assert!(
+            e.message
+                .ends_with(": is not a regular file (a socket); give --svg a file name"),
+            "{e}"
+        );
+        assert!(std::fs::symlink_metadata(&sock)
+            .unwrap()
+            .file_type()
+            .is_socket());
+    }
+
+    #[test]
+    fn replace_keeps_an_existing_files_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("fleet.json");
+        std::fs::write(&p, "{}").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        replace(&p, b"[]").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"[]");
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o644);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

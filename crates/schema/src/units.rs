@@ -70,6 +70,31 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     Ok(total.round() as u64)
 }
 
+/// The longest duration an option takes: 365 days (a year; humantime's `1y` is 365.25 days, so write `365days`). A deadline (now + duration) can
+/// always be formed from it, where `Instant + Duration` panics on overflow.
+pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(365 * 86_400);
+
+/// Parses a duration option written as people write it ("30s", "90m", "2h", "1500ms"),
+/// at most [`MAX_DURATION`]: the one parser of every duration option (clap's
+/// `value_parser`), so no value can overflow a deadline later.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{text:?} is not a duration ({e}); give e.g. 30s, 90m, 2h"))?;
+    if d > MAX_DURATION {
+        return Err(format!(
+            "{text:?} is longer than 365 days, the longest accepted; give e.g. 30s, 90m, 2h"
+        ));
+    }
+    Ok(d)
+}
+
+/// A duration given as float seconds (`--timeout 2.5`), checked: above 0, finite and at
+/// most [`MAX_DURATION`]; `None` for NaN, infinities, zero, negative and larger values,
+/// which `Duration::from_secs_f64` would panic on or a deadline overflow with.
+pub fn seconds(t: f64) -> Option<std::time::Duration> {
+    (t > 0.0 && t <= MAX_DURATION.as_secs_f64()).then(|| std::time::Duration::from_secs_f64(t))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +123,117 @@ mod tests {
         assert_eq!(nanos(85.25), "85.2 ns");
         assert_eq!(nanos(1234.0), "1.23 us");
         assert_eq!(nanos(2.5e9), "2.50 s");
+    }
+
+    /// Values around the edges and pseudo-random bit patterns (a fixed-seed xorshift, so
+    /// a failure reproduces): never a panic, and a value is accepted exactly when it is
+    /// a positive number of seconds within a year.
+    #[test]
+    fn float_seconds_never_panic_and_accept_only_a_year() {
+        let mut edges = vec![
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e308,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            -1.0,
+            -0.0,
+            0.0,
+            u64::MAX as f64,
+            MAX_DURATION.as_secs_f64(),
+            MAX_DURATION.as_secs_f64() * (1.0 + f64::EPSILON),
+            1.5,
+        ];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            edges.push(f64::from_bits(x));
+        }
+        for t in edges {
+            let ok = t > 0.0 && t <= 365.0 * 86_400.0;
+            match seconds(t) {
+                Some(d) => {
+                    assert!(ok, "{t:?} accepted");
+                    assert!(
+                        d <= MAX_DURATION && std::time::Instant::now().checked_add(d).is_some()
+                    );
+                }
+                None => assert!(!ok, "{t:?} refused"),
+            }
+        }
+        assert_eq!(seconds(1.5), Some(std::time::Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn size_texts_never_panic() {
+        assert_eq!(parse_bytes("18446744073709551615").unwrap(), u64::MAX);
+        for bad in [
+            "NaN",
+            "inf",
+            "1e308",
+            "-1",
+            "99999999999999999999T",
+            "1.5.5K",
+            "",
+        ] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+        let mut x: u64 = 0x853c_49e6_748f_ea9b;
+        for _ in 0..5_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let _ = parse_bytes(&format!(
+                "{}.{}{}",
+                x,
+                x >> 40,
+                ["", "K", "M", "G", "T"][(x % 5) as usize]
+            ));
+            let _ = parse_bytes(&format!("{}", f64::from_bits(x)));
+        }
+    }
+
+    #[test]
+    fn duration_texts_never_panic_and_stay_within_a_year() {
+        assert_eq!(parse_duration("90m").unwrap().as_secs(), 5400);
+        assert_eq!(parse_duration("1500ms").unwrap().as_millis(), 1500);
+        assert_eq!(parse_duration("365days").unwrap(), MAX_DURATION);
+        for bad in [
+            "18446744073709551615s",
+            "18446744073709551615",
+            "500000000000y",
+            "366days",
+            "1e308s",
+            "NaN",
+            "inf",
+            "-1s",
+            "",
+            "1,5s",
+        ] {
+            let e = parse_duration(bad).unwrap_err();
+            assert!(e.starts_with(&format!("{bad:?}")), "{e}");
+            assert!(e.contains("give e.g. 30s"), "{e}");
+        }
+        // Numbers with every unit, up to u64::MAX: refused or within a year, never a panic.
+        let units = ["ns", "us", "ms", "s", "m", "h", "d", "w", "M", "y"];
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for i in 0..5_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let n = match i % 4 {
+                0 => x,
+                1 => x >> 32,
+                2 => x >> 48,
+                _ => u64::MAX - (x & 0xff),
+            };
+            let text = format!("{n}{}", units[(x % units.len() as u64) as usize]);
+            if let Ok(d) = parse_duration(&text) {
+                assert!(d <= MAX_DURATION, "{text}");
+            }
+        }
     }
 }

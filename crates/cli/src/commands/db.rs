@@ -210,7 +210,7 @@ fn ingest(path: &std::path::Path, a: IngestArgs) -> CliResult {
 }
 
 fn runs(path: &std::path::Path, a: RunsArgs) -> CliResult {
-    let h = History::open(path)?;
+    let h = History::open_read(path)?;
     let runs = h.runs(&filter(&a.filter)?)?;
     match a.format {
         DbFormat::Json => crate::output::print_json(&runs),
@@ -226,7 +226,7 @@ fn runs(path: &std::path::Path, a: RunsArgs) -> CliResult {
 }
 
 fn query(path: &std::path::Path, a: QueryArgs) -> CliResult {
-    let h = History::open(path)?;
+    let h = History::open_read(path)?;
     let q = Query {
         metric_id: a.metric.clone(),
         group: a.group.clone(),
@@ -248,7 +248,7 @@ fn query(path: &std::path::Path, a: QueryArgs) -> CliResult {
 
 fn regressions(path: &std::path::Path, a: RegressionsArgs) -> CliResult {
     numalab_history::check_regression_sides(a.baseline_runs, a.latest_runs, a.run_noise)?;
-    let h = History::open(path)?;
+    let h = History::open_read(path)?;
     let q = RegressionQuery {
         baseline: Baseline::parse(&a.baseline)?,
         baseline_runs: a.baseline_runs,

@@ -68,7 +68,7 @@ pub struct RunArgs {
     pub parallel: usize,
     /// Time limit per node (e.g. 90m, 2h): the node's command is killed after it and
     /// the node recorded as timed out.
-    #[arg(long, value_name = "DURATION", default_value = "2h", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "2h", value_parser = numalab_schema::units::parse_duration)]
     pub timeout: Duration,
     /// A folder every node and this machine see at the same path: nodes write their
     /// bundles there instead of sending them through the launcher's output.

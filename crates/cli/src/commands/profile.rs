@@ -98,7 +98,7 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub counters: Option<u32>,
     /// Kill the command (and its process group) after this long, e.g. 30s, 5m.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = numalab_schema::units::parse_duration)]
     pub timeout: Option<std::time::Duration>,
     /// Run the command through /bin/sh -c (for pipes and redirections).
     #[arg(long)]
@@ -114,11 +114,11 @@ pub struct ProfileArgs {
     pub all_cpus: bool,
     /// Read the counters this often (at least 10ms) and keep a timeline of counts and
     /// metrics, e.g. 100ms, 1s; the report draws it.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with_all = ["import", "compare", "list", "exact"])]
+    #[arg(long, value_name = "DURATION", value_parser = numalab_schema::units::parse_duration, conflicts_with_all = ["import", "compare", "list", "exact"])]
     pub interval: Option<std::time::Duration>,
     /// Stop counting a running process (--pid) or the whole system (--all-cpus without a
     /// command) after this long, e.g. 10s, 5m.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with_all = ["import", "compare", "list", "command"])]
+    #[arg(long, value_name = "DURATION", value_parser = numalab_schema::units::parse_duration, conflicts_with_all = ["import", "compare", "list", "command"])]
     pub duration: Option<std::time::Duration>,
     /// Do not count the uncore PMUs (memory controllers, LLC/SLC, socket links), which
     /// are counted system-wide over the same time wherever the machine has them.

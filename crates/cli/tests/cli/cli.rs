@@ -179,6 +179,10 @@ fn closed_stdout_pipe_does_not_panic() {
     assert_eq!(first.trim(), "{");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
+    // Ended by SIGPIPE, quietly (the exit table's 141), as other tools.
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(13), "{:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
 }
 
 /// The binary is linked at a fixed address on GNU/Linux (crates/cli/build.rs), so the

@@ -454,6 +454,102 @@ fn a_full_stdout_and_huge_option_values_end_in_documented_codes() {
     );
 }
 
+/// Option values past what numalab can hold or wait for (issue 50, item 2): each was a
+/// panic (exit 101: a deadline overflowed, a buffer's capacity, a multiplication);
+/// each is now a usage error naming the flag and its bound.
+#[test]
+fn option_values_past_their_bounds_are_usage_errors() {
+    let max = "18446744073709551615";
+    for (args, text) in [
+        (
+            vec![
+                "fleet",
+                "node",
+                "--node",
+                "n1",
+                "--timeout",
+                "500000000000y",
+                "--",
+                "topo",
+            ],
+            "longer than 365 days",
+        ),
+        (
+            vec!["profile", "--timeout", "400days", "--", "true"],
+            "longer than 365 days",
+        ),
+        (
+            vec![
+                "fleet",
+                "run",
+                "--fleet",
+                "f",
+                "--timeout",
+                max,
+                "--",
+                "topo",
+            ],
+            "is not a duration",
+        ),
+        (
+            vec!["scale", "--repeat", max, "--", "true"],
+            "at most 1000000 runs per point",
+        ),
+        (
+            vec!["layout", "groundtruth", "--preset", "mesh", "--trials", max],
+            "at most 1000000",
+        ),
+        (
+            vec![
+                "layout",
+                "groundtruth",
+                "--preset",
+                "mesh",
+                "--restarts",
+                max,
+            ],
+            "at most 1000000",
+        ),
+        (
+            vec!["mem", "latency", "--matrix", "--batches", max],
+            "at most 1000000",
+        ),
+        (
+            vec!["mem", "bandwidth", "--size", max],
+            "ask for less with --size",
+        ),
+        (
+            vec!["mem", "latency", "--max", max],
+            "ask for less with --max",
+        ),
+    ] {
+        let o = numalab(&args);
+        no_panic(&format!("{args:?}"), &o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(text), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// A history that does not exist yet is read as an empty one: nothing is created next
+/// to the path a read-only command was given (issue 50, item 1).
+#[test]
+fn reading_a_missing_history_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("none.sqlite");
+    for cmd in ["runs", "query"] {
+        let o = numalab(&["db", "--db", p(&db), cmd]);
+        assert_eq!(o.status.code(), Some(0), "{cmd}: {}", stderr(&o));
+        assert!(stdout(&o).contains(" match;"), "{cmd}: {}", stdout(&o));
+    }
+    // As for an empty history file: nothing to compare.
+    refused(
+        &["db", "--db", p(&db), "regressions"],
+        3,
+        "the history holds no run",
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
 /// Topology inputs hwloc cannot survive, or that would read something else than the
 /// snapshot: exit 3 with the reason, quickly, never a crash (exit 139 or 134), a hang,
 /// or this machine's files described as the other machine (issue 50, items 3, 5 and 9).

@@ -89,11 +89,19 @@ pub struct FleetRunOptions {
 }
 
 impl FleetRunOptions {
-    /// The option combinations refused before anything is touched: `--parallel 0`, and
-    /// `--launcher mpi` without `--hostfile`.
+    /// The option combinations refused before anything is touched: `--parallel 0`,
+    /// `--launcher mpi` without `--hostfile`, a `--timeout` (or kill margin) over a year.
     pub fn check(&self) -> Result<(), FleetError> {
         if self.parallel == 0 {
             return Err(FleetError::Options("--parallel must be at least 1".into()));
+        }
+        if self.timeout > numalab_schema::units::MAX_DURATION
+            || self.kill_margin > numalab_schema::units::MAX_DURATION
+        {
+            return Err(FleetError::Options(format!(
+                "--timeout {}: longer than 365 days, the longest accepted; give e.g. 90m, 2h",
+                humantime::format_duration(self.timeout)
+            )));
         }
         if self.launcher == LauncherKind::Mpi && self.hostfile.is_none() {
             return Err(FleetError::Options(
@@ -577,6 +585,14 @@ mod tests {
             "--launcher mpi needs --hostfile FILE (one host per line)"
         );
         o.hostfile = Some("hosts".into());
+        assert!(o.check().is_ok());
+        o.timeout = numalab_schema::units::MAX_DURATION + Duration::from_secs(1);
+        let e = o.check().unwrap_err().to_string();
+        assert!(
+            e.ends_with(": longer than 365 days, the longest accepted; give e.g. 90m, 2h"),
+            "{e}"
+        );
+        o.timeout = numalab_schema::units::MAX_DURATION;
         assert!(o.check().is_ok());
         o.parallel = 0;
         assert_eq!(

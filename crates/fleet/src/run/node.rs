@@ -44,7 +44,13 @@ fn gather(
                     g.errors.push(format!("unexpected file {name:?} ignored"));
                     continue;
                 }
-                match tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir) {
+                // 0666 less the umask, as a plain create (tempfile's own is 0600).
+                let mode = std::os::unix::fs::PermissionsExt::from_mode(0o666);
+                match tempfile::Builder::new()
+                    .prefix(".tmp-")
+                    .permissions(mode)
+                    .tempfile_in(dir)
+                {
                     Ok(f) => current = Some(f),
                     Err(e) => {
                         g.errors

@@ -335,8 +335,8 @@ pub fn plan(
     // What a cell needs per node: the source and the destination exist together.
     let need_of = |p: &Pair, unit: u64, count: u64| -> BTreeMap<u32, u64> {
         let mut need = BTreeMap::new();
-        budget::need(&mut need, p.src, unit * count);
-        budget::need(&mut need, p.dst, unit * count);
+        budget::need(&mut need, p.src, unit.saturating_mul(count));
+        budget::need(&mut need, p.dst, unit.saturating_mul(count));
         need
     };
     let fits_sweep = |p: &Pair, unit: u64, count: u64| -> bool {

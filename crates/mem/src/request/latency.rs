@@ -83,6 +83,7 @@ impl Parsed {
         };
         opts.order = self.order;
         if let Some(b) = r.batches {
+            latency::check_batches(b)?;
             opts.batches = b;
         }
         if let Some(st) = &r.stride {
@@ -227,5 +228,24 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.to_string().contains("larger than --max"), "{e}");
+        // --batches is checked for the matrix too (u64::MAX was a capacity overflow in
+        // its worker thread, 4 a failed summary).
+        for matrix in [false, true] {
+            for (b, text) in [
+                (
+                    usize::MAX,
+                    format!("--batches {}: at most 1000000", usize::MAX),
+                ),
+                (4, "--batches must be at least 5".to_string()),
+            ] {
+                let e = planned(Latency {
+                    batches: Some(b),
+                    matrix,
+                    ..given()
+                })
+                .unwrap_err();
+                assert_eq!(e.to_string(), text);
+            }
+        }
     }
 }
