@@ -106,6 +106,12 @@ if [ -n "$bs" ]; then
   ! wanted mesh16_transpose || (curve "$fix/mesh16_transpose.cfg" "$(seq_rates 0.01 0.20 0.01)" "$fix/mesh16_transpose.csv") &
   ! wanted mesh16_hotspot || (hot_curve "$fix/mesh16_hotspot.cfg" "$(seq_rates 0.004 0.080 0.004)" "$fix/mesh16_hotspot.csv") &
   wait
+  # 12x12: the hot node's ejection port binds at 1 / (0.1 x 144) = 0.069. No transpose:
+  # BookSim2's is a bit permutation and refuses a node count that is not a power of two
+  # ("Bit permutation traffic patterns require the number of nodes to be a power of two").
+  ! wanted mesh12_uniform || (curve "$fix/mesh12_uniform.cfg" "$(seq_rates 0.02 0.40 0.02)" "$fix/mesh12_uniform.csv") &
+  ! wanted mesh12_hotspot || (hot_curve "$fix/mesh12_hotspot.cfg" "$(seq_rates 0.005 0.100 0.005)" "$fix/mesh12_hotspot.csv") &
+  wait
   # 4-flit packets (injection_rate counts packets).
   ! wanted mesh8_uniform_p4 || curve "$fix/mesh8_uniform_p4.cfg" "$(seq_rates 0.01 0.15 0.01)" "$fix/mesh8_uniform_p4.csv"
 fi
