@@ -3,12 +3,14 @@
 # BookSim2's source is at hand) and prints numalab's input-queued router model beside them.
 #
 #   scripts/booksim-compare.sh [--booksim-src DIR] [--no-booksim | --booksim-only] [--jobs N]
-#                              [--only NAME,...]
+#                              [--only NAME,...] [--table]
 #
 # DIR is a checkout of https://github.com/booksim/booksim2 (default: $BOOKSIM_SRC or
 # /tmp/booksim2). Without it (or with --no-booksim) the recorded CSVs are compared as they
 # are. Building BookSim needs g++, make, flex and bison. --only records just the named curves
-# (e.g. mesh16_transpose,mesh16_hotspot: the file names without .csv).
+# (e.g. mesh16_transpose,mesh16_hotspot: the file names without .csv). --table prints
+# docs/model.md's table of every engine and router (discrete-event and analytic,
+# input-queued and output-queued) against the curves instead of the detailed comparison.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 fix="$here/crates/model/tests/fixtures/booksim2"
@@ -17,6 +19,7 @@ run_booksim=1
 compare=1
 jobs="$(nproc)"
 only=""
+table=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --booksim-src) src="$2"; shift 2 ;;
@@ -24,7 +27,8 @@ while [ $# -gt 0 ]; do
     --booksim-only) compare=0; shift ;;
     --jobs) jobs="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
-    *) echo "usage: $0 [--booksim-src DIR] [--no-booksim | --booksim-only] [--jobs N] [--only NAME,...]" >&2; exit 2 ;;
+    --table) table="--table"; shift ;;
+    *) echo "usage: $0 [--booksim-src DIR] [--no-booksim | --booksim-only] [--jobs N] [--only NAME,...] [--table]" >&2; exit 2 ;;
   esac
 done
 
@@ -118,4 +122,4 @@ fi
 
 [ "$compare" = 1 ] || exit 0
 cd "$here"
-cargo run --release -q -p numalab-model --example booksim_compare -- "$fix"
+cargo run --release -q -p numalab-model --example booksim_compare -- "$fix" $table

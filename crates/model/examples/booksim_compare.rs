@@ -74,7 +74,6 @@ const CURVES: &[(&str, u32, Pattern, u32)] = &[
         1,
     ),
     ("mesh12_uniform.csv", 12, Pattern::Uniform, 1),
-    ("mesh12_transpose.csv", 12, Pattern::Transpose, 1),
     (
         "mesh12_hotspot.csv",
         12,
@@ -281,10 +280,16 @@ fn des_point(
             flits,
         };
         let (f, s) = numalab_model::des::synthetic(model, &t, cfg).expect("simulate");
+        // Accepted per sending node (transpose: the k diagonal nodes send nothing).
         let stops = f64::from(Synthetic::stops(model));
+        let senders = if pattern == Pattern::Transpose {
+            stops - f64::from(k)
+        } else {
+            stops
+        };
         (
             f.packet_latency_cycles,
-            f.packets_per_cycle / stops,
+            f.packets_per_cycle / senders,
             s.drained,
         )
     }
@@ -330,7 +335,21 @@ fn table(dir: &str, cfg: &DesConfig) {
         let name = file.trim_end_matches(".csv");
         let mut bs_sat: f64 = 0.0;
         let mut first = true;
+        // Saturation of each simulation as BookSim's: the highest load of the grid (BookSim's
+        // rates, continued by its last step) accepted within 1% and drained.
+        let mut sat = [0.0f64; 2];
+        let mut over = [false; 2];
+        let mut grid = Vec::new();
+        let take =
+            |sat: &mut [f64; 2], over: &mut [bool; 2], i: usize, r: f64, acc: f64, ok: bool| {
+                if ok && acc >= 0.99 * r && !over[i] {
+                    sat[i] = r;
+                } else {
+                    over[i] = true;
+                }
+            };
         for (r, bs) in rows {
+            grid.push(r);
             let Some((bl, ba)) = bs else {
                 println!("| {name} {r:.3} | unstable | | | | |");
                 continue;
@@ -338,8 +357,10 @@ fn table(dir: &str, cfg: &DesConfig) {
             if ba >= 0.99 * r {
                 bs_sat = bs_sat.max(r);
             }
-            let (li, _, oki) = des_point(&iqm, k, pattern, r, flits, cfg);
-            let (lo, _, oko) = des_point(&oqm, k, pattern, r, flits, cfg);
+            let (li, ai_acc, oki) = des_point(&iqm, k, pattern, r, flits, cfg);
+            let (lo, ao_acc, oko) = des_point(&oqm, k, pattern, r, flits, cfg);
+            take(&mut sat, &mut over, 0, r, ai_acc, oki && li < 500.0);
+            take(&mut sat, &mut over, 1, r, ao_acc, oko && lo < 500.0);
             let an = |c: &SyntheticCurve| {
                 let f = c.at(r);
                 if f.saturated {
@@ -376,16 +397,22 @@ fn table(dir: &str, cfg: &DesConfig) {
                 },
             );
         }
-        // Saturation throughput of the simulations: accepted at offered 1.0.
-        let full = DesConfig {
-            drain_cycles: 0,
-            ..*cfg
-        };
-        let (_, si, _) = des_point(&iqm, k, pattern, 1.0, flits, &full);
-        let (_, so, _) = des_point(&oqm, k, pattern, 1.0, flits, &full);
+        // Past BookSim's grid: its last step on, until both simulations are over.
+        let step = grid.windows(2).last().map_or(0.01, |w| w[1] - w[0]);
+        let mut r = grid.last().copied().unwrap_or(0.0);
+        while !(over[0] && over[1]) && r < 1.0 {
+            r += step;
+            for (i, m) in [&iqm, &oqm].into_iter().enumerate() {
+                if !over[i] {
+                    let (l, acc, ok) = des_point(m, k, pattern, r, flits, cfg);
+                    take(&mut sat, &mut over, i, r, acc, ok && l < 500.0);
+                }
+            }
+        }
+        let (si, so) = (sat[0], sat[1]);
         let (sai, sao) = (ai.router_saturation_rate(), ao.router_saturation_rate());
         sat_rows.push(format!(
-            "| {name} | {bs_sat:.3} | {si:.4} ({}) | {sai:.4} ({}) | {so:.4} ({}) | {sao:.4} ({}) |",
+            "| {name} | {bs_sat:.3} | {si:.3} ({}) | {sai:.4} ({}) | {so:.3} ({}) | {sao:.4} ({}) |",
             pct(si, bs_sat),
             pct(sai, bs_sat),
             pct(so, bs_sat),

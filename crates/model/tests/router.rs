@@ -1641,7 +1641,8 @@ fn the_default_router_is_input_queued_where_it_is_modelled() {
     let w = numalab_model::experiments::router_warning(&m);
     assert_eq!(w.len(), 1);
     assert!(
-        w[0].message.contains("saturation is 11-17% high"),
+        w[0].message
+            .contains("saturation on uniform traffic is 14-19% high"),
         "{}",
         w[0].message
     );

@@ -331,7 +331,7 @@ fn run_app(
 /// The output-queued router's known error against BookSim2's input-queued router, as
 /// measured in docs/model.md ("Router microarchitecture", the table of every engine and
 /// router): printed with every result that used it.
-pub const OUTPUT_QUEUED_ERROR: &str = "output-queued routers (noc.router = \"output-queued\") are ideal: against BookSim2 (8x8, 12x12 and 16x16 meshes, uniform traffic) their saturation is 11-17% high and their latency near saturation low (at 0.40 flits/node/cycle on 8x8, 1.1x the zero-load latency where BookSim2 has 1.42x); docs/model.md, \"Router microarchitecture\"";
+pub const OUTPUT_QUEUED_ERROR: &str = "output-queued routers (noc.router = \"output-queued\") are ideal: against BookSim2's input-queued routers (8x8, 12x12 and 16x16 meshes) their saturation on uniform traffic is 14-19% high in the analytic engine and 18-24% in the discrete-event one, and their latency near saturation low (at 0.40 packets/node/cycle on 8x8, 1.21-1.26x their zero-load latency where BookSim2 has 1.42x); docs/model.md, \"Every engine and router against BookSim2\"";
 
 /// The note printed with results of output-queued routers ([`OUTPUT_QUEUED_ERROR`]),
 /// none for input-queued ones.
