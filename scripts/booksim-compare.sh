@@ -3,12 +3,14 @@
 # BookSim2's source is at hand) and prints numalab's input-queued router model beside them.
 #
 #   scripts/booksim-compare.sh [--booksim-src DIR] [--no-booksim | --booksim-only] [--jobs N]
-#                              [--only NAME,...]
+#                              [--only NAME,...] [--table]
 #
 # DIR is a checkout of https://github.com/booksim/booksim2 (default: $BOOKSIM_SRC or
 # /tmp/booksim2). Without it (or with --no-booksim) the recorded CSVs are compared as they
 # are. Building BookSim needs g++, make, flex and bison. --only records just the named curves
-# (e.g. mesh16_transpose,mesh16_hotspot: the file names without .csv).
+# (e.g. mesh16_transpose,mesh16_hotspot: the file names without .csv). --table prints
+# docs/model.md's table of every engine and router (discrete-event and analytic,
+# input-queued and output-queued) against the curves instead of the detailed comparison.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 fix="$here/crates/model/tests/fixtures/booksim2"
@@ -17,6 +19,7 @@ run_booksim=1
 compare=1
 jobs="$(nproc)"
 only=""
+table=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --booksim-src) src="$2"; shift 2 ;;
@@ -24,7 +27,8 @@ while [ $# -gt 0 ]; do
     --booksim-only) compare=0; shift ;;
     --jobs) jobs="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
-    *) echo "usage: $0 [--booksim-src DIR] [--no-booksim | --booksim-only] [--jobs N] [--only NAME,...]" >&2; exit 2 ;;
+    --table) table="--table"; shift ;;
+    *) echo "usage: $0 [--booksim-src DIR] [--no-booksim | --booksim-only] [--jobs N] [--only NAME,...] [--table]" >&2; exit 2 ;;
   esac
 done
 
@@ -106,10 +110,16 @@ if [ -n "$bs" ]; then
   ! wanted mesh16_transpose || (curve "$fix/mesh16_transpose.cfg" "$(seq_rates 0.01 0.20 0.01)" "$fix/mesh16_transpose.csv") &
   ! wanted mesh16_hotspot || (hot_curve "$fix/mesh16_hotspot.cfg" "$(seq_rates 0.004 0.080 0.004)" "$fix/mesh16_hotspot.csv") &
   wait
+  # 12x12: the hot node's ejection port binds at 1 / (0.1 x 144) = 0.069. No transpose:
+  # BookSim2's is a bit permutation and refuses a node count that is not a power of two
+  # ("Bit permutation traffic patterns require the number of nodes to be a power of two").
+  ! wanted mesh12_uniform || (curve "$fix/mesh12_uniform.cfg" "$(seq_rates 0.02 0.40 0.02)" "$fix/mesh12_uniform.csv") &
+  ! wanted mesh12_hotspot || (hot_curve "$fix/mesh12_hotspot.cfg" "$(seq_rates 0.005 0.100 0.005)" "$fix/mesh12_hotspot.csv") &
+  wait
   # 4-flit packets (injection_rate counts packets).
   ! wanted mesh8_uniform_p4 || curve "$fix/mesh8_uniform_p4.cfg" "$(seq_rates 0.01 0.15 0.01)" "$fix/mesh8_uniform_p4.csv"
 fi
 
 [ "$compare" = 1 ] || exit 0
 cd "$here"
-cargo run --release -q -p numalab-model --example booksim_compare -- "$fix"
+cargo run --release -q -p numalab-model --example booksim_compare -- "$fix" $table

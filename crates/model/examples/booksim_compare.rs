@@ -8,7 +8,9 @@
 //!
 //! Each point also shows the analytic engine's answer for the same routers (`an_lat`),
 //! and each curve the analytic saturation estimate; `--analytic-only` after the folder
-//! skips the discrete-event runs.
+//! skips the discrete-event runs. `--table` prints instead docs/model.md's table of every
+//! engine and router against BookSim2 (markdown): the discrete-event engine with
+//! input-queued and with output-queued routers, the analytic engine with each.
 
 use numalab_model::analytic::SyntheticCurve;
 use numalab_model::des::DesConfig;
@@ -58,6 +60,43 @@ fn workload(k: u32, pattern: Pattern, rate: f64, flits: u32) -> Workload {
     }
 }
 
+/// The recorded curves: file, mesh side, pattern, flits per packet.
+const CURVES: &[(&str, u32, Pattern, u32)] = &[
+    ("mesh8_uniform.csv", 8, Pattern::Uniform, 1),
+    ("mesh8_transpose.csv", 8, Pattern::Transpose, 1),
+    (
+        "mesh8_hotspot.csv",
+        8,
+        Pattern::Hotspot {
+            stop: 0,
+            fraction: 0.1,
+        },
+        1,
+    ),
+    ("mesh12_uniform.csv", 12, Pattern::Uniform, 1),
+    (
+        "mesh12_hotspot.csv",
+        12,
+        Pattern::Hotspot {
+            stop: 0,
+            fraction: 0.1,
+        },
+        1,
+    ),
+    ("mesh16_uniform.csv", 16, Pattern::Uniform, 1),
+    ("mesh16_transpose.csv", 16, Pattern::Transpose, 1),
+    (
+        "mesh16_hotspot.csv",
+        16,
+        Pattern::Hotspot {
+            stop: 0,
+            fraction: 0.1,
+        },
+        1,
+    ),
+    ("mesh8_uniform_p4.csv", 8, Pattern::Uniform, 4),
+];
+
 fn main() {
     let dir = std::env::args()
         .nth(1)
@@ -69,31 +108,11 @@ fn main() {
         measure_cycles: 20_000,
         drain_cycles: 20_000,
     };
-    for (file, k, pattern, flits) in [
-        ("mesh8_uniform.csv", 8, Pattern::Uniform, 1),
-        ("mesh8_transpose.csv", 8, Pattern::Transpose, 1),
-        (
-            "mesh8_hotspot.csv",
-            8,
-            Pattern::Hotspot {
-                stop: 0,
-                fraction: 0.1,
-            },
-            1,
-        ),
-        ("mesh16_uniform.csv", 16, Pattern::Uniform, 1),
-        ("mesh16_transpose.csv", 16, Pattern::Transpose, 1),
-        (
-            "mesh16_hotspot.csv",
-            16,
-            Pattern::Hotspot {
-                stop: 0,
-                fraction: 0.1,
-            },
-            1,
-        ),
-        ("mesh8_uniform_p4.csv", 8, Pattern::Uniform, 4),
-    ] {
+    if std::env::args().any(|a| a == "--table") {
+        table(&dir, &cfg);
+        return;
+    }
+    for &(file, k, pattern, flits) in CURVES {
         let rows = read_csv(&Path::new(&dir).join(file));
         if rows.is_empty() {
             println!("{file}: not recorded");
@@ -218,5 +237,192 @@ fn main() {
             "saturation: highest offered load accepted within 1%: BookSim {bs_sat1:.3}, model {model_sat1:.3}; highest stable: BookSim {bs_sat:.3}, model {model_sat:.3}; model accepted at offered 1.0: {:.4}",
             res.figures.packets_per_cycle / f64::from(k * k)
         );
+    }
+}
+
+/// The mesh preset at `k x k` with `router`.
+fn mesh(k: u32, router: &str) -> Model {
+    Model::load(
+        "mesh",
+        &[
+            format!("noc.cols={k}"),
+            format!("noc.rows={k}"),
+            format!("noc.router={router}"),
+        ],
+    )
+    .expect("mesh preset")
+}
+
+/// One discrete-event point: latency, accepted packets per node per cycle, drained.
+fn des_point(
+    model: &Model,
+    k: u32,
+    pattern: Pattern,
+    r: f64,
+    flits: u32,
+    cfg: &DesConfig,
+) -> (f64, f64, bool) {
+    let n = f64::from(k * k);
+    if model.spec.noc.router == numalab_model::spec::RouterKind::InputQueued {
+        let res = simulate(model, &workload(k, pattern, r, flits), cfg).expect("simulate");
+        let f = &res.figures;
+        (
+            f.packet_latency_cycles,
+            f.packets_per_cycle / n,
+            res.stats.drained,
+        )
+    } else {
+        // The output-queued engine runs numalab's patterns (transpose: the diagonal
+        // nodes silent, BookSim's send to themselves).
+        let t = Synthetic {
+            pattern,
+            rate: r,
+            flits,
+        };
+        let (f, s) = numalab_model::des::synthetic(model, &t, cfg).expect("simulate");
+        // Accepted per sending node (transpose: the k diagonal nodes send nothing).
+        let stops = f64::from(Synthetic::stops(model));
+        let senders = if pattern == Pattern::Transpose {
+            stops - f64::from(k)
+        } else {
+            stops
+        };
+        (
+            f.packet_latency_cycles,
+            f.packets_per_cycle / senders,
+            s.drained,
+        )
+    }
+}
+
+/// The analytic curve of BookSim's traffic (its transpose as flows).
+fn an_curve(m: &Model, k: u32, pattern: Pattern, flits: u32) -> SyntheticCurve<'_> {
+    match workload(k, pattern, 1.0, flits) {
+        Workload::Flows { flows, flits } => SyntheticCurve::from_flows(m, &flows, flits),
+        Workload::Synthetic { traffic, .. } => SyntheticCurve::new(m, &traffic),
+        Workload::App(_) => unreachable!("synthetic curves only"),
+    }
+}
+
+/// A percentage difference, or a dash.
+fn pct(a: f64, b: f64) -> String {
+    if a.is_finite() && b.is_finite() {
+        format!("{:+.1}%", 100.0 * (a - b) / b)
+    } else {
+        "-".into()
+    }
+}
+
+/// docs/model.md's table of every engine and router against BookSim2.
+fn table(dir: &str, cfg: &DesConfig) {
+    println!("| curve, offered | BookSim2 | DES input-queued | analytic input-queued | DES output-queued | analytic output-queued |");
+    println!("|---|---|---|---|---|---|");
+    let mut sat_rows = Vec::new();
+    for &(file, k, pattern, flits) in CURVES {
+        let rows = read_csv(&Path::new(dir).join(file));
+        if rows.is_empty() {
+            println!("| {file}: not recorded | | | | | |");
+            continue;
+        }
+        let iqm = mesh(k, "input-queued");
+        let oqm = mesh(k, "output-queued");
+        let (ai, ao) = (
+            an_curve(&iqm, k, pattern, flits),
+            an_curve(&oqm, k, pattern, flits),
+        );
+        let t0 = |c: &SyntheticCurve| c.at(1e-9).packet_latency_cycles;
+        let (t0i, t0o) = (t0(&ai), t0(&ao));
+        let name = file.trim_end_matches(".csv");
+        let mut bs_sat: f64 = 0.0;
+        let mut first = true;
+        // Saturation of each simulation as BookSim's: the highest load of the grid (BookSim's
+        // rates, continued by its last step) accepted within 1% and drained.
+        let mut sat = [0.0f64; 2];
+        let mut over = [false; 2];
+        let mut grid = Vec::new();
+        let take =
+            |sat: &mut [f64; 2], over: &mut [bool; 2], i: usize, r: f64, acc: f64, ok: bool| {
+                if ok && acc >= 0.99 * r && !over[i] {
+                    sat[i] = r;
+                } else {
+                    over[i] = true;
+                }
+            };
+        for (r, bs) in rows {
+            grid.push(r);
+            let Some((bl, ba)) = bs else {
+                println!("| {name} {r:.3} | unstable | | | | |");
+                continue;
+            };
+            if ba >= 0.99 * r {
+                bs_sat = bs_sat.max(r);
+            }
+            let (li, ai_acc, oki) = des_point(&iqm, k, pattern, r, flits, cfg);
+            let (lo, ao_acc, oko) = des_point(&oqm, k, pattern, r, flits, cfg);
+            take(&mut sat, &mut over, 0, r, ai_acc, oki && li < 500.0);
+            take(&mut sat, &mut over, 1, r, ao_acc, oko && lo < 500.0);
+            let an = |c: &SyntheticCurve| {
+                let f = c.at(r);
+                if f.saturated {
+                    f64::NAN
+                } else {
+                    f.packet_latency_cycles
+                }
+            };
+            let (lai, lao) = (an(&ai), an(&ao));
+            let mark = |ok: bool| if ok { "" } else { " (not drained)" };
+            let label = if first {
+                format!("{name} {r:.3}")
+            } else {
+                format!("{r:.3}")
+            };
+            first = false;
+            println!(
+                "| {label} | {bl:.2} ({:.2}x) | {li:.2} {}{} | {} {} | {lo:.2} ({:.2}x){} | {} |",
+                bl / t0i,
+                pct(li, bl),
+                mark(oki),
+                if lai.is_finite() {
+                    format!("{lai:.2}")
+                } else {
+                    "saturated".into()
+                },
+                pct(lai, bl),
+                lo / t0o,
+                mark(oko),
+                if lao.is_finite() {
+                    format!("{lao:.2} ({:.2}x)", lao / t0o)
+                } else {
+                    "saturated".into()
+                },
+            );
+        }
+        // Past BookSim's grid: its last step on, until both simulations are over.
+        let step = grid.windows(2).last().map_or(0.01, |w| w[1] - w[0]);
+        let mut r = grid.last().copied().unwrap_or(0.0);
+        while !(over[0] && over[1]) && r < 1.0 {
+            r += step;
+            for (i, m) in [&iqm, &oqm].into_iter().enumerate() {
+                if !over[i] {
+                    let (l, acc, ok) = des_point(m, k, pattern, r, flits, cfg);
+                    take(&mut sat, &mut over, i, r, acc, ok && l < 500.0);
+                }
+            }
+        }
+        let (si, so) = (sat[0], sat[1]);
+        let (sai, sao) = (ai.router_saturation_rate(), ao.router_saturation_rate());
+        sat_rows.push(format!(
+            "| {name} | {bs_sat:.3} | {si:.3} ({}) | {sai:.4} ({}) | {so:.3} ({}) | {sao:.4} ({}) |",
+            pct(si, bs_sat),
+            pct(sai, bs_sat),
+            pct(so, bs_sat),
+            pct(sao, bs_sat)
+        ));
+    }
+    println!();
+    println!("| curve | BookSim2 saturation | DES input-queued | analytic input-queued | DES output-queued | analytic output-queued |");
+    println!("|---|---|---|---|---|---|");
+    for r in sat_rows {
+        println!("{r}");
     }
 }

@@ -73,7 +73,9 @@ mod tests {
 
     #[test]
     fn zero_load_latency_is_the_formula() {
-        let m = Model::load("mesh", &[]).unwrap();
+        // The output-queued router's formula (the input-queued pipeline's is checked in
+        // tests/router.rs).
+        let m = Model::load("mesh", &["noc.router=output-queued".into()]).unwrap();
         let t = Synthetic {
             pattern: Pattern::Uniform,
             rate: 1e-9,

@@ -811,7 +811,17 @@ mod tests {
     fn a_lone_packet_takes_the_zero_load_latency() {
         // Transpose on 2x2: (0,1) <-> (1,0) only, 2 hops each, at a load so low that
         // packets never meet.
-        let m = Model::load("mesh", &["noc.cols=2".into(), "noc.rows=2".into()]).unwrap();
+        // The output-queued router's formula (the input-queued pipeline's is checked in
+        // tests/router.rs).
+        let m = Model::load(
+            "mesh",
+            &[
+                "noc.cols=2".into(),
+                "noc.rows=2".into(),
+                "noc.router=output-queued".into(),
+            ],
+        )
+        .unwrap();
         let t = Synthetic {
             pattern: Pattern::Transpose,
             rate: 0.001,

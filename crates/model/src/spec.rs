@@ -120,9 +120,11 @@ pub struct NocSpec {
     /// Slower links across region boundaries.
     #[serde(default)]
     pub boundary: Option<Boundary>,
-    /// Router microarchitecture: `output-queued` (ideal FCFS output queues with unbounded
-    /// buffers, the default) or `input-queued` (virtual channels, credits, allocators;
-    /// docs/model.md, "Router microarchitecture").
+    /// Router microarchitecture: `input-queued` (virtual channels, credits, allocators as
+    /// BookSim2's IQ router, the default; docs/model.md, "Router microarchitecture") or
+    /// `output-queued` (ideal FCFS output queues with unbounded buffers: faster, and
+    /// optimistic near saturation). A spec with two sockets that does not name its router
+    /// gets `output-queued` (the input-queued router models one socket).
     #[serde(default)]
     pub router: RouterKind,
     /// Input-queued router: virtual channels per virtual network per input port.
@@ -161,10 +163,10 @@ pub struct NocSpec {
 #[serde(rename_all = "kebab-case")]
 pub enum RouterKind {
     /// Ideal output-queued routers: every output an FCFS server, unbounded buffers.
-    #[default]
     OutputQueued,
     /// Input-queued virtual-channel routers with credit flow control and separable
-    /// iSLIP allocators (BookSim2's IQ router).
+    /// iSLIP allocators (BookSim2's IQ router): the default.
+    #[default]
     InputQueued,
 }
 

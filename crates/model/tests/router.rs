@@ -821,7 +821,7 @@ fn input_queued_losses_grow_with_load() {
         rate: 1e-9,
         flits: 1,
     };
-    let oq = Model::load("mesh", &[]).unwrap();
+    let oq = Model::load("mesh", &["noc.router=output-queued".into()]).unwrap();
     let iqm = iq(8, 8, &[]);
     let a = numalab_model::analytic::SyntheticCurve::new(&oq, &t);
     let b = numalab_model::analytic::SyntheticCurve::new(&iqm, &t);
@@ -1594,4 +1594,69 @@ fn shards_are_the_fastest_trial_that_saves_a_tenth() {
     assert_eq!(choose_shards(f64::NAN, &[(2, 1.0)]), 1);
     assert_eq!(choose_shards(10_000.0, &[]), 1);
     assert_eq!(choose_shards(10_000.0, &[(2, f64::NAN), (1, 1.0)]), 1);
+}
+
+/// The default router: input-queued where it is modelled (the `mesh` preset names it,
+/// and a spec that names none gets it), output-queued for two sockets with the reason as
+/// the value's source unless the command line asks for input-queued (then the
+/// discrete-event engine refuses, naming the remedy); results of output-queued routers
+/// carry their known error.
+#[test]
+fn the_default_router_is_input_queued_where_it_is_modelled() {
+    use numalab_model::spec::RouterKind;
+    let mesh = Model::load("mesh", &[]).unwrap();
+    assert_eq!(mesh.spec.noc.router, RouterKind::InputQueued);
+    assert!(numalab_model::experiments::router_warning(&mesh).is_empty());
+    assert_eq!(
+        Model::load("altra-q80-2s", &[]).unwrap().spec.noc.router,
+        RouterKind::OutputQueued
+    );
+    // A preset of its own that names no router: the spec's default.
+    let dir = std::env::temp_dir().join(format!("numalab-router-default-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/presets/mesh.toml")).unwrap();
+    let unnamed: String = text
+        .lines()
+        .filter(|l| !l.starts_with("router ="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let one = dir.join("one.toml");
+    std::fs::write(&one, &unnamed).unwrap();
+    let m = Model::load(one.to_str().unwrap(), &[]).unwrap();
+    assert_eq!(m.spec.noc.router, RouterKind::InputQueued);
+    // Two sockets.
+    let two = dir.join("two.toml");
+    let socket = "[socket]\ncount = { value = 2, source = \"test\" }\ngateway = { value = [7, 3], source = \"test\" }\nlink_gbps = { value = 50.0, source = \"test\" }\nlink_latency_ns = { value = 100.0, source = \"test\" }\n";
+    let two_text = text.replacen("[cores]", &format!("{socket}\n[cores]"), 1);
+    std::fs::write(&two, two_text).unwrap();
+    let m = Model::load(two.to_str().unwrap(), &[]).unwrap();
+    assert_eq!(m.geo.sockets, 2);
+    assert_eq!(m.spec.noc.router, RouterKind::OutputQueued);
+    assert!(
+        m.sources["noc.router"].contains("models one socket"),
+        "{}",
+        m.sources["noc.router"]
+    );
+    let w = numalab_model::experiments::router_warning(&m);
+    assert_eq!(w.len(), 1);
+    assert!(
+        w[0].message
+            .contains("saturation on uniform traffic is 14-19% high"),
+        "{}",
+        w[0].message
+    );
+    let asked = Model::load(two.to_str().unwrap(), &["noc.router=input-queued".into()]).unwrap();
+    assert_eq!(asked.spec.noc.router, RouterKind::InputQueued);
+    let work = Workload::Synthetic {
+        traffic: Synthetic {
+            pattern: Pattern::Uniform,
+            rate: 0.1,
+            flits: 1,
+        },
+        networks: 1,
+    };
+    let err = simulate(&asked, &work, &cfg(1000)).unwrap_err().to_string();
+    assert!(err.contains("models one socket"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
 }

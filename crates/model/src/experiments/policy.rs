@@ -203,7 +203,7 @@ pub(super) fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Resu
                     },
                 };
                 sink.push(
-                    Record::new(key, Origin::Modeled, &rec).with_warnings(saturation_warning(&f)),
+                    Record::new(key, Origin::Modeled, &rec).with_warnings(app_warnings(m, &f)),
                 )?;
                 both.push(rec);
             }

@@ -231,7 +231,7 @@ pub(super) fn traffic(
             bisection_bound: bisection,
             simulation: sim_total,
         };
-        sink.push(Record::new(key, Origin::Modeled, &rec))?;
+        sink.push(Record::new(key, Origin::Modeled, &rec).with_warnings(router_warning(model)))?;
         both.push(rec);
     }
     if both.len() == 2 {

@@ -129,7 +129,7 @@ pub(super) fn stream_triad(
                     simulation: sim,
                 };
                 sink.push(
-                    Record::new(key, Origin::Modeled, &rec).with_warnings(saturation_warning(&f)),
+                    Record::new(key, Origin::Modeled, &rec).with_warnings(app_warnings(model, &f)),
                 )?;
                 both.push(rec);
             }

@@ -9,7 +9,8 @@ use crate::spec::{HomeGroup, Loaded, NocSpec, PoolRole, Spec, Stops};
 
 /// Resolves a loaded spec, checking it ([`Model::from_loaded`]): the sections in the
 /// order their errors are reported.
-pub(super) fn model(l: Loaded) -> Result<Model, ModelError> {
+pub(super) fn model(mut l: Loaded) -> Result<Model, ModelError> {
+    default_router(&mut l);
     let s = &l.spec;
     let what = l.label.as_str();
     let n = &s.noc;
@@ -87,6 +88,31 @@ pub(super) fn model(l: Loaded) -> Result<Model, ModelError> {
         cache_mcs,
         socket_slices,
     })
+}
+
+/// What [`default_router`] records as the source of `noc.router` when it chooses the
+/// output-queued router for two sockets.
+pub const TWO_SOCKET_ROUTER_SOURCE: &str = "two sockets: the input-queued router (the default) models one socket, so the output-queued router is used; its known error is printed with the results (docs/model.md, \"Router microarchitecture\")";
+
+/// The router rule: input-queued where it is modelled (one socket, the spec's default);
+/// with two sockets the output-queued router, recorded with
+/// [`TWO_SOCKET_ROUTER_SOURCE`] as the value's source, unless the command line asks for
+/// `noc.router=input-queued` (which the discrete-event engine then refuses with the
+/// remedy).
+fn default_router(l: &mut Loaded) {
+    let two = l.spec.socket.as_ref().is_some_and(|k| k.count > 1);
+    let asked = l
+        .sources
+        .get("noc.router")
+        .is_some_and(|s| s == "command line --set");
+    if two && !asked && l.spec.noc.router == crate::spec::RouterKind::InputQueued {
+        l.spec.noc.router = crate::spec::RouterKind::OutputQueued;
+        l.sources
+            .insert("noc.router".into(), TWO_SOCKET_ROUTER_SOURCE.into());
+        if let Some(toml::Value::Table(noc)) = l.values.get_mut("noc") {
+            noc.insert("router".into(), toml::Value::String("output-queued".into()));
+        }
+    }
 }
 
 /// The spec being resolved, its label (`what`, for errors) and its socket count.
