@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Cross builds (or lints) numalab for aarch64-unknown-linux-gnu on an x86-64 Debian host:
 #   scripts/cross-aarch64.sh [build [-p CRATE...]]   release build (default: the workspace),
-#                                                    self-contained (scripts/static/env.sh)
+#                                                    self-contained (scripts/static/env.sh);
+#                                                    NUMALAB_STATIC=0 for a dynamic one (the
+#                                                    C library libnumalab_home.so needs it)
 #   scripts/cross-aarch64.sh clippy [-p CRATE...]    cargo clippy -D warnings for the target
 #   scripts/cross-aarch64.sh test -p CRATE   unit tests, run under qemu-aarch64 (user mode)
 #   scripts/cross-aarch64.sh CARGO-ARGS...   any other cargo command for the target
@@ -28,9 +30,13 @@ case "${1:-build}" in
     if [ $# -eq 0 ]; then set -- --workspace; fi
     # Release binaries are the self-contained ones (glibc and hwloc linked in): the Arm
     # guests, which hold no libhwloc, run them; scripts/dist.sh ships the same build.
-    # shellcheck source=scripts/static/env.sh
-    . scripts/static/env.sh
-    static_link_env "$t"
+    # A static build drops cdylib crate types (rustc warns), so home's C library is
+    # built with NUMALAB_STATIC=0.
+    if [ "${NUMALAB_STATIC:-1}" != 0 ]; then
+      # shellcheck source=scripts/static/env.sh
+      . scripts/static/env.sh
+      static_link_env "$t"
+    fi
     exec cargo build --release --locked --target "$t" "$@" ;;
   clippy)
     shift
