@@ -10,11 +10,11 @@
 # compiled udev stand-in and a hwloc.pc naming them, and PKG_CONFIG_LIBDIR points there
 # alone. Libraries, tests and host tools are not affected: the flags are the target's.
 static_link_env() {
-  local triple="$1" here cc arch ver dir
+  local triple="$1" here cc ar arch ver dir
   here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
   case "$triple" in
-    x86_64-unknown-linux-gnu) cc=gcc; arch=x86_64-linux-gnu ;;
-    aarch64-unknown-linux-gnu) cc=aarch64-linux-gnu-gcc; arch=aarch64-linux-gnu ;;
+    x86_64-unknown-linux-gnu) cc=gcc; ar=ar; arch=x86_64-linux-gnu ;;
+    aarch64-unknown-linux-gnu) cc=aarch64-linux-gnu-gcc; ar=aarch64-linux-gnu-ar; arch=aarch64-linux-gnu ;;
     *) echo "static build: no recipe for $triple (x86_64-unknown-linux-gnu, aarch64-unknown-linux-gnu)" >&2; return 2 ;;
   esac
   if [ ! -f "/usr/lib/$arch/libhwloc.a" ]; then
@@ -28,7 +28,7 @@ static_link_env() {
   if [ ! -f "$dir/lib/libudev.a" ] || [ "$here/scripts/static/udev-none.c" -nt "$dir/lib/libudev.a" ]; then
     "$cc" -O2 -fPIC -c "$here/scripts/static/udev-none.c" -o "$dir/lib/udev-none.o"
     rm -f "$dir/lib/libudev.a"
-    ar rcs "$dir/lib/libudev.a" "$dir/lib/udev-none.o"
+    "$ar" rcs "$dir/lib/libudev.a" "$dir/lib/udev-none.o"
   fi
   cat > "$dir/pkgconfig/hwloc.pc" <<PC
 libdir=$dir/lib
