@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of outside data numalab implements (fuzz/fuzz_targets), each for
-# SECONDS (default 30; CI runs 15; the long run is `scripts/fuzz.sh 600`), with
+# SECONDS (default 30; CI runs 15; the long run is `scripts/fuzz.sh 600`), FUZZ_JOBS at a
+# time (default: the CPU count), with
 # libFuzzer (the libfuzzer-sys crate builds it) under AddressSanitizer. The corpus grows
 # in target/fuzz-corpus/TARGET (seeded from the repository's fixtures); a crash stops the
 # script with its input in fuzz/artifacts/TARGET (make it a regression test).
@@ -68,15 +69,37 @@ seed home_map fuzz/seeds/home_map/*
 seed slice_tables tests/fixtures/slice-hash/PermSelectMasks_*.tbl tests/fixtures/slice-hash/BaseSequence_SKX_16-slice.tbl tests/fixtures/slice-hash/BaseSequence_SKX_20-slice.tbl
 seed pmu_text crates/memaccess/tests/fixtures/*.script fuzz/seeds/pmu_text/*
 seed spe_packets fuzz/seeds/spe_packets/*
-for t in $targets; do
-  echo "fuzz: $t for $secs s" >&2
+# The targets run FUZZ_JOBS at a time (default: the CPU count): each libFuzzer run is one
+# thread, so on N cores N of them get as many executions in their SECONDS as one alone
+# would, and the stage takes 1/N of the time. Each run's lines are printed together, in
+# the targets' order, when all have ended.
+jobs=${FUZZ_JOBS:-$(nproc)}
+logs=$(mktemp -d "${TMPDIR:-/tmp}/numalab-fuzz.XXXXXX")
+trap 'rm -rf "$logs"' EXIT
+fuzz_one() { # TARGET
+  local t=$1
   mkdir -p "fuzz/artifacts/$t"
   "$bin_dir/$t" -artifact_prefix="fuzz/artifacts/$t/" "$corpus/$t" \
     ${FUZZ_SEED:+-seed="$FUZZ_SEED"} -max_total_time="$secs" -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 2>&1 \
     | grep -E '^(stat::number_of_executed_units|stat::new_units_added|==|SUMMARY|Done)' || true
+}
+running=0
+for t in $targets; do
+  echo "fuzz: $t for $secs s" >&2
+  fuzz_one "$t" > "$logs/$t" 2>&1 &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait
+crashed=0
+for t in $targets; do
+  echo "fuzz: $t:" >&2
+  cat "$logs/$t"
   if [ -n "$(ls -A "fuzz/artifacts/$t" 2>/dev/null)" ]; then
     echo "fuzz: $t crashed; inputs in fuzz/artifacts/$t" >&2
-    exit 1
+    crashed=1
+  else
+    echo "fuzz: $t: $(ls "$corpus/$t" | wc -l) inputs in the corpus" >&2
   fi
-  echo "fuzz: $t: $(ls "$corpus/$t" | wc -l) inputs in the corpus" >&2
 done
+exit "$crashed"
