@@ -20,7 +20,7 @@ use std::path::Path;
 #[derive(Debug, thiserror::Error)]
 pub enum CsvError {
     /// The file cannot be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {}", numalab_schema::input::io_reason(source))]
     Io {
         /// The file.
         path: String,
