@@ -136,7 +136,8 @@ fn replace_tokens(text: &str, secret: &str) -> String {
     while let Some(i) = rest.find(secret) {
         let prev = rest[..i].chars().next_back().or(before);
         let after = rest[i + secret.len()..].chars().next();
-        let whole = !(first_word && word(prev)) && !(last_word && word(after));
+        let glued = (first_word && word(prev)) || (last_word && word(after));
+        let whole = !glued;
         out.push_str(&rest[..i]);
         if whole {
             out.push_str("***");
