@@ -922,3 +922,36 @@ fn exit_codes_of_histories_exports_and_sample_frequencies_follow_the_table() {
         "--sample-freq 4294967295 is outside the allowed range of 1 to",
     );
 }
+
+/// Control characters that come from files reach the terminal escaped (issue 50, item
+/// 7): a tar member's name in a snapshot archive, an event name in a perf stat file.
+#[test]
+fn control_characters_from_tar_headers_and_perf_event_names_are_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = dir.path().join("snap/sys/devices/system/cpu");
+    std::fs::create_dir_all(&cpu).unwrap();
+    mkfifo(&cpu.join("evil\x1b[2J\x07"));
+    let archive = dir.path().join("evil.tar.gz");
+    let ok = Command::new("tar")
+        .args(["czf", p(&archive), "-C", p(dir.path()), "snap"])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "tar");
+    let perf = dir.path().join("perf.txt");
+    std::fs::write(&perf, "event\x1b[31m\x07,1000\n").unwrap();
+    for (args, code) in [
+        (vec!["topo", "--input", p(&archive)], 3),
+        (vec!["profile", "--import", p(&perf)], 3),
+    ] {
+        let o = numalab(&args);
+        no_panic(&format!("{args:?}"), &o);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {e}");
+        assert!(
+            !o.stderr.iter().any(|&c| c == 0x1b || c == 0x07),
+            "{args:?}: a control character reached stderr: {e:?}"
+        );
+        assert!(e.contains(r"\x1b["), "{args:?}: {e}");
+    }
+}
