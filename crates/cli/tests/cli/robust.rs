@@ -870,6 +870,12 @@ fn os_errors_are_said_in_words_with_the_path_and_a_remedy() {
         assert_eq!(o.status.code(), Some(code), "{args:?}: {e}");
         assert!(e.contains(&says), "{args:?}: {e}");
         assert!(!e.contains("os error"), "{args:?}: {e}");
+        // The path once, and no remedy meant for a file that was read.
+        let twice = format!("{0}: {0}:", p(&lp));
+        assert!(
+            !e.contains(&twice) && !e.contains("expected the"),
+            "{args:?}: {e}"
+        );
     }
 }
 
