@@ -10,6 +10,10 @@ pub enum BmcError {
     /// The settings are contradictory or incomplete.
     #[error("invalid BMC settings: {0}")]
     Config(String),
+    /// The CA certificate file (`--bmc-ca-file`, `ca_file`) cannot be used: not a
+    /// regular file, too large, unreadable or without a certificate.
+    #[error("--bmc-ca-file {0}")]
+    File(numalab_schema::input::InputError),
     /// A credential is missing.
     #[error("missing credential: {0}")]
     MissingCredential(String),
@@ -126,7 +130,7 @@ impl numalab_schema::Classify for BmcError {
         use numalab_schema::ErrorClass;
         match self {
             BmcError::Config(_) | BmcError::MissingCredential(_) => ErrorClass::Usage,
-            BmcError::CredentialFile { .. } => ErrorClass::Input,
+            BmcError::CredentialFile { .. } | BmcError::File(_) => ErrorClass::Input,
             BmcError::Cancelled => ErrorClass::Interrupted,
             _ => ErrorClass::Unsupported,
         }

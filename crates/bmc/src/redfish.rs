@@ -239,9 +239,10 @@ impl Client {
         };
         let mut tls = ureq::tls::TlsConfig::builder().disable_verification(cfg.insecure);
         if let Some(ca) = &cfg.ca_file {
-            let pem = std::fs::read(ca).map_err(|e| {
-                BmcError::Config(format!("cannot read CA file {}: {e}", ca.display()))
-            })?;
+            // Read as a direct input: a device or a FIFO is refused, never read.
+            let what = "the BMC's CA certificate";
+            let pem = numalab_schema::input::read(ca, what, numalab_schema::input::TEXT)
+                .map_err(BmcError::File)?;
             let certs: Vec<ureq::tls::Certificate<'static>> = ureq::tls::parse_pem(&pem)
                 .filter_map(|item| match item {
                     Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
@@ -249,10 +250,10 @@ impl Client {
                 })
                 .collect();
             if certs.is_empty() {
-                return Err(BmcError::Config(format!(
-                    "no PEM certificate in CA file {}",
-                    ca.display()
-                )));
+                return Err(BmcError::File(numalab_schema::input::InputError {
+                    path: ca.clone(),
+                    reason: format!("no PEM certificate in it; give {what} as a PEM file (-----BEGIN CERTIFICATE-----)"),
+                }));
             }
             tls = tls.root_certs(ureq::tls::RootCerts::Specific(Arc::new(certs)));
         }
@@ -357,6 +358,12 @@ impl Client {
             ureq::Error::Rustls(r) => BmcError::Tls {
                 url,
                 problem: self.scrubbed(&r.to_string()),
+            },
+            // The OS's reason in words (connection refused, no route), never "os error N".
+            // (A TLS failure arrives as an Io error without an OS code: handled below.)
+            ureq::Error::Io(io) if io.raw_os_error().is_some() => BmcError::Http {
+                url,
+                problem: self.scrubbed(&numalab_schema::input::io_reason(&io)),
             },
             other => {
                 let text = self.scrubbed(&other.to_string());

@@ -66,10 +66,13 @@ impl Drop for Secret {
 /// may read or write is refused, naming the fix (`chmod 600`).
 pub fn read_owner_only_file(path: &Path) -> Result<Vec<Secret>, BmcError> {
     check_owner_only(path)?;
-    let text = std::fs::read_to_string(path).map_err(|e| BmcError::CredentialFile {
-        path: path.to_path_buf(),
-        problem: format!("cannot read it: {e}"),
-    })?;
+    // Bounded, as every file named by an option (the mode check above wants a file).
+    let what = "the BMC password file (--bmc-password-file)";
+    let text = numalab_schema::input::read_to_string(path, what, numalab_schema::input::TEXT)
+        .map_err(|e| BmcError::CredentialFile {
+            path: path.to_path_buf(),
+            problem: format!("cannot read it: {}", e.reason),
+        })?;
     Ok(text
         .lines()
         .map(|l| Secret::new(l.trim_end_matches('\r')))
@@ -81,7 +84,10 @@ pub fn read_owner_only_file(path: &Path) -> Result<Vec<Secret>, BmcError> {
 pub fn check_owner_only(path: &Path) -> Result<(), BmcError> {
     let meta = std::fs::metadata(path).map_err(|e| BmcError::CredentialFile {
         path: path.to_path_buf(),
-        problem: format!("cannot read its metadata: {e}"),
+        problem: format!(
+            "cannot read its metadata: {}",
+            numalab_schema::input::io_reason(&e)
+        ),
     })?;
     if !meta.is_file() {
         return Err(BmcError::CredentialFile {
@@ -103,14 +109,49 @@ pub fn check_owner_only(path: &Path) -> Result<(), BmcError> {
     Ok(())
 }
 
-/// Replaces every occurrence of each non-empty secret in `text` with `***`.
+/// Replaces each non-empty secret in `text` with `***` where it stands as a whole
+/// token: an occurrence that is part of a longer word (letters or digits touching it on
+/// either side) is left alone, so that a password "ess" does not turn "message" into
+/// "m***age", while "ess" alone, or in "user:ess@host", is hidden.
 pub fn scrub(text: &str, secrets: &[&Secret]) -> String {
     let mut out = text.to_string();
     for s in secrets {
         if !s.0.is_empty() {
-            out = out.replace(&s.0, "***");
+            out = replace_tokens(&out, &s.0);
         }
     }
+    out
+}
+
+/// `text` with every whole-token occurrence of `secret` replaced by `***`.
+fn replace_tokens(text: &str, secret: &str) -> String {
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    // A secret that starts or ends with a word character must not be glued to another
+    // one there; one that starts or ends with punctuation is a token boundary itself.
+    let first_word = word(secret.chars().next());
+    let last_word = word(secret.chars().next_back());
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut before: Option<char> = None;
+    while let Some(i) = rest.find(secret) {
+        let prev = rest[..i].chars().next_back().or(before);
+        let after = rest[i + secret.len()..].chars().next();
+        let glued = (first_word && word(prev)) || (last_word && word(after));
+        let whole = !glued;
+        out.push_str(&rest[..i]);
+        if whole {
+            out.push_str("***");
+            before = secret.chars().next_back();
+            rest = &rest[i + secret.len()..];
+        } else {
+            // Not a token here: keep its first character and look again after it.
+            let c = rest[i..].chars().next().unwrap_or_default();
+            out.push(c);
+            before = Some(c);
+            rest = &rest[i + c.len_utf8()..];
+        }
+    }
+    out.push_str(rest);
     out
 }
 
@@ -139,6 +180,28 @@ mod tests {
         let s = Secret::new("pw1");
         let t = Secret::new("");
         assert_eq!(scrub("a pw1 b pw1", &[&s, &t]), "a *** b ***");
+    }
+
+    #[test]
+    fn a_short_secret_is_redacted_as_a_whole_token_only() {
+        let s = Secret::new("ess");
+        assert_eq!(
+            scrub("TLS: corrupt message (ess)", &[&s]),
+            "TLS: corrupt message (***)"
+        );
+        assert_eq!(scrub("ess", &[&s]), "***");
+        assert_eq!(
+            scrub("admin:ess@bmc essay less", &[&s]),
+            "admin:***@bmc essay less"
+        );
+        assert_eq!(scrub("ess,ess", &[&s]), "***,***");
+        // A secret ending in punctuation is hidden wherever its word edge is free.
+        let p = Secret::new("pa$$");
+        assert_eq!(scrub("x pa$$word", &[&p]), "x ***word");
+        assert_eq!(scrub("xpa$$", &[&p]), "xpa$$");
+        // Base64 tokens (the Basic header) stand alone too.
+        let b = Secret::new("YWRtaW46ZXNz");
+        assert_eq!(scrub("Basic YWRtaW46ZXNz", &[&b]), "Basic ***");
     }
 
     #[test]

@@ -20,12 +20,20 @@ use std::path::Path;
 #[derive(Debug, thiserror::Error)]
 pub enum CsvError {
     /// The file cannot be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {}", numalab_schema::input::io_reason(source))]
     Io {
         /// The file.
         path: String,
         /// The failure.
         source: std::io::Error,
+    },
+    /// The file cannot be read as an input (missing, a device, too large, a link loop).
+    #[error("{path}: {reason}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why, in words, with the remedy.
+        reason: String,
     },
     /// The content is not a core-to-core matrix.
     #[error("{path}: {reason} (expected the core-to-core-latency CSV layout: no header, N lines of N comma-separated fields, half round-trip ns in the lower triangle)")]
@@ -60,7 +68,7 @@ pub fn read(path: &Path) -> Result<Import, CsvError> {
         "a core-to-core CSV matrix",
         numalab_schema::input::C2C_CSV,
     )
-    .map_err(|e| CsvError::Malformed {
+    .map_err(|e| CsvError::Unreadable {
         path: name.clone(),
         reason: e.reason,
     })?;

@@ -25,7 +25,7 @@ use std::process::ExitCode;
 pub struct CliError {
     /// Exit class.
     pub class: ErrorClass,
-    /// One line for the user: what, which input, what to do.
+    /// One line for the user: what, which input, what to do (printed made terminal-safe).
     pub message: String,
 }
 
@@ -77,7 +77,7 @@ pub fn main() -> ExitCode {
     let code = match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("numalab: {}", e.message);
+            eprintln!("numalab: {}", numalab_schema::text::message(&e.message));
             return ExitCode::from(e.class.exit_code());
         }
     };
@@ -92,11 +92,11 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The message for output that standard output did not take.
+/// The message for output that standard output did not take (its OS error in words).
 fn stdout_failure(reason: &str) -> String {
-    format!(
+    numalab_schema::text::message(&format!(
         "cannot write to standard output ({reason}); the output is incomplete: free some space or redirect it elsewhere"
-    )
+    ))
 }
 
 /// `println!` panics when standard output fails (a full disk: `numalab topo --json >
@@ -113,7 +113,6 @@ fn stdout_failures_exit() {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
         if let Some(reason) = payload.strip_prefix("failed printing to stdout: ") {
-            let reason = reason.split(" (os error").next().unwrap_or(reason);
             eprintln!("numalab: {}", stdout_failure(reason));
             std::process::exit(i32::from(ErrorClass::Runtime.exit_code()));
         }

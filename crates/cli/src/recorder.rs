@@ -50,9 +50,7 @@ impl Recorder {
     ) -> Result<Self, CliError> {
         let envelope = Envelope::of_this_process(env!("CARGO_PKG_VERSION"), config, origin, host);
         let (run, warnings) = Collector::open(output.out.as_deref(), envelope)?;
-        for w in &warnings {
-            eprintln!("numalab: warning: {w}");
-        }
+        warnings.iter().for_each(warn);
         Ok(Recorder {
             run,
             json: output.json,
@@ -67,8 +65,8 @@ impl Recorder {
             if !self.json && self.shown.insert(w.to_string()) {
                 match &self.progress {
                     // Printed above the bar, not through it.
-                    Some(bar) => bar.suspend(|| eprintln!("numalab: warning: {w}")),
-                    None => eprintln!("numalab: warning: {w}"),
+                    Some(bar) => bar.suspend(|| warn(w)),
+                    None => warn(w),
                 }
             }
         }
@@ -198,7 +196,10 @@ impl Sink for ProgressSink<'_> {
     }
 }
 
-/// Prints a warning on stderr.
+/// Prints a warning on stderr, made safe for the terminal as errors are.
 pub fn warn(w: &Warning) {
-    eprintln!("numalab: warning: {w}");
+    eprintln!(
+        "numalab: warning: {}",
+        numalab_schema::text::message(&w.to_string())
+    );
 }

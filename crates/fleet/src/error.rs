@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
     /// A file or folder could not be read or written.
-    #[error("{}: {what}: {source}", path.display())]
+    #[error("{}: {what}: {}", path.display(), numalab_schema::input::io_reason(source))]
     Io {
         /// The file or folder.
         path: PathBuf,
@@ -17,6 +17,15 @@ pub enum FleetError {
         what: String,
         /// The OS error.
         source: std::io::Error,
+    },
+    /// A file named by an option (the hostfile) cannot be read: missing, not a regular
+    /// file, too large or not text.
+    #[error("{option} {error}")]
+    File {
+        /// The option that named the file ("--hostfile").
+        option: &'static str,
+        /// The file and why it cannot be read.
+        error: numalab_schema::input::InputError,
     },
     /// Another `fleet run` holds the fleet folder's lock (or the lock call failed).
     #[error(transparent)]
@@ -108,7 +117,9 @@ impl Classify for FleetError {
             | FleetError::BadNodeName { .. }
             | FleetError::CommandChanged { .. }
             | FleetError::AgentArgs(_) => ErrorClass::Usage,
-            FleetError::Hostfile { .. } | FleetError::Manifest { .. } => ErrorClass::Input,
+            FleetError::Hostfile { .. } | FleetError::Manifest { .. } | FleetError::File { .. } => {
+                ErrorClass::Input
+            }
             FleetError::NoNodes(_) | FleetError::Tool { .. } => ErrorClass::Unsupported,
             FleetError::Locked(l) => l.class(),
             _ => ErrorClass::Runtime,

@@ -159,8 +159,13 @@ pub fn parse_hostfile(path: &Path, text: &str) -> Result<Vec<String>, FleetError
 
 /// Reads and parses an MPI hostfile ([`parse_hostfile`]).
 pub fn read_hostfile(path: &Path) -> Result<Vec<String>, FleetError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| FleetError::io(path, "reading the MPI hostfile", e))?;
+    // Read as a direct input: a missing, binary or special file is bad input (exit 3).
+    let what = "the MPI hostfile";
+    let text = numalab_schema::input::read_to_string(path, what, numalab_schema::input::TEXT)
+        .map_err(|error| FleetError::File {
+            option: "--hostfile",
+            error,
+        })?;
     parse_hostfile(path, &text)
 }
 
@@ -211,5 +216,28 @@ mod tests {
         let e = parse_hostfile(p, "../x\n").unwrap_err().to_string();
         assert!(e.contains("hosts:1"), "{e}");
         assert!(parse_hostfile(p, "# nothing\n").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_missing_binary_or_device_hostfile_is_bad_input() {
+        use numalab_schema::{Classify, ErrorClass};
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::write(&bin, b"\xff\xfe\x00").unwrap();
+        for (p, says) in [
+            (dir.path().join("missing"), "no such file or folder"),
+            (bin, "not text"),
+            (
+                Path::new("/dev/zero").to_path_buf(),
+                "this is a device, not a file",
+            ),
+        ] {
+            let e = read_hostfile(&p).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Input, "{e}");
+            let m = e.to_string();
+            let named = format!("--hostfile {}: ", p.display());
+            assert!(m.contains(says) && m.starts_with(&named), "{m}");
+            assert!(!m.contains("os error"), "{m}");
+        }
     }
 }

@@ -157,6 +157,9 @@ fn hint(e: &rusqlite::Error) -> &'static str {
             "; check that the file and its folder are writable"
         }
         Some(ErrorCode::DiskFull) => "; free some disk space",
+        Some(ErrorCode::DatabaseCorrupt) => {
+            "; the history file is damaged (truncated or overwritten): restore it from a copy, or give another history file"
+        }
         _ => "",
     }
 }
@@ -181,6 +184,8 @@ impl Classify for HistoryError {
         match self {
             HistoryError::Sqlite { source, .. } => match source.sqlite_error_code() {
                 Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => ErrorClass::Busy,
+                // A damaged file is a bad input, as one that is not SQLite at all.
+                Some(ErrorCode::DatabaseCorrupt) => ErrorClass::Input,
                 _ => ErrorClass::Runtime,
             },
             HistoryError::NewerSchema { .. } | HistoryError::NotAHistory { .. } => {

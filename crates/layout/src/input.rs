@@ -55,6 +55,9 @@ pub fn load(path: &Path) -> Result<Loaded, LayoutError> {
         return load_csv(path);
     }
     let (bundle, warnings) = read_bundle(path).map_err(|e| {
+        // The error names the path already; the input error names it once.
+        let e = e.to_string();
+        let e = e.strip_prefix(&format!("{name}: ")).unwrap_or(&e);
         LayoutError::input(
             &name,
             format!("{e}; give a c2c results folder or bundle (numalab c2c --out DIR / --json), model latency heatmaps, or a CSV file"),

@@ -118,6 +118,35 @@ pub struct Options {
     pub regions: Vec<NamedRegion>,
 }
 
+/// The kernel's highest sampling frequency (`kernel.perf_event_max_sample_rate`) and
+/// where the figure comes from; the kernel's default (100000) when it cannot be read.
+pub fn max_sample_rate() -> (u64, &'static str) {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .map(|v| (v, "kernel.perf_event_max_sample_rate"))
+        .unwrap_or((
+            100_000,
+            "the kernel's default limit; kernel.perf_event_max_sample_rate is unreadable here",
+        ))
+}
+
+/// `--sample-freq` must lie within 1 and the kernel's limit `max` (from
+/// [`max_sample_rate`]): a usage error naming the range, not the kernel's "Invalid
+/// argument" after the counting has run.
+pub fn check_sample_freq(hz: u64, (max, source): (u64, &str)) -> Result<(), Problem> {
+    if (1..=max.max(1)).contains(&hz) {
+        return Ok(());
+    }
+    Err(Problem::new(
+        ErrorClass::Usage,
+        format!(
+            "--sample-freq {hz} is outside the allowed range of 1 to {} samples per second ({source}); give a value in it, or --sample-period N",
+            max.max(1)
+        ),
+    ))
+}
+
 /// The record keys of a session: the counts, and the samples when asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
@@ -188,6 +217,9 @@ fn spec(argv: &[String], shell: bool, timeout: Option<Duration>) -> numalab_proc
 
 /// Checks the session against the catalog and the PMU before anything runs.
 pub fn plan(options: Options, cap: &Capability) -> Result<Plan, Problem> {
+    if (options.sample.is_some() || options.memory_samples) && options.sample_period.is_none() {
+        check_sample_freq(options.sample_freq, max_sample_rate())?;
+    }
     let cat = catalog::load_match(&options.cpu).map_err(Problem::of)?;
     let (names, extra) =
         profile::selection(&cat, &options.metrics, &options.events).map_err(Problem::of)?;
@@ -527,6 +559,24 @@ pub fn no_hardware_counted(p: &Profile) -> Option<Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sample_frequency_past_the_kernels_limit_is_a_usage_error_with_the_range() {
+        let limit = (100_000, "kernel.perf_event_max_sample_rate");
+        let e = check_sample_freq(4_294_967_295, limit).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Usage);
+        assert!(
+            e.message
+                .contains("--sample-freq 4294967295 is outside the allowed range of 1 to 100000")
+                && e.message.contains("kernel.perf_event_max_sample_rate"),
+            "{}",
+            e.message
+        );
+        assert!(check_sample_freq(0, limit).is_err());
+        assert!(check_sample_freq(1, limit).is_ok());
+        assert!(check_sample_freq(100_000, limit).is_ok());
+        assert!(check_sample_freq(100_001, limit).is_err());
+    }
 
     #[test]
     fn offline_keys_and_the_metric_set_default() {

@@ -189,7 +189,10 @@ impl Request {
         };
         let input =
             |e: String| Problem::new(ErrorClass::Input, format!("--regions {}: {e}", p.display()));
-        let text = std::fs::read_to_string(p).map_err(|e| input(e.to_string()))?;
+        // Read as a direct input: a device or a FIFO is refused, never read.
+        let what = "the address ranges";
+        let text = numalab_schema::input::read_to_string(p, what, numalab_schema::input::TEXT)
+            .map_err(|e| input(e.reason))?;
         numalab_memaccess::parse_regions(&text)
             .map_err(|e| input(format!("{e} (each line: name start len [pid])")))
     }
@@ -350,6 +353,19 @@ mod tests {
         .regions()
         .unwrap_err();
         assert!(e.message.starts_with("--regions "), "{e}");
+        // A device is refused as a direct input would be, never read.
+        let e = Request {
+            regions: Some("/dev/zero".into()),
+            ..request()
+        }
+        .regions()
+        .unwrap_err();
+        assert_eq!(e.class, ErrorClass::Input);
+        assert!(
+            e.message
+                .starts_with("--regions /dev/zero: this is a device, not a file"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -53,21 +53,9 @@ fn err(path: &Path, reason: impl Into<String>) -> InputError {
     }
 }
 
-/// What an OS error means for an input, in words.
-pub fn io_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file or folder".into(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        // The system's words without the "(os error N)" that std appends.
-        _ => {
-            let s = e.to_string();
-            match s.find(" (os error ") {
-                Some(i) => s[..i].to_string(),
-                None => s,
-            }
-        }
-    }
-}
+/// What an OS error means, in words ([`crate::text::io_reason`], kept here for the
+/// callers that read inputs).
+pub use crate::text::io_reason;
 
 /// What a path that is not a regular file is, in words ("a folder", "a device", "a FIFO
 /// (named pipe)", "a socket"; "a file" for a regular one).
@@ -161,9 +149,23 @@ mod tests {
     fn os_errors_are_said_in_words_without_their_number() {
         // ENOSPC on Linux, every architecture numalab builds for.
         let full = std::io::Error::from_raw_os_error(28);
-        assert_eq!(io_reason(&full), "No space left on device");
+        assert_eq!(
+            io_reason(&full),
+            "the disk is full: free some space or write elsewhere"
+        );
         let lp = std::io::Error::from_raw_os_error(40);
-        assert!(!io_reason(&lp).contains("os error"), "{}", io_reason(&lp));
+        assert!(
+            io_reason(&lp).starts_with("a symbolic link loop"),
+            "{}",
+            io_reason(&lp)
+        );
+        let notdir = std::io::Error::from_raw_os_error(20);
+        assert!(io_reason(&notdir).starts_with("a part of the path is not a folder"));
+        let refused = std::io::Error::from_raw_os_error(111);
+        assert!(io_reason(&refused).starts_with("connection refused"));
+        // An error without its own words: the system's, without the number.
+        let other = std::io::Error::from_raw_os_error(7);
+        assert_eq!(io_reason(&other), "Argument list too long");
         let plain = std::io::Error::other("a reason of our own");
         assert_eq!(io_reason(&plain), "a reason of our own");
         let missing = std::io::Error::from(std::io::ErrorKind::NotFound);

@@ -47,7 +47,11 @@ pub enum Line {
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
     /// The file or folder could not be read or written.
-    #[error("{path}: {source}")]
+    #[error(
+        "{}: {}",
+        crate::text::path_text(path),
+        crate::input::io_reason(source)
+    )]
     Io {
         /// The path.
         path: PathBuf,

@@ -93,8 +93,9 @@ pub fn write_file(p: &Path, bytes: &[u8], what: &str, flag: &str) -> Result<(), 
         return Err(WriteError::new(
             ErrorClass::Runtime,
             format!(
-                "{shown}: cannot write {what}: the folder {} does not exist; create it or choose another {flag} path",
-                crate::text::path_text(&dir)
+                "{shown}: cannot write {what}: the folder {} {}; create it or choose another {flag} path",
+                crate::text::path_text(&dir),
+                if dir.exists() { "is a file" } else { "does not exist" }
             ),
         ));
     }
@@ -171,6 +172,12 @@ mod tests {
                 .ends_with("does not exist; create it or choose another --svg path"),
             "{e}"
         );
+        // A file where the folder should be: said so, not "os error 20".
+        std::fs::write(dir.path().join("plain"), "x").unwrap();
+        let under = dir.path().join("plain/r.svg");
+        let e = write_file(&under, b"x", "the SVG", "--svg").unwrap_err();
+        assert_eq!(e.class, ErrorClass::Runtime);
+        assert!(e.message.contains("plain is a file; create it"), "{e}");
     }
 
     /// The umask is process-wide: the test that sets it runs its cases one after another

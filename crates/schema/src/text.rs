@@ -107,6 +107,82 @@ pub fn visible(s: &str, keep_lines: bool) -> String {
     out
 }
 
+/// What an OS error means, in words, never as "os error N": the common errors of
+/// paths, disks and connections are said plainly with what to do ("a symbolic link
+/// loop: ...", "the disk is full: ..."); a missing file and a denied permission are said
+/// without a remedy (the caller knows which option to name); any other error in the
+/// system's words without the "(os error N)" that std appends. The one place that turns
+/// an OS error into text for the user.
+pub fn io_reason(e: &std::io::Error) -> String {
+    let words = match e.raw_os_error() {
+        Some(2) => Some("no such file or folder"),
+        Some(1 | 13) => Some("permission denied"),
+        Some(40) => Some("a symbolic link loop (a link leads back to itself): give the path of the real file (`readlink -f` shows where the links lead)"),
+        Some(28) => Some("the disk is full: free some space or write elsewhere"),
+        Some(122) => Some("the disk quota is exceeded: free some space or write elsewhere"),
+        Some(20) => Some("a part of the path is not a folder: check the path"),
+        Some(21) => Some("it is a folder: give a file name"),
+        Some(30) => Some("the file system is read-only: write elsewhere"),
+        Some(36) => Some("the name is too long: give a shorter path"),
+        Some(5) => Some("an input/output error of the device: check the disk (dmesg)"),
+        Some(111) => Some("connection refused (nothing listens at that address and port): check the address and that the service runs"),
+        Some(110) => Some("the connection timed out: check the address and the network"),
+        Some(101 | 113) => Some("no route to the host: check the address and the network"),
+        Some(104) => Some("the connection was reset by the other side: try again"),
+        _ => None,
+    };
+    if let Some(w) = words {
+        return w.to_string();
+    }
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file or folder".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        // The system's words without the "(os error N)" that std appends.
+        _ => {
+            let s = e.to_string();
+            match s.find(" (os error ") {
+                Some(i) => s[..i].to_string(),
+                None => s,
+            }
+        }
+    }
+}
+
+/// A message as numalab prints it on the terminal (the one rule, used by the CLI for
+/// every error and warning it prints): an OS error that some library let through as
+/// std's "Too many levels of symbolic links (os error 40)" said in words with its
+/// remedy ([`io_reason`]), and every control character from a file or an
+/// argument shown escaped ([`visible`]), keeping the line breaks and tabs of the
+/// message's own layout.
+pub fn message(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(" (os error ") {
+        let tail = &rest[i + " (os error ".len()..];
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        let code = tail[..digits].parse::<i32>().ok();
+        match code.filter(|_| tail[digits..].starts_with(')')) {
+            Some(n) => {
+                let e = std::io::Error::from_raw_os_error(n);
+                let std_words = e.to_string();
+                let std_words = std_words.split(" (os error ").next().unwrap_or("");
+                let head = &rest[..i];
+                // std's own words for the error, when they stand just before it.
+                let head = head.strip_suffix(std_words).unwrap_or(head);
+                out.push_str(head);
+                out.push_str(&io_reason(&e));
+                rest = &tail[digits + 1..];
+            }
+            None => {
+                out.push_str(&rest[..i + 1]);
+                rest = &rest[i + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    visible(&out, true)
+}
+
 /// At most `max` characters of `s` for an error message: the start, "...", and how
 /// much was left out, with control characters made visible.
 pub fn excerpt(s: &str, max: usize) -> String {
@@ -185,6 +261,27 @@ mod tests {
         assert_eq!(visible("a\nb\tc", true), "a\nb\tc");
         assert_eq!(visible("a\nb", false), "a\\x0ab");
         assert_eq!(visible("plain", false), "plain");
+    }
+
+    #[test]
+    fn messages_for_the_terminal_say_os_errors_in_words_and_escape_controls() {
+        let loop40 = std::io::Error::from_raw_os_error(40);
+        let m = message(&format!("topo/cpu0: cannot read it: {loop40}"));
+        assert!(
+            m.starts_with("topo/cpu0: cannot read it: a symbolic link loop"),
+            "{m}"
+        );
+        assert!(
+            !m.contains("os error") && !m.contains("Too many levels"),
+            "{m}"
+        );
+        let full = std::io::Error::from_raw_os_error(28);
+        assert_eq!(
+            message(&format!("x.csv: {full}; then")),
+            "x.csv: the disk is full: free some space or write elsewhere; then"
+        );
+        assert_eq!(message("a\x1b[2Jb\x07\n\tc"), "a\\x1b[2Jb\\x07\n\tc");
+        assert_eq!(message("not (os error x) here"), "not (os error x) here");
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub enum TopoError {
         /// What to do.
         remedy: String,
     },
+    /// An output file (`--export-xml`) could not be written; its class says whose fault.
+    #[error(transparent)]
+    Write(#[from] numalab_schema::output::WriteError),
     /// A CPU/node selection names something that does not exist.
     #[error("{0}")]
     Selection(String),
@@ -56,6 +59,7 @@ impl Classify for TopoError {
             TopoError::Unreadable { .. } | TopoError::BadInput { .. } => ErrorClass::Input,
             TopoError::Hwloc { .. } => ErrorClass::Input,
             TopoError::Selection(_) => ErrorClass::Usage,
+            TopoError::Write(w) => w.class(),
             TopoError::Binding {
                 unsupported: true, ..
             } => ErrorClass::Unsupported,

@@ -81,8 +81,9 @@ pub fn export_live_xml(path: &std::path::Path) -> Result<(), TopoError> {
             detail: e.to_string(),
             remedy: "report this as a bug".into(),
         })?;
-    std::fs::write(path, xml.as_str()).map_err(|e| TopoError::Unreadable {
-        path: path.to_path_buf(),
-        reason: format!("cannot write it ({e})"),
-    })
+    // An output like any other: a missing folder or a full disk is a failed write
+    // (exit 1) with the remedy, never "cannot read" bad input.
+    let what = "this machine's topology";
+    numalab_schema::output::write_file(path, xml.as_str().as_bytes(), what, "--export-xml")?;
+    Ok(())
 }

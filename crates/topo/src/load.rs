@@ -11,6 +11,7 @@ use crate::error::TopoError;
 use hwlocality::object::types::ObjectType;
 use hwlocality::topology::builder::{TopologyBuilder, TypeFilter};
 use hwlocality::Topology;
+use numalab_schema::input::io_reason;
 use numalab_schema::machine::MachineSource;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -210,14 +211,6 @@ pub fn load_in_process(input: &Input) -> Result<Loaded, TopoError> {
             let root = find_snapshot_root(path, dir.path())?;
             load_snapshot(path, &root, Some(dir))
         }
-    }
-}
-
-fn io_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file or folder".into(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => e.to_string(),
     }
 }
 

@@ -311,3 +311,49 @@ fn a_self_signed_certificate_is_refused_unless_insecure() {
         }
     ));
 }
+
+/// `--bmc-ca-file` is read as a direct input (issue 50, items 6 and 8): a device or a
+/// FIFO is refused before any read (never a hang, never an unbounded read), a file
+/// without a certificate is bad input, and a connection that nothing accepts is said
+/// in words, not as "os error 111".
+#[test]
+fn ca_files_that_are_devices_fifos_or_not_pem_are_bad_input() {
+    use numalab_schema::{Classify, ErrorClass};
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ca-fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let junk = dir.path().join("junk.pem");
+    std::fs::write(&junk, [0u8, 0xff, 0x1b, 7]).unwrap();
+    let url = "https://127.0.0.1:9".to_string();
+    for (ca, says) in [
+        ("/dev/urandom".into(), "this is a device, not a file"),
+        ("/dev/zero".into(), "this is a device, not a file"),
+        (fifo, "this is a FIFO (named pipe), not a file"),
+        (junk, "no PEM certificate in it"),
+        (dir.path().join("missing.pem"), "no such file or folder"),
+    ] {
+        let mut cfg = config(url.clone(), RedfishResource::Power);
+        cfg.ca_file = Some(ca.clone());
+        let t = Instant::now();
+        let Err(e) = RedfishSource::connect(&cfg) else {
+            panic!("{} accepted", ca.display())
+        };
+        assert!(t.elapsed() < Duration::from_secs(5), "{e}");
+        assert_eq!(e.class(), ErrorClass::Input, "{e}");
+        let m = e.to_string();
+        let named = format!("--bmc-ca-file {}: ", ca.display());
+        assert!(m.starts_with(&named) && m.contains(says), "{m}");
+    }
+    // Nothing listens on port 9 of 127.0.0.1 (discard, never served here).
+    let cfg = config("http://127.0.0.1:9".into(), RedfishResource::Power);
+    let Err(e) = RedfishSource::connect(&cfg) else {
+        panic!("a closed port accepted")
+    };
+    let m = e.to_string();
+    assert!(m.contains("connection refused"), "{m}");
+    assert!(!m.contains("os error"), "{m}");
+}

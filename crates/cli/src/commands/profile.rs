@@ -252,7 +252,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
     rec.finish()?;
     if let Some(e) = outcome.also_said() {
         // Said too, though another problem decides the exit code.
-        eprintln!("numalab: {}", e.message);
+        eprintln!("numalab: {}", numalab_schema::text::message(&e.message));
     }
     match outcome.decisive() {
         Some(e) => Err(problem(e.clone())),

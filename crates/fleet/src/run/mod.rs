@@ -381,6 +381,12 @@ pub fn run_fleet(
         )));
     }
     let mut opts = opts.clone();
+    if std::fs::metadata(&opts.fleet).is_ok_and(|m| !m.is_dir()) {
+        return Err(FleetError::Options(format!(
+            "--fleet {}: this is a file, not a folder; give --fleet a new folder or the folder of an earlier fleet run",
+            opts.fleet.display()
+        )));
+    }
     std::fs::create_dir_all(&opts.fleet)
         .map_err(|e| FleetError::io(&opts.fleet, "creating the fleet folder", e))?;
     opts.fleet = absolute(&opts.fleet)?;
