@@ -95,7 +95,7 @@ pub fn main() -> ExitCode {
 /// The message for output that standard output did not take (its OS error in words).
 fn stdout_failure(reason: &str) -> String {
     numalab_schema::text::message(&format!(
-        "cannot write to standard output ({reason}); the output is incomplete: free some space or redirect it elsewhere"
+        "cannot write to standard output ({reason}); the output is incomplete"
     ))
 }
 
