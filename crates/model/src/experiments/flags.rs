@@ -7,6 +7,10 @@ use crate::error::{usage, ModelError};
 use crate::Model;
 use numalab_schema::{cpulist, units};
 
+/// The most cycles `--cycles` and `--warmup` take each: a billion NoC cycles is hours
+/// of run time per point; more is a typo, and the bound keeps cycle sums from wrapping.
+pub const MAX_CYCLES: u64 = 1_000_000_000;
+
 /// A run's options in their text form, each named after its `model run` flag (the
 /// errors name the flags). [`RunFlags::options`] checks them against the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,8 +49,17 @@ impl RunFlags {
     /// The run's [`Options`], checking the flags in order (cycles, jobs, flits, then each
     /// list) and `--cores` against `model`; the first bad flag is a usage error naming it.
     pub fn options(&self, model: &Model) -> Result<Options, ModelError> {
-        if self.cycles == 0 {
-            return Err(usage("--cycles must be at least 1"));
+        if self.cycles == 0 || self.cycles > MAX_CYCLES {
+            return Err(usage(format!(
+                "--cycles {}: must be 1-{MAX_CYCLES} (bounds in docs/model.md)",
+                self.cycles
+            )));
+        }
+        if self.warmup > MAX_CYCLES {
+            return Err(usage(format!(
+                "--warmup {}: must be 0-{MAX_CYCLES} (bounds in docs/model.md)",
+                self.warmup
+            )));
         }
         let jobs = match self.jobs {
             Some(0) => return Err(usage("--jobs must be at least 1")),
@@ -223,7 +236,21 @@ mod tests {
                 flits: 0,
                 ..flags()
             }),
-            "--cycles must be at least 1"
+            "--cycles 0: must be 1-1000000000 (bounds in docs/model.md)"
+        );
+        assert_eq!(
+            bad(RunFlags {
+                cycles: u64::MAX,
+                ..flags()
+            }),
+            "--cycles 18446744073709551615: must be 1-1000000000 (bounds in docs/model.md)"
+        );
+        assert_eq!(
+            bad(RunFlags {
+                warmup: MAX_CYCLES + 1,
+                ..flags()
+            }),
+            "--warmup 1000000001: must be 0-1000000000 (bounds in docs/model.md)"
         );
         assert_eq!(
             bad(RunFlags {
