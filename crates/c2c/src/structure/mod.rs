@@ -104,12 +104,14 @@
 
 mod cluster;
 mod gradient;
+mod incremental;
 mod offsets;
 mod steps;
 
 use cluster::*;
 pub use gradient::GRADIENT_POSITION;
 use gradient::*;
+use incremental::*;
 use offsets::*;
 use steps::*;
 
