@@ -144,11 +144,13 @@ fn checks(l: &Loaded) -> Vec<Check> {
     v
 }
 
+/// A value as people write it: whole numbers in digits, very large or small ones in
+/// exponent form (1e308, not 309 digits).
 fn show(x: f64) -> String {
-    if x == f64::MIN_POSITIVE {
-        "above 0".into()
-    } else if x.fract() == 0.0 && x.abs() < 1e16 {
+    if x.fract() == 0.0 && x.abs() < 1e16 {
         format!("{}", x as i64)
+    } else if x.is_finite() && x != 0.0 && !(1e-4..1e16).contains(&x.abs()) {
+        format!("{x:e}")
     } else {
         format!("{x}")
     }
@@ -169,7 +171,8 @@ pub(super) fn check(l: &Loaded) -> Result<(), ModelError> {
         };
         let msg = format!(
             "{} = {} is out of range: it must be {range} (bounds in docs/model.md)",
-            c.key, c.value
+            c.key,
+            show(c.value)
         );
         let from_set = l
             .sources
