@@ -380,7 +380,7 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                if holes && x % 11 == 0 {
+                if holes && x.is_multiple_of(11) {
                     continue;
                 }
                 let base = if i / 4 == j / 4 {
