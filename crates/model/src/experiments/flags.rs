@@ -11,6 +11,9 @@ use numalab_schema::{cpulist, units};
 /// of run time per point; more is a typo, and the bound keeps cycle sums from wrapping.
 pub const MAX_CYCLES: u64 = 1_000_000_000;
 
+/// The most offered loads `--loads` takes: each is a run of `--cycles`.
+pub const MAX_LOADS: usize = 1000;
+
 /// A run's options in their text form, each named after its `model run` flag (the
 /// errors name the flags). [`RunFlags::options`] checks them against the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,10 +104,15 @@ impl RunFlags {
         }
         if let Some(l) = &self.loads {
             let v: Result<Vec<f64>, _> = l.split(',').map(|x| x.trim().parse::<f64>()).collect();
-            opts.loads =
-                Some(v.map_err(|_| {
-                    usage(format!("--loads {l}: expected numbers like 0.1,0.5,0.9"))
-                })?);
+            let v =
+                v.map_err(|_| usage(format!("--loads {l}: expected numbers like 0.1,0.5,0.9")))?;
+            if v.len() > MAX_LOADS {
+                return Err(usage(format!(
+                    "--loads: {} loads given, at most {MAX_LOADS} (each is a run; bounds in docs/model.md)",
+                    v.len()
+                )));
+            }
+            opts.loads = Some(v);
         }
         if let Some(w) = &self.working_set {
             opts.working_set_bytes =
@@ -244,6 +252,13 @@ mod tests {
                 ..flags()
             }),
             "--cycles 18446744073709551615: must be 1-1000000000 (bounds in docs/model.md)"
+        );
+        assert_eq!(
+            bad(RunFlags {
+                loads: Some(vec!["0.5"; MAX_LOADS + 1].join(",")),
+                ..flags()
+            }),
+            "--loads: 1001 loads given, at most 1000 (each is a run; bounds in docs/model.md)"
         );
         assert_eq!(
             bad(RunFlags {
