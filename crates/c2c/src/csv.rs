@@ -16,6 +16,11 @@ use crate::matrix::LatencyMatrix;
 use std::io::Write;
 use std::path::Path;
 
+/// The largest cell accepted, in ns: 1 s. A cache line moves between cores in tens to
+/// hundreds of ns; a larger cell is a wrong unit or a damaged file, refused naming the
+/// cell (a 1e300 cell used to be printed as a 300-digit latency).
+pub const MAX_LATENCY_NS: f64 = 1e9;
+
 /// Why a CSV file cannot be read as a matrix.
 #[derive(Debug, thiserror::Error)]
 pub enum CsvError {
@@ -134,6 +139,13 @@ pub fn parse(bytes: &[u8], name: &str) -> Result<Import, CsvError> {
                     j + 1
                 )));
             }
+            if v > MAX_LATENCY_NS {
+                return Err(bad(format!(
+                    "line {}, field {}: {field:?} ns is not a core-to-core latency (over 1 s, the largest accepted); check the file's unit (ns) or remove the cell",
+                    i + 1,
+                    j + 1
+                )));
+            }
             if j == i {
                 continue;
             }
@@ -233,6 +245,21 @@ mod tests {
         assert_eq!(back.problems.len(), 1, "{:?}", back.problems);
     }
 
+    /// Issue 50: a 1e300 ns cell was printed as a 300-digit latency; it is refused
+    /// naming the cell, the bound and the remedy.
+    #[test]
+    fn c2c_cell_of_1e300_ns_is_refused_naming_the_cell() {
+        let e = parse(b",,\n80,,\n90,1e300,\n", "big.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 3, field 2") && e.contains("over 1 s") && e.contains("unit (ns)"),
+            "{e}"
+        );
+        // The bound itself is a latency.
+        assert!(parse(b",\n1000000000,\n", "b.csv").is_ok());
+    }
+
     #[test]
     fn malformed_inputs_are_errors_naming_the_line() {
         let cases: &[(&str, &str)] = &[
@@ -243,6 +270,11 @@ mod tests {
             (",,\n5,,\n6,x,\n", "field 2: \"x\" is not a number"),
             (",\n0,\n", "no cell holds a positive latency"),
             (",\nNaN,\n", "not a finite number"),
+            (
+                ",\n1e300,\n",
+                "line 2, field 1: \"1e300\" ns is not a core-to-core latency",
+            ),
+            (",\n1000000001,\n", "over 1 s"),
         ];
         for (text, want) in cases {
             let e = parse(text.as_bytes(), "f.csv").unwrap_err().to_string();

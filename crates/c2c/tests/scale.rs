@@ -210,3 +210,35 @@ fn a_two_socket_mesh_has_core_pairs_and_sockets_and_a_gradient_not_groups() {
         );
     }
 }
+
+/// Issue 50: a 2,000-CPU matrix (two sockets of 250 clusters of 4, as `c2c --input` of a
+/// 2000x2000 CSV) used to take minutes (the clustering was O(n^3)); its structure is
+/// asserted here, not its time (docs/benchmarks.md has the timing and the command).
+#[test]
+fn a_2000_cpu_matrix_is_inferred_with_its_clusters_and_sockets() {
+    let n = 2000;
+    let mut rng = Rng(50);
+    let m = matrix(n, |i, j| {
+        let base = if i / 4 == j / 4 {
+            20.0
+        } else if i / 1000 == j / 1000 {
+            60.0
+        } else {
+            150.0
+        };
+        base * (1.0 + 0.01 * rng.normal())
+    });
+    let t = std::time::Instant::now();
+    let s = infer(&m);
+    eprintln!("2000 CPUs inferred in {:.1} s", t.elapsed().as_secs_f64());
+    let shapes: Vec<String> = s.levels.iter().map(|l| l.shape()).collect();
+    assert_eq!(shapes, ["500 x 4", "2 x 1000"], "{}", describe(&s));
+    // Each cluster is 4 consecutive CPUs, each socket 1,000.
+    for (level, size) in s.levels.iter().zip([4u32, 1000]) {
+        for g in &level.groups {
+            let first = g.cpus[0];
+            assert_eq!(first % size, 0, "{}", describe(&s));
+            assert_eq!(g.cpus, (first..first + size).collect::<Vec<u32>>());
+        }
+    }
+}

@@ -8,6 +8,7 @@ use crate::geometry::{Geometry, StopId};
 use crate::spec::{HomeGroup, Loaded, PoolRole, SliceHash, Spec};
 use std::collections::BTreeMap;
 
+mod bounds;
 mod resolve;
 
 /// The four virtual networks (CHI channels).

@@ -210,10 +210,17 @@ pub fn plain(s: &str) -> String {
     numalab_schema::text::visible(s, true)
 }
 
-/// Text for Markdown: markup characters escaped, one line.
+/// Text for Markdown: markup characters escaped, one line. Link syntax from data is
+/// neutralised: a `]` directly followed by `(` or `:` gets a backslash before that
+/// character, so `[x](javascript:...)` and `![x](...)` are not inline links or images
+/// and `[r]: javascript:...` defines no reference (so no `[r]` elsewhere can become a
+/// link); `<...>` autolinks are escaped as HTML. Brackets elsewhere (intervals such as
+/// `[0.98, 1.07]`) stay as they are.
 pub fn md_field(s: &str) -> String {
     // Markdown passes raw HTML through, so markup characters are escaped too.
-    s.replace('&', "&amp;")
+    s.replace("](", "]\\(")
+        .replace("]:", "]\\:")
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('|', "\\|")
@@ -439,6 +446,29 @@ mod tests {
     #[test]
     fn terminal() {
         insta::assert_snapshot!(render(&sample(), Format::Terminal));
+    }
+
+    /// Issue 50: a string from a bundle such as `[x](javascript:alert(1))` stayed a live
+    /// link in the Markdown report; every link, image and reference-definition syntax is
+    /// now escaped, also behind a backslash of the data's own.
+    #[test]
+    fn markdown_javascript_links_from_data_are_not_live() {
+        for (data, want) in [
+            ("[x](javascript:alert(1))", "[x]\\(javascript:alert(1))"),
+            ("![i](http://e/x.png)", "![i]\\(http://e/x.png)"),
+            ("\\[x\\](javascript:1)", "\\[x\\]\\(javascript:1)"),
+            ("[x]\\(javascript:1)", "[x]\\(javascript:1)"),
+            ("[r]: javascript:1", "[r]\\: javascript:1"),
+            ("<javascript:1>", "&lt;javascript:1&gt;"),
+            ("1.02 [0.98, 1.07]", "1.02 [0.98, 1.07]"),
+        ] {
+            assert_eq!(md_field(data), want, "{data}");
+        }
+        let mut t = Table::new("t", "[t](javascript:0)", vec![Column::new("name", None)]);
+        t.push(vec![Cell::text("[x](javascript:alert(1))")]);
+        let md = render(&[t], Format::Markdown);
+        assert!(!md.contains("[x]("), "{md}");
+        assert!(!md.contains("[t]("), "{md}");
     }
 
     #[test]

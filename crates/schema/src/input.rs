@@ -37,13 +37,20 @@ pub struct InputError {
     pub reason: String,
 }
 
-/// The limit in force: `default`, or the value of `NUMALAB_MAX_INPUT` when set.
+/// The limit in force: `default`, or the value of `NUMALAB_MAX_INPUT` when set, capped
+/// at [`crate::units::MAX_BYTES`] (1 PiB: `18446744073709551615` means "no practical
+/// limit", never a wrap to 0).
 pub fn limit(default: u64) -> u64 {
-    std::env::var(ENV)
-        .ok()
-        .and_then(|v| crate::units::parse_bytes(&v).ok())
+    limit_from(std::env::var(ENV).ok().as_deref(), default)
+}
+
+fn limit_from(value: Option<&str>, default: u64) -> u64 {
+    value
+        .and_then(|v| crate::units::parse_unbounded(v).ok())
         .filter(|&v| v > 0)
-        .unwrap_or(default)
+        .map_or(default, |v| {
+            v.min(u128::from(crate::units::MAX_BYTES)) as u64
+        })
 }
 
 fn err(path: &Path, reason: impl Into<String>) -> InputError {
@@ -112,7 +119,7 @@ pub fn read(path: &Path, what: &str, default_limit: u64) -> Result<Vec<u8>, Inpu
     let max = limit(default_limit);
     let file = std::fs::File::open(path).map_err(|e| err(path, io_reason(&e)))?;
     let mut out = Vec::new();
-    file.take(max + 1)
+    file.take(max.saturating_add(1))
         .read_to_end(&mut out)
         .map_err(|e| err(path, io_reason(&e)))?;
     if out.len() as u64 > max {
@@ -144,6 +151,27 @@ pub fn read_to_string(path: &Path, what: &str, default_limit: u64) -> Result<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `NUMALAB_MAX_INPUT=18446744073709551615` used to wrap the read bound to 0, making
+    /// every input "empty": now it caps at 1 PiB and a file reads whole.
+    #[test]
+    fn numalab_max_input_u64_max_does_not_wrap() {
+        let max = limit_from(Some("18446744073709551615"), TOPOLOGY);
+        assert_eq!(max, crate::units::MAX_BYTES);
+        assert_eq!(limit_from(Some("1e9999999999999999999999999999T"), 7), 7);
+        assert_eq!(limit_from(Some("0"), 7), 7);
+        assert_eq!(limit_from(Some("2KiB"), 7), 2048);
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("small.csv");
+        std::fs::write(&f, b"0,1\n1,0\n").unwrap();
+        // `read` with the capped bound: the take() bound must not wrap.
+        let file = std::fs::File::open(&f).unwrap();
+        let mut out = Vec::new();
+        file.take(max.saturating_add(1))
+            .read_to_end(&mut out)
+            .unwrap();
+        assert_eq!(out, b"0,1\n1,0\n");
+    }
 
     #[test]
     fn os_errors_are_said_in_words_without_their_number() {

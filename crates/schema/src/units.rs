@@ -40,18 +40,34 @@ pub fn nanos(ns: f64) -> String {
     }
 }
 
+/// The largest size any option or variable takes: 1 PiB. Far beyond any machine's memory
+/// and any input file, and small enough that rounding it up to pages or adding to it
+/// cannot wrap a `u64` (where 18446744073709551615 used to wrap to "0 bytes").
+pub const MAX_BYTES: u64 = 1 << 50;
+
 /// Parses a size written by a user: "4096", "64K", "64KiB", "1.5G", "2 MiB".
-/// Suffixes are binary (K = 1024), as in numactl and likwid.
+/// Suffixes are binary (K = 1024), as in numactl and likwid. Whole numbers are parsed
+/// exactly with checked arithmetic; anything above [`MAX_BYTES`] is refused, naming it.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let v = parse_unbounded(text)?;
+    if v > u128::from(MAX_BYTES) {
+        return Err(format!(
+            "{text:?} is larger than 1 PiB ({MAX_BYTES} bytes), the largest size accepted"
+        ));
+    }
+    Ok(v as u64)
+}
+
+/// [`parse_bytes`] without the upper bound: the exact value (saturating at `u128::MAX`),
+/// for callers that cap rather than refuse (`NUMALAB_MAX_INPUT`).
+pub(crate) fn parse_unbounded(text: &str) -> Result<u128, String> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, suffix) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size (expected e.g. 4096, 64K, 1.5GiB)"))?;
-    let mult: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+    let not_size = || format!("{text:?} is not a size (expected e.g. 4096, 64K, 1.5GiB)");
+    let mult: u128 = match suffix.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
@@ -63,11 +79,23 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
             ))
         }
     };
-    let total = value * mult as f64;
-    if !total.is_finite() || total < 0.0 || total > u64::MAX as f64 {
-        return Err(format!("{text:?} is out of range"));
+    let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
+    if (whole.is_empty() && frac.is_empty()) || frac.contains('.') {
+        return Err(not_size());
     }
-    Ok(total.round() as u64)
+    // Digits only (checked above), so the only failure is a number past u128: saturate.
+    let w: u128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().unwrap_or(u128::MAX)
+    };
+    let mut total = w.saturating_mul(mult);
+    if !frac.is_empty() {
+        // The fraction of the unit, rounded to a byte; at most `mult` bytes, so f64 is exact enough.
+        let f: f64 = format!("0.{frac}").parse().map_err(|_| not_size())?;
+        total = total.saturating_add((f * mult as f64).round() as u128);
+    }
+    Ok(total)
 }
 
 /// The longest duration an option takes: 365 days (a year; humantime's `1y` is 365.25 days, so write `365days`). A deadline (now + duration) can
@@ -169,7 +197,17 @@ mod tests {
 
     #[test]
     fn size_texts_never_panic() {
-        assert_eq!(parse_bytes("18446744073709551615").unwrap(), u64::MAX);
+        assert_eq!(parse_bytes("1024T").unwrap(), MAX_BYTES);
+        assert_eq!(parse_bytes(".5K").unwrap(), 512);
+        for huge in [
+            "18446744073709551615",
+            "1025T",
+            "1125899906842625",
+            "99999999999999999999999999999999999999999T",
+        ] {
+            let e = parse_bytes(huge).unwrap_err();
+            assert!(e.contains("larger than 1 PiB"), "{e}");
+        }
         for bad in [
             "NaN",
             "inf",
@@ -178,6 +216,8 @@ mod tests {
             "99999999999999999999T",
             "1.5.5K",
             "",
+            ".",
+            "K",
         ] {
             assert!(parse_bytes(bad).is_err(), "{bad}");
         }

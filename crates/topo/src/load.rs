@@ -643,6 +643,38 @@ mod tests {
         assert!(Input::given_or_live(Some(Path::new("/nonexistent/topo.xml"))).is_err());
     }
 
+    /// Issue 50: a snapshot whose `cpu0` is a link loop exited 0 describing a mix of the
+    /// snapshot and this host; the tree check refuses it (exit 3) naming the link, for
+    /// a link to itself and a loop of two links alike, before hwloc reads anything.
+    #[test]
+    fn snapshot_whose_cpu0_is_a_symlink_loop_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let cpu = root.join("sys/devices/system/cpu");
+        std::fs::create_dir_all(cpu.join("cpu1")).unwrap();
+        std::fs::write(cpu.join("online"), "0-1\n").unwrap();
+        assert!(check_tree(root, root).is_ok());
+        std::os::unix::fs::symlink("cpu0", cpu.join("cpu0")).unwrap();
+        let e = check_tree(root, root).unwrap_err();
+        assert!(matches!(e, TopoError::BadInput { .. }), "{e}");
+        assert_eq!(
+            numalab_schema::Classify::class(&e),
+            numalab_schema::ErrorClass::Input
+        );
+        let t = e.to_string();
+        assert!(
+            t.contains("sys/devices/system/cpu/cpu0") && t.contains("loops"),
+            "{t}"
+        );
+        // Two links pointing at each other.
+        std::fs::remove_file(cpu.join("cpu0")).unwrap();
+        std::fs::remove_dir(cpu.join("cpu1")).unwrap();
+        std::os::unix::fs::symlink("cpu1", cpu.join("cpu0")).unwrap();
+        std::os::unix::fs::symlink("cpu0", cpu.join("cpu1")).unwrap();
+        let t = check_tree(root, root).unwrap_err().to_string();
+        assert!(t.contains("loops"), "{t}");
+    }
+
     #[test]
     fn attribute_parsing() {
         assert_eq!(

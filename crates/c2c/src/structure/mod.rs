@@ -104,12 +104,14 @@
 
 mod cluster;
 mod gradient;
+mod incremental;
 mod offsets;
 mod steps;
 
 use cluster::*;
 pub use gradient::GRADIENT_POSITION;
 use gradient::*;
+use incremental::*;
 use offsets::*;
 use steps::*;
 
@@ -213,7 +215,9 @@ pub struct Gradient {
 /// Infers the latency structure of a matrix. Pure: matrix in, structure out.
 ///
 /// Cells that are missing, zero, negative or not finite are ignored (and make the
-/// confidence low). Runs in O(n^3) time and O(n^2) memory.
+/// confidence low). Runs in O(n^3) time for the profile distances (spread over the CPUs'
+/// threads) and O(n^2 log n) for the clustering and its scores, in O(n^2) memory: a
+/// 2,000-CPU matrix takes seconds of CPU time (docs/benchmarks.md).
 pub fn infer(m: &LatencyMatrix) -> Structure {
     let n = m.n();
     let mut notes = Vec::new();

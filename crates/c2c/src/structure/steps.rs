@@ -109,8 +109,10 @@ pub(super) fn step_levels(
     seq: &[(usize, usize)],
     floor: f64,
 ) -> Vec<(Vec<Vec<usize>>, Step)> {
-    let mut group_of: Vec<usize> = (0..n).collect();
     let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+    // The step test kept up to date merge by merge (`incremental.rs`): the same values
+    // as `step` of each partition, without a pass over every pair per merge.
+    let mut steps = Steps::new(lnd, n);
     let mut chosen: Vec<(usize, Step)> = Vec::new();
     let mut current: Option<(usize, Step)> = None;
     let mut previous: Option<Step> = None;
@@ -118,14 +120,12 @@ pub(super) fn step_levels(
     for (k, &(a, b)) in seq.iter().enumerate() {
         in_multi += usize::from(members[a].len() == 1) + usize::from(members[b].len() == 1);
         let moved = std::mem::take(&mut members[b]);
-        for &x in &moved {
-            group_of[x] = a;
-        }
         members[a].extend(moved);
+        steps.merge(a, b);
         let groups = n - (k + 1);
         // A level has at least 2 groups, and most CPUs are in a group of several.
         let st = if groups >= 2 && 2 * in_multi >= n {
-            step(lnd, n, &group_of, floor).filter(Step::holds)
+            steps.step(floor).filter(Step::holds)
         } else {
             None
         };

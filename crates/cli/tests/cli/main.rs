@@ -21,3 +21,4 @@ mod report;
 mod robust;
 mod topo;
 mod workload;
+mod wrong_results;

@@ -516,11 +516,11 @@ fn option_values_past_their_bounds_are_usage_errors() {
         ),
         (
             vec!["mem", "bandwidth", "--size", max],
-            "ask for less with --size",
+            "--size: \"18446744073709551615\" is larger than 1 PiB",
         ),
         (
             vec!["mem", "latency", "--max", max],
-            "ask for less with --max",
+            "--max: \"18446744073709551615\" is larger than 1 PiB",
         ),
     ] {
         let o = numalab(&args);

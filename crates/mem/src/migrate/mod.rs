@@ -474,6 +474,20 @@ pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, 
 mod tests {
     use super::*;
 
+    /// Issue 50: `mem migrate --max-pages 0` was reported as 1 page; 0 is refused (a
+    /// sweep of no pages measures nothing), as is `--min-pages 0`.
+    #[test]
+    fn mem_migrate_max_pages_0_is_refused_not_reported_as_1() {
+        for (min, max) in [(None, Some(0)), (Some(0), None), (Some(0), Some(0))] {
+            let mut o = Options::defaults();
+            let e = o.count_range(min, max).unwrap_err();
+            assert!(e.contains("give 1 page or more"), "{e}");
+        }
+        let mut o = Options::defaults();
+        o.count_range(Some(1), Some(1)).unwrap();
+        assert_eq!(o.counts, [1]);
+    }
+
     #[test]
     fn page_count_bounds_round_down_to_powers_of_two_and_refuse_nonsense() {
         let mut o = Options::quick();

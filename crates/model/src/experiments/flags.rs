@@ -7,6 +7,13 @@ use crate::error::{usage, ModelError};
 use crate::Model;
 use numalab_schema::{cpulist, units};
 
+/// The most cycles `--cycles` and `--warmup` take each: a billion NoC cycles is hours
+/// of run time per point; more is a typo, and the bound keeps cycle sums from wrapping.
+pub const MAX_CYCLES: u64 = 1_000_000_000;
+
+/// The most offered loads `--loads` takes: each is a run of `--cycles`.
+pub const MAX_LOADS: usize = 1000;
+
 /// A run's options in their text form, each named after its `model run` flag (the
 /// errors name the flags). [`RunFlags::options`] checks them against the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,8 +52,17 @@ impl RunFlags {
     /// The run's [`Options`], checking the flags in order (cycles, jobs, flits, then each
     /// list) and `--cores` against `model`; the first bad flag is a usage error naming it.
     pub fn options(&self, model: &Model) -> Result<Options, ModelError> {
-        if self.cycles == 0 {
-            return Err(usage("--cycles must be at least 1"));
+        if self.cycles == 0 || self.cycles > MAX_CYCLES {
+            return Err(usage(format!(
+                "--cycles {}: must be 1-{MAX_CYCLES} (bounds in docs/model.md)",
+                self.cycles
+            )));
+        }
+        if self.warmup > MAX_CYCLES {
+            return Err(usage(format!(
+                "--warmup {}: must be 0-{MAX_CYCLES} (bounds in docs/model.md)",
+                self.warmup
+            )));
         }
         let jobs = match self.jobs {
             Some(0) => return Err(usage("--jobs must be at least 1")),
@@ -88,10 +104,15 @@ impl RunFlags {
         }
         if let Some(l) = &self.loads {
             let v: Result<Vec<f64>, _> = l.split(',').map(|x| x.trim().parse::<f64>()).collect();
-            opts.loads =
-                Some(v.map_err(|_| {
-                    usage(format!("--loads {l}: expected numbers like 0.1,0.5,0.9"))
-                })?);
+            let v =
+                v.map_err(|_| usage(format!("--loads {l}: expected numbers like 0.1,0.5,0.9")))?;
+            if v.len() > MAX_LOADS {
+                return Err(usage(format!(
+                    "--loads: {} loads given, at most {MAX_LOADS} (each is a run; bounds in docs/model.md)",
+                    v.len()
+                )));
+            }
+            opts.loads = Some(v);
         }
         if let Some(w) = &self.working_set {
             opts.working_set_bytes =
@@ -223,7 +244,28 @@ mod tests {
                 flits: 0,
                 ..flags()
             }),
-            "--cycles must be at least 1"
+            "--cycles 0: must be 1-1000000000 (bounds in docs/model.md)"
+        );
+        assert_eq!(
+            bad(RunFlags {
+                cycles: u64::MAX,
+                ..flags()
+            }),
+            "--cycles 18446744073709551615: must be 1-1000000000 (bounds in docs/model.md)"
+        );
+        assert_eq!(
+            bad(RunFlags {
+                loads: Some(vec!["0.5"; MAX_LOADS + 1].join(",")),
+                ..flags()
+            }),
+            "--loads: 1001 loads given, at most 1000 (each is a run; bounds in docs/model.md)"
+        );
+        assert_eq!(
+            bad(RunFlags {
+                warmup: MAX_CYCLES + 1,
+                ..flags()
+            }),
+            "--warmup 1000000001: must be 0-1000000000 (bounds in docs/model.md)"
         );
         assert_eq!(
             bad(RunFlags {

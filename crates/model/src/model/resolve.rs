@@ -10,6 +10,7 @@ use crate::spec::{HomeGroup, Loaded, NocSpec, PoolRole, Spec, Stops};
 /// Resolves a loaded spec, checking it ([`Model::from_loaded`]): the sections in the
 /// order their errors are reported.
 pub(super) fn model(mut l: Loaded) -> Result<Model, ModelError> {
+    super::bounds::check(&l)?;
     default_router(&mut l);
     let s = &l.spec;
     let what = l.label.as_str();
