@@ -58,6 +58,15 @@ impl std::fmt::Display for Problem {
     }
 }
 
+impl std::error::Error for Problem {}
+
+/// A problem's exit class is its own: callers turn it into their error with `?`.
+impl Classify for Problem {
+    fn class(&self) -> ErrorClass {
+        self.class
+    }
+}
+
 /// What is counted.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Target {
@@ -527,6 +536,15 @@ pub fn no_hardware_counted(p: &Profile) -> Option<Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_problem_is_an_error_of_its_own_class() {
+        let p = Problem::new(ErrorClass::Unsupported, "no PMU here");
+        assert_eq!(p.class(), ErrorClass::Unsupported);
+        let e: &dyn std::error::Error = &p;
+        assert_eq!(e.to_string(), "no PMU here");
+        assert_eq!(Problem::of(p.clone()), p);
+    }
 
     #[test]
     fn offline_keys_and_the_metric_set_default() {
