@@ -108,6 +108,12 @@ pub struct Options {
 }
 
 impl Options {
+    /// The configuration the run's envelope records: `quick` (which a resumed run must
+    /// match, [`check_same_options`]) and `skip`.
+    pub fn config(&self) -> serde_json::Value {
+        serde_json::json!({ "quick": self.quick, "skip": self.skip })
+    }
+
     /// Refuses step ids that do not exist.
     pub fn check(&self) -> Result<(), EvalError> {
         let all = steps();
@@ -191,6 +197,14 @@ impl Resume {
             }
         }
         out
+    }
+
+    /// What a resumed run says as it starts: [`Resume::announce`], then
+    /// [`Resume::again`]'s sentences.
+    pub fn said(&self, dir: &Path, kept: usize, skip: &[String]) -> Vec<String> {
+        let mut lines = vec![self.announce(dir, kept)];
+        lines.extend(self.again(skip));
+        lines
     }
 }
 
@@ -500,5 +514,49 @@ mod tests {
             resume.announce(dir, 7),
             "resuming out (run 3 in this folder): 7 record(s) kept, 2 step(s) already finished"
         );
+        let failed = StepRecord {
+            step: "mem".into(),
+            title: "memory".into(),
+            outcome: StepStatus::Failed {
+                error: "boom".into(),
+            },
+            seconds: 1.0,
+            run: Some(2),
+        };
+        let again = Resume {
+            latest: vec![failed],
+            ..resume
+        };
+        assert_eq!(
+            again.said(dir, 7, &[]),
+            [
+                again.announce(dir, 7),
+                "running step mem again: it failed last time (boom)".to_string()
+            ]
+        );
+        assert_eq!(again.said(dir, 7, &["mem".to_string()]).len(), 1);
+    }
+
+    #[test]
+    fn the_recorded_configuration_is_what_a_resume_checks() {
+        let opts = Options {
+            quick: true,
+            skip: vec!["c2c".into()],
+            command: vec![],
+        };
+        let config = opts.config();
+        assert_eq!(config, serde_json::json!({"quick": true, "skip": ["c2c"]}));
+        let previous = numalab_schema::Envelope {
+            schema_version: numalab_schema::record::SCHEMA_VERSION,
+            tool: numalab_schema::record::Tool::this("0"),
+            created_utc: "2026-01-01T00:00:00Z".into(),
+            command: vec!["numalab".into(), "evaluate".into()],
+            config,
+            origin: numalab_schema::Origin::Measured,
+            host: numalab_schema::record::Host::unknown("h"),
+        };
+        let dir = Path::new("out");
+        assert!(check_same_options(dir, true, &previous).is_ok());
+        assert!(check_same_options(dir, false, &previous).is_err());
     }
 }

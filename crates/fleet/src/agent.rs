@@ -46,6 +46,12 @@ pub struct AgentOptions {
     pub shared: Option<PathBuf>,
 }
 
+/// The path of the running binary: the numalab that `fleet run` launches on the nodes
+/// and that `fleet node` starts the command with.
+pub fn this_numalab() -> Result<PathBuf, FleetError> {
+    std::env::current_exe().map_err(|e| FleetError::NoBinary(e.to_string()))
+}
+
 impl AgentOptions {
     /// The arguments after `numalab fleet node`:
     /// `--node NAME --timeout DUR [--shared DIR] -- COMMAND...`.
@@ -355,6 +361,13 @@ fn copy_to_shared(
 mod tests {
     use super::*;
     use crate::frame::{Event, FrameDecoder};
+
+    #[test]
+    fn this_numalab_is_the_running_binary() {
+        let exe = this_numalab().unwrap();
+        assert!(exe.is_file(), "{}", exe.display());
+        assert_eq!(exe, std::env::current_exe().unwrap());
+    }
     use std::os::unix::fs::PermissionsExt;
 
     /// A fake numalab: `$1` says what to do; `--out DIR` is the last argument.

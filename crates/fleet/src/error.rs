@@ -83,6 +83,9 @@ pub enum FleetError {
     /// The arguments of `numalab fleet node` (written by `fleet run`'s launcher) are wrong.
     #[error("fleet node: {0} (these arguments are written by `numalab fleet run`; run the same numalab version on every node)")]
     AgentArgs(String),
+    /// The path of the running numalab binary, which the nodes run, cannot be found.
+    #[error("cannot find the path of this numalab binary: {0}")]
+    NoBinary(String),
     /// The `--sbatch` run failed or left nothing in the fleet folder.
     #[error("sbatch: {problem}; with --sbatch the fleet folder {} must be on a path the batch host can write (a shared file system mounted at the same path)", fleet.display())]
     Sbatch {
@@ -134,6 +137,12 @@ mod class_tests {
     #[test]
     fn each_error_has_its_exit_class() {
         assert_eq!(FleetError::Options("x".into()).class(), ErrorClass::Usage);
+        let no_binary = FleetError::NoBinary("gone".into());
+        assert_eq!(no_binary.class(), ErrorClass::Runtime);
+        assert_eq!(
+            no_binary.to_string(),
+            "cannot find the path of this numalab binary: gone"
+        );
         assert_eq!(
             FleetError::NoNodes("x".into()).class(),
             ErrorClass::Unsupported

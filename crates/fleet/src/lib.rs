@@ -65,7 +65,8 @@ mod run;
 mod store;
 
 pub use agent::{
-    run_agent, run_agent_with, AgentOptions, BUNDLE_FILES, EXIT_NOT_FOUND, EXIT_TIMEOUT, NODE_ENV,
+    run_agent, run_agent_with, this_numalab, AgentOptions, BUNDLE_FILES, EXIT_NOT_FOUND,
+    EXIT_TIMEOUT, NODE_ENV,
 };
 pub use error::FleetError;
 pub use launcher::{redact, Launcher, LauncherKind, JOB_NAME};

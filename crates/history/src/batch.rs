@@ -83,6 +83,23 @@ impl History {
             bundle,
         }
     }
+
+    /// Ingests every bundle of a batch in order ([`History::ingest_result`]), each
+    /// with its own options (a fleet node's tags): one bad bundle does not stop the
+    /// others. `each` hears every result as it is stored, to say so at once.
+    pub fn ingest_batch(
+        &mut self,
+        bundles: Vec<(PathBuf, IngestOptions)>,
+        each: &mut dyn FnMut(&BundleResult),
+    ) -> Batch {
+        let mut batch = Batch::default();
+        for (bundle, opts) in bundles {
+            let r = self.ingest_result(bundle, &opts);
+            each(&r);
+            batch.results.push(r);
+        }
+        batch
+    }
 }
 
 /// Every bundle of one `db ingest`, in the order ingested.
@@ -222,6 +239,22 @@ mod tests {
         assert_eq!(r.status(), "failed");
         assert!(r.bundle.ends_with("missing"));
         assert_eq!(r.notes().len(), 1);
+    }
+
+    #[test]
+    fn a_batch_ingests_every_bundle_in_order_past_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
+        let given: Vec<(PathBuf, IngestOptions)> = ["one", "two"]
+            .iter()
+            .map(|n| (dir.path().join(n), IngestOptions::default()))
+            .collect();
+        let mut heard = Vec::new();
+        let batch = h.ingest_batch(given, &mut |r| heard.push(r.bundle.clone()));
+        assert_eq!(heard, [dir.path().join("one"), dir.path().join("two")]);
+        let statuses: Vec<&str> = batch.results.iter().map(|r| r.status()).collect();
+        assert_eq!(statuses, ["failed", "failed"]);
+        assert_eq!(batch.verdict(2).unwrap_err().class(), ErrorClass::Input);
     }
 
     #[test]

@@ -78,6 +78,7 @@ pub use options::{check_regression_sides, parse_tags, parse_time, tags_object, O
 pub use query::{Point, Query, RunFilter, RunInfo};
 pub use regress::{Baseline, Regression, RegressionQuery};
 pub use schema::SCHEMA_VERSION;
+pub use tasks::task_history_file;
 
 use numalab_schema::{Classify, ErrorClass};
 use rusqlite::{Connection, ErrorCode};
@@ -142,6 +143,12 @@ pub enum HistoryError {
         /// What is wrong and what to do.
         reason: String,
     },
+    /// The history file named for reading task histories does not exist.
+    #[error("--history-db {}: no such file; create it with `numalab db ingest --db {} DIR`", path.display(), path.display())]
+    NoHistoryFile {
+        /// The file.
+        path: PathBuf,
+    },
     /// Writing an export failed.
     #[error("writing the export: {0}")]
     Io(#[from] std::io::Error),
@@ -192,7 +199,9 @@ impl Classify for HistoryError {
                 ErrorClass::Input
             }
             HistoryError::Load(e) => e.class(),
-            HistoryError::TooLarge { .. } | HistoryError::Invalid { .. } => ErrorClass::Input,
+            HistoryError::TooLarge { .. }
+            | HistoryError::Invalid { .. }
+            | HistoryError::NoHistoryFile { .. } => ErrorClass::Input,
             HistoryError::Io(_) => ErrorClass::Runtime,
         }
     }

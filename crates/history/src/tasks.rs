@@ -9,6 +9,20 @@ use crate::query::{filter_sql, RunFilter};
 use crate::{History, HistoryError};
 use numalab_schema::record::{Bundle, Envelope, Record};
 use rusqlite::types::Value as SqlValue;
+use std::path::Path;
+
+/// The task history of the history file `db` (`numalab schedule --history-db`): every
+/// stored run's task records ([`History::task_history`], no filter). A file that does
+/// not exist is refused ([`HistoryError::NoHistoryFile`], with how to create one) rather
+/// than created empty, as [`History::open`] would.
+pub fn task_history_file(db: &Path) -> Result<Vec<Bundle>, HistoryError> {
+    if !db.exists() {
+        return Err(HistoryError::NoHistoryFile {
+            path: db.to_path_buf(),
+        });
+    }
+    History::open(db)?.task_history(&RunFilter::default())
+}
 
 impl History {
     /// The stored runs that kept task records (`harness.run`), oldest first, each as a
@@ -62,5 +76,29 @@ impl History {
             out.last_mut().expect("pushed").records.push(record);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_schema::{Classify, ErrorClass};
+
+    #[test]
+    fn a_missing_history_file_is_refused_and_an_empty_one_has_no_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("h.sqlite");
+        let e = task_history_file(&db).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Input);
+        let p = db.display();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "--history-db {p}: no such file; create it with `numalab db ingest --db {p} DIR`"
+            )
+        );
+        assert!(!db.exists(), "a refused file is not created");
+        History::open(&db).unwrap();
+        assert!(task_history_file(&db).unwrap().is_empty());
     }
 }

@@ -63,6 +63,33 @@ impl LiveBenchOptions {
     }
 }
 
+/// A home map of this machine and the pool the bench takes its lines from.
+pub struct Prepared {
+    /// The map read from the `--map` path.
+    pub map: HomeMapRecord,
+    /// The pool, opened against this machine's fingerprint.
+    pub pool: LivePool,
+    /// The pool's size ([`LiveBenchOptions::pool_bytes`]), recorded in the configuration.
+    pub pool_bytes: usize,
+}
+
+/// Reads the map at `path` ([`crate::ffi::load_map`]), checks `opts` (a usage error,
+/// before any memory is taken) and opens a pool of [`LiveBenchOptions::pool_bytes`] for
+/// the map's homes with this machine's physical addresses and fingerprint: everything
+/// [`run`] needs.
+pub fn prepare(path: &std::path::Path, opts: &LiveBenchOptions) -> Result<Prepared, HomeError> {
+    let map = crate::ffi::load_map(path)?;
+    opts.check().map_err(HomeError::Usage)?;
+    let pool_bytes = opts.pool_bytes(map.homes.len());
+    let here = crate::live::live_fingerprint();
+    let pool = LivePool::open(&map, pool_bytes, &crate::ffi::pagemap_phys, &here)?;
+    Ok(Prepared {
+        map,
+        pool,
+        pool_bytes,
+    })
+}
+
 /// Up to `k` of the map's CPUs spread over its floorplan (farthest-point sampling).
 fn spread(cpu_stops: &[[u32; 3]], k: usize) -> Vec<u32> {
     let mut chosen: Vec<[u32; 3]> = cpu_stops.first().copied().into_iter().collect();
@@ -388,6 +415,30 @@ mod tests {
             infer_seconds: 0.0,
             notes: vec![],
         }
+    }
+
+    #[test]
+    fn prepare_reads_the_map_then_checks_the_options() {
+        let err = |r: Result<Prepared, HomeError>| r.err().expect("refused");
+        let opts = LiveBenchOptions {
+            threads: 0,
+            lines_per_thread: 64,
+            max_distance: 3,
+            rounds: 3,
+        };
+        let dir = std::env::temp_dir().join(format!("numalab-prepare-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = err(prepare(&dir.join("missing.json"), &opts));
+        assert!(matches!(missing, HomeError::Input { .. }), "{missing}");
+        let path = dir.join("map.json");
+        std::fs::write(&path, serde_json::to_vec(&synthetic_map()).unwrap()).unwrap();
+        let e = err(prepare(&path, &opts));
+        assert!(matches!(e, HomeError::Usage(_)), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "--threads, --lines and --rounds must be at least 1"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -21,8 +21,33 @@ pub fn key(model: &Model, opts: &TrialOptions, noise_ns: f64, seed: u64, trials:
 /// Runs `trials` trials (seeds `seed`, `seed + 1`, ...) at each of `levels` (ns) and
 /// pushes each level's summary to `sink`; returns the keys of every level, those
 /// already in the sink included. Progress goes to the sink in trials. Ctrl-C between
-/// trials is [`LayoutError::Interrupted`], finished levels kept.
+/// trials is [`LayoutError::Stopped`] with [`INTERRUPTED`], finished levels kept.
 pub fn run(
+    model: &Model,
+    opts: &TrialOptions,
+    levels: &[f64],
+    trials: usize,
+    seed: u64,
+    sink: &mut dyn Sink,
+) -> Result<Vec<String>, LayoutError> {
+    run_levels(model, opts, levels, trials, seed, sink).map_err(said)
+}
+
+/// A campaign's error as said: Ctrl-C with [`INTERRUPTED`], any other as it is.
+fn said(e: LayoutError) -> LayoutError {
+    match e {
+        LayoutError::Interrupted => LayoutError::Stopped(INTERRUPTED.into()),
+        e => e,
+    }
+}
+
+/// What a campaign stopped by Ctrl-C says: the levels it finished are kept, and how
+/// to go on.
+pub const INTERRUPTED: &str =
+    "interrupted; finished noise levels are recorded, rerun with the same --out to resume";
+
+/// [`run`], stopping with [`LayoutError::Interrupted`] on Ctrl-C.
+fn run_levels(
     model: &Model,
     opts: &TrialOptions,
     levels: &[f64],
@@ -65,6 +90,22 @@ mod tests {
     use crate::grid::HopCosts;
     use crate::infer::{Kind, Options};
     use numalab_schema::sink::MemorySink;
+
+    #[test]
+    fn a_stopped_campaign_says_its_levels_are_kept() {
+        use numalab_schema::{Classify, ErrorClass};
+        let e = said(LayoutError::Interrupted);
+        assert_eq!(e.class(), ErrorClass::Interrupted);
+        assert_eq!(
+            e.to_string(),
+            "interrupted; finished noise levels are recorded, rerun with the same --out to resume"
+        );
+        let other = said(LayoutError::Usage("bad".into()));
+        assert_eq!(
+            (other.class(), other.to_string()),
+            (ErrorClass::Usage, "bad".into())
+        );
+    }
 
     #[test]
     fn each_level_is_one_record_and_a_rerun_skips_the_levels_it_has() {

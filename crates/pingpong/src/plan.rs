@@ -95,13 +95,16 @@ pub enum PlanError {
     /// The sink could not take a record.
     #[error("cannot write results: {0}")]
     Sink(#[from] numalab_schema::sink::SinkError),
+    /// A finished matrix came without its structure: a bug of this crate.
+    #[error("the matrix was measured but has no structure; report this as a bug")]
+    NoStructure,
 }
 
 impl numalab_schema::Classify for PlanError {
     fn class(&self) -> numalab_schema::ErrorClass {
         match self {
             PlanError::Pilot(e) => e.class(),
-            PlanError::Sink(_) => numalab_schema::ErrorClass::Runtime,
+            PlanError::Sink(_) | PlanError::NoStructure => numalab_schema::ErrorClass::Runtime,
         }
     }
 }

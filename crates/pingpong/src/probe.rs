@@ -125,6 +125,12 @@ impl MatrixPlan {
         self.pairs.full_pairs()
     }
 
+    /// The pilot's estimate of this plan in words ([`Estimate::describe`] with the
+    /// plan's CPUs and full matrix), said before the long part starts.
+    pub fn describe(&self, estimate: &Estimate) -> String {
+        estimate.describe(self.pairs.cpus.len(), self.full_pairs())
+    }
+
     /// The run's configuration as recorded in the journal's envelope.
     pub fn config_json(&self, clock: &ClockCheck) -> serde_json::Value {
         serde_json::json!({
@@ -252,6 +258,12 @@ impl Outcome {
             )
         })
     }
+
+    /// The structure of a finished run's matrix ([`PlanError::NoStructure`] where a
+    /// finished run has none, which is a bug); call it after [`Outcome::interruption`].
+    pub fn structure(&self) -> Result<&Structure, PlanError> {
+        self.structure.as_ref().ok_or(PlanError::NoStructure)
+    }
 }
 
 /// Measures the plan's pairs the sink does not have yet (each `c2c.pair` pushed as it
@@ -330,6 +342,15 @@ mod outcome_tests {
             o.interruption(false).unwrap(),
             "interrupted: 1 pairs measured"
         );
+        let e = o.structure().unwrap_err();
+        assert_eq!(
+            numalab_schema::Classify::class(&e),
+            numalab_schema::ErrorClass::Runtime
+        );
+        assert_eq!(
+            e.to_string(),
+            "the matrix was measured but has no structure; report this as a bug"
+        );
         o.failures = vec!["0-2: no answer".into(), "1-2: no answer".into()];
         assert_eq!(
             o.failed_pairs().unwrap(),
@@ -372,6 +393,25 @@ mod tests {
         assert_eq!(
             plan(&big, &cpus, &all).unwrap().pairs.pairs.len(),
             128 * 127 / 2
+        );
+    }
+
+    #[test]
+    fn the_plan_describes_an_estimate_with_its_cpus_and_full_matrix() {
+        let big = fixture("128arm-2pa2n8cluster4co.tar.bz2");
+        let p = plan(&big, &big.pu_ids(), &Options::defaults()).unwrap();
+        let e = Estimate {
+            todo: 5,
+            already: 0,
+            per_pair_ns: None,
+            total_s: None,
+            warnings: Vec::new(),
+        };
+        let said = p.describe(&e);
+        assert!(said.starts_with("5 pairs to measure"), "{said}");
+        assert!(
+            said.contains("(128 CPUs, 8128 pairs in a full matrix)"),
+            "{said}"
         );
     }
 

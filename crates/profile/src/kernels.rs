@@ -101,6 +101,14 @@ fn xorshift(x: &mut u64) -> u64 {
 /// Most bytes a chase buffer may have.
 pub const MAX_CHASE_BYTES: u64 = 64 << 30;
 
+/// [`chase`] of a buffer size as `--bytes` gives it (`256MiB`); an unreadable size is
+/// refused naming the flag.
+pub fn chase_of_size(bytes: &str, steps: u64, seed: u64) -> Result<KernelRun, String> {
+    let b =
+        numalab_schema::units::parse_bytes(bytes).map_err(|e| format!("--bytes {bytes:?}: {e}"))?;
+    chase(b, steps, seed)
+}
+
 /// A pointer chase of `steps` dependent loads through a random cycle over the 64-byte
 /// lines of a buffer of `bytes` (rounded down to whole lines, at least 2). Refused: fewer
 /// than 2 lines, more than [`MAX_CHASE_BYTES`].
@@ -235,6 +243,18 @@ mod tests {
         assert_ne!(r.checksum, 0);
         assert!(chase(64, 10, 1).is_err());
         assert!(chase(MAX_CHASE_BYTES + 64, 10, 1).is_err());
+    }
+
+    #[test]
+    fn a_chase_size_is_read_as_the_flag_gives_it() {
+        let r = chase_of_size("64000", 1000, 7).unwrap();
+        assert_eq!(r.checksum, chase(64_000, 1000, 7).unwrap().checksum);
+        let e = chase_of_size("lots", 10, 1).unwrap_err();
+        assert!(e.starts_with("--bytes \"lots\": "), "{e}");
+        assert_eq!(
+            chase_of_size("64", 10, 1).unwrap_err(),
+            chase(64, 10, 1).unwrap_err()
+        );
     }
 
     #[test]

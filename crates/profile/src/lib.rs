@@ -58,6 +58,15 @@ impl std::fmt::Display for Problem {
     }
 }
 
+impl std::error::Error for Problem {}
+
+/// A problem's exit class is its own: callers turn it into their error with `?`.
+impl Classify for Problem {
+    fn class(&self) -> ErrorClass {
+        self.class
+    }
+}
+
 /// What is counted.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Target {
@@ -576,6 +585,15 @@ mod tests {
         assert!(check_sample_freq(1, limit).is_ok());
         assert!(check_sample_freq(100_000, limit).is_ok());
         assert!(check_sample_freq(100_001, limit).is_err());
+    }
+
+    #[test]
+    fn a_problem_is_an_error_of_its_own_class() {
+        let p = Problem::new(ErrorClass::Unsupported, "no PMU here");
+        assert_eq!(p.class(), ErrorClass::Unsupported);
+        let e: &dyn std::error::Error = &p;
+        assert_eq!(e.to_string(), "no PMU here");
+        assert_eq!(Problem::of(p.clone()), p);
     }
 
     #[test]

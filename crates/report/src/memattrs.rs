@@ -8,6 +8,45 @@ use numalab_records::mem::bandwidth::BandwidthRecord;
 use numalab_records::mem::latency::{LatencyRecord, Load};
 use numalab_schema::memattrs::{Attribute, MeasuredValue, Unit};
 use numalab_schema::{Machine, Origin};
+use std::path::Path;
+
+/// `numalab topo`'s XML flags checked together, before anything is read: `--memattrs-from`
+/// needs `--export-xml` (the file its values go into), and `--export-xml` saves this
+/// machine's topology, so with `--input` only when `--memattrs-from` adds values to it.
+/// The error is the usage message.
+pub fn check_export_flags(
+    input: Option<&Path>,
+    export_xml: Option<&Path>,
+    memattrs_from: Option<&Path>,
+) -> Result<(), String> {
+    match (memattrs_from, export_xml, input) {
+        (Some(bundle), None, _) => Err(format!(
+            "--memattrs-from {} needs --export-xml FILE: the measured values are written into that hwloc XML file",
+            bundle.display()
+        )),
+        (None, Some(_), Some(input)) => Err(format!(
+            "--export-xml saves this machine's topology and cannot be used with --input {} (that file already is one), unless --memattrs-from adds measured values to it",
+            input.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The values (and notes) a bundle gives the topology `machine`, named `topo_name`: the
+/// bundle's recorded topology ([`recorded_topology`]), its matrices chosen
+/// ([`measured_values`]), and the check that both describe one machine
+/// ([`same_machine`]), in that order.
+pub fn values_for(
+    bundle: &Loaded,
+    bundle_name: &str,
+    machine: &Machine,
+    topo_name: &str,
+) -> Result<(Vec<MeasuredValue>, Vec<String>), String> {
+    let recorded = recorded_topology(bundle, bundle_name, topo_name)?;
+    let found = measured_values(bundle, recorded, bundle_name)?;
+    same_machine(recorded, bundle_name, machine, topo_name)?;
+    Ok(found)
+}
 
 /// The topology a bundle recorded, to be matched with `topo_name` ([`same_machine`]);
 /// a bundle of a numalab before 0.9 records none.
@@ -245,8 +284,17 @@ mod export_tests {
             },
             records: vec![],
         };
-        let loaded = Loaded::from_bundle("b", bundle);
+        let mut loaded = Loaded::from_bundle("b", bundle);
         let e = recorded_topology(&loaded, "old/", "this machine").unwrap_err();
+        let here = Machine::empty(numalab_schema::machine::MachineSource::Live);
+        assert_eq!(
+            values_for(&loaded, "old/", &here, "this machine"),
+            Err(e.clone())
+        );
+        // With a topology but no matrix, the missing matrix is said first.
+        loaded.bundle.envelope.host.topology = Some(here.clone());
+        let e2 = values_for(&loaded, "res/", &here, "this machine").unwrap_err();
+        assert!(e2.starts_with("res/: no measured node-pair matrix"), "{e2}");
         assert!(
             e.starts_with(
                 "old/: the bundle records no topology, so it cannot be matched with this machine;"
@@ -257,5 +305,17 @@ mod export_tests {
             exported("m.xml", 4, "res/"),
             "wrote m.xml with 4 measured memory attribute value(s) from res/; use it with HWLOC_XMLFILE=m.xml HWLOC_THISSYSTEM=1"
         );
+    }
+
+    #[test]
+    fn xml_flags_are_checked_together() {
+        let (b, x, i) = (Path::new("res/"), Path::new("m.xml"), Path::new("t.xml"));
+        assert_eq!(check_export_flags(None, None, None), Ok(()));
+        assert_eq!(check_export_flags(Some(i), Some(x), Some(b)), Ok(()));
+        assert_eq!(check_export_flags(None, Some(x), None), Ok(()));
+        let e = check_export_flags(Some(i), None, Some(b)).unwrap_err();
+        assert_eq!(e, "--memattrs-from res/ needs --export-xml FILE: the measured values are written into that hwloc XML file");
+        let e = check_export_flags(Some(i), Some(x), None).unwrap_err();
+        assert!(e.starts_with("--export-xml saves this machine's topology and cannot be used with --input t.xml (that file"), "{e}");
     }
 }

@@ -97,6 +97,14 @@ pub struct Ran {
     pub interrupted: bool,
 }
 
+/// Refuses a campaign of no rounds (`--repeat 0`): the message says the least allowed.
+pub fn check_repeat(repeat: usize) -> Result<(), String> {
+    if repeat == 0 {
+        return Err("--repeat must be at least 1".into());
+    }
+    Ok(())
+}
+
 /// Runs `repeat` repetitions of every plan, round `k` starting at plan `k` (rotated),
 /// skipping the runs the sink has, pushing each run as it ends. A run that cannot start
 /// (a command missing, a binding refused) ends the campaign with that error; the runs
@@ -211,6 +219,16 @@ pub fn campaign(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_campaign_has_at_least_one_round() {
+        assert_eq!(
+            check_repeat(0),
+            Err("--repeat must be at least 1".to_string())
+        );
+        assert_eq!(check_repeat(1), Ok(()));
+        assert_eq!(check_repeat(10), Ok(()));
+    }
 
     #[test]
     fn keys_name_the_mix_the_schedule_and_the_round() {

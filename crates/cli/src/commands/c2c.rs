@@ -159,13 +159,11 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         numalab_topo::system::host_from(&machine, facts),
     )?;
     let json = rec.json();
-    let full = plan.full_pairs();
-    let ncpus = plan.pairs.cpus.len();
     let mut announce = |e: &pingpong::Estimate| {
         if json {
             return;
         }
-        eprintln!("numalab: {}", e.describe(ncpus, full));
+        eprintln!("numalab: {}", plan.describe(e));
         for w in &e.warnings {
             crate::recorder::warn(w);
         }
@@ -178,19 +176,14 @@ fn run_measure(args: &C2cArgs) -> CliResult {
         rec.finish()?;
         return Err(CliError::new(ErrorClass::Interrupted, msg));
     }
-    let structure = outcome.structure.as_ref().ok_or_else(|| {
-        CliError::new(
-            ErrorClass::Runtime,
-            "the matrix was measured but has no structure; report this as a bug",
-        )
-    })?;
+    let (variant, structure) = (plan.config.variant.name(), outcome.structure()?);
     show(
         args,
         &mut rec,
         &outcome.matrix,
         structure,
         &plan.key,
-        plan.config.variant.name(),
+        variant,
     )?;
     rec.finish()?;
     if let Some(msg) = outcome.failed_pairs() {

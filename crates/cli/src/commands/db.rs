@@ -5,7 +5,7 @@
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_history::{
-    tables, Baseline, Batch, History, IngestOptions, Query, RegressionQuery, RunFilter,
+    tables, Baseline, History, IngestOptions, Query, RegressionQuery, RunFilter,
 };
 use numalab_report::table::{render, Format};
 use numalab_schema::ErrorClass;
@@ -166,10 +166,6 @@ pub fn run(a: DbArgs) -> CliResult {
     }
 }
 
-fn usage(msg: impl Into<String>) -> CliError {
-    CliError::new(ErrorClass::Usage, msg)
-}
-
 fn filter(f: &FilterArgs) -> Result<RunFilter, CliError> {
     Ok(RunFilter::parse(
         f.machine.clone(),
@@ -191,18 +187,14 @@ fn ingest(path: &std::path::Path, a: IngestArgs) -> CliResult {
     for line in skipped {
         eprintln!("numalab: {line}");
     }
-    // One bad bundle does not stop the others.
-    let mut batch = Batch::default();
-    for (b, opts) in bundles {
-        let r = h.ingest_result(b, &opts);
+    let batch = h.ingest_batch(bundles, &mut |r| {
         for note in r.notes() {
             eprintln!("numalab: {note}");
         }
         if let (Some(line), false) = (r.line(), a.json) {
             println!("{line}");
         }
-        batch.results.push(r);
-    }
+    });
     if a.json {
         crate::output::print_json(&batch.to_json(path, h.run_count()?))?;
     }
@@ -214,7 +206,8 @@ fn runs(path: &std::path::Path, a: RunsArgs) -> CliResult {
     let runs = h.runs(&filter(&a.filter)?)?;
     match a.format {
         DbFormat::Json => crate::output::print_json(&runs),
-        DbFormat::Csv => Err(usage(
+        DbFormat::Csv => Err(CliError::new(
+            ErrorClass::Usage,
             "--format csv is the export of `db query`; use --format table or json for runs",
         )),
         DbFormat::Table => {

@@ -111,21 +111,14 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         json: false,
         out: Some(args.out.clone()),
     };
-    let config = serde_json::json!({ "quick": args.quick, "skip": args.skip });
-    let mut rec = Recorder::new(
-        &output,
-        config,
-        Origin::Measured,
-        numalab_topo::system::host(&machine),
-    )?;
+    let host = numalab_topo::system::host(&machine);
+    let mut rec = Recorder::new(&output, opts.config(), Origin::Measured, host)?;
     if let Some(previous) = &rec.previous_envelope {
         numalab_evaluate::check_same_options(&args.out, args.quick, previous)?;
     }
     let resume = Resume::from_previous(&rec.previous);
     if rec.previous_envelope.is_some() {
-        let kept = rec.previous.len();
-        eprintln!("numalab: {}", resume.announce(&args.out, kept));
-        for line in resume.again(&args.skip) {
+        for line in resume.said(&args.out, rec.previous.len(), &args.skip) {
             eprintln!("numalab: {line}");
         }
     }

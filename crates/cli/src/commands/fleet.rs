@@ -148,15 +148,6 @@ pub fn run(args: FleetArgs) -> CliResult {
     }
 }
 
-fn this_exe() -> Result<PathBuf, CliError> {
-    std::env::current_exe().map_err(|e| {
-        CliError::new(
-            ErrorClass::Runtime,
-            format!("cannot find the path of this numalab binary: {e}"),
-        )
-    })
-}
-
 /// The fleet's progress on a bar (stderr).
 struct Bar(indicatif::ProgressBar);
 
@@ -178,7 +169,7 @@ impl numalab_fleet::Progress for Bar {
 }
 
 fn run_cmd(a: RunArgs) -> CliResult {
-    let exe = this_exe()?;
+    let exe = numalab_fleet::this_numalab()?;
     let mut opts = FleetRunOptions::new(&a.fleet, exe, env!("CARGO_PKG_VERSION"));
     opts.launcher = match a.launcher {
         LauncherArg::Slurm => LauncherKind::Slurm,
@@ -220,7 +211,11 @@ fn run_cmd(a: RunArgs) -> CliResult {
 }
 
 fn node_cmd(a: NodeArgs) -> CliResult {
-    let opts = AgentOptions::from_args(&a.args, this_exe()?, env!("CARGO_PKG_VERSION"))?;
+    let opts = AgentOptions::from_args(
+        &a.args,
+        numalab_fleet::this_numalab()?,
+        env!("CARGO_PKG_VERSION"),
+    )?;
     let code = numalab_fleet::run_agent(&opts)?;
     if code == 0 {
         return Ok(());
@@ -237,10 +232,7 @@ fn report_cmd(a: ReportArgs) -> CliResult {
     let input =
         fleet::load_fleet(&a.fleet).map_err(|e| CliError::new(ErrorClass::Input, e.to_string()))?;
     let report = fleet::analyse(&input, &opts);
-    let html_path = a
-        .html
-        .clone()
-        .unwrap_or_else(|| a.fleet.join("fleet-report.html"));
+    let html_path = fleet::report_html_path(&a.fleet, a.html.as_deref());
     crate::commands::report::write_output(Some(&html_path), &fleet::render_html(&report))?;
     if a.json {
         print!("{}", fleet::render_json(&report));

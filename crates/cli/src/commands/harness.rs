@@ -9,8 +9,8 @@ use clap::Args;
 use numalab_harness::outcome::Runs;
 use numalab_harness::run::{PointHook, Progress, Sink};
 use numalab_harness::scale::parse_thread_counts;
+use numalab_harness::StudyOptions;
 use numalab_harness::{HarnessError, Param, Placement, PolicyKind, RunRecord, ScalePlan};
-use numalab_harness::{Study, StudyOptions};
 use numalab_profile::point::PointProfiler;
 use numalab_schema::{Machine, Origin, Record, RecordKind};
 use std::path::PathBuf;
@@ -161,11 +161,6 @@ fn options(a: &StudyArgs) -> StudyOptions {
     }
 }
 
-/// Builds the study from flags (no hardware touched).
-fn study(a: &StudyArgs) -> Result<Study, CliError> {
-    Ok(options(a).study()?)
-}
-
 fn progress_bar() -> indicatif::ProgressBar {
     crate::output::bar(0, "{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
 }
@@ -179,10 +174,6 @@ fn on_progress(bar: &indicatif::ProgressBar) -> impl FnMut(&Progress) + '_ {
             eprintln!("numalab: {line}");
         }
     }
-}
-
-fn live() -> Result<Machine, CliError> {
-    Ok(numalab_topo::live()?)
 }
 
 fn write_svg(path: &Option<PathBuf>, svg: String) -> CliResult {
@@ -249,9 +240,9 @@ fn run_study<S: Runs>(
 
 /// `numalab scale`.
 pub fn scale(a: ScaleArgs) -> CliResult {
-    let study = study(&a.study)?;
+    let study = options(&a.study).study()?;
     let threads = a.threads.as_deref().map(parse_thread_counts).transpose()?;
-    let m = live()?;
+    let m = numalab_topo::live()?;
     let plan =
         ScalePlan::new(&m, a.placement, threads.as_deref(), a.node).map_err(HarnessError::Plan)?;
     let power = a.study.bmc.open()?;
@@ -267,9 +258,9 @@ pub fn scale(a: ScaleArgs) -> CliResult {
 
 /// `numalab policy`.
 pub fn policy(a: PolicyArgs) -> CliResult {
-    let study = study(&a.study)?;
+    let study = options(&a.study).study()?;
     numalab_harness::policy::check_placement(a.placement)?;
-    let m = live()?;
+    let m = numalab_topo::live()?;
     let plan = numalab_harness::policy::new_plan(&m, a.threads, a.placement, a.node, &a.policies)
         .map_err(HarnessError::Plan)?;
     let power = a.study.bmc.open()?;
@@ -285,9 +276,9 @@ pub fn policy(a: PolicyArgs) -> CliResult {
 
 /// `numalab sweep`.
 pub fn sweep(a: SweepArgs) -> CliResult {
-    let study = study(&a.study)?;
+    let study = options(&a.study).study()?;
     numalab_harness::sweep::check_names(&a.params)?;
-    let m = live()?;
+    let m = numalab_topo::live()?;
     let plan = numalab_harness::sweep::new_plan(
         &m,
         a.params.clone(),
@@ -300,11 +291,8 @@ pub fn sweep(a: SweepArgs) -> CliResult {
     let power = a.study.bmc.open()?;
     let rec = recorder("sweep", &a.study, &plan, &m)?;
     // --profile: a counter profile of each point's command, right after its runs.
-    let profiler = a
-        .profile
-        .then(|| PointProfiler::for_cpu(&m.cpu))
-        .transpose();
-    let profiler = profiler.map_err(|p| CliError::new(p.class, p.message))?;
+    let profiler = a.profile.then(|| PointProfiler::for_cpu(&m.cpu));
+    let profiler = profiler.transpose()?;
     let mut profile_point = |key: &str, spec: &numalab_proc::Spec| {
         let profiler = profiler.as_ref().expect("hook only with --profile");
         profiler.profile(key, spec)

@@ -6,7 +6,7 @@
 
 use super::home_hash::{self, print, Bar};
 use crate::recorder::{OutputArgs, Recorder};
-use crate::{CliError, CliResult};
+use crate::CliResult;
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_home::bench;
 use numalab_home::groundtruth::trial;
@@ -15,7 +15,7 @@ use numalab_home::live::{HugeChoice, LiveProbe};
 use numalab_home::map::map;
 use numalab_home::settings::{BenchRequest, MapRequest, MapSettings, ModelSettings};
 use numalab_schema::record::Host;
-use numalab_schema::{ErrorClass, Origin, Record};
+use numalab_schema::{Origin, Record};
 use std::path::{Path, PathBuf};
 
 /// `numalab home`.
@@ -198,10 +198,6 @@ pub fn run(args: HomeArgs) -> CliResult {
     }
 }
 
-fn usage(msg: impl Into<String>) -> CliError {
-    CliError::new(ErrorClass::Usage, msg)
-}
-
 impl MapFlags {
     /// The map settings as the library takes them.
     fn settings(&self) -> MapSettings {
@@ -302,22 +298,19 @@ fn run_bench(a: &BenchArgs) -> CliResult {
 }
 
 fn run_bench_live(a: &BenchArgs, path: &Path) -> CliResult {
-    let map = numalab_home::ffi::load_map(path)?;
     let opts = numalab_home::bench_live::LiveBenchOptions {
         threads: a.threads,
         lines_per_thread: a.lines,
         max_distance: a.max_distance,
         rounds: a.rounds,
     };
-    opts.check().map_err(usage)?;
-    let bytes = opts.pool_bytes(map.homes.len());
-    let here = numalab_home::live::live_fingerprint();
-    let mut pool =
-        numalab_home::ffi::LivePool::open(&map, bytes, &numalab_home::ffi::pagemap_phys, &here)?;
+    let mut live = numalab_home::bench_live::prepare(path, &opts)?;
     let machine = numalab_topo::live()?;
     let host = numalab_topo::system::host(&machine);
-    let mut rec = Recorder::new(&a.output, opts.config(path, bytes), Origin::Measured, host)?;
-    let record = numalab_home::bench_live::run(&map, &opts, &mut pool, &mut Bar::new(rec.json()))?;
+    let config = opts.config(path, live.pool_bytes);
+    let mut rec = Recorder::new(&a.output, config, Origin::Measured, host)?;
+    let (map, pool) = (&live.map, &mut live.pool);
+    let record = numalab_home::bench_live::run(map, &opts, pool, &mut Bar::new(rec.json()))?;
     rec.push(Record::new(keys::LIVE_BENCH, Origin::Measured, &record))?;
     print(rec)
 }

@@ -6,7 +6,7 @@
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand};
 use numalab_profile::kernels::{self, KernelRun};
-use numalab_schema::{units, ErrorClass};
+use numalab_schema::ErrorClass;
 
 /// `numalab kernel`.
 #[derive(Debug, Args)]
@@ -53,11 +53,8 @@ pub enum Kernel {
 /// Runs `numalab kernel`.
 pub fn run(a: KernelArgs) -> CliResult {
     let r: KernelRun = match a.kernel {
-        Kernel::Chase { bytes, steps, seed } => {
-            let b = units::parse_bytes(&bytes)
-                .map_err(|e| CliError::new(ErrorClass::Usage, format!("--bytes {bytes:?}: {e}")))?;
-            kernels::chase(b, steps, seed).map_err(|e| CliError::new(ErrorClass::Usage, e))?
-        }
+        Kernel::Chase { bytes, steps, seed } => kernels::chase_of_size(&bytes, steps, seed)
+            .map_err(|e| CliError::new(ErrorClass::Usage, e))?,
         Kernel::Branchy { iterations, seed } => kernels::branchy(iterations, seed),
     };
     if a.json {

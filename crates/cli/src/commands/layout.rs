@@ -7,7 +7,7 @@
 
 use crate::output::print_sections;
 use crate::recorder::{OutputArgs, Recorder};
-use crate::{CliError, CliResult};
+use crate::CliResult;
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_layout::affinity;
 use numalab_layout::draw::Heat;
@@ -16,7 +16,7 @@ use numalab_layout::job::InferJob;
 use numalab_layout::{Kind, LayoutError};
 use numalab_model::spec::Routing;
 use numalab_report::sections::layout::sections;
-use numalab_schema::{ErrorClass, Origin, Record};
+use numalab_schema::{Origin, Record};
 use std::path::PathBuf;
 
 /// `numalab layout`.
@@ -268,9 +268,9 @@ fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
         r
     };
     let keys = match keys {
-        Err(LayoutError::Interrupted) => {
+        Err(e @ LayoutError::Stopped(_)) => {
             rec.finish()?;
-            return Err(CliError::new(ErrorClass::Interrupted, "interrupted; finished noise levels are recorded, rerun with the same --out to resume"));
+            return Err(e.into());
         }
         k => k?,
     };

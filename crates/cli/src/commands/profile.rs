@@ -8,7 +8,7 @@
 
 use crate::output::SectionsOf;
 use crate::recorder::{OutputArgs, Recorder};
-use crate::{CliError, CliResult};
+use crate::CliResult;
 use clap::{Args, ValueEnum};
 use numalab_pmu::capability;
 use numalab_pmu::profile;
@@ -182,14 +182,14 @@ fn request(args: &ProfileArgs) -> Request {
 pub fn run(args: ProfileArgs) -> CliResult {
     // Step 1: flags alone, nothing touched.
     let req = request(&args);
-    let mode = req.mode().map_err(problem)?;
-    let given = req.given_cpu().map_err(problem)?;
+    let mode = req.mode()?;
+    let given = req.given_cpu()?;
     if let Some(what) = args.list {
         let cpu = match given {
             Some(c) => c,
-            None => detect_cpu(&numalab_topo::live()?.cpu).map_err(problem)?,
+            None => detect_cpu(&numalab_topo::live()?.cpu)?,
         };
-        print!("{}", listing::list(what.into(), &cpu).map_err(problem)?);
+        print!("{}", listing::list(what.into(), &cpu)?);
         return Ok(());
     }
     let machine = numalab_topo::live()?;
@@ -208,10 +208,10 @@ pub fn run(args: ProfileArgs) -> CliResult {
     match mode {
         Mode::Compare(base, new) => {
             let record = offline::compare(base, new, &req.metric_set(), cpus);
-            return imported(record.map_err(problem)?, pmu_sections);
+            return imported(record?, pmu_sections);
         }
         Mode::Import(path) => {
-            return match offline::import(path, &req, cpus).map_err(problem)? {
+            return match offline::import(path, &req, cpus)? {
                 Imported::Memaccess(record) => imported(record, memaccess_sections),
                 Imported::Profile(record) => imported(record, pmu_sections),
             };
@@ -220,9 +220,9 @@ pub fn run(args: ProfileArgs) -> CliResult {
     }
 
     // A command to run. Step 2: plan against the catalog before running anything.
-    let options = req.options(cpus).map_err(problem)?;
+    let options = req.options(cpus)?;
     let cap = capability::probe();
-    let plan = numalab_profile::plan(options, &cap).map_err(problem)?;
+    let plan = numalab_profile::plan(options, &cap)?;
     let mut rec = Recorder::new(
         &args.output,
         req.config(),
@@ -244,7 +244,7 @@ pub fn run(args: ProfileArgs) -> CliResult {
     if let Some(b) = &watch.bar {
         b.finish_and_clear();
     }
-    let outcome = outcome.map_err(problem)?;
+    let outcome = outcome?;
     show(&rec, &outcome.shown, pmu_sections);
     if !outcome.sampled.is_empty() {
         show(&rec, &outcome.sampled, memaccess_sections);
@@ -255,13 +255,9 @@ pub fn run(args: ProfileArgs) -> CliResult {
         eprintln!("numalab: {}", numalab_schema::text::message(&e.message));
     }
     match outcome.decisive() {
-        Some(e) => Err(problem(e.clone())),
+        Some(e) => Err(e.clone().into()),
         None => Ok(()),
     }
-}
-
-fn problem(p: numalab_profile::Problem) -> CliError {
-    CliError::new(p.class, p.message)
 }
 
 /// The progress of a counting session: a bar in exact mode, and a line as counting a

@@ -61,31 +61,14 @@ pub struct ScheduleArgs {
     pub output: OutputArgs,
 }
 
-fn usage(msg: impl Into<String>) -> CliError {
-    CliError::new(ErrorClass::Usage, msg)
-}
-
 /// Runs `numalab schedule`.
 pub fn run(a: ScheduleArgs) -> CliResult {
-    if a.repeat == 0 {
-        return Err(usage("--repeat must be at least 1"));
-    }
+    campaign::check_repeat(a.repeat).map_err(|e| CliError::new(ErrorClass::Usage, e))?;
     let mix = Mix::read(&a.mix)?;
     let mut bundles =
         study::history_bundles(&a.history, &mut |w| eprintln!("numalab: warning: {w}"))?;
     if let Some(db) = &a.history_db {
-        if !db.exists() {
-            return Err(CliError::new(
-                ErrorClass::Input,
-                format!(
-                    "--history-db {}: no such file; create it with `numalab db ingest --db {} DIR`",
-                    db.display(),
-                    db.display()
-                ),
-            ));
-        }
-        let h = numalab_history::History::open(db)?;
-        bundles.extend(h.task_history(&numalab_history::RunFilter::default())?);
+        bundles.extend(numalab_history::task_history_file(db)?);
     }
     // The cores.
     let target = match &a.model {

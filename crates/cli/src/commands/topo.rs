@@ -40,26 +40,11 @@ pub struct TopoArgs {
 
 /// Runs `numalab topo`.
 pub fn run(args: TopoArgs) -> CliResult {
-    if let Some(bundle) = &args.memattrs_from {
-        let Some(xml) = &args.export_xml else {
-            return Err(CliError::new(
-                ErrorClass::Usage,
-                format!(
-                    "--memattrs-from {} needs --export-xml FILE: the measured values are written into that hwloc XML file",
-                    bundle.display()
-                ),
-            ));
-        };
+    let (input, xml) = (args.input.as_deref(), args.export_xml.as_deref());
+    memattrs_from::check_export_flags(input, xml, args.memattrs_from.as_deref())
+        .map_err(|e| CliError::new(ErrorClass::Usage, e))?;
+    if let (Some(bundle), Some(xml)) = (&args.memattrs_from, xml) {
         return export_memattrs(&args, bundle, xml);
-    }
-    if let (Some(input), Some(_)) = (&args.input, &args.export_xml) {
-        return Err(CliError::new(
-            ErrorClass::Usage,
-            format!(
-                "--export-xml saves this machine's topology and cannot be used with --input {} (that file already is one), unless --memattrs-from adds measured values to it",
-                input.display()
-            ),
-        ));
     }
     let input = Input::given_or_live(args.input.as_deref())?;
     let machine = numalab_topo::machine(&input)?;
@@ -97,12 +82,8 @@ fn export_memattrs(args: &TopoArgs, bundle_path: &Path, xml_path: &Path) -> CliR
     };
     let bundle = numalab_report::load::load(bundle_path)?;
     let bundle_name = bundle_path.display().to_string();
-    let input_err = |e: String| CliError::new(ErrorClass::Input, e);
-    let recorded =
-        memattrs_from::recorded_topology(&bundle, &bundle_name, &topo_name).map_err(input_err)?;
-    let (values, notes) =
-        memattrs_from::measured_values(&bundle, recorded, &bundle_name).map_err(input_err)?;
-    memattrs_from::same_machine(recorded, &bundle_name, &machine, &topo_name).map_err(input_err)?;
+    let (values, notes) = memattrs_from::values_for(&bundle, &bundle_name, &machine, &topo_name)
+        .map_err(|e| CliError::new(ErrorClass::Input, e))?;
     let export = memattrs::export_xml(&loaded, &values)?;
     crate::output::write_file(xml_path, export.xml.as_bytes(), "the XML", "--export-xml")?;
     for n in &notes {

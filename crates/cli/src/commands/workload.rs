@@ -6,10 +6,10 @@
 //! (`--json`, `--metric-line`).
 
 use crate::recorder::{OutputArgs, Recorder};
-use crate::{CliError, CliResult};
+use crate::CliResult;
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use numalab_schema::{ErrorClass, Origin};
+use numalab_schema::Origin;
 use numalab_topo::bind::PageKind;
 use numalab_workload::graph::{parse_node_count as parse_count, GraphSpec, DEFAULT_NODES};
 use numalab_workload::run::{Progress, RunConfig};
@@ -139,18 +139,8 @@ fn run_cmd(args: RunArgs) -> CliResult {
     let threads = args.threads.unwrap_or(machine.pus.len().max(1));
     let config = config_of(&args, threads);
     config.slots(&machine)?;
-    let config_json = serde_json::to_value(&config).map_err(|e| {
-        CliError::new(
-            ErrorClass::Runtime,
-            format!("cannot serialize the configuration: {e}"),
-        )
-    })?;
-    let mut rec = Recorder::new(
-        &args.output,
-        config_json,
-        Origin::Measured,
-        numalab_topo::system::host(&machine),
-    )?;
+    let host = numalab_topo::system::host(&machine);
+    let mut rec = Recorder::new(&args.output, config.config_json()?, Origin::Measured, host)?;
     let key = config.key();
     if rec.done(&key) {
         let dir = args.output.out.as_deref();

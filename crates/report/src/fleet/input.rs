@@ -244,6 +244,12 @@ pub fn is_fleet(dir: &Path) -> bool {
     dir.join("fleet.json").is_file() && dir.join("nodes").is_dir()
 }
 
+/// Where `numalab fleet report` writes its HTML page: the path given (`--html`), else
+/// `fleet-report.html` in the fleet folder itself.
+pub fn report_html_path(dir: &Path, given: Option<&Path>) -> PathBuf {
+    given.map_or_else(|| dir.join("fleet-report.html"), Path::to_path_buf)
+}
+
 /// The node folders of a fleet folder, `(node name, folder)` in name order: every folder
 /// under `dir/nodes/` (other entries skipped).
 pub fn node_folders(dir: &Path) -> Result<Vec<(String, PathBuf)>, FleetError> {
@@ -283,4 +289,20 @@ pub fn load_fleet(dir: &Path) -> Result<FleetInput, FleetError> {
         root: dir.to_path_buf(),
         nodes,
     })
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    #[test]
+    fn the_html_report_goes_into_the_fleet_folder_unless_given() {
+        let dir = Path::new("runs/fleet1");
+        assert_eq!(
+            report_html_path(dir, None),
+            Path::new("runs/fleet1/fleet-report.html")
+        );
+        let given = Path::new("/tmp/x.html");
+        assert_eq!(report_html_path(dir, Some(given)), given);
+    }
 }

@@ -21,9 +21,9 @@ pub use analyse::{
     Group, NodeRow, NodeValue, Options, Outlier, FLEET_REPORT_VERSION, MAD_SCALE,
 };
 pub use input::{
-    is_fleet, load_fleet, load_node, memory_key, node_folders, read_status, FleetError, FleetInput,
-    FleetNode, NodeFacts, NodeStatus, MAX_MESSAGE_CHARS, MAX_NAME_CHARS, MAX_STATUS_BYTES,
-    MAX_STDERR_CHARS,
+    is_fleet, load_fleet, load_node, memory_key, node_folders, read_status, report_html_path,
+    FleetError, FleetInput, FleetNode, NodeFacts, NodeStatus, MAX_MESSAGE_CHARS, MAX_NAME_CHARS,
+    MAX_STATUS_BYTES, MAX_STDERR_CHARS,
 };
 #[cfg(feature = "render")]
 pub use render::{

@@ -149,6 +149,13 @@ impl RunConfig {
         )
     }
 
+    /// The configuration as the run's envelope records it (and a resumed run is
+    /// compared by): this value serialized.
+    pub fn config_json(&self) -> Result<serde_json::Value, WorkloadError> {
+        serde_json::to_value(self)
+            .map_err(|e| WorkloadError::Runtime(format!("cannot serialize the configuration: {e}")))
+    }
+
     /// The clients' PUs, in order, or a usage error when there are too few.
     pub fn slots(&self, machine: &Machine) -> Result<Vec<Slot>, WorkloadError> {
         let order = placement::cpu_order(machine, self.placement);
@@ -552,6 +559,18 @@ pub fn state_bytes_estimate(nodes: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_recorded_configuration_is_the_config_itself() {
+        let c = RunConfig {
+            threads: 3,
+            ..Default::default()
+        };
+        let v = c.config_json().unwrap();
+        assert_eq!(v["threads"], 3);
+        let back: RunConfig = serde_json::from_value(v).unwrap();
+        assert_eq!(back, c);
+    }
 
     #[test]
     fn progress_in_words_and_thousandths() {
