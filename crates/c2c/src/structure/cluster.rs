@@ -333,7 +333,10 @@ mod tests {
             a[i] = 0.0;
             b[j] = 0.0;
             let full = full_profile_distance(&a, &b, i, j).unwrap();
-            assert!((general - full).abs() <= 1e-12 * general.max(1.0), "{general} {full}");
+            assert!(
+                (general - full).abs() <= 1e-12 * general.max(1.0),
+                "{general} {full}"
+            );
         }
     }
 }
