@@ -320,12 +320,8 @@ impl<'a> Steps<'a> {
         if inside == 0 || between == 0 {
             return None;
         }
-        let k = (TRIM * inside as f64).floor() as usize;
-        let hi_at = inside - 1 - k.min(inside - 1);
+        let (hi_at, lo_at) = super::steps::trimmed_ranks(inside, between);
         let hi = self.vals[self.kth(hi_at, true)];
-        let lo_at = k
-            .min((TRIM * between as f64).floor() as usize)
-            .min(between - 1);
         let lo = self.vals[self.kth(lo_at, false)];
         if lo - hi < floor {
             return Some(Step {

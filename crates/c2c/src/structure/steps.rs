@@ -25,6 +25,22 @@ impl Step {
     }
 }
 
+/// The ranks (0 = the fastest) of the step test's two trimmed values: the slowest pair
+/// inside after [`TRIM`] of the `inside` pairs are set aside, and the fastest pair between
+/// after as many are set aside, but never more than the same share of the `between` pairs:
+/// a level that sets a few CPUs apart has few pairs between, and trimming as many as the
+/// big groups have inside would leave only the slowest of them (one CPU apart from the
+/// rest would be a "step" whenever its slowest pair is slow). Both counts are at least 1.
+/// One rule for [`step`] and its incremental form (`incremental.rs`).
+pub(super) fn trimmed_ranks(inside: usize, between: usize) -> (usize, usize) {
+    let k = (TRIM * inside as f64).floor() as usize;
+    let hi_at = inside - 1 - k.min(inside - 1);
+    let lo_at = k
+        .min((TRIM * between as f64).floor() as usize)
+        .min(between - 1);
+    (hi_at, lo_at)
+}
+
 /// Is the partition (group of each position) a step: are the slowest pairs inside its
 /// groups clearly below the fastest pairs between them? `lnd` holds log distances. Both
 /// sides are trimmed by [`TRIM`] of the pairs inside (not of the pairs between: on a big
@@ -47,16 +63,8 @@ pub(super) fn step(lnd: &[Option<f64>], n: usize, group_of: &[usize], floor: f64
     if inside.is_empty() || between.is_empty() {
         return None;
     }
-    let k = (TRIM * inside.len() as f64).floor() as usize;
-    let hi_at = inside.len() - 1 - k.min(inside.len() - 1);
+    let (hi_at, lo_at) = trimmed_ranks(inside.len(), between.len());
     let hi = *inside.select_nth_unstable_by(hi_at, f64::total_cmp).1;
-    // The pairs between are trimmed as many, but never more than the same share of them:
-    // a level that sets a few CPUs apart has few pairs between, and trimming as many as
-    // the big groups have inside would leave only the slowest of them (one CPU apart
-    // from the rest would be a "step" whenever its slowest pair is slow).
-    let lo_at = k
-        .min((TRIM * between.len() as f64).floor() as usize)
-        .min(between.len() - 1);
     let lo = *between.select_nth_unstable_by(lo_at, f64::total_cmp).1;
     if lo - hi < floor {
         // Fails whatever the noise: no need to estimate it.
