@@ -32,6 +32,9 @@ if [ "${1:-}" = "--test" ]; then
   pkgs+=(slurm-wlm munge openmpi-bin)
   # hwloc's own tools read the exported memory attributes (crates/topo/tests/memattrs.rs).
   pkgs+=(hwloc)
+  # The Debian package check (scripts/deb.sh): dpkg-deb builds it, groff renders its man
+  # page with warnings as errors.
+  pkgs+=(dpkg-dev groff-base)
 fi
 
 missing=()
