@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh --test
 t0=$SECONDS
-# The kill-and-resume test (a few minutes of `numalab evaluate --quick` runs, much of it
+# The kill-and-resume test (one to two minutes of `numalab evaluate --quick` runs, much of it
 # on one CPU) runs beside the rest of the suite instead of after it: cargo runs test
 # binaries one at a time, so inside the CLI binary it held up every later binary.
 kill_test=evaluate::killed_runs_resume_without_losing_or_duplicating_records
