@@ -24,6 +24,10 @@ pub const EXIT_TIMEOUT: i32 = 124;
 /// Exit code of the agent when numalab could not be started on the node.
 pub const EXIT_NOT_FOUND: i32 = 127;
 
+/// Exit code of the agent when the pushed copy of numalab (`fleet run --push`) is not
+/// the file that was sent: its SHA-256 differs, or it cannot be read.
+pub const EXIT_PUSH_MISMATCH: i32 = 125;
+
 /// Grace between SIGTERM and SIGKILL when the agent stops the command.
 const KILL_GRACE: Duration = Duration::from_secs(3);
 
@@ -44,6 +48,9 @@ pub struct AgentOptions {
     pub timeout: Duration,
     /// Write the bundle to `SHARED/<node>/` instead of sending it on stdout.
     pub shared: Option<PathBuf>,
+    /// `fleet run --push`: `numalab` is a copy the launcher broadcast to the node; the
+    /// agent runs nothing unless its SHA-256 is this one, and removes the copy when done.
+    pub pushed_sha256: Option<String>,
 }
 
 /// The path of the running binary: the numalab that `fleet run` launches on the nodes
@@ -66,6 +73,10 @@ impl AgentOptions {
             a.push("--shared".into());
             a.push(s.display().to_string());
         }
+        if let Some(h) = &self.pushed_sha256 {
+            a.push("--pushed-sha256".into());
+            a.push(h.clone());
+        }
         a.push("--".into());
         a.extend(self.command.iter().cloned());
         a
@@ -81,6 +92,7 @@ impl AgentOptions {
             command: Vec::new(),
             timeout: Duration::from_secs(2 * 3600),
             shared: None,
+            pushed_sha256: None,
         };
         let mut it = args.iter();
         let mut node = None;
@@ -99,6 +111,15 @@ impl AgentOptions {
                 }
                 "--shared" => o.shared = Some(PathBuf::from(value("--shared")?)),
                 "--numalab" => o.numalab = PathBuf::from(value("--numalab")?),
+                "--pushed-sha256" => {
+                    let v = value("--pushed-sha256")?;
+                    if v.len() != 64 || !v.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        return Err(FleetError::AgentArgs(format!(
+                            "--pushed-sha256 {v:?}: give the 64 hexadecimal digits of a SHA-256"
+                        )));
+                    }
+                    o.pushed_sha256 = Some(v.to_ascii_lowercase());
+                }
                 "--" => {
                     o.command = it.by_ref().cloned().collect();
                     break;
@@ -186,7 +207,24 @@ pub fn run_agent_with(
 ) -> Result<i32, FleetError> {
     opts.check()?;
     let werr = |e: io::Error| FleetError::io("/dev/stdout", "writing the fleet frames", e);
-    writeln!(out, "{}", frame::hello_line(&opts.node, &opts.version)).map_err(werr)?;
+    let hello = match &opts.pushed_sha256 {
+        None => frame::hello_line(&opts.node, &opts.version),
+        Some(sent) => {
+            if let Err(why) = check_pushed(&opts.numalab, sent) {
+                // No hello line: `fleet run` records the node as not launched, with this.
+                eprintln!("numalab fleet node: {why} on node {}", opts.node);
+                return Ok(EXIT_PUSH_MISMATCH);
+            }
+            frame::hello_line_pushed(&opts.node, &opts.version, sent)
+        }
+    };
+    // The pushed copy is the launcher's temporary file: removed when the agent ends,
+    // whatever the outcome (the running command keeps its own open image).
+    let _pushed = opts
+        .pushed_sha256
+        .as_ref()
+        .map(|_| RemoveOnDrop(opts.numalab.clone()));
+    writeln!(out, "{hello}").map_err(werr)?;
     out.flush().map_err(werr)?;
 
     let tmp = tempfile::Builder::new()
@@ -322,6 +360,53 @@ pub fn run_agent_with(
     })
 }
 
+/// The name srun gives the copy it broadcasts into a folder (`--bcast=DIR/`):
+/// `slurm_bcast_<job>.<step>_<node>`.
+pub const BCAST_PREFIX: &str = "slurm_bcast_";
+
+/// Checks that `numalab` is the file `fleet run --push` sent: a copy srun broadcast (its
+/// name says so; the agent removes it later, never an installed numalab) whose SHA-256 is
+/// `sent`.
+fn check_pushed(numalab: &Path, sent: &str) -> Result<(), String> {
+    let name = numalab.file_name().map(|n| n.to_string_lossy());
+    if !name.is_some_and(|n| n.starts_with(BCAST_PREFIX)) {
+        return Err(format!(
+            "{} is not a copy srun broadcast (--bcast names it {BCAST_PREFIX}...): this Slurm did not push the binary; nothing was run",
+            numalab.display()
+        ));
+    }
+    let file = std::fs::File::open(numalab).map_err(|e| {
+        format!(
+            "the pushed copy of numalab {} cannot be read ({}): the broadcast did not arrive; rerun",
+            numalab.display(),
+            numalab_schema::text::io_reason(&e)
+        )
+    })?;
+    let (_, got) = frame::hash_reader(io::BufReader::new(file)).map_err(|e| {
+        format!(
+            "the pushed copy of numalab {} cannot be read ({})",
+            numalab.display(),
+            numalab_schema::text::io_reason(&e)
+        )
+    })?;
+    if got != sent {
+        return Err(format!(
+            "the pushed copy of numalab {} has SHA-256 {got}, not {sent} as sent: the broadcast was damaged or replaced; nothing was run",
+            numalab.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Removes a file when dropped (the pushed copy, once the agent is done with it).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// Sends one file as a frame; `false` (and a note on stderr) if it cannot be read.
 fn send_file(path: &Path, name: &str, out: &mut dyn Write) -> Result<bool, FleetError> {
     let open = || std::fs::File::open(path);
@@ -427,6 +512,7 @@ esac
             command: command.iter().map(|s| s.to_string()).collect(),
             timeout: Duration::from_secs(30),
             shared: None,
+            pushed_sha256: None,
         }
     }
 
@@ -488,6 +574,70 @@ esac
             .unwrap_err();
             assert!(e.to_string().contains("longer than 365 days"), "{e}");
         }
+    }
+
+    /// `--push`: the agent runs the copy only when its SHA-256 is the one sent, says so
+    /// in its hello line, and removes the copy when done; a damaged copy runs nothing.
+    #[test]
+    fn a_pushed_copy_runs_only_when_its_hash_is_the_one_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let original = fake_numalab(dir.path());
+        let copy = dir.path().join("slurm_bcast_7.0_n1");
+        std::fs::copy(&original, &copy).unwrap();
+        // As in fake_numalab: wait until no forked child holds the copy open for writing.
+        for _ in 0..200 {
+            match std::process::Command::new(&copy).status() {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                r => {
+                    assert!(r.unwrap().success());
+                    break;
+                }
+            }
+        }
+        let file = std::fs::File::open(&original).unwrap();
+        let (_, sent) = frame::hash_reader(file).unwrap();
+        let mut o = opts(copy.clone(), &["ok"]);
+        o.pushed_sha256 = Some(sent.clone());
+        let back = AgentOptions::from_args(&o.to_args(), copy.clone(), "0.0.test").unwrap();
+        assert_eq!(back, o);
+        let (code, files, events) = run(&o);
+        assert_eq!(code, 0, "{events:?}");
+        assert!(
+            matches!(&events[0], Event::Hello { pushed: Some(h), .. } if *h == sent),
+            "{events:?}"
+        );
+        assert_eq!(files.len(), 2);
+        assert!(
+            !copy.exists(),
+            "the pushed copy is removed when the agent ends"
+        );
+
+        // A copy that is not the file sent: no hello, nothing run, the copy left alone.
+        let other = dir.path().join("slurm_bcast_8.0_n1");
+        std::fs::write(&other, b"#!/bin/sh\nexit 0\n").unwrap();
+        let mut o = opts(other.clone(), &["ok"]);
+        o.pushed_sha256 = Some(sent.clone());
+        let (code, files, events) = run(&o);
+        assert_eq!(code, EXIT_PUSH_MISMATCH);
+        assert!(events.is_empty() && files.is_empty(), "{events:?}");
+        assert!(other.exists());
+        // The installed numalab itself (a Slurm that ignored --bcast ran the original):
+        // refused, and never removed.
+        let mut o = opts(original.clone(), &["ok"]);
+        o.pushed_sha256 = Some(sent.clone());
+        let (code, _, events) = run(&o);
+        assert_eq!(code, EXIT_PUSH_MISMATCH);
+        assert!(events.is_empty(), "{events:?}");
+        assert!(original.exists());
+        let e = AgentOptions::from_args(
+            &["--node", "n1", "--pushed-sha256", "abc", "--", "topo"].map(String::from),
+            "/x".into(),
+            "v",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("64 hexadecimal digits"), "{e}");
     }
 
     #[test]

@@ -137,6 +137,12 @@ pub fn hello_line(node: &str, version: &str) -> String {
     format!("{MAGIC} hello node={node} version={version}")
 }
 
+/// The agent's first line when it runs a pushed copy of numalab (`fleet run --push`) whose
+/// SHA-256 it checked: `pushed=<64 hex>`.
+pub fn hello_line_pushed(node: &str, version: &str, sha256: &str) -> String {
+    format!("{} pushed={sha256}", hello_line(node, version))
+}
+
 /// The agent's last line.
 pub fn status_line(s: &AgentStatus) -> String {
     let mut l = format!("{MAGIC} status={}", s.state.as_str());
@@ -233,6 +239,8 @@ pub enum Event {
         node: String,
         /// Its numalab version.
         version: String,
+        /// The SHA-256 of the pushed numalab it checked and runs (`fleet run --push`).
+        pushed: Option<String>,
     },
     /// A file frame began.
     Begin {
@@ -386,6 +394,7 @@ impl FrameDecoder {
             Some("hello") => Ok(Event::Hello {
                 node: field(&f, "node").ok_or_else(bad)?.to_string(),
                 version: field(&f, "version").unwrap_or("").to_string(),
+                pushed: field(&f, "pushed").map(str::to_string),
             }),
             Some("shared") => {
                 let (name, bytes, sha256) = file_fields()?;
@@ -533,7 +542,8 @@ mod tests {
             vec![
                 Event::Hello {
                     node: "n1".into(),
-                    version: "0.1.0".into()
+                    version: "0.1.0".into(),
+                    pushed: None,
                 },
                 Event::Stray("some library printed this".into()),
                 Event::Shared {

@@ -58,6 +58,10 @@ pub struct Launcher {
     pub outside_allocation: bool,
     /// MPI: running as root, so `--allow-run-as-root` is needed by Open MPI.
     pub as_root: bool,
+    /// Slurm, `fleet run --push`: srun copies the numalab binary into this node-local
+    /// folder before the step starts (`--bcast=DIR/`: the copy is
+    /// `DIR/slurm_bcast_<job>.<step>_<node>`) and runs that copy.
+    pub bcast_dir: Option<PathBuf>,
 }
 
 impl Launcher {
@@ -80,6 +84,7 @@ impl Launcher {
             extra_args,
             outside_allocation: std::env::var_os("SLURM_JOB_ID").is_none(),
             as_root,
+            bcast_dir: None,
         }
     }
 
@@ -99,6 +104,10 @@ impl Launcher {
                 ]);
                 if self.outside_allocation {
                     v.push("--exclusive".into());
+                }
+                if let Some(dir) = &self.bcast_dir {
+                    let dir = dir.display().to_string();
+                    v.push(format!("--bcast={}/", dir.trim_end_matches('/')));
                 }
                 v.extend(self.extra_args.iter().cloned());
             }
@@ -194,7 +203,20 @@ mod tests {
             extra_args: vec!["--partition=short".into()],
             outside_allocation: outside,
             as_root: root,
+            bcast_dir: None,
         }
+    }
+
+    /// `--push`: srun broadcasts the binary into the node-local folder and runs the copy.
+    #[test]
+    fn a_pushed_binary_is_broadcast_by_srun() {
+        let mut l = launcher(LauncherKind::Slurm, false, false);
+        l.bcast_dir = Some("/tmp/".into());
+        let v = l.argv("n2", Path::new("/home/me/numalab"), &["--".to_string()]);
+        assert_eq!(
+            v.join(" "),
+            "srun --nodes=1 --ntasks=1 --nodelist=n2 --job-name=numalab-fleet --kill-on-bad-exit=1 --bcast=/tmp/ --partition=short /home/me/numalab fleet node --"
+        );
     }
 
     #[test]

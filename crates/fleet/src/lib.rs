@@ -10,7 +10,7 @@
 //! ```text
 //! numalab fleet run [--launcher slurm|mpi] [--nodes LIST | --hostfile F] [--parallel N]
 //!                   [--timeout DUR] [--shared DIR] [--sbatch] [--launcher-arg ARG]...
-//!                   [--restart] --fleet DIR [-- COMMAND...]
+//!                   [--restart] [--push] --fleet DIR [-- COMMAND...]
 //! numalab fleet node --node NAME --timeout DUR [--shared DIR] -- COMMAND...   (run by the launcher)
 //! ```
 //!
@@ -40,6 +40,10 @@
 //!   `failed`, `timeout` or `launch-failed`, exit code, duration, the last 64 KiB of the
 //!   node's stderr, the launcher command line with secrets redacted). Every file is
 //!   written atomically, so a `fleet run` killed at any point loses nothing it gathered.
+//! - **Push** (`--push`, Slurm): each step gets `srun --bcast=/tmp/`, so srun copies the
+//!   binary to the node and runs the copy; the agent checks the copy's SHA-256 against the
+//!   one `fleet run` computed (`--pushed-sha256`), runs nothing on a mismatch (exit
+//!   [`EXIT_PUSH_MISMATCH`]) and removes the copy when it ends.
 //! - **Isolation.** A node failing, hanging (`--timeout`, default 2 h: the agent kills
 //!   the command's group; if the launcher itself does not end, its whole process group
 //!   gets SIGTERM, which srun forwards to its step, then SIGKILL) or missing numalab
@@ -66,7 +70,7 @@ mod store;
 
 pub use agent::{
     run_agent, run_agent_with, this_numalab, AgentOptions, BUNDLE_FILES, EXIT_NOT_FOUND,
-    EXIT_TIMEOUT, NODE_ENV,
+    EXIT_PUSH_MISMATCH, EXIT_TIMEOUT, NODE_ENV,
 };
 pub use error::FleetError;
 pub use launcher::{redact, Launcher, LauncherKind, JOB_NAME};
@@ -77,7 +81,7 @@ pub use nodes::{
 pub use numalab_proc::group::process_gone;
 pub use run::{
     resolve_nodes, run_cancellable, run_fleet, sbatch_argv, FleetRunOptions, FleetSummary,
-    NodeSummary, Progress, DEFAULT_PARALLEL, DEFAULT_TIMEOUT, STDERR_TAIL_BYTES,
+    NodeSummary, Progress, DEFAULT_PARALLEL, DEFAULT_TIMEOUT, PUSH_DIR, STDERR_TAIL_BYTES,
 };
 pub use store::{
     can_skip, node_dir, read_manifest, read_status, write_atomic, GatheredFile, Manifest,

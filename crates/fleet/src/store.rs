@@ -109,6 +109,10 @@ pub struct NodeStatus {
     pub files: Vec<GatheredFile>,
     /// 1 for the first run of this node in this fleet folder, then 2, 3...
     pub attempt: u32,
+    /// `fleet run --push`: the SHA-256 of the numalab the node ran, a copy the launcher
+    /// broadcast there and the agent checked against the file sent before running it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pushed_sha256: Option<String>,
 }
 
 /// The manifest path.
@@ -220,6 +224,7 @@ mod tests {
             launcher_command: vec![],
             files,
             attempt: 1,
+            pushed_sha256: None,
         }
     }
 

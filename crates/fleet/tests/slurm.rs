@@ -180,6 +180,44 @@ fn four_nodes_through_srun() {
         "{st:#?}"
     );
 
+    // --push: srun broadcasts the binary into each node's /tmp (--bcast=/tmp/), the agent
+    // checks the copy's SHA-256 against the file sent, runs that copy and removes it; the
+    // original stays where it is.
+    let bcast_copies = || -> Vec<String> {
+        std::fs::read_dir(numalab_fleet::PUSH_DIR)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("slurm_bcast_"))
+            .collect()
+    };
+    let before = bcast_copies();
+    let fleet4 = tempfile::tempdir().unwrap();
+    let mut o4 = FleetRunOptions::new(fleet4.path(), &numalab, "0.0.test");
+    o4.nodes = Some("n[1-2]".into());
+    o4.timeout = Duration::from_secs(20);
+    o4.push = true;
+    let s = run_fleet(&o4, &()).unwrap();
+    assert_eq!(s.done, 2, "{s:#?}");
+    let (_, sent) =
+        numalab_fleet::frame::hash_reader(std::fs::File::open(&numalab).unwrap()).unwrap();
+    for n in ["n1", "n2"] {
+        common::assert_gathered(fleet4.path(), n);
+        let st = read_status(fleet4.path(), n).unwrap();
+        assert_eq!(st.pushed_sha256.as_deref(), Some(sent.as_str()), "{st:#?}");
+        assert!(
+            st.launcher_command.contains(&"--bcast=/tmp/".to_string()),
+            "{:?}",
+            st.launcher_command
+        );
+    }
+    assert!(numalab.exists(), "the original numalab stays");
+    let left: Vec<String> = bcast_copies()
+        .into_iter()
+        .filter(|n| !before.contains(n))
+        .collect();
+    assert!(left.is_empty(), "pushed copies left behind: {left:?}");
+
     // --sbatch: one batch allocation of n1,n2 whose script runs `fleet run` inside it
     // (the steps then go without --exclusive). The fleet folder is on this machine, which
     // is also the batch host here.

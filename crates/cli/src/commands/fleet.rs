@@ -23,7 +23,7 @@ pub enum FleetCommand {
     /// Run a numalab command (default `evaluate --quick`) on many nodes through srun or
     /// mpirun and gather every node's bundle into one folder; a rerun resumes.
     #[command(
-        after_help = "Examples:\n  salloc -N 16 --exclusive numalab fleet run --fleet qual-2026-11\n  numalab fleet run --nodes 'n[01-16]' --fleet qual -- mem bandwidth --quick\n  numalab fleet run --sbatch --nodes 'n[01-16]' --fleet /shared/qual\n  numalab fleet run --launcher mpi --hostfile hosts --fleet qual\n  numalab fleet report qual\n\nnumalab must be at the same path on every node. Bundles come back through the\nlauncher's output (no shared file system needed) or through --shared DIR. A node that\nfails or hangs past --timeout is recorded with its stderr; the others go on. Running\nthe same command into the same --fleet folder again reruns only the nodes not done.\nExit 0 when every node is done, 5 when some are not."
+        after_help = "Examples:\n  salloc -N 16 --exclusive numalab fleet run --fleet qual-2026-11\n  numalab fleet run --nodes 'n[01-16]' --fleet qual -- mem bandwidth --quick\n  numalab fleet run --sbatch --nodes 'n[01-16]' --fleet /shared/qual\n  numalab fleet run --launcher mpi --hostfile hosts --fleet qual\n  numalab fleet run --push --nodes 'n[01-16]' --fleet qual\n  numalab fleet report qual\n\nnumalab must be at the same path on every node, unless --push (Slurm) copies it\nthere. Bundles come back through the launcher's output (no shared file system needed)\nor through --shared DIR. A node that fails or hangs past --timeout is recorded with its\nstderr; the others go on. Running the same command into the same --fleet folder again\nreruns only the nodes not done.\nExit 0 when every node is done, 5 when some are not."
     )]
     Run(Box<RunArgs>),
     /// The node side of `fleet run` (started by the launcher on each node): runs the
@@ -86,6 +86,10 @@ pub struct RunArgs {
     /// is kept aside).
     #[arg(long)]
     pub restart: bool,
+    /// Slurm: srun copies this numalab to each node's /tmp (--bcast), where its SHA-256
+    /// is checked and that copy run, then removed: nothing to install on the nodes.
+    #[arg(long)]
+    pub push: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -183,6 +187,7 @@ fn run_cmd(a: RunArgs) -> CliResult {
     opts.sbatch = a.sbatch;
     opts.launcher_args = a.launcher_args;
     opts.restart = a.restart;
+    opts.push = a.push;
     if !a.command.is_empty() {
         opts.command = a.command;
     }
@@ -192,10 +197,7 @@ fn run_cmd(a: RunArgs) -> CliResult {
     bar.finish_and_clear();
     let summary = summary?;
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&summary).expect("summary serializes")
-        );
+        crate::output::print_json(&summary)?;
     } else {
         for line in summary.lines() {
             println!("{line}");
@@ -211,17 +213,14 @@ fn run_cmd(a: RunArgs) -> CliResult {
 }
 
 fn node_cmd(a: NodeArgs) -> CliResult {
-    let opts = AgentOptions::from_args(
-        &a.args,
-        numalab_fleet::this_numalab()?,
-        env!("CARGO_PKG_VERSION"),
-    )?;
+    let exe = numalab_fleet::this_numalab()?;
+    let opts = AgentOptions::from_args(&a.args, exe, env!("CARGO_PKG_VERSION"))?;
     let code = numalab_fleet::run_agent(&opts)?;
     if code == 0 {
         return Ok(());
     }
-    // The agent's own code is the contract with `fleet run` (the command's exit code,
-    // 124 timeout, 127 not found): exit with it as it is.
+    // The agent's code is the contract with `fleet run` (the command's, 124 timeout, 125
+    // a pushed copy not the file sent, 127 not found): exit with it as it is.
     std::process::exit(code)
 }
 

@@ -39,6 +39,19 @@ pub const DEFAULT_PARALLEL: usize = 32;
 /// Default per-node `--timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
 
+/// Where `--push` has srun put the copy of numalab on each node: the node-local
+/// temporary folder every Linux node has (the agent removes the copy when it ends).
+pub const PUSH_DIR: &str = "/tmp";
+
+/// The SHA-256 (hex) of the file `--push` broadcasts.
+fn sha256_of(path: &Path) -> Result<String, FleetError> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| FleetError::io(path, "reading the numalab binary to push", e))?;
+    let (_, sha) = frame::hash_reader(std::io::BufReader::new(file))
+        .map_err(|e| FleetError::io(path, "reading the numalab binary to push", e))?;
+    Ok(sha)
+}
+
 /// What `numalab fleet run` was asked to do.
 #[derive(Debug, Clone)]
 pub struct FleetRunOptions {
@@ -75,6 +88,10 @@ pub struct FleetRunOptions {
     pub numalab_version: String,
     /// `--restart`: start over in a fleet folder that holds another command's run.
     pub restart: bool,
+    /// `--push` (Slurm): srun copies this numalab binary to each node before its step
+    /// ([`PUSH_DIR`]), the agent checks the copy's SHA-256 and runs it, so nothing needs
+    /// to be installed on the nodes.
+    pub push: bool,
     /// The launcher program (default `srun` or `mpirun` from `PATH`).
     pub launcher_program: Option<PathBuf>,
     /// `scontrol` (node list expansion).
@@ -102,6 +119,17 @@ impl FleetRunOptions {
                 "--timeout {}: longer than 365 days, the longest accepted; give e.g. 90m, 2h",
                 humantime::format_duration(self.timeout)
             )));
+        }
+        if self.push && self.launcher != LauncherKind::Slurm {
+            return Err(FleetError::Options(format!(
+                "--push works through Slurm (srun --bcast copies the binary to each node); with --launcher {} install numalab at the same path on every node (Open MPI 4's own `--preload-binary` can go in --launcher-arg, unchecked)",
+                self.launcher.name()
+            )));
+        }
+        if self.push && self.sbatch {
+            return Err(FleetError::Options(
+                "--push with --sbatch: the batch job starts numalab on its first node before anything can be pushed; run `fleet run --push` inside an allocation (salloc) instead".into(),
+            ));
         }
         if self.launcher == LauncherKind::Mpi && self.hostfile.is_none() {
             return Err(FleetError::Options(
@@ -132,6 +160,7 @@ impl FleetRunOptions {
             numalab: numalab.into(),
             numalab_version: numalab_version.to_string(),
             restart: false,
+            push: false,
             launcher_program: None,
             scontrol: "scontrol".into(),
             sbatch_program: "sbatch".into(),
@@ -415,11 +444,18 @@ pub fn run_fleet(
     let resumed = nodes.len() - queue.len();
     progress.start(nodes.len() as u64, resumed as u64);
 
-    let launcher = Launcher::new(
+    let mut launcher = Launcher::new(
         opts.launcher,
         opts.launcher_program.clone(),
         opts.launcher_args.clone(),
     );
+    // --push: the SHA-256 of the file srun broadcasts, which each node's agent checks.
+    let pushed = if opts.push {
+        launcher.bcast_dir = Some(PathBuf::from(PUSH_DIR));
+        Some(sha256_of(&opts.numalab)?)
+    } else {
+        None
+    };
     let queue = Mutex::new(queue);
     let results = Mutex::new(results);
     let counts = Counts::default();
@@ -438,7 +474,7 @@ pub fn run_fleet(
                 counts.running.fetch_add(1, Ordering::Relaxed);
                 counts.show(progress);
                 let attempt = store::read_status(&opts.fleet, &node).map_or(1, |s| s.attempt + 1);
-                let st = run_node(&opts, &launcher, &node, attempt);
+                let st = run_node(&opts, &launcher, &node, attempt, pushed.as_deref());
                 counts.running.fetch_sub(1, Ordering::Relaxed);
                 match st.state {
                     NodeState::Done => &counts.done,
@@ -592,6 +628,19 @@ mod tests {
         );
         o.hostfile = Some("hosts".into());
         assert!(o.check().is_ok());
+        // --push goes through srun --bcast: refused with mpirun and with --sbatch.
+        o.push = true;
+        let e = o.check().unwrap_err().to_string();
+        assert!(e.starts_with("--push works through Slurm"), "{e}");
+        o.launcher = LauncherKind::Slurm;
+        assert!(o.check().is_ok());
+        o.sbatch = true;
+        let e = o.check().unwrap_err().to_string();
+        assert!(
+            e.contains("run `fleet run --push` inside an allocation"),
+            "{e}"
+        );
+        (o.launcher, o.push, o.sbatch) = (LauncherKind::Mpi, false, false);
         o.timeout = numalab_schema::units::MAX_DURATION + Duration::from_secs(1);
         let e = o.check().unwrap_err().to_string();
         assert!(

@@ -7,6 +7,8 @@ use super::*;
 #[derive(Default)]
 struct Gathered {
     hello: bool,
+    /// The SHA-256 the agent said it checked (`--push`).
+    pushed: Option<String>,
     files: Vec<GatheredFile>,
     status: Option<frame::AgentStatus>,
     errors: Vec<String>,
@@ -36,7 +38,10 @@ fn gather(
             }
         };
         match d.push_line(&line) {
-            Ok(Event::Hello { .. }) => g.hello = true,
+            Ok(Event::Hello { pushed, .. }) => {
+                g.hello = true;
+                g.pushed = pushed;
+            }
             Ok(Event::Begin { name, .. }) => {
                 write_failed = false;
                 current = None;
@@ -172,6 +177,7 @@ pub(super) fn run_node(
     launcher: &Launcher,
     node: &str,
     attempt: u32,
+    pushed: Option<&str>,
 ) -> NodeStatus {
     let started = store::now_rfc3339();
     let t0 = Instant::now();
@@ -183,6 +189,7 @@ pub(super) fn run_node(
         command: opts.command.clone(),
         timeout: opts.timeout,
         shared: opts.shared.clone(),
+        pushed_sha256: pushed.map(str::to_string),
     };
     let argv = launcher.argv(node, &opts.numalab, &agent.to_args());
     let mut status = NodeStatus {
@@ -197,6 +204,7 @@ pub(super) fn run_node(
         launcher_command: redact(&argv),
         files: Vec::new(),
         attempt,
+        pushed_sha256: None,
     };
     if let Err(e) = std::fs::create_dir_all(&dir) {
         status.message = format!("cannot create {}: {e}", dir.display());
@@ -299,6 +307,15 @@ pub(super) fn run_node(
         );
         return status;
     }
+    if let Some(sent) = pushed {
+        if let Some(why) = push_problem(&gathered, sent, launcher_code, &status.stderr_tail) {
+            status.state = NodeState::LaunchFailed;
+            status.exit_code = launcher_code;
+            status.message = format!("{why} (node {node})");
+            return status;
+        }
+        status.pushed_sha256 = Some(sent.to_string());
+    }
     if !gathered.hello {
         status.state = NodeState::LaunchFailed;
         status.exit_code = launcher_code;
@@ -372,6 +389,36 @@ pub(super) fn run_node(
         }
     }
     status
+}
+
+/// With `--push`: why the node did not run the copy sent (`None`: it checked it and ran it,
+/// or it never started for a reason the general checks say).
+fn push_problem(
+    g: &Gathered,
+    sent: &str,
+    launcher_code: Option<i32>,
+    stderr: &str,
+) -> Option<String> {
+    if g.hello {
+        return match &g.pushed {
+            Some(h) if h == sent => None,
+            Some(h) => Some(format!(
+                "the agent checked a pushed copy with SHA-256 {h}, not {sent} as sent"
+            )),
+            None => Some(
+                "the agent did not say it checked the pushed copy: the node ran another numalab (an older one at the same path?)".into(),
+            ),
+        };
+    }
+    if launcher_code == Some(crate::agent::EXIT_PUSH_MISMATCH) {
+        let said = stderr
+            .lines()
+            .rev()
+            .find_map(|l| l.trim().strip_prefix("numalab fleet node: "))
+            .unwrap_or("the pushed copy of numalab is not the file sent");
+        return Some(said.chars().take(400).collect());
+    }
+    None
 }
 
 /// The last meaningful stderr line (not the agent's own summary line).
