@@ -223,6 +223,13 @@ pub struct Document {
     pub sections: Vec<Section>,
 }
 
+/// What [`crate::sections::try_document`] and [`Document::try_render`] return when
+/// stopped: the report is dropped whole, nothing of it is written.
+pub const REPORT_INTERRUPTED: Interrupted = Interrupted {
+    during: "rendering the report",
+    left: "nothing was written",
+};
+
 fn severity_class(s: Severity) -> &'static str {
     match s {
         Severity::Warning => "sev-warning",
@@ -248,12 +255,12 @@ impl Document {
 
     /// [`Document::render`] that stops at Ctrl-C or SIGTERM: the process-wide stop flag
     /// ([`numalab_schema::interrupt`]) is polled between sections; an interrupted report
-    /// is dropped whole ([`crate::sections::REPORT_INTERRUPTED`]).
+    /// is dropped whole ([`REPORT_INTERRUPTED`]).
     pub fn try_render(&self, format: Format) -> Result<String, Interrupted> {
         let stop = numalab_schema::interrupt::requested;
         match self.render_until(format, &stop) {
             Some(t) if !stop() => Ok(t),
-            _ => Err(crate::sections::REPORT_INTERRUPTED),
+            _ => Err(REPORT_INTERRUPTED),
         }
     }
 

@@ -771,9 +771,9 @@ mod tests {
         let cpu = dir.path().join("sys/devices/system/cpu");
         std::fs::create_dir_all(&cpu).unwrap();
         fifo(&cpu.join("online"));
-        let e = load(&Input::SnapshotDir(dir.path().to_path_buf()))
-            .err()
-            .expect("a FIFO in the snapshot was loaded");
+        let Err(e) = load(&Input::SnapshotDir(dir.path().to_path_buf())) else {
+            panic!("a FIFO in the snapshot was loaded");
+        };
         let t = e.to_string();
         assert!(
             t.contains("sys/devices/system/cpu/online") && t.contains("a FIFO"),

@@ -281,12 +281,7 @@ fn document_until(set: &[Loaded], stop: &dyn Fn() -> bool) -> Result<Document, I
     })
 }
 
-/// What [`try_document`] and [`Document::try_render`] return when stopped: the report
-/// is dropped whole, nothing of it is written.
-pub const REPORT_INTERRUPTED: Interrupted = Interrupted {
-    during: "rendering the report",
-    left: "nothing was written",
-};
+pub use crate::doc::REPORT_INTERRUPTED;
 
 /// Which sections of the report a command's records get (`sections::mem::sections`,
 /// ...): the bundle's index, the bundle, an anchor prefix.
