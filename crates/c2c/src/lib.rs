@@ -15,4 +15,4 @@ pub mod record;
 pub mod structure;
 
 pub use matrix::{LatencyMatrix, Pair, Plan};
-pub use structure::{infer, Structure};
+pub use structure::{infer, try_infer, Structure};

@@ -7,7 +7,7 @@ pub use numalab_records::c2c::{GroupJson, LevelJson, MatrixRecord, PairRecord};
 use crate::compare::{compare, Comparison};
 use crate::csv::Import;
 use crate::matrix::{LatencyMatrix, Selection};
-use crate::structure::{self, Confidence, Structure};
+use crate::structure::{self, Confidence, Interrupted, Structure};
 use numalab_schema::record::Host;
 use numalab_schema::{Machine, Origin, Record};
 
@@ -32,12 +32,13 @@ pub struct MatrixMeta {
 /// The `c2c.matrix` record of a matrix: its structure inferred, compared with the
 /// machine's hwloc topology when there is one; a failed pair makes the confidence low.
 /// Returns the structure and the comparison too, for the caller's rendering.
+/// [`Interrupted`] when Ctrl-C or SIGTERM stops the inference ([`structure::try_infer`]).
 pub fn matrix_record(
     matrix: &LatencyMatrix,
     machine: Option<&Machine>,
     meta: &MatrixMeta,
-) -> (MatrixRecord, Structure, Option<Comparison>) {
-    let structure = structure::infer(matrix);
+) -> Result<(MatrixRecord, Structure, Option<Comparison>), Interrupted> {
+    let structure = structure::try_infer(matrix)?;
     let comparison = machine.map(|m| compare(matrix, &structure, m));
     let mut notes = structure.notes.clone();
     notes.extend(meta.extra_notes.iter().cloned());
@@ -88,7 +89,7 @@ pub fn matrix_record(
             .map(|c| c.sentences.clone())
             .unwrap_or_default(),
     };
-    (record, structure, comparison)
+    Ok((record, structure, comparison))
 }
 
 /// The key of an imported matrix's `c2c.matrix` record.
@@ -97,8 +98,12 @@ pub const IMPORTED_KEY: &str = "c2c/matrix/imported";
 /// The `c2c.matrix` record of a matrix imported from core-to-core-latency's CSV, keyed
 /// [`IMPORTED_KEY`] with the imported origin: its values taken as they are, the import's
 /// doubts and its assumption (CPU ids 0..N-1 in row order, means of samples) in the
-/// notes, compared with `machine` when its topology is given. Returns the structure too.
-pub fn imported(import: &Import, machine: Option<&Machine>) -> (Record, Structure) {
+/// notes, compared with `machine` when its topology is given. Returns the structure too;
+/// [`Interrupted`] when Ctrl-C or SIGTERM stops the inference.
+pub fn imported(
+    import: &Import,
+    machine: Option<&Machine>,
+) -> Result<(Record, Structure), Interrupted> {
     let mut notes = import.problems.clone();
     notes.push(
         "imported from core-to-core-latency's CSV: CPU ids are assumed to be 0..N-1 in row order, values are means of samples"
@@ -113,8 +118,8 @@ pub fn imported(import: &Import, machine: Option<&Machine>) -> (Record, Structur
         key: IMPORTED_KEY.into(),
         extra_notes: notes,
     };
-    let (record, structure, _) = matrix_record(&import.matrix, machine, &meta);
-    (Record::new(meta.key, meta.origin, &record), structure)
+    let (record, structure, _) = matrix_record(&import.matrix, machine, &meta)?;
+    Ok((Record::new(meta.key, meta.origin, &record), structure))
 }
 
 /// The host an imported matrix is recorded on: unknown but for the file it came from
@@ -151,7 +156,7 @@ mod tests {
     #[test]
     fn an_import_is_recorded_as_imported_with_its_doubts_and_assumption() {
         let import = crate::csv::parse(b",,\n50,,\n90,90,\n", "m.csv").unwrap();
-        let (rec, structure) = imported(&import, None);
+        let (rec, structure) = imported(&import, None).unwrap();
         assert_eq!(rec.key, IMPORTED_KEY);
         assert_eq!(rec.origin, Origin::Imported);
         let m: MatrixRecord = rec.decode().unwrap().unwrap();

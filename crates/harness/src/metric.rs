@@ -290,6 +290,7 @@ mod tests {
             stderr_tail: String::new(),
             stdout: Some(stdout.to_string()),
             leftovers_killed: false,
+            supervisor_lost: false,
         }
     }
 

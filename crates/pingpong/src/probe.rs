@@ -304,7 +304,12 @@ pub fn run(
         key: plan.key.clone(),
         extra_notes: notes,
     };
-    let (record, structure, _) = matrix_record(&outcome.matrix, Some(machine), &meta);
+    // Ctrl-C or SIGTERM during the inference: the pairs are in the journal, the matrix
+    // record is not (a rerun with the same --out infers it again).
+    let Ok((record, structure, _)) = matrix_record(&outcome.matrix, Some(machine), &meta) else {
+        outcome.interrupted = true;
+        return Ok(outcome);
+    };
     // The run's warnings (clock, short samples, noisy pairs) ride on the matrix record
     // too, so they are said once on the terminal and listed once in the report.
     sink.push(

@@ -525,6 +525,7 @@ fn blank_outcome(argv: &[String]) -> Outcome {
         stderr_tail: String::new(),
         stdout: None,
         leftovers_killed: false,
+        supervisor_lost: false,
     }
 }
 

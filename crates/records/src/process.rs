@@ -38,12 +38,17 @@ pub struct Outcome {
     /// Descendants still alive after the main process exited (in its process group or
     /// not) were killed.
     pub leftovers_killed: bool,
+    /// numalab's helper process (the supervisor) was killed from outside before the
+    /// command ended: the command's process group was killed, and the figures are the
+    /// helper's, not the command's. Absent (false) in older records.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub supervisor_lost: bool,
 }
 
 impl Outcome {
     /// Exited with code 0.
     pub fn success(&self) -> bool {
-        self.exit_code == Some(0) && !self.timed_out && !self.interrupted
+        self.exit_code == Some(0) && !self.timed_out && !self.interrupted && !self.supervisor_lost
     }
 
     /// CPU time over wall time: how many CPUs the program kept busy on average.
@@ -57,7 +62,9 @@ impl Outcome {
 
     /// How it ended, in words.
     pub fn describe(&self) -> String {
-        if self.timed_out {
+        if self.supervisor_lost {
+            "was cut short: numalab's helper process that ran it was killed from outside, so numalab killed the command's process group; run it again".into()
+        } else if self.timed_out {
             format!(
                 "timed out after {:.1} s and was killed",
                 self.wall_ns as f64 / 1e9

@@ -7,6 +7,7 @@ use crate::escape;
 use crate::findings::{Finding, Severity};
 use crate::html::Page;
 use crate::table::{md_field, plain, render, Format, Table};
+use numalab_schema::interrupt::Interrupted;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -222,6 +223,13 @@ pub struct Document {
     pub sections: Vec<Section>,
 }
 
+/// What [`crate::sections::try_document`] and [`Document::try_render`] return when
+/// stopped: the report is dropped whole, nothing of it is written.
+pub const REPORT_INTERRUPTED: Interrupted = Interrupted {
+    during: "rendering the report",
+    left: "nothing was written",
+};
+
 fn severity_class(s: Severity) -> &'static str {
     match s {
         Severity::Warning => "sev-warning",
@@ -241,6 +249,31 @@ impl Document {
 
     /// The self-contained HTML page.
     pub fn to_html(&self) -> String {
+        self.html_until(&|| false)
+            .expect("a stop that never fires cannot interrupt")
+    }
+
+    /// [`Document::render`] that stops at Ctrl-C or SIGTERM: the process-wide stop flag
+    /// ([`numalab_schema::interrupt`]) is polled between sections; an interrupted report
+    /// is dropped whole ([`REPORT_INTERRUPTED`]).
+    pub fn try_render(&self, format: Format) -> Result<String, Interrupted> {
+        let stop = numalab_schema::interrupt::requested;
+        match self.render_until(format, &stop) {
+            Some(t) if !stop() => Ok(t),
+            _ => Err(REPORT_INTERRUPTED),
+        }
+    }
+
+    /// [`Document::render`], or `None` once `stop` says so (asked between sections).
+    pub(crate) fn render_until(&self, format: Format, stop: &dyn Fn() -> bool) -> Option<String> {
+        match format {
+            Format::Html => self.html_until(stop),
+            f => self.text_until(f, stop),
+        }
+    }
+
+    /// The HTML page, or `None` once `stop` says so (asked between sections).
+    fn html_until(&self, stop: &dyn Fn() -> bool) -> Option<String> {
         let mut page = Page::new(&self.title);
         for line in &self.subtitle {
             page.raw(&format!("<p class=\"meta\">{}</p>", escape(line)));
@@ -280,6 +313,9 @@ impl Document {
             page.raw(&s);
         }
         for sec in &self.sections {
+            if stop() {
+                return None;
+            }
             page.section(&sec.id, &sec.title);
             if sec.modeled {
                 page.raw("<p class=\"modeled\">Modeled, not measured: these figures come from numalab's machine model (origin \"modeled\" in the records).</p>");
@@ -326,7 +362,7 @@ impl Document {
                 }
             }
         }
-        page.finish()
+        Some(page.finish())
     }
 
     /// The report in `format`: the self-contained page for HTML ([`Document::to_html`]),
@@ -341,8 +377,14 @@ impl Document {
     /// The report in a text format: findings and tables (charts are named by their
     /// captions; raw data stays in the bundle).
     pub fn to_text(&self, format: Format) -> String {
-        let text = self.to_text_raw(format);
-        match format {
+        self.text_until(format, &|| false)
+            .expect("a stop that never fires cannot interrupt")
+    }
+
+    /// [`Document::to_text`], or `None` once `stop` says so (asked between sections).
+    fn text_until(&self, format: Format, stop: &dyn Fn() -> bool) -> Option<String> {
+        let text = self.to_text_raw(format, stop)?;
+        Some(match format {
             // Whatever a cell or a sentence let through, no control character reaches
             // a terminal or a file a terminal will print: ESC, BEL and the rest become
             // visible escapes (JSON escapes them itself, HTML escapes every string).
@@ -350,12 +392,12 @@ impl Document {
                 numalab_schema::text::visible(&text, true)
             }
             Format::Html | Format::Json => text,
-        }
+        })
     }
 
-    fn to_text_raw(&self, format: Format) -> String {
-        match format {
-            Format::Html => self.to_html(),
+    fn to_text_raw(&self, format: Format, stop: &dyn Fn() -> bool) -> Option<String> {
+        Some(match format {
+            Format::Html => self.html_until(stop)?,
             Format::Csv => render(&self.tables(), Format::Csv),
             Format::Json => {
                 #[derive(Serialize)]
@@ -411,10 +453,13 @@ impl Document {
                 }
                 out.push('\n');
                 for sec in &self.sections {
+                    if stop() {
+                        return None;
+                    }
                     sec.write_text(&mut out, format, true);
                 }
                 out
             }
-        }
+        })
     }
 }

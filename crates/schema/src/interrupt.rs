@@ -22,3 +22,52 @@ pub fn requested() -> bool {
 pub fn flag() -> &'static AtomicBool {
     &STOP
 }
+
+/// A step that stopped at Ctrl-C or SIGTERM before it finished (exit 130): what it was
+/// doing and what became of its work, said as "interrupted (Ctrl-C, SIGTERM) while
+/// {during}; {left}".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("interrupted (Ctrl-C, SIGTERM) while {during}; {left}")]
+pub struct Interrupted {
+    /// The step, as "inferring the latency structure".
+    pub during: &'static str,
+    /// What became of its work, as "nothing was written".
+    pub left: &'static str,
+}
+
+impl crate::Classify for Interrupted {
+    fn class(&self) -> crate::ErrorClass {
+        crate::ErrorClass::Interrupted
+    }
+}
+
+impl Interrupted {
+    /// `Err(self)` once a stop was requested ([`requested`]), else `Ok(())`: the check
+    /// between two units of work.
+    pub fn check(self) -> Result<(), Interrupted> {
+        if requested() {
+            Err(self)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Classify;
+
+    #[test]
+    fn an_interruption_says_the_step_and_exits_130() {
+        let e = Interrupted {
+            during: "rendering the report",
+            left: "nothing was written",
+        };
+        assert_eq!(
+            e.to_string(),
+            "interrupted (Ctrl-C, SIGTERM) while rendering the report; nothing was written"
+        );
+        assert_eq!(e.class().exit_code(), 130);
+    }
+}

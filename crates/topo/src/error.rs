@@ -51,6 +51,10 @@ pub enum TopoError {
         /// Whether the machine simply cannot do it (as opposed to a transient failure).
         unsupported: bool,
     },
+    /// Ctrl-C or SIGTERM stopped the load (unpacking an archive, checking an input);
+    /// the unpacked copy is removed. Exit 130.
+    #[error(transparent)]
+    Interrupted(#[from] numalab_schema::interrupt::Interrupted),
 }
 
 impl Classify for TopoError {
@@ -64,6 +68,7 @@ impl Classify for TopoError {
                 unsupported: true, ..
             } => ErrorClass::Unsupported,
             TopoError::Binding { .. } => ErrorClass::Runtime,
+            TopoError::Interrupted(_) => ErrorClass::Interrupted,
         }
     }
 }

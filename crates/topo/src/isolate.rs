@@ -5,8 +5,8 @@
 //! (SIGABRT), and a snapshot file that is a FIFO blocks its read forever. The child is
 //! this same program, started again with the input in its environment; it loads and
 //! describes the input and exits. If it crashes, is killed, or does not finish within
-//! [`DEADLINE`] (or the user presses Ctrl-C), the parent refuses the input with a
-//! [`TopoError::BadInput`] (exit 3) and never loads it itself; if it ends, the parent
+//! [`DEADLINE`], the parent refuses the input with a [`TopoError::BadInput`] (exit 3)
+//! and never loads it itself (Ctrl-C or SIGTERM: [`TopoError::Interrupted`], exit 130); if it ends, the parent
 //! loads the input in-process (hwloc's loads are deterministic).
 //!
 //! A binary opts in by calling [`crate::child_entry`] first thing in `main`; processes that did
@@ -122,18 +122,24 @@ pub fn check(kind: Kind, path: &Path, shown: &Path) -> Result<(), TopoError> {
         if interrupted || start.elapsed() > DEADLINE {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(bad(if interrupted {
-                "interrupted while reading it".into()
-            } else {
-                format!(
-                    "reading it did not finish within {} s (a FIFO, a device or a link to one inside?); give a plain snapshot",
-                    DEADLINE.as_secs()
-                )
-            }));
+            if interrupted {
+                return Err(CHECK_INTERRUPTED.into());
+            }
+            return Err(bad(format!(
+                "reading it did not finish within {} s (a FIFO, a device or a link to one inside?); give a plain snapshot",
+                DEADLINE.as_secs()
+            )));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// What [`check`] returns when Ctrl-C or SIGTERM stops it (the child is killed).
+pub const CHECK_INTERRUPTED: numalab_schema::interrupt::Interrupted =
+    numalab_schema::interrupt::Interrupted {
+        during: "checking the topology input",
+        left: "nothing was loaded",
+    };
 
 fn signal_name(sig: i32) -> String {
     let name = match sig {

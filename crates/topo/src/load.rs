@@ -326,6 +326,18 @@ pub fn unpack_only(input: &Input) -> Result<(), TopoError> {
     Ok(())
 }
 
+/// What unpacking a snapshot archive returns when Ctrl-C or SIGTERM stops it (polled
+/// between members).
+pub const UNPACK_INTERRUPTED: numalab_schema::interrupt::Interrupted =
+    numalab_schema::interrupt::Interrupted {
+        during: "unpacking the snapshot archive",
+        left: "its unpacked copy was removed",
+    };
+
+/// Unpacks a snapshot archive into a temporary folder (in /dev/shm unless TMPDIR is set)
+/// that is removed when the returned guard drops: on any error, on Ctrl-C or SIGTERM
+/// (polled between members), or after the load. A member that is a FIFO or a device is
+/// refused by name; links are left to [`check_tree`].
 fn unpack(path: &Path) -> Result<tempfile::TempDir, TopoError> {
     let bad = |reason: String| TopoError::BadInput {
         path: path.to_path_buf(),
@@ -383,9 +395,7 @@ fn unpack(path: &Path) -> Result<tempfile::TempDir, TopoError> {
     for entry in archive.entries().map_err(damaged)? {
         let mut entry = entry.map_err(damaged)?;
         // Ctrl-C or SIGTERM: the unpacked part goes with `dir` on the way out.
-        if numalab_schema::interrupt::requested() {
-            return Err(bad("interrupted while unpacking it".into()));
-        }
+        UNPACK_INTERRUPTED.check()?;
         entries += 1;
         bytes = bytes.saturating_add(entry.header().size().unwrap_or(0));
         if entries > max_entries {
@@ -673,6 +683,113 @@ mod tests {
         std::os::unix::fs::symlink("cpu0", cpu.join("cpu1")).unwrap();
         let t = check_tree(root, root).unwrap_err().to_string();
         assert!(t.contains("loops"), "{t}");
+    }
+
+    /// A tar archive at `path` of a minimal snapshot (`cpu/online` a file) plus `extra`
+    /// members: (path, header type, link target).
+    fn archive(path: &Path, extra: &[(&str, tar::EntryType, &str)]) {
+        let mut b = tar::Builder::new(std::fs::File::create(path).unwrap());
+        let mut file = |name: &str, data: &[u8]| {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_entry_type(tar::EntryType::Regular);
+            b.append_data(&mut h, name, data).unwrap();
+        };
+        file("snap/sys/devices/system/cpu/possible", b"0\n");
+        for (name, kind, target) in extra {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(0);
+            h.set_mode(0o644);
+            h.set_entry_type(*kind);
+            if kind.is_symlink() {
+                b.append_link(&mut h, name, target).unwrap();
+            } else {
+                b.append_data(&mut h, name, std::io::empty()).unwrap();
+            }
+        }
+        b.finish().unwrap();
+    }
+
+    fn fifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    /// Issue 50: an archive member that is a FIFO or a device, or a link (absolute, or
+    /// climbing out of the snapshot) to a FIFO, is refused as bad input naming the
+    /// member, without reading it (a FIFO read would block forever).
+    #[test]
+    fn archive_members_that_are_or_point_to_fifos_or_devices_are_refused_by_name() {
+        use tar::EntryType;
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = dir.path().join("pipe");
+        fifo(&pipe);
+        let online = "snap/sys/devices/system/cpu/online";
+        let cases: Vec<(&str, EntryType, String, &str)> = vec![
+            (online, EntryType::Fifo, String::new(), "a FIFO entry"),
+            (online, EntryType::Char, String::new(), "a device entry"),
+            (online, EntryType::Block, String::new(), "a device entry"),
+            (
+                online,
+                EntryType::Symlink,
+                pipe.display().to_string(),
+                "outside the snapshot",
+            ),
+            (
+                online,
+                EntryType::Symlink,
+                format!("../../../../../..{}", pipe.display()),
+                "climbs out of the snapshot",
+            ),
+        ];
+        for (i, (name, kind, target, says)) in cases.into_iter().enumerate() {
+            let tarball = dir.path().join(format!("case{i}.tar"));
+            archive(&tarball, &[(name, kind, &target)]);
+            let e = load(&Input::SnapshotArchive(tarball))
+                .err()
+                .unwrap_or_else(|| panic!("case {i} ({kind:?} {target}) was loaded"));
+            assert_eq!(
+                numalab_schema::Classify::class(&e),
+                numalab_schema::ErrorClass::Input,
+                "{e}"
+            );
+            let t = e.to_string();
+            assert!(
+                t.contains("sys/devices/system/cpu/online") && t.contains(says),
+                "case {i}: {t}"
+            );
+        }
+    }
+
+    /// A snapshot folder holding a FIFO where sysfs has a file is refused naming it, at
+    /// once (hwloc would block on it).
+    #[test]
+    fn a_snapshot_folder_holding_a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let cpu = dir.path().join("sys/devices/system/cpu");
+        std::fs::create_dir_all(&cpu).unwrap();
+        fifo(&cpu.join("online"));
+        let Err(e) = load(&Input::SnapshotDir(dir.path().to_path_buf())) else {
+            panic!("a FIFO in the snapshot was loaded");
+        };
+        let t = e.to_string();
+        assert!(
+            t.contains("sys/devices/system/cpu/online") && t.contains("a FIFO"),
+            "{t}"
+        );
+    }
+
+    /// The stop at Ctrl-C or SIGTERM is its own class: exit 130, not bad input.
+    #[test]
+    fn an_interrupted_unpack_exits_130_and_says_the_copy_is_gone() {
+        let e = TopoError::from(UNPACK_INTERRUPTED);
+        assert_eq!(numalab_schema::Classify::class(&e).exit_code(), 130);
+        assert_eq!(
+            e.to_string(),
+            "interrupted (Ctrl-C, SIGTERM) while unpacking the snapshot archive; its unpacked copy was removed"
+        );
     }
 
     #[test]

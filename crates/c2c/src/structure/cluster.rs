@@ -42,7 +42,8 @@ impl Dist {
     /// `k` of `D[i][k] - D[j][k]` (centred: a CPU that is uniformly farther from everyone,
     /// as on a mesh where latency adds the distance of each core to the line's home, is
     /// not different), relative to the median latency.
-    pub(super) fn profile(m: &LatencyMatrix) -> Dist {
+    /// Rows not reached when `stop` fires stay holes.
+    pub(super) fn profile(m: &LatencyMatrix, stop: Stop) -> Dist {
         let n = m.n();
         let scale = numalab_stats::median(&m.measured_values())
             .filter(|v| *v > 0.0)
@@ -73,6 +74,7 @@ impl Dist {
                     scope.spawn(move || {
                         (t..n)
                             .step_by(threads)
+                            .take_while(|_| !stop())
                             .map(|i| {
                                 let ri = &vals[i * n..(i + 1) * n];
                                 let row = (0..i)
@@ -182,6 +184,7 @@ fn full_profile_distance(a: &[f64], b: &[f64], i: usize, j: usize) -> Option<f64
 pub(super) fn levels_of(
     dist: &Dist,
     tau: f64,
+    stop: Stop,
 ) -> (Vec<(Vec<Vec<usize>>, f64)>, Vec<(usize, usize)>) {
     let n = dist.n;
     // Average linkage with a cached closest cluster per row, and the separation kept
@@ -195,7 +198,9 @@ pub(super) fn levels_of(
     for _ in 1..n {
         // Closest pair of clusters by average distance; pairs with no measured distance
         // come last, in index order.
-        let Some((a, b)) = link.closest() else { break };
+        let Some((a, b)) = link.closest().filter(|_| !stop()) else {
+            break;
+        };
         link.merge(a, b);
         sep.merge(dist, a, b);
         seq.push((a, b));

@@ -6,12 +6,21 @@ use super::*;
 /// Bands of pairs without a level whose latency spreads widely: between the groups of
 /// each level inside the groups of the next (single CPUs below the finest level, the
 /// whole machine above the coarsest).
-pub(super) fn gradients(m: &LatencyMatrix, kept: &[Vec<Vec<usize>>], noise: f64) -> Vec<Gradient> {
+/// Gives up early (partial results) once `stop` fires.
+pub(super) fn gradients(
+    m: &LatencyMatrix,
+    kept: &[Vec<Vec<usize>>],
+    noise: f64,
+    stop: Stop,
+) -> Vec<Gradient> {
     let n = m.n();
     let mem: Vec<Vec<usize>> = kept.iter().map(|p| membership(p, n)).collect();
     let top = kept.len();
     let mut out = Vec::new();
     for b in 0..=top {
+        if stop() {
+            break;
+        }
         // Pairs of the band, by scope (group of level b; the whole machine above the top).
         let mut by_scope: std::collections::BTreeMap<usize, Vec<(usize, usize, f64)>> =
             Default::default();

@@ -404,7 +404,7 @@ mod tests {
             (64, 3, false),
         ] {
             let m = matrix(n, seed, holes);
-            for dist in [Dist::latency(&m), Dist::profile(&m)] {
+            for dist in [Dist::latency(&m), Dist::profile(&m, &|| false)] {
                 let lnd = dist.logs();
                 let mut link = Linkage::new(&dist);
                 let mut sep = Separation::new(&dist);

@@ -219,6 +219,43 @@ pub struct Gradient {
 /// threads) and O(n^2 log n) for the clustering and its scores, in O(n^2) memory: a
 /// 2,000-CPU matrix takes seconds of CPU time (docs/benchmarks.md).
 pub fn infer(m: &LatencyMatrix) -> Structure {
+    match infer_until(m, &|| false) {
+        Ok(s) => s,
+        Err(_) => unreachable!("a stop that never fires cannot interrupt"),
+    }
+}
+
+/// [`infer`] that stops at Ctrl-C or SIGTERM: polls the process-wide stop flag
+/// ([`numalab_schema::interrupt`]) between units of work (a row of profile distances, a
+/// merge of the clustering, a candidate level) and returns [`Interrupted`] within a
+/// fraction of a second of the request, whatever the size of the matrix. What every
+/// caller in a command uses.
+pub fn try_infer(m: &LatencyMatrix) -> Result<Structure, Interrupted> {
+    infer_until(m, &numalab_schema::interrupt::requested)
+}
+
+pub use numalab_schema::interrupt::Interrupted;
+
+/// What [`try_infer`] returns when stopped.
+pub const INFERENCE_INTERRUPTED: Interrupted = Interrupted {
+    during: "inferring the latency structure",
+    left: "nothing of it was kept: run the command again to infer it",
+};
+
+/// Asked between units of work: whether to give up (true once, true ever after).
+pub(super) type Stop<'a> = &'a (dyn Fn() -> bool + Sync);
+
+/// [`infer`], giving up with [`Interrupted`] once `stop` says so. Inner loops only break
+/// early when `stop` fires; the result is checked here, so a partial one never leaves.
+fn infer_until(m: &LatencyMatrix, stop: Stop) -> Result<Structure, Interrupted> {
+    let halt = || {
+        if stop() {
+            Err(INFERENCE_INTERRUPTED)
+        } else {
+            Ok(())
+        }
+    };
+    halt()?;
     let n = m.n();
     let mut notes = Vec::new();
     let mut confidence = Confidence::High;
@@ -258,16 +295,18 @@ pub fn infer(m: &LatencyMatrix) -> Structure {
         notes.push(format!(
             "{n} CPU(s): at least 3 are needed to tell groups apart"
         ));
-        return Structure {
+        return Ok(Structure {
             cpus: m.cpus().to_vec(),
             levels: Vec::new(),
             confidence,
             notes,
             gradients: Vec::new(),
-        };
+        });
     }
 
-    let (mut candidates, refused, nearest_profile) = candidate_levels(&clean);
+    halt()?;
+    let (mut candidates, refused, nearest_profile) = candidate_levels(&clean, stop);
+    halt()?;
     notes.extend(refused);
     // On small matrices noise alone forms groups (the clustering finds the best of few
     // partitions): a level must separate better than every level found in the same
@@ -277,7 +316,8 @@ pub fn infer(m: &LatencyMatrix) -> Structure {
         let mut null_best = [0.0f64; 2];
         let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ n as u64);
         for _ in 0..SHUFFLES {
-            for (_, e, score) in candidate_levels(&shuffled(&clean, &mut rng)).0 {
+            halt()?;
+            for (_, e, score) in candidate_levels(&shuffled(&clean, &mut rng), stop).0 {
                 let v = &mut null_best[usize::from(e != Evidence::Latency)];
                 *v = v.max(score);
             }
@@ -341,15 +381,17 @@ pub fn infer(m: &LatencyMatrix) -> Structure {
     // about sqrt(2) times it (median over CPUs of the profile distance to the most
     // similar other CPU).
     let noise = nearest_profile / std::f64::consts::SQRT_2;
-    let gradients = gradients(&clean, &partitions, noise);
+    halt()?;
+    let gradients = gradients(&clean, &partitions, noise, stop);
+    halt()?;
     notes.extend(gradients.iter().map(gradient_note));
-    Structure {
+    Ok(Structure {
         cpus: m.cpus().to_vec(),
         levels,
         confidence,
         notes,
         gradients,
-    }
+    })
 }
 
 /// Matrices up to this many CPUs get the shuffle test (larger ones rarely group noise,
@@ -372,10 +414,11 @@ type Candidate = (Vec<Vec<usize>>, Evidence, f64);
 /// Levels of both views of a matrix: (partition, view, step ratio), a sentence for each
 /// grouping the separation peaks proposed but the step test refused, and the median
 /// profile distance of a CPU to its most similar other CPU.
-fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>, f64) {
+/// Gives up early (partial results) once `stop` fires.
+fn candidate_levels(m: &LatencyMatrix, stop: Stop) -> (Vec<Candidate>, Vec<String>, f64) {
     let n = m.n();
     let lat = Dist::latency(m);
-    let prof = Dist::profile(m);
+    let prof = Dist::profile(m, stop);
     // The latency with each CPU's own offset removed (its distance to the line's home on
     // a mesh, a slowed vCPU): the check of the latency view's steps.
     let adj_logs = Dist::latency(&offsets_removed(m)).logs();
@@ -398,8 +441,11 @@ fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>, f64) {
             MIN_GAP.ln_1p()
         };
         let lnd = if linear { dist.d.clone() } else { dist.logs() };
-        let (proposals, seq) = levels_of(dist, tau);
-        let accepted = step_levels(&lnd, n, &seq, floor);
+        if stop() {
+            break;
+        }
+        let (proposals, seq) = levels_of(dist, tau, stop);
+        let accepted = step_levels(&lnd, n, &seq, floor, stop);
         let shape = |v: f64| match evidence {
             Evidence::Profile => format!("profile distance {:.2}%", 100.0 * v),
             _ => format!("{:.1} ns", v.exp()),
@@ -412,6 +458,9 @@ fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>, f64) {
             }
         };
         for (partition, _) in &proposals {
+            if stop() {
+                break;
+            }
             if accepted.iter().any(|(p, _)| p == partition) {
                 continue;
             }
@@ -429,6 +478,9 @@ fn candidate_levels(m: &LatencyMatrix) -> (Vec<Candidate>, Vec<String>, f64) {
             ));
         }
         for (partition, st) in accepted {
+            if stop() {
+                break;
+            }
             let (partition, st) = complete(&lnd, n, partition, st, floor);
             // A latency step of groups of unequal sizes must outlast the removal of each
             // CPU's offset: otherwise its groups are CPUs nearer to or farther from
@@ -598,5 +650,70 @@ fn describe(
         separation,
         intra_ns: numalab_stats::median(&level_intra),
         inter_ns: numalab_stats::median(&level_inter),
+    }
+}
+
+#[cfg(test)]
+mod interrupt_tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// 120 CPUs in SMT pairs, 4 sockets, a little deterministic scatter.
+    fn machine() -> LatencyMatrix {
+        let n = 120;
+        let mut m = LatencyMatrix::new((0..n as u32).collect());
+        for i in 0..n {
+            for j in 0..i {
+                let base = if i / 2 == j / 2 {
+                    10.0
+                } else if i / 30 == j / 30 {
+                    50.0
+                } else {
+                    150.0
+                };
+                m.set(i, j, base * (1.0 + 0.01 * ((i * 7 + j * 13) % 5) as f64));
+            }
+        }
+        m
+    }
+
+    /// A stop that fires at its `after`-th question (and ever after), and how many
+    /// questions were asked.
+    fn stop_after(after: usize, asked: &AtomicUsize) -> impl Fn() -> bool + Sync + '_ {
+        move || asked.fetch_add(1, Ordering::SeqCst) + 1 >= after
+    }
+
+    #[test]
+    fn a_stop_at_any_point_of_the_inference_ends_it_as_interrupted() {
+        let m = machine();
+        let never = AtomicUsize::new(0);
+        let whole = infer_until(&m, &stop_after(usize::MAX, &never)).unwrap();
+        assert_eq!(whole, infer(&m));
+        assert!(!whole.levels.is_empty(), "{whole:?}");
+        let asked = never.load(Ordering::SeqCst);
+        // Polled between units of work: every merge of both clusterings at least.
+        assert!(asked >= 2 * (m.n() - 1), "asked {asked} times");
+        for after in [1, 2, 50, m.n(), asked / 2, asked - 1, asked] {
+            let count = AtomicUsize::new(0);
+            assert_eq!(
+                infer_until(&m, &stop_after(after, &count)),
+                Err(INFERENCE_INTERRUPTED),
+                "stop at question {after} of {asked}"
+            );
+            // Once stopped, nothing more is worked on: a few more questions at most (one
+            // per thread of the profile distances, one per phase).
+            let extra = count.load(Ordering::SeqCst) - after;
+            assert!(extra <= 80, "{extra} questions after the stop at {after}");
+        }
+    }
+
+    #[test]
+    fn the_interruption_exits_as_interrupted_and_says_so() {
+        use numalab_schema::Classify;
+        let e = INFERENCE_INTERRUPTED;
+        assert_eq!(e.class(), numalab_schema::ErrorClass::Interrupted);
+        assert!(e
+            .to_string()
+            .starts_with("interrupted (Ctrl-C, SIGTERM) while inferring the latency structure"));
     }
 }

@@ -116,6 +116,7 @@ pub(super) fn step_levels(
     n: usize,
     seq: &[(usize, usize)],
     floor: f64,
+    stop: Stop,
 ) -> Vec<(Vec<Vec<usize>>, Step)> {
     let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
     // The step test kept up to date merge by merge (`incremental.rs`): the same values
@@ -126,6 +127,9 @@ pub(super) fn step_levels(
     let mut previous: Option<Step> = None;
     let mut in_multi = 0usize;
     for (k, &(a, b)) in seq.iter().enumerate() {
+        if stop() {
+            break;
+        }
         in_multi += usize::from(members[a].len() == 1) + usize::from(members[b].len() == 1);
         let moved = std::mem::take(&mut members[b]);
         members[a].extend(moved);

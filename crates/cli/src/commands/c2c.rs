@@ -113,7 +113,7 @@ fn run_import(args: &C2cArgs, path: &std::path::Path) -> CliResult {
     let host = record::imported_host(path, machine.as_ref());
     let config = record::import_config(path, args.topology.as_deref());
     let mut rec = Recorder::new(&args.output, config, Origin::Imported, host)?;
-    let (matrix, structure) = record::imported(&import, machine.as_ref());
+    let (matrix, structure) = record::imported(&import, machine.as_ref())?;
     let key = matrix.key.clone();
     rec.push(matrix)?;
     show(args, &mut rec, &import.matrix, &structure, &key, "imported")?;

@@ -146,7 +146,7 @@ pub fn run(args: ReportArgs) -> CliResult {
         return after(errors, false);
     }
     warn(&set);
-    let text = numalab_report::sections::document(&set).render(format);
+    let text = numalab_report::sections::try_document(&set)?.try_render(format)?;
     write_output(output.as_deref(), &text)?;
     wrote(output.as_deref());
     after(errors, true)

@@ -12,6 +12,7 @@ mod doctor;
 mod evaluate;
 mod harness;
 mod home;
+mod interrupt;
 mod layout;
 mod mem;
 mod model;

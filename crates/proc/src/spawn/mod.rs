@@ -646,6 +646,8 @@ impl Running {
         let started = self.started.unwrap_or_else(mono_ns);
         let mut timed_out = false;
         let mut interrupted = false;
+        // numalab SIGKILLed a stuck supervisor itself (after a timeout or Ctrl-C).
+        let mut killed = false;
         if self.reaped.is_none() {
             // A thread waits without reaping (WNOWAIT), so that the supervisor's pid stays
             // ours to signal until this thread reaps it.
@@ -665,7 +667,6 @@ impl Running {
                 .timeout
                 .map(|t| u64::try_from(t.as_nanos()).unwrap_or(u64::MAX));
             let mut term_sent: Option<u64> = None;
-            let mut killed = false;
             loop {
                 match rx.recv_timeout(Duration::from_millis(20)) {
                     Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -708,9 +709,30 @@ impl Running {
             let mut b = [0u8; REPORT_LEN];
             (read_full(fd.as_raw_fd(), &mut b) == REPORT_LEN).then(|| Report::decode(&b))
         });
+        // No report: the supervisor was killed from outside (SIGKILL of numalab's helper)
+        // and the command's tree is orphaned, still holding the output pipes. End its
+        // process group (the command's pid is its id) and do not wait on the pipes past
+        // a short grace: numalab never outlives --timeout because its helper died.
+        let lost = report.is_none();
+        if lost {
+            self.kill_orphaned_group();
+        }
         let join = |h: Option<std::thread::JoinHandle<(String, Option<String>)>>| {
-            h.and_then(|h| h.join().ok()).unwrap_or_default()
+            let h = h?;
+            if lost {
+                let deadline = mono_ns() + ORPHAN_PIPE_GRACE.as_nanos() as u64;
+                while !h.is_finished() && mono_ns() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                if !h.is_finished() {
+                    // A descendant that left the group still holds the pipe: leave the
+                    // reader to end with it.
+                    return None;
+                }
+            }
+            h.join().ok()
         };
+        let join = |h| join(h).unwrap_or_default();
         let (stdout_tail, stdout) = join(self.stdout.take());
         let (stderr_tail, _) = join(self.stderr.take());
         let tv = |t: libc::timeval| timeval_ns(t);
@@ -758,9 +780,25 @@ impl Running {
             stderr_tail,
             stdout,
             leftovers_killed: leftovers,
+            supervisor_lost: lost && !killed,
+        }
+    }
+
+    /// SIGKILLs the command's process group after its supervisor died without a report.
+    /// The supervisor, a subreaper, is what tracked descendants that left the group
+    /// (`setsid`); with it gone only the group can be found.
+    fn kill_orphaned_group(&self) {
+        if self.pid > 1 {
+            // The command's group (its pid is the group id, set before exec): the
+            // supervisor has just died, so the group is the command's own.
+            sys::kill(-self.pid, libc::SIGKILL);
         }
     }
 }
+
+/// How long [`Running::wait`] waits for the command's output pipes to close after the
+/// supervisor died without a report and the command's group was killed.
+pub const ORPHAN_PIPE_GRACE: Duration = Duration::from_secs(1);
 
 impl Drop for Running {
     fn drop(&mut self) {

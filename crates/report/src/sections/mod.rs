@@ -18,10 +18,11 @@ pub mod schedule;
 pub mod uncore;
 pub mod workload;
 
-use crate::doc::Document;
+use crate::doc::{Document, Section};
 use crate::findings::findings;
 use crate::load::Loaded;
 use crate::table::{Cell, Column, Table};
+use numalab_schema::interrupt::Interrupted;
 use numalab_schema::{Record, RecordKind};
 use numalab_stats::Interval;
 
@@ -142,6 +143,20 @@ pub(crate) fn of(set: &[Loaded], l: &Loaded) -> String {
 
 /// The report of a set of bundles.
 pub fn document(set: &[Loaded]) -> Document {
+    match document_until(set, &|| false) {
+        Ok(d) => d,
+        Err(_) => unreachable!("a stop that never fires cannot interrupt"),
+    }
+}
+
+/// [`document`] that stops at Ctrl-C or SIGTERM: the process-wide stop flag
+/// ([`numalab_schema::interrupt`]) is polled between the sections of each bundle.
+pub fn try_document(set: &[Loaded]) -> Result<Document, Interrupted> {
+    document_until(set, &numalab_schema::interrupt::requested)
+}
+
+/// [`document`], giving up once `stop` says so.
+fn document_until(set: &[Loaded], stop: &dyn Fn() -> bool) -> Result<Document, Interrupted> {
     let mut labels: Vec<&str> = Vec::new();
     for l in set {
         if !labels.contains(&l.label.as_str()) {
@@ -225,31 +240,48 @@ pub fn document(set: &[Loaded]) -> Document {
     let mut sections = vec![machine::summary(set)];
     for (b, l) in set.iter().enumerate() {
         let o = of(set, l);
-        sections.extend(machine::topology(b, l, &o));
-        sections.extend(machine::doctor(b, l, &o));
-        sections.extend(mem::sections(b, l, &o));
-        sections.extend(c2c::sections(b, l, &o));
-        sections.extend(workload::sections(b, l, &o));
-        sections.extend(harness::sections(b, l, &o));
-        sections.extend(pmu::sections(b, l, &o));
-        sections.extend(memaccess::sections(b, l, &o));
-        sections.extend(machine::power(b, l, &o));
-        sections.extend(model::sections(b, l, &o));
-        sections.extend(layout::sections(b, l, &o));
-        sections.extend(schedule::sections(b, l, &o));
-        sections.extend(home::sections(b, l, &o));
-        sections.extend(uncore::sections(b, l, &o));
+        // One command's sections at a time, with a check for Ctrl-C between them.
+        let kinds: [&dyn Fn() -> Vec<Section>; 14] = [
+            &|| machine::topology(b, l, &o).into_iter().collect(),
+            &|| machine::doctor(b, l, &o).into_iter().collect(),
+            &|| mem::sections(b, l, &o),
+            &|| c2c::sections(b, l, &o),
+            &|| workload::sections(b, l, &o),
+            &|| harness::sections(b, l, &o),
+            &|| pmu::sections(b, l, &o),
+            &|| memaccess::sections(b, l, &o),
+            &|| machine::power(b, l, &o).into_iter().collect(),
+            &|| model::sections(b, l, &o),
+            &|| layout::sections(b, l, &o),
+            &|| schedule::sections(b, l, &o),
+            &|| home::sections(b, l, &o),
+            &|| uncore::sections(b, l, &o),
+        ];
+        for kind in kinds {
+            if stop() {
+                return Err(REPORT_INTERRUPTED);
+            }
+            sections.extend(kind());
+        }
+    }
+    if stop() {
+        return Err(REPORT_INTERRUPTED);
     }
     sections.extend(machine::warnings(set));
     sections.push(appendix::appendix(set));
-    Document {
+    if stop() {
+        return Err(REPORT_INTERRUPTED);
+    }
+    Ok(Document {
         title,
         subtitle,
         problems,
         findings: findings(set),
         sections,
-    }
+    })
 }
+
+pub use crate::doc::REPORT_INTERRUPTED;
 
 /// Which sections of the report a command's records get (`sections::mem::sections`,
 /// ...): the bundle's index, the bundle, an anchor prefix.
@@ -275,6 +307,66 @@ pub fn terminal_text(
         .iter()
         .map(|s| s.to_text(crate::table::Format::Terminal, false))
         .collect()
+}
+
+#[cfg(test)]
+mod interrupt {
+    use super::*;
+    use crate::table::Format;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn fixture() -> Vec<Loaded> {
+        ["vm-evaluate", "c2c-dual-xeon-gold-6242"]
+            .iter()
+            .map(|b| {
+                let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join(format!("../../tests/fixtures/bundles/{b}/results.jsonl"));
+                crate::load::load(&p).unwrap()
+            })
+            .collect()
+    }
+
+    /// A stop at any check of the report's building ends it as interrupted (exit 130),
+    /// nothing of the report returned; never stopped, it is the whole report.
+    #[test]
+    fn a_stop_between_sections_drops_the_whole_report() {
+        let set = fixture();
+        let asked = AtomicUsize::new(0);
+        let whole = document_until(&set, &|| {
+            asked.fetch_add(1, Ordering::SeqCst);
+            false
+        })
+        .unwrap();
+        assert_eq!(whole.sections.len(), document(&set).sections.len());
+        let asked = asked.into_inner();
+        // One check per command's sections of each bundle, and at the end.
+        assert!(asked > 2 * 14, "asked {asked} times");
+        for after in [1, 2, 15, asked] {
+            let n = AtomicUsize::new(0);
+            let e = document_until(&set, &|| n.fetch_add(1, Ordering::SeqCst) + 1 >= after)
+                .unwrap_err();
+            assert_eq!(e, REPORT_INTERRUPTED);
+            assert_eq!(n.into_inner(), after, "no check after the stop");
+        }
+        assert_eq!(
+            REPORT_INTERRUPTED.to_string(),
+            "interrupted (Ctrl-C, SIGTERM) while rendering the report; nothing was written"
+        );
+        // Rendering too: a stop between sections gives nothing, for every format.
+        for format in [Format::Html, Format::Markdown, Format::Terminal] {
+            assert!(!whole.render(format).is_empty());
+            let n = AtomicUsize::new(0);
+            assert_eq!(
+                whole.render_until(format, &|| n.fetch_add(1, Ordering::SeqCst) >= 3),
+                None,
+                "{format:?}"
+            );
+            assert_eq!(
+                whole.render_until(format, &|| false),
+                Some(whole.render(format))
+            );
+        }
+    }
 }
 
 #[cfg(test)]
