@@ -18,7 +18,7 @@ pub enum BmcError {
     #[error("missing credential: {0}")]
     MissingCredential(String),
     /// A credential file is unsafe or unreadable.
-    #[error("credential file {path}: {problem}")]
+    #[error("--bmc-password-file {path}: {problem}")]
     CredentialFile {
         /// The file.
         path: PathBuf,

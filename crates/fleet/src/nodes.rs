@@ -88,7 +88,7 @@ pub fn expand_slurm_nodelist(scontrol: &Path, list: &str) -> Result<Vec<String>,
         program: program.clone(),
         problem: match e {
             RunError::NotFound => "not found: install Slurm's client commands (Debian: slurm-client) or run on a Slurm login node".into(),
-            RunError::Spawn(e) => format!("cannot start: {e}"),
+            RunError::Spawn(e) => format!("cannot start: {}", numalab_schema::input::io_reason(&e)),
             RunError::Timeout | RunError::Wait(_) | RunError::Cancelled => "show hostnames did not answer within 60 s (killed); is slurmctld reachable?".into(),
         },
     })?;

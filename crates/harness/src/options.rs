@@ -101,6 +101,14 @@ impl StudyOptions {
                 .ok_or_else(|| usage(format!("--env {kv:?}: write NAME=VALUE")))?;
             s.env.push((k.to_string(), v.to_string()));
         }
+        // 0 ms would be no interval at all, and one past a year never samples: refused.
+        let max_ms = MAX_TIMEOUT_S as u64 * 1000;
+        if !(1..=max_ms).contains(&self.sample_interval) {
+            return Err(usage(format!(
+                "--sample-interval {}: give 1 to {max_ms} ms (under 10, it samples every 10 ms)",
+                self.sample_interval
+            )));
+        }
         s.sampling.interval_ms = self.sample_interval.max(10);
         Ok(s)
     }
@@ -193,6 +201,16 @@ mod tests {
             ..options()
         });
         assert_eq!(m, "--repeat 0: give at least 1 run per point");
+        for ms in [0, u64::MAX] {
+            let m = refused(StudyOptions {
+                sample_interval: ms,
+                ..options()
+            });
+            assert!(
+                m.starts_with(&format!("--sample-interval {ms}: give 1 to ")),
+                "{m}"
+            );
+        }
         let m = refused(StudyOptions {
             repeat: usize::MAX,
             ..options()

@@ -12,7 +12,7 @@ pub enum LocationError {
     #[error("no history file: neither HOME nor XDG_DATA_HOME is set; give --db FILE")]
     NoHome,
     /// The folder could not be created.
-    #[error("{}: cannot create the history folder: {source}; give --db FILE", folder.display())]
+    #[error("{}: cannot create the history folder: {}; give --db FILE", folder.display(), numalab_schema::input::io_reason(source))]
     NoFolder {
         /// The folder.
         folder: PathBuf,

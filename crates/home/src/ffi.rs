@@ -12,6 +12,7 @@ use crate::alloc::{Homes, LinePool};
 use crate::HomeError;
 use numalab_records::home::{Fingerprint, HomeMapRecord, LINE_UNKNOWN};
 use numalab_schema::memory::PageKind;
+use numalab_schema::text::io_reason;
 use numalab_schema::{Bundle, Classify, ErrorClass, Record, RecordKind};
 use numalab_topo::bind::{base_page_size, Region};
 use std::cell::RefCell;
@@ -53,12 +54,18 @@ pub(crate) fn region_phys(region: &Region) -> Result<Vec<u64>, HomeError> {
     let pages = region.pages();
     let f = std::fs::File::open("/proc/self/pagemap").map_err(|e| match e.kind() {
         std::io::ErrorKind::PermissionDenied => {
-            HomeError::Unsupported(format!("{PHYS_NEED_ROOT} (opening it: {e})"))
+            HomeError::Unsupported(format!("{PHYS_NEED_ROOT} (opening it: {})", io_reason(&e)))
         }
-        _ => HomeError::Runtime(format!("/proc/self/pagemap could not be opened: {e}")),
+        _ => HomeError::Runtime(format!(
+            "/proc/self/pagemap could not be opened: {}",
+            io_reason(&e)
+        )),
     })?;
     let read_err = |e: std::io::Error| {
-        HomeError::Runtime(format!("/proc/self/pagemap could not be read: {e}"))
+        HomeError::Runtime(format!(
+            "/proc/self/pagemap could not be read: {}",
+            io_reason(&e)
+        ))
     };
     let entries: Vec<u64> = if page == base {
         let mut raw = vec![0u8; pages * 8];
@@ -143,7 +150,7 @@ fn allocate(bytes: usize, notes: &mut Vec<String>) -> Result<Region, HomeError> 
                     ));
                     return Ok(r);
                 }
-                format!("hugetlbfs pages could not be populated: {e}")
+                format!("hugetlbfs pages could not be populated: {}", io_reason(&e))
             }
         },
     };

@@ -124,6 +124,9 @@ impl CostMatrix {
     }
 }
 
+/// The most threads `layout affinity` places (the communication weights are K x K).
+pub const MAX_THREADS: usize = 1 << 16;
+
 /// Communication weights between K threads (symmetric, zero diagonal).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comm {
@@ -287,6 +290,13 @@ impl Request {
     /// Reads the communication matrix and the floorplan (else the matrix), chooses the
     /// cores and builds the record. Neither a floorplan nor a matrix is a usage error.
     pub fn run(&self) -> Result<Outcome, LayoutError> {
+        // Checked before the k x k weights are allocated (a count past it overflowed).
+        if self.threads > MAX_THREADS {
+            return Err(LayoutError::Usage(format!(
+                "--threads {}: at most {MAX_THREADS} threads (one per CPU of the data)",
+                self.threads
+            )));
+        }
         let comm = match &self.comm {
             Some(p) => Comm::read(p, self.threads)?,
             None => Comm::uniform(self.threads),

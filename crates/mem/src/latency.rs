@@ -149,7 +149,8 @@ fn default_max(machine: &Machine, cpu: u32, quick: bool) -> u64 {
 
 /// The sweep of `numalab mem latency` for `cpu`: `min` to `max` bytes (default: that of
 /// the default or quick sweep), `per_octave` points per doubling (default 2, 1 when
-/// quick), whole `line`s. A `min` above `max` is a usage error naming both.
+/// quick), whole `line`s. A `min` above `max`, or `per_octave` 0 or past 1024, is a
+/// usage error naming the values.
 pub fn sweep(
     machine: &Machine,
     cpu: u32,
@@ -165,6 +166,11 @@ pub fn sweep(
             "--min {} is larger than --max {}",
             numalab_schema::units::bytes(min),
             numalab_schema::units::bytes(max)
+        )));
+    }
+    if let Some(n @ (0 | 1025..)) = per_octave {
+        return Err(MemError::Usage(format!(
+            "--per-octave {n}: give 1 to 1024 working-set sizes per doubling"
         )));
     }
     let per_octave = per_octave.unwrap_or(if quick { 1 } else { 2 });

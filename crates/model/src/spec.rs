@@ -420,13 +420,9 @@ pub fn load(what: &str, sets: &[String]) -> Result<Loaded, ModelError> {
         drop_sources_under(&mut sources, key);
         record_sources(&mut sources, key, &value, "command line --set");
     }
-    let spec: Spec =
-        toml::Value::Table(table.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| ModelError::Input {
-                what: what.to_string(),
-                msg: one_line(&e.to_string()),
-            })?;
+    let spec: Spec = toml::Value::Table(table.clone())
+        .try_into()
+        .map_err(|e: toml::de::Error| refused(what, sets, one_line(&e.to_string())))?;
     let mut variants_list: Vec<Variant> = variant_tables
         .iter()
         .map(|(n, (d, s))| Variant {
@@ -444,6 +440,29 @@ pub fn load(what: &str, sets: &[String]) -> Result<Loaded, ModelError> {
         variants: variants_list,
         values: table,
     })
+}
+
+/// A preset the model's schema refuses: a usage error naming the `--set` when the key or
+/// value it names came from the command line (a value of the wrong type, an unknown
+/// key), else bad input in the preset.
+fn refused(what: &str, sets: &[String], msg: String) -> ModelError {
+    let from_set = sets
+        .iter()
+        .filter_map(|s| s.split_once('='))
+        .find(|(k, _)| {
+            let k = k.trim();
+            let last = k.rsplit('.').next().unwrap_or(k);
+            msg.contains(&format!("`{k}`")) || msg.contains(&format!("unknown field `{last}`"))
+        });
+    match from_set {
+        Some((k, _)) => ModelError::Usage {
+            msg: format!("--set {}: {msg}", k.trim()),
+        },
+        None => ModelError::Input {
+            what: what.to_string(),
+            msg,
+        },
+    }
 }
 
 /// The TOML text of a shipped preset.
@@ -787,6 +806,17 @@ mod tests {
         for (what, sets, text) in cases {
             let e = load(what, &sets).expect_err(what).to_string();
             assert!(e.contains(text), "{what} {sets:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_set_the_schema_refuses_is_a_usage_error_naming_it() {
+        use numalab_schema::{Classify, ErrorClass};
+        for set in ["noc.colz=3", "noc.cols=x", "memory.ddr.latency_ns=NaN"] {
+            let e = load("mesh", &[set.to_string()]).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Usage, "{set}: {e}");
+            let key = set.split('=').next().unwrap();
+            assert!(e.to_string().starts_with(&format!("--set {key}")), "{e}");
         }
     }
 

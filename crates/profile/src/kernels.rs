@@ -64,6 +64,13 @@ impl KernelRun {
         })
     }
 
+    /// When Ctrl-C or SIGTERM stopped the kernel early: what to say (the process then
+    /// ends with the interrupted exit code); `None` when it ran to the end.
+    pub fn interrupted(&self) -> Option<String> {
+        numalab_schema::interrupt::requested()
+            .then(|| format!("interrupted after {} iterations", self.iterations))
+    }
+
     /// The same for people, one line each: what ran, then every expectation
     /// ("  a correct PMU counts branch-misses >= 400: ...").
     pub fn lines(&self) -> Vec<String> {
@@ -97,6 +104,12 @@ fn xorshift(x: &mut u64) -> u64 {
     *x ^= *x << 17;
     *x
 }
+
+/// Steps or iterations between two looks at Ctrl-C and SIGTERM
+/// ([`numalab_schema::interrupt`]): a few milliseconds of work, so a stop is quick and
+/// the look costs nothing the expectations could see. A stopped kernel reports the
+/// iterations it ran.
+const CHUNK: u64 = 1 << 22;
 
 /// Most bytes a chase buffer may have.
 pub const MAX_CHASE_BYTES: u64 = 64 << 30;
@@ -135,9 +148,15 @@ pub fn chase(bytes: u64, steps: u64, seed: u64) -> Result<KernelRun, String> {
     }
     let t = Instant::now();
     let mut at = 0usize;
-    for _ in 0..steps {
-        at = black_box(next[at * 8]) as usize;
+    let mut done = 0u64;
+    while done < steps && !numalab_schema::interrupt::requested() {
+        let chunk = (steps - done).min(CHUNK);
+        for _ in 0..chunk {
+            at = black_box(next[at * 8]) as usize;
+        }
+        done += chunk;
     }
+    let steps = done;
     let seconds = t.elapsed().as_secs_f64();
     let s = steps as f64;
     Ok(KernelRun {
@@ -187,14 +206,20 @@ pub fn branchy(iterations: u64, seed: u64) -> KernelRun {
     let mut x = seed | 1;
     let mut acc = 0u64;
     let t = Instant::now();
-    for _ in 0..iterations {
-        let r = xorshift(&mut x);
-        if r >> 63 == 1 {
-            acc = left(acc, r);
-        } else {
-            acc = right(acc, r);
+    let mut done = 0u64;
+    while done < iterations && !numalab_schema::interrupt::requested() {
+        let chunk = (iterations - done).min(CHUNK);
+        for _ in 0..chunk {
+            let r = xorshift(&mut x);
+            if r >> 63 == 1 {
+                acc = left(acc, r);
+            } else {
+                acc = right(acc, r);
+            }
         }
+        done += chunk;
     }
+    let iterations = done;
     let seconds = t.elapsed().as_secs_f64();
     let n = iterations as f64;
     KernelRun {

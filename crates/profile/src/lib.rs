@@ -229,6 +229,19 @@ pub fn plan(options: Options, cap: &Capability) -> Result<Plan, Problem> {
     if (options.sample.is_some() || options.memory_samples) && options.sample_period.is_none() {
         check_sample_freq(options.sample_freq, max_sample_rate())?;
     }
+    // The kernel takes periods of 1 to 2^63 - 1 events (EINVAL otherwise, after the run).
+    if let Some(n) = options
+        .sample_period
+        .filter(|n| !(1..=i64::MAX as u64).contains(n))
+    {
+        return Err(Problem::new(
+            ErrorClass::Usage,
+            format!(
+                "--sample-period {n}: give 1 to {} events between samples",
+                i64::MAX
+            ),
+        ));
+    }
     let cat = catalog::load_match(&options.cpu).map_err(Problem::of)?;
     let (names, extra) =
         profile::selection(&cat, &options.metrics, &options.events).map_err(Problem::of)?;

@@ -44,6 +44,21 @@ pub fn limit(default: u64) -> u64 {
     limit_from(std::env::var(ENV).ok().as_deref(), default)
 }
 
+/// Why the value of `NUMALAB_MAX_INPUT` cannot be used (not a size, 0, not UTF-8), so
+/// that an input is refused naming it instead of the value being ignored; `None` when it
+/// is unset or usable.
+fn env_problem(value: Option<&std::ffi::OsStr>) -> Option<String> {
+    let v = value?;
+    let text = v.to_str().map(str::trim);
+    match text.map(crate::units::parse_unbounded) {
+        Some(Ok(n)) if n > 0 => None,
+        _ => Some(format!(
+            "{ENV}={} is not a size of at least 1 byte: give e.g. {ENV}=1GiB, or unset it",
+            crate::text::visible(&v.to_string_lossy(), false)
+        )),
+    }
+}
+
 fn limit_from(value: Option<&str>, default: u64) -> u64 {
     value
         .and_then(|v| crate::units::parse_unbounded(v).ok())
@@ -94,6 +109,9 @@ pub fn check_file(path: &Path, what: &str, default_limit: u64) -> Result<u64, In
             path,
             format!("this is {kind}, not a file; give {what} as a regular file (save a stream to a file first)"),
         ));
+    }
+    if let Some(problem) = env_problem(std::env::var_os(ENV).as_deref()) {
+        return Err(err(path, problem));
     }
     let max = limit(default_limit);
     if meta.len() > max {
@@ -151,6 +169,24 @@ pub fn read_to_string(path: &Path, what: &str, default_limit: u64) -> Result<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A NUMALAB_MAX_INPUT that is not a size, or 0, was ignored without a word (the
+    /// default limits applied): now every input is refused naming it (issue 50's campaign).
+    #[test]
+    fn an_unusable_numalab_max_input_is_named_not_ignored() {
+        let os = |s: &str| Some(std::ffi::OsString::from(s));
+        assert_eq!(env_problem(None), None);
+        assert_eq!(env_problem(os("2KiB").as_deref()), None);
+        assert_eq!(env_problem(os("18446744073709551615").as_deref()), None);
+        for bad in ["0", "lots", "", "-1", "\u{1b}[2J"] {
+            let p = env_problem(os(bad).as_deref()).expect(bad);
+            assert!(
+                p.starts_with("NUMALAB_MAX_INPUT=") && p.contains("1GiB"),
+                "{p}"
+            );
+            assert!(!p.contains('\u{1b}'), "{p}");
+        }
+    }
 
     /// `NUMALAB_MAX_INPUT=18446744073709551615` used to wrap the read bound to 0, making
     /// every input "empty": now it caps at 1 PiB and a file reads whole.

@@ -122,6 +122,7 @@ pub fn io_reason(e: &std::io::Error) -> String {
         Some(122) => Some("the disk quota is exceeded: free some space or write elsewhere"),
         Some(20) => Some("a part of the path is not a folder: check the path"),
         Some(21) => Some("it is a folder: give a file name"),
+        Some(17) => Some("something of that name exists already: remove it or give another name"),
         Some(30) => Some("the file system is read-only: write elsewhere"),
         Some(36) => Some("the name is too long: give a shorter path"),
         Some(5) => Some("an input/output error of the device: check the disk (dmesg)"),

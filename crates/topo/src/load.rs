@@ -582,6 +582,14 @@ fn load_snapshot(
     unpacked: Option<tempfile::TempDir>,
 ) -> Result<Loaded, TopoError> {
     check_tree(input, root)?;
+    // Without its CPU folder hwloc falls back to this host's facts and describes 0
+    // packages: not a snapshot to describe (issue 50's campaign).
+    if !root.join("sys/devices/system/cpu").is_dir() {
+        return Err(TopoError::BadInput {
+            path: input.to_path_buf(),
+            reason: "an incomplete sysfs snapshot: it has no sys/devices/system/cpu folder; gather it again with `hwloc-gather-topology`".into(),
+        });
+    }
     let _guard = ENV_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let cpuid = root.join("cpuid");
     let has_cpuid = cpuid.is_dir();
@@ -789,6 +797,24 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "interrupted (Ctrl-C, SIGTERM) while unpacking the snapshot archive; its unpacked copy was removed"
+        );
+    }
+
+    /// Issue 50's campaign: a snapshot with no CPU folder (here only a node folder
+    /// linking back to the snapshot's sys) described this host with 0 packages, exit 0.
+    #[test]
+    fn snapshot_without_its_cpu_folder_is_refused_before_hwloc_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("sys/devices/system")).unwrap();
+        std::os::unix::fs::symlink("../../../sys", root.join("sys/devices/system/node")).unwrap();
+        let Err(e) = load_snapshot(root, root, None) else {
+            panic!("a snapshot without its CPU folder was loaded");
+        };
+        assert!(matches!(e, TopoError::BadInput { .. }), "{e}");
+        assert!(
+            e.to_string().contains("no sys/devices/system/cpu folder"),
+            "{e}"
         );
     }
 

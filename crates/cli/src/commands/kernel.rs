@@ -57,12 +57,12 @@ pub fn run(a: KernelArgs) -> CliResult {
             .map_err(|e| CliError::new(ErrorClass::Usage, e))?,
         Kernel::Branchy { iterations, seed } => kernels::branchy(iterations, seed),
     };
-    if a.json {
-        println!("{}", r.to_json());
-        return Ok(());
+    if let Some(msg) = r.interrupted() {
+        return Err(CliError::new(ErrorClass::Interrupted, msg));
     }
-    for line in r.lines() {
-        println!("{line}");
+    match a.json {
+        true => println!("{}", r.to_json()),
+        false => r.lines().iter().for_each(|l| println!("{l}")),
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ mod common;
 
 mod browser;
 mod c2c;
+mod campaign;
 mod cli;
 mod db;
 mod doctor;

@@ -15,7 +15,7 @@ fn error_table() {
         ),
         (
             vec!["model", "show", "mesh", "--set", "noc.colz=3"],
-            3,
+            2,
             "unknown field `colz`",
         ),
         (

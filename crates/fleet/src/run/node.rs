@@ -2,6 +2,7 @@
 //! its stderr tailed, and the outcome judged (timeout, missing numalab, failure).
 
 use super::*;
+use numalab_schema::input::io_reason;
 
 /// What the stdout reader gathered.
 #[derive(Default)]
@@ -33,7 +34,8 @@ fn gather(
             Ok(Some(l)) => l,
             Ok(None) => break,
             Err(e) => {
-                g.errors.push(format!("reading the launcher's output: {e}"));
+                g.errors
+                    .push(format!("reading the launcher's output: {}", io_reason(&e)));
                 break;
             }
         };
@@ -58,8 +60,11 @@ fn gather(
                 {
                     Ok(f) => current = Some(f),
                     Err(e) => {
-                        g.errors
-                            .push(format!("cannot create a file in {}: {e}", dir.display()));
+                        g.errors.push(format!(
+                            "cannot create a file in {}: {}",
+                            dir.display(),
+                            io_reason(&e)
+                        ));
                         write_failed = true;
                     }
                 }
@@ -68,8 +73,11 @@ fn gather(
                 if let Some(f) = current.as_mut() {
                     if let Err(e) = f.write_all(&c) {
                         if !write_failed {
-                            g.errors
-                                .push(format!("writing into {}: {e}", dir.display()));
+                            g.errors.push(format!(
+                                "writing into {}: {}",
+                                dir.display(),
+                                io_reason(&e)
+                            ));
                         }
                         write_failed = true;
                     }
@@ -86,11 +94,11 @@ fn gather(
                         let persisted =
                             f.as_file()
                                 .sync_all()
-                                .map_err(|e| e.to_string())
+                                .map_err(|e| io_reason(&e))
                                 .and_then(|_| {
                                     f.persist(&path)
                                         .map(|_| ())
-                                        .map_err(|e| e.error.to_string())
+                                        .map_err(|e| io_reason(&e.error))
                                 });
                         match persisted {
                             Ok(()) => g.files.push(GatheredFile {
@@ -145,11 +153,12 @@ fn take_shared(
     let src = shared.join(node).join(name);
     let data = std::fs::read(&src).map_err(|e| {
         format!(
-            "cannot read {} ({e}): is the --shared folder the same file system on the node and here?",
-            src.display()
+            "cannot read {} ({}): is the --shared folder the same file system on the node and here?",
+            src.display(),
+            io_reason(&e)
         )
     })?;
-    let (n, sha) = frame::hash_reader(&data[..]).map_err(|e| e.to_string())?;
+    let (n, sha) = frame::hash_reader(&data[..]).map_err(|e| io_reason(&e))?;
     if n != bytes || sha != sha256 {
         return Err(format!(
             "{}: {n} bytes sha256 {sha}, the node announced {bytes} bytes sha256 {sha256} (not yet visible here, or changed)",
@@ -207,7 +216,7 @@ pub(super) fn run_node(
         pushed_sha256: None,
     };
     if let Err(e) = std::fs::create_dir_all(&dir) {
-        status.message = format!("cannot create {}: {e}", dir.display());
+        status.message = format!("cannot create {}: {}", dir.display(), io_reason(&e));
         return status;
     }
     let mut cmd = launcher.command(node, &opts.numalab, &agent.to_args());
@@ -222,12 +231,13 @@ pub(super) fn run_node(
                 match launcher.kind {
                     LauncherKind::Local => not_there(&opts.numalab, node),
                     _ => format!(
-                        "the launcher {} is not installed here ({e}): run on a login node of the cluster, or give the launcher's path",
-                        argv[0]
+                        "the launcher {} is not installed here ({}): run on a login node of the cluster, or give the launcher's path",
+                        argv[0],
+                        io_reason(&e)
                     ),
                 }
             } else {
-                format!("cannot start {}: {e}", argv[0])
+                format!("cannot start {}: {}", argv[0], io_reason(&e))
             };
             status.duration_s = t0.elapsed().as_secs_f64();
             return status;

@@ -38,7 +38,7 @@ pub(super) fn run_sbatch(
         Err(RunError::NotFound) => {
             return Err(sb(format!("{} is not installed here; run on a Slurm login node", argv[0])))
         }
-        Err(RunError::Spawn(e)) => return Err(sb(format!("cannot start {}: {e}", argv[0]))),
+        Err(RunError::Spawn(e)) => return Err(sb(format!("cannot start {}: {}", argv[0], numalab_schema::input::io_reason(&e)))),
         Err(RunError::Timeout | RunError::Wait(_) | RunError::Cancelled) => {
             return Err(sb(format!("no end of the job after {}; sbatch was stopped (the job may still run: squeue -n {JOB_NAME})", humantime::format_duration(limit))))
         }

@@ -29,6 +29,9 @@ pub(super) fn affinity(pid: libc::pid_t) -> Result<Vec<u32>, HomeError> {
             words *= 4;
             continue;
         }
-        return Err(HomeError::Runtime(format!("sched_getaffinity failed: {e}")));
+        return Err(HomeError::Runtime(format!(
+            "sched_getaffinity failed: {}",
+            numalab_schema::text::io_reason(&e)
+        )));
     }
 }

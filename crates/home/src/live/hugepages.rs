@@ -140,7 +140,10 @@ fn hugetlb_region(len: usize, why_not: &mut Vec<String>) -> Option<Region> {
         let e = std::io::Error::last_os_error();
         // EINVAL: a kernel before 5.14; the free count was checked above.
         if e.raw_os_error() != Some(libc::EINVAL) {
-            why_not.push(format!("hugetlbfs pages could not be populated: {e}"));
+            why_not.push(format!(
+                "hugetlbfs pages could not be populated: {}",
+                numalab_schema::text::io_reason(&e)
+            ));
             return None;
         }
     }

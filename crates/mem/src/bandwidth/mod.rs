@@ -39,6 +39,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+/// The most repetitions `--reps` takes (as `--repeat` and `--batches`).
+pub const MAX_REPS: usize = 1_000_000;
+
 /// How to measure (the same for every group of a plan).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Options {
@@ -167,6 +170,12 @@ fn check_kernels(opts: &Options) -> Result<(), MemError> {
     }
     if opts.reps == 0 {
         return Err(MemError::Usage("--reps must be at least 1".into()));
+    }
+    if opts.reps > MAX_REPS {
+        return Err(MemError::Usage(format!(
+            "--reps {}: at most {MAX_REPS} repetitions",
+            opts.reps
+        )));
     }
     Ok(())
 }

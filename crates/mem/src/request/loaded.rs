@@ -92,6 +92,13 @@ impl Parsed {
             opts.delays_ns = d;
         }
         if let Some(ms) = r.point_ms {
+            // Past the longest duration an option takes, a point's end (in ns) overflowed.
+            let max = numalab_schema::units::MAX_DURATION.as_millis() as u64;
+            if ms > max {
+                return Err(MemError::Usage(format!(
+                    "--point-ms {ms}: at most {max} ms (365 days) per point"
+                )));
+            }
             opts.point_ms = ms.max(1);
         }
         if let Some(s) = self.size {

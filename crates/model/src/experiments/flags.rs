@@ -122,7 +122,8 @@ impl RunFlags {
     }
 }
 
-/// `--hotspot STOP:FRACTION` (the range is checked when the experiment runs).
+/// `--hotspot STOP:FRACTION`: the fraction from 0 to 1 (NaN refused); the stop's range is
+/// checked when the experiment runs.
 fn parse_hotspot(h: &str) -> Result<(u32, f64), ModelError> {
     let (s, f) = h.split_once(':').ok_or_else(|| {
         usage(format!(
@@ -134,7 +135,9 @@ fn parse_hotspot(h: &str) -> Result<(u32, f64), ModelError> {
         .map_err(|_| usage(format!("--hotspot {h}: {s} is not a stop number")))?;
     let frac: f64 = f
         .parse()
-        .map_err(|_| usage(format!("--hotspot {h}: {f} is not a fraction")))?;
+        .ok()
+        .filter(|x: &f64| (0.0..=1.0).contains(x))
+        .ok_or_else(|| usage(format!("--hotspot {h}: {f} is not a fraction from 0 to 1")))?;
     Ok((stop, frac))
 }
 
@@ -293,8 +296,18 @@ mod tests {
                 hotspot: Some("27:x".into()),
                 ..flags()
             }),
-            "--hotspot 27:x: x is not a fraction"
+            "--hotspot 27:x: x is not a fraction from 0 to 1"
         );
+        // NaN and values outside 0..1 are refused here, not run (issue 50's campaign).
+        for f in ["NaN", "inf", "-0.5", "1.5"] {
+            assert_eq!(
+                bad(RunFlags {
+                    hotspot: Some(format!("27:{f}")),
+                    ..flags()
+                }),
+                format!("--hotspot 27:{f}: {f} is not a fraction from 0 to 1")
+            );
+        }
         assert_eq!(
             bad(RunFlags {
                 loads: Some("0.1,a".into()),
