@@ -84,8 +84,8 @@ pub fn decodes(r: &Record) -> Option<bool> {
 /// Records of a bundle that cannot be shown: (kind, count, known kind that failed).
 pub fn unreadable(l: &Loaded) -> Vec<(String, usize, bool)> {
     let mut out: Vec<(String, usize, bool)> = Vec::new();
-    for r in &l.bundle.records {
-        let damaged = match decodes(r) {
+    for (i, r) in l.bundle.records.iter().enumerate() {
+        let damaged = match l.decodes(i) {
             Some(true) => continue,
             Some(false) => true,
             None => false,

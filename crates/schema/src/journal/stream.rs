@@ -16,9 +16,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-/// The longest journal line (one record) that is read: 256 MiB. A longer one is skipped
+/// The longest journal line (one record) that is read: 128 MiB. A longer one is skipped
 /// with a warning; the other records are read.
-pub const RECORD_LINE: u64 = 256 << 20;
+pub const RECORD_LINE: u64 = 128 << 20;
 
 /// Where a record's line lies in its journal: the byte offset of its first byte and
 /// its length without the line end.
