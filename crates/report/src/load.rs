@@ -41,7 +41,7 @@ enum Source {
     /// In `bundle.records`.
     Memory,
     /// In a journal: each record's line, and whether it decodes (as
-    /// [`crate::sections::decodes`] said while the journal was read).
+    /// [`decodes`] said while the journal was read).
     Journal {
         file: PathBuf,
         spans: Vec<Span>,
@@ -133,16 +133,12 @@ impl Loaded {
         }
     }
 
-    /// Whether record `i` decodes ([`crate::sections::decodes`]).
+    /// Whether record `i` decodes ([`decodes`]).
     pub fn decodes(&self, i: usize) -> Option<bool> {
         match &self.source {
-            Source::Memory => self
-                .bundle
-                .records
-                .get(i)
-                .and_then(crate::sections::decodes),
+            Source::Memory => self.bundle.records.get(i).and_then(decodes),
             Source::Journal { decodes, .. } => match self.bundle.records.get(i) {
-                Some(r) if !r.data.is_null() => crate::sections::decodes(r),
+                Some(r) if !r.data.is_null() => self::decodes(r),
                 _ => decodes.get(i).copied().flatten(),
             },
         }
@@ -259,7 +255,7 @@ fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Sourc
     while let Some(r) = reader.next_record()? {
         let mut record = r.record;
         if let (true, Some(span)) = (streaming, r.span) {
-            decodes.push(crate::sections::decodes(&record));
+            decodes.push(self::decodes(&record));
             spans.push(span);
             record.data = serde_json::Value::Null;
         }
@@ -281,6 +277,62 @@ fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Sourc
         records,
     };
     Ok((bundle, warnings, source))
+}
+
+/// Whether a record decodes: `Some(true)` yes, `Some(false)` a known kind that does not
+/// decode (newer or damaged), `None` a kind this numalab does not know.
+pub fn decodes(r: &Record) -> Option<bool> {
+    fn ok<T: RecordKind>(r: &Record) -> Option<bool> {
+        r.decode::<T>().map(|x| x.is_ok())
+    }
+    use crate::records::*;
+    use numalab_records::model as m;
+    [
+        ok::<TopologyRecord>,
+        ok::<DoctorReport>,
+        ok::<StepRecord>,
+        ok::<RunRecord>,
+        ok::<PowerCheck>,
+        ok::<numalab_records::c2c::PairRecord>,
+        ok::<numalab_records::c2c::MatrixRecord>,
+        ok::<numalab_records::workload::WorkloadRun>,
+        ok::<numalab_records::harness::RunRecord>,
+        ok::<numalab_records::harness::ScaleSummary>,
+        ok::<numalab_records::harness::PolicySummary>,
+        ok::<numalab_records::harness::SweepSummary>,
+        ok::<numalab_records::pmu::PmuCheck>,
+        ok::<numalab_records::pmu::Profile>,
+        ok::<numalab_records::pmu::SampleReport>,
+        ok::<numalab_records::pmu::Comparison>,
+        ok::<numalab_records::memaccess::MemAccessRecord>,
+        ok::<m::StreamTriad>,
+        ok::<m::LatencyHeatmap>,
+        ok::<m::Traffic>,
+        ok::<m::Policy>,
+        ok::<m::Check>,
+        ok::<numalab_records::mem::BandwidthRecord>,
+        ok::<numalab_records::mem::latency::LatencyRecord>,
+        ok::<numalab_records::mem::LoadedRecord>,
+        ok::<numalab_records::mem::MigrateRecord>,
+        ok::<numalab_records::layout::InferenceRecord>,
+        ok::<numalab_records::layout::GroundTruthRecord>,
+        ok::<numalab_records::layout::AffinityRecord>,
+        ok::<numalab_records::schedule::PlanRecord>,
+        ok::<numalab_records::schedule::RunRecord>,
+        ok::<numalab_records::schedule::SummaryRecord>,
+        ok::<numalab_records::home::HomeMapRecord>,
+        ok::<numalab_records::home::AccuracyRecord>,
+        ok::<numalab_records::home::BenchRecord>,
+        ok::<numalab_records::home::slices::HomeHashRecord>,
+        ok::<numalab_records::home::slices::HomeCompareRecord>,
+        ok::<numalab_records::home::slices::HomeConflictsRecord>,
+        ok::<numalab_records::uncore::UncoreCounts>,
+        ok::<numalab_records::memconfig::MemConfig>,
+        ok::<numalab_records::bmc::BmcPowerRecord>,
+        ok::<m::Calibration>,
+    ]
+    .iter()
+    .find_map(|f| f(r))
 }
 
 /// Makes labels unique: bundles of the same host get the folder or file name added
