@@ -450,7 +450,7 @@ pub fn write_outputs(dir: &Path) -> Result<Written, EvalError> {
     let set = [loaded];
     let bundle = &set[0].bundle;
     let steps = latest_steps(
-        bundle
+        set[0]
             .records_of::<StepRecord>()
             .into_iter()
             .map(|(_, s)| s),

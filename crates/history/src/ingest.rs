@@ -184,29 +184,64 @@ fn canonical(v: &Value, out: &mut String) {
 /// not depend on where the bundle lives, its modification time, the order the records
 /// were written in, or whether it is a journal or a bundle file.
 pub fn content_key(bundle: &Bundle) -> String {
-    keyed(bundle).0
+    keyed(&bundle.envelope, &mut Fetch::memory(bundle))
+        .expect("records in memory are always there")
+        .0
 }
 
-/// The content key and the envelope as JSON (one serialization for both).
-fn keyed(bundle: &Bundle) -> (String, Value) {
+/// The records of a bundle being stored, with their payloads: in memory, or read back
+/// one at a time from a journal kept as an index ([`Loaded`]).
+struct Fetch<'a> {
+    records: &'a [Record],
+    payloads: Option<numalab_report::load::Payloads<'a>>,
+}
+
+impl<'a> Fetch<'a> {
+    fn memory(bundle: &'a Bundle) -> Self {
+        Fetch {
+            records: &bundle.records,
+            payloads: None,
+        }
+    }
+
+    fn loaded(loaded: &'a Loaded) -> Self {
+        Fetch {
+            records: &loaded.bundle.records,
+            payloads: Some(loaded.payloads()),
+        }
+    }
+
+    /// Record `i` with its payload (`None`: its line could not be read back).
+    fn get(&mut self, i: usize) -> Option<std::borrow::Cow<'a, Record>> {
+        match &mut self.payloads {
+            Some(p) => p.get(i),
+            None => self.records.get(i).map(std::borrow::Cow::Borrowed),
+        }
+    }
+}
+
+/// The content key and the envelope as JSON (one serialization for both); the records
+/// are read one at a time, in key order. `None` when a record cannot be read back.
+fn keyed(envelope: &Envelope, fetch: &mut Fetch<'_>) -> Option<(String, Value)> {
     let mut h = Sha256::new();
     let mut text = String::new();
     h.update(b"numalab-history-content-v1\n");
-    let env = serde_json::to_value(&bundle.envelope).expect("envelopes serialize");
+    let env = serde_json::to_value(envelope).expect("envelopes serialize");
     canonical(&env, &mut text);
     text.push('\n');
     h.update(text.as_bytes());
-    let mut records: Vec<&Record> = bundle.records.iter().collect();
-    records.sort_by(|a, b| a.key.cmp(&b.key));
-    for r in records {
+    let records = fetch.records;
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    order.sort_by(|&a, &b| records[a].key.cmp(&records[b].key));
+    for i in order {
         text.clear();
-        let v = serde_json::to_value(r).expect("records serialize");
+        let v = serde_json::to_value(&*fetch.get(i)?).expect("records serialize");
         canonical(&v, &mut text);
         text.push('\n');
         h.update(text.as_bytes());
     }
     let key = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    (key, env)
+    Some((key, env))
 }
 
 /// The value a tag filter compares with: a string as it is, anything else as JSON.
@@ -273,6 +308,7 @@ impl History {
         self.store(
             &loaded.path,
             &loaded.bundle,
+            &mut Fetch::loaded(loaded),
             &metrics,
             &opts,
             loaded.warnings.clone(),
@@ -289,7 +325,14 @@ impl History {
         opts: &IngestOptions,
     ) -> Result<IngestOutcome, HistoryError> {
         self.check_bundle(Path::new(""), bundle)?;
-        self.store(Path::new(""), bundle, metrics, opts, Vec::new())
+        self.store(
+            Path::new(""),
+            bundle,
+            &mut Fetch::memory(bundle),
+            metrics,
+            opts,
+            Vec::new(),
+        )
     }
 
     fn check_bundle(&self, path: &Path, bundle: &Bundle) -> Result<(), HistoryError> {
@@ -320,6 +363,7 @@ impl History {
         &mut self,
         path: &Path,
         bundle: &Bundle,
+        fetch: &mut Fetch<'_>,
         metrics: &[Metric],
         opts: &IngestOptions,
         warnings: Vec<Warning>,
@@ -393,7 +437,13 @@ impl History {
             .or_else(|| env.host.hostname.clone())
             .unwrap_or_else(|| "unnamed".into());
         self.check_text(path, "the label", &label)?;
-        let (key, mut light) = keyed(bundle);
+        let changed = || {
+            HistoryError::Invalid {
+            path: path.to_path_buf(),
+            reason: "a record could not be read back from the journal (was it rewritten while being stored?); the bundle was not stored; ingest it again".into(),
+        }
+        };
+        let (key, mut light) = keyed(env, fetch).ok_or_else(changed)?;
         let fp = Fingerprint::of(&env.host);
         // The machine description is summarised in `machine`; the rest is kept.
         if let Some(host) = light.get_mut("host").and_then(Value::as_object_mut) {
@@ -418,12 +468,11 @@ impl History {
             .ok()
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default();
-        let kept: Vec<(&Record, String)> = bundle
-            .records
-            .iter()
-            .filter(|r| KEPT_KINDS.contains(&r.kind.as_str()))
-            .map(|r| (r, serde_json::to_string(r).expect("records serialize")))
+        // The kept records are read back one at a time inside the transaction.
+        let kept: Vec<usize> = (0..bundle.records.len())
+            .filter(|&i| KEPT_KINDS.contains(&bundle.records[i].kind.as_str()))
             .collect();
+        let mut unreadable = false;
         let now = numalab_schema::record::now_utc();
         let as_i64 = |n: Option<u64>| n.and_then(|n| i64::try_from(n).ok());
 
@@ -491,9 +540,8 @@ impl History {
             ])?;
             let run_id = tx.last_insert_rowid();
             {
-                let mut tag = tx.prepare_cached(
-                    "INSERT INTO tag (run_id, key, value) VALUES (?1, ?2, ?3)",
-                )?;
+                let mut tag =
+                    tx.prepare_cached("INSERT INTO tag (run_id, key, value) VALUES (?1, ?2, ?3)")?;
                 for (k, v) in &tags {
                     tag.execute(params![run_id, k, tag_text(v)])?;
                 }
@@ -533,7 +581,13 @@ impl History {
                 let mut rec = tx.prepare_cached(
                     "INSERT INTO kept_record (run_id, key, kind, record) VALUES (?1, ?2, ?3, ?4)",
                 )?;
-                for (r, json) in &kept {
+                for &i in &kept {
+                    let Some(r) = fetch.get(i) else {
+                        // Rolled back when the transaction is dropped.
+                        unreadable = true;
+                        return Err(rusqlite::Error::QueryReturnedNoRows);
+                    };
+                    let json = serde_json::to_string(&*r).expect("records serialize");
                     rec.execute(params![run_id, r.key, r.kind, json])?;
                 }
             }
@@ -544,8 +598,11 @@ impl History {
                 metrics: metrics.len(),
                 warnings: warnings.clone(),
             })
-        })
-        .map_err(|e| self_err(&self.path, e))?;
+        });
+        if unreadable {
+            return Err(changed());
+        }
+        let outcome = outcome.map_err(|e| self_err(&self.path, e))?;
         Ok(outcome)
     }
 }

@@ -3,10 +3,19 @@
 //! else the file name) and the warnings met while reading it (a cut-off last line, a
 //! newer schema, unreadable lines). A file that cannot be read at all is an error that
 //! names it and says what to do; callers show the other bundles anyway.
+//!
+//! A journal is read one line at a time and only an index of it is kept: each record's
+//! key, kind, origin, time and warnings, where its line is in the file and whether it
+//! decodes. The payloads are read back from the file when a section asks for the
+//! records of one kind ([`Loaded::records_of`]) or for one record ([`Payloads`]), so
+//! that the memory a report needs does not grow with the size of the journal's
+//! payloads. A bundle file (one JSON document) and a bundle built in memory keep their
+//! records whole.
 
-use numalab_schema::journal::{read_bundle, JournalError};
+use numalab_schema::journal::{JournalError, RecordReader, Span, SpanReader};
 use numalab_schema::record::SCHEMA_VERSION;
 use numalab_schema::{Bundle, Classify, ErrorClass, Record, RecordKind, Warning};
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 /// A bundle read from disk (or built in memory), with its label.
@@ -16,10 +25,56 @@ pub struct Loaded {
     pub path: PathBuf,
     /// Short name for tables and headings: the host name, made unique.
     pub label: String,
-    /// The bundle.
+    /// The bundle: the envelope and every record. For a journal read from disk the
+    /// records hold no payload (`data` is null): [`Loaded::records_of`] and
+    /// [`Loaded::payloads`] read it from the file.
     pub bundle: Bundle,
     /// Problems met while reading it.
     pub warnings: Vec<Warning>,
+    /// Where the payloads are.
+    source: Source,
+}
+
+/// Where the payloads of a [`Loaded`] are.
+#[derive(Debug, Clone)]
+enum Source {
+    /// In `bundle.records`.
+    Memory,
+    /// In a journal: each record's line, and whether it decodes (as
+    /// [`decodes`] said while the journal was read).
+    Journal {
+        file: PathBuf,
+        spans: Vec<Span>,
+        decodes: Vec<Option<bool>>,
+    },
+}
+
+/// Reads the payloads of a [`Loaded`]'s records one at a time ([`Loaded::payloads`]).
+#[derive(Debug)]
+pub struct Payloads<'a> {
+    loaded: &'a Loaded,
+    file: Option<SpanReader>,
+}
+
+impl<'a> Payloads<'a> {
+    /// Record `i` of `bundle.records` with its payload: borrowed when the bundle is in
+    /// memory (or the record was given a payload since), read from the journal
+    /// otherwise (`None` if it cannot be read back: the journal was rewritten since,
+    /// or the records were changed and its line is not this record's).
+    pub fn get(&mut self, i: usize) -> Option<Cow<'a, Record>> {
+        let here = self.loaded.bundle.records.get(i)?;
+        match &self.loaded.source {
+            Source::Journal { file, spans, .. } if here.data.is_null() => {
+                let span = *spans.get(i)?;
+                if self.file.is_none() {
+                    self.file = SpanReader::open(file).ok();
+                }
+                let r = self.file.as_mut()?.record(span).ok()?;
+                (r.key == here.key).then_some(Cow::Owned(r))
+            }
+            _ => Some(Cow::Borrowed(here)),
+        }
+    }
 }
 
 /// Why a bundle could not be read.
@@ -45,12 +100,84 @@ impl Loaded {
             label: label.into(),
             bundle,
             warnings: Vec::new(),
+            source: Source::Memory,
         }
     }
 
-    /// Records of one type, decoded, with their envelope records.
+    /// Records of one type, decoded, with their records (for a journal read from disk,
+    /// the record without its payload; the payloads of this kind are read from the
+    /// file, one at a time). Records that fail to decode are skipped.
     pub fn records_of<T: RecordKind>(&self) -> Vec<(&Record, T)> {
-        self.bundle.records_of::<T>()
+        if let Source::Memory = self.source {
+            return self.bundle.records_of::<T>();
+        }
+        // One read of the file per record of this kind, one record in memory at a time.
+        let mut payloads = self.payloads();
+        self.bundle
+            .records
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.kind == T::KIND)
+            .filter_map(|(i, r)| match payloads.get(i)?.decode::<T>() {
+                Some(Ok(t)) => Some((r, t)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A reader of the records' payloads, one at a time.
+    pub fn payloads(&self) -> Payloads<'_> {
+        Payloads {
+            loaded: self,
+            file: None,
+        }
+    }
+
+    /// Whether record `i` decodes ([`decodes`]).
+    pub fn decodes(&self, i: usize) -> Option<bool> {
+        match &self.source {
+            Source::Memory => self.bundle.records.get(i).and_then(decodes),
+            Source::Journal { decodes, .. } => match self.bundle.records.get(i) {
+                Some(r) if !r.data.is_null() => self::decodes(r),
+                _ => decodes.get(i).copied().flatten(),
+            },
+        }
+    }
+
+    /// The length in bytes of record `i`'s line in the journal (`None` when its payload
+    /// is in memory).
+    pub fn stored_len(&self, i: usize) -> Option<u64> {
+        match &self.source {
+            Source::Journal { spans, .. }
+                if self.bundle.records.get(i).is_some_and(|r| r.data.is_null()) =>
+            {
+                spans.get(i).map(|s| s.len)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the payloads are read from the journal when asked ([`load_indexed`]).
+    pub fn indexed(&self) -> bool {
+        matches!(self.source, Source::Journal { .. })
+    }
+
+    /// The whole bundle, every payload read back (for callers that need it in memory;
+    /// a record that cannot be read back keeps a null payload).
+    pub fn to_bundle(&self) -> Bundle {
+        let mut payloads = self.payloads();
+        let records = (0..self.bundle.records.len())
+            .map(|i| {
+                payloads
+                    .get(i)
+                    .map_or_else(|| self.bundle.records[i].clone(), Cow::into_owned)
+            })
+            .collect();
+        Bundle {
+            schema_version: self.bundle.schema_version,
+            envelope: self.bundle.envelope.clone(),
+            records,
+        }
     }
 
     /// Whether the bundle was written by a newer numalab than this one.
@@ -59,9 +186,25 @@ impl Loaded {
     }
 }
 
-/// Reads one bundle: an output folder, a `results.jsonl` journal or a bundle file.
+/// Journals of at least this size (32 MiB) are kept as an index, their payloads read
+/// back when asked; smaller ones are kept whole (at most a few hundred MB decoded, and
+/// no file read twice).
+pub const INDEX_FROM: u64 = 32 << 20;
+
+/// Reads one bundle: an output folder, a `results.jsonl` journal or a bundle file. A
+/// journal of [`INDEX_FROM`] bytes or more is kept as an index ([`load_indexed`]).
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let (bundle, warnings) = read_bundle(path).map_err(|e| {
+    load_as(path, None)
+}
+
+/// [`load`], a journal kept as an index whatever its size: its payloads are read from
+/// the file when asked.
+pub fn load_indexed(path: &Path) -> Result<Loaded, LoadError> {
+    load_as(path, Some(true))
+}
+
+fn load_as(path: &Path, index: Option<bool>) -> Result<Loaded, LoadError> {
+    let (bundle, warnings, source) = read(path, index).map_err(|e| {
         let (class, message) = match &e {
             JournalError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => (
                 ErrorClass::Input,
@@ -96,7 +239,100 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
         label,
         bundle,
         warnings,
+        source,
     })
+}
+
+/// Reads a bundle: a journal line by line into an index (each payload decoded once, to
+/// know whether it decodes, then dropped), a bundle file whole.
+fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Source), JournalError> {
+    let mut reader = RecordReader::open(path)?;
+    let file = reader.file().to_path_buf();
+    let streaming = reader.streaming()
+        && index
+            .unwrap_or_else(|| std::fs::metadata(&file).map_or(true, |m| m.len() >= INDEX_FROM));
+    let (mut records, mut spans, mut decodes) = (Vec::new(), Vec::new(), Vec::new());
+    while let Some(r) = reader.next_record()? {
+        let mut record = r.record;
+        if let (true, Some(span)) = (streaming, r.span) {
+            decodes.push(self::decodes(&record));
+            spans.push(span);
+            record.data = serde_json::Value::Null;
+        }
+        records.push(record);
+    }
+    let (envelope, warnings) = reader.finish();
+    let source = if streaming {
+        Source::Journal {
+            file,
+            spans,
+            decodes,
+        }
+    } else {
+        Source::Memory
+    };
+    let bundle = Bundle {
+        schema_version: envelope.schema_version,
+        envelope,
+        records,
+    };
+    Ok((bundle, warnings, source))
+}
+
+/// Whether a record decodes: `Some(true)` yes, `Some(false)` a known kind that does not
+/// decode (newer or damaged), `None` a kind this numalab does not know.
+pub fn decodes(r: &Record) -> Option<bool> {
+    fn ok<T: RecordKind>(r: &Record) -> Option<bool> {
+        r.decode::<T>().map(|x| x.is_ok())
+    }
+    use crate::records::*;
+    use numalab_records::model as m;
+    [
+        ok::<TopologyRecord>,
+        ok::<DoctorReport>,
+        ok::<StepRecord>,
+        ok::<RunRecord>,
+        ok::<PowerCheck>,
+        ok::<numalab_records::c2c::PairRecord>,
+        ok::<numalab_records::c2c::MatrixRecord>,
+        ok::<numalab_records::workload::WorkloadRun>,
+        ok::<numalab_records::harness::RunRecord>,
+        ok::<numalab_records::harness::ScaleSummary>,
+        ok::<numalab_records::harness::PolicySummary>,
+        ok::<numalab_records::harness::SweepSummary>,
+        ok::<numalab_records::pmu::PmuCheck>,
+        ok::<numalab_records::pmu::Profile>,
+        ok::<numalab_records::pmu::SampleReport>,
+        ok::<numalab_records::pmu::Comparison>,
+        ok::<numalab_records::memaccess::MemAccessRecord>,
+        ok::<m::StreamTriad>,
+        ok::<m::LatencyHeatmap>,
+        ok::<m::Traffic>,
+        ok::<m::Policy>,
+        ok::<m::Check>,
+        ok::<numalab_records::mem::BandwidthRecord>,
+        ok::<numalab_records::mem::latency::LatencyRecord>,
+        ok::<numalab_records::mem::LoadedRecord>,
+        ok::<numalab_records::mem::MigrateRecord>,
+        ok::<numalab_records::layout::InferenceRecord>,
+        ok::<numalab_records::layout::GroundTruthRecord>,
+        ok::<numalab_records::layout::AffinityRecord>,
+        ok::<numalab_records::schedule::PlanRecord>,
+        ok::<numalab_records::schedule::RunRecord>,
+        ok::<numalab_records::schedule::SummaryRecord>,
+        ok::<numalab_records::home::HomeMapRecord>,
+        ok::<numalab_records::home::AccuracyRecord>,
+        ok::<numalab_records::home::BenchRecord>,
+        ok::<numalab_records::home::slices::HomeHashRecord>,
+        ok::<numalab_records::home::slices::HomeCompareRecord>,
+        ok::<numalab_records::home::slices::HomeConflictsRecord>,
+        ok::<numalab_records::uncore::UncoreCounts>,
+        ok::<numalab_records::memconfig::MemConfig>,
+        ok::<numalab_records::bmc::BmcPowerRecord>,
+        ok::<m::Calibration>,
+    ]
+    .iter()
+    .find_map(|f| f(r))
 }
 
 /// Makes labels unique: bundles of the same host get the folder or file name added

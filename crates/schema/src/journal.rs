@@ -26,6 +26,9 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod stream;
+pub use stream::{RecordReader, Span, SpanReader, Spanned, RECORD_LINE};
+
 /// The shortest time between two syncs of a journal, and the shortest run whose journal
 /// is synced when it closes.
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(1);
@@ -323,86 +326,26 @@ struct Parsed {
 }
 
 fn parse_lines(path: &Path, text: &[u8]) -> Result<Parsed, JournalError> {
-    let not_bundle = |reason: String| JournalError::NotABundle {
+    let text = std::str::from_utf8(text).map_err(|e| JournalError::NotABundle {
         path: path.to_path_buf(),
-        reason,
-    };
-    let text =
-        std::str::from_utf8(text).map_err(|e| not_bundle(format!("not UTF-8 text ({e})")))?;
+        reason: format!("not UTF-8 text ({e})"),
+    })?;
     let mut lines = text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty());
-    let (_, first) = lines
-        .next()
-        .ok_or_else(|| not_bundle("the file is empty".into()))?;
-    let first_value: serde_json::Value =
-        serde_json::from_str(first).map_err(|e| not_bundle(format!("line 1 is not JSON ({e})")))?;
-    let mut warnings = Vec::new();
-    let version = first_value
-        .get("schema_version")
-        .and_then(|v| v.as_u64())
-        .ok_or_else(|| {
-            not_bundle("line 1 has no schema_version: it is not a numalab journal".into())
-        })?;
-    if version > u64::from(SCHEMA_VERSION) {
-        warnings.push(
-            Warning::new(
-                "newer_schema",
-                format!(
-                    "{} was written with results schema {version}, newer than this numalab's {SCHEMA_VERSION}; showing what can be read",
-                    path.display()
-                ),
-            )
-            .with_remedy("upgrade numalab to read every field"),
-        );
-    }
-    let envelope = match serde_json::from_value::<Line>(first_value) {
-        Ok(Line::Envelope(e)) => *e,
-        Ok(Line::Record(_)) => {
-            return Err(not_bundle("line 1 is a record, not the envelope".into()))
-        }
-        Err(e) => {
-            return Err(not_bundle(format!(
-                "line 1 is not a readable envelope ({e})"
-            )))
-        }
-    };
+    let (_, first) = lines.next().ok_or_else(|| JournalError::NotABundle {
+        path: path.to_path_buf(),
+        reason: "the file is empty".into(),
+    })?;
+    let (envelope, mut warnings) = stream::envelope_line(path, first.as_bytes())?;
     let mut records = Vec::new();
     let mut seen = HashSet::new();
     for (idx, line) in lines {
-        match serde_json::from_str::<Line>(line) {
-            Ok(Line::Record(r)) => {
-                if seen.insert(r.key.clone()) {
-                    records.push(r);
-                } else {
-                    warnings.push(Warning::new(
-                        "duplicate_record",
-                        format!(
-                            "{}: line {} repeats key {:?}; the first one is kept",
-                            path.display(),
-                            idx + 1,
-                            r.key
-                        ),
-                    ));
-                }
-            }
-            Ok(Line::Envelope(_)) => warnings.push(Warning::new(
-                "unreadable_line",
-                format!(
-                    "{}: line {} is a second envelope; ignored",
-                    path.display(),
-                    idx + 1
-                ),
-            )),
-            Err(e) => warnings.push(Warning::new(
-                "unreadable_line",
-                format!(
-                    "{}: line {} could not be read ({e}); ignored",
-                    path.display(),
-                    idx + 1
-                ),
-            )),
+        if let Some(r) =
+            stream::record_line(path, idx + 1, line.as_bytes(), &mut seen, &mut warnings)
+        {
+            records.push(r);
         }
     }
     Ok(Parsed {
@@ -414,28 +357,23 @@ fn parse_lines(path: &Path, text: &[u8]) -> Result<Parsed, JournalError> {
 
 /// Reads a bundle from an output folder (its `results.jsonl`), a journal file, or a
 /// single JSON bundle file. Never writes. Returns what could be read and warnings.
+/// A journal is read one line at a time ([`RecordReader`]); this function still
+/// gathers every record, so callers that need bounded memory use the reader.
 pub fn read_bundle(path: &Path) -> Result<(Bundle, Vec<Warning>), JournalError> {
-    let meta = std::fs::metadata(path).map_err(io_err(path))?;
-    let file = if meta.is_dir() {
-        let f = path.join(JOURNAL_FILE);
-        if !f.exists() {
-            return Err(JournalError::NotABundle {
-                path: path.to_path_buf(),
-                reason: format!("the folder has no {JOURNAL_FILE}"),
-            });
-        }
-        f
-    } else {
-        path.to_path_buf()
-    };
-    let text =
-        crate::input::read(&file, "a numalab bundle", crate::input::BUNDLE).map_err(|e| {
-            JournalError::NotABundle {
-                path: file.clone(),
-                reason: e.reason,
-            }
-        })?;
-    parse_bundle(&file, &text)
+    let mut reader = RecordReader::open(path)?;
+    let mut records = Vec::new();
+    while let Some(r) = reader.next_record()? {
+        records.push(r.record);
+    }
+    let (envelope, warnings) = reader.finish();
+    Ok((
+        Bundle {
+            schema_version: envelope.schema_version,
+            envelope,
+            records,
+        },
+        warnings,
+    ))
 }
 
 /// Parses the bytes of a bundle: a single JSON bundle document or a journal (JSON
@@ -646,5 +584,84 @@ mod tests {
         std::fs::write(&p, format!("{env}\n")).unwrap();
         let (_, warnings) = read_bundle(&p).unwrap();
         assert_eq!(warnings[0].code, "newer_schema");
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_skipped_with_a_warning_and_the_rest_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(dir.path(), &envelope()).unwrap().journal;
+        j.append(&Record::new("a", Origin::Measured, &Sample { value: 1 }))
+            .unwrap();
+        let mut big = Record::new("big", Origin::Measured, &Sample { value: 2 });
+        big.data = serde_json::json!({ "value": 2, "pad": "x".repeat(10_000) });
+        j.append(&big).unwrap();
+        j.append(&Record::new("c", Origin::Measured, &Sample { value: 3 }))
+            .unwrap();
+        drop(j);
+        let mut reader = RecordReader::open_with_cap(dir.path(), 4096).unwrap();
+        assert!(reader.streaming());
+        let mut got = Vec::new();
+        while let Some(r) = reader.next_record().unwrap() {
+            got.push(r);
+        }
+        let keys: Vec<&str> = got.iter().map(|r| r.record.key.as_str()).collect();
+        assert_eq!(keys, ["a", "c"]);
+        let (_, warnings) = reader.finish();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0].code, "record_too_large");
+        assert!(
+            warnings[0]
+                .message
+                .contains("record 2 skipped: larger than 4 KiB"),
+            "{}",
+            warnings[0].message
+        );
+        // The spans read the records back.
+        let mut spans = SpanReader::open(&dir.path().join(JOURNAL_FILE)).unwrap();
+        for r in &got {
+            assert_eq!(spans.record(r.span.unwrap()).unwrap(), r.record);
+        }
+        // With the default cap everything is read, as read_bundle does.
+        let (bundle, warnings) = read_bundle(dir.path()).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(bundle.records.len(), 3);
+    }
+
+    #[test]
+    fn streaming_read_matches_parse_bundle() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.jsonl");
+        let env = serde_json::to_string(&Line::Envelope(Box::new(envelope()))).unwrap();
+        let rec = |k: &str, v: u32| {
+            serde_json::to_string(&Line::Record(Record::new(
+                k,
+                Origin::Measured,
+                &Sample { value: v },
+            )))
+            .unwrap()
+        };
+        let text = format!(
+            "{env}\n\n{}\nnot json\n{}\n{env}\n{}\n{{\"line\":\"rec",
+            rec("a", 1),
+            rec("a", 2),
+            rec("b", 3)
+        );
+        std::fs::write(&p, &text).unwrap();
+        let (streamed, mut w1) = read_bundle(&p).unwrap();
+        let (whole, mut w2) = parse_bundle(&p, text.as_bytes()).unwrap();
+        assert_eq!(streamed, whole);
+        let codes = |w: &mut Vec<Warning>| {
+            let mut c: Vec<String> = w.iter().map(|w| w.message.clone()).collect();
+            c.sort();
+            c
+        };
+        assert_eq!(codes(&mut w1), codes(&mut w2));
+        assert_eq!(w1.len(), 4, "{w1:?}");
+        // A bundle file (one JSON document, the --json output) is read whole.
+        let doc = dir.path().join("b.json");
+        std::fs::write(&doc, serde_json::to_string_pretty(&whole).unwrap()).unwrap();
+        let reader = RecordReader::open(&doc).unwrap();
+        assert!(!reader.streaming());
+        assert_eq!(read_bundle(&doc).unwrap().0, whole);
     }
 }

@@ -4,10 +4,15 @@
 //! 160-CPU core-to-core run has up to twelve thousand pairs) with a note saying where
 //! the rest is; the core-to-core matrices are never cut, so every pair's latency is in
 //! the page even when the heatmap shows blocks of CPUs.
+//!
+//! The appendix is bounded whatever the bundle: a record's line is at most
+//! [`RECORD_LIMIT`] ([`MATRIX_RECORD_LIMIT`] for the matrices) and the appendix at most
+//! [`TOTAL_LIMIT`]; what is left out is replaced by a line saying how many bytes and
+//! where they are. A record over its limit is never decoded or written whole (its size
+//! is the length of its line in the journal, or counted while serialising).
 
 use crate::doc::Section;
 use crate::load::Loaded;
-use numalab_schema::Record;
 use serde_json::Value;
 
 /// Text kept per record kind and bundle (the first record of a kind is always kept).
@@ -17,6 +22,17 @@ pub const KIND_LIMIT: usize = 128 * 1024;
 /// report's heatmap aggregates above 64 CPUs.
 pub const NEVER_CUT: [&str; 1] = ["c2c.matrix"];
 
+/// Longest line of one record (a longer one is replaced by a note): 1 MiB, several
+/// times the largest record numalab writes besides the matrices (a loaded-latency
+/// record is about 120 KiB).
+pub const RECORD_LIMIT: usize = 1 << 20;
+
+/// Longest line of one core-to-core matrix (a 1,000-CPU matrix is about 12 MB).
+pub const MATRIX_RECORD_LIMIT: usize = 16 << 20;
+
+/// Most text in the whole appendix, all bundles together.
+pub const TOTAL_LIMIT: usize = 32 << 20;
+
 /// Significant digits of the numbers that are not integers.
 const DIGITS: usize = 12;
 
@@ -24,6 +40,7 @@ const DIGITS: usize = 12;
 pub fn appendix(set: &[Loaded]) -> Section {
     let mut s = Section::new("appendix", "Raw data");
     s.para(format!("Every record (compact JSON, one per line, numbers rounded to {DIGITS} significant digits: float noise only), by kind; the envelope says which tool, host, topology and configuration produced them. Kinds over {} KiB are cut with a note, except the core-to-core matrices (c2c.matrix, every pair); the bundle holds everything.", KIND_LIMIT / 1024));
+    let mut total = 0usize;
     for l in set {
         let where_ = if l.path.as_os_str().is_empty() {
             "the bundle".to_string()
@@ -40,17 +57,33 @@ pub fn appendix(set: &[Loaded]) -> Section {
                 kinds.push(&r.kind);
             }
         }
+        let mut payloads = l.payloads();
         for k in kinds {
-            let of: Vec<_> = l.bundle.records.iter().filter(|r| r.kind == k).collect();
-            let limit = if NEVER_CUT.contains(&k) {
-                usize::MAX
+            let of: Vec<usize> = (0..l.bundle.records.len())
+                .filter(|&i| l.bundle.records[i].kind == k)
+                .collect();
+            let (limit, record_limit) = if NEVER_CUT.contains(&k) {
+                (usize::MAX, MATRIX_RECORD_LIMIT)
             } else {
-                KIND_LIMIT
+                (KIND_LIMIT, RECORD_LIMIT)
             };
             let mut text = String::new();
             let mut shown = 0;
-            for r in &of {
-                let line = compact(r);
+            let mut over_total = false;
+            for &i in &of {
+                if total + text.len() >= TOTAL_LIMIT {
+                    over_total = true;
+                    break;
+                }
+                let line = match record_line(l, &mut payloads, i, record_limit) {
+                    Ok(line) => line,
+                    Err(left_out) => format!(
+                        "... record {:?}: {} of JSON left out (over the {} a record may take here); it is in {where_}",
+                        l.bundle.records[i].key,
+                        numalab_schema::units::bytes(left_out),
+                        numalab_schema::units::bytes(record_limit as u64)
+                    ),
+                };
                 if !text.is_empty() && text.len() + line.len() > limit {
                     break;
                 }
@@ -59,11 +92,26 @@ pub fn appendix(set: &[Loaded]) -> Section {
                 shown += 1;
             }
             if shown < of.len() {
+                let left: u64 = of[shown..].iter().filter_map(|&i| l.stored_len(i)).sum();
+                let bytes = if left > 0 {
+                    format!(" ({})", numalab_schema::units::bytes(left))
+                } else {
+                    String::new()
+                };
+                let why = if over_total {
+                    format!(
+                        " (the appendix holds at most {})",
+                        numalab_schema::units::bytes(TOTAL_LIMIT as u64)
+                    )
+                } else {
+                    String::new()
+                };
                 text.push_str(&format!(
-                    "... {} more record(s) of this kind in {where_}\n",
+                    "... {} more record(s) of this kind{bytes} in {where_}{why}\n",
                     of.len() - shown
                 ));
             }
+            total += text.len();
             s.details(
                 format!(
                     "{}: {k} ({} record{})",
@@ -78,12 +126,56 @@ pub fn appendix(set: &[Loaded]) -> Section {
     s
 }
 
-/// A record as one line of JSON (its fields in their order), the non-integer numbers
-/// of its data rounded to [`DIGITS`] significant digits.
-fn compact(record: &Record) -> String {
-    let mut r = record.clone();
+/// Record `i` as one line of JSON (its fields in their order, the non-integer numbers
+/// of its data rounded to [`DIGITS`] significant digits), or the size of what is left out when
+/// it is longer than `limit` (or cannot be read back: then 0).
+fn record_line(
+    l: &Loaded,
+    payloads: &mut crate::load::Payloads<'_>,
+    i: usize,
+    limit: usize,
+) -> Result<String, u64> {
+    // A journal's record over the limit is not even read.
+    if let Some(len) = l.stored_len(i).filter(|&n| n > limit as u64) {
+        return Err(len);
+    }
+    let record = payloads.get(i).ok_or(0u64)?;
+    let mut out = Capped {
+        text: Vec::new(),
+        limit,
+        len: 0,
+    };
+    let mut r = record.into_owned();
     round(&mut r.data);
-    serde_json::to_string(&r).unwrap_or_default()
+    if serde_json::to_writer(&mut out, &r).is_err() {
+        return Err(out.len);
+    }
+    if out.len > limit as u64 {
+        return Err(out.len);
+    }
+    Ok(String::from_utf8(out.text).unwrap_or_default())
+}
+
+/// A writer that keeps the first `limit` bytes and counts the rest.
+struct Capped {
+    text: Vec<u8>,
+    limit: usize,
+    len: u64,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.len += buf.len() as u64;
+        if self.len <= self.limit as u64 {
+            self.text.extend_from_slice(buf);
+        } else {
+            self.text = Vec::new();
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn round(v: &mut Value) {

@@ -23,70 +23,16 @@ use crate::findings::findings;
 use crate::load::Loaded;
 use crate::table::{Cell, Column, Table};
 use numalab_schema::interrupt::Interrupted;
-use numalab_schema::{Record, RecordKind};
+use numalab_schema::Record;
 use numalab_stats::Interval;
 
-/// Whether a record decodes: `Some(true)` yes, `Some(false)` a known kind that does not
-/// decode (newer or damaged), `None` a kind this numalab does not know.
-pub fn decodes(r: &Record) -> Option<bool> {
-    fn ok<T: RecordKind>(r: &Record) -> Option<bool> {
-        r.decode::<T>().map(|x| x.is_ok())
-    }
-    use crate::records::*;
-    use numalab_records::model as m;
-    [
-        ok::<TopologyRecord>,
-        ok::<DoctorReport>,
-        ok::<StepRecord>,
-        ok::<RunRecord>,
-        ok::<PowerCheck>,
-        ok::<numalab_records::c2c::PairRecord>,
-        ok::<numalab_records::c2c::MatrixRecord>,
-        ok::<numalab_records::workload::WorkloadRun>,
-        ok::<numalab_records::harness::RunRecord>,
-        ok::<numalab_records::harness::ScaleSummary>,
-        ok::<numalab_records::harness::PolicySummary>,
-        ok::<numalab_records::harness::SweepSummary>,
-        ok::<numalab_records::pmu::PmuCheck>,
-        ok::<numalab_records::pmu::Profile>,
-        ok::<numalab_records::pmu::SampleReport>,
-        ok::<numalab_records::pmu::Comparison>,
-        ok::<numalab_records::memaccess::MemAccessRecord>,
-        ok::<m::StreamTriad>,
-        ok::<m::LatencyHeatmap>,
-        ok::<m::Traffic>,
-        ok::<m::Policy>,
-        ok::<m::Check>,
-        ok::<numalab_records::mem::BandwidthRecord>,
-        ok::<numalab_records::mem::latency::LatencyRecord>,
-        ok::<numalab_records::mem::LoadedRecord>,
-        ok::<numalab_records::mem::MigrateRecord>,
-        ok::<numalab_records::layout::InferenceRecord>,
-        ok::<numalab_records::layout::GroundTruthRecord>,
-        ok::<numalab_records::layout::AffinityRecord>,
-        ok::<numalab_records::schedule::PlanRecord>,
-        ok::<numalab_records::schedule::RunRecord>,
-        ok::<numalab_records::schedule::SummaryRecord>,
-        ok::<numalab_records::home::HomeMapRecord>,
-        ok::<numalab_records::home::AccuracyRecord>,
-        ok::<numalab_records::home::BenchRecord>,
-        ok::<numalab_records::home::slices::HomeHashRecord>,
-        ok::<numalab_records::home::slices::HomeCompareRecord>,
-        ok::<numalab_records::home::slices::HomeConflictsRecord>,
-        ok::<numalab_records::uncore::UncoreCounts>,
-        ok::<numalab_records::memconfig::MemConfig>,
-        ok::<numalab_records::bmc::BmcPowerRecord>,
-        ok::<m::Calibration>,
-    ]
-    .iter()
-    .find_map(|f| f(r))
-}
+pub use crate::load::decodes;
 
 /// Records of a bundle that cannot be shown: (kind, count, known kind that failed).
 pub fn unreadable(l: &Loaded) -> Vec<(String, usize, bool)> {
     let mut out: Vec<(String, usize, bool)> = Vec::new();
-    for r in &l.bundle.records {
-        let damaged = match decodes(r) {
+    for (i, r) in l.bundle.records.iter().enumerate() {
+        let damaged = match l.decodes(i) {
             Some(true) => continue,
             Some(false) => true,
             None => false,

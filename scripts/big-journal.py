@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Writes a large journal for measuring the memory of report, compare and db ingest.
+
+The journal is the envelope of a real numalab run (tests/fixtures/bundles/vm-evaluate)
+followed by that run's records: every record once, then the records of the repeated
+kinds (default: mem.bandwidth and mem.latency, 1.8 KB and up to 23 KB a line, as a long
+bandwidth and latency study writes them) again and again, each copy with its keys
+suffixed "/rep-N" so that every key is unique, until the size asked for is reached.
+
+usage: scripts/big-journal.py OUT_FOLDER SIZE_MIB [KINDS [FIXTURE_FOLDER]]
+KINDS: the repeated kinds, comma-separated (e.g. mem.bandwidth,mem.latency,mem.loaded).
+Writes OUT_FOLDER/results.jsonl. Delete it after use: it is as large as asked.
+"""
+import json
+import os
+import sys
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    out, size = sys.argv[1], int(sys.argv[2]) << 20
+    here = os.path.dirname(os.path.abspath(__file__))
+    kinds = (sys.argv[3] if len(sys.argv) > 3 else "mem.bandwidth,mem.latency").split(",")
+    fixture = sys.argv[4] if len(sys.argv) > 4 else os.path.join(
+        here, "..", "tests", "fixtures", "bundles", "vm-evaluate")
+    with open(os.path.join(fixture, "results.jsonl"), encoding="utf-8") as f:
+        lines = [l.rstrip("\n") for l in f if l.strip()]
+    envelope, records = lines[0], lines[1:]
+    # Each record line split around its key, so that a copy is a concatenation.
+    parts, once = [], []
+    for line in records:
+        record = json.loads(line)
+        once.append(line)
+        if record["kind"] not in kinds:
+            continue
+        key = record["key"]
+        quoted = json.dumps(key)
+        at = line.index('"key":' + quoted) + len('"key":') + len(quoted) - 1
+        parts.append((line[:at], line[at:]))
+    os.makedirs(out, exist_ok=True)
+    written, rep = 0, 0
+    with open(os.path.join(out, "results.jsonl"), "w", encoding="utf-8") as f:
+        f.write(envelope + "\n")
+        written += len(envelope) + 1
+        for line in once:
+            f.write(line + "\n")
+            written += len(line) + 1
+        while written < size and parts:
+            for head, tail in parts:
+                text = "%s/rep-%d%s\n" % (head, rep, tail)
+                f.write(text)
+                written += len(text)
+            rep += 1
+    print("%s: %d bytes, %d records once, then %d copies of %d records" %
+          (os.path.join(out, "results.jsonl"), written, len(once), rep, len(parts)))
+
+
+if __name__ == "__main__":
+    main()
