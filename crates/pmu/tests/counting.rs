@@ -25,21 +25,27 @@ fn this_cpu() -> CpuMatch {
 fn software_events_of_a_real_run_with_threads() {
     let cap = capability::probe();
     let spec = Spec::new([hotspot(), "40", "2"]);
+    let lost_before = time_not_charged_ns();
     let p = profile::profile(&spec, &ProfileConfig::new(this_cpu())).unwrap();
+    let lost = time_not_charged_ns() - lost_before;
     let prof = &p.profile;
     assert_eq!(prof.runs.len(), 1);
     let outcome = &prof.runs[0].outcome;
     assert!(outcome.success(), "{}", outcome.describe());
 
     // The task clock (perf, inherited over both threads) agrees with the CPU time the
-    // kernel reports through wait4: two independent measurements of the same thing.
+    // kernel reports through wait4: two independent measurements of the same thing, up
+    // to what the hypervisor stole and interrupt time (in perf's clock only; CI's VM on
+    // a busy host: task-clock 400.2 ms vs 145.6 ms charged), bounded by the whole
+    // machine's steal and interrupt time over the run plus one tick of /proc/stat.
     let task = prof.event("TASK_CLOCK").unwrap();
     assert_eq!(task.state, EventState::Counted);
     let task_ns = task.value.unwrap();
     let rusage_ns = (outcome.user_cpu_ns + outcome.sys_cpu_ns) as f64;
+    let slack = 0.15 * rusage_ns + 5e6;
     assert!(
-        (task_ns - rusage_ns).abs() <= 0.15 * rusage_ns + 5e6,
-        "task-clock {task_ns} ns vs rusage {rusage_ns} ns"
+        task_ns - rusage_ns <= slack + lost + 1e7 && rusage_ns - task_ns <= slack,
+        "task-clock {task_ns} ns vs rusage {rusage_ns} ns (steal and interrupt time over the run: {lost} ns)"
     );
     assert!(prof.event("PAGE_FAULTS").unwrap().value.unwrap() > 10.0);
     for name in ["CONTEXT_SWITCHES", "CPU_MIGRATIONS"] {
