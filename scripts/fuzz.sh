@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of outside data numalab implements (fuzz/fuzz_targets), each for
-# SECONDS (default 30; CI runs 15; the long run is `scripts/fuzz.sh 600`), FUZZ_JOBS at a
+# SECONDS (default 30; CI runs 10; the long run is `scripts/fuzz.sh 600`), FUZZ_JOBS at a
 # time (default: the CPU count), with
 # libFuzzer (the libfuzzer-sys crate builds it) under AddressSanitizer. The corpus grows
 # in target/fuzz-corpus/TARGET (seeded from the repository's fixtures); a crash stops the
@@ -38,7 +38,7 @@ flags=(
 # --target keeps the flags off build scripts and proc macros (they run on the host
 # uninstrumented, as under cargo-fuzz).
 # FUZZ_PROFILE picks fuzz/Cargo.toml's profile: `release` (the default, the fastest
-# targets) or `ci` (opt-level 1: a shorter build for CI's 15 s per target).
+# targets) or `ci` (opt-level 1: a shorter build for CI's 10 s per target).
 profile=${FUZZ_PROFILE:-release}
 RUSTC_BOOTSTRAP=1 RUSTFLAGS="${flags[*]}" \
   cargo build --locked --profile "$profile" --manifest-path fuzz/Cargo.toml --target "$host" --bins

@@ -470,8 +470,10 @@ fn loaded_latency_runs_from_idle_to_saturation() {
         "32MiB",
         "--delays",
         "idle,2000,0",
+        // 150 ms a point: at 60 ms a generator starved by the tests running beside this
+        // one (2 CPUs) once moved no byte in its point (0 GB/s, twice at load 15).
         "--point-ms",
-        "60",
+        "150",
         "--json",
     ]));
     // The loaded-latency record and the memory configuration its traffic is a share of.
