@@ -16,17 +16,28 @@ kill_test=evaluate::killed_runs_resume_without_losing_or_duplicating_records
 # a quiet machine, so it runs after the kill test, not beside it (beside it, the healthy
 # nodes measured 14 to 35 GB/s as the kill test ended, and the MAD hid the throttled one).
 fleet_test=a_throttled_node_of_a_real_slurm_cluster_is_the_one_outlier_and_the_fleet_goes_to_the_history
+# The four-node Slurm test of the fleet crate (a fake numalab on each node, two 20 s
+# timeouts: about 45 s, nearly all of it waiting on srun and the timeouts, little CPU)
+# runs beside the suite too; its cluster has its own ports and folder.
+srun_test=four_nodes_through_srun
 kill_log=$(mktemp "${TMPDIR:-/tmp}/numalab-kill-test.XXXXXX")
+srun_log=$(mktemp "${TMPDIR:-/tmp}/numalab-srun-test.XXXXXX")
 kill_pid=
+srun_pid=
 cleanup() {
   if [ -n "$kill_pid" ]; then kill -- "-$kill_pid" 2>/dev/null || true; fi
-  rm -f "$kill_log"
+  if [ -n "$srun_pid" ]; then kill -- "-$srun_pid" 2>/dev/null || true; fi
+  rm -f "$kill_log" "$srun_log"
 }
 trap cleanup EXIT
 cargo test --workspace --locked --no-run
 setsid cargo test --locked -p numalab --test cli -- --exact "$kill_test" > "$kill_log" 2>&1 &
 kill_pid=$!
-cargo test --workspace --locked -- --skip "$kill_test" --skip "$fleet_test"
+# (--workspace --test slurm, not -p numalab-fleet: alone, that package's features differ
+# from the workspace's, and cargo would build a second copy of it and its dependencies.)
+setsid cargo test --workspace --locked --test slurm -- --exact "$srun_test" > "$srun_log" 2>&1 &
+srun_pid=$!
+cargo test --workspace --locked -- --skip "$kill_test" --skip "$fleet_test" --skip "$srun_test"
 echo "test: x86_64 workspace tests took $((SECONDS - t0)) s" >&2
 t0=$SECONDS
 # qemu user mode implements neither mbind(2) nor perf_event_open(2) (ENOSYS): the three
@@ -54,6 +65,16 @@ if [ "$kill_status" -ne 0 ]; then
   exit "$kill_status"
 fi
 echo "test: waited $((SECONDS - t0)) s more for $kill_test" >&2
+t0=$SECONDS
+srun_status=0
+wait "$srun_pid" || srun_status=$?
+srun_pid=
+cat "$srun_log"
+if [ "$srun_status" -ne 0 ]; then
+  echo "test: $srun_test failed (exit $srun_status)" >&2
+  exit "$srun_status"
+fi
+echo "test: waited $((SECONDS - t0)) s more for $srun_test" >&2
 t0=$SECONDS
 cargo test --locked -p numalab --test fleet -- --exact "$fleet_test"
 echo "test: the Slurm fleet test, alone, took $((SECONDS - t0)) s" >&2
