@@ -208,3 +208,16 @@ fn the_nmi_watchdog_leaves_a_counter_free_in_packed_groups() {
     );
     assert!(!p.warnings.iter().any(|w| w.code == "pmu.group_too_large"));
 }
+
+#[test]
+fn a_denied_event_is_not_a_reason_to_split() {
+    let root = tempfile::tempdir().unwrap();
+    let mut backend = ReplayBackend::with_counts(N1_COUNTS);
+    backend.events.insert("LL_CACHE_RD".into(), Replay::Denied);
+    let p = run(&mut backend, &config(4, root.path()));
+    // Permission is not a matter of grouping: the packed group stays whole.
+    assert_eq!(hardware_groups(&backend).len(), 1, "{:?}", backend.asked[0]);
+    assert!(!p.warnings.iter().any(|w| w.code == "pmu.packed_split"));
+    assert!(value(&p, "l1d_miss_rate").is_some());
+    assert_eq!(value(&p, "ll_read_miss_rate"), None);
+}

@@ -433,7 +433,8 @@ fn split_what_fails(
         .collect();
     let probed = backend.probe(&groups, raw_type);
     // Back to the plan's members: an event not opened stands as working (it is not
-    // opened in the run either).
+    // opened in the run either), and so does one denied (permission is not a matter of
+    // grouping: the run says so on its own).
     let statuses: Vec<Vec<count::OpenStatus>> = plan
         .groups
         .iter()
@@ -444,7 +445,10 @@ fn split_what_fails(
                 .iter()
                 .map(|e| match blocked(e) {
                     true => EventStatus::Works,
-                    false => opened.next().map_or(EventStatus::Works, |(_, s)| s.clone()),
+                    false => match opened.next() {
+                        Some((_, EventStatus::Denied(_))) | None => EventStatus::Works,
+                        Some((_, s)) => s.clone(),
+                    },
                 })
                 .collect()
         })
