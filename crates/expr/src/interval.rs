@@ -209,6 +209,20 @@ impl Expr {
                     _ => None,
                 })
             }
+            Expr::Call(Func::Mod | Func::Xor, _) => {
+                // perf's `%` and `^`: exact where every input is exact, else no bound
+                // is claimed.
+                let v = self.eval(input)?;
+                let exact = self
+                    .ordered_variables()
+                    .iter()
+                    .all(|n| range(n).is_none_or(|r| r.lo == r.hi));
+                if exact {
+                    Interval::point(v)
+                } else {
+                    Interval::unbounded()
+                }
+            }
             Expr::Call(func, args) => {
                 let mut out: Option<Interval> = None;
                 for a in args {
@@ -227,6 +241,7 @@ impl Expr {
                             let (r1, r2) = (1.0 / v.lo, 1.0 / v.hi);
                             Interval::of4(o.lo * r1, o.lo * r2, o.hi * r1, o.hi * r2)
                         }
+                        (Some(_), Func::Mod | Func::Xor) => Interval::unbounded(),
                     });
                 }
                 out.unwrap_or(Interval::point(f64::NAN))

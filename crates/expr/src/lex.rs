@@ -14,6 +14,10 @@ pub(crate) enum Token {
     Cmp(Cmp),
     And,
     Or,
+    /// perf's `^` (perf grammar only).
+    Xor,
+    /// perf's `%` (perf grammar only).
+    Mod,
 }
 
 pub(crate) fn tokenize(text: &str, grammar: Grammar) -> Result<Vec<(usize, Token)>, ParseError> {
@@ -45,6 +49,14 @@ pub(crate) fn tokenize(text: &str, grammar: Grammar) -> Result<Vec<(usize, Token
             }
             '/' => {
                 out.push((i, Token::Op(Op::Div)));
+                i += 1
+            }
+            '%' if perf => {
+                out.push((i, Token::Mod));
+                i += 1
+            }
+            '^' if perf => {
+                out.push((i, Token::Xor));
                 i += 1
             }
             '(' => {
@@ -82,10 +94,16 @@ pub(crate) fn tokenize(text: &str, grammar: Grammar) -> Result<Vec<(usize, Token
             '#' if perf => {
                 let start = i;
                 i += 1;
-                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
+                // perf's expr.l: `#[0-9a-zA-Z_\.\-]+`, looked up without regard to case.
+                while i < chars.len()
+                    && (chars[i].is_ascii_alphanumeric() || "_.-".contains(chars[i]))
+                {
                     i += 1;
                 }
-                let lit: String = chars[start..i].iter().collect();
+                let lit: String = chars[start..i]
+                    .iter()
+                    .collect::<String>()
+                    .to_ascii_lowercase();
                 if !PERF_LITERALS.contains(&lit.as_str()) {
                     return Err(err(
                         start,
@@ -117,7 +135,12 @@ pub(crate) fn tokenize(text: &str, grammar: Grammar) -> Result<Vec<(usize, Token
                         break;
                     }
                 }
-                out.push((start, Token::Ident(name)));
+                // perf's expr.l reads `NaN` as the number NaN (not an event name).
+                if name == "NaN" && chars[start] != '\\' {
+                    out.push((start, Token::Num(f64::NAN)));
+                } else {
+                    out.push((start, Token::Ident(name)));
+                }
             }
             c if c.is_ascii_alphabetic() || c == '_' => {
                 let start = i;

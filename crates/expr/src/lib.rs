@@ -27,6 +27,17 @@
 //! available". `strcmp_cpuid_str(...)` is refused with an error (it compares perf's own
 //! CPUID string, which numalab does not evaluate).
 //!
+//! Checked against perf's own grammar (`tools/perf/util/expr.l` and `expr.y` of Linux,
+//! as of the tool-PMU literals of 2024): perf also has `a % b` (the remainder of the
+//! values truncated to integers, at the precedence of `*` and `/`; a zero divisor aborts
+//! the metric, here "division by zero"), `a ^ b` (1 when exactly one side is nonzero, a
+//! level between `|` and `&`) and the number `NaN` (a metric that yields it is "not a
+//! finite number" here); all three are read by [`parse_perf`] only. perf's numbers are
+//! decimal (`([0-9]+\.?[0-9]*|[0-9]*\.?[0-9]+)(e-?[0-9]+)?`: no hex literal), and perf
+//! has no `!`, no `?:`, no `<=`, `>=`, `==`, `!=`, `&&` or `||`: the last six are
+//! accepted here (Intel's perfmon files use them) but perf never prints them. A `?` in a
+//! perf event name is perf's `--runtime` parameter; it is kept in the name here.
+//!
 //! Evaluation never turns a missing input into 0: an input that was not counted or is
 //! not supported, or a division by zero, makes the whole metric "not available" with
 //! the reason (every missing input is named, not just the first).
@@ -127,6 +138,12 @@ pub enum Func {
     Max,
     /// perf's `d_ratio(a, b)`: `a / b`, and 0 when `b` is 0 (perf's rule).
     DRatio,
+    /// perf's `a % b` (written infix): the remainder of the two values truncated to
+    /// integers (perf's `(long)a % (long)b`); a divisor that truncates to 0 is a division
+    /// by zero (perf aborts the metric).
+    Mod,
+    /// perf's `a ^ b` (written infix): 1 when exactly one of the two is nonzero.
+    Xor,
 }
 
 impl Func {
@@ -135,6 +152,8 @@ impl Func {
             Func::Min => "min",
             Func::Max => "max",
             Func::DRatio => "d_ratio",
+            Func::Mod => "%",
+            Func::Xor => "^",
         }
     }
 }
@@ -143,6 +162,11 @@ impl Func {
 /// `#num_packages`, `#num_dies`, `#num_cores`; `#core_wide`: 1 when events are counted
 /// for whole cores; `#system_tsc_freq`: the TSC's frequency in Hz). In a formula parsed
 /// with [`parse_perf`] each is an input of that name whose value the caller supplies.
+///
+/// perf reads `#NAME` for every event of its tool PMU (`tools/perf/util/tool_pmu.c`'s
+/// `tool_pmu__event_names`, through `expr__get_literal` in `tools/perf/util/expr.c`), so
+/// `#has_pmem`, `#slots`, `#duration_time`, `#user_time`, `#system_time` and
+/// `#target_cpu` are literals too; perf looks them up without regard to case.
 pub const PERF_LITERALS: &[&str] = &[
     "#smt_on",
     "#num_cpus",
@@ -152,6 +176,12 @@ pub const PERF_LITERALS: &[&str] = &[
     "#num_cores",
     "#core_wide",
     "#system_tsc_freq",
+    "#has_pmem",
+    "#slots",
+    "#duration_time",
+    "#user_time",
+    "#system_time",
+    "#target_cpu",
 ];
 
 /// What an input of a perf formula ([`parse_perf`]) stands for, by its name.
@@ -339,10 +369,20 @@ impl Parser<'_> {
     }
 
     fn or(&mut self) -> Result<Expr, ParseError> {
-        let mut lhs = self.and()?;
+        let mut lhs = self.xor()?;
         while self.peek() == Some(&Token::Or) {
             self.pos += 1;
-            lhs = Expr::Or(Box::new(lhs), Box::new(self.and()?));
+            lhs = Expr::Or(Box::new(lhs), Box::new(self.xor()?));
+        }
+        Ok(lhs)
+    }
+
+    /// perf's `^` (only its tokenizer gives it), between `|` and `&` as in perf.
+    fn xor(&mut self) -> Result<Expr, ParseError> {
+        let mut lhs = self.and()?;
+        while self.peek() == Some(&Token::Xor) {
+            self.pos += 1;
+            lhs = Expr::Call(Func::Xor, vec![lhs, self.and()?]);
         }
         Ok(lhs)
     }
@@ -368,13 +408,21 @@ impl Parser<'_> {
     /// Precedence climbing: parses an expression whose operators bind at least `min`.
     fn expr(&mut self, min: u8) -> Result<Expr, ParseError> {
         let mut lhs = self.unary()?;
-        while let Some(Token::Op(op)) = self.peek().cloned() {
-            if op.precedence() < min {
-                break;
+        loop {
+            match self.peek().cloned() {
+                Some(Token::Op(op)) if op.precedence() >= min => {
+                    self.pos += 1;
+                    let rhs = self.expr(op.precedence() + 1)?;
+                    lhs = Expr::Bin(op, Box::new(lhs), Box::new(rhs));
+                }
+                // perf's `%` binds as `*` and `/` (only its tokenizer gives it).
+                Some(Token::Mod) if Op::Mul.precedence() >= min => {
+                    self.pos += 1;
+                    let rhs = self.expr(Op::Mul.precedence() + 1)?;
+                    lhs = Expr::Call(Func::Mod, vec![lhs, rhs]);
+                }
+                _ => break,
             }
-            self.pos += 1;
-            let rhs = self.expr(op.precedence() + 1)?;
-            lhs = Expr::Bin(op, Box::new(lhs), Box::new(rhs));
         }
         Ok(lhs)
     }
@@ -483,6 +531,8 @@ impl Parser<'_> {
             Some(Token::Cmp(c)) => Err(self.error(format!("unexpected '{}'", c.symbol()))),
             Some(Token::And) => Err(self.error("unexpected '&'")),
             Some(Token::Or) => Err(self.error("unexpected '|'")),
+            Some(Token::Xor) => Err(self.error("unexpected '^'")),
+            Some(Token::Mod) => Err(self.error("unexpected '%'")),
             None => Err(self.error("the formula ends too early")),
         }
     }
@@ -728,6 +778,22 @@ impl Expr {
                 let y = truth(b.compute(input)?);
                 f64::from(u8::from(x || y))
             }
+            Expr::Call(Func::Mod, args) if args.len() == 2 => {
+                let x = args[0].compute(input)?.trunc();
+                let y = args[1].compute(input)?.trunc();
+                if y == 0.0 {
+                    return Err(NotAvailable::DivisionByZero {
+                        denominator: args[1].to_string(),
+                    });
+                }
+                // f64 `%` keeps the dividend's sign, as C's integer `%` does.
+                x % y
+            }
+            Expr::Call(Func::Xor, args) if args.len() == 2 => {
+                let x = truth(args[0].compute(input)?);
+                let y = truth(args[1].compute(input)?);
+                f64::from(u8::from(x != y))
+            }
             Expr::Call(func, args) => {
                 let mut out: Option<f64> = None;
                 for a in args {
@@ -739,6 +805,8 @@ impl Expr {
                         (None, _) => v,
                         (Some(o), Func::Min) => o.min(v),
                         (Some(o), Func::Max) => o.max(v),
+                        // Two operands are handled above; any other count has no value.
+                        (Some(_), Func::Mod | Func::Xor) => f64::NAN,
                     });
                 }
                 out.unwrap_or(f64::NAN)
@@ -768,6 +836,9 @@ impl Expr {
             Expr::Cmp(c, a, b) => write!(f, "({a} {} {b})", c.symbol()),
             Expr::And(a, b) => write!(f, "({a} & {b})"),
             Expr::Or(a, b) => write!(f, "({a} | {b})"),
+            Expr::Call(func @ (Func::Mod | Func::Xor), args) if args.len() == 2 => {
+                write!(f, "({} {} {})", args[0], func.name(), args[1])
+            }
             Expr::Call(func, args) => {
                 let name = func.name();
                 let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
@@ -1016,6 +1087,72 @@ mod tests {
         parse_perf(text)
             .unwrap_or_else(|e| panic!("{text}: {e}"))
             .eval(&env(pairs))
+    }
+
+    #[test]
+    fn perf_operators_of_expr_y() {
+        // perf's expr.y: `%` on values truncated to integers, at the level of `*` and
+        // `/` (left to right); C's `%` keeps the dividend's sign.
+        assert_eq!(eval_p("a % b", &[("a", 17.0), ("b", 5.0)]).unwrap(), 2.0);
+        assert_eq!(eval_p("a % b", &[("a", 17.9), ("b", 5.2)]).unwrap(), 2.0);
+        assert_eq!(eval_p("a % b", &[("a", -17.0), ("b", 5.0)]).unwrap(), -2.0);
+        assert_eq!(eval_p("2 * 17 % 5", &[]).unwrap(), 4.0);
+        assert_eq!(eval_p("17 % 5 * 2", &[]).unwrap(), 4.0);
+        assert_eq!(eval_p("1 + 17 % 5", &[]).unwrap(), 3.0);
+        // A divisor that truncates to 0 aborts perf's metric: here division by zero.
+        for b in [0.0, 0.5] {
+            assert!(matches!(
+                eval_p("a % b", &[("a", 3.0), ("b", b)]),
+                Err(NotAvailable::DivisionByZero { .. })
+            ));
+        }
+        // `^`: 1 when exactly one side is nonzero; between `|` and `&` in precedence.
+        let xor = |a: f64, b: f64| eval_p("a ^ b", &[("a", a), ("b", b)]).unwrap();
+        assert_eq!(
+            [xor(0.0, 0.0), xor(3.0, 0.0), xor(0.0, 2.0), xor(3.0, 2.0)],
+            [0.0, 1.0, 1.0, 0.0]
+        );
+        // 1 | (1 ^ 1) = 1 (`|` is looser); (1 ^ 1) | 1 would also be 1, so test `&`:
+        // 1 ^ (1 & 0) = 1, while (1 ^ 1) & 0 = 0.
+        assert_eq!(eval_p("1 ^ 1 & 0", &[]).unwrap(), 1.0);
+        assert_eq!(eval_p("0 | 1 ^ 1", &[]).unwrap(), 0.0);
+        // `NaN` is perf's number NaN: a metric that yields it has no value.
+        assert_eq!(eval_p("a if a > 0 else NaN", &[("a", 2.0)]).unwrap(), 2.0);
+        assert!(matches!(
+            eval_p("a if a > 0 else NaN", &[("a", 0.0)]),
+            Err(NotAvailable::NotFinite)
+        ));
+        assert!(parse_perf("NaN").unwrap().variables().is_empty());
+        // Display round-trips `%` and `^`.
+        for text in ["a % b * c", "(a ^ b) & c", "a ^ b & c", "x - y % 3"] {
+            let e = parse_perf(text).unwrap();
+            assert_eq!(parse_perf(&e.to_string()).unwrap(), e, "{text} -> {e}");
+        }
+        // Only perf's grammar has them.
+        for text in ["a % b", "a ^ b"] {
+            assert!(parse_extended(text).is_err(), "{text}");
+            assert!(parse(text).is_err(), "{text}");
+        }
+        // perf's literals are the tool PMU's event names, in any case, with `.` and `-`
+        // in the name's characters (expr.l: `#[0-9a-zA-Z_\.\-]+`).
+        assert_eq!(
+            parse_perf("x / #SMT_ON").unwrap().variables(),
+            ["#smt_on".to_string(), "x".to_string()]
+                .into_iter()
+                .collect()
+        );
+        assert_eq!(
+            eval_p(
+                "#slots * #has_pmem + #duration_time",
+                &[("#slots", 8.0), ("#has_pmem", 1.0), ("#duration_time", 2.0)]
+            )
+            .unwrap(),
+            10.0
+        );
+        let e = parse_perf("#num_cpus-1").unwrap_err();
+        assert!(e.message.contains("\"#num_cpus-1\""), "{e}");
+        // No hex literal in perf's grammar: 0x10 is the number 0 followed by a name.
+        assert!(parse_perf("0x10").is_err());
     }
 
     #[test]

@@ -24,6 +24,9 @@ use numalab_perfopen::{Group, MemberStatus};
 use numalab_schema::Warning;
 use std::collections::HashMap;
 
+mod replay;
+pub use replay::{Replay, ReplayBackend};
+
 /// Software events counted on every run (no PMU needed).
 pub const SOFTWARE_DEFAULT: &[&str] = &[
     "TASK_CLOCK",
@@ -108,8 +111,8 @@ fn programmable(catalog: &Catalog, events: &[EventRef]) -> usize {
     events.iter().filter(|e| !catalog.is_fixed(&e.name)).count()
 }
 
-/// Default mode: one run, one group per metric (identical groups merged), extra events
-/// one group each. A metric with more programmable events than counters is split (its
+/// One run, one group per metric (identical groups merged), extra events one group
+/// each: the fallback of default mode's packed plan ([`split_failed_groups`]). A metric with more programmable events than counters is split (its
 /// ratio then mixes time slices: a warning says so).
 pub fn plan_default(
     catalog: &Catalog,
@@ -313,27 +316,48 @@ fn first_fit(catalog: &Catalog, mut units: Vec<Unit>, free: usize) -> (Vec<Bin>,
     (bins, split)
 }
 
-/// The planner of multiplexing (`mux`): the events of `metrics` and `extra` packed into
-/// as few groups as `counters` programmable counters allow (fixed-counter events take
-/// none), each metric's events in one group wherever they fit; one run, so the groups
-/// take turns on the counters. A metric too large for the counters is split, and a
-/// `pmu.group_too_large` warning says so. Each group lists every metric it serves.
-///
-/// Default mode still plans one group per metric ([`plan_default`]); this plan needs
-/// fewer groups, so each is counted a larger share of the run.
+/// The planner of multiplexing (`mux`), default mode's plan: the events of `metrics`
+/// and `extra` packed into as few groups as `counters` programmable counters allow
+/// (fixed-counter events take none), each metric's events in one group wherever they
+/// fit; one run, so the groups take turns on the counters. A metric too large for the
+/// counters is split, and a `pmu.group_too_large` warning says so. Each group lists
+/// every metric it serves. It needs fewer groups than one per metric
+/// ([`plan_default`]), so each is counted a larger share of the run.
 pub fn plan_packed(
     catalog: &Catalog,
     metrics: &[String],
     extra: &[EventRef],
     counters: usize,
 ) -> Plan {
+    plan_packed_with(catalog, metrics, extra, counters, 0)
+}
+
+/// [`plan_packed`] leaving `headroom` programmable counters free in every group that
+/// holds more than one metric (a counter the NMI watchdog holds: a full group would
+/// never be scheduled). A metric that needs more than `counters - headroom` but no more
+/// than `counters` gets a group of its own, as one group per metric would give it.
+pub fn plan_packed_with(
+    catalog: &Catalog,
+    metrics: &[String],
+    extra: &[EventRef],
+    counters: usize,
+    headroom: usize,
+) -> Plan {
     let (per_metric, extra_hw, software) = needed(catalog, metrics, extra);
-    let mut units: Vec<Unit> = per_metric
-        .into_iter()
-        .map(|(m, hw)| (Some(m), hw))
-        .collect();
+    let room = counters.saturating_sub(headroom).max(1);
+    let mut units: Vec<Unit> = Vec::new();
+    let mut alone: Vec<Bin> = Vec::new();
+    for (m, hw) in per_metric {
+        let n = programmable(catalog, &hw);
+        if n > room && n <= counters {
+            alone.push((hw, vec![m]));
+        } else {
+            units.push((Some(m), hw));
+        }
+    }
     units.extend(extra_hw.into_iter().map(|e| (None, vec![e])));
-    let (bins, split) = first_fit(catalog, units, counters.max(1));
+    let (mut bins, split) = first_fit(catalog, units, room);
+    bins.extend(alone);
     let warnings = split
         .iter()
         .map(|m| {
@@ -360,6 +384,95 @@ pub fn plan_packed(
         counters,
         warnings,
     }
+}
+
+/// The hardware events of metric `m` (none when the catalog lacks it).
+fn hardware_of(catalog: &Catalog, m: &str) -> Vec<EventRef> {
+    catalog
+        .metric(m)
+        .map(|d| d.events())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|n| catalog.event(n))
+        .filter(|e| !e.encoding.is_software())
+        .map(|e| EventRef {
+            name: e.name.clone(),
+            encoding: e.encoding,
+        })
+        .collect()
+}
+
+/// The fallback of packing: in each group of `plan` in which an event failed to open
+/// (`statuses`, per group, as [`Backend::probe`] gives them), the metrics that need a
+/// failed event (and the failed extra events) leave the group and get the groups one
+/// group per metric gives them ([`plan_default`]); the other metrics keep the packed
+/// group, without the failed events. So an event that cannot be opened beside the
+/// others (unsupported, or a counter constraint the kernel refuses in one group) costs
+/// no other metric anything, and its own metric is planned as without packing.
+/// Returns the metrics and extra events moved out.
+pub fn split_failed_groups(
+    catalog: &Catalog,
+    plan: &mut Plan,
+    statuses: &[Vec<OpenStatus>],
+) -> Vec<String> {
+    let mut moved = Vec::new();
+    let mut groups = Vec::new();
+    for (i, g) in std::mem::take(&mut plan.groups).into_iter().enumerate() {
+        let failed: Vec<&EventRef> = match statuses.get(i) {
+            Some(st) => g
+                .events
+                .iter()
+                .zip(st)
+                .filter(|(_, s)| !s.works())
+                .map(|(e, _)| e)
+                .collect(),
+            None => Vec::new(),
+        };
+        let served: Vec<(String, Vec<EventRef>)> = g
+            .metrics
+            .iter()
+            .map(|m| (m.clone(), hardware_of(catalog, m)))
+            .collect();
+        let extra: Vec<&EventRef> = g
+            .events
+            .iter()
+            .filter(|e| !served.iter().any(|(_, evs)| evs.contains(e)))
+            .collect();
+        if failed.is_empty() || served.len() + extra.len() <= 1 {
+            groups.push(g);
+            continue;
+        }
+        let (hit, kept): (Vec<_>, Vec<_>) = served
+            .into_iter()
+            .partition(|(_, evs)| evs.iter().any(|e| failed.contains(&e)));
+        let hit_extra: Vec<EventRef> = extra
+            .iter()
+            .filter(|e| failed.contains(e))
+            .map(|e| (*e).clone())
+            .collect();
+        let keep = |e: &EventRef| {
+            !failed.contains(&e)
+                && (kept.iter().any(|(_, evs)| evs.contains(e)) || extra.contains(&e))
+        };
+        let rest: Vec<EventRef> = g.events.iter().filter(|e| keep(e)).cloned().collect();
+        if !rest.is_empty() {
+            groups.push(PlanGroup {
+                run: g.run,
+                events: rest,
+                metrics: kept.iter().map(|(m, _)| m.clone()).collect(),
+            });
+        }
+        let hit: Vec<String> = hit.into_iter().map(|(m, _)| m).collect();
+        let apart = plan_default(catalog, &hit, &hit_extra, plan.counters);
+        moved.extend(hit.iter().cloned());
+        moved.extend(hit_extra.iter().map(|e| e.name.clone()));
+        groups.extend(apart.groups.into_iter().map(|mut a| {
+            a.run = g.run;
+            a
+        }));
+    }
+    plan.groups = groups;
+    moved
 }
 
 /// The kernel's rule for Intel's PERF_METRICS (`topdown-*`) events: they are read only
@@ -463,6 +576,19 @@ pub trait Backend {
         groups: &[Vec<EventRef>],
         opts: OpenOptions,
     ) -> Box<dyn Session>;
+
+    /// Which members of `groups` open here, counting nothing that is kept: the groups
+    /// are opened on the calling thread, user space only, and closed at once. The
+    /// planner's check that a packed group loses no event ([`split_failed_groups`]).
+    fn probe(&mut self, groups: &[Vec<EventRef>], raw_type: Option<u32>) -> Vec<Vec<OpenStatus>> {
+        let opts = OpenOptions {
+            include_kernel: false,
+            raw_type,
+        };
+        // pid 0: the calling thread.
+        self.open(&Target::Threads(vec![0]), groups, opts)
+            .statuses()
+    }
 }
 
 /// Real counters through perf_event_open (`numalab-perfopen`, on the `perf-event2` crate).
@@ -626,184 +752,6 @@ impl GroupReading {
                 .map(|(a, b)| a.zip(*b).map(|(a, b)| a.saturating_sub(b)))
                 .collect(),
         }
-    }
-}
-
-/// One event's replayed behaviour.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Replay {
-    /// Counted: the full-run count and the share of time its group is on a counter.
-    Count {
-        /// Count over the whole run (before any multiplexing).
-        value: u64,
-        /// time_running / time_enabled of any group holding it.
-        fraction: f64,
-    },
-    /// The PMU does not implement it.
-    NotSupported,
-    /// Denied when kernel-mode counting is asked for (perf_event_paranoid 2, not root),
-    /// counted as `value` in user space only.
-    DeniedWithKernel {
-        /// User-space count.
-        value: u64,
-    },
-    /// Always denied (perf_event_paranoid 3, or a seccomp filter).
-    Denied,
-}
-
-/// Replays given counts (tests, and machines without a PMU in other crates' tests).
-/// Run `k` multiplies every hardware count by `run_factors[k]` (default 1), to model
-/// run-to-run variation in `--exact` mode.
-#[derive(Debug, Clone, Default)]
-pub struct ReplayBackend {
-    /// Behaviour per event name.
-    pub events: HashMap<String, Replay>,
-    /// Per-run factor on hardware counts.
-    pub run_factors: Vec<f64>,
-    /// Runs opened so far.
-    pub opened: usize,
-    /// The groups asked for, per run (to check plans).
-    pub asked: Vec<Vec<Vec<String>>>,
-    /// The raw-event PMU type asked for, per run.
-    pub raw_types: Vec<Option<u32>>,
-    /// What each run was opened on.
-    pub targets: Vec<Target>,
-    /// Reads until the whole count is reached (interval mode): read `k` of `n` gives
-    /// `k/n` of every count and of the times, later reads the whole; 0 or 1: the whole
-    /// count from the first read.
-    pub reads_to_full: usize,
-}
-
-impl ReplayBackend {
-    /// A backend replaying `pairs` of (event, count), all fully counted.
-    pub fn with_counts(pairs: &[(&str, u64)]) -> Self {
-        ReplayBackend {
-            events: pairs
-                .iter()
-                .map(|(n, v)| {
-                    (
-                        n.to_string(),
-                        Replay::Count {
-                            value: *v,
-                            fraction: 1.0,
-                        },
-                    )
-                })
-                .collect(),
-            ..Default::default()
-        }
-    }
-}
-
-struct ReplaySession {
-    statuses: Vec<Vec<OpenStatus>>,
-    readings: Vec<Result<GroupReading, String>>,
-    reads: usize,
-    reads_to_full: usize,
-}
-
-impl Backend for ReplayBackend {
-    fn open(
-        &mut self,
-        target: &Target,
-        groups: &[Vec<EventRef>],
-        opts: OpenOptions,
-    ) -> Box<dyn Session> {
-        let factor = self.run_factors.get(self.opened).copied().unwrap_or(1.0);
-        self.opened += 1;
-        self.raw_types.push(opts.raw_type);
-        self.targets.push(target.clone());
-        self.asked.push(
-            groups
-                .iter()
-                .map(|g| g.iter().map(|e| e.name.clone()).collect())
-                .collect(),
-        );
-        let enabled: u64 = 1_000_000_000;
-        let mut statuses = Vec::new();
-        let mut readings = Vec::new();
-        for g in groups {
-            let st: Vec<OpenStatus> = g
-                .iter()
-                .map(|e| match self.events.get(&e.name) {
-                    Some(Replay::Count { .. }) => EventStatus::Works,
-                    Some(Replay::DeniedWithKernel { .. }) if !opts.include_kernel => {
-                        EventStatus::Works
-                    }
-                    Some(Replay::DeniedWithKernel { .. }) | Some(Replay::Denied) => {
-                        EventStatus::Denied("replay: permission denied".into())
-                    }
-                    Some(Replay::NotSupported) | None => {
-                        EventStatus::NotSupported("replay: not supported".into())
-                    }
-                })
-                .collect();
-            let fraction = g
-                .iter()
-                .filter_map(|e| match self.events.get(&e.name) {
-                    Some(Replay::Count { fraction, .. }) => Some(*fraction),
-                    _ => None,
-                })
-                .fold(1.0f64, f64::min);
-            let running = (enabled as f64 * fraction).round() as u64;
-            let counts = g
-                .iter()
-                .map(|e| {
-                    let f = if e.encoding.is_software() {
-                        1.0
-                    } else {
-                        factor
-                    };
-                    let value = match self.events.get(&e.name) {
-                        Some(Replay::Count { value, .. }) => *value,
-                        Some(Replay::DeniedWithKernel { value }) if !opts.include_kernel => *value,
-                        _ => return None,
-                    };
-                    Some((value as f64 * f * fraction).round() as u64)
-                })
-                .collect();
-            if st.iter().any(|s| s.works()) {
-                readings.push(Ok(GroupReading {
-                    time_enabled_ns: enabled,
-                    time_running_ns: running,
-                    counts,
-                }));
-            } else {
-                readings.push(Err("no event of the group could be opened".into()));
-            }
-            statuses.push(st);
-        }
-        Box::new(ReplaySession {
-            statuses,
-            readings,
-            reads: 0,
-            reads_to_full: self.reads_to_full,
-        })
-    }
-}
-
-impl Session for ReplaySession {
-    fn statuses(&self) -> Vec<Vec<OpenStatus>> {
-        self.statuses.clone()
-    }
-
-    fn read(&mut self) -> Vec<Result<GroupReading, String>> {
-        self.reads += 1;
-        let n = self.reads_to_full.max(1);
-        if self.reads >= n {
-            return self.readings.clone();
-        }
-        let (k, n) = (self.reads as u64, n as u64);
-        self.readings
-            .iter()
-            .map(|r| {
-                r.clone().map(|r| GroupReading {
-                    time_enabled_ns: r.time_enabled_ns * k / n,
-                    time_running_ns: r.time_running_ns * k / n,
-                    counts: r.counts.iter().map(|c| c.map(|c| c * k / n)).collect(),
-                })
-            })
-            .collect()
     }
 }
 

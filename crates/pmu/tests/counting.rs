@@ -4,7 +4,7 @@
 
 use numalab_pmu::capability::{self, Capability, EventStatus};
 use numalab_pmu::catalog::{self, CpuMatch};
-use numalab_pmu::count::{Replay, ReplayBackend};
+use numalab_pmu::count::{self, Replay, ReplayBackend};
 use numalab_pmu::metrics::EventState;
 use numalab_pmu::profile::{self, ProfileConfig, ProfileError};
 use numalab_proc::Spec;
@@ -149,6 +149,8 @@ fn default_mode_scales_multiplexed_groups_and_warns() {
     let mut cfg = n1_config(None);
     cfg.metrics = "cycles,l1d_mpki,l1d_miss_rate,ll_read_miss_rate".into();
     cfg.events = vec!["L1D_CACHE_RD".into()];
+    // Two programmable counters, so the metrics need several groups.
+    cfg.counters = Some(2);
     let p = profile::profile_with(
         &Spec::new(["true"]),
         &cfg,
@@ -210,14 +212,22 @@ fn default_mode_scales_multiplexed_groups_and_warns() {
     assert_eq!(mux.rotations, None);
     assert_eq!(mux.min_running_fraction, 0.5);
     assert_eq!((mux.typical, mux.worst), (0.5, 0.5));
-    assert!(mux.fewest_groups.unwrap() < mux.groups.unwrap(), "{mux:?}");
+    // Default mode packs: the groups are the fewest the counters allow, fewer than
+    // one group per metric.
+    let c = catalog::load_match(&cfg.cpu).unwrap();
+    let (names, extra) = profile::selection(&c, &cfg.metrics, &cfg.events).unwrap();
+    let per_metric = count::plan_default(&c, &names, &extra, 2).groups.len();
+    let packed = count::plan_packed(&c, &names, &extra, 2).groups.len();
+    assert!(packed < per_metric, "{packed} {per_metric}");
+    assert_eq!(
+        (mux.groups, mux.fewest_groups),
+        (Some(packed), Some(packed))
+    );
+    let hw_asked = backend.asked[0].len() - 4; // the 4 software events, one group each
+    assert_eq!(hw_asked, packed, "{:?}", backend.asked[0]);
     assert_eq!(
         numalab_pmu::mux::line(mux),
-        format!(
-            "multiplexed: {} groups (they fit in {}), rotations unknown in 1.00 s; values carry +-50% (worst 50%)",
-            mux.groups.unwrap(),
-            mux.fewest_groups.unwrap()
-        )
+        format!("multiplexed: {packed} groups, rotations unknown in 1.00 s; values carry +-50% (worst 50%)")
     );
     // The fields survive the record's JSON.
     let back: numalab_pmu::profile::Profile =

@@ -188,6 +188,13 @@ fn perf_listing_becomes_a_catalog_with_known_answers() {
         c.select_metrics("Ret").unwrap(),
         ["IPC", "tma_info_core_coreipc"]
     );
+    // perf prints IPC once under "Ret" and once under "Summary": both groups have it,
+    // and it is one metric.
+    assert_eq!(c.select_metrics("Summary").unwrap(), ["IPC"]);
+    assert_eq!(p.metrics.iter().filter(|m| *m == "IPC").count(), 1);
+    // A metric in no group is printed under its own name: no group of that name.
+    assert!(c.select_metrics("cores_per_cpu").unwrap() == ["cores_per_cpu"]);
+    assert!(!c.groups.iter().any(|g| g.name == "cores_per_cpu"));
     let vendor = c.select_metrics("vendor").unwrap();
     assert!(vendor.contains(&"offcore_rd_pki".to_string()), "{vendor:?}");
     let (names, extra) = catalog_selection(c, "IPC,tx_cycles_share", &["cycles-ct".to_string()]);
@@ -383,4 +390,52 @@ fn a_listing_without_core_pmu_metrics_gives_no_catalog() {
         e.to_string(),
         "perf 6.8.0 lists no metric over this CPU's own events that numalab can compute (2 events and metrics left out)"
     );
+}
+
+/// perf 6.2's printer (the first with `-j`): metrics without `ScaleUnit`, `Unit` or
+/// `MetricThreshold`, and events that carry `MetricName`/`MetricExpr`. It is read the
+/// same way: the metric's value is perf's expression unscaled.
+#[test]
+fn the_first_json_shape_of_perf_6_2_is_read() {
+    let text = r#"[
+{
+	"Unit": "cpu",
+	"Topic": "pipeline",
+	"EventName": "inst_retired.any",
+	"EventType": "Kernel PMU event",
+	"BriefDescription": "Instructions retired",
+	"Encoding": "cpu/event=0xc0,period=2000003/"
+},
+{
+	"Unit": "cpu",
+	"Topic": "pipeline",
+	"EventName": "cpu_clk_unhalted.thread",
+	"EventType": "Kernel PMU event",
+	"BriefDescription": "Core cycles",
+	"Encoding": "cpu/event=0x3c,period=2000003/"
+},
+{
+	"MetricGroup": "Ret",
+	"MetricName": "IPC",
+	"MetricExpr": "inst_retired.any / cpu_clk_unhalted.thread",
+	"BriefDescription": "Instructions per cycle"
+},
+{
+	"MetricGroup": "Summary",
+	"MetricName": "IPC",
+	"MetricExpr": "inst_retired.any / cpu_clk_unhalted.thread",
+	"BriefDescription": "Instructions per cycle"
+}
+]
+"#;
+    let list = PerfList::from_json("6.2.16", text).unwrap();
+    let root = sysroot();
+    let base = catalog::load_x86(Some("GenuineIntel")).unwrap();
+    let facts = MachineFacts::from_sysfs(root.path());
+    let p = build_catalog(base, &list, root.path(), &facts).unwrap();
+    assert_eq!(p.metrics, ["IPC"]);
+    assert_eq!(value(&p.catalog, "IPC", &counts()), 2.0);
+    assert_eq!(p.catalog.select_metrics("Summary").unwrap(), ["IPC"]);
+    assert_eq!(p.catalog.select_metrics("Ret").unwrap(), ["IPC"]);
+    assert_eq!(p.catalog.metric("IPC").unwrap().unit, "value");
 }

@@ -295,11 +295,14 @@ pub fn profile_subject(
     let catalog = catalog::load_match(&config.cpu)?;
     let (names, extra) = selection(&catalog, &config.metrics, &config.events)?;
     let counters = config.counters.unwrap_or(catalog.counters);
+    // Default mode packs the events into as few groups as the counters allow.
+    let headroom = nmi_headroom(&config.sysroot);
     let mut plan: Plan = if config.exact {
         count::plan_exact(&catalog, &names, &extra, counters).map_err(ProfileError::Plan)?
     } else {
-        count::plan_default(&catalog, &names, &extra, counters)
+        count::plan_packed_with(&catalog, &names, &extra, counters, headroom)
     };
+    let fewest = (!config.exact).then_some(plan.groups.len());
     // Intel's topdown-* events count only in a group led by slots.
     count::slots_lead_topdown_groups(&catalog, &mut plan);
     let mut warnings = std::mem::take(&mut plan.warnings);
@@ -307,10 +310,23 @@ pub fn profile_subject(
     let sys = core_pmus(&catalog, config, hardware, &mut warnings);
     let core = sys.primary().cloned();
     let raw_type = core.as_ref().and_then(|c| c.pmu_type);
-    let standing = match &core {
+    let mut standing = match &core {
         Some(c) if hardware => standing_of(&plan, c),
         _ => BTreeMap::new(),
     };
+    if hardware && !config.exact {
+        split_what_fails(
+            &catalog,
+            &mut plan,
+            backend,
+            raw_type,
+            &standing,
+            &mut warnings,
+        );
+        if let Some(c) = &core {
+            standing = standing_of(&plan, c);
+        }
+    }
     let include_kernel = kernel_scope(cap, &mut warnings);
     let setup = run::Setup {
         subject,
@@ -334,7 +350,6 @@ pub fn profile_subject(
         profile.spread = spreads(&catalog, &profile.groups);
         spread_warnings(&profile, &mut warnings);
     }
-    let planned = names.clone();
     let names = if config.metrics.trim().eq_ignore_ascii_case("none") {
         Vec::new()
     } else if names.is_empty() {
@@ -348,11 +363,6 @@ pub fn profile_subject(
         .map(|c| c.name.as_str())
         .chain(["cpu", "cpu_core"])
         .collect();
-    let fewest = (!config.exact).then(|| {
-        count::plan_packed(&catalog, &planned, &extra, counters)
-            .groups
-            .len()
-    });
     crate::mux::annotate(
         &mut profile,
         crate::mux::mux_interval_ms(&config.sysroot, &mux_pmus),
@@ -383,6 +393,81 @@ pub fn profile_subject(
     profile.coverage = Some(coverage);
     check_consistency(&catalog, &mut profile, &checked, &mut warnings);
     Ok(Profiled { profile, warnings })
+}
+
+/// Programmable counters to leave free in a packed group: 1 while the NMI watchdog
+/// runs (`/proc/sys/kernel/nmi_watchdog` under `sysroot` is 1: it holds a counter
+/// through perf, so a group of every counter would never be scheduled), else 0.
+fn nmi_headroom(sysroot: &Path) -> usize {
+    let on = std::fs::read_to_string(sysroot.join("proc/sys/kernel/nmi_watchdog"))
+        .is_ok_and(|t| t.trim() == "1");
+    usize::from(on)
+}
+
+/// Opens the packed groups once on this thread ([`count::Backend::probe`]) and splits
+/// each group in which an event failed into one group per metric
+/// ([`count::split_failed_groups`]), so no metric loses its group to another's event;
+/// a warning names them. Events the PMU does not advertise are not opened (as in the
+/// run), so they split nothing.
+fn split_what_fails(
+    catalog: &catalog::Catalog,
+    plan: &mut Plan,
+    backend: &mut dyn Backend,
+    raw_type: Option<u32>,
+    standing: &BTreeMap<String, (Advertised, String)>,
+    warnings: &mut Vec<Warning>,
+) {
+    let multi = |g: &count::PlanGroup| g.metrics.len() > 1 || g.events.len() > g.metrics.len();
+    if !plan.groups.iter().any(multi) {
+        return;
+    }
+    let blocked = |e: &EventRef| {
+        standing
+            .get(&e.name)
+            .is_some_and(|(a, _)| *a == Advertised::NotListed)
+    };
+    let groups: Vec<Vec<EventRef>> = plan
+        .groups
+        .iter()
+        .map(|g| g.events.iter().filter(|e| !blocked(e)).cloned().collect())
+        .collect();
+    let probed = backend.probe(&groups, raw_type);
+    // Back to the plan's members: an event not opened stands as working (it is not
+    // opened in the run either), and so does one denied (permission is not a matter of
+    // grouping: the run says so on its own).
+    let statuses: Vec<Vec<count::OpenStatus>> = plan
+        .groups
+        .iter()
+        .zip(&probed)
+        .map(|(g, st)| {
+            let mut opened = g.events.iter().filter(|e| !blocked(e)).zip(st);
+            g.events
+                .iter()
+                .map(|e| match blocked(e) {
+                    true => EventStatus::Works,
+                    false => match opened.next() {
+                        Some((_, EventStatus::Denied(_))) | None => EventStatus::Works,
+                        Some((_, s)) => s.clone(),
+                    },
+                })
+                .collect()
+        })
+        .collect();
+    let moved = count::split_failed_groups(catalog, plan, &statuses);
+    if moved.is_empty() {
+        return;
+    }
+    count::slots_lead_topdown_groups(catalog, plan);
+    warnings.push(Warning::new(
+        "pmu.packed_split",
+        format!(
+            "an event did not open in its packed group, so {} {} counted in a group of {} own instead (as one group per metric would), the rest of the group as packed ({} groups)",
+            moved.join(", "),
+            if moved.len() == 1 { "is" } else { "are" },
+            if moved.len() == 1 { "its" } else { "their" },
+            plan.groups.len()
+        ),
+    ));
 }
 
 /// Whether a hardware PMU counts here. A PMU that counts either anchor is a hardware

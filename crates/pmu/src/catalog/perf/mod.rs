@@ -32,13 +32,21 @@ pub const PERF_ID: &str = "perf";
 /// How long `perf --version` and `perf list -j` may take.
 const PERF_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One entry of `perf list -j` (perf's documented JSON fields; others are ignored).
+/// One object of `perf list -j`, with the keys perf's JSON printer writes
+/// (`tools/perf/builtin-list.c`, `json_print_event` and `json_print_metric`; the option
+/// came with perf 6.2). An event: `Unit` (its PMU), `Topic`, `EventName`, `EventAlias`,
+/// `ScaleUnit`, `EventType`, `Deprecated`, `BriefDescription`, `PublicDescription`,
+/// `Encoding` (`pmu/terms/`). A metric: `MetricGroup` (ONE group: perf prints a metric
+/// once per group it is in, and a metric in no group under its own name), `MetricName`,
+/// `MetricExpr`, `MetricThreshold` and `ScaleUnit` (not in perf 6.2's printer),
+/// `BriefDescription`, `PublicDescription`, and since 2025 `Unit` (the metric's PMU:
+/// `default_core` for the core PMU, `cpu_core`/`cpu_atom` on hybrid CPUs). perf 6.2 also
+/// wrote `MetricName`/`MetricExpr` on events that carried them. Keys numalab does not
+/// use are ignored.
 #[derive(Debug, Clone, Default, Deserialize)]
 struct Entry {
     #[serde(rename = "Unit")]
     unit: Option<String>,
-    #[serde(rename = "PMU")]
-    pmu: Option<String>,
     #[serde(rename = "EventName")]
     event_name: Option<String>,
     #[serde(rename = "BriefDescription")]
@@ -56,9 +64,9 @@ struct Entry {
 }
 
 impl Entry {
-    /// The PMU it belongs to (perf writes it as `Unit`; `PMU` also read).
+    /// The PMU it belongs to (perf's `Unit`).
     fn pmu(&self) -> Option<&str> {
-        self.pmu.as_deref().or(self.unit.as_deref())
+        self.unit.as_deref()
     }
 }
 
@@ -105,9 +113,8 @@ pub enum PerfError {
 }
 
 impl PerfList {
-    /// Reads `perf list -j`'s output (an array of objects with perf's fields:
-    /// `EventName`, `Encoding`, `Unit`/`PMU`, `MetricName`, `MetricExpr`, `MetricGroup`,
-    /// `ScaleUnit`, `BriefDescription`).
+    /// Reads `perf list -j`'s output (an array of objects with perf's keys; see
+    /// `Entry`).
     pub fn from_json(version: &str, text: &str) -> Result<PerfList, PerfError> {
         let entries: Vec<Entry> = serde_json::from_str(text).map_err(|e| PerfError::BadJson {
             version: version.into(),
@@ -435,7 +442,6 @@ pub fn build_catalog(
             .entries
             .iter()
             .filter_map(|e| e.event_name.as_deref())
-            .flat_map(|n| n.split(" OR "))
             .map(|n| n.trim().to_ascii_lowercase())
             .collect(),
     };
@@ -504,25 +510,36 @@ pub fn build_catalog(
             continue;
         };
         match encode(root, pmu, terms) {
-            Ok(code) => {
-                for n in name.split(" OR ").map(str::trim) {
-                    names.add(n, e.brief.as_deref().unwrap_or(n), code);
-                }
-            }
+            Ok(code) => names.add(name.trim(), e.brief.as_deref().unwrap_or(name), code),
             Err(why) => left_out.push((name.into(), why)),
         }
     }
-    // perf's metrics (the first of a name; Atom cores' and other PMUs' left out).
+    // perf's metrics (the first of a name; Atom cores' and other PMUs' left out). perf
+    // prints a metric once per group it is in, so a name's groups are gathered from
+    // every object of that name (a metric in no group comes under its own name).
     let mut exprs: BTreeMap<String, &Entry> = BTreeMap::new();
+    let mut metric_groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for e in &list.entries {
         let (Some(name), Some(_)) = (e.metric_name.as_deref(), e.metric_expr.as_deref()) else {
             continue;
         };
         if let Some(p) = e.pmu().filter(|p| !is_core_pmu(p) && *p != "tool") {
-            left_out.push((name.into(), format!("a metric of PMU {p}")));
+            if !left_out.iter().any(|(n, _)| n == name) {
+                left_out.push((name.into(), format!("a metric of PMU {p}")));
+            }
             continue;
         }
-        exprs.entry(name.to_string()).or_insert(e);
+        let first = exprs.entry(name.to_string()).or_insert(e);
+        if first.metric_expr != e.metric_expr {
+            continue;
+        }
+        let listed = metric_groups.entry(name.to_string()).or_default();
+        for g in e.metric_group.as_deref().unwrap_or("").split(';') {
+            let g = g.trim();
+            if !g.is_empty() && g != name && !listed.iter().any(|x| x == g) {
+                listed.push(g.to_string());
+            }
+        }
     }
     let mut vendor: Vec<MetricDef> = Vec::new();
     let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -547,15 +564,7 @@ pub fn build_catalog(
         } else {
             Expr::Bin(expr::Op::Mul, Box::new(Expr::Num(factor)), Box::new(x))
         };
-        let group_list: Vec<String> = e
-            .metric_group
-            .as_deref()
-            .unwrap_or("")
-            .split(';')
-            .map(str::trim)
-            .filter(|g| !g.is_empty())
-            .map(str::to_string)
-            .collect();
+        let group_list: Vec<String> = metric_groups.get(name).cloned().unwrap_or_default();
         for g in &group_list {
             groups.entry(g.clone()).or_default().push(name.clone());
         }
