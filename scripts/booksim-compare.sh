@@ -105,6 +105,9 @@ if [ -n "$bs" ]; then
   ! wanted mesh8_hotspot || (hot_curve "$fix/mesh8_hotspot.cfg" "$(seq_rates 0.01 0.20 0.01)" "$fix/mesh8_hotspot.csv") &
   ! wanted mesh16_uniform || (curve "$fix/mesh16_uniform.cfg" "$(seq_rates 0.02 0.30 0.02)" "$fix/mesh16_uniform.csv") &
   wait
+  # 8x8 hotspot near saturation on a finer grid than BookSim's 0.01 steps above (the
+  # hot node's ejection port binds near 1 / (0.1 x 64 + 0.9) = 0.137).
+  ! wanted mesh8_hotspot_fine || hot_curve "$fix/mesh8_hotspot.cfg" "$(seq_rates 0.120 0.150 0.001)" "$fix/mesh8_hotspot_fine.csv"
   # On 16x16 the hot node's ejection port binds at 1 / (0.1 x 256) = 0.039 packets per
   # node per cycle: finer steps.
   ! wanted mesh16_transpose || (curve "$fix/mesh16_transpose.cfg" "$(seq_rates 0.01 0.20 0.01)" "$fix/mesh16_transpose.csv") &

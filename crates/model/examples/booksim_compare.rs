@@ -8,7 +8,8 @@
 //!
 //! Each point also shows the analytic engine's answer for the same routers (`an_lat`),
 //! and each curve the analytic saturation estimate; `--analytic-only` after the folder
-//! skips the discrete-event runs. `--table` prints instead docs/model.md's table of every
+//! skips the discrete-event runs, `--only NAME,...` compares only the named curves (file
+//! names without `.csv`), `--seed N` seeds the simulations (default 1). `--table` prints instead docs/model.md's table of every
 //! engine and router against BookSim2 (markdown): the discrete-event engine with
 //! input-queued and with output-queued routers, the analytic engine with each.
 
@@ -95,15 +96,51 @@ const CURVES: &[(&str, u32, Pattern, u32)] = &[
         1,
     ),
     ("mesh8_uniform_p4.csv", 8, Pattern::Uniform, 4),
+    // 8x8 hotspot near saturation on a 0.001 grid (BookSim's 0.01 grid above puts its
+    // saturation one step from the model's).
+    (
+        "mesh8_hotspot_fine.csv",
+        8,
+        Pattern::Hotspot {
+            stop: 0,
+            fraction: 0.1,
+        },
+        1,
+    ),
 ];
+
+/// The curves to compare: all, or those named after `--only` (file names without
+/// `.csv`, comma separated).
+fn curves() -> Vec<(&'static str, u32, Pattern, u32)> {
+    let args: Vec<String> = std::env::args().collect();
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1));
+    CURVES
+        .iter()
+        .copied()
+        .filter(|(f, ..)| {
+            only.is_none_or(|o| o.split(',').any(|n| n == f.trim_end_matches(".csv")))
+        })
+        .collect()
+}
 
 fn main() {
     let dir = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "crates/model/tests/fixtures/booksim2".into());
     let analytic_only = std::env::args().any(|a| a == "--analytic-only");
+    let args: Vec<String> = std::env::args().collect();
+    // `--seed N`: the simulations' seed (default 1, the documented table's).
+    let seed = args
+        .iter()
+        .position(|a| a == "--seed")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
     let cfg = DesConfig {
-        seed: 1,
+        seed,
         warmup_cycles: 3_000,
         measure_cycles: 20_000,
         drain_cycles: 20_000,
@@ -112,7 +149,7 @@ fn main() {
         table(&dir, &cfg);
         return;
     }
-    for &(file, k, pattern, flits) in CURVES {
+    for (file, k, pattern, flits) in curves() {
         let rows = read_csv(&Path::new(&dir).join(file));
         if rows.is_empty() {
             println!("{file}: not recorded");
@@ -318,7 +355,7 @@ fn table(dir: &str, cfg: &DesConfig) {
     println!("| curve, offered | BookSim2 | DES input-queued | analytic input-queued | DES output-queued | analytic output-queued |");
     println!("|---|---|---|---|---|---|");
     let mut sat_rows = Vec::new();
-    for &(file, k, pattern, flits) in CURVES {
+    for (file, k, pattern, flits) in curves() {
         let rows = read_csv(&Path::new(dir).join(file));
         if rows.is_empty() {
             println!("| {file}: not recorded | | | | | |");

@@ -322,15 +322,23 @@ fn one_node_memory_latency_alone_fits_memory_and_flags_the_rest() {
     assert_eq!(mem.status, "fitted");
     assert!((mem.value - 90.0).abs() < 4.0, "{mem:?}");
     assert!(mem.std_error.is_none(), "one figure, one parameter");
-    for key in ["noc.router_cycles", "slc.lookup_cycles"] {
-        let p = param(&c, key);
-        assert_eq!(p.status, "not-identifiable", "{p:?}");
-        assert!(
-            p.note.as_deref().unwrap().contains("memory.ddr.latency_ns"),
-            "{p:?}"
-        );
-        assert_eq!(p.saved, p.start);
-    }
+    // The mesh preset's routers are input-queued: they never charge
+    // noc.router_cycles, which is reported as not used rather than fitted.
+    let r = param(&c, "noc.router_cycles");
+    assert_eq!(r.status, "not-used", "{r:?}");
+    assert!(r.note.as_deref().unwrap().contains("input-queued"), "{r:?}");
+    assert_eq!((r.value, r.saved), (r.start, r.start));
+    assert!(c
+        .calibrated_sets
+        .iter()
+        .all(|s| !s.starts_with("noc.router_cycles")));
+    let p = param(&c, "slc.lookup_cycles");
+    assert_eq!(p.status, "not-identifiable", "{p:?}");
+    assert!(
+        p.note.as_deref().unwrap().contains("memory.ddr.latency_ns"),
+        "{p:?}"
+    );
+    assert_eq!(p.saved, p.start);
     assert_eq!(param(&c, "memory.ddr.channel_gbps").status, "no-data");
     // A one-socket preset has no socket parameter at all.
     assert!(c.parameters.iter().all(|p| !p.key.starts_with("socket.")));
@@ -411,4 +419,41 @@ fn core_limited_bandwidth_fits_the_outstanding_depth_not_the_channels() {
         .find(|f| f.kind == "mem.bandwidth")
         .unwrap();
     assert!(bw.residual_percent.abs() < 5.0, "{bw:?}");
+}
+
+/// `noc.router_cycles` is fitted where the configured router charges it (output-queued)
+/// and not where it does not (input-queued: each router costs its pipeline's stages in
+/// both engines): there its row says `not-used`, the text shows no fitted value, and
+/// the calibrated preset does not set it.
+#[test]
+fn router_cycles_is_fitted_only_for_the_router_that_charges_it() {
+    let truth = Model::load("neoverse-v1-64", &sets(&["noc.router_cycles=3"])).unwrap();
+    let nodes: Vec<u32> = (0..truth.nodes.len() as u32).collect();
+    let b = synthetic(&truth, &all_pairs(&truth), &nodes, &[], NOISE, 2);
+    let fit = |extra: &[&str]| {
+        calibrate::calibrate("neoverse-v1-64", &sets(extra), &[("s".into(), b.clone())]).unwrap()
+    };
+    let oq = fit(&[]);
+    let r = param(&oq, "noc.router_cycles");
+    assert_eq!(r.status, "fitted", "{r:?}");
+    assert!((r.value - 3.0).abs() < 1.0, "{r:?}");
+    let iq = fit(&["noc.router=input-queued"]);
+    let r = param(&iq, "noc.router_cycles");
+    assert_eq!(r.status, "not-used", "{r:?}");
+    assert_eq!((r.value, r.saved), (1.0, 1.0));
+    assert!(r.note.as_deref().unwrap().contains("= 3 cycles"), "{r:?}");
+    assert!(iq
+        .calibrated_sets
+        .iter()
+        .all(|s| !s.starts_with("noc.router_cycles")));
+    let text = calibrate::report::render(&iq, &|s| s.to_string());
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("noc.router_cycles"))
+        .unwrap();
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(cols[1..5], ["1", "-", "-", "1"], "{line}");
+    assert!(line.contains("not-used"), "{line}");
+    // The other latency parameters are still fitted.
+    assert_eq!(param(&iq, "slc.lookup_cycles").status, "fitted");
 }

@@ -237,21 +237,28 @@ impl RecordKind for Policy {
     const KIND: &'static str = "model.policy";
 }
 
-/// One metric in both engines.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One metric in both engines (and, for synthetic traffic, in the discrete-event engine
+/// with the other router).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CheckMetric {
     /// Metric name.
     pub name: String,
-    /// Analytic value.
+    /// Analytic value (the configured router's model).
     pub analytic: f64,
-    /// Discrete-event value.
+    /// Discrete-event value (the configured router).
     pub des: f64,
     /// `(des - analytic) / analytic`.
     pub relative_difference: f64,
+    /// Discrete-event value with the other router ([`Check::other_router`]), where run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_router_des: Option<f64>,
+    /// `(other_router_des - des) / des`: the other router against the configured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_router_difference: Option<f64>,
 }
 
 /// `--engine check`: the same experiment point in both engines.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// Preset.
     pub preset: String,
@@ -261,6 +268,17 @@ pub struct Check {
     pub point: String,
     /// The metrics.
     pub metrics: Vec<CheckMetric>,
+    /// The configured router (`noc.router`) of the `analytic` and `des` values, where
+    /// the check says (synthetic traffic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<String>,
+    /// The router of `other_router_des`: the discrete-event engine run again with the
+    /// other router (synthetic traffic), where the spec can model it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_router: Option<String>,
+    /// Engines or routers not run, each with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<String>,
 }
 impl RecordKind for Check {
     const KIND: &'static str = "model.check";
@@ -278,7 +296,19 @@ impl CheckMetric {
             } else {
                 0.0
             },
+            ..Default::default()
         }
+    }
+
+    /// The same metric with the other router's discrete-event value beside it.
+    pub fn with_other_router(mut self, other: f64) -> Self {
+        self.other_router_des = Some(other);
+        self.other_router_difference = Some(if self.des != 0.0 {
+            (other - self.des) / self.des
+        } else {
+            0.0
+        });
+        self
     }
 }
 
@@ -301,7 +331,9 @@ pub struct CalibratedParameter {
     /// Value written to the calibrated preset (integer keys rounded, negative clamped).
     pub saved: f64,
     /// "fitted", "not-identifiable" (figures depend on it only together with other
-    /// parameters, or hardly at all) or "no-data" (no figure depends on it).
+    /// parameters, or hardly at all), "no-data" (no figure depends on it) or
+    /// "not-used" (the configured engines ignore it, e.g. `noc.router_cycles` with
+    /// input-queued routers: no fitted value is reported).
     pub status: String,
     /// Why it was not fitted, or what limits it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -44,16 +44,16 @@ pub enum ModelCommand {
     /// cells (c2c.matrix, `numalab c2c`); the highest bandwidth of each node on its own
     /// memory (mem.bandwidth). `numalab evaluate` writes all three.
     ///
-    /// Parameters: noc.router_cycles (per mesh hop), slc.lookup_cycles (paid once by every
-    /// latency figure, so it also takes any constant the model lacks),
+    /// Parameters: noc.router_cycles (per hop; output-queued routers only, input-queued
+    /// ones charge their pipeline), slc.lookup_cycles (paid once by every latency figure),
     /// socket.link_latency_ns (two-socket presets), memory.POOL.latency_ns,
     /// memory.POOL.channel_gbps, or cores.max_outstanding where the model's cores rather
     /// than its controllers limit the bandwidth. Latencies are fitted by weighted linear
     /// least squares, bandwidth by Gauss-Newton on the analytic engine. Every figure is
-    /// printed measured against modeled, with the RMS residual per kind. A parameter the figures cannot
-    /// tell apart from others, or that no figure depends on, is reported and kept at the
-    /// preset's value. The machine and the preset must have the same number of NUMA nodes;
-    /// node i of one is set against node i of the other.
+    /// printed measured against modeled, with the RMS residual per kind. A parameter the
+    /// figures cannot tell apart from others, or that no figure depends on, is reported
+    /// and kept at the preset's value. The machine and the preset must have the same
+    /// number of NUMA nodes; node i of one is set against node i of the other.
     Calibrate(Box<CalibrateArgs>),
 }
 
@@ -132,7 +132,7 @@ pub enum EngineArg {
     Analytic,
     /// Discrete-event simulation (seeded, deterministic).
     Des,
-    /// Both, and a record of their differences.
+    /// Both, and a record of their differences (synthetic traffic: with the other router too).
     Check,
 }
 
@@ -164,7 +164,7 @@ pub struct RunArgs {
     /// centre stop and 0.2.
     #[arg(long, value_name = "STOP:FRACTION")]
     pub hotspot: Option<String>,
-    /// Offered loads as fractions of the analytic saturation rate, e.g. 0.1,0.5,0.9.
+    /// Offered loads as fractions of the router's analytic saturation estimate, e.g. 0.1,0.5,0.9.
     #[arg(long, value_name = "LIST")]
     pub loads: Option<String>,
     /// Flits per synthetic packet.

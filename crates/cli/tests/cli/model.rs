@@ -249,6 +249,59 @@ fn run_json_is_a_modeled_bundle() {
     assert_eq!(t.data["vns"].as_array().unwrap().len(), 4);
 }
 
+/// `--engine check` on synthetic traffic: the analytic, input-queued and output-queued
+/// engines side by side, in JSON and in the text table.
+#[test]
+fn check_puts_the_three_engines_side_by_side() {
+    let args = |json: bool| {
+        let mut a = vec![
+            "model",
+            "run",
+            "mesh",
+            "--set",
+            "noc.cols=4",
+            "--set",
+            "noc.rows=4",
+            "--experiment",
+            "uniform",
+            "--engine",
+            "check",
+            "--loads",
+            "0.3,0.9",
+            "--cycles",
+            "2000",
+            "--warmup",
+            "200",
+        ];
+        if json {
+            a.push("--json");
+        }
+        numalab(&a)
+    };
+    let out = args(true);
+    assert_ok(&out);
+    let b: BundleJson = serde_json::from_slice(&out.stdout).unwrap();
+    let engines: Vec<&str> = b
+        .records
+        .iter()
+        .filter(|r| r.kind == "model.traffic")
+        .map(|r| r.data["engine"].as_str().unwrap())
+        .collect();
+    assert_eq!(engines, ["analytic", "des", "des-output-queued"]);
+    let c = b.records.iter().find(|r| r.kind == "model.check").unwrap();
+    assert_eq!(c.data["router"], "input-queued");
+    assert_eq!(c.data["other_router"], "output-queued");
+    let m = &c.data["metrics"][1];
+    assert!(
+        m["name"].as_str().unwrap().contains("90% of saturation"),
+        "{m}"
+    );
+    assert!(m["other_router_des"].as_f64().unwrap() > 0.0);
+    let text = String::from_utf8(args(false).stdout).unwrap();
+    assert!(text.contains("discrete-event output-queued"), "{text}");
+    assert!(text.contains("analytic input-queued"), "{text}");
+}
+
 #[test]
 fn rerun_with_the_same_out_resumes() {
     let tmp = tempfile::tempdir().unwrap();

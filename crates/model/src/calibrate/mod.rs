@@ -220,7 +220,14 @@ pub fn calibrate(
             .filter(|&p| p != base.main_pool)
             .map(Param::PoolLatency),
     );
-    lat_params.push(Param::Router);
+    // Input-queued routers charge each router their pipeline, never
+    // `noc.router_cycles`: fitting it would report a figure that changes none of their
+    // engines' answers, so it is not fitted and the row says why.
+    let unused_router =
+        (base.spec.noc.router == spec::RouterKind::InputQueued).then(|| router_not_used(&base));
+    if unused_router.is_none() {
+        lat_params.push(Param::Router);
+    }
     if base.geo.sockets > 1 {
         lat_params.push(Param::Socket);
     }
@@ -244,6 +251,10 @@ pub fn calibrate(
             break;
         }
         chan_sets = new_chan;
+    }
+    if let Some(r) = unused_router {
+        // Where the per-hop cost stands for output-queued routers: after the pools.
+        params.insert(base.pools.len().min(params.len()), r);
     }
     let n_lat = figures
         .iter()
@@ -740,6 +751,22 @@ pub fn preset_text(cal: &Calibration, created_utc: &str) -> Result<String, Model
         }
     }
     Ok(out)
+}
+
+/// `noc.router_cycles`'s row for input-queued routers (status `not-used`): their
+/// engines, analytic and discrete-event, charge each router the pipeline's stages
+/// instead, so the parameter is not fitted.
+fn router_not_used(base: &Model) -> CalibratedParameter {
+    let n = &base.spec.noc;
+    let stages = n.routing_delay + n.vc_alloc_delay + n.sw_alloc_delay + n.st_final_delay;
+    row(
+        &Param::Router,
+        base,
+        "not-used",
+        Some(format!(
+            "noc.router = \"input-queued\": its engines (analytic and discrete-event) charge each router the pipeline, noc.routing_delay + vc_alloc_delay + sw_alloc_delay + st_final_delay = {stages} cycles, never noc.router_cycles, so a fitted value would change none of their figures: not fitted. The stages are the allocators' timing, not a free latency; to fit a per-hop cost, calibrate with --set noc.router=output-queued"
+        )),
+    )
 }
 
 /// A parameter's row at the preset's value: `status` and `note` say why it stands so.

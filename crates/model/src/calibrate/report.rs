@@ -34,12 +34,18 @@ pub fn render(c: &Calibration, emphasize: &dyn Fn(&str) -> String) -> String {
     );
     for p in &c.parameters {
         let se = p.std_error.map_or("-".to_string(), |s| format!("{s:.3}"));
+        // A parameter the configured engines do not use has no fitted value to show.
+        let fitted = if p.status == "not-used" {
+            "-".to_string()
+        } else {
+            format!("{:.3}", p.value)
+        };
         let _ = writeln!(
             out,
-            "{:<28} {:>10} {:>10.3} {:>9} {:>8}  {} ({})",
+            "{:<28} {:>10} {:>10} {:>9} {:>8}  {} ({})",
             p.key,
             format!("{}", p.start),
-            p.value,
+            fitted,
             se,
             format!("{}", p.saved),
             p.status,

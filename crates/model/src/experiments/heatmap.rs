@@ -146,6 +146,7 @@ pub(super) fn heatmap(
                 CheckMetric::new("spread_cycles", a.spread_cycles, d.spread_cycles),
                 CheckMetric::new("max_cycles", a.max_cycles, d.max_cycles),
             ],
+            ..Default::default()
         };
         let key = format!("model/check/latency-heatmap/{}/{tname}", model.label);
         if !sink.done(&key) {
@@ -180,6 +181,7 @@ mod tests {
             experiment: "latency-heatmap".into(),
             point: "slice:0".into(),
             metrics: vec![CheckMetric::new("mean_ns", 1.0, 1.0)],
+            ..Default::default()
         };
         let mut records = vec![Record::new("check", Origin::Modeled, &check)];
         for slice in [1, 2] {

@@ -16,7 +16,10 @@ pub use heatmap::{first_heatmap, heatmap_cells};
 pub use policy::slc_hit_ratio;
 use policy::*;
 use traffic::*;
-pub use traffic::{all_pairs_bytes, traffic_point, DEFAULT_LOADS, STABLE_LATENCY_FACTOR};
+pub use traffic::{
+    all_pairs_bytes, offered_loads, other_router, traffic_point, DEFAULT_LOADS,
+    STABLE_LATENCY_FACTOR,
+};
 use triad::*;
 
 use crate::analytic;
@@ -39,7 +42,10 @@ pub enum Engine {
     Analytic,
     /// Discrete-event only.
     Des,
-    /// Both, plus a `model.check` record with their differences.
+    /// Both, plus a `model.check` record with their differences; for synthetic traffic
+    /// also the discrete-event engine with the other router (where the spec can model
+    /// it; the record says why not otherwise), so that the analytic, input-queued and
+    /// output-queued figures stand side by side.
     Check,
 }
 
@@ -128,7 +134,8 @@ pub struct Options {
     pub target: Option<Target>,
     /// Hotspot stop and fraction (default: the stop nearest the centre, 0.2).
     pub hotspot: Option<(StopId, f64)>,
-    /// Offered loads as fractions of the analytic saturation rate.
+    /// Offered loads as fractions of the configured router's analytic saturation
+    /// estimate ([`offered_loads`]).
     pub loads: Option<Vec<f64>>,
     /// Flits per synthetic packet.
     pub flits: u32,

@@ -233,6 +233,7 @@ pub(super) fn policy(model: &Model, opts: &Options, sink: &mut dyn Sink) -> Resu
                                 CheckMetric::new("mc_imbalance", a.mc_imbalance, d.mc_imbalance),
                                 CheckMetric::new("local_share", a.local_share, d.local_share),
                             ],
+                            ..Default::default()
                         },
                     ))?;
                 }

@@ -3,7 +3,8 @@
 
 use super::*;
 
-/// Default offered loads, as fractions of the analytic saturation rate.
+/// Default offered loads, as fractions of the configured router's analytic saturation
+/// estimate ([`offered_loads`]).
 pub const DEFAULT_LOADS: &[f64] = &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05];
 
 /// A point is stable when everything created was delivered and the mean latency is
@@ -109,6 +110,88 @@ pub(super) fn check_all_pairs(model: &Model, what: &str) -> Result<(), ModelErro
     })
 }
 
+/// The router's name as `noc.router` spells it.
+fn router_name(k: crate::spec::RouterKind) -> &'static str {
+    match k {
+        crate::spec::RouterKind::InputQueued => "input-queued",
+        crate::spec::RouterKind::OutputQueued => "output-queued",
+    }
+}
+
+/// The model with the other router than the configured one, for `--engine check`'s
+/// third engine, or why that router cannot model this spec.
+pub fn other_router(model: &Model) -> Result<Model, String> {
+    use crate::spec::RouterKind;
+    let mut m = model.clone();
+    m.spec.noc.router = match model.spec.noc.router {
+        RouterKind::InputQueued => RouterKind::OutputQueued,
+        RouterKind::OutputQueued => RouterKind::InputQueued,
+    };
+    if m.spec.noc.router == RouterKind::InputQueued && model.geo.sockets > 1 {
+        return Err(format!(
+            "discrete-event input-queued: not run, the input-queued router models one socket and {} has {}",
+            model.label, model.geo.sockets
+        ));
+    }
+    Ok(m)
+}
+
+/// The zero-load latency the stability test of a model's points uses: the engines'
+/// zero-load latency differs with the router, and the discrete-event points use the
+/// pipeline of theirs.
+fn stability_zero_load(model: &Model, curve: &analytic::SyntheticCurve, flits: u32) -> (f64, f64) {
+    let zero = curve.at(1e-9);
+    let t0 = if model.spec.noc.router == crate::spec::RouterKind::InputQueued {
+        let n = &model.spec.noc;
+        let link = f64::from(n.link_cycles_x + n.link_cycles_y) / 2.0;
+        crate::router::zero_load_latency(model, zero.mean_hops, flits, link)
+    } else {
+        zero.packet_latency_cycles
+    };
+    (t0, zero.mean_hops)
+}
+
+/// The offered loads of a synthetic curve: `--loads` (or [`DEFAULT_LOADS`]) as
+/// fractions of the configured router's analytic saturation estimate
+/// ([`analytic::SyntheticCurve::router_saturation_rate`]: the link bound for
+/// output-queued routers, lower for input-queued ones), and that estimate.
+pub fn offered_loads(
+    model: &Model,
+    pattern: Pattern,
+    opts: &Options,
+) -> Result<(Vec<f64>, f64), ModelError> {
+    let t = Synthetic {
+        pattern,
+        rate: 1e-9,
+        flits: opts.flits.max(1),
+    };
+    loads_on(&analytic::SyntheticCurve::new(model, &t), opts)
+}
+
+/// [`offered_loads`] on a curve already built.
+fn loads_on(
+    curve: &analytic::SyntheticCurve,
+    opts: &Options,
+) -> Result<(Vec<f64>, f64), ModelError> {
+    let loads = opts.loads.clone().unwrap_or_else(|| DEFAULT_LOADS.to_vec());
+    if loads.iter().any(|&l| l.is_nan() || l <= 0.0 || l > 4.0) {
+        return Err(usage(
+            "--loads: fractions of the saturation rate must be in (0, 4]",
+        ));
+    }
+    let sat = curve.router_saturation_rate();
+    Ok((loads.iter().map(|l| l * sat).collect(), sat))
+}
+
+/// One engine's curve of a synthetic pattern.
+struct Curve<'m> {
+    /// "analytic", "des", or "des-input-queued" / "des-output-queued" for the other
+    /// router of `--engine check`.
+    label: String,
+    model: &'m Model,
+    curve: &'m analytic::SyntheticCurve<'m>,
+}
+
 pub(super) fn traffic(
     model: &Model,
     pattern: Pattern,
@@ -122,150 +205,263 @@ pub(super) fn traffic(
         flits: opts.flits.max(1),
     };
     let curve = analytic::SyntheticCurve::new(model, &base);
-    let zero = curve.at(1e-9);
-    let t0 = if model.spec.noc.router == crate::spec::RouterKind::InputQueued {
-        // The engines' zero-load latency differs with the router: the stability test of
-        // the discrete-event points uses the input-queued pipeline's.
-        let n = &model.spec.noc;
-        let link = f64::from(n.link_cycles_x + n.link_cycles_y) / 2.0;
-        crate::router::zero_load_latency(model, zero.mean_hops, base.flits, link)
-    } else {
-        zero.packet_latency_cycles
-    };
-    let sat = curve.saturation_rate();
-    let loads = opts.loads.clone().unwrap_or_else(|| DEFAULT_LOADS.to_vec());
-    if loads.iter().any(|&l| l.is_nan() || l <= 0.0 || l > 4.0) {
-        return Err(usage(
-            "--loads: fractions of the saturation rate must be in (0, 4]",
-        ));
-    }
+    let (rates, sat) = loads_on(&curve, opts)?;
     let name = match pattern {
         Pattern::Uniform => "uniform",
         Pattern::Hotspot { .. } => "hotspot",
         Pattern::Transpose => "transpose",
     };
-    let bisection = (model.geo.cols == model.geo.rows && pattern == Pattern::Uniform)
-        .then(|| crate::geometry::saturation_formula(model.geo.cols) / f64::from(base.flits));
-    let engines = opts.engine.names();
-    let total = engines.len() * loads.len();
+    let mut runs: Vec<Curve> = opts
+        .engine
+        .names()
+        .iter()
+        .map(|&e| Curve {
+            label: e.into(),
+            model,
+            curve: &curve,
+        })
+        .collect();
+    let mut not_run = Vec::new();
+    let other = (opts.engine == Engine::Check).then(|| other_router(model));
+    let other_curve = match &other {
+        Some(Ok(m)) => Some(analytic::SyntheticCurve::new(m, &base)),
+        Some(Err(why)) => {
+            not_run.push(why.clone());
+            None
+        }
+        None => None,
+    };
+    if let (Some(Ok(m)), Some(c)) = (&other, &other_curve) {
+        runs.push(Curve {
+            label: format!("des-{}", router_name(m.spec.noc.router)),
+            model: m,
+            curve: c,
+        });
+    }
+    let total = runs.len() * rates.len();
     let mut done = 0;
-    let mut both: Vec<Traffic> = Vec::new();
-    for &engine in engines {
+    let mut recs: Vec<Traffic> = Vec::new();
+    for run in &runs {
         let key = format!(
-            "model/traffic/{}/{engine}/{name}/flits{}",
-            model.label, base.flits
+            "model/traffic/{}/{}/{name}/flits{}",
+            model.label, run.label, base.flits
         );
         if sink.done(&key) {
-            done += loads.len();
+            done += rates.len();
             continue;
         }
-        let mut points = Vec::new();
-        let mut sim_total: Option<SimStats> = None;
-        let what = |l: f64| format!("{name} at {:.0}% of saturation ({engine})", l * 100.0);
-        let results: Vec<(TrafficPoint, Option<SimStats>)> = if engine == "analytic" {
-            let mut r = Vec::new();
-            for &l in &loads {
-                sink.progress(&what(l), done as u64, total as u64);
-                done += 1;
-                check_interrupt()?;
-                if l >= 1.0 {
-                    continue; // no steady state: queues grow without bound
-                }
-                r.push((analytic_point(&curve, l * sat, t0), None));
+        let rec = match one_curve(run, name, base, &rates, sat, opts, sink, &mut done, total) {
+            Ok(r) => r,
+            // The other router of a check may refuse this spec: said, not fatal.
+            Err(ModelError::Usage { msg }) if run.label.starts_with("des-") => {
+                not_run.push(format!("{}: not run, {msg}", run.label));
+                continue;
             }
-            r
-        } else {
-            // The points are separate seeded simulations: side by side on `jobs`
-            // threads, taken in order; with fewer points than jobs, each point's
-            // simulation gets the spare threads (input-queued routers only).
-            let per_point = (opts.jobs / opts.jobs.min(loads.len()).max(1)).max(1);
-            let work = |k: usize| {
-                let t = Synthetic {
-                    rate: loads[k] * sat,
-                    ..base
-                };
-                traffic_point(model, &t, engine, &opts.des, t0, per_point)
-            };
-            std::thread::scope(|scope| {
-                let mut a = ahead(scope, opts.jobs, loads.len(), &work);
-                let mut r = Vec::new();
-                for (k, &l) in loads.iter().enumerate() {
-                    sink.progress(&what(l), done as u64, total as u64);
-                    done += 1;
-                    check_interrupt()?;
-                    r.push(a.take(k)?);
-                }
-                Ok::<_, ModelError>(r)
-            })?
+            Err(e) => return Err(e),
         };
-        for (p, s) in results {
-            if let Some(s) = s {
-                let acc = sim_total.get_or_insert(SimStats {
-                    drained: true,
-                    ..Default::default()
-                });
-                acc.cycles += s.cycles;
-                acc.routers = s.routers;
-                acc.events += s.events;
-                acc.drained &= s.drained;
-            }
-            points.push(p);
-        }
-        let observed = points
-            .iter()
-            .take_while(|p| p.stable)
-            .map(|p| p.offered)
-            .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
-        let rec = Traffic {
-            preset: model.label.clone(),
-            engine: engine.into(),
-            pattern: name.into(),
-            flits: base.flits,
-            points,
-            zero_load_latency_cycles: t0,
-            mean_hops: zero.mean_hops,
-            saturation_rate: sat,
-            router_saturation_rate: (model.spec.noc.router == crate::spec::RouterKind::InputQueued)
-                .then(|| curve.router_saturation_rate()),
-            saturation_observed: observed,
-            bisection_bound: bisection,
-            simulation: sim_total,
-        };
-        sink.push(Record::new(key, Origin::Modeled, &rec).with_warnings(router_warning(model)))?;
-        both.push(rec);
+        sink.push(
+            Record::new(key, Origin::Modeled, &rec).with_warnings(router_warning(run.model)),
+        )?;
+        recs.push(rec);
     }
-    if both.len() == 2 {
-        let (a, d) = (&both[0], &both[1]);
-        let mut metrics = Vec::new();
-        for pa in &a.points {
-            if let Some(pd) = d.points.iter().find(|p| p.offered == pa.offered) {
-                metrics.push(CheckMetric::new(
-                    &format!(
-                        "latency_cycles at {:.0}% of saturation",
-                        100.0 * pa.offered / sat
-                    ),
-                    pa.latency_cycles,
-                    pd.latency_cycles,
-                ));
-            }
-        }
-        let key = format!(
-            "model/check/traffic/{}/{name}/flits{}",
-            model.label, base.flits
-        );
-        if !sink.done(&key) {
-            sink.push(Record::new(
-                key,
-                Origin::Modeled,
-                &Check {
-                    preset: model.label.clone(),
-                    experiment: name.into(),
-                    point: "latency versus offered load".into(),
-                    metrics,
-                },
-            ))?;
-        }
+    if opts.engine == Engine::Check {
+        push_check(model, name, base.flits, sat, &recs, not_run, sink)?;
     }
     sink.progress(name, total as u64, total as u64);
+    Ok(())
+}
+
+/// One engine's latency-versus-load curve at `rates` (packets per stop per cycle).
+#[allow(clippy::too_many_arguments)]
+fn one_curve(
+    run: &Curve,
+    name: &str,
+    base: Synthetic,
+    rates: &[f64],
+    sat: f64,
+    opts: &Options,
+    sink: &mut dyn Sink,
+    done: &mut usize,
+    total: usize,
+) -> Result<Traffic, ModelError> {
+    let model = run.model;
+    let engine = if run.label == "analytic" {
+        "analytic"
+    } else {
+        "des"
+    };
+    let (t0, mean_hops) = stability_zero_load(model, run.curve, base.flits);
+    let what = |r: f64| {
+        format!(
+            "{name} at {:.0}% of saturation ({})",
+            100.0 * r / sat,
+            run.label
+        )
+    };
+    let results: Vec<(TrafficPoint, Option<SimStats>)> = if engine == "analytic" {
+        let mut r = Vec::new();
+        // No steady state at or beyond the model's own saturation: queues grow without
+        // bound.
+        let own = run.curve.router_saturation_rate();
+        for &rate in rates {
+            sink.progress(&what(rate), *done as u64, total as u64);
+            *done += 1;
+            check_interrupt()?;
+            if rate >= own {
+                continue;
+            }
+            r.push((analytic_point(run.curve, rate, t0), None));
+        }
+        r
+    } else {
+        // The points are separate seeded simulations: side by side on `jobs` threads,
+        // taken in order; with fewer points than jobs, each point's simulation gets the
+        // spare threads (input-queued routers only).
+        let per_point = (opts.jobs / opts.jobs.min(rates.len()).max(1)).max(1);
+        let work = |k: usize| {
+            let t = Synthetic {
+                rate: rates[k],
+                ..base
+            };
+            traffic_point(model, &t, engine, &opts.des, t0, per_point)
+        };
+        std::thread::scope(|scope| {
+            let mut a = ahead(scope, opts.jobs, rates.len(), &work);
+            let mut r = Vec::new();
+            for (k, &rate) in rates.iter().enumerate() {
+                sink.progress(&what(rate), *done as u64, total as u64);
+                *done += 1;
+                check_interrupt()?;
+                r.push(a.take(k)?);
+            }
+            Ok::<_, ModelError>(r)
+        })?
+    };
+    let mut points = Vec::new();
+    let mut sim_total: Option<SimStats> = None;
+    for (p, s) in results {
+        if let Some(s) = s {
+            let acc = sim_total.get_or_insert(SimStats {
+                drained: true,
+                ..Default::default()
+            });
+            acc.cycles += s.cycles;
+            acc.routers = s.routers;
+            acc.events += s.events;
+            acc.drained &= s.drained;
+        }
+        points.push(p);
+    }
+    let observed = points
+        .iter()
+        .take_while(|p| p.stable)
+        .map(|p| p.offered)
+        .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+    let bisection = (model.geo.cols == model.geo.rows && base.pattern == Pattern::Uniform)
+        .then(|| crate::geometry::saturation_formula(model.geo.cols) / f64::from(base.flits));
+    Ok(Traffic {
+        preset: model.label.clone(),
+        engine: run.label.clone(),
+        pattern: name.into(),
+        flits: base.flits,
+        points,
+        zero_load_latency_cycles: t0,
+        mean_hops,
+        saturation_rate: run.curve.saturation_rate(),
+        router_saturation_rate: (model.spec.noc.router == crate::spec::RouterKind::InputQueued)
+            .then(|| run.curve.router_saturation_rate()),
+        saturation_observed: observed,
+        bisection_bound: bisection,
+        simulation: sim_total,
+    })
+}
+
+/// `--engine check`'s record: each offered load's latency in the analytic and
+/// discrete-event engines with the configured router, and the discrete-event engine
+/// with the other router where it ran, with their differences; and the saturation each
+/// shows.
+fn push_check(
+    model: &Model,
+    name: &str,
+    flits: u32,
+    sat: f64,
+    recs: &[Traffic],
+    not_run: Vec<String>,
+    sink: &mut dyn Sink,
+) -> Result<(), ModelError> {
+    let find = |l: &str| recs.iter().find(|r| r.engine == l);
+    let (Some(a), Some(d)) = (find("analytic"), find("des")) else {
+        return Ok(()); // resumed: the curves are in an earlier run
+    };
+    let other = recs.iter().find(|r| r.engine.starts_with("des-"));
+    let at = |r: &Traffic, offered: f64| {
+        r.points
+            .iter()
+            .find(|p| p.offered == offered)
+            .map(|p| p.latency_cycles)
+    };
+    let mut metrics = Vec::new();
+    for pd in &d.points {
+        let Some(la) = at(a, pd.offered) else {
+            continue; // at or past the analytic saturation: no steady state
+        };
+        let mut m = CheckMetric::new(
+            &format!(
+                "latency_cycles at {:.0}% of saturation",
+                100.0 * pd.offered / sat
+            ),
+            la,
+            pd.latency_cycles,
+        );
+        if let Some(lo) = other.and_then(|o| at(o, pd.offered)) {
+            m = m.with_other_router(lo);
+        }
+        metrics.push(m);
+    }
+    // Zero-load latency: the pipelines differ with the router (the output-queued one
+    // charges `noc.router_cycles` per hop, the input-queued one its four stages), which
+    // a latency difference between the routers contains at every load.
+    let mut m = CheckMetric::new(
+        "zero_load_latency_cycles",
+        a.zero_load_latency_cycles,
+        d.zero_load_latency_cycles,
+    );
+    if let Some(o) = other {
+        m = m.with_other_router(o.zero_load_latency_cycles);
+    }
+    metrics.push(m);
+    // Saturation: the analytic estimate against the highest stable load each
+    // discrete-event curve ran (a point of the load grid).
+    if let Some(sd) = d.saturation_observed {
+        let mut m = CheckMetric::new(
+            "saturation (analytic estimate; discrete-event: highest stable load run)",
+            a.router_saturation_rate.unwrap_or(a.saturation_rate),
+            sd,
+        );
+        if let Some(so) = other.and_then(|o| o.saturation_observed) {
+            m = m.with_other_router(so);
+        }
+        metrics.push(m);
+    }
+    let key = format!("model/check/traffic/{}/{name}/flits{flits}", model.label);
+    if sink.done(&key) {
+        return Ok(());
+    }
+    let router = router_name(model.spec.noc.router);
+    sink.push(Record::new(
+        key,
+        Origin::Modeled,
+        &Check {
+            preset: model.label.clone(),
+            experiment: name.into(),
+            point: format!(
+                "latency versus offered load; loads as fractions of the {router} router's analytic saturation estimate, {sat:.4} packets/stop/cycle"
+            ),
+            metrics,
+            router: Some(router.into()),
+            other_router: other.map(|o| o.engine.trim_start_matches("des-").to_string()),
+            not_run,
+        },
+    ))?;
     Ok(())
 }

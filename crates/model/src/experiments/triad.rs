@@ -158,6 +158,7 @@ pub(super) fn stream_triad(
                         ),
                         CheckMetric::new("mean_hops", a.mean_hops, d.mean_hops),
                     ],
+                    ..Default::default()
                 };
                 let key = format!(
                     "model/check/stream-triad/{}/cores{clabel}/node{node}",

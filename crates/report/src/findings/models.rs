@@ -198,6 +198,7 @@ mod tests {
             experiment: "triad".into(),
             point: "16 cores".into(),
             metrics,
+            ..Default::default()
         }
     }
 

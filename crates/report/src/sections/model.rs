@@ -436,24 +436,50 @@ fn check_section(b: usize, checks: &[(&Record, m::Check)], of: &str) -> Section 
     );
     s.modeled = true;
     for (r, c) in checks {
+        // With the routers named (synthetic traffic), each column says whose it is.
+        let (an, de) = match &c.router {
+            Some(k) => (format!("analytic {k}"), format!("discrete-event {k}")),
+            None => ("analytic".to_string(), "discrete-event".to_string()),
+        };
+        let other = c
+            .other_router
+            .as_ref()
+            .map(|k| (format!("discrete-event {k}"), format!("{k} vs {de}")));
+        let mut cols: Vec<(&str, Option<&str>)> = vec![
+            ("metric", None),
+            (&an, None),
+            (&de, None),
+            ("difference", Some("%")),
+        ];
+        if let Some((o, d)) = &other {
+            cols.push((o, None));
+            cols.push((d, Some("%")));
+        }
         let mut t = table(
             &anchors::model(b, &r.key),
             &format!("{} {} ({})", c.preset, c.experiment, c.point),
-            &[
-                ("metric", None),
-                ("analytic", None),
-                ("discrete-event", None),
-                ("difference", Some("%")),
-            ],
+            &cols,
         );
         for m in &c.metrics {
-            t.push(vec![
+            let mut row = vec![
                 Cell::text(&m.name),
                 Cell::num(m.analytic, 3),
                 Cell::num(m.des, 3),
                 Cell::num(m.relative_difference * 100.0, 1),
-            ]);
+            ];
+            if other.is_some() {
+                row.push(m.other_router_des.map_or_else(
+                    || Cell::missing("not run at this load"),
+                    |v| Cell::num(v, 3),
+                ));
+                row.push(m.other_router_difference.map_or_else(
+                    || Cell::missing("not run at this load"),
+                    |v| Cell::num(v * 100.0, 1),
+                ));
+            }
+            t.push(row);
         }
+        t.notes.extend(c.not_run.iter().cloned());
         s.table(t);
     }
     s
