@@ -367,6 +367,8 @@ mod tests {
                 directory_snoop_share: Derived::absent("none"),
                 snoops_sent: Derived::absent("CMN only"),
                 link_tx_bytes: Derived::of(64e9),
+                numa_reads_addressed_to_local_dram: Derived::absent("no CHA"),
+                numa_reads_addressed_to_remote_dram: Derived::absent("no CHA"),
             }],
             links: vec![LinkFigures {
                 link: "uncore_upi_0".into(),
