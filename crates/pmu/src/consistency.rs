@@ -8,6 +8,9 @@
 //! every metric it names, and checked only where every input has a value. A violated rule
 //! is a finding with its figures and its likely cause (most often multiplexing); the
 //! values are never normalised to make it hold.
+//!
+//! The same rules engine checks the uncore's per-socket figures (`data/rules/uncore.toml`,
+//! [`check_uncore`]): Intel's local + remote DRAM read shares.
 
 use crate::catalog::{Catalog, CatalogError, MetricOrigin};
 use crate::expr::{self, Expr, Input};
@@ -26,7 +29,14 @@ const FILES: &[(&str, &str)] = &[
         "rules/common.toml",
         include_str!("../data/rules/common.toml"),
     ),
+    (
+        "rules/uncore.toml",
+        include_str!("../data/rules/uncore.toml"),
+    ),
 ];
+
+/// The `applies_to` of the rules over the uncore's per-socket figures.
+pub const UNCORE_SCOPE: &str = "uncore";
 
 /// What a rule asserts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -85,6 +95,9 @@ pub struct RuleDef {
     /// At least / at most: the bound, a formula over `slots`.
     #[serde(default)]
     pub bound: Option<String>,
+    /// Uncore rules: the device class whose figures the rule reads.
+    #[serde(default)]
+    pub class: Option<String>,
     /// Where the rule comes from.
     pub source: String,
 }
@@ -116,10 +129,17 @@ pub struct RulesFile {
 }
 
 impl RulesFile {
+    /// Whether the file holds the uncore's rules (not a catalog's).
+    pub fn is_uncore(&self) -> bool {
+        self.applies_to.iter().any(|p| p == UNCORE_SCOPE)
+    }
+
     fn applies(&self, catalog: &str) -> bool {
-        self.applies_to
-            .iter()
-            .any(|p| catalog.starts_with(p.as_str()))
+        !self.is_uncore()
+            && self
+                .applies_to
+                .iter()
+                .any(|p| catalog.starts_with(p.as_str()))
     }
 }
 
@@ -154,6 +174,15 @@ pub fn files() -> Result<Vec<(&'static str, RulesFile)>, CatalogError> {
         let f: RulesFile = toml::from_str(text).map_err(|e| err(path, e.to_string()))?;
         for r in &f.rule {
             validate(path, r)?;
+            if f.is_uncore() != r.class.is_some() || (f.is_uncore() && r.kind != RuleKind::Sum) {
+                return Err(err(
+                    path,
+                    format!(
+                        "rule {}: an uncore rule is a sum with a class, a catalog rule has no class",
+                        r.id
+                    ),
+                ));
+            }
             if !ids.insert(r.id.clone()) {
                 return Err(err(path, format!("rule id {} is used twice", r.id)));
             }
@@ -498,6 +527,9 @@ fn cause(inputs: &[&str], metrics: &[MetricValue], counting: &Counting) -> Strin
     }
     "the inputs were counted over the whole run without multiplexing: the counts themselves disagree (an event that does not count what its description says on this CPU, or a counter erratum); report it with the counts".into()
 }
+
+mod uncore;
+pub use uncore::check_uncore;
 
 #[cfg(test)]
 mod tests;

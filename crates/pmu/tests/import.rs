@@ -263,3 +263,63 @@ fn a_multiplexed_topdown_level_1_is_a_finding_with_its_figures() {
     );
     assert!(!w.iter().any(|w| w.code == "pmu.inconsistent"));
 }
+
+/// An uncore socket as `numalab-uncore` records it, with Intel's two NUMA read shares.
+fn uncore_socket(socket: u32, local: f64, remote: f64) -> serde_json::Value {
+    let no = serde_json::json!({"value": null, "reason": "not asked for"});
+    serde_json::json!({
+        "socket": socket, "controllers": 0,
+        "read_bytes": no, "write_bytes": no, "total_bytes": no,
+        "read_gbps": no, "write_gbps": no, "total_gbps": no,
+        "llc_lookups": no, "llc_misses": no, "llc_hit_ratio": no,
+        "directory_lookups": no, "directory_snoop_share": no,
+        "snoops_sent": no, "link_tx_bytes": no,
+        "numa_reads_addressed_to_local_dram": {"value": local},
+        "numa_reads_addressed_to_remote_dram": {"value": remote},
+    })
+}
+
+#[test]
+fn the_uncore_figures_beside_a_profile_are_checked_by_the_same_rules() {
+    let mut p = profile::from_import(
+        &fixture("n1-pointer-chase.csv"),
+        None,
+        None,
+        "first-pass",
+        &[],
+    )
+    .unwrap();
+    let core_checks = p.profile.consistency.len();
+    // Without uncore figures nothing is added.
+    p.check_uncore_consistency();
+    assert_eq!(p.profile.consistency.len(), core_checks);
+    p.profile.uncore = Some(
+        serde_json::from_value(serde_json::json!({
+            "sysfs_root": "/",
+            "devices": [{"name": "uncore_cha_0", "class": "intel_cha", "pmu_type": 40,
+                         "cpus": [0, 56]}],
+            "sockets": [uncore_socket(0, 75.0, 25.0), uncore_socket(1, 70.0, 41.0)],
+        }))
+        .unwrap(),
+    );
+    p.check_uncore_consistency();
+    let added = &p.profile.consistency[core_checks..];
+    assert_eq!(added.len(), 2);
+    assert!(added
+        .iter()
+        .all(|c| c.rule == "intel-numa-local-remote-dram"));
+    assert!(!added[0].violated(), "{}", added[0].text);
+    assert!(added[1].violated());
+    assert_eq!(added[1].actual, Some(111.0));
+    let w = p
+        .warnings
+        .iter()
+        .find(|w| w.code == "pmu.inconsistent" && w.message.starts_with("socket 1: "))
+        .expect("a warning for socket 1");
+    assert!(w.message.contains("111%"), "{}", w.message);
+    let lines = numalab_pmu::consistency::consistency_lines(&p.profile.consistency);
+    assert!(
+        lines.iter().any(|l| l.starts_with("socket 1: ")),
+        "{lines:?}"
+    );
+}

@@ -415,6 +415,7 @@ pub fn run(
             Some(Err(why)) => p.profile.uncore_note = Some(why),
             None => {}
         }
+        p.check_uncore_consistency();
         out.failure = command_failure(&p.profile, &argv);
         // Ctrl-C is how counting a process or the system ends when no duration was
         // given; with one, it interrupted the count (exit 130, the counts kept).

@@ -196,6 +196,15 @@ pub struct SocketFigures {
     pub snoops_sent: Derived,
     /// Bytes sent over its socket links.
     pub link_tx_bytes: Derived,
+    /// Intel's `numa_reads_addressed_to_local_dram`: of the core data reads and LLC
+    /// prefetches that missed this socket's CHAs, the share addressed to local DRAM, in
+    /// percent (Intel CHA, Ice Lake-SP and later).
+    #[serde(default)]
+    pub numa_reads_addressed_to_local_dram: Derived,
+    /// Intel's `numa_reads_addressed_to_remote_dram`: the share addressed to remote
+    /// DRAM, in percent.
+    #[serde(default)]
+    pub numa_reads_addressed_to_remote_dram: Derived,
 }
 
 /// One socket link end (Intel UPI link, AMD remote link controller).

@@ -128,6 +128,9 @@ struct Parts {
     dir_snp: Vec<Derived>,
     dir_nosnp: Vec<Derived>,
     snoops: Vec<Derived>,
+    numa_local: Vec<Derived>,
+    numa_remote: Vec<Derived>,
+    numa_all: Vec<Derived>,
     notes: Vec<String>,
 }
 
@@ -440,6 +443,11 @@ fn intel_cha(b: &OneBox<'_>, what: &What, g: &mut Gathered) {
         p.llc_hit.push(b.figure(figure, "llc_hit").value);
         p.llc_miss.push(b.figure(figure, "llc_miss").value);
         g.used.insert(figure);
+        let figure = NUMA_FIGURE;
+        p.numa_local.push(b.figure(figure, "local_reads").value);
+        p.numa_remote.push(b.figure(figure, "remote_reads").value);
+        p.numa_all.push(b.figure(figure, "all_reads").value);
+        g.used.insert(figure);
     }
     if what.wants(Topic::Directory) {
         let figure = "directory_snoop_share (intel_cha)";
@@ -447,6 +455,40 @@ fn intel_cha(b: &OneBox<'_>, what: &What, g: &mut Gathered) {
         p.dir_nosnp.push(b.figure(figure, "dir_no_snoop").value);
         g.used.insert(figure);
     }
+}
+
+/// The formula of Intel's NUMA read shares (data/formulas.toml).
+const NUMA_FIGURE: &str =
+    "numa_reads_addressed_to_local_dram / numa_reads_addressed_to_remote_dram (intel_cha)";
+
+/// A socket's shares of LLC read misses addressed to local and to remote DRAM, in
+/// percent: each Intel's formula, its part over all four counts (`all_reads`), summed
+/// over the socket's CHAs. Each share is computed on its own, never one as 100 minus
+/// the other, so the consistency rule over the two can see a formula that does not
+/// split the same reads.
+fn numa_shares(p: &Parts, what: &What) -> (Derived, Derived) {
+    if !what.wants(Topic::Llc) {
+        let why = "LLC hit ratio";
+        return (not_asked(why), not_asked(why));
+    }
+    let none = "this socket's PMUs have no LLC read-miss events by home (Intel CHA, Ice Lake-SP and later)";
+    let all = sum_all(&p.numa_all, none);
+    let share = |part: &[Derived]| -> Derived {
+        let part = sum_all(part, none);
+        match (part.value, all.value) {
+            (Some(x), Some(t)) if t > 0.0 => Derived::of(100.0 * x / t),
+            (Some(_), Some(_)) => {
+                Derived::absent("no LLC read misses to DRAM were counted: not counted here")
+            }
+            _ => Derived::absent(
+                part.reason
+                    .clone()
+                    .or(all.reason.clone())
+                    .unwrap_or_default(),
+            ),
+        }
+    };
+    (share(&p.numa_local), share(&p.numa_remote))
 }
 
 /// One socket's figures: memory traffic summed over its controllers, LLC hit ratio,
@@ -475,6 +517,8 @@ fn socket_figures(
         .fold(None, |a: Option<f64>, s| Some(a.map_or(s, |a| a.max(s))));
     let (llc_lookups, llc_misses, llc_hit_ratio) = llc(p, what);
     let (directory_lookups, directory_snoop_share) = directory(p, what);
+    let (numa_reads_addressed_to_local_dram, numa_reads_addressed_to_remote_dram) =
+        numa_shares(p, what);
     let snoops_sent = if !what.wants(Topic::Directory) {
         not_asked("directory traffic")
     } else {
@@ -510,6 +554,8 @@ fn socket_figures(
         directory_snoop_share,
         snoops_sent,
         link_tx_bytes,
+        numa_reads_addressed_to_local_dram,
+        numa_reads_addressed_to_remote_dram,
     }
 }
 

@@ -91,6 +91,8 @@ fn paired(a: Role, b: Role) -> bool {
         (Role::CasRead, Role::CasWrite)
             | (Role::LlcHit, Role::LlcMiss)
             | (Role::SlcAccess, Role::LlcMiss)
+            | (Role::DrdMissLocal, Role::DrdMissRemote)
+            | (Role::DrdPrefMissLocal, Role::DrdPrefMissRemote)
             | (Role::DirSnoop, Role::DirNoSnoop)
             | (Role::McReqs, Role::McRetries)
             | (Role::DirSnoopsSent, Role::BrdSnoopsSent)

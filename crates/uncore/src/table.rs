@@ -274,6 +274,15 @@ pub enum Role {
     LlcMiss,
     /// SLC and snoop-filter accesses (CMN hnf_slc_sf_cache_access).
     SlcAccess,
+    /// Core demand data reads and their LLC prefetches that missed the LLC, by where
+    /// the line's home is: local or remote DRAM (Intel CHA `TOR_INSERTS.IA_MISS_DRD_*`).
+    DrdMissLocal,
+    /// Demand data reads missing the LLC, addressed to remote DRAM.
+    DrdMissRemote,
+    /// LLC prefetches of data reads missing the LLC, addressed to local DRAM.
+    DrdPrefMissLocal,
+    /// LLC prefetches of data reads missing the LLC, addressed to remote DRAM.
+    DrdPrefMissRemote,
     /// Directory lookups that sent snoops (Intel CHA).
     DirSnoop,
     /// Directory lookups that sent none.
@@ -303,6 +312,10 @@ impl Role {
             Role::LlcHit => "llc_hit".into(),
             Role::LlcMiss => "llc_miss".into(),
             Role::SlcAccess => "slc_access".into(),
+            Role::DrdMissLocal => "drd_miss_local".into(),
+            Role::DrdMissRemote => "drd_miss_remote".into(),
+            Role::DrdPrefMissLocal => "drd_pref_miss_local".into(),
+            Role::DrdPrefMissRemote => "drd_pref_miss_remote".into(),
             Role::DirSnoop => "dir_snoop".into(),
             Role::DirNoSnoop => "dir_no_snoop".into(),
             Role::DirSnoopsSent => "dir_snoops_sent".into(),
@@ -321,7 +334,13 @@ impl Role {
             Role::CasRead | Role::CasWrite | Role::DramData(_) | Role::McReqs | Role::McRetries => {
                 Topic::Memory
             }
-            Role::LlcHit | Role::LlcMiss | Role::SlcAccess => Topic::Llc,
+            Role::LlcHit
+            | Role::LlcMiss
+            | Role::SlcAccess
+            | Role::DrdMissLocal
+            | Role::DrdMissRemote
+            | Role::DrdPrefMissLocal
+            | Role::DrdPrefMissRemote => Topic::Llc,
             Role::DirSnoop | Role::DirNoSnoop | Role::DirSnoopsSent | Role::BrdSnoopsSent => {
                 Topic::Directory
             }
@@ -385,6 +404,9 @@ pub struct KnownEvent {
 
 const SPR_CHA: &str =
     "Intel SPR event file (linux tools/perf/pmu-events/arch/x86/sapphirerapids/uncore-cache.json)";
+/// Intel's perfmon files, as extracted into `data/intel/cha-numa.json` (a test checks
+/// every encoding below against that extract).
+const PERFMON_CHA_NUMA: &str = "intel/perfmon commit 6dadedf (2026-08-13), SPR/events/sapphirerapids_uncore.json (EventCode, UMaskExt << 8 | UMask; the same values in ICX/EMR/GNR's files), the events of Intel's metrics numa_reads_addressed_to_local_dram / _remote_dram; extract in crates/uncore/data/intel/cha-numa.json";
 const ZEN23_DF: FormatIs = FormatIs {
     field: "event",
     spec: "config:0-7,32-35,59-60",
@@ -444,6 +466,42 @@ pub const KNOWN_EVENTS: &[KnownEvent] = &[
         source: Source::Terms("event=0x35,umask=0xc001fe01"),
         requires: None,
         reference: SPR_CHA,
+    },
+    // Intel CHA (ICX, SPR, EMR, GNR: the same encodings), LLC read misses by the home
+    // of the address; pairs local/remote share a group. Skylake-SP and Cascade Lake
+    // count these through CHA filter 1 (`IA_MISS:filter1=0x40432` / `0x40431`), which
+    // their narrower umask field cannot carry, so they are refused as unencodable there.
+    KnownEvent {
+        class: Class::IntelCha,
+        role: Role::DrdMissLocal,
+        name: "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL",
+        source: Source::Terms("event=0x35,umask=0xc816fe01"),
+        requires: None,
+        reference: PERFMON_CHA_NUMA,
+    },
+    KnownEvent {
+        class: Class::IntelCha,
+        role: Role::DrdMissRemote,
+        name: "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_REMOTE",
+        source: Source::Terms("event=0x35,umask=0xc8177e01"),
+        requires: None,
+        reference: PERFMON_CHA_NUMA,
+    },
+    KnownEvent {
+        class: Class::IntelCha,
+        role: Role::DrdPrefMissLocal,
+        name: "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_PREF_LOCAL",
+        source: Source::Terms("event=0x35,umask=0xc896fe01"),
+        requires: None,
+        reference: PERFMON_CHA_NUMA,
+    },
+    KnownEvent {
+        class: Class::IntelCha,
+        role: Role::DrdPrefMissRemote,
+        name: "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_PREF_REMOTE",
+        source: Source::Terms("event=0x35,umask=0xc8977e01"),
+        requires: None,
+        reference: PERFMON_CHA_NUMA,
     },
     KnownEvent {
         class: Class::IntelCha,

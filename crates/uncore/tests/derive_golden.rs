@@ -76,6 +76,18 @@ fn spr_replay() -> ReplayBackend {
         b.set_all(&dev, "UNC_CHA_TOR_INSERTS.IA_MISS", 100_000_003);
         b.set_all(&dev, "UNC_CHA_DIR_LOOKUP.SNP", 20_000_001);
         b.set_all(&dev, "UNC_CHA_DIR_LOOKUP.NO_SNP", 60_000_007);
+        b.set_all(&dev, "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL", 60_000_001);
+        b.set_all(&dev, "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_REMOTE", 20_000_003);
+        b.set_all(
+            &dev,
+            "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_PREF_LOCAL",
+            12_000_007,
+        );
+        b.set_all(
+            &dev,
+            "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_PREF_REMOTE",
+            4_000_001,
+        );
         let upi = format!("uncore_upi_{i}");
         b.set_all(&upi, "UNC_UPI_TxL_FLITS.ALL_DATA", 9_000_000_001 + i);
     }

@@ -209,7 +209,8 @@ fn groups_respect_each_box_budget() {
             }
         }
     }
-    // SPR CHA: clock + hit + miss, clock + dir snoop + no snoop; pairs never split.
+    // SPR CHA: clock + hit + miss, clock + demand reads to local + remote DRAM, clock
+    // + their prefetches, clock + dir snoop + no snoop; pairs never split.
     let d = load("spr-2s");
     let p = numalab_uncore::plan(&d, &What::all()).unwrap();
     let cha: Vec<Vec<&str>> = p
@@ -228,6 +229,16 @@ fn groups_respect_each_box_budget() {
             ],
             vec![
                 "UNC_CHA_CLOCKTICKS",
+                "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL",
+                "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_REMOTE"
+            ],
+            vec![
+                "UNC_CHA_CLOCKTICKS",
+                "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_PREF_LOCAL",
+                "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_PREF_REMOTE"
+            ],
+            vec![
+                "UNC_CHA_CLOCKTICKS",
                 "UNC_CHA_DIR_LOOKUP.SNP",
                 "UNC_CHA_DIR_LOOKUP.NO_SNP"
             ],
@@ -236,7 +247,7 @@ fn groups_respect_each_box_budget() {
     assert!(p
         .notes
         .iter()
-        .any(|n| n.starts_with("uncore_cha_0: 2 groups")));
+        .any(|n| n.starts_with("uncore_cha_0: 4 groups")));
     // Every box is opened on each CPU of its cpumask: 8 iMC x 2 sockets.
     let imc = p
         .groups
@@ -284,6 +295,18 @@ fn spr_replay() -> ReplayBackend {
         b.set_all(&dev, "UNC_CHA_TOR_INSERTS.IA_MISS", 100_000_000);
         b.set_all(&dev, "UNC_CHA_DIR_LOOKUP.SNP", 20_000_000);
         b.set_all(&dev, "UNC_CHA_DIR_LOOKUP.NO_SNP", 60_000_000);
+        b.set_all(&dev, "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL", 60_000_000);
+        b.set_all(&dev, "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_REMOTE", 20_000_000);
+        b.set_all(
+            &dev,
+            "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_PREF_LOCAL",
+            15_000_000,
+        );
+        b.set_all(
+            &dev,
+            "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_PREF_REMOTE",
+            5_000_000,
+        );
         let upi = format!("uncore_upi_{i}");
         b.set_all(&upi, "UNC_UPI_TxL_FLITS.ALL_DATA", 9_000_000_000);
     }
@@ -321,7 +344,7 @@ fn sapphire_rapids_bandwidth_llc_and_links() {
     let s1 = r.socket(1).unwrap();
     assert!(close(s1.read_gbps.value.unwrap(), 4.8));
     // LLC: 4 CHAs * 3e8 hits, 4 * 1e8 misses: lookups 1.6e9, hit ratio 0.75, although
-    // each CHA group was on counters half the time (2 groups, 4 counters).
+    // each CHA group was on counters a quarter of the time (4 groups, 4 counters).
     assert!(close(s0.llc_lookups.value.unwrap(), 1.6e9));
     assert!(close(s0.llc_hit_ratio.value.unwrap(), 0.75));
     let cha = r
@@ -329,7 +352,21 @@ fn sapphire_rapids_bandwidth_llc_and_links() {
         .iter()
         .find(|b| b.device == "uncore_cha_0" && b.cpu == 0)
         .unwrap();
-    assert_eq!(cha.running_fraction, Some(0.5));
+    assert_eq!(cha.running_fraction, Some(0.25));
+    // Intel's NUMA read shares: per CHA 6e7 + 1.5e7 reads to local DRAM, 2e7 + 5e6 to
+    // remote, so 75% and 25% on each socket.
+    assert!(close(
+        s0.numa_reads_addressed_to_local_dram.value.unwrap(),
+        75.0
+    ));
+    assert!(close(
+        s0.numa_reads_addressed_to_remote_dram.value.unwrap(),
+        25.0
+    ));
+    assert!(close(
+        s1.numa_reads_addressed_to_remote_dram.value.unwrap(),
+        25.0
+    ));
     // Directory: 2e7 of 8e7 lookups sent snoops.
     assert!(close(s0.directory_lookups.value.unwrap(), 3.2e8));
     assert!(close(s0.directory_snoop_share.value.unwrap(), 0.25));

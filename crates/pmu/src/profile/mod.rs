@@ -55,6 +55,34 @@ impl Profiled {
         };
         Record::new(key, origin, &self.profile).with_warnings(self.warnings)
     }
+
+    /// Checks the uncore's consistency rules (`data/rules/uncore.toml`) on the uncore
+    /// figures counted beside the profile, when there are any: each check joins the
+    /// profile's `consistency` list, each violation a `pmu.inconsistent` warning with
+    /// its figures; nothing is adjusted. Call it after `profile.uncore` is set.
+    pub fn check_uncore_consistency(&mut self) {
+        let Some(u) = &self.profile.uncore else {
+            return;
+        };
+        match crate::consistency::check_uncore(u) {
+            Ok(checks) => {
+                for c in checks.iter().filter(|c| c.violated()) {
+                    let mut w = Warning::new("pmu.inconsistent", c.text.clone());
+                    if let Some(why) = &c.cause {
+                        w = w.with_remedy(why.clone());
+                    }
+                    self.warnings.push(w);
+                }
+                self.profile.consistency.extend(checks);
+            }
+            Err(e) => self.warnings.push(Warning::new(
+                "pmu.consistency_rules",
+                format!(
+                    "the uncore's consistency rules could not be read, so none was checked: {e}"
+                ),
+            )),
+        }
+    }
 }
 
 /// What to count and how.

@@ -127,6 +127,8 @@ pub fn render(s: &mut Section, id: &str, r: &UncoreReport) {
             ("total", Some("GB/s")),
             ("LLC hit ratio", Some("%")),
             ("LLC lookups", None),
+            ("LLC read misses to local DRAM", Some("%")),
+            ("LLC read misses to remote DRAM", Some("%")),
             ("directory lookups sending snoops", Some("%")),
             ("snoops sent", None),
             ("link bytes sent", Some("GB")),
@@ -141,6 +143,8 @@ pub fn render(s: &mut Section, id: &str, r: &UncoreReport) {
             cell(&so.total_gbps, 1.0, 2),
             cell(&so.llc_hit_ratio, 100.0, 1),
             cell(&so.llc_lookups, 1.0, 0),
+            cell(&so.numa_reads_addressed_to_local_dram, 1.0, 1),
+            cell(&so.numa_reads_addressed_to_remote_dram, 1.0, 1),
             cell(&so.directory_snoop_share, 100.0, 1),
             cell(&so.snoops_sent, 1.0, 0),
             cell(&so.link_tx_bytes, 1e-9, 3),
@@ -150,7 +154,10 @@ pub fn render(s: &mut Section, id: &str, r: &UncoreReport) {
         formula_notes
             .iter()
             .filter(|n| {
-                n.starts_with("llc") || n.starts_with("directory") || n.starts_with("snoops")
+                n.starts_with("llc")
+                    || n.starts_with("numa")
+                    || n.starts_with("directory")
+                    || n.starts_with("snoops")
             })
             .cloned(),
     );
@@ -367,6 +374,10 @@ mod tests {
                 directory_snoop_share: Derived::absent("none"),
                 snoops_sent: Derived::absent("CMN only"),
                 link_tx_bytes: Derived::of(64e9),
+                numa_reads_addressed_to_local_dram: Derived::of(62.5),
+                numa_reads_addressed_to_remote_dram: Derived::absent(
+                    "IA_MISS_DRD_REMOTE not opened",
+                ),
             }],
             links: vec![LinkFigures {
                 link: "uncore_upi_0".into(),
@@ -434,6 +445,10 @@ mod tests {
             matches!(&row[3], Cell::Missing { missing } if missing.contains("reads and writes together"))
         );
         assert_eq!(tables[1].rows[0][5], Cell::num(75.0, 1));
+        assert_eq!(tables[1].rows[0][7], Cell::num(62.5, 1));
+        assert!(
+            matches!(&tables[1].rows[0][8], Cell::Missing { missing } if missing.contains("DRD_REMOTE"))
+        );
         assert!(tables[2].notes.iter().any(|n| n.contains("64 / 9")));
         let text = s.to_text(Format::Markdown, false);
         assert!(text.contains("Not opened: uncore_upi_1/UNC_UPI_TxL_FLITS.ALL_DATA on CPU 0,56"));

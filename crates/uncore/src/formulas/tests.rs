@@ -18,6 +18,10 @@ const USED: &[(&str, &[&str])] = &[
     ("total_bytes (arm_cmn)", &["total_bytes"]),
     ("read_gbps / write_gbps / total_gbps", &[]),
     ("llc_hit_ratio (intel_cha)", &["llc_hit", "llc_miss"]),
+    (
+        "numa_reads_addressed_to_local_dram / numa_reads_addressed_to_remote_dram (intel_cha)",
+        &["all_reads", "local_reads", "remote_reads"],
+    ),
     ("llc_hit_ratio (arm_cmn)", &["slc_access", "slc_miss"]),
     (
         "directory_snoop_share (intel_cha)",
