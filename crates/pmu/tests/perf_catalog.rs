@@ -4,8 +4,8 @@
 //! only for a CPU numalab ships no catalog for; the comparison with shipped formulas.
 
 use numalab_pmu::catalog::perf::{
-    build_catalog, compare, prefer_perf_with, scale_unit, MachineFacts, PerfCatalog, PerfError,
-    PerfList, PERF_ID,
+    build_catalog, catalog_for, compare, prefer_perf_with, probe_counts, scale_unit, MachineFacts,
+    PerfCatalog, PerfError, PerfList, PERF_ID,
 };
 use numalab_pmu::catalog::{self, Catalog, CpuMatch, Encoding};
 use numalab_pmu::expr::Input;
@@ -363,6 +363,63 @@ fn shipped_and_perf_formulas_are_compared_on_the_same_counts() {
     // The comparison is a record.
     let json = serde_json::to_value(&cmp).unwrap();
     assert_eq!(json["metrics"][1]["metric"], "ipc");
+}
+
+#[test]
+fn probe_counts_give_each_event_its_own_prime() {
+    let (p, root) = built();
+    let shipped = catalog::load_x86(Some("GenuineIntel")).unwrap();
+    let counts = probe_counts(&shipped, &p);
+    // The events of the two metrics both name (ipc, branch_misprediction_rate), each
+    // once: the generic events are the same events in both catalogs.
+    let names: Vec<&str> = counts.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        ["BRANCHES", "BRANCH_MISSES", "CYCLES", "INSTRUCTIONS"]
+    );
+    let mut values: Vec<f64> = counts.values().copied().collect();
+    values.sort_by(f64::total_cmp);
+    assert_eq!(values, [1009e3, 1013e3, 1019e3, 1021e3]);
+    let cmp = compare(&shipped, &p, &counts);
+    let differing: Vec<&str> = cmp
+        .differences()
+        .iter()
+        .map(|d| d.metric.as_str())
+        .collect();
+    assert_eq!(differing, ["branch_misprediction_rate"]);
+    assert_eq!(
+        cmp.metrics.iter().filter(|m| m.agree == Some(true)).count(),
+        1
+    );
+    // catalog_for builds the same catalog for a shipped CPU's match as for a generic one.
+    let m = catalog::detect(
+        &numalab_schema::machine::CpuIdentity {
+            vendor: Some("GenuineIntel".into()),
+            family: Some(6),
+            model: Some(0x8f),
+            ..Default::default()
+        },
+        None,
+    )
+    .unwrap();
+    assert_eq!(m.catalog, "intel-spr");
+    let facts = MachineFacts::from_sysfs(root.path());
+    let q = catalog_for(&m, &listing(), root.path(), &facts).unwrap();
+    assert_eq!(q.metrics, p.metrics);
+    let spr = catalog::load_match(&m).unwrap();
+    let counts = probe_counts(&spr, &q);
+    // An event that Intel's files and perf name alike (INST_RETIRED.ANY, in
+    // tma_info_core_coreipc) is one input on both sides.
+    assert_eq!(
+        counts
+            .keys()
+            .filter(|k| k.eq_ignore_ascii_case("inst_retired.any"))
+            .count(),
+        1,
+        "{counts:?}"
+    );
+    let cmp = compare(&spr, &q, &counts);
+    assert!(cmp.metrics.iter().all(|m| m.agree.is_some()), "{cmp:?}");
 }
 
 #[test]
