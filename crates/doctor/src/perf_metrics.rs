@@ -1,8 +1,8 @@
 //! The `perf-metrics` check: numalab's formulas beside the installed perf's of the same
-//! name, evaluated on one constructed set of counts
-//! ([`numalab_pmu::catalog::perf::probe_counts`]: each event a distinct prime, so two
-//! formulas that differ in an event or a constant give different values there; see that
-//! function for what one point cannot show). perf's listing (`perf list -j`, run once per
+//! name, evaluated on two constructed sets of counts
+//! ([`numalab_pmu::catalog::perf::compare_probed`]: each event a distinct prime, so two
+//! formulas that differ in an event or a constant give different values there; see
+//! `probe_counts` for what such points cannot show). perf's listing (`perf list -j`, run once per
 //! process with `run_perf`'s timeout) is a fact given to [`crate::assess`], so the check
 //! is tested on constructed listings.
 
@@ -66,7 +66,7 @@ pub(crate) fn perf_metrics(
             )
         }
     };
-    let cmp = perf::compare(&shipped, &p, &perf::probe_counts(&shipped, &p));
+    let cmp = perf::compare_probed(&shipped, &p);
     let head = format!(
         "{} knows {} of numalab's {} metrics for {}",
         cmp.perf,
@@ -107,7 +107,7 @@ pub(crate) fn perf_metrics(
             check(
                 NAME,
                 Verdict::Ok,
-                format!("{head}; {all} on one constructed set of counts{not_computed}"),
+                format!("{head}; {all} on two constructed sets of counts{not_computed}"),
                 None,
             ),
             "agree",
@@ -170,7 +170,7 @@ fn smt_explained(
     let Ok(p) = perf::catalog_for(m, list, sys.root(), &off) else {
         return Vec::new();
     };
-    perf::compare(shipped, &p, &perf::probe_counts(shipped, &p))
+    perf::compare_probed(shipped, &p)
         .metrics
         .into_iter()
         .filter(|f| f.agree == Some(true))

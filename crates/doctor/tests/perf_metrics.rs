@@ -176,7 +176,7 @@ fn one_differing_formula_is_named_and_the_others_agree() {
     assert_eq!(c.value.as_deref(), Some("agree"));
     assert_eq!(
         c.detail,
-        "perf 6.8.0 knows 3 of numalab's 234 metrics for Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz; all agree on one constructed set of counts"
+        "perf 6.8.0 knows 3 of numalab's 234 metrics for Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz; all agree on two constructed sets of counts"
     );
     assert_eq!(c.remedy, None);
 }

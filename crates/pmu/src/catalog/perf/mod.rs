@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 mod compare;
-pub use compare::{compare, probe_counts, FormulaCheck, PerfComparison};
+pub use compare::{compare, compare_probed, probe_counts, FormulaCheck, PerfComparison};
 
 /// The catalog id of a catalog built from the installed perf.
 pub const PERF_ID: &str = "perf";
