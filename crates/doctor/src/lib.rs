@@ -7,6 +7,7 @@
 
 use numalab_pmu::capability::{self, Capability};
 use numalab_pmu::catalog;
+use numalab_pmu::catalog::perf::{PerfError, PerfList};
 use numalab_schema::{cpulist, units, Machine};
 use numalab_sensors::{Sensor, SensorKind};
 use numalab_topo::bind::{HwlocPlacer, MemPolicy, PageKind, PagePlacement, Placer, Region};
@@ -14,6 +15,8 @@ use numalab_topo::system::{Acceleration, SysRoot};
 use serde::{Deserialize, Serialize};
 
 pub use numalab_records::doctor::{Check, DoctorReport, Verdict};
+
+mod perf_metrics;
 
 fn check(name: &str, verdict: Verdict, detail: impl Into<String>, remedy: Option<&str>) -> Check {
     Check {
@@ -87,13 +90,15 @@ pub fn probe_binding(machine: &Machine) -> BindingProbe {
     })
 }
 
-/// Turns facts into checks.
+/// Turns facts into checks (`perf`: the installed perf's `perf list -j`, or why there
+/// is none).
 pub fn assess(
     machine: &Machine,
     sys: &SysRoot,
     binding: &BindingProbe,
     pmu: &Capability,
     sensors: &[Sensor],
+    perf: &Result<PerfList, PerfError>,
 ) -> Vec<Check> {
     let mut out = Vec::new();
     out.push(binding_check(binding));
@@ -101,6 +106,7 @@ pub fn assess(
     out.push(perf_paranoid(sys, pmu));
     out.push(pmu_check(pmu));
     out.push(pmu_catalog(machine, sys));
+    out.push(perf_metrics::perf_metrics(machine, sys, perf));
     out.push(huge_pages(sys));
     out.push(frequency(machine, sys));
     out.push(smt(machine, sys));
@@ -555,7 +561,14 @@ pub fn collect(machine: &Machine) -> DoctorReport {
     DoctorReport {
         schema_version: 1,
         hostname: sys.hostname(),
-        checks: assess(machine, &sys, &binding, &pmu, &sensors),
+        checks: assess(
+            machine,
+            &sys,
+            &binding,
+            &pmu,
+            &sensors,
+            &catalog::perf::installed_list(),
+        ),
     }
 }
 
@@ -643,6 +656,11 @@ mod tests {
         write(r, "proc/sys/kernel/perf_event_paranoid", "2\n");
     }
 
+    /// No perf on the machine (the checks other than perf-metrics do not read it).
+    fn no_perf() -> Result<PerfList, PerfError> {
+        Err(PerfError::NotRun("command not found: \"perf\"".into()))
+    }
+
     fn binding_ok() -> BindingProbe {
         BindingProbe {
             hwloc_version: "2.9.0".into(),
@@ -662,7 +680,14 @@ mod tests {
             machine.cpu.model_name.as_deref(),
             Some("Arm Neoverse N1 (MIDR 0x414fd0c1, r4p1)")
         );
-        let checks = assess(&machine, &SysRoot::at(r), &binding_ok(), &pmu(false), &[]);
+        let checks = assess(
+            &machine,
+            &SysRoot::at(r),
+            &binding_ok(),
+            &pmu(false),
+            &[],
+            &no_perf(),
+        );
 
         let h = verdict(&checks, "hypervisor");
         assert_eq!(h.verdict, Verdict::Warn);
@@ -697,7 +722,14 @@ mod tests {
             architecture: Some("aarch64".into()),
             ..Default::default()
         };
-        let checks = assess(&machine, &SysRoot::at(r), &binding_ok(), &pmu(false), &[]);
+        let checks = assess(
+            &machine,
+            &SysRoot::at(r),
+            &binding_ok(),
+            &pmu(false),
+            &[],
+            &no_perf(),
+        );
         let c = verdict(&checks, "pmu-catalog");
         assert_eq!(c.value.as_deref(), Some("neoverse-n1"));
     }
@@ -709,7 +741,14 @@ mod tests {
         write(r, "sys/devices/system/cpu/smt/control", "notimplemented\n");
         // The Kunpeng 920 snapshot: HiSilicon TSV110, no shipped event files.
         let machine = arm_machine();
-        let checks = assess(&machine, &SysRoot::at(r), &binding_ok(), &pmu(true), &[]);
+        let checks = assess(
+            &machine,
+            &SysRoot::at(r),
+            &binding_ok(),
+            &pmu(true),
+            &[],
+            &no_perf(),
+        );
         let c = verdict(&checks, "pmu-catalog");
         assert_eq!(c.verdict, Verdict::Info);
         assert_eq!(c.value.as_deref(), Some("arm-generic"));
@@ -724,7 +763,14 @@ mod tests {
         m.cpu.implementer = Some(0x41);
         m.cpu.part = Some(0xd99);
         m.cpu.model_name = m.cpu.arm_name();
-        let checks = assess(&m, &SysRoot::at(r), &binding_ok(), &pmu(true), &[]);
+        let checks = assess(
+            &m,
+            &SysRoot::at(r),
+            &binding_ok(),
+            &pmu(true),
+            &[],
+            &no_perf(),
+        );
         assert_eq!(
             verdict(&checks, "pmu-catalog").detail,
             "no vendor metrics for Arm part 0xd99 (unknown to numalab; MIDR 0x411fd990, r1p0): generic events only"
@@ -745,6 +791,7 @@ mod tests {
                 &binding_ok(),
                 &pmu(true),
                 &[],
+                &no_perf(),
             );
             verdict(&checks, "hypervisor").clone()
         };
@@ -802,7 +849,7 @@ mod tests {
         ] {
             let dir = tempfile::tempdir().unwrap();
             write(dir.path(), "sys/devices/system/cpu/smt/control", &format!("{word}\n"));
-            let checks = assess(&machine, &SysRoot::at(dir.path()), &binding_ok(), &pmu(true), &[]);
+            let checks = assess(&machine, &SysRoot::at(dir.path()), &binding_ok(), &pmu(true), &[], &no_perf());
             let smt = verdict(&checks, "smt");
             assert_eq!(smt.value.as_deref(), Some(word));
             assert_eq!(smt.detail, detail);
@@ -814,6 +861,7 @@ mod tests {
             &binding_ok(),
             &pmu(true),
             &[],
+            &no_perf(),
         );
         assert_eq!(
             verdict(&checks, "smt").value.as_deref(),
@@ -855,7 +903,14 @@ mod tests {
             path: r.join("x"),
             max_energy_uj: None,
         }];
-        let checks = assess(&machine, &SysRoot::at(r), &binding, &pmu(true), &sensors);
+        let checks = assess(
+            &machine,
+            &SysRoot::at(r),
+            &binding,
+            &pmu(true),
+            &sensors,
+            &no_perf(),
+        );
         assert_eq!(verdict(&checks, "binding").verdict, Verdict::Ok);
         assert_eq!(verdict(&checks, "numa").verdict, Verdict::Ok);
         assert!(verdict(&checks, "numa")
@@ -900,7 +955,14 @@ mod tests {
             cpu_binding: Err("Operation not permitted".into()),
             memory_binding: Err("Operation not permitted".into()),
         };
-        let checks = assess(&machine, &SysRoot::at(r), &binding, &pmu(false), &[]);
+        let checks = assess(
+            &machine,
+            &SysRoot::at(r),
+            &binding,
+            &pmu(false),
+            &[],
+            &no_perf(),
+        );
         assert_eq!(verdict(&checks, "binding").verdict, Verdict::Fail);
         assert_eq!(verdict(&checks, "numa").verdict, Verdict::Info);
         assert_eq!(verdict(&checks, "numa-memory").verdict, Verdict::Warn);

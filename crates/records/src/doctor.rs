@@ -28,7 +28,10 @@ pub struct Check {
     /// What was found, as a stable word for scripts, where the check has one: `smt`
     /// the kernel's word ("on", "off", "forceoff", "notsupported", "notimplemented",
     /// "unavailable"), `hypervisor` an id ("none", "qemu", "kvm", "xen", "aws-nitro",
-    /// ...), `pmu-catalog` the event catalog id ("neoverse-n1", "x86-64") or "none".
+    /// ...), `pmu-catalog` the event catalog id ("neoverse-n1", "x86-64") or "none",
+    /// `perf-metrics` how numalab's formulas compare with the installed perf's ("agree",
+    /// "differ", "no-json", "no-perf", "unreadable", "no-catalog", "no-metrics",
+    /// "none-shared").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     /// What was found.

@@ -67,11 +67,47 @@ fn smt_hypervisor_and_pmu_catalog_have_stable_values() {
         "{c}"
     );
 
+    // numalab's formulas against the installed perf's: compared where perf lists JSON,
+    // one info line where it cannot (perf 6.1), never a failure.
+    let p = check(&v, "perf-metrics");
+    let word = p["value"].as_str().expect("perf-metrics value");
+    let d = p["detail"].as_str().unwrap();
+    match word {
+        "agree" => assert_eq!(p["verdict"], "ok", "{p}"),
+        "differ" => {
+            assert_eq!(p["verdict"], "warn", "{p}");
+            assert!(d.contains(" on the same counts"), "{p}");
+            assert!(
+                p["remedy"].as_str().unwrap().contains("perf stat -M "),
+                "{p}"
+            );
+        }
+        "no-json" => {
+            assert_eq!(p["verdict"], "info", "{p}");
+            assert!(d.contains("cannot list metrics as JSON"), "{p}");
+            assert!(!d.contains('\n'), "{p}");
+        }
+        _ => {
+            assert!(
+                [
+                    "no-perf",
+                    "unreadable",
+                    "no-catalog",
+                    "no-metrics",
+                    "none-shared"
+                ]
+                .contains(&word),
+                "{p}"
+            );
+            assert_eq!(p["verdict"], "info", "{p}");
+        }
+    }
+
     // The text shows the same checks.
     let out = numalab(&["doctor"]);
     assert_ok(&out);
     let text = stdout(&out);
-    for name in ["smt", "hypervisor", "pmu-catalog"] {
+    for name in ["smt", "hypervisor", "pmu-catalog", "perf-metrics"] {
         assert!(
             text.lines()
                 .any(|l| l.split_whitespace().nth(1) == Some(name)),

@@ -544,25 +544,10 @@ impl Catalog {
     /// Resolves a user's event name: a name or alias, a raw code `rXX` (named when the
     /// catalog knows the code), perf's `pmu/name/` form, with `:u`/`:k` modifiers dropped.
     pub fn resolve_event(&self, text: &str) -> Result<EventRef, CatalogError> {
+        if let Some(r) = self.lookup_event(text) {
+            return Ok(r);
+        }
         let name = normalize_event_text(text);
-        if let Some(e) = self.event(&name) {
-            return Ok(EventRef {
-                name: e.name.clone(),
-                encoding: e.encoding,
-            });
-        }
-        if let Some(code) = raw_code(&name) {
-            if let Some(e) = self.event_by_code(code) {
-                return Ok(EventRef {
-                    name: e.name.clone(),
-                    encoding: e.encoding,
-                });
-            }
-            return Ok(EventRef {
-                name: format!("r{code:x}"),
-                encoding: Encoding::Raw(code),
-            });
-        }
         Err(CatalogError::Unknown {
             what: "event".into(),
             name: text.into(),
@@ -574,6 +559,28 @@ impl Catalog {
                     .flat_map(|e| std::iter::once(e.name.clone()).chain(e.aliases.clone())),
             ),
         })
+    }
+
+    /// [`Catalog::resolve_event`] without the error (and without the close matches an
+    /// error lists, which are costly to compute): None when `text` is neither a name,
+    /// an alias nor a raw code.
+    pub fn lookup_event(&self, text: &str) -> Option<EventRef> {
+        let name = normalize_event_text(text);
+        let named = |e: &EventDef| EventRef {
+            name: e.name.clone(),
+            encoding: e.encoding,
+        };
+        if let Some(e) = self.event(&name) {
+            return Some(named(e));
+        }
+        let code = raw_code(&name)?;
+        Some(self.event_by_code(code).map_or_else(
+            || EventRef {
+                name: format!("r{code:x}"),
+                encoding: Encoding::Raw(code),
+            },
+            named,
+        ))
     }
 
     /// A metric by name.

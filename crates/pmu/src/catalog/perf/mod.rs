@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 mod compare;
-pub use compare::{compare, FormulaCheck, PerfComparison};
+pub use compare::{compare, compare_probed, probe_counts, FormulaCheck, PerfComparison};
 
 /// The catalog id of a catalog built from the installed perf.
 pub const PERF_ID: &str = "perf";
@@ -756,6 +756,19 @@ pub fn load_installed(m: &CpuMatch) -> Result<Catalog, CatalogError> {
     .map_err(|e| CatalogError::NoCatalog(e.to_string()))
 }
 
+/// The catalog perf's `list` gives for the CPU of `m` on the machine under `root`, with
+/// `facts` for perf's literals: the one [`prefer_perf`] selects for a CPU numalab ships
+/// no catalog for, built for any match (a shipped one too, to [`compare`] with it).
+pub fn catalog_for(
+    m: &CpuMatch,
+    list: &PerfList,
+    root: &Path,
+    facts: &MachineFacts,
+) -> Result<PerfCatalog, PerfError> {
+    let base = base_for(m).map_err(|e| PerfError::NotRun(e.to_string()))?;
+    build_catalog(base, list, root, facts)
+}
+
 /// Catalog selection with perf: a match to a generic catalog (numalab ships none for
 /// this CPU) becomes the installed perf's catalog when perf gives metrics for it, said
 /// in `how` (and when it does not, `how` says why); every other match is returned as it
@@ -773,10 +786,7 @@ pub fn prefer_perf_with(
     if m.catalog != X86_ID && m.catalog != ARM_GENERIC_ID {
         return m;
     }
-    let built = list().and_then(|l| {
-        let base = base_for(&m).map_err(|e| PerfError::NotRun(e.to_string()))?;
-        build_catalog(base, &l, root, &MachineFacts::from_sysfs(root))
-    });
+    let built = list().and_then(|l| catalog_for(&m, &l, root, &MachineFacts::from_sysfs(root)));
     match built {
         Ok(p) => CpuMatch {
             catalog: PERF_ID.into(),
