@@ -156,6 +156,9 @@ fn a_throttled_node_of_a_real_slurm_cluster_is_the_one_outlier_and_the_fleet_goe
     // the next. Such a step splitting the five normal nodes 2/3 widens the MAD so much
     // that n2 at 5% of their speed has a robust z of only -2.8 to -3.8, under the
     // default 3.5: with the 60% floor keeping normal nodes out, z need only be above 2.
+    // And it went bimodal: in a rerun here n1 14.4, n3 15.8, n4 15.7, n5 24.7, n6 26.2
+    // GB/s, n2 0.84: MAD 5.1, n2's z only -1.97. So the floor does the work: 80% (n2 is
+    // 94-95% below; the healthy nodes have drifted up to 66% apart), z above 0.5.
     // The statistics at a 20% deviation and the default z are tested on synthetic
     // fleets (numalab_report::fleet's tests).
     let html = tmp.path().join("fleet.html");
@@ -165,9 +168,9 @@ fn a_throttled_node_of_a_real_slurm_cluster_is_the_one_outlier_and_the_fleet_goe
         p(&fleet),
         "--json",
         "--floor",
-        "60",
+        "80",
         "--z",
-        "2",
+        "0.5",
         "--html",
         p(&html),
     ]);
@@ -175,13 +178,28 @@ fn a_throttled_node_of_a_real_slurm_cluster_is_the_one_outlier_and_the_fleet_goe
     let report: serde_json::Value = serde_json::from_slice(&rep.stdout).unwrap();
     let outliers = report["outliers"].as_array().unwrap();
     assert!(!outliers.is_empty(), "n2 was not flagged: {report}");
+    // n2 is the one node flagged worse. A healthy node flagged BETTER is this host's
+    // bandwidth stepping up during that node's run, a real difference in what it measured,
+    // not the fleet statistics' error: CI's run of 092744b measured n1 at 24.2 GB/s
+    // against a median of 14.6 (+66%, z +3.3), n2 at 0.84. Such a node is printed, not
+    // failed on; the statistics' false-positive rate is tested on synthetic fleets.
+    let mut worse = Vec::new();
     for o in outliers {
         // On the test's output, for the record of what this host measured.
         eprintln!("{}", o["sentence"]);
-        assert_eq!(o["node"], "n2", "only n2 is off: {o}");
-        assert_eq!(o["direction"], "worse", "{o}");
-        assert!(o["deviation_pct"].as_f64().unwrap() < -60.0, "{o}");
+        match o["direction"].as_str() {
+            Some("worse") => worse.push(o),
+            Some("better") => assert_ne!(o["node"], "n2", "{o}"),
+            _ => panic!("an outlier with no direction: {o}"),
+        }
     }
+    assert_eq!(worse.len(), 1, "only n2 is worse: {outliers:?}");
+    assert_eq!(worse[0]["node"], "n2", "only n2 is worse: {}", worse[0]);
+    assert!(
+        worse[0]["deviation_pct"].as_f64().unwrap() < -80.0,
+        "{}",
+        worse[0]
+    );
     let text = serde_json::to_string(outliers).unwrap();
     assert!(text.contains("triad"), "{text}");
     let page = std::fs::read_to_string(&html).unwrap();
