@@ -76,11 +76,42 @@ tdir="${CARGO_TARGET_DIR:-target}"
 cargo build --locked --profile test -p numalab -p numalab-numa-guest
 driver="$tdir/debug/numa-guest"
 
+# Fails unless each file is a self-contained executable: no NEEDED library and no
+# program interpreter (what scripts/dist.sh ships).
+self_contained() {
+  local b
+  for b in "$@"; do
+    if readelf -d "$b" | grep -q '(NEEDED)' || readelf -l "$b" | grep -q 'program interpreter'; then
+      echo "numa-guest: $b is not self-contained:" >&2
+      readelf -d "$b" | grep '(NEEDED)' >&2 || true
+      return 1
+    fi
+  done
+}
+
 run_x86() {
   # TCG, also for the wide guest: this kind of machine's /dev/kvm is a nested PVM that
   # cannot boot the guest kernel ("emulation failure" at cmpxchg16b, then at xrstor with
   # -cx16; 2026-12-06). NUMALAB_GUEST_ACCEL=kvm asks for KVM where it works.
-  "$driver" run --numalab "$tdir/debug/numalab" ${args[@]+"${args[@]}"}
+  if [ "${NUMALAB_X86_STATIC:-1}" = 0 ]; then
+    # The host's dynamic build: the driver packs the libraries ldd lists into the guest.
+    "$driver" run --numalab "$tdir/debug/numalab" ${args[@]+"${args[@]}"}
+    return
+  fi
+  # The guest holds no libhwloc and no other shared library: numalab and the guest runner
+  # are linked self-contained (glibc and Debian's libhwloc.a, scripts/static/env.sh), as
+  # scripts/dist.sh ships them, but in the test profile (debug assertions and overflow
+  # checks on, as before). An explicit --target keeps the static flags off the host build.
+  local t0=$SECONDS rel="$tdir/x86_64-unknown-linux-gnu/debug"
+  (
+    # shellcheck source=scripts/static/env.sh
+    . scripts/static/env.sh
+    static_link_env x86_64-unknown-linux-gnu
+    cargo build --locked --profile test --target x86_64-unknown-linux-gnu -p numalab -p numalab-numa-guest
+  )
+  echo "numa-guest: x86-64 self-contained binaries (test profile) built in $((SECONDS - t0)) s" >&2
+  self_contained "$rel/numalab" "$rel/numa-guest"
+  "$driver" run --numalab "$rel/numalab" --guest-exe "$rel/numa-guest" ${args[@]+"${args[@]}"}
 }
 
 # The Arm guest's kernel, its two virtio modules and a static aarch64 busybox, from
@@ -124,14 +155,7 @@ run_arm() {
   case "$profile" in test|dev) rel="$tdir/aarch64-unknown-linux-gnu/debug" ;; esac
   # The guest holds no libhwloc: it runs self-contained binaries (as scripts/dist.sh
   # ships), and a shared library creeping back in fails here, not on a user's server.
-  local b
-  for b in "$rel/numalab" "$rel/numa-guest"; do
-    if readelf -d "$b" | grep -q '(NEEDED)' || readelf -l "$b" | grep -q 'program interpreter'; then
-      echo "numa-guest: $b is not self-contained:" >&2
-      readelf -d "$b" | grep '(NEEDED)' >&2 || true
-      return 1
-    fi
-  done
+  self_contained "$rel/numalab" "$rel/numa-guest"
   local export_dir
   export_dir=$(mktemp -d "${TMPDIR:-/tmp}/numa-guest-arm-export.XXXXXX")
   "$driver" run --arch aarch64 --numalab "$rel/numalab" --guest-exe "$rel/numa-guest" \
