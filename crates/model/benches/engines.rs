@@ -34,9 +34,9 @@ use numalab_model::traffic::{Pattern, Synthetic};
 use numalab_model::Model;
 use std::time::Instant;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// The upper median of a bench's repeats (`numalab_stats`' rule, one of the values).
+fn median(v: Vec<f64>) -> f64 {
+    numalab_stats::upper_median(&v).expect("at least one repeat")
 }
 
 fn run_experiment(m: &Model, exp: Experiment, opts: &Options) -> usize {

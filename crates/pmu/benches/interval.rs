@@ -10,14 +10,10 @@ use numalab_pmu::profile::{self, ProfileConfig, Subject};
 use numalab_proc::Spec;
 use std::time::{Duration, Instant};
 
+/// The midpoint median of a bench's repeats (`numalab_stats`' rule).
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    numalab_stats::median_sorted(&v).expect("at least one repeat")
 }
 
 fn main() {
