@@ -76,8 +76,7 @@ impl Launcher {
                 LauncherKind::Local => "",
             })
         });
-        // SAFETY: geteuid cannot fail and touches no memory.
-        let as_root = unsafe { libc::geteuid() } == 0;
+        let as_root = numalab_proc::effective_uid() == 0;
         Launcher {
             kind,
             program,

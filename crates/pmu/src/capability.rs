@@ -81,7 +81,7 @@ pub fn probe() -> Capability {
 
 /// Whether this process runs as root (which overrides perf_event_paranoid).
 pub fn probe_is_root() -> bool {
-    crate::sys::euid() == 0
+    numalab_proc::effective_uid() == 0
 }
 
 #[cfg(test)]

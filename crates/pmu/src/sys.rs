@@ -1,4 +1,4 @@
-//! The crate's plain system calls (clock_gettime(2), getuid(2), geteuid(2)) behind safe
+//! The crate's plain system calls (clock_gettime(2), getuid(2)) behind safe
 //! functions: the only module of the crate with `unsafe` (perf_event_open itself goes
 //! through the `perf-event2` crate).
 
@@ -20,10 +20,4 @@ pub(crate) fn thread_cpu_ns() -> u64 {
 pub(crate) fn uid() -> u32 {
     // SAFETY: getuid takes no arguments, touches no memory of ours and cannot fail.
     unsafe { libc::getuid() }
-}
-
-/// The effective user id of this process.
-pub(crate) fn euid() -> u32 {
-    // SAFETY: geteuid takes no arguments, touches no memory of ours and cannot fail.
-    unsafe { libc::geteuid() }
 }

@@ -28,5 +28,6 @@ pub mod group;
 mod spawn;
 mod subst;
 
+pub use spawn::sys::effective_uid;
 pub use spawn::{spawn, Outcome, ProcError, Running, Spec};
 pub use subst::{placeholders, substitute};

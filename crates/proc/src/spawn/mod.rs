@@ -53,7 +53,7 @@
 //! (SIGKILL from outside), its own status and `wait4` figures are used instead.
 
 mod child;
-mod sys;
+pub(crate) mod sys;
 
 use child::*;
 use numalab_schema::{interrupt, Classify, ErrorClass};
