@@ -378,6 +378,9 @@ mod tests {
                 numa_reads_addressed_to_remote_dram: Derived::absent(
                     "IA_MISS_DRD_REMOTE not opened",
                 ),
+                all_cas_bytes: Derived::absent("UNC_M_CAS_COUNT.ALL not opened"),
+                read_percent_of_all_cas: Derived::absent("UNC_M_CAS_COUNT.ALL not opened"),
+                write_percent_of_all_cas: Derived::absent("UNC_M_CAS_COUNT.ALL not opened"),
             }],
             links: vec![LinkFigures {
                 link: "uncore_upi_0".into(),
