@@ -323,3 +323,51 @@ fn the_uncore_figures_beside_a_profile_are_checked_by_the_same_rules() {
         "{lines:?}"
     );
 }
+
+/// An uncore socket with the iMC's CAS reads and writes as shares of all CAS commands.
+fn imc_socket(socket: u32, read: f64, write: f64) -> serde_json::Value {
+    let mut s = uncore_socket(socket, 0.0, 0.0);
+    let no = serde_json::json!({"value": null, "reason": "no CHA counted"});
+    s["numa_reads_addressed_to_local_dram"] = no.clone();
+    s["numa_reads_addressed_to_remote_dram"] = no;
+    s["all_cas_bytes"] = serde_json::json!({"value": 128e9});
+    s["read_percent_of_all_cas"] = serde_json::json!({"value": read});
+    s["write_percent_of_all_cas"] = serde_json::json!({"value": write});
+    s
+}
+
+#[test]
+fn cas_reads_and_writes_beyond_the_counted_total_are_a_finding_beside_a_profile() {
+    let mut p = profile::from_import(
+        &fixture("n1-pointer-chase.csv"),
+        None,
+        None,
+        "first-pass",
+        &[],
+    )
+    .unwrap();
+    let core_checks = p.profile.consistency.len();
+    p.profile.uncore = Some(
+        serde_json::from_value(serde_json::json!({
+            "sysfs_root": "/",
+            "devices": [{"name": "uncore_imc_0", "class": "intel_imc", "pmu_type": 41,
+                         "cpus": [0, 56]}],
+            // Socket 1: RD + WR = 1.2 x ALL.
+            "sockets": [imc_socket(0, 75.0, 25.0), imc_socket(1, 90.0, 30.0)],
+        }))
+        .unwrap(),
+    );
+    p.check_uncore_consistency();
+    let added = &p.profile.consistency[core_checks..];
+    assert_eq!(added.len(), 2);
+    assert!(added.iter().all(|c| c.rule == "intel-imc-read-write-total"));
+    assert!(!added[0].violated(), "{}", added[0].text);
+    assert!(added[1].violated());
+    assert_eq!(added[1].actual, Some(120.0));
+    let w = p
+        .warnings
+        .iter()
+        .find(|w| w.code == "pmu.inconsistent" && w.message.starts_with("socket 1: "))
+        .expect("a warning for socket 1");
+    assert!(w.message.contains("120%"), "{}", w.message);
+}

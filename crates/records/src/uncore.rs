@@ -205,6 +205,17 @@ pub struct SocketFigures {
     /// DRAM, in percent.
     #[serde(default)]
     pub numa_reads_addressed_to_remote_dram: Derived,
+    /// All CAS commands of this socket's memory controllers, counted by their own event
+    /// beside reads and writes (Intel iMC `UNC_M_CAS_COUNT.ALL`), in bytes (64 per CAS).
+    #[serde(default)]
+    pub all_cas_bytes: Derived,
+    /// The CAS reads as a share of `all_cas_bytes`, in percent (Intel iMC); with
+    /// `write_percent_of_all_cas` it sums to 100 when read + write = total holds.
+    #[serde(default)]
+    pub read_percent_of_all_cas: Derived,
+    /// The CAS writes as a share of `all_cas_bytes`, in percent (Intel iMC).
+    #[serde(default)]
+    pub write_percent_of_all_cas: Derived,
 }
 
 /// One socket link end (Intel UPI link, AMD remote link controller).

@@ -131,6 +131,9 @@ struct Parts {
     numa_local: Vec<Derived>,
     numa_remote: Vec<Derived>,
     numa_all: Vec<Derived>,
+    cas_read: Vec<Derived>,
+    cas_write: Vec<Derived>,
+    cas_all: Vec<Derived>,
     notes: Vec<String>,
 }
 
@@ -329,8 +332,48 @@ fn memory_controller(b: &OneBox<'_>, g: &mut Gathered) {
         fraction,
     } = b.figure(figure, "total_bytes");
     g.used.insert(figure);
+    if b.class == "intel_imc" {
+        let p = g.parts.entry(b.socket).or_default();
+        p.cas_read.push(read.clone());
+        p.cas_write.push(write.clone());
+        p.cas_all.push(b.figure(CAS_ALL_FIGURE, "all_bytes").value);
+        g.used.insert(CAS_ALL_FIGURE);
+    }
     g.controllers
         .push(b.controller(b.device.to_string(), read, write, total, seconds, fraction));
+}
+
+/// The formula of the read and write shares of all CAS commands (data/formulas.toml).
+const CAS_ALL_FIGURE: &str = "read_percent_of_all_cas / write_percent_of_all_cas (intel_imc)";
+
+/// A socket's CAS commands counted by their own event (bytes), and its CAS reads and
+/// writes as shares of them, in percent: each share computed on its own over the
+/// independently counted total, never derived from the other, so the consistency rule
+/// over the two sees a read + write that is not the total.
+fn cas_shares(p: &Parts, what: &What) -> (Derived, Derived, Derived) {
+    if !what.wants(Topic::Memory) {
+        let why = "memory bandwidth";
+        return (not_asked(why), not_asked(why), not_asked(why));
+    }
+    let none = "this socket's memory controllers count no CAS total of their own (Intel iMC only)";
+    let all = sum_all(&p.cas_all, none);
+    let share = |part: &[Derived]| -> Derived {
+        let part = sum_all(part, none);
+        match (part.value, all.value) {
+            (Some(x), Some(t)) if t > 0.0 => Derived::of(100.0 * x / t),
+            (Some(_), Some(_)) => {
+                Derived::absent("no CAS commands were counted (ALL is 0): not counted here")
+            }
+            _ => Derived::absent(
+                all.reason
+                    .clone()
+                    .or(part.reason.clone())
+                    .unwrap_or_default(),
+            ),
+        }
+    };
+    let (read, write) = (share(&p.cas_read), share(&p.cas_write));
+    (all, read, write)
 }
 
 /// An AMD data fabric box's DRAM channels (Zen 2/3): total bytes per channel.
@@ -519,6 +562,7 @@ fn socket_figures(
     let (directory_lookups, directory_snoop_share) = directory(p, what);
     let (numa_reads_addressed_to_local_dram, numa_reads_addressed_to_remote_dram) =
         numa_shares(p, what);
+    let (all_cas_bytes, read_percent_of_all_cas, write_percent_of_all_cas) = cas_shares(p, what);
     let snoops_sent = if !what.wants(Topic::Directory) {
         not_asked("directory traffic")
     } else {
@@ -556,6 +600,9 @@ fn socket_figures(
         link_tx_bytes,
         numa_reads_addressed_to_local_dram,
         numa_reads_addressed_to_remote_dram,
+        all_cas_bytes,
+        read_percent_of_all_cas,
+        write_percent_of_all_cas,
     }
 }
 

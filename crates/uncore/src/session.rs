@@ -13,7 +13,7 @@ use crate::backend::{Backend, GroupSpec, OpenError, OpenErrorKind, Opened};
 use crate::derive;
 use crate::permission;
 use crate::sysfs::{Device, Discovery, Encoding, SysfsError};
-use crate::table::{known_events, Class, Role, Source};
+use crate::table::{known_events, ByGeneration, Class, Role, Source};
 pub use crate::what::{Extra, What};
 use numalab_records::uncore::{BoxCounts, EventCount, NotOpened, UncoreDevice, UncoreReport};
 use std::collections::BTreeMap;
@@ -84,11 +84,13 @@ pub struct Plan {
     pub notes: Vec<String>,
 }
 
-/// Events of a figure that must share a group (a ratio or a read/write split).
+/// Events of a figure that must share a group (a ratio, a read/write split, and the
+/// independently counted total beside it).
 fn paired(a: Role, b: Role) -> bool {
     matches!(
         (a, b),
         (Role::CasRead, Role::CasWrite)
+            | (Role::CasWrite, Role::CasAll)
             | (Role::LlcHit, Role::LlcMiss)
             | (Role::SlcAccess, Role::LlcMiss)
             | (Role::DrdMissLocal, Role::DrdMissRemote)
@@ -97,6 +99,73 @@ fn paired(a: Role, b: Role) -> bool {
             | (Role::McReqs, Role::McRetries)
             | (Role::DirSnoopsSent, Role::BrdSnoopsSent)
     )
+}
+
+/// The encoding of `name` for the generation whose terms of the kernel's named events
+/// `sysfs` encode, through `d`'s format, to what `d` lists for them.
+fn same_generation(
+    d: &Device,
+    name: &str,
+    reference: &str,
+    sysfs: &[&str],
+    choices: &[ByGeneration],
+) -> Result<Encoding, String> {
+    let mut listed = Vec::new();
+    for n in sysfs {
+        if !d.events.contains_key(*n) {
+            return Err(format!(
+                "{} lists no event {n} in events/, which tells numalab the generation whose {name} encoding to use ({reference})",
+                d.name
+            ));
+        }
+        listed.push(d.encode_event(n)?);
+    }
+    for c in choices {
+        let theirs: Result<Vec<Encoding>, String> =
+            c.identify.iter().map(|t| d.encode_str(t)).collect();
+        if theirs.as_ref().is_ok_and(|t| *t == listed) {
+            return d.encode_str(c.terms).map_err(|e| {
+                format!(
+                    "{name} ({}, {}; from {reference}) cannot be encoded on {}: {e}",
+                    c.terms, c.generations, d.name
+                )
+            });
+        }
+    }
+    let shown: Vec<String> = sysfs
+        .iter()
+        .zip(&listed)
+        .map(|(n, e)| format!("{n} config {:#x}", e.config[0]))
+        .collect();
+    let known: Vec<&str> = choices.iter().map(|c| c.generations).collect();
+    Err(format!(
+        "{}'s {} match no generation numalab has the {name} encoding of ({}; from {reference}), so it is not counted",
+        d.name,
+        shown.join(", "),
+        known.join("; ")
+    ))
+}
+
+/// Whether an event that must share a group with others fits one group of its box
+/// with them (and the clock that leads every group); a total counted in another
+/// group than its parts would be multiplexed apart from them, so it is not counted.
+fn fits_beside_its_group(role: Role, name: &str, d: &Device, what: &What) -> Result<(), String> {
+    if role != Role::CasAll {
+        return Ok(());
+    }
+    let (budget, source) = what.budgets.get(d.class);
+    let need = 4;
+    match budget {
+        Some(n) if n >= need => Ok(()),
+        Some(n) => Err(format!(
+            "{} has {n} counter(s) per box ({source}): {name} needs one beside the clock, cas_count_read and cas_count_write ({need} in one group), so it is not counted",
+            d.name
+        )),
+        None => Err(format!(
+            "{} has no known counter budget ({source}): each event is opened alone, so {name} could not be counted in one group with cas_count_read and cas_count_write and is not counted",
+            d.name
+        )),
+    }
 }
 
 fn cpus_of(d: &Device, discovery: &Discovery) -> Vec<u32> {
@@ -158,7 +227,12 @@ pub fn plan(discovery: &Discovery, what: &What) -> Result<Plan, UncoreError> {
                 Source::Terms(t) => d.encode_str(t).map_err(|e| {
                     format!("{} ({t}, from {}) cannot be encoded on {}: {e}", k.name, k.reference, d.name)
                 }),
+                Source::SameGenerationAs { sysfs, choices } => {
+                    same_generation(d, k.name, k.reference, sysfs, choices)
+                }
             };
+            let encoded =
+                encoded.and_then(|e| fits_beside_its_group(k.role, k.name, d, what).map(|()| e));
             match encoded {
                 Ok(encoding) => {
                     if let (Source::Sysfs(n), Role::CasRead | Role::CasWrite) = (k.source, k.role) {
@@ -202,12 +276,19 @@ pub fn plan(discovery: &Discovery, what: &What) -> Result<Plan, UncoreError> {
             }
         }
         if events.is_empty() && !what.extra.iter().any(|e| e.device == d.name) {
-            let reasons: Vec<&String> = out
-                .missing
-                .iter()
-                .filter(|((dev, _), _)| *dev == d.name)
-                .map(|(_, r)| r)
+            // The first event's reason in the table's order (a total's reason follows
+            // from its parts'), the clock's last.
+            let mut reasons: Vec<&String> = known_events(d.class)
+                .filter(|k| k.role != Role::Clock)
+                .chain(known_events(d.class).filter(|k| k.role == Role::Clock))
+                .filter_map(|k| out.missing.get(&(d.name.clone(), k.role.key())))
                 .collect();
+            reasons.extend(
+                out.missing
+                    .iter()
+                    .filter(|((dev, _), _)| *dev == d.name)
+                    .map(|(_, r)| r),
+            );
             if let Some(first) = reasons.first() {
                 out.notes
                     .push(format!("{}: nothing counted: {first}", d.name));
@@ -220,12 +301,11 @@ pub fn plan(discovery: &Discovery, what: &What) -> Result<Plan, UncoreError> {
         }
         let mut units: Vec<Vec<PlannedEvent>> = Vec::new();
         for ev in events {
-            let pair = units.last().is_some_and(|u| {
-                u.len() == 1
-                    && paired(
-                        u[0].role.expect("table event"),
-                        ev.role.expect("table event"),
-                    )
+            let pair = units.last().and_then(|u| u.last()).is_some_and(|last| {
+                paired(
+                    last.role.expect("table event"),
+                    ev.role.expect("table event"),
+                )
             });
             if pair {
                 units.last_mut().expect("checked").push(ev);

@@ -266,6 +266,9 @@ pub enum Role {
     CasRead,
     /// CAS commands for writes.
     CasWrite,
+    /// All CAS commands, counted by their own event beside reads and writes (Intel
+    /// iMC `UNC_M_CAS_COUNT.ALL`), so that read + write = total can be checked.
+    CasAll,
     /// Requests with data on DRAM channel N (AMD DF, Zen 2/3), reads and writes.
     DramData(u8),
     /// LLC lookups that hit (Intel CHA, core requests).
@@ -308,6 +311,7 @@ impl Role {
             Role::Clock => "clock".into(),
             Role::CasRead => "cas_read".into(),
             Role::CasWrite => "cas_write".into(),
+            Role::CasAll => "cas_all".into(),
             Role::DramData(n) => format!("dram_data_{n}"),
             Role::LlcHit => "llc_hit".into(),
             Role::LlcMiss => "llc_miss".into(),
@@ -331,9 +335,12 @@ impl Role {
     pub fn topic(self) -> Topic {
         match self {
             Role::Clock => Topic::Always,
-            Role::CasRead | Role::CasWrite | Role::DramData(_) | Role::McReqs | Role::McRetries => {
-                Topic::Memory
-            }
+            Role::CasRead
+            | Role::CasWrite
+            | Role::CasAll
+            | Role::DramData(_)
+            | Role::McReqs
+            | Role::McRetries => Topic::Memory,
             Role::LlcHit
             | Role::LlcMiss
             | Role::SlcAccess
@@ -371,6 +378,28 @@ pub enum Source {
     Sysfs(&'static str),
     /// Terms encoded through the device's `format/`, from a vendor event file.
     Terms(&'static str),
+    /// Terms that differ by generation: those of the generation whose encodings of
+    /// the kernel's named events `sysfs` (in order) equal this device's, all encoded
+    /// through the device's `format/`. No generation matching: not counted, with the
+    /// encodings compared in the reason.
+    SameGenerationAs {
+        /// The kernel's named events that identify the generation.
+        sysfs: &'static [&'static str],
+        /// Per generation, the vendor's terms of those events and of this one.
+        choices: &'static [ByGeneration],
+    },
+}
+
+/// One generation's terms of an event, with the terms of the kernel-named events
+/// that identify the generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByGeneration {
+    /// The generations (`Sapphire Rapids, Emerald Rapids`).
+    pub generations: &'static str,
+    /// The vendor's terms of each of `sysfs`, in the same order.
+    pub identify: &'static [&'static str],
+    /// The vendor's terms of the event itself.
+    pub terms: &'static str,
 }
 
 /// A condition on the device's format that says which generation the encoding is for.
@@ -407,6 +436,28 @@ const SPR_CHA: &str =
 /// Intel's perfmon files, as extracted into `data/intel/cha-numa.json` (a test checks
 /// every encoding below against that extract).
 const PERFMON_CHA_NUMA: &str = "intel/perfmon commit 6dadedf (2026-08-13), SPR/events/sapphirerapids_uncore.json (EventCode, UMaskExt << 8 | UMask; the same values in ICX/EMR/GNR's files), the events of Intel's metrics numa_reads_addressed_to_local_dram / _remote_dram; extract in crates/uncore/data/intel/cha-numa.json";
+/// Intel's perfmon files, as extracted into `data/intel/imc-cas.json` (a test checks
+/// every encoding below against that extract).
+const PERFMON_IMC_CAS: &str = "intel/perfmon commit 6dadedf (2026-08-13), {SKX,CLX,ICX,SPR,EMR,GNR}/events/*_uncore.json: UNC_M_CAS_COUNT.RD / .WR / .ALL (GNR: UNC_M_CAS_COUNT_SCH0.*), EventCode and UMask; extract in crates/uncore/data/intel/imc-cas.json";
+/// `UNC_M_CAS_COUNT.ALL` by generation, identified by the kernel's `cas_count_read`
+/// and `cas_count_write` (Intel's `.RD` and `.WR` of the same generation).
+const IMC_CAS_ALL: &[ByGeneration] = &[
+    ByGeneration {
+        generations: "Skylake-SP, Cascade Lake",
+        identify: &["event=0x04,umask=0x03", "event=0x04,umask=0x0c"],
+        terms: "event=0x04,umask=0x0f",
+    },
+    ByGeneration {
+        generations: "Ice Lake-SP",
+        identify: &["event=0x04,umask=0x0f", "event=0x04,umask=0x30"],
+        terms: "event=0x04,umask=0x3f",
+    },
+    ByGeneration {
+        generations: "Sapphire Rapids, Emerald Rapids (and Granite Rapids sub-channel 0 on kernels before commit 6a8a48644c4b, 2026, whose cas_count_read/_write are SCH0's)",
+        identify: &["event=0x05,umask=0xcf", "event=0x05,umask=0xf0"],
+        terms: "event=0x05,umask=0xff",
+    },
+];
 const ZEN23_DF: FormatIs = FormatIs {
     field: "event",
     spec: "config:0-7,32-35,59-60",
@@ -441,6 +492,18 @@ pub const KNOWN_EVENTS: &[KnownEvent] = &[
         source: Source::Sysfs("cas_count_write"),
         requires: None,
         reference: "Linux uncore_snbep.c spr_uncore_imc_events: cas_count_write event=0x05,umask=0xf0, scale 6.103515625e-5 MiB (= 64 B)",
+    },
+    // Intel iMC: all CAS commands, not named by the kernel; the generation's encoding.
+    KnownEvent {
+        class: Class::IntelImc,
+        role: Role::CasAll,
+        name: "UNC_M_CAS_COUNT.ALL",
+        source: Source::SameGenerationAs {
+            sysfs: &["cas_count_read", "cas_count_write"],
+            choices: IMC_CAS_ALL,
+        },
+        requires: None,
+        reference: PERFMON_IMC_CAS,
     },
     // Intel CHA (SPR): not named by the kernel.
     KnownEvent {

@@ -68,6 +68,9 @@ fn spr_replay() -> ReplayBackend {
         b.set(&dev, 0, "cas_count_write", 62_500_001 + i);
         b.set(&dev, 56, "cas_count_read", 18_750_007);
         b.set(&dev, 56, "cas_count_write", 6_250_000);
+        // All CAS, counted on their own: read + write exactly.
+        b.set(&dev, 0, "UNC_M_CAS_COUNT.ALL", 250_000_004 + i);
+        b.set(&dev, 56, "UNC_M_CAS_COUNT.ALL", 25_000_007);
     }
     for i in 0..4 {
         let dev = format!("uncore_cha_{i}");

@@ -287,6 +287,8 @@ fn spr_replay() -> ReplayBackend {
         b.set(&dev, 0, "cas_count_write", 62_500_000);
         b.set(&dev, 56, "cas_count_read", 18_750_000);
         b.set(&dev, 56, "cas_count_write", 6_250_000);
+        b.set(&dev, 0, "UNC_M_CAS_COUNT.ALL", 250_000_000);
+        b.set(&dev, 56, "UNC_M_CAS_COUNT.ALL", 25_000_000);
     }
     for i in 0..4 {
         let dev = format!("uncore_cha_{i}");

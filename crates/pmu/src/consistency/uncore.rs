@@ -8,8 +8,19 @@ use numalab_records::pmu::{MetricOrigin, RuleCheck, RuleStatus};
 use numalab_records::uncore::{Derived, SocketFigures, UncoreReport};
 
 /// A socket's figures that rules may name: (name, unit, figure).
-fn socket_figures(s: &SocketFigures) -> [(&'static str, &'static str, &Derived); 2] {
+fn socket_figures(s: &SocketFigures) -> [(&'static str, &'static str, &Derived); 5] {
     [
+        ("all_cas_bytes", "bytes", &s.all_cas_bytes),
+        (
+            "read_percent_of_all_cas",
+            "percent",
+            &s.read_percent_of_all_cas,
+        ),
+        (
+            "write_percent_of_all_cas",
+            "percent",
+            &s.write_percent_of_all_cas,
+        ),
         (
             "numa_reads_addressed_to_local_dram",
             "percent",
@@ -59,7 +70,7 @@ pub fn check_uncore(report: &UncoreReport) -> Result<Vec<RuleCheck>, CatalogErro
                 let mut c = check(&[rule], &metrics, &Counting::default())
                     .pop()
                     .expect("one rule, one check");
-                said_of_socket(&mut c, s.socket, &metrics);
+                said_of_socket(&mut c, s.socket, class, &metrics);
                 out.push(c);
             }
         }
@@ -86,7 +97,7 @@ fn figure_as_metric(name: &str, unit: &str, d: &Derived) -> MetricValue {
 
 /// The check's text names its socket; a rule not checked says why its figures have no
 /// value; a violation's cause is the uncore's, not the core counters'.
-fn said_of_socket(c: &mut RuleCheck, socket: Option<u32>, metrics: &[MetricValue]) {
+fn said_of_socket(c: &mut RuleCheck, socket: Option<u32>, class: &str, metrics: &[MetricValue]) {
     let on = socket.map_or("socket ?".to_string(), |n| format!("socket {n}"));
     c.text = format!("{on}: {}", c.text);
     match c.status {
@@ -103,6 +114,11 @@ fn said_of_socket(c: &mut RuleCheck, socket: Option<u32>, metrics: &[MetricValue
             if !why.is_empty() {
                 c.text = format!("{} ({})", c.text, why.join("; "));
             }
+        }
+        RuleStatus::Violated if class == "intel_imc" => {
+            c.cause = Some(format!(
+                "UNC_M_CAS_COUNT.RD, .WR and .ALL are counted in one group on each memory-controller channel of {on} (the same running time, so multiplexing cannot part them) and ALL's umask is the union of RD's and WR's in Intel's event files: a CAS count is not what its event says on this CPU (ALL's encoding is chosen by the generation the kernel's cas_count_read and cas_count_write identify, crates/uncore/data/intel/imc-cas.json), or the counters were read while counting; report it with the uncore record"
+            ));
         }
         RuleStatus::Violated => {
             c.cause = Some(format!(
@@ -153,6 +169,30 @@ mod tests {
             link_tx_bytes: no(),
             numa_reads_addressed_to_local_dram: local,
             numa_reads_addressed_to_remote_dram: remote,
+            all_cas_bytes: no(),
+            read_percent_of_all_cas: no(),
+            write_percent_of_all_cas: no(),
+        }
+    }
+
+    const IMC_RULE: &str = "intel-imc-read-write-total";
+
+    /// A socket of an iMC-only report: the CAS shares of the counted total.
+    fn imc_socket(n: u32, read: Derived, write: Derived) -> SocketFigures {
+        let no = || Derived::absent("no CHA counted");
+        SocketFigures {
+            all_cas_bytes: Derived::of(64e9),
+            read_percent_of_all_cas: read,
+            write_percent_of_all_cas: write,
+            ..socket(n, no(), no())
+        }
+    }
+
+    fn imc_report(sockets: Vec<SocketFigures>) -> UncoreReport {
+        UncoreReport {
+            devices: vec![device("uncore_imc_0", "intel_imc")],
+            sockets,
+            ..Default::default()
         }
     }
 
@@ -166,10 +206,12 @@ mod tests {
 
     #[test]
     fn every_uncore_rule_names_socket_figures_and_has_intels_source() {
-        let r = report(
+        // A machine with every class the rules name (CHA and iMC).
+        let mut r = report(
             "intel_cha",
             vec![socket(0, Derived::of(1.0), Derived::of(1.0))],
         );
+        r.devices.push(device("uncore_imc_0", "intel_imc"));
         let checks = check_uncore(&r).unwrap();
         let (_, f) = files()
             .unwrap()
@@ -250,6 +292,64 @@ mod tests {
             "{}",
             c.text
         );
+        assert!(c.text.contains(why), "{}", c.text);
+        assert!(c.cause.is_none());
+    }
+
+    #[test]
+    fn cas_reads_and_writes_that_make_the_counted_total_hold() {
+        // 187_500_003 + 62_500_001 of 250_000_004 CAS, and just inside 0.1 points.
+        let r = imc_report(vec![
+            imc_socket(
+                0,
+                Derived::of(100.0 * 187_500_003.0 / 250_000_004.0),
+                Derived::of(100.0 * 62_500_001.0 / 250_000_004.0),
+            ),
+            imc_socket(1, Derived::of(75.05), Derived::of(25.0)),
+        ]);
+        let checks = check_uncore(&r).unwrap();
+        assert_eq!(checks.len(), 2, "only the iMC rule applies: {checks:?}");
+        for c in &checks {
+            assert_eq!(c.rule, IMC_RULE);
+            assert_eq!(c.status, RuleStatus::Held, "{}", c.text);
+        }
+        assert!(checks[1].text.starts_with("socket 1: "));
+    }
+
+    #[test]
+    fn cas_reads_and_writes_of_one_fifth_more_than_the_total_are_a_violation() {
+        // RD + WR = 1.2 x ALL: 90% + 30% of the independently counted total.
+        let r = imc_report(vec![imc_socket(0, Derived::of(90.0), Derived::of(30.0))]);
+        let c = check_uncore(&r).unwrap().pop().unwrap();
+        assert_eq!(c.rule, IMC_RULE);
+        assert_eq!(c.status, RuleStatus::Violated);
+        assert_eq!(c.actual, Some(120.0));
+        let values: Vec<Option<f64>> = c.figures.iter().map(|f| f.value).collect();
+        assert_eq!(values, [Some(90.0), Some(30.0)]);
+        assert!(c.text.contains("120%"), "{}", c.text);
+        let cause = c.cause.as_deref().unwrap();
+        assert!(
+            cause.contains("one group") && cause.contains("imc-cas.json"),
+            "{cause}"
+        );
+        // Just outside the tolerance (0.1 points).
+        let r = imc_report(vec![imc_socket(0, Derived::of(75.0), Derived::of(25.11))]);
+        assert_eq!(check_uncore(&r).unwrap()[0].status, RuleStatus::Violated);
+        assert!(c.source.contains("numalab's own") && c.source.contains("6dadedf"));
+    }
+
+    #[test]
+    fn a_total_not_counted_leaves_the_cas_rule_unchecked_with_the_reason() {
+        let why = "uncore_imc_0 has 3 counter(s) per box: UNC_M_CAS_COUNT.ALL needs one beside the clock, cas_count_read and cas_count_write";
+        let r = imc_report(vec![imc_socket(
+            0,
+            Derived::absent(why),
+            Derived::absent(why),
+        )]);
+        let c = check_uncore(&r).unwrap().pop().unwrap();
+        assert_eq!(c.rule, IMC_RULE);
+        assert_eq!(c.status, RuleStatus::NotChecked);
+        assert!(c.text.contains("read_percent_of_all_cas"), "{}", c.text);
         assert!(c.text.contains(why), "{}", c.text);
         assert!(c.cause.is_none());
     }

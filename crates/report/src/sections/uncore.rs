@@ -125,6 +125,8 @@ pub fn render(s: &mut Section, id: &str, r: &UncoreReport) {
             ("read", Some("GB/s")),
             ("write", Some("GB/s")),
             ("total", Some("GB/s")),
+            ("CAS reads of all CAS", Some("%")),
+            ("CAS writes of all CAS", Some("%")),
             ("LLC hit ratio", Some("%")),
             ("LLC lookups", None),
             ("LLC read misses to local DRAM", Some("%")),
@@ -141,6 +143,8 @@ pub fn render(s: &mut Section, id: &str, r: &UncoreReport) {
             cell(&so.read_gbps, 1.0, 2),
             cell(&so.write_gbps, 1.0, 2),
             cell(&so.total_gbps, 1.0, 2),
+            cell(&so.read_percent_of_all_cas, 1.0, 2),
+            cell(&so.write_percent_of_all_cas, 1.0, 2),
             cell(&so.llc_hit_ratio, 100.0, 1),
             cell(&so.llc_lookups, 1.0, 0),
             cell(&so.numa_reads_addressed_to_local_dram, 1.0, 1),
@@ -155,6 +159,7 @@ pub fn render(s: &mut Section, id: &str, r: &UncoreReport) {
             .iter()
             .filter(|n| {
                 n.starts_with("llc")
+                    || n.starts_with("read_percent_of_all_cas")
                     || n.starts_with("numa")
                     || n.starts_with("directory")
                     || n.starts_with("snoops")
@@ -378,6 +383,9 @@ mod tests {
                 numa_reads_addressed_to_remote_dram: Derived::absent(
                     "IA_MISS_DRD_REMOTE not opened",
                 ),
+                all_cas_bytes: Derived::absent("UNC_M_CAS_COUNT.ALL not opened"),
+                read_percent_of_all_cas: Derived::absent("UNC_M_CAS_COUNT.ALL not opened"),
+                write_percent_of_all_cas: Derived::absent("UNC_M_CAS_COUNT.ALL not opened"),
             }],
             links: vec![LinkFigures {
                 link: "uncore_upi_0".into(),
@@ -444,10 +452,13 @@ mod tests {
         assert!(
             matches!(&row[3], Cell::Missing { missing } if missing.contains("reads and writes together"))
         );
-        assert_eq!(tables[1].rows[0][5], Cell::num(75.0, 1));
-        assert_eq!(tables[1].rows[0][7], Cell::num(62.5, 1));
         assert!(
-            matches!(&tables[1].rows[0][8], Cell::Missing { missing } if missing.contains("DRD_REMOTE"))
+            matches!(&tables[1].rows[0][5], Cell::Missing { missing } if missing.contains("UNC_M_CAS_COUNT.ALL"))
+        );
+        assert_eq!(tables[1].rows[0][7], Cell::num(75.0, 1));
+        assert_eq!(tables[1].rows[0][9], Cell::num(62.5, 1));
+        assert!(
+            matches!(&tables[1].rows[0][10], Cell::Missing { missing } if missing.contains("DRD_REMOTE"))
         );
         assert!(tables[2].notes.iter().any(|n| n.contains("64 / 9")));
         let text = s.to_text(Format::Markdown, false);

@@ -11,6 +11,10 @@ const USED: &[(&str, &[&str])] = &[
         &["read_bytes", "write_bytes", "total_bytes"],
     ),
     (
+        "read_percent_of_all_cas / write_percent_of_all_cas (intel_imc)",
+        &["all_bytes"],
+    ),
+    (
         "read_bytes / write_bytes (amd_umc)",
         &["read_bytes", "write_bytes", "total_bytes"],
     ),
