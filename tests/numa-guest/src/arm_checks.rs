@@ -236,6 +236,24 @@ pub fn main(layout: &Layout) -> Vec<Check> {
             }
             Ok(format!("{} pairs measured", pairs.len()))
         }),
+        // Issue 46 item 4: QEMU's N1 has PMUv3 but no SPE. Memory sampling is refused
+        // with the reason (exit 4, "cannot do here") and the counts are still recorded.
+        CliCheck::text(
+            "arm.profile.no-spe",
+            ["profile", "--memory-samples", "--", "true"],
+            |_, out| {
+                expect(
+                    out.contains("exposes no arm_spe PMU"),
+                    format!("the missing SPE named with its causes: {out}"),
+                )?;
+                expect(
+                    out.contains("the counts were recorded"),
+                    format!("the counts kept beside the refusal: {out}"),
+                )?;
+                Ok("exit 4: no arm_spe PMU, the counts recorded".into())
+            },
+        )
+        .exit(4),
     ];
     v.extend(cli.into_iter().map(CliCheck::into_check));
     v
