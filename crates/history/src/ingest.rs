@@ -24,6 +24,12 @@ pub const KEPT_KINDS: &[&str] = &["harness.run"];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Largest bundle file (an output folder's `results.jsonl`, or a bundle file), bytes.
+    /// No cap by default (`u64::MAX`): the reader's input limit applies (2 GiB,
+    /// `NUMALAB_MAX_INPUT`), and memory is bounded by reading: a journal is streamed
+    /// into an index, one record decoded at a time, a line over 128 MiB skipped with a
+    /// warning, and the figures are made of at most
+    /// [`numalab_report::load::PER_KIND`] records of a kind. Set it to refuse large
+    /// bundles for another reason (disk, time).
     pub max_bundle_bytes: u64,
     /// Most records in a bundle.
     pub max_records: usize,
@@ -38,11 +44,11 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// 256 MiB per bundle file, 1,000,000 records, 100,000 figures, 1,000,000 samples
+    /// No cap on the bundle file's size of its own (see [`Limits::max_bundle_bytes`]), 1,000,000 records, 100,000 figures, 1,000,000 samples
     /// per figure, 64 KiB per string and per tags object.
     fn default() -> Self {
         Limits {
-            max_bundle_bytes: 256 << 20,
+            max_bundle_bytes: u64::MAX,
             max_records: 1_000_000,
             max_metrics: 100_000,
             max_samples_per_metric: 1_000_000,
@@ -268,7 +274,10 @@ impl History {
     /// and the records of [`KEPT_KINDS`], in one transaction. A bundle whose content is
     /// already stored is not stored again ([`IngestOutcome::AlreadyPresent`]).
     ///
-    /// The file's size is checked against [`Limits::max_bundle_bytes`] before it is read.
+    /// The file's size is checked against [`Limits::max_bundle_bytes`] before it is read;
+    /// a journal of [`numalab_report::load::INDEX_FROM`] bytes or more is streamed
+    /// into an index and its records are read back one at a time
+    /// ([`numalab_report::load::load`]), so memory does not grow with its payloads.
     pub fn ingest_with(
         &mut self,
         path: &Path,
@@ -301,6 +310,14 @@ impl History {
     ) -> Result<IngestOutcome, HistoryError> {
         self.check_bundle(&loaded.path, &loaded.bundle)?;
         let metrics = numalab_report::metrics::metrics(loaded);
+        // The figures of a kind are made of its first records: say so where it matters.
+        let mut warnings = loaded.warnings.clone();
+        for (kind, n) in loaded.over_bound() {
+            warnings.push(Warning::new(
+                "over-bound",
+                numalab_report::load::over_bound_note(&loaded.label, &kind, n),
+            ));
+        }
         let mut opts = opts.clone();
         if opts.label.is_none() {
             opts.label = Some(loaded.label.clone());
@@ -311,7 +328,7 @@ impl History {
             &mut Fetch::loaded(loaded),
             &metrics,
             &opts,
-            loaded.warnings.clone(),
+            warnings,
         )
     }
 

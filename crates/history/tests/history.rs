@@ -1090,3 +1090,64 @@ fn a_fleet_folder_stands_for_its_nodes_bundles_tagged_and_labelled_by_node() {
         "{skipped:?}"
     );
 }
+
+/// A journal larger than the figures' bound of a kind ([`numalab_report::load::PER_KIND`]
+/// bandwidth records and 5 more) is stored with default limits, whether read whole or
+/// streamed into an index (one record at a time): the same content key and figures, and
+/// a warning naming the kind whose figures use its first records.
+#[test]
+fn a_journal_past_the_bound_is_streamed_and_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("vm-evaluate").join(JOURNAL_FILE)).unwrap();
+    let mut out = format!("{}\n", text.lines().next().unwrap());
+    let bw = text
+        .lines()
+        .find(|l| l.contains("\"kind\":\"mem.bandwidth\""))
+        .unwrap();
+    let n = numalab_report::load::PER_KIND + 5;
+    for i in 0..n {
+        let mut v: Value = serde_json::from_str(bw).unwrap();
+        v["key"] = format!("mem/bandwidth/copy-{i}").into();
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    let journal = dir.path().join("big").join(JOURNAL_FILE);
+    std::fs::create_dir_all(journal.parent().unwrap()).unwrap();
+    std::fs::write(&journal, out).unwrap();
+    let mut whole = History::open(&dir.path().join("whole.db")).unwrap();
+    let mut streamed = History::open(&dir.path().join("streamed.db")).unwrap();
+    let a = whole.ingest(&journal).unwrap();
+    let indexed = numalab_report::load::load_indexed(&journal).unwrap();
+    assert!(indexed.indexed());
+    let b = streamed
+        .ingest_loaded(&indexed, &IngestOptions::default())
+        .unwrap();
+    match (a, b) {
+        (
+            IngestOutcome::Stored {
+                content_key: ka,
+                metrics: ma,
+                warnings: wa,
+                ..
+            },
+            IngestOutcome::Stored {
+                content_key: kb,
+                metrics: mb,
+                warnings: wb,
+                ..
+            },
+        ) => {
+            assert_eq!(ka, kb);
+            assert_eq!(ma, mb);
+            assert!(ma > 0);
+            assert_eq!(wa, wb);
+            assert!(
+                wa.iter().any(|w| w
+                    .message
+                    .contains(&format!("{n} records of kind mem.bandwidth"))),
+                "{wa:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}

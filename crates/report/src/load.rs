@@ -107,22 +107,62 @@ impl Loaded {
     /// Records of one type, decoded, with their records (for a journal read from disk,
     /// the record without its payload; the payloads of this kind are read from the
     /// file, one at a time). Records that fail to decode are skipped.
+    ///
+    /// At most [`PER_KIND`] records are returned: the first ones of the kind, in the
+    /// journal's order (the reading stops there), so that what a section, a finding or
+    /// a figure holds of one kind is bounded whatever the journal's size;
+    /// [`Loaded::over_bound`] says which kinds have more, and how many.
     pub fn records_of<T: RecordKind>(&self) -> Vec<(&Record, T)> {
-        if let Source::Memory = self.source {
-            return self.bundle.records_of::<T>();
-        }
-        // One read of the file per record of this kind, one record in memory at a time.
+        self.records_of_bounded::<T>(PER_KIND)
+    }
+
+    /// [`Loaded::records_of`] with another bound (`usize::MAX`: every record).
+    pub fn records_of_bounded<T: RecordKind>(&self, bound: usize) -> Vec<(&Record, T)> {
+        let mut out = Vec::new();
+        self.each_of::<T>(|r, t| {
+            out.push((r, t));
+            out.len() < bound
+        });
+        out
+    }
+
+    /// Visits the records of one type in the journal's order, each decoded, one in
+    /// memory at a time (a streaming pass: an aggregate over every record of a kind
+    /// holds no more than the aggregate). `visit` returns whether to go on.
+    pub fn each_of<'s, T: RecordKind>(&'s self, mut visit: impl FnMut(&'s Record, T) -> bool) {
         let mut payloads = self.payloads();
-        self.bundle
-            .records
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.kind == T::KIND)
-            .filter_map(|(i, r)| match payloads.get(i)?.decode::<T>() {
-                Some(Ok(t)) => Some((r, t)),
-                _ => None,
-            })
-            .collect()
+        for (i, r) in self.bundle.records.iter().enumerate() {
+            if r.kind != T::KIND {
+                continue;
+            }
+            let decoded = match &self.source {
+                Source::Memory => r.decode::<T>(),
+                Source::Journal { .. } => match payloads.get(i) {
+                    Some(full) => full.decode::<T>(),
+                    None => None,
+                },
+            };
+            if let Some(Ok(t)) = decoded {
+                if !visit(r, t) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Each kind with more than [`PER_KIND`] records and its record count, in the order
+    /// the kinds first appear (counted from the index, nothing decoded), but for the
+    /// [`STREAMED_KINDS`].
+    pub fn over_bound(&self) -> Vec<(String, usize)> {
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for r in &self.bundle.records {
+            match counts.iter_mut().find(|(k, _)| *k == r.kind) {
+                Some(c) => c.1 += 1,
+                None => counts.push((r.kind.clone(), 1)),
+            }
+        }
+        counts.retain(|(k, n)| *n > PER_KIND && !STREAMED_KINDS.contains(&k.as_str()));
+        counts
     }
 
     /// A reader of the records' payloads, one at a time.
@@ -184,6 +224,28 @@ impl Loaded {
     pub fn newer_schema(&self) -> bool {
         self.bundle.schema_version > SCHEMA_VERSION
     }
+}
+
+/// The most records of one kind that [`Loaded::records_of`] gives (the first ones, in
+/// the journal's order): what the report's tables, charts and findings, and the figures
+/// of `compare` and `db ingest`, are made of. A kind with more records is named in the
+/// report's problems with its count ([`over_bound_note`]); the rest are in the journal.
+/// A thousand is more than any one command writes of a kind (an `evaluate` writes tens),
+/// so that only journals appended to many times reach it.
+pub const PER_KIND: usize = 1000;
+
+/// Kinds that one command writes by the thousand (`c2c` writes a `c2c.pair` record per
+/// pair of CPUs) and whose section reads them all in one streaming pass
+/// ([`Loaded::each_of`]: exact counts, the first rows shown); their figures use them only
+/// when a matrix has fewer than 3 pairs. [`Loaded::over_bound`] leaves them out.
+pub const STREAMED_KINDS: &[&str] = &["c2c.pair"];
+
+/// The line saying that a kind has more records than [`PER_KIND`].
+pub fn over_bound_note(label: &str, kind: &str, n: usize) -> String {
+    format!(
+        "{label}: {n} records of kind {kind}; the tables, charts, findings and figures use the first {PER_KIND} of them (in the journal's order), {} more are in the journal (`jq` reads them all)",
+        n - PER_KIND
+    )
 }
 
 /// Journals of at least this size (32 MiB) are kept as an index, their payloads read

@@ -2,7 +2,8 @@
 //! gives the same report as the journal read whole, and the raw-data appendix stays
 //! bounded whatever the size of a record.
 
-use numalab_report::load::{load, load_indexed, Loaded};
+use numalab_records::mem::BandwidthRecord;
+use numalab_report::load::{load, load_indexed, Loaded, PER_KIND};
 use numalab_report::sections::document;
 use numalab_report::table::Format;
 use numalab_schema::record::{Host, Tool, SCHEMA_VERSION};
@@ -88,4 +89,76 @@ fn a_record_over_the_appendix_limit_is_replaced_by_a_note() {
         "{}",
         &html[html.find("test.huge").unwrap_or(0)..][..400.min(html.len())]
     );
+}
+
+/// A journal of the `vm-evaluate` fixture's envelope and `extra` more bandwidth records
+/// than [`PER_KIND`] (its first bandwidth record with unique keys, medians 1, 2, ...).
+fn many_bandwidth_records(dir: &Path, extra: usize) -> PathBuf {
+    let text = std::fs::read_to_string(fixture("vm-evaluate").join("results.jsonl")).unwrap();
+    let envelope = text.lines().next().unwrap();
+    let bw = text
+        .lines()
+        .find(|l| l.contains("\"kind\":\"mem.bandwidth\""))
+        .unwrap();
+    let mut out = format!("{envelope}\n");
+    for i in 0..PER_KIND + extra {
+        let mut v: serde_json::Value = serde_json::from_str(bw).unwrap();
+        v["key"] = format!("mem/bandwidth/copy-{i}").into();
+        v["data"]["bandwidth_gbps"]["median"] = (i as f64 + 1.0).into();
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    let path = dir.join("results.jsonl");
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+#[test]
+fn a_kind_over_the_bound_is_read_to_the_bound_named_and_aggregated_in_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = many_bandwidth_records(dir.path(), 7);
+    let n = PER_KIND + 7;
+    for l in [load(&path).unwrap(), load_indexed(&path).unwrap()] {
+        // What sections, findings and figures read: the first PER_KIND, in order.
+        let first = l.records_of::<BandwidthRecord>();
+        assert_eq!(first.len(), PER_KIND);
+        assert_eq!(first[0].0.key, "mem/bandwidth/copy-0");
+        assert_eq!(
+            first[PER_KIND - 1].0.key,
+            format!("mem/bandwidth/copy-{}", PER_KIND - 1)
+        );
+        assert_eq!(l.over_bound(), vec![("mem.bandwidth".to_string(), n)]);
+        // A streaming aggregate sees every record: the largest median is the last's.
+        let (mut count, mut max, mut last) = (0, 0.0_f64, String::new());
+        l.each_of::<BandwidthRecord>(|r, b| {
+            count += 1;
+            max = max.max(b.bandwidth_gbps.median);
+            last = r.key.clone();
+            true
+        });
+        assert_eq!(count, n);
+        assert_eq!(max, n as f64);
+        assert_eq!(last, format!("mem/bandwidth/copy-{}", n - 1));
+        let all = l.records_of_bounded::<BandwidthRecord>(usize::MAX);
+        assert_eq!(all.len(), n);
+        // The report says so, once, with the count and the remedy.
+        let doc = document(std::slice::from_ref(&l));
+        let note: Vec<&String> = doc
+            .problems
+            .iter()
+            .filter(|p| p.contains("mem.bandwidth"))
+            .collect();
+        assert_eq!(note.len(), 1, "{:?}", doc.problems);
+        assert!(
+            note[0].contains(&format!("{n} records of kind mem.bandwidth")),
+            "{}",
+            note[0]
+        );
+        assert!(
+            note[0].contains("first 1000") && note[0].contains("7 more are in the journal"),
+            "{}",
+            note[0]
+        );
+        assert!(doc.to_html().contains("7 more are in the journal"));
+    }
 }

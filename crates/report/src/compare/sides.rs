@@ -218,11 +218,21 @@ impl Sides {
     }
 }
 
-/// The problems met while reading the bundles, one line each, led by the bundle's label.
+/// The problems met while reading the bundles, one line each, led by the bundle's label,
+/// and the kinds with more records than the figures are made of ([`crate::load::PER_KIND`]).
 pub fn problems(bundles: &[Loaded]) -> Vec<String> {
     bundles
         .iter()
-        .flat_map(|l| l.warnings.iter().map(move |w| format!("{}: {w}", l.label)))
+        .flat_map(|l| {
+            l.warnings
+                .iter()
+                .map(move |w| format!("{}: {w}", l.label))
+                .chain(
+                    l.over_bound()
+                        .into_iter()
+                        .map(|(kind, n)| crate::load::over_bound_note(&l.label, &kind, n)),
+                )
+        })
         .collect()
 }
 

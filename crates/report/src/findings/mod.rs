@@ -118,6 +118,12 @@ fn cmd(c: &[String]) -> String {
 
 /// Every finding of a set of bundles, most important first.
 pub fn findings(set: &[Loaded]) -> Vec<Finding> {
+    findings_until(set, &|| false).unwrap_or_default()
+}
+
+/// [`findings`], giving up (`None`) once `stop` says so; it is asked between the rules
+/// of each bundle (a rule over a 2,000-CPU matrix takes a while).
+pub fn findings_until(set: &[Loaded], stop: &dyn Fn() -> bool) -> Option<Vec<Finding>> {
     let mut all = Vec::new();
     for (b, l) in set.iter().enumerate() {
         let mut out = Out {
@@ -127,18 +133,27 @@ pub fn findings(set: &[Loaded]) -> Vec<Finding> {
         };
         // Within a severity, findings keep this order: the machine and its memory
         // first, then what ran on it, then the facts about the measurement itself.
-        bundle_problems(l, &mut out);
         let machine = machine_of(l);
-        topology(l, machine.as_ref(), &mut out);
-        mem(l, machine.as_ref(), &mut out);
-        c2c(l, machine.as_ref(), &mut out);
-        workload(l, machine.as_ref(), &mut out);
-        harness(l, &mut out);
-        pmu(l, &mut out);
-        steps(l, &mut out);
-        doctor(l, &mut out);
-        host(l, &mut out);
-        models(l, &mut out);
+        let m = machine.as_ref();
+        let rules: [&dyn Fn(&mut Out); 11] = [
+            &|o| bundle_problems(l, o),
+            &|o| topology(l, m, o),
+            &|o| mem(l, m, o),
+            &|o| c2c(l, m, o),
+            &|o| workload(l, m, o),
+            &|o| harness(l, o),
+            &|o| pmu(l, o),
+            &|o| steps(l, o),
+            &|o| doctor(l, o),
+            &|o| host(l, o),
+            &|o| models(l, o),
+        ];
+        for rule in rules {
+            if stop() {
+                return None;
+            }
+            rule(&mut out);
+        }
         all.extend(out.list);
     }
     // One sentence once per machine (several bundles of one host repeat host facts);
@@ -165,7 +180,7 @@ pub fn findings(set: &[Loaded]) -> Vec<Finding> {
         }
     }
     all.sort_by_key(|f| f.severity);
-    all
+    Some(all)
 }
 
 mod c2c;

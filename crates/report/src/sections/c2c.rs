@@ -14,15 +14,38 @@ use numalab_records::c2c::{LatencyMatrix, Selection};
 use numalab_records::c2c::{MatrixRecord, PairRecord};
 use numalab_schema::cpulist;
 
+/// The pairs of a variant shown in its table (the first ones in the journal).
+const PAIRS_SHOWN: usize = 64;
+
 /// The sections of the `c2c.matrix` records of a bundle.
 pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
-    let pairs: Vec<PairRecord> = l
-        .records_of::<PairRecord>()
-        .into_iter()
-        .map(|(_, p)| p)
-        .collect();
+    // One streaming pass over the pairs (a 2,000-CPU run writes millions): the first
+    // [`PAIRS_SHOWN`] of each variant, and how many there are.
+    let mut pairs: Vec<(String, Vec<PairRecord>, usize)> = Vec::new();
+    l.each_of::<PairRecord>(|_, p| {
+        let i = match pairs.iter().position(|(v, ..)| *v == p.variant) {
+            Some(i) => i,
+            None => {
+                pairs.push((p.variant.clone(), Vec::new(), 0));
+                pairs.len() - 1
+            }
+        };
+        let (_, shown, n) = &mut pairs[i];
+        *n += 1;
+        if shown.len() < PAIRS_SHOWN {
+            shown.push(p);
+        }
+        true
+    });
     let mut out = Vec::new();
-    for (r, rec) in l.records_of::<MatrixRecord>() {
+    // One matrix decoded at a time (a 2,000-CPU one is 4 million cells), and a check
+    // for Ctrl-C and SIGTERM before each and after its heatmap: the report's next
+    // check then ends it as interrupted.
+    let stop = numalab_schema::interrupt::requested;
+    l.each_of::<MatrixRecord>(|r, rec| {
+        if stop() {
+            return false;
+        }
         let mut s = Section::new(
             &anchors::id(b, &format!("c2c-{}", r.key)),
             &format!("Core-to-core latency ({}){of}", rec.variant),
@@ -56,6 +79,9 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                     matrix.total_pairs()
                 ),
             );
+        }
+        if stop() {
+            return false;
         }
         let selection = match &rec.selection {
             Some(Selection::Full) | None => "every pair".to_string(),
@@ -137,8 +163,10 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
         s.outline(outline);
         s.list(rec.topology_comparison.clone());
         s.list(rec.notes.iter().map(|n| format!("note: {n}")).collect());
-        let of_variant: Vec<&PairRecord> =
-            pairs.iter().filter(|p| p.variant == rec.variant).collect();
+        let (of_variant, all_of_variant) = pairs
+            .iter()
+            .find(|(v, ..)| *v == rec.variant)
+            .map_or((&[][..], 0), |(_, shown, n)| (&shown[..], *n));
         let mut pt = table(
             &anchors::id(b, &format!("c2c-pairs-{}", r.key)),
             "Pairs (first 64)",
@@ -152,7 +180,7 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 ("round trips per sample", None),
             ],
         );
-        for p in of_variant.iter().take(64) {
+        for p in of_variant {
             pt.push(vec![
                 Cell::text(format!("{} - {}", p.first, p.second)),
                 super::opt(p.home_node.map(f64::from), 0, "unknown"),
@@ -163,15 +191,16 @@ pub fn sections(b: usize, l: &Loaded, of: &str) -> Vec<Section> {
                 Cell::num(f64::from(p.round_trips), 0),
             ]);
         }
-        if of_variant.len() > 64 {
+        if all_of_variant > PAIRS_SHOWN {
             pt.notes.push(format!(
                 "{} more pairs in the raw-data appendix and the bundle",
-                of_variant.len() - 64
+                all_of_variant - PAIRS_SHOWN
             ));
         }
         s.table(pt);
         out.push(s);
-    }
+        true
+    });
     out
 }
 

@@ -19,7 +19,7 @@ pub mod uncore;
 pub mod workload;
 
 use crate::doc::{Document, Section};
-use crate::findings::findings;
+
 use crate::load::Loaded;
 use crate::table::{Cell, Column, Table};
 use numalab_schema::interrupt::Interrupted;
@@ -182,6 +182,9 @@ fn document_until(set: &[Loaded], stop: &dyn Fn() -> bool) -> Result<Document, I
                 format!("{}: {n} record(s) of kind {kind}, which this numalab does not know (a newer one wrote them?); they are in the raw-data appendix", l.label)
             });
         }
+        for (kind, n) in l.over_bound() {
+            problems.push(crate::load::over_bound_note(&l.label, &kind, n));
+        }
     }
     let mut sections = vec![machine::summary(set)];
     for (b, l) in set.iter().enumerate() {
@@ -218,11 +221,15 @@ fn document_until(set: &[Loaded], stop: &dyn Fn() -> bool) -> Result<Document, I
     if stop() {
         return Err(REPORT_INTERRUPTED);
     }
+    let findings = crate::findings::findings_until(set, stop).ok_or(REPORT_INTERRUPTED)?;
+    if stop() {
+        return Err(REPORT_INTERRUPTED);
+    }
     Ok(Document {
         title,
         subtitle,
         problems,
-        findings: findings(set),
+        findings,
         sections,
     })
 }
@@ -297,6 +304,19 @@ mod interrupt {
         assert_eq!(
             REPORT_INTERRUPTED.to_string(),
             "interrupted (Ctrl-C, SIGTERM) while rendering the report; nothing was written"
+        );
+        // The findings ask too, between their rules (one over a 2,000-CPU matrix takes a
+        // while): a stop at the first rule gives none, at the eleventh (the last of the
+        // first bundle's) those of no bundle either.
+        let n = AtomicUsize::new(0);
+        assert_eq!(
+            crate::findings::findings_until(&set, &|| n.fetch_add(1, Ordering::SeqCst) >= 10),
+            None
+        );
+        assert_eq!(n.into_inner(), 11);
+        assert_eq!(
+            crate::findings::findings_until(&set, &|| false),
+            Some(crate::findings::findings(&set))
         );
         // Rendering too: a stop between sections gives nothing, for every format.
         for format in [Format::Html, Format::Markdown, Format::Terminal] {

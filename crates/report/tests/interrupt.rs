@@ -1,0 +1,28 @@
+//! A stop requested (Ctrl-C, SIGTERM) while a report is built: the core-to-core
+//! sections, which decode a matrix of n^2 cells at a time, check the process-wide flag
+//! before each matrix and after its heatmap, and the report ends as interrupted.
+//!
+//! Its own test binary: the flag is process-wide, and other tests render reports.
+
+use numalab_report::load::load;
+use numalab_report::sections::{c2c, try_document, REPORT_INTERRUPTED};
+use numalab_schema::interrupt;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+#[test]
+fn a_stop_request_ends_the_core_to_core_sections_and_the_report() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/bundles/c2c-dual-xeon-gold-6242");
+    let l = load(&path).unwrap();
+    let set = std::slice::from_ref(&l);
+    assert!(!c2c::sections(0, &l, "").is_empty());
+    assert!(try_document(set).is_ok());
+    interrupt::request();
+    let stopped = c2c::sections(0, &l, "");
+    let doc = try_document(set);
+    interrupt::flag().store(false, Ordering::SeqCst);
+    assert!(stopped.is_empty(), "no matrix is decoded after the stop");
+    assert_eq!(doc.unwrap_err(), REPORT_INTERRUPTED);
+    assert!(!c2c::sections(0, &l, "").is_empty());
+}
