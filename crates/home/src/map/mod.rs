@@ -621,7 +621,9 @@ fn plan_reads(
     probe_cpus: usize,
     notes: &mut Vec<String>,
 ) -> (Access, Option<u32>, Vec<u32>) {
-    let chosen = choose_cpus(cpus, floorplan, probe_cpus + 1, notes);
+    // More readers than CPUs choose them all (`--cpus 18446744073709551615` overflowed).
+    let k = probe_cpus.min(cpus.len()) + 1;
+    let chosen = choose_cpus(cpus, floorplan, k, notes);
     if chosen.len() >= 2 {
         (Access::Forwarded, Some(chosen[0]), chosen[1..].to_vec())
     } else {
@@ -723,4 +725,20 @@ fn cpu_stops(f: &Floorplan) -> Vec<[u32; 3]> {
             [c, x, y]
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 50's campaign: `home map --cpus 18446744073709551615` overflowed (a panic,
+    /// exit 101); more readers than CPUs read from every CPU.
+    #[test]
+    fn more_readers_than_cpus_take_every_cpu() {
+        let mut notes = Vec::new();
+        let (access, owner, readers) = plan_reads(&[0, 1, 2, 3], None, usize::MAX, &mut notes);
+        assert_eq!(access, Access::Forwarded);
+        assert_eq!(owner, Some(0));
+        assert_eq!(readers, vec![1, 2, 3]);
+    }
 }
