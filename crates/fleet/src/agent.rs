@@ -56,7 +56,7 @@ pub struct AgentOptions {
 /// The path of the running binary: the numalab that `fleet run` launches on the nodes
 /// and that `fleet node` starts the command with.
 pub fn this_numalab() -> Result<PathBuf, FleetError> {
-    std::env::current_exe().map_err(|e| FleetError::NoBinary(e.to_string()))
+    std::env::current_exe().map_err(|e| FleetError::NoBinary(numalab_schema::text::io_reason(&e)))
 }
 
 impl AgentOptions {
@@ -255,9 +255,10 @@ pub fn run_agent_with(
         Ok(c) => c,
         Err(e) => {
             eprintln!(
-                "numalab fleet node: numalab is not at {} on node {} ({e}): install it at the same path on every node",
-                opts.numalab.display(),
-                opts.node
+                "numalab fleet node: numalab is not at {} on node {} ({}): install it at the same path on every node",
+                numalab_schema::text::path_text(&opts.numalab),
+                numalab_schema::text::message(&opts.node),
+                numalab_schema::text::io_reason(&e)
             );
             let st = AgentStatus {
                 state: AgentState::Failed,
@@ -414,7 +415,11 @@ fn send_file(path: &Path, name: &str, out: &mut dyn Write) -> Result<bool, Fleet
     let (bytes, sha) = match hashed {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("numalab fleet node: cannot read {}: {e}", path.display());
+            eprintln!(
+                "numalab fleet node: cannot read {}: {}",
+                numalab_schema::text::path_text(path),
+                numalab_schema::text::io_reason(&e)
+            );
             return Ok(false);
         }
     };

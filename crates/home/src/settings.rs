@@ -57,6 +57,7 @@ impl MapSettings {
                 "--cpus, --repeats and --sample-lines must be at least 1",
             ));
         }
+        crate::map::check_repeats(self.repeats)?;
         Ok(MapOptions {
             probe_cpus: self.cpus,
             repeats: self.repeats,

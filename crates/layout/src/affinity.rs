@@ -71,9 +71,10 @@ impl CostMatrix {
 
     /// From a core-to-core matrix; an unmeasured pair gets the median latency of the
     /// finest c2c group holding both CPUs (else of the pairs across the top level, else of
-    /// all pairs).
-    pub fn from_c2c(m: &LatencyMatrix) -> CostMatrix {
-        let s = numalab_c2c::infer(m);
+    /// all pairs). The groups are inferred with [`numalab_c2c::try_infer`]: Ctrl-C or
+    /// SIGTERM during it is [`Interrupted`](numalab_c2c::structure::Interrupted).
+    pub fn from_c2c(m: &LatencyMatrix) -> Result<CostMatrix, numalab_c2c::structure::Interrupted> {
+        let s = numalab_c2c::try_infer(m)?;
         let mut order: Vec<usize> = (0..m.n()).collect();
         order.sort_by_key(|&i| m.cpus()[i]);
         let n = m.n();
@@ -115,12 +116,12 @@ impl CostMatrix {
                 filled / 2
             ));
         }
-        CostMatrix {
+        Ok(CostMatrix {
             cpus: order.iter().map(|&i| m.cpus()[i]).collect(),
             ns,
             source: "c2c".into(),
             notes,
-        }
+        })
     }
 }
 
@@ -249,7 +250,7 @@ impl CostMatrix {
                 "affinity without a layout needs a core-to-core matrix",
             )
         })?;
-        Ok((CostMatrix::from_c2c(&m), loaded.origin))
+        Ok((CostMatrix::from_c2c(&m)?, loaded.origin))
     }
 }
 

@@ -18,9 +18,9 @@ pub fn key(model: &Model, opts: &TrialOptions, noise_ns: f64, seed: u64, trials:
     )
 }
 
-/// Runs `trials` trials (seeds `seed`, `seed + 1`, ...) at each of `levels` (ns) and
-/// pushes each level's summary to `sink`; returns the keys of every level, those
-/// already in the sink included. Progress goes to the sink in trials. Ctrl-C between
+/// Runs `trials` trials (seeds `seed`, `seed + 1`, ..., wrapping past `u64::MAX`) at
+/// each of `levels` (ns) and pushes each level's summary to `sink`; returns the keys of
+/// every level, those already in the sink included. Progress goes to the sink in trials. Ctrl-C between
 /// trials is [`LayoutError::Stopped`] with [`INTERRUPTED`], finished levels kept.
 pub fn run(
     model: &Model,
@@ -73,7 +73,12 @@ fn run_levels(
                 return Err(LayoutError::Interrupted);
             }
             sink.progress(&format!("noise {noise} ns"), done, total);
-            results.push(groundtruth::trial(model, opts, noise, seed + k as u64)?);
+            results.push(groundtruth::trial(
+                model,
+                opts,
+                noise,
+                seed.wrapping_add(k as u64),
+            )?);
             done += 1;
         }
         let r = groundtruth::summarise(model, opts, noise, results, syms.clone());
@@ -105,6 +110,29 @@ mod tests {
             (other.class(), other.to_string()),
             (ErrorClass::Usage, "bad".into())
         );
+    }
+
+    /// Issue 50's campaign: `--seed 18446744073709551615` overflowed at the second trial
+    /// (a panic, exit 101); the seeds wrap.
+    #[test]
+    fn the_largest_seed_wraps_to_the_next_trials() {
+        let model = Model::load("mesh", &[]).unwrap();
+        let opts = TrialOptions {
+            kind: Kind::CoreToCore,
+            hop_costs: HopCosts::Fit,
+            disabled_known: false,
+            search: Options {
+                restarts: 1,
+                ..Options::default()
+            },
+        };
+        let mut sink = MemorySink::default();
+        let keys = run(&model, &opts, &[0.0], 2, u64::MAX, &mut sink).unwrap();
+        assert_eq!(
+            keys,
+            vec!["layout/groundtruth/mesh/CoreToCore/Fit/false/noise0/seed18446744073709551615/trials2"]
+        );
+        assert_eq!(sink.records.len(), 1);
     }
 
     #[test]

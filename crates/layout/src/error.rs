@@ -57,6 +57,14 @@ impl Classify for LayoutError {
     }
 }
 
+/// Ctrl-C or SIGTERM in a step of another crate (the c2c structure inference): stopped,
+/// said as that step says it (exit 130).
+impl From<numalab_schema::interrupt::Interrupted> for LayoutError {
+    fn from(e: numalab_schema::interrupt::Interrupted) -> Self {
+        LayoutError::Stopped(e.to_string())
+    }
+}
+
 impl From<numalab_model::ModelError> for LayoutError {
     fn from(e: numalab_model::ModelError) -> Self {
         match e.class() {

@@ -97,7 +97,7 @@ pub fn prepare(setup: &Setup, loaded: &Loaded) -> Result<Prepared, LayoutError> 
         HopCost::Default if setup.preset.is_some() => HopCosts::Fixed,
         HopCost::Default => HopCosts::Fit,
     };
-    let structure = loaded.c2c.as_ref().map(numalab_c2c::infer);
+    let mut inferred = None;
     let (mut grid, preset) = if let Some(p) = &setup.preset {
         let mut model = Model::load(p, &[])?;
         if model.geo.sockets != 1 {
@@ -159,8 +159,7 @@ pub fn prepare(setup: &Setup, loaded: &Loaded) -> Result<Prepared, LayoutError> 
             Some(c) => c,
             None if n > slots => {
                 // The matrix needs shared tiles: take the size of the finest c2c groups.
-                let k = structure
-                    .as_ref()
+                let k = structure(&mut inferred, loaded)?
                     .and_then(|s| s.levels.first())
                     .map(|l| l.groups.iter().map(|g| g.cpus.len()).max().unwrap_or(1))
                     .unwrap_or(1) as u32;
@@ -186,9 +185,13 @@ pub fn prepare(setup: &Setup, loaded: &Loaded) -> Result<Prepared, LayoutError> 
         grid.disable(&stops);
         notes.push(format!("{} tiles given as disabled", stops.len()));
     }
-    let groups = match &structure {
-        Some(s) if setup.tile_groups && grid.capacity > 1 => tile_groups(s, &m.cpus, grid.capacity),
-        _ => Vec::new(),
+    let groups = if setup.tile_groups && grid.capacity > 1 {
+        match structure(&mut inferred, loaded)? {
+            Some(s) => tile_groups(s, &m.cpus, grid.capacity),
+            None => Vec::new(),
+        }
+    } else {
+        Vec::new()
     };
     if !groups.is_empty() {
         notes.push(format!(
@@ -202,6 +205,25 @@ pub fn prepare(setup: &Setup, loaded: &Loaded) -> Result<Prepared, LayoutError> 
         groups,
         notes,
     })
+}
+
+/// The c2c structure of the loaded matrix (`None` without one), inferred on first need
+/// only (seconds at 2,000 CPUs) and kept in `cache`; Ctrl-C or SIGTERM during it is
+/// [`LayoutError::Stopped`] (exit 130).
+fn structure<'a>(
+    cache: &'a mut Option<Option<numalab_c2c::Structure>>,
+    loaded: &Loaded,
+) -> Result<Option<&'a numalab_c2c::Structure>, LayoutError> {
+    if cache.is_none() {
+        *cache = Some(
+            loaded
+                .c2c
+                .as_ref()
+                .map(numalab_c2c::try_infer)
+                .transpose()?,
+        );
+    }
+    Ok(cache.as_ref().and_then(Option::as_ref))
 }
 
 #[cfg(test)]

@@ -47,6 +47,10 @@ fn missing_and_empty_commands_are_clear_errors() {
     std::fs::write(&notexec, "hello").unwrap();
     let err = spawn(&Spec::new([notexec.to_str().unwrap()])).unwrap_err();
     assert!(matches!(err, ProcError::Exec { .. }), "{err}");
+    // The OS error in words (issue 50), not std's "Permission denied (os error 13)".
+    let text = err.to_string();
+    assert!(text.ends_with(": permission denied"), "{text}");
+    assert!(!text.contains("os error"), "{text}");
 }
 
 #[test]

@@ -81,7 +81,7 @@ pub fn query_page_nodes(region: &Region) -> Result<Vec<Option<u32>>, TopoError> 
     let mut status = vec![0 as libc::c_int; pages.len()];
     move_pages_syscall(&pages, None, &mut status).map_err(|e| TopoError::Binding {
         call: "move_pages(query)".into(),
-        detail: e.to_string(),
+        detail: numalab_schema::text::io_reason(&e),
         remedy: "the kernel was built without NUMA support or seccomp forbids move_pages".into(),
         unsupported: true,
     })?;
@@ -157,7 +157,7 @@ impl Placer for HwlocPlacer {
         let mut status = vec![0 as libc::c_int; pages.len()];
         move_pages_syscall(&pages, Some(&nodes), &mut status).map_err(|e| TopoError::Binding {
             call: format!("move_pages(to node {node})"),
-            detail: e.to_string(),
+            detail: numalab_schema::text::io_reason(&e),
             remedy: "check that the node exists and has free memory (`numalab topo`)".into(),
             unsupported: e.raw_os_error() == Some(libc::ENOSYS),
         })?;

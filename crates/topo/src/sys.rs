@@ -24,7 +24,7 @@ fn os_err(call: &str, remedy: &str) -> TopoError {
     let e = std::io::Error::last_os_error();
     TopoError::Binding {
         call: call.into(),
-        detail: e.to_string(),
+        detail: numalab_schema::text::io_reason(&e),
         remedy: remedy.into(),
         unsupported: matches!(
             e.raw_os_error(),
@@ -300,4 +300,25 @@ pub(crate) fn move_pages_syscall(
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mapping no address space holds (1 EiB) fails with the OS error in words (issue
+    /// 50), not std's "Cannot allocate memory (os error 12)".
+    #[test]
+    fn a_failed_mapping_says_the_os_error_in_words() {
+        let Err(e) = Region::new(1 << 60, PageKind::Base) else {
+            panic!("1 EiB was mapped");
+        };
+        let text = e.to_string();
+        assert!(text.starts_with("mmap("), "{text}");
+        assert!(!text.contains("os error"), "{text}");
+        assert!(
+            text.ends_with("free some memory or ask for a smaller size"),
+            "{text}"
+        );
+    }
 }

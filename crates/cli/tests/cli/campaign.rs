@@ -227,7 +227,7 @@ fn placeholder(name: &str, dir: &Path) -> PathBuf {
         "ctl.csv" => write(b"0,\x1b[2J\x07\n1,0\n"),
         "mix.toml" => write(b"[[task]]\nname = \"a\"\ncommand = [\"true\"]\ndata = \"1 KiB\"\nthreads = [1]\n"),
         "big.csv" => {
-            // 2000 x 2000 latencies (long runs only): the size issue 50 names.
+            // 2000 x 2000 latencies: the size issue 50 names (the inference of c2c and layout).
             let n = 2000;
             let mut s = String::with_capacity(n * n * 4);
             for i in 0..n {

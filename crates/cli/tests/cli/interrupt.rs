@@ -1,8 +1,8 @@
-//! Ctrl-C and SIGTERM in the steps that can run long (c2c structure inference, report
-//! rendering, snapshot unpacking): each ends with exit 130 and its message, leaving no
-//! half-written output or temporary copy behind; and `scale` ends, its command's group
-//! gone, when its helper process is killed. No wall-clock assertion: a generous bound
-//! only keeps a hung run from hanging the suite.
+//! Ctrl-C and SIGTERM in the steps that can run long (c2c structure inference in `c2c`
+//! and `layout`, report rendering, snapshot unpacking): each ends with exit 130 and its
+//! message, leaving no half-written output or temporary copy behind; and `scale` ends,
+//! its command's group gone, when its helper process is killed. No wall-clock assertion:
+//! a generous bound only keeps a hung run from hanging the suite.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -114,6 +114,30 @@ fn c2c_inference_of_a_2000_cpu_matrix_stops_at_ctrl_c_and_sigterm() {
             "{stderr}"
         );
         assert!(out.stdout.is_empty(), "nothing half-done printed");
+    }
+}
+
+/// `layout infer` (a mesh with fewer stops than CPUs: the c2c structure sizes the tiles)
+/// and `layout affinity` infer the c2c structure of a 2,000-CPU matrix first: Ctrl-C
+/// during it is exit 130 with nothing printed (issue 50: both ran on for 14-18 s).
+#[test]
+fn layout_inference_of_a_2000_cpu_matrix_stops_at_ctrl_c() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("big.csv");
+    big_matrix(&csv);
+    let csv = csv.display().to_string();
+    for args in [
+        vec!["layout", "infer", "--input", &csv, "--geometry", "25x40"],
+        vec!["layout", "affinity", "--threads", "4", "--input", &csv],
+    ] {
+        let out = signal_when_busy(spawn(&args), libc::SIGINT, Duration::from_millis(500));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("interrupted (Ctrl-C, SIGTERM) while inferring the latency structure"),
+            "{args:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: nothing half-done printed");
     }
 }
 

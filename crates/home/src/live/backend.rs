@@ -356,7 +356,7 @@ fn lock_buffer(region: &Region, notes: &mut Vec<String>) {
     // unless vm.compact_unevictable_allowed is 0).
     let rc = crate::sys::mlock(region);
     if rc != 0 {
-        let e = std::io::Error::last_os_error();
+        let e = numalab_schema::text::io_reason(&std::io::Error::last_os_error());
         notes.push(format!(
             "mlock of the buffer failed ({e}): pages may be swapped or moved, changing their physical addresses; raise the locked-memory limit (`ulimit -l`) or run as root"
         ));
@@ -410,7 +410,8 @@ fn physical_pages(
         Err(e) => (
             None,
             Some(format!(
-                "/proc/self/pagemap could not be read ({e}); without physical addresses the hash is fitted on page offsets only"
+                "/proc/self/pagemap could not be read ({}); without physical addresses the hash is fitted on page offsets only",
+                numalab_schema::text::io_reason(&e)
             )),
         ),
     })

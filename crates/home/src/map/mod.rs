@@ -172,6 +172,20 @@ fn measure(
 /// Lines per located home each CPU reads to be placed again.
 pub const REFINE_LINES: usize = 4;
 
+/// The most reads per line and CPU (`--repeats`): a buffer of that many times is kept
+/// per line (issue 50: 4294967295 asked for 32 GiB at once and aborted).
+pub const MAX_REPEATS: u32 = 1_000_000;
+
+/// `Err` (usage) unless `repeats` is within [`MAX_REPEATS`].
+pub fn check_repeats(repeats: u32) -> Result<(), HomeError> {
+    if repeats > MAX_REPEATS {
+        return Err(HomeError::Usage(format!(
+            "--repeats {repeats}: at most {MAX_REPEATS} reads per line and CPU"
+        )));
+    }
+    Ok(())
+}
+
 /// Lines re-read to check that groups reproduce.
 pub const REREAD_LINES: usize = 512;
 /// Groups whose re-read lines land in the same group less often than this are dropped.
@@ -593,6 +607,7 @@ fn plan(
             "--repeats, --cpus and --sample-lines must be at least 1".into(),
         ));
     }
+    check_repeats(opts.repeats)?;
     let buf = probe.buffer().clone();
     let lpp = buf.lines_per_page();
     let pages = opts.pages.unwrap_or(buf.pages()).min(buf.pages()).max(1);
@@ -621,7 +636,9 @@ fn plan_reads(
     probe_cpus: usize,
     notes: &mut Vec<String>,
 ) -> (Access, Option<u32>, Vec<u32>) {
-    let chosen = choose_cpus(cpus, floorplan, probe_cpus + 1, notes);
+    // More readers than CPUs choose them all (`--cpus 18446744073709551615` overflowed).
+    let k = probe_cpus.min(cpus.len()) + 1;
+    let chosen = choose_cpus(cpus, floorplan, k, notes);
     if chosen.len() >= 2 {
         (Access::Forwarded, Some(chosen[0]), chosen[1..].to_vec())
     } else {
@@ -723,4 +740,31 @@ fn cpu_stops(f: &Floorplan) -> Vec<[u32; 3]> {
             [c, x, y]
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 50's campaign: `home map --cpus 18446744073709551615` overflowed (a panic,
+    /// exit 101); more readers than CPUs read from every CPU.
+    #[test]
+    fn repeats_past_the_bound_are_refused() {
+        assert!(check_repeats(MAX_REPEATS).is_ok());
+        let e = check_repeats(4_294_967_295).unwrap_err();
+        assert!(matches!(e, HomeError::Usage(_)), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "--repeats 4294967295: at most 1000000 reads per line and CPU"
+        );
+    }
+
+    #[test]
+    fn more_readers_than_cpus_take_every_cpu() {
+        let mut notes = Vec::new();
+        let (access, owner, readers) = plan_reads(&[0, 1, 2, 3], None, usize::MAX, &mut notes);
+        assert_eq!(access, Access::Forwarded);
+        assert_eq!(owner, Some(0));
+        assert_eq!(readers, vec![1, 2, 3]);
+    }
 }

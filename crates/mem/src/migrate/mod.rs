@@ -306,6 +306,14 @@ pub fn plan(
     if options.reps == 0 {
         return Err(MemError::Usage("--reps must be at least 1".into()));
     }
+    // The bound of `mem bandwidth --reps` (issue 50: 18446744073709551615 was accepted).
+    let max = crate::bandwidth::MAX_REPS;
+    if options.reps > max {
+        return Err(MemError::Usage(format!(
+            "--reps {}: at most {max} rounds per cell",
+            options.reps
+        )));
+    }
     if let Some(p) = options.link_peak_gbps {
         if !(p.is_finite() && p > 0.0) {
             return Err(MemError::Usage(format!(

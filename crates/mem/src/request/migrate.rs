@@ -188,5 +188,16 @@ mod tests {
             ..Migrate::default()
         })
         .contains("1 page or more"));
+        // Issue 50's campaign: --reps 18446744073709551615 was accepted.
+        let many = planned(Migrate {
+            reps: Some(usize::MAX),
+            ..Migrate::default()
+        })
+        .unwrap_err();
+        assert_eq!(
+            many.to_string(),
+            format!("--reps {}: at most 1000000 rounds per cell", usize::MAX)
+        );
+        assert!(matches!(many, MemError::Usage(_)), "{many}");
     }
 }

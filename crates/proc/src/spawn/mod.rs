@@ -208,8 +208,9 @@ impl std::fmt::Debug for Running {
     }
 }
 
+/// The system's error `errno` in words, without std's "(os error N)" ([`io_reason`](numalab_schema::text::io_reason)).
 fn errno_text(errno: i32) -> String {
-    std::io::Error::from_raw_os_error(errno).to_string()
+    numalab_schema::text::io_reason(&std::io::Error::from_raw_os_error(errno))
 }
 
 fn last_errno() -> i32 {
