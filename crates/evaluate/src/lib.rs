@@ -460,7 +460,7 @@ pub fn write_outputs(dir: &Path) -> Result<Written, EvalError> {
         "schema_version": numalab_schema::record::SCHEMA_VERSION,
         "host": bundle.envelope.host.hostname,
         "topology_hash": bundle.envelope.host.topology_hash,
-        "records": bundle.records.len(),
+        "records": set[0].record_count(),
         "steps": steps,
         "findings": findings,
     });

@@ -190,45 +190,57 @@ fn canonical(v: &Value, out: &mut String) {
 /// not depend on where the bundle lives, its modification time, the order the records
 /// were written in, or whether it is a journal or a bundle file.
 pub fn content_key(bundle: &Bundle) -> String {
-    keyed(&bundle.envelope, &mut Fetch::memory(bundle))
+    keyed(&bundle.envelope, &Fetch::Memory(bundle))
         .expect("records in memory are always there")
         .0
 }
 
 /// The records of a bundle being stored, with their payloads: in memory, or read back
-/// one at a time from a journal kept as an index ([`Loaded`]).
-struct Fetch<'a> {
-    records: &'a [Record],
-    payloads: Option<numalab_report::load::Payloads<'a>>,
+/// one at a time from a journal kept as an index ([`Loaded`]: what must see every
+/// record reads the journal again, so memory stays bounded).
+enum Fetch<'a> {
+    Memory(&'a Bundle),
+    Loaded(&'a Loaded),
 }
 
-impl<'a> Fetch<'a> {
-    fn memory(bundle: &'a Bundle) -> Self {
-        Fetch {
-            records: &bundle.records,
-            payloads: None,
+impl Fetch<'_> {
+    /// Visits every record in key order (`false`: one could not be read back).
+    fn in_key_order(&self, visit: &mut dyn FnMut(&Record) -> bool) -> bool {
+        match self {
+            Fetch::Memory(b) => {
+                let mut order: Vec<usize> = (0..b.records.len()).collect();
+                order.sort_by(|&x, &y| b.records[x].key.cmp(&b.records[y].key));
+                for i in order {
+                    if !visit(&b.records[i]) {
+                        break;
+                    }
+                }
+                true
+            }
+            Fetch::Loaded(l) => l.each_in_key_order(visit),
         }
     }
 
-    fn loaded(loaded: &'a Loaded) -> Self {
-        Fetch {
-            records: &loaded.bundle.records,
-            payloads: Some(loaded.payloads()),
-        }
-    }
-
-    /// Record `i` with its payload (`None`: its line could not be read back).
-    fn get(&mut self, i: usize) -> Option<std::borrow::Cow<'a, Record>> {
-        match &mut self.payloads {
-            Some(p) => p.get(i),
-            None => self.records.get(i).map(std::borrow::Cow::Borrowed),
+    /// Visits every record of `kind` in the bundle's order (`false`: one could not be
+    /// read back).
+    fn of_kind(&self, kind: &str, visit: &mut dyn FnMut(&Record) -> bool) -> bool {
+        match self {
+            Fetch::Memory(b) => {
+                for r in b.records.iter().filter(|r| r.kind == kind) {
+                    if !visit(r) {
+                        break;
+                    }
+                }
+                true
+            }
+            Fetch::Loaded(l) => l.each_record(kind, visit),
         }
     }
 }
 
 /// The content key and the envelope as JSON (one serialization for both); the records
 /// are read one at a time, in key order. `None` when a record cannot be read back.
-fn keyed(envelope: &Envelope, fetch: &mut Fetch<'_>) -> Option<(String, Value)> {
+fn keyed(envelope: &Envelope, fetch: &Fetch<'_>) -> Option<(String, Value)> {
     let mut h = Sha256::new();
     let mut text = String::new();
     h.update(b"numalab-history-content-v1\n");
@@ -236,15 +248,16 @@ fn keyed(envelope: &Envelope, fetch: &mut Fetch<'_>) -> Option<(String, Value)> 
     canonical(&env, &mut text);
     text.push('\n');
     h.update(text.as_bytes());
-    let records = fetch.records;
-    let mut order: Vec<usize> = (0..records.len()).collect();
-    order.sort_by(|&a, &b| records[a].key.cmp(&records[b].key));
-    for i in order {
+    let read = fetch.in_key_order(&mut |r| {
         text.clear();
-        let v = serde_json::to_value(&*fetch.get(i)?).expect("records serialize");
+        let v = serde_json::to_value(r).expect("records serialize");
         canonical(&v, &mut text);
         text.push('\n');
         h.update(text.as_bytes());
+        true
+    });
+    if !read {
+        return None;
     }
     let key = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     Some((key, env))
@@ -308,7 +321,7 @@ impl History {
         loaded: &Loaded,
         opts: &IngestOptions,
     ) -> Result<IngestOutcome, HistoryError> {
-        self.check_bundle(&loaded.path, &loaded.bundle)?;
+        self.check_bundle(&loaded.path, loaded.record_count())?;
         let metrics = numalab_report::metrics::metrics(loaded);
         // The figures of a kind are made of its first records: say so where it matters.
         let mut warnings = loaded.warnings.clone();
@@ -325,7 +338,7 @@ impl History {
         self.store(
             &loaded.path,
             &loaded.bundle,
-            &mut Fetch::loaded(loaded),
+            &Fetch::Loaded(loaded),
             &metrics,
             &opts,
             warnings,
@@ -341,23 +354,23 @@ impl History {
         metrics: &[Metric],
         opts: &IngestOptions,
     ) -> Result<IngestOutcome, HistoryError> {
-        self.check_bundle(Path::new(""), bundle)?;
+        self.check_bundle(Path::new(""), bundle.records.len())?;
         self.store(
             Path::new(""),
             bundle,
-            &mut Fetch::memory(bundle),
+            &Fetch::Memory(bundle),
             metrics,
             opts,
             Vec::new(),
         )
     }
 
-    fn check_bundle(&self, path: &Path, bundle: &Bundle) -> Result<(), HistoryError> {
-        if bundle.records.len() > self.limits.max_records {
+    fn check_bundle(&self, path: &Path, records: usize) -> Result<(), HistoryError> {
+        if records > self.limits.max_records {
             return Err(HistoryError::TooLarge {
                 path: path.to_path_buf(),
                 what: "the record count".into(),
-                actual: bundle.records.len().to_string(),
+                actual: records.to_string(),
                 limit: self.limits.max_records.to_string(),
             });
         }
@@ -380,7 +393,7 @@ impl History {
         &mut self,
         path: &Path,
         bundle: &Bundle,
-        fetch: &mut Fetch<'_>,
+        fetch: &Fetch<'_>,
         metrics: &[Metric],
         opts: &IngestOptions,
         warnings: Vec<Warning>,
@@ -486,9 +499,6 @@ impl History {
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default();
         // The kept records are read back one at a time inside the transaction.
-        let kept: Vec<usize> = (0..bundle.records.len())
-            .filter(|&i| KEPT_KINDS.contains(&bundle.records[i].kind.as_str()))
-            .collect();
         let mut unreadable = false;
         let now = numalab_schema::record::now_utc();
         let as_i64 = |n: Option<u64>| n.and_then(|n| i64::try_from(n).ok());
@@ -598,14 +608,26 @@ impl History {
                 let mut rec = tx.prepare_cached(
                     "INSERT INTO kept_record (run_id, key, kind, record) VALUES (?1, ?2, ?3, ?4)",
                 )?;
-                for &i in &kept {
-                    let Some(r) = fetch.get(i) else {
+                for kind in KEPT_KINDS {
+                    let mut failed = None;
+                    let read = fetch.of_kind(kind, &mut |r| {
+                        let json = serde_json::to_string(r).expect("records serialize");
+                        match rec.execute(params![run_id, r.key, r.kind, json]) {
+                            Ok(_) => true,
+                            Err(e) => {
+                                failed = Some(e);
+                                false
+                            }
+                        }
+                    });
+                    if let Some(e) = failed {
+                        return Err(e);
+                    }
+                    if !read {
                         // Rolled back when the transaction is dropped.
                         unreadable = true;
                         return Err(rusqlite::Error::QueryReturnedNoRows);
-                    };
-                    let json = serde_json::to_string(&*r).expect("records serialize");
-                    rec.execute(params![run_id, r.key, r.kind, json])?;
+                    }
                 }
             }
             tx.commit()?;

@@ -29,6 +29,7 @@ pub mod fingerprint;
 pub mod fleet;
 #[cfg(feature = "render")]
 pub mod html;
+mod keyorder;
 pub mod load;
 pub mod memattrs;
 pub mod metrics;

@@ -4,13 +4,18 @@
 //! newer schema, unreadable lines). A file that cannot be read at all is an error that
 //! names it and says what to do; callers show the other bundles anyway.
 //!
-//! A journal is read one line at a time and only an index of it is kept: each record's
-//! key, kind, origin, time and warnings, where its line is in the file and whether it
-//! decodes. The payloads are read back from the file when a section asks for the
-//! records of one kind ([`Loaded::records_of`]) or for one record ([`Payloads`]), so
-//! that the memory a report needs does not grow with the size of the journal's
-//! payloads. A bundle file (one JSON document) and a bundle built in memory keep their
-//! records whole.
+//! A journal is read one line at a time and only a bounded index of it is kept: the
+//! first [`PER_KIND`] records of each kind (key, kind, origin, time and warnings, where
+//! its line is in the file and whether it decodes), at most [`INDEX_BYTES`] of them in
+//! all, and for every record its count, size and readability per kind ([`KindCount`])
+//! and its warnings tallied ([`RecordWarning`]). The payloads are read back from the
+//! file when a section asks for the records of one kind ([`Loaded::records_of`]) or for
+//! one record ([`Payloads`]); what must see every record reads the journal again
+//! ([`Loaded::each_record`], [`Loaded::each_in_key_order`]). So the memory a report, a
+//! comparison or an ingest needs is a constant plus the largest record, whatever the
+//! number or the size of the journal's records (but for 16 bytes a record that the
+//! reader keeps to skip repeated keys). A bundle file (one JSON document) and a bundle
+//! built in memory keep their records whole.
 
 use numalab_schema::journal::{JournalError, RecordReader, Span, SpanReader};
 use numalab_schema::record::SCHEMA_VERSION;
@@ -25,9 +30,10 @@ pub struct Loaded {
     pub path: PathBuf,
     /// Short name for tables and headings: the host name, made unique.
     pub label: String,
-    /// The bundle: the envelope and every record. For a journal read from disk the
-    /// records hold no payload (`data` is null): [`Loaded::records_of`] and
-    /// [`Loaded::payloads`] read it from the file.
+    /// The bundle: the envelope and every record. For a journal read from disk, the
+    /// index: the first [`PER_KIND`] records of each kind, without their payloads
+    /// (`data` is null: [`Loaded::records_of`] and [`Loaded::payloads`] read them from
+    /// the file); [`Loaded::record_count`] and [`Loaded::kinds`] count every record.
     pub bundle: Bundle,
     /// Problems met while reading it.
     pub warnings: Vec<Warning>,
@@ -46,7 +52,45 @@ enum Source {
         file: PathBuf,
         spans: Vec<Span>,
         decodes: Vec<Option<bool>>,
+        summary: Summary,
     },
+}
+
+/// What was counted of every record of a journal kept as an index.
+#[derive(Debug, Clone, Default)]
+struct Summary {
+    total: usize,
+    kinds: Vec<KindCount>,
+    warnings: Vec<RecordWarning>,
+}
+
+/// One record kind of a bundle, counted over every record (not only the indexed ones).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindCount {
+    /// The kind.
+    pub kind: String,
+    /// How many records.
+    pub count: usize,
+    /// The bytes of their lines in the journal (0 when they are in memory).
+    pub bytes: u64,
+    /// How many of a kind this numalab knows do not decode (newer or damaged).
+    pub damaged: usize,
+    /// A kind this numalab does not know.
+    pub unknown: bool,
+    /// The place (in the journal's order) of its first record that cannot be shown.
+    first_bad: Option<usize>,
+}
+
+/// A warning carried by records (same code and message), the kinds that carry it and
+/// how many records do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordWarning {
+    /// The warning (as the first record carrying it has it).
+    pub warning: Warning,
+    /// The kinds of the records carrying it, in the order met.
+    pub kinds: Vec<String>,
+    /// How many records carry it.
+    pub count: usize,
 }
 
 /// Reads the payloads of a [`Loaded`]'s records one at a time ([`Loaded::payloads`]).
@@ -116,20 +160,13 @@ impl Loaded {
         self.records_of_bounded::<T>(PER_KIND)
     }
 
-    /// [`Loaded::records_of`] with another bound (`usize::MAX`: every record).
+    /// [`Loaded::records_of`] with another bound (`usize::MAX`: every record held: all
+    /// of a bundle in memory, the indexed ones of a journal, [`PER_KIND`] at most).
     pub fn records_of_bounded<T: RecordKind>(&self, bound: usize) -> Vec<(&Record, T)> {
         let mut out = Vec::new();
-        self.each_of::<T>(|r, t| {
-            out.push((r, t));
-            out.len() < bound
-        });
-        out
-    }
-
-    /// Visits the records of one type in the journal's order, each decoded, one in
-    /// memory at a time (a streaming pass: an aggregate over every record of a kind
-    /// holds no more than the aggregate). `visit` returns whether to go on.
-    pub fn each_of<'s, T: RecordKind>(&'s self, mut visit: impl FnMut(&'s Record, T) -> bool) {
+        if bound == 0 {
+            return out;
+        }
         let mut payloads = self.payloads();
         for (i, r) in self.bundle.records.iter().enumerate() {
             if r.kind != T::KIND {
@@ -137,15 +174,141 @@ impl Loaded {
             }
             let decoded = match &self.source {
                 Source::Memory => r.decode::<T>(),
-                Source::Journal { .. } => match payloads.get(i) {
-                    Some(full) => full.decode::<T>(),
-                    None => None,
-                },
+                Source::Journal { .. } => payloads.get(i).and_then(|full| full.decode::<T>()),
             };
             if let Some(Ok(t)) = decoded {
-                if !visit(r, t) {
-                    return;
+                out.push((r, t));
+                if out.len() >= bound {
+                    break;
                 }
+            }
+        }
+        out
+    }
+
+    /// Visits every record of one type in the journal's order, each decoded, one in
+    /// memory at a time (a streaming pass: an aggregate over every record of a kind
+    /// holds no more than the aggregate; past the indexed records of a journal, the
+    /// journal is read again). `visit` returns whether to go on.
+    pub fn each_of<T: RecordKind>(&self, mut visit: impl FnMut(&Record, T) -> bool) {
+        self.each_record(T::KIND, &mut |r| match r.decode::<T>() {
+            Some(Ok(t)) => visit(r, t),
+            _ => true,
+        });
+    }
+
+    /// Visits every record of `kind` with its payload, in the journal's order, one in
+    /// memory at a time; `visit` returns whether to go on. The indexed records are read
+    /// back from their lines; a kind with more records than were indexed is read on
+    /// from the journal, again from its start. Returns `false` if a record could not be
+    /// read back (the journal changed since it was read).
+    pub fn each_record(&self, kind: &str, visit: &mut dyn FnMut(&Record) -> bool) -> bool {
+        let mut payloads = self.payloads();
+        let mut last: Option<u64> = None;
+        let (mut seen, mut ok) = (0usize, true);
+        for (i, r) in self.bundle.records.iter().enumerate() {
+            if r.kind != kind {
+                continue;
+            }
+            seen += 1;
+            let Some(full) = payloads.get(i) else {
+                ok = false;
+                continue;
+            };
+            if let Source::Journal { spans, .. } = &self.source {
+                last = spans.get(i).map(|s| s.offset);
+            }
+            if !visit(&full) {
+                return ok;
+            }
+        }
+        let Source::Journal { file, summary, .. } = &self.source else {
+            return ok;
+        };
+        let count = summary
+            .kinds
+            .iter()
+            .find(|k| k.kind == kind)
+            .map_or(0, |k| k.count);
+        if seen >= count {
+            return ok;
+        }
+        // The rest of the kind: read on from the journal.
+        let Ok(mut reader) = RecordReader::open(file) else {
+            return false;
+        };
+        loop {
+            match reader.next_record() {
+                Ok(Some(r)) => {
+                    let after = match (r.span, last) {
+                        (Some(s), Some(l)) => s.offset > l,
+                        _ => true,
+                    };
+                    if after && r.record.kind == kind && !visit(&r.record) {
+                        return ok;
+                    }
+                }
+                Ok(None) => return ok,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Visits every record with its payload in the order of their keys, one in memory
+    /// at a time (for a journal kept as an index, the keys are sorted on disk:
+    /// [`crate::keyorder`]); `visit` returns whether to go on. Returns `false` if a
+    /// record could not be read back.
+    pub fn each_in_key_order(&self, visit: &mut dyn FnMut(&Record) -> bool) -> bool {
+        match &self.source {
+            Source::Memory => {
+                let records = &self.bundle.records;
+                let mut order: Vec<usize> = (0..records.len()).collect();
+                order.sort_by(|&a, &b| records[a].key.cmp(&records[b].key));
+                for i in order {
+                    if !visit(&records[i]) {
+                        break;
+                    }
+                }
+                true
+            }
+            Source::Journal { file, .. } => crate::keyorder::each_in_key_order(file, visit),
+        }
+    }
+
+    /// How many records the bundle has (every one, indexed or not).
+    pub fn record_count(&self) -> usize {
+        match &self.source {
+            Source::Memory => self.bundle.records.len(),
+            Source::Journal { summary, .. } => summary.total,
+        }
+    }
+
+    /// Each record kind with its counts, in the order the kinds first appear, counted
+    /// over every record (for a journal, as it was read: nothing decoded again).
+    pub fn kinds(&self) -> Vec<KindCount> {
+        match &self.source {
+            Source::Journal { summary, .. } => summary.kinds.clone(),
+            Source::Memory => {
+                let mut kinds: Vec<KindCount> = Vec::new();
+                for (i, r) in self.bundle.records.iter().enumerate() {
+                    count_kind(&mut kinds, r, (i, decodes(r), 0), false);
+                }
+                kinds
+            }
+        }
+    }
+
+    /// The warnings the records carry, each (code and message) once with the kinds
+    /// carrying it and how many records do, in the order met.
+    pub fn record_warnings(&self) -> Vec<RecordWarning> {
+        match &self.source {
+            Source::Journal { summary, .. } => summary.warnings.clone(),
+            Source::Memory => {
+                let mut tally = Tally::new(usize::MAX);
+                for r in &self.bundle.records {
+                    tally.add(r);
+                }
+                tally.rows
             }
         }
     }
@@ -154,15 +317,30 @@ impl Loaded {
     /// the kinds first appear (counted from the index, nothing decoded), but for the
     /// [`STREAMED_KINDS`].
     pub fn over_bound(&self) -> Vec<(String, usize)> {
-        let mut counts: Vec<(String, usize)> = Vec::new();
-        for r in &self.bundle.records {
-            match counts.iter_mut().find(|(k, _)| *k == r.kind) {
-                Some(c) => c.1 += 1,
-                None => counts.push((r.kind.clone(), 1)),
-            }
-        }
-        counts.retain(|(k, n)| *n > PER_KIND && !STREAMED_KINDS.contains(&k.as_str()));
-        counts
+        self.kinds()
+            .into_iter()
+            .filter(|k| k.count > PER_KIND && !STREAMED_KINDS.contains(&k.kind.as_str()))
+            .map(|k| (k.kind, k.count))
+            .collect()
+    }
+
+    /// The records that cannot be shown: (kind, count, whether a known kind failed to
+    /// decode), in the order the first of each appears.
+    pub fn unreadable(&self) -> Vec<(String, usize, bool)> {
+        let mut bad: Vec<(usize, String, usize, bool)> = self
+            .kinds()
+            .into_iter()
+            .filter_map(|k| {
+                let first = k.first_bad?;
+                if k.unknown {
+                    Some((first, k.kind, k.count, false))
+                } else {
+                    Some((first, k.kind, k.damaged, true))
+                }
+            })
+            .collect();
+        bad.sort_by_key(|b| b.0);
+        bad.into_iter().map(|(_, k, n, d)| (k, n, d)).collect()
     }
 
     /// A reader of the records' payloads, one at a time.
@@ -202,8 +380,9 @@ impl Loaded {
         matches!(self.source, Source::Journal { .. })
     }
 
-    /// The whole bundle, every payload read back (for callers that need it in memory;
-    /// a record that cannot be read back keeps a null payload).
+    /// The bundle held, every payload read back (for callers that need it in memory; a
+    /// record that cannot be read back keeps a null payload). For a journal kept as an
+    /// index, the indexed records only ([`Loaded::bundle`]).
     pub fn to_bundle(&self) -> Bundle {
         let mut payloads = self.payloads();
         let records = (0..self.bundle.records.len())
@@ -305,8 +484,137 @@ fn load_as(path: &Path, index: Option<bool>) -> Result<Loaded, LoadError> {
     })
 }
 
-/// Reads a bundle: a journal line by line into an index (each payload decoded once, to
-/// know whether it decodes, then dropped), a bundle file whole.
+/// The most distinct record kinds counted and indexed in a journal (numalab writes
+/// about forty); the records of further kinds, or of a kind named with more than
+/// [`MAX_KIND_NAME`] bytes, are counted in the total and named in a warning.
+pub const MAX_KINDS: usize = 256;
+
+/// The longest kind name counted as a kind of its own (bytes).
+pub const MAX_KIND_NAME: usize = 200;
+
+/// The most the index of a journal holds (its records without payloads: keys, times,
+/// warnings, about 200 bytes a record besides): 32 MiB. Records past it are counted but
+/// not indexed, with a warning; real journals stay far below ([`PER_KIND`] records of
+/// each of a few tens of kinds).
+pub const INDEX_BYTES: usize = 32 << 20;
+
+/// The most text (codes, messages, remedies, kinds) the tally of the distinct warnings
+/// of a journal's records holds: 8 MiB (an older 160-CPU core-to-core journal, one
+/// message per pair, takes about 4); warnings with further messages are counted in a
+/// warning.
+pub const TALLY_BYTES: usize = 8 << 20;
+
+/// Counts record `r` (the `at`-th, decoding as `d`, its line `bytes` long) in `kinds`;
+/// the place of its kind, `None` when `bounded` and it is past [`MAX_KINDS`] (or its
+/// name longer than [`MAX_KIND_NAME`]).
+fn count_kind(
+    kinds: &mut Vec<KindCount>,
+    r: &Record,
+    (at, d, bytes): (usize, Option<bool>, u64),
+    bounded: bool,
+) -> Option<usize> {
+    let p = match kinds.iter().position(|k| k.kind == r.kind) {
+        Some(p) => p,
+        None if !bounded || (kinds.len() < MAX_KINDS && r.kind.len() <= MAX_KIND_NAME) => {
+            kinds.push(KindCount {
+                kind: r.kind.clone(),
+                count: 0,
+                bytes: 0,
+                damaged: 0,
+                unknown: d.is_none(),
+                first_bad: None,
+            });
+            kinds.len() - 1
+        }
+        None => return None,
+    };
+    let k = &mut kinds[p];
+    k.count += 1;
+    k.bytes += bytes;
+    if d == Some(false) {
+        k.damaged += 1;
+    }
+    if d != Some(true) && k.first_bad.is_none() {
+        k.first_bad = Some(at);
+    }
+    Some(p)
+}
+
+/// The records' warnings, each distinct one once ([`RecordWarning`]), within
+/// [`TALLY_BYTES`].
+struct Tally {
+    rows: Vec<RecordWarning>,
+    limit: usize,
+    at: std::collections::HashMap<(String, String), usize>,
+    bytes: usize,
+    /// Warnings met past the bound, not tallied.
+    left_out: usize,
+}
+
+impl Tally {
+    fn new(limit: usize) -> Self {
+        Tally {
+            rows: Vec::new(),
+            limit,
+            at: std::collections::HashMap::new(),
+            bytes: 0,
+            left_out: 0,
+        }
+    }
+
+    fn add(&mut self, r: &Record) {
+        for w in &r.warnings {
+            match self.at.get(&(w.code.clone(), w.message.clone())) {
+                Some(&i) => {
+                    let row = &mut self.rows[i];
+                    row.count += 1;
+                    if !row.kinds.contains(&r.kind) {
+                        self.bytes += r.kind.len();
+                        row.kinds.push(r.kind.clone());
+                    }
+                }
+                None => {
+                    let cost = 2 * (w.code.len() + w.message.len())
+                        + w.remedy.as_ref().map_or(0, String::len)
+                        + r.kind.len()
+                        + 64;
+                    if self.bytes + cost > self.limit {
+                        self.left_out += 1;
+                        continue;
+                    }
+                    self.bytes += cost;
+                    self.at
+                        .insert((w.code.clone(), w.message.clone()), self.rows.len());
+                    self.rows.push(RecordWarning {
+                        warning: w.clone(),
+                        kinds: vec![r.kind.clone()],
+                        count: 1,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// The bytes a record takes in the index (besides its payload, which is not kept).
+fn header_bytes(r: &Record) -> usize {
+    let warnings: usize = r
+        .warnings
+        .iter()
+        .map(|w| w.code.len() + w.message.len() + w.remedy.as_ref().map_or(0, String::len) + 80)
+        .sum();
+    std::mem::size_of::<Record>()
+        + std::mem::size_of::<Span>()
+        + 8
+        + r.key.len()
+        + r.kind.len()
+        + r.time_utc.len()
+        + warnings
+}
+
+/// Reads a bundle: a journal line by line into a bounded index (each payload decoded
+/// once, to know whether it decodes, then dropped; the first [`PER_KIND`] records of
+/// each kind kept without it, every record counted), a bundle file whole.
 fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Source), JournalError> {
     let mut reader = RecordReader::open(path)?;
     let file = reader.file().to_path_buf();
@@ -314,21 +622,69 @@ fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Sourc
         && index
             .unwrap_or_else(|| std::fs::metadata(&file).map_or(true, |m| m.len() >= INDEX_FROM));
     let (mut records, mut spans, mut decodes) = (Vec::new(), Vec::new(), Vec::new());
+    let mut summary = Summary::default();
+    let mut tally = Tally::new(TALLY_BYTES);
+    let mut kept_of: Vec<usize> = Vec::new();
+    let (mut index_bytes, mut other_kinds, mut over_index) = (0usize, 0usize, 0usize);
     while let Some(r) = reader.next_record()? {
         let mut record = r.record;
-        if let (true, Some(span)) = (streaming, r.span) {
-            decodes.push(self::decodes(&record));
-            spans.push(span);
-            record.data = serde_json::Value::Null;
+        let (true, Some(span)) = (streaming, r.span) else {
+            records.push(record);
+            continue;
+        };
+        let d = self::decodes(&record);
+        let at = summary.total;
+        summary.total += 1;
+        tally.add(&record);
+        let Some(p) = count_kind(&mut summary.kinds, &record, (at, d, span.len), true) else {
+            other_kinds += 1;
+            continue;
+        };
+        if kept_of.len() <= p {
+            kept_of.resize(p + 1, 0);
         }
+        if kept_of[p] >= PER_KIND {
+            continue;
+        }
+        let cost = header_bytes(&record);
+        if index_bytes + cost > INDEX_BYTES {
+            over_index += 1;
+            continue;
+        }
+        index_bytes += cost;
+        kept_of[p] += 1;
+        decodes.push(d);
+        spans.push(span);
+        record.data = serde_json::Value::Null;
         records.push(record);
     }
-    let (envelope, warnings) = reader.finish();
+    let (envelope, mut warnings) = reader.finish();
     let source = if streaming {
+        let name = file.display();
+        if other_kinds > 0 {
+            warnings.push(Warning::new(
+                "kinds_not_indexed",
+                format!("{name}: {other_kinds} record(s) of kinds past the first {MAX_KINDS} (or named with more than {MAX_KIND_NAME} bytes) are counted but not shown"),
+            ).with_remedy("`jq` reads them from the journal"));
+        }
+        if over_index > 0 {
+            warnings.push(Warning::new(
+                "records_not_indexed",
+                format!("{name}: {over_index} record(s) are counted but not shown: the index of a journal holds at most {} of keys, times and warnings", numalab_schema::units::bytes(INDEX_BYTES as u64)),
+            ).with_remedy("`jq` reads them from the journal"));
+        }
+        if tally.left_out > 0 {
+            warnings.push(Warning::new(
+                "warnings_not_tallied",
+                format!("{name}: {} warning(s) carried by records are not in the Warnings table: their distinct messages are over the {} it holds", tally.left_out, numalab_schema::units::bytes(TALLY_BYTES as u64)),
+            ).with_remedy("`jq` reads them from the journal"));
+        }
+        summary.warnings = tally.rows;
         Source::Journal {
             file,
             spans,
             decodes,
+            summary,
         }
     } else {
         Source::Memory

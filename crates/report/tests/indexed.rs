@@ -139,8 +139,10 @@ fn a_kind_over_the_bound_is_read_to_the_bound_named_and_aggregated_in_one_pass()
         assert_eq!(count, n);
         assert_eq!(max, n as f64);
         assert_eq!(last, format!("mem/bandwidth/copy-{}", n - 1));
+        // Every record held: all of them read whole; the index holds the first PER_KIND.
         let all = l.records_of_bounded::<BandwidthRecord>(usize::MAX);
-        assert_eq!(all.len(), n);
+        assert_eq!(all.len(), if l.indexed() { PER_KIND } else { n });
+        assert_eq!(l.record_count(), n);
         // The report says so, once, with the count and the remedy.
         let doc = document(std::slice::from_ref(&l));
         let note: Vec<&String> = doc
@@ -161,4 +163,112 @@ fn a_kind_over_the_bound_is_read_to_the_bound_named_and_aggregated_in_one_pass()
         );
         assert!(doc.to_html().contains("7 more are in the journal"));
     }
+}
+
+/// The index of a journal does not grow with its records: a journal of many records of
+/// one kind keeps [`PER_KIND`] of them, and everything counted of all of them (records
+/// per kind, records that do not decode, unknown kinds, the warnings they carry) is
+/// what the journal read whole says; the report's problems and its appendix counts
+/// are the same.
+#[test]
+fn the_index_holds_per_kind_records_and_counts_every_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = many_bandwidth_records(dir.path(), 2 * PER_KIND);
+    // Past the index: records with a warning, damaged records, an unknown kind.
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let bw = text.lines().nth(1).unwrap().to_string();
+    for i in 0..30 {
+        let mut v: serde_json::Value = serde_json::from_str(&bw).unwrap();
+        v["key"] = format!("late/{i}").into();
+        if i % 3 == 0 {
+            v["data"] = serde_json::json!({"not": "a bandwidth record"});
+        }
+        v["warnings"] = serde_json::json!([{"code": "late", "message": format!("late {}", i % 2)}]);
+        text.push_str(&format!("{v}\n"));
+        text.push_str(&format!(
+            "{{\"line\":\"record\",\"key\":\"new/{i}\",\"kind\":\"future.kind\",\"origin\":\"measured\",\"time_utc\":\"t\",\"data\":{{}}}}\n"
+        ));
+    }
+    std::fs::write(&path, text).unwrap();
+    let n = 3 * PER_KIND + 30;
+    let (whole, indexed) = (load(&path).unwrap(), load_indexed(&path).unwrap());
+    assert!(!whole.indexed() && indexed.indexed());
+    assert_eq!(whole.bundle.records.len(), n + 30);
+    // The bound: PER_KIND of the big kind, all 30 of the other.
+    assert_eq!(indexed.bundle.records.len(), PER_KIND + 30);
+    for l in [&whole, &indexed] {
+        assert_eq!(l.record_count(), n + 30);
+        let kinds = l.kinds();
+        assert_eq!(kinds.len(), 2);
+        assert_eq!(
+            (kinds[0].kind.as_str(), kinds[0].count, kinds[0].damaged),
+            ("mem.bandwidth", n, 10)
+        );
+        assert_eq!(
+            (kinds[1].kind.as_str(), kinds[1].count, kinds[1].unknown),
+            ("future.kind", 30, true)
+        );
+        assert_eq!(l.over_bound(), vec![("mem.bandwidth".to_string(), n)]);
+        let mut count = 0;
+        l.each_of::<BandwidthRecord>(|_, _| {
+            count += 1;
+            true
+        });
+        assert_eq!(count, n - 10, "the damaged ones do not decode");
+    }
+    // The bytes of a kind are those of its lines.
+    let lines: u64 = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"mem.bandwidth\""))
+        .map(|l| l.len() as u64)
+        .sum();
+    assert_eq!(indexed.kinds()[0].bytes, lines);
+    assert_eq!(indexed.unreadable(), whole.unreadable());
+    assert_eq!(
+        indexed.unreadable(),
+        vec![
+            ("mem.bandwidth".to_string(), 10, true),
+            ("future.kind".to_string(), 30, false)
+        ]
+    );
+    assert_eq!(indexed.record_warnings(), whole.record_warnings());
+    let w = indexed.record_warnings();
+    assert_eq!(w.len(), 2);
+    assert_eq!((w[0].warning.message.as_str(), w[0].count), ("late 0", 15));
+    let (a, b) = (document(&[whole]), document(&[indexed]));
+    assert_eq!(a.problems, b.problems);
+    let heading = format!("mem.bandwidth ({n} records)");
+    assert!(a.to_html().contains(&heading) && b.to_html().contains(&heading));
+    for d in [&a, &b] {
+        let html = d.to_html();
+        let warnings = &html[html.find("warnings-table").unwrap()..];
+        assert!(
+            warnings.contains("late 0"),
+            "{}",
+            &warnings[..2000.min(warnings.len())]
+        );
+    }
+}
+
+/// Records in key order, every one once, the same whether the journal is read whole
+/// or kept as an index (the keys then sorted on disk).
+#[test]
+fn every_record_in_key_order_from_the_index_as_from_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = many_bandwidth_records(dir.path(), 500);
+    let keys = |l: &Loaded| {
+        let mut out = Vec::new();
+        assert!(l.each_in_key_order(&mut |r| {
+            assert!(!r.data.is_null());
+            out.push(r.key.clone());
+            true
+        }));
+        out
+    };
+    let (whole, indexed) = (load(&path).unwrap(), load_indexed(&path).unwrap());
+    let a = keys(&whole);
+    assert_eq!(a.len(), PER_KIND + 500);
+    assert!(a.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(a, keys(&indexed));
 }

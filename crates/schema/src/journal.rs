@@ -340,7 +340,7 @@ fn parse_lines(path: &Path, text: &[u8]) -> Result<Parsed, JournalError> {
     })?;
     let (envelope, mut warnings) = stream::envelope_line(path, first.as_bytes())?;
     let mut records = Vec::new();
-    let mut seen = HashSet::new();
+    let mut seen = stream::Seen::default();
     for (idx, line) in lines {
         if let Some(r) =
             stream::record_line(path, idx + 1, line.as_bytes(), &mut seen, &mut warnings)
@@ -476,6 +476,46 @@ mod tests {
             .collect();
         assert_eq!(values, vec![1, 3]);
         assert!(again.journal.contains("a") && again.journal.contains("b"));
+    }
+
+    /// A journal of many bad lines makes at most `MAX_WARNINGS` warnings about them and
+    /// one saying how many more there were; its good records are all read, a repeated
+    /// key skipped as before.
+    #[test]
+    fn a_reader_lists_a_bounded_number_of_bad_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(dir.path(), &envelope()).unwrap().journal;
+        j.append(&Record::new("a", Origin::Measured, &Sample { value: 1 }))
+            .unwrap();
+        drop(j);
+        let path = dir.path().join(JOURNAL_FILE);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        let a = serde_json::to_string(&Line::Record(Record::new(
+            "a",
+            Origin::Measured,
+            &Sample { value: 2 },
+        )))
+        .unwrap();
+        for _ in 0..stream::MAX_WARNINGS + 4 {
+            f.write_all(b"not json\n").unwrap();
+        }
+        f.write_all(format!("{a}\n").as_bytes()).unwrap();
+        drop(f);
+        let mut reader = RecordReader::open(&path).unwrap();
+        let mut values = Vec::new();
+        while let Some(r) = reader.next_record().unwrap() {
+            values.push(r.record.decode::<Sample>().unwrap().unwrap().value);
+        }
+        assert_eq!(values, vec![1], "the repeated key is skipped");
+        let (_, warnings) = reader.finish();
+        assert_eq!(warnings.len(), stream::MAX_WARNINGS + 1);
+        let last = warnings.last().unwrap();
+        assert_eq!(last.code, "warnings_left_out");
+        assert!(
+            last.message.contains(" 5 more problem(s)"),
+            "{}",
+            last.message
+        );
     }
 
     #[test]

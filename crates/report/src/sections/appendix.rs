@@ -51,14 +51,11 @@ pub fn appendix(set: &[Loaded]) -> Section {
             format!("{}: envelope", l.label),
             serde_json::to_string(&l.bundle.envelope).unwrap_or_default(),
         );
-        let mut kinds: Vec<&str> = Vec::new();
-        for r in &l.bundle.records {
-            if !kinds.contains(&r.kind.as_str()) {
-                kinds.push(&r.kind);
-            }
-        }
         let mut payloads = l.payloads();
-        for k in kinds {
+        for kind in l.kinds() {
+            let k = kind.kind.as_str();
+            // The records held of the kind (for a journal, the indexed ones: the first
+            // ones of the kind); `kind.count` counts them all.
             let of: Vec<usize> = (0..l.bundle.records.len())
                 .filter(|&i| l.bundle.records[i].kind == k)
                 .collect();
@@ -91,8 +88,16 @@ pub fn appendix(set: &[Loaded]) -> Section {
                 text.push('\n');
                 shown += 1;
             }
-            if shown < of.len() {
-                let left: u64 = of[shown..].iter().filter_map(|&i| l.stored_len(i)).sum();
+            if shown < kind.count {
+                let held: u64 = of[shown..].iter().filter_map(|&i| l.stored_len(i)).sum();
+                let read: u64 = of[..shown].iter().filter_map(|&i| l.stored_len(i)).sum();
+                // Bytes of the records left out: of the held ones, else (a journal's
+                // records past its index) the kind's bytes less those shown.
+                let left = if of.len() < kind.count {
+                    kind.bytes.saturating_sub(read)
+                } else {
+                    held
+                };
                 let bytes = if left > 0 {
                     format!(" ({})", numalab_schema::units::bytes(left))
                 } else {
@@ -108,7 +113,7 @@ pub fn appendix(set: &[Loaded]) -> Section {
                 };
                 text.push_str(&format!(
                     "... {} more record(s) of this kind{bytes} in {where_}{why}\n",
-                    of.len() - shown
+                    kind.count - shown
                 ));
             }
             total += text.len();
@@ -116,8 +121,8 @@ pub fn appendix(set: &[Loaded]) -> Section {
                 format!(
                     "{}: {k} ({} record{})",
                     l.label,
-                    of.len(),
-                    if of.len() == 1 { "" } else { "s" }
+                    kind.count,
+                    if kind.count == 1 { "" } else { "s" }
                 ),
                 text,
             );

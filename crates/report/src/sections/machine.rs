@@ -51,7 +51,7 @@ pub fn summary(set: &[Loaded]) -> Section {
             },
             Cell::text(&h.topology_hash),
             Cell::text(&e.created_utc),
-            Cell::num(l.bundle.records.len() as f64, 0),
+            Cell::num(l.record_count() as f64, 0),
         ]);
     }
     s.table(t);
@@ -418,24 +418,19 @@ pub fn warnings(set: &[Loaded]) -> Option<Section> {
         ],
     );
     for l in set {
-        // One row per distinct warning: the warning, the kinds that carry it, how often.
-        let mut seen: Vec<(&numalab_schema::Warning, Vec<&str>, usize)> = Vec::new();
-        for r in &l.bundle.records {
-            for w in &r.warnings {
-                match seen
-                    .iter_mut()
-                    .find(|(x, _, _)| x.code == w.code && x.message == w.message)
-                {
-                    Some(e) => {
-                        e.2 += 1;
-                        if !e.1.contains(&r.kind.as_str()) {
-                            e.1.push(&r.kind);
-                        }
-                    }
-                    None => seen.push((w, vec![&r.kind], 1)),
-                }
-            }
-        }
+        // One row per distinct warning: the warning, the kinds that carry it, how often
+        // (tallied over every record as the bundle was read).
+        let rows = l.record_warnings();
+        let seen: Vec<(&numalab_schema::Warning, Vec<&str>, usize)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    &r.warning,
+                    r.kinds.iter().map(String::as_str).collect(),
+                    r.count,
+                )
+            })
+            .collect();
         // A code repeated with many different messages (one per pair of an older
         // core-to-core journal, one per run) is one row, where its first message was:
         // how many, three of them.

@@ -28,24 +28,10 @@ use numalab_stats::Interval;
 
 pub use crate::load::decodes;
 
-/// Records of a bundle that cannot be shown: (kind, count, known kind that failed).
+/// Records of a bundle that cannot be shown: (kind, count, known kind that failed)
+/// ([`Loaded::unreadable`]).
 pub fn unreadable(l: &Loaded) -> Vec<(String, usize, bool)> {
-    let mut out: Vec<(String, usize, bool)> = Vec::new();
-    for (i, r) in l.bundle.records.iter().enumerate() {
-        let damaged = match l.decodes(i) {
-            Some(true) => continue,
-            Some(false) => true,
-            None => false,
-        };
-        match out
-            .iter_mut()
-            .find(|(k, _, d)| *k == r.kind && *d == damaged)
-        {
-            Some(e) => e.1 += 1,
-            None => out.push((r.kind.clone(), 1, damaged)),
-        }
-    }
-    out
+    l.unreadable()
 }
 
 /// A number cell, or "n/a" with the reason.
@@ -117,7 +103,7 @@ fn document_until(set: &[Loaded], stop: &dyn Fn() -> bool) -> Result<Document, I
             format!(
                 "{}: {} record(s), {} by numalab {} ({}, {}) on {}: {}",
                 l.label,
-                l.bundle.records.len(),
+                l.record_count(),
                 match e.origin {
                     numalab_schema::Origin::Measured => "measured",
                     numalab_schema::Origin::Modeled => "modeled",

@@ -13,6 +13,7 @@ use crate::record::{Envelope, Record, Warning, SCHEMA_VERSION};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::fs::File;
+use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -46,8 +47,34 @@ pub struct RecordReader {
     cap: u64,
     envelope: Envelope,
     warnings: Vec<Warning>,
-    seen: HashSet<String>,
+    /// Warnings met past [`MAX_WARNINGS`]: counted, not kept.
+    dropped: usize,
+    seen: Seen,
     mode: Mode,
+}
+
+/// The most warnings a [`RecordReader`] keeps (one per unreadable line, repeated key...):
+/// the rest are counted and named in one last warning, so that a journal of millions of
+/// bad lines does not make millions of warnings.
+pub const MAX_WARNINGS: usize = 1000;
+
+/// The keys met so far, each as a 128-bit digest (16 bytes a record, whatever the
+/// key's length), to skip a repeated key: the only state a reader keeps per record.
+#[derive(Debug, Default)]
+pub(super) struct Seen(HashSet<u128>);
+
+impl Seen {
+    /// Whether `key` is new (then it is remembered).
+    pub(super) fn insert(&mut self, key: &str) -> bool {
+        let half = |salt: u8| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            salt.hash(&mut h);
+            key.hash(&mut h);
+            h.finish()
+        };
+        self.0
+            .insert((u128::from(half(0)) << 64) | u128::from(half(1)))
+    }
 }
 
 #[derive(Debug)]
@@ -190,7 +217,8 @@ impl RecordReader {
                 cap,
                 envelope,
                 warnings,
-                seen: HashSet::new(),
+                dropped: 0,
+                seen: Seen::default(),
                 mode: Mode::Lines(lines),
             });
         }
@@ -203,7 +231,8 @@ impl RecordReader {
             cap,
             envelope: bundle.envelope,
             warnings,
-            seen: HashSet::new(),
+            dropped: 0,
+            seen: Seen::default(),
             mode: Mode::Whole(bundle.records.into_iter()),
         })
     }
@@ -241,6 +270,7 @@ impl RecordReader {
             if !line.over && lines.blank() {
                 continue;
             }
+            let kept = self.warnings.len();
             if !line.ended {
                 self.warnings.push(Warning::new(
                     "journal_truncated",
@@ -249,6 +279,7 @@ impl RecordReader {
                         self.file.display()
                     ),
                 ));
+                bound(&mut self.warnings, &mut self.dropped, kept);
                 continue;
             }
             lines.records += 1;
@@ -267,6 +298,7 @@ impl RecordReader {
                     )
                     .with_remedy("the record stays in the journal; a line that large is most likely damaged"),
                 );
+                bound(&mut self.warnings, &mut self.dropped, kept);
                 continue;
             }
             let record = record_line(
@@ -276,6 +308,7 @@ impl RecordReader {
                 &mut self.seen,
                 &mut self.warnings,
             );
+            bound(&mut self.warnings, &mut self.dropped, kept);
             if lines.buf.capacity() > 1 << 20 {
                 lines.buf = Vec::new();
             }
@@ -291,9 +324,30 @@ impl RecordReader {
         }
     }
 
-    /// The envelope and every warning met, once the records were read.
-    pub fn finish(self) -> (Envelope, Vec<Warning>) {
+    /// The envelope and every warning met, once the records were read (at most
+    /// [`MAX_WARNINGS`] of those about lines, then one saying how many more there were).
+    pub fn finish(mut self) -> (Envelope, Vec<Warning>) {
+        if self.dropped > 0 {
+            self.warnings.push(Warning::new(
+                "warnings_left_out",
+                format!(
+                    "{}: {} more problem(s) with its lines (unreadable lines, repeated keys...) were met and not listed: only the first {MAX_WARNINGS} are",
+                    self.file.display(),
+                    self.dropped
+                ),
+            ).with_remedy("the journal is most likely damaged; `jq -c . FILE` shows which lines do not read"));
+        }
         (self.envelope, self.warnings)
+    }
+}
+
+/// Drops the warnings added since there were `kept` once [`MAX_WARNINGS`] are held
+/// (they are counted in `dropped` instead).
+fn bound(warnings: &mut Vec<Warning>, dropped: &mut usize, kept: usize) {
+    let room = MAX_WARNINGS.max(kept);
+    if warnings.len() > room {
+        *dropped += warnings.len() - room;
+        warnings.truncate(room);
     }
 }
 
@@ -394,12 +448,12 @@ pub(super) fn record_line(
     path: &Path,
     line_no: usize,
     line: &[u8],
-    seen: &mut HashSet<String>,
+    seen: &mut Seen,
     warnings: &mut Vec<Warning>,
 ) -> Option<Record> {
     match serde_json::from_slice::<Line>(line) {
         Ok(Line::Record(r)) => {
-            if seen.insert(r.key.clone()) {
+            if seen.insert(&r.key) {
                 return Some(r);
             }
             warnings.push(Warning::new(
