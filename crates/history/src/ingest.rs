@@ -605,29 +605,10 @@ impl History {
                         sample.execute(params![row, i as i64, v])?;
                     }
                 }
-                let mut rec = tx.prepare_cached(
-                    "INSERT INTO kept_record (run_id, key, kind, record) VALUES (?1, ?2, ?3, ?4)",
-                )?;
-                for kind in KEPT_KINDS {
-                    let mut failed = None;
-                    let read = fetch.of_kind(kind, &mut |r| {
-                        let json = serde_json::to_string(r).expect("records serialize");
-                        match rec.execute(params![run_id, r.key, r.kind, json]) {
-                            Ok(_) => true,
-                            Err(e) => {
-                                failed = Some(e);
-                                false
-                            }
-                        }
-                    });
-                    if let Some(e) = failed {
-                        return Err(e);
-                    }
-                    if !read {
-                        // Rolled back when the transaction is dropped.
-                        unreadable = true;
-                        return Err(rusqlite::Error::QueryReturnedNoRows);
-                    }
+                if !store_kept(&tx, fetch, run_id)? {
+                    // Rolled back when the transaction is dropped.
+                    unreadable = true;
+                    return Err(rusqlite::Error::QueryReturnedNoRows);
                 }
             }
             tx.commit()?;
@@ -644,6 +625,38 @@ impl History {
         let outcome = outcome.map_err(|e| self_err(&self.path, e))?;
         Ok(outcome)
     }
+}
+
+/// Stores the records of [`KEPT_KINDS`] of run `run_id`, read back one at a time;
+/// `false` when one could not be read back.
+fn store_kept(
+    tx: &rusqlite::Transaction<'_>,
+    fetch: &Fetch<'_>,
+    run_id: i64,
+) -> rusqlite::Result<bool> {
+    let mut rec = tx.prepare_cached(
+        "INSERT INTO kept_record (run_id, key, kind, record) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for kind in KEPT_KINDS {
+        let mut failed = None;
+        let read = fetch.of_kind(kind, &mut |r| {
+            let json = serde_json::to_string(r).expect("records serialize");
+            match rec.execute(params![run_id, r.key, r.kind, json]) {
+                Ok(_) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if !read {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 fn self_err(path: &Path, e: rusqlite::Error) -> HistoryError {

@@ -445,7 +445,18 @@ pub fn load_indexed(path: &Path) -> Result<Loaded, LoadError> {
 }
 
 fn load_as(path: &Path, index: Option<bool>) -> Result<Loaded, LoadError> {
-    let (bundle, warnings, source) = read(path, index).map_err(|e| {
+    let read = read(path, index);
+    // Ctrl-C or SIGTERM while reading: the reading stopped at the next record.
+    if numalab_schema::interrupt::requested() {
+        return Err(LoadError {
+            message: format!(
+                "interrupted (Ctrl-C, SIGTERM) while reading {}; nothing was written",
+                path.display()
+            ),
+            class: ErrorClass::Interrupted,
+        });
+    }
+    let (bundle, warnings, source) = read.map_err(|e| {
         let (class, message) = match &e {
             JournalError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => (
                 ErrorClass::Input,
@@ -627,6 +638,10 @@ fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Sourc
     let mut kept_of: Vec<usize> = Vec::new();
     let (mut index_bytes, mut other_kinds, mut over_index) = (0usize, 0usize, 0usize);
     while let Some(r) = reader.next_record()? {
+        // Ctrl-C or SIGTERM: stop here ([`load_as`] says so).
+        if numalab_schema::interrupt::requested() {
+            break;
+        }
         let mut record = r.record;
         let (true, Some(span)) = (streaming, r.span) else {
             records.push(record);

@@ -79,6 +79,8 @@ pub fn load_all(paths: &[PathBuf]) -> (Vec<Loaded>, Vec<LoadError>) {
     for p in paths {
         match load(p) {
             Ok(l) => set.push(l),
+            // Ctrl-C or SIGTERM: no more bundles are read, and that error decides.
+            Err(e) if e.class() == ErrorClass::Interrupted => return (Vec::new(), vec![e]),
             Err(e) => errors.push(e),
         }
     }

@@ -7,6 +7,7 @@
 use numalab_report::load::load;
 use numalab_report::sections::{c2c, try_document, REPORT_INTERRUPTED};
 use numalab_schema::interrupt;
+use numalab_schema::{Classify, ErrorClass};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -25,4 +26,16 @@ fn a_stop_request_ends_the_core_to_core_sections_and_the_report() {
     assert!(stopped.is_empty(), "no matrix is decoded after the stop");
     assert_eq!(doc.unwrap_err(), REPORT_INTERRUPTED);
     assert!(!c2c::sections(0, &l, "").is_empty());
+    // A stop while reading (a 2,000-CPU matrix is a 33 MB line): the load ends as
+    // interrupted (exit 130), for a journal kept whole or as an index.
+    interrupt::request();
+    let whole = load(&path).map(|_| ());
+    let indexed = numalab_report::load::load_indexed(&path).map(|_| ());
+    interrupt::flag().store(false, Ordering::SeqCst);
+    for r in [whole, indexed] {
+        let e = r.unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Interrupted, "{}", e.message);
+        assert!(e.message.contains("interrupted"), "{}", e.message);
+    }
+    assert!(load(&path).is_ok());
 }

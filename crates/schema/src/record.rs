@@ -205,7 +205,9 @@ impl Record {
 
     /// Reads the payload back if the record is of kind `T`; `None` for other kinds.
     pub fn decode<T: RecordKind>(&self) -> Option<Result<T, serde_json::Error>> {
-        (self.kind == T::KIND).then(|| serde_json::from_value(self.data.clone()))
+        // Read from the payload in place: a copy of a 2,000-CPU matrix's 4 million
+        // cells would take as long again.
+        (self.kind == T::KIND).then(|| T::deserialize(&self.data))
     }
 }
 

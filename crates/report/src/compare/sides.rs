@@ -5,7 +5,7 @@ use super::{compare_groups, Options, Report, Side, SidePower};
 use crate::load::{load, unique_labels, LoadError, Loaded};
 use crate::metrics::Metric;
 use crate::outcome::Refusal;
-use numalab_schema::ErrorClass;
+use numalab_schema::{Classify, ErrorClass};
 use std::path::PathBuf;
 
 /// The bundle arguments of `compare` as sides: each argument is one side, and commas
@@ -65,6 +65,13 @@ pub fn load_sides(groups: &[Vec<PathBuf>]) -> LoadedSides {
 pub fn load_arguments(args: &[PathBuf]) -> Result<LoadedSides, Refusal> {
     let groups = split_arguments(args);
     let loaded = load_sides(&groups);
+    if let Some(e) = loaded
+        .errors
+        .iter()
+        .find(|e| e.class() == ErrorClass::Interrupted)
+    {
+        return Err(Refusal::new(ErrorClass::Interrupted, e.message.clone()));
+    }
     if loaded.bundles.len() < 2 {
         let mut msg: Vec<String> = loaded.errors.iter().map(|e| e.message.clone()).collect();
         msg.push(format!(
