@@ -661,8 +661,10 @@ fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Sourc
         if kept_of[p] >= PER_KIND {
             continue;
         }
+        // Once full, the index takes no more records (so that what it holds of each
+        // kind is the kind's first records, which [`Loaded::each_record`] reads on from).
         let cost = header_bytes(&record);
-        if index_bytes + cost > INDEX_BYTES {
+        if over_index > 0 || index_bytes + cost > INDEX_BYTES {
             over_index += 1;
             continue;
         }

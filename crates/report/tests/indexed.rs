@@ -272,3 +272,47 @@ fn every_record_in_key_order_from_the_index_as_from_memory() {
     assert!(a.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(a, keys(&indexed));
 }
+
+/// Records carrying large warnings fill the index (at most `INDEX_BYTES`): the records
+/// past it are counted, named in a warning, and still visited by a streaming pass, in
+/// the journal's order.
+#[test]
+fn a_full_index_takes_no_more_records_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = many_bandwidth_records(dir.path(), 0);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.lines();
+    let mut out = format!("{}\n", lines.next().unwrap());
+    let first = lines.next().unwrap();
+    let big = "w".repeat(1 << 20);
+    let n = (numalab_report::load::INDEX_BYTES >> 20) + 8;
+    for i in 0..n {
+        let mut v: serde_json::Value = serde_json::from_str(first).unwrap();
+        v["key"] = format!("big/{i:03}").into();
+        v["warnings"] = serde_json::json!([{"code": "big", "message": big}]);
+        out.push_str(&format!("{v}\n"));
+    }
+    std::fs::write(&path, out).unwrap();
+    let l = load_indexed(&path).unwrap();
+    assert!(l.bundle.records.len() < n, "{}", l.bundle.records.len());
+    assert_eq!(l.record_count(), n);
+    let held = l.bundle.records.len();
+    let note = l
+        .warnings
+        .iter()
+        .find(|w| w.code == "records_not_indexed")
+        .expect("a warning names the records left out of the index");
+    assert!(
+        note.message.contains(&format!("{} record(s)", n - held)),
+        "{}",
+        note.message
+    );
+    let mut keys = Vec::new();
+    l.each_of::<BandwidthRecord>(|r, _| {
+        keys.push(r.key.clone());
+        true
+    });
+    let expected: Vec<String> = (0..n).map(|i| format!("big/{i:03}")).collect();
+    assert_eq!(keys, expected);
+    assert_eq!(l.record_warnings()[0].count, n);
+}
