@@ -271,6 +271,13 @@ impl History {
                 });
             }
         }
+        // Another program's SQLite database is refused before SQLite opens it: switching
+        // it to WAL mode would already write to it.
+        if matches!(schema::found(path), Ok(schema::Found::Foreign)) {
+            return Err(HistoryError::NotAHistory {
+                path: path.to_path_buf(),
+            });
+        }
         let mut conn = Connection::open(path).map_err(err("opening the history"))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(err("setting the busy timeout"))?;
@@ -297,25 +304,31 @@ impl History {
     }
 
     /// Opens the history at `path` for a command that only reads it (`db runs`, `db
-    /// query`, `db regressions`): as [`History::open`] when the file exists; when it
-    /// does not, an empty history in memory, so that reading creates no file (the runs
-    /// and figures are none, as they would be in a new file).
+    /// query`, `db regressions`, `schedule --history-db`): as [`History::open`] when the
+    /// file holds a history; when it does not exist or is empty (zero bytes), an empty
+    /// history in memory, so that reading creates no file and writes none (the runs and
+    /// figures are none, as they would be in a new file).
     pub fn open_read(path: &Path) -> Result<History, HistoryError> {
+        let empty = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0);
         match std::fs::symlink_metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let mut conn = Connection::open_in_memory()
-                    .map_err(|e| HistoryError::sqlite(path, "opening an empty history", e))?;
-                conn.pragma_update(None, "foreign_keys", true)
-                    .map_err(|e| HistoryError::sqlite(path, "turning on foreign keys", e))?;
-                schema::migrate(&mut conn, path)?;
-                Ok(History {
-                    conn,
-                    path: path.to_path_buf(),
-                    limits: Limits::default(),
-                })
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => History::in_memory(path),
+            _ if empty => History::in_memory(path),
             _ => History::open(path),
         }
+    }
+
+    /// An empty history in memory that says `path` as its own.
+    fn in_memory(path: &Path) -> Result<History, HistoryError> {
+        let mut conn = Connection::open_in_memory()
+            .map_err(|e| HistoryError::sqlite(path, "opening an empty history", e))?;
+        conn.pragma_update(None, "foreign_keys", true)
+            .map_err(|e| HistoryError::sqlite(path, "turning on foreign keys", e))?;
+        schema::migrate(&mut conn, path)?;
+        Ok(History {
+            conn,
+            path: path.to_path_buf(),
+            limits: Limits::default(),
+        })
     }
 
     /// The same history with other size caps.

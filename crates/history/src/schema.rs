@@ -216,6 +216,53 @@ fn version(conn: &Connection) -> rusqlite::Result<u32> {
 
 /// Applies the missing migration steps, each in its own immediate transaction (the
 /// version is read again inside it, so concurrent openers apply each step once).
+/// What the first bytes of an existing file say it is, read without SQLite (which would
+/// switch a file to WAL mode, a write, before numalab could tell whose it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// Zero bytes: a history to be (`touch`ed, or made by `mktemp`).
+    Empty,
+    /// A numalab history (its application id), or an empty SQLite database (no table).
+    Ours,
+    /// A SQLite database of another program: never to be written.
+    Foreign,
+    /// No SQLite header: SQLite says what it is (not a database, or damaged).
+    Other,
+}
+
+/// Reads the SQLite header of `path` (the first 108 bytes: the magic, the user version at
+/// 60 and the application id at 68, both big-endian; the schema table's cell count at
+/// 103 on page 1). A database whose application id is not numalab's, or with a version
+/// or a table but no id, is another program's.
+pub(crate) fn found(path: &Path) -> std::io::Result<Found> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(108);
+    std::fs::File::open(path)?
+        .take(108)
+        .read_to_end(&mut head)?;
+    if head.is_empty() {
+        return Ok(Found::Empty);
+    }
+    if head.len() < 100 || !head.starts_with(b"SQLite format 3\0") {
+        return Ok(Found::Other);
+    }
+    let be32 = |at: usize| i32::from_be_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
+    let (version, app) = (be32(60), be32(68));
+    if app == APPLICATION_ID {
+        return Ok(Found::Ours);
+    }
+    // Page 1's b-tree header follows the 100-byte file header: its cell count is the
+    // number of schema entries (tables, indexes) at the root.
+    let cells = head
+        .get(103..105)
+        .map_or(0, |c| u16::from_be_bytes([c[0], c[1]]));
+    Ok(if app != 0 || version != 0 || cells > 0 {
+        Found::Foreign
+    } else {
+        Found::Ours
+    })
+}
+
 pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), HistoryError> {
     loop {
         let step = crate::retry(|| {

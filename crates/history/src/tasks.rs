@@ -21,7 +21,8 @@ pub fn task_history_file(db: &Path) -> Result<Vec<Bundle>, HistoryError> {
             path: db.to_path_buf(),
         });
     }
-    History::open(db)?.task_history(&RunFilter::default())
+    // Read only: an empty file stays empty (no history written into it).
+    History::open_read(db)?.task_history(&RunFilter::default())
 }
 
 impl History {

@@ -423,6 +423,51 @@ fn a_folder_or_a_device_is_no_history_file() {
     assert!(!Path::new("/dev/null-wal").exists());
 }
 
+/// Issue 50: `schedule --history-db` only reads the history. An empty file given to it
+/// became a 60 KB numalab history, and another program's SQLite database was switched
+/// to WAL mode (its header rewritten) before being refused: both stay as they were, and
+/// no side file (-wal, -shm, -journal) is left beside them.
+#[test]
+fn schedule_history_db_leaves_an_empty_file_and_another_programs_database_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.sqlite");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(numalab_history::task_history_file(&empty)
+        .unwrap()
+        .is_empty());
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+
+    let other = dir.path().join("other.sqlite");
+    {
+        let c = rusqlite::Connection::open(&other).unwrap();
+        c.execute_batch("CREATE TABLE t(a); INSERT INTO t VALUES (1);")
+            .unwrap();
+    }
+    let before = std::fs::read(&other).unwrap();
+    let e = numalab_history::task_history_file(&other).unwrap_err();
+    assert!(
+        e.to_string().contains("not a numalab history database"),
+        "{e}"
+    );
+    assert_eq!(
+        numalab_schema::Classify::class(&e),
+        numalab_schema::ErrorClass::Input
+    );
+    assert!(
+        std::fs::read(&other).unwrap() == before,
+        "another program's file was written"
+    );
+    // The same refusal, unchanged, when a command that writes histories is given it.
+    assert!(History::open(&other).is_err());
+    assert!(std::fs::read(&other).unwrap() == before);
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["empty.sqlite", "other.sqlite"]);
+}
+
 /// Reading a history that does not exist yet creates nothing (`db runs` once left a
 /// new history file behind); an existing one reads as `open` does, and a device is
 /// still refused.

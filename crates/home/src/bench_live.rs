@@ -135,14 +135,19 @@ impl Counters {
         };
         let mut why = Vec::new();
         let cycles = build(perfopen::Encoding::of(Hardware::CPU_CYCLES))
-            .map_err(|e| why.push(format!("cycles: {e}")))
+            .map_err(|e| why.push(format!("cycles: {}", numalab_schema::text::io_reason(&e))))
             .ok();
         let tlb = build(perfopen::Encoding::of(Cache {
             which: CacheId::DTLB,
             operation: CacheOp::READ,
             result: CacheResult::MISS,
         }))
-        .map_err(|e| why.push(format!("dTLB read misses: {e}")))
+        .map_err(|e| {
+            why.push(format!(
+                "dTLB read misses: {}",
+                numalab_schema::text::io_reason(&e)
+            ))
+        })
         .ok();
         (Counters { cycles, tlb }, why)
     }

@@ -27,8 +27,9 @@ pub enum HomeError {
     /// A system call failed while measuring.
     #[error("{0}")]
     Runtime(String),
-    /// Ctrl-C: stopped cleanly.
-    #[error("interrupted; rerun the same command with the same --out to resume")]
+    /// Ctrl-C or SIGTERM: stopped cleanly. No home step resumes (a map or a bench is
+    /// recorded whole at its end), so nothing of it was kept, with or without --out.
+    #[error("interrupted; nothing of this map or bench was recorded: run the command again")]
     Interrupted,
 }
 

@@ -136,7 +136,8 @@ pub fn trial(opts: &TrialOptions, watch: &mut dyn Watch) -> Result<TrialOutcome,
             .as_ref()
             .ok_or_else(|| HomeError::Runtime("the truth has no core-to-core matrix".into()))?;
         let groups = if grid.capacity > 1 {
-            let s = numalab_c2c::infer(m);
+            // Ctrl-C or SIGTERM during the structure inference stops the trial.
+            let s = numalab_c2c::try_infer(m).map_err(|_| HomeError::Interrupted)?;
             infer::tile_groups(&s, m.cpus(), grid.capacity)
         } else {
             Vec::new()
@@ -145,6 +146,10 @@ pub fn trial(opts: &TrialOptions, watch: &mut dyn Watch) -> Result<TrialOutcome,
         let mut search = opts.search.clone();
         search.seed = opts.truth.seed;
         let inf = infer::infer(&problem, &search, &|_| {})?;
+        if inf.interrupted {
+            // Some restarts were skipped: the floorplan would be taken as whole.
+            return Err(HomeError::Interrupted);
+        }
         let acc = accuracy(
             &grid,
             &grid.symmetries(),

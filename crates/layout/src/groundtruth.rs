@@ -242,7 +242,9 @@ pub fn trial(
     }
     let groups = match &truth.c2c {
         Some(m) if grid.capacity > 1 => {
-            let s = numalab_c2c::infer(m);
+            // Ctrl-C or SIGTERM during the structure inference stops the trial (a
+            // 2,000-CPU truth takes seconds); nothing of it is scored.
+            let s = numalab_c2c::try_infer(m).map_err(|_| LayoutError::Interrupted)?;
             infer::tile_groups(&s, m.cpus(), grid.capacity)
         }
         _ => Vec::new(),
@@ -260,6 +262,10 @@ pub fn trial(
     search.seed = seed;
     let t0 = std::time::Instant::now();
     let inf = infer::infer(&problem, &search, &|_| {})?;
+    if inf.interrupted {
+        // Some restarts were skipped: scored, this trial would count as whole.
+        return Err(LayoutError::Interrupted);
+    }
     let seconds = t0.elapsed().as_secs_f64();
     let syms = grid.symmetries();
     let acc = accuracy(

@@ -19,7 +19,8 @@ pub enum ErrorClass {
     Partial,
     /// Another numalab process holds the output folder's journal. Exit 6.
     Busy,
-    /// Stopped by a signal (Ctrl-C); everything measured so far was kept. Exit 130.
+    /// Stopped by a signal (Ctrl-C, SIGTERM); what was finished is kept (the message says
+    /// what, and how to go on). Exit 130.
     Interrupted,
 }
 
@@ -56,7 +57,7 @@ impl ErrorClass {
                 "another numalab process is writing the same --out or --fleet folder"
             }
             ErrorClass::Interrupted => {
-                "interrupted (Ctrl-C, SIGTERM); everything measured so far was kept"
+                "interrupted (Ctrl-C, SIGTERM); what was finished is kept (the message says what)"
             }
         }
     }

@@ -416,6 +416,11 @@ pub fn run_fleet(
             opts.fleet.display()
         )));
     }
+    // A hostfile numalab cannot use is refused before the fleet folder is made (a run
+    // refused for its input leaves nothing behind); it is read again under the lock.
+    if let Some(h) = &opts.hostfile {
+        read_hostfile(h)?;
+    }
     std::fs::create_dir_all(&opts.fleet)
         .map_err(|e| FleetError::io(&opts.fleet, "creating the fleet folder", e))?;
     opts.fleet = absolute(&opts.fleet)?;
@@ -787,6 +792,26 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("absolute"));
+    }
+
+    /// Issue 50's walk: `fleet run --hostfile /dev/zero --fleet f` (or a missing
+    /// hostfile) was refused, exit 3, after making `f` and its `.lock`.
+    #[test]
+    fn fleet_run_with_a_refused_hostfile_makes_no_fleet_folder() {
+        let d = tempfile::tempdir().unwrap();
+        let fleet = d.path().join("f");
+        let mut o = FleetRunOptions::new(&fleet, "/opt/numalab", "0");
+        o.launcher = LauncherKind::Mpi;
+        for h in ["/dev/zero", "/nonexistent/hosts"] {
+            o.hostfile = Some(h.into());
+            let e = run_fleet(&o, &()).unwrap_err();
+            assert_eq!(
+                numalab_schema::Classify::class(&e),
+                numalab_schema::ErrorClass::Input,
+                "{e}"
+            );
+            assert!(!fleet.exists(), "{h}: the fleet folder was made");
+        }
     }
 
     #[test]
