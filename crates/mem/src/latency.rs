@@ -185,9 +185,10 @@ pub fn quick_sizes(machine: &Machine, cpu: u32, line: u64) -> Vec<u64> {
 
 /// The largest working set of a default sweep (`--max` not given) fitted to the
 /// memory of the nodes the chase of `cpus` under `policy` uses: `wanted` when its
-/// region fits in what a default may take from each of them
-/// ([`budget::SWEEP_FRACTION`] of its free memory), else the largest whole 2 MiB
-/// (a huge page: the THP curve maps the same) that fits in every one, with a note
+/// region fits in what a probe may take from each of them ([`budget::SAFE_FRACTION`]
+/// of its free memory, as an explicit `--max`: the chase maps one working set at a
+/// time), else the largest whole 2 MiB (a huge page: the THP curve maps the same)
+/// that fits in every one, with a note
 /// saying so and whether the curve still goes past twice the CPU's last-level cache
 /// (below that its end is the cache's, not memory's). When not even 2 MiB fits, or
 /// no node has a budget, `wanted` stays and the plan's check refuses it with the
@@ -205,7 +206,7 @@ pub fn fitted_sweep_max(
         .iter()
         .flat_map(|&c| pool::expected_nodes(machine, policy, c))
         .filter(|n| budgets.nodes.contains_key(n))
-        .map(|n| (budgets.sweep_bytes(n), n))
+        .map(|n| (budgets.safe_bytes(n), n))
         .min();
     let Some((room, tightest)) = room else {
         return (wanted, None);
@@ -234,10 +235,9 @@ pub fn fitted_sweep_max(
     (
         fitted,
         Some(format!(
-            "the sweep's largest working set reduced from the default {} to {}: {:.0}% of the free memory of node {tightest}, the tightest; {reach}; --max sets it (and is refused beyond {:.0}%)",
+            "the sweep's largest working set reduced from the default {} to {}: {:.0}% of the free memory of node {tightest}, the tightest; {reach}; --max sets it, up to that",
             units::bytes(wanted),
             units::bytes(fitted),
-            budget::SWEEP_FRACTION * 100.0,
             budget::SAFE_FRACTION * 100.0
         )),
     )

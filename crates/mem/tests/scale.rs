@@ -153,24 +153,35 @@ fn default_latency_sweeps_end_where_the_nodes_have_room_with_a_note() {
             let node = m.pus[0].numa_node.unwrap();
             for c in &p.cells {
                 let max = *c.sizes.last().unwrap();
-                assert!(max <= b.sweep_bytes(node), "{shape}: {max}");
+                assert!(max <= b.safe_bytes(node), "{shape}: {max}");
                 assert!(c.sizes.windows(2).all(|w| w[0] < w[1]), "{:?}", c.sizes);
             }
         }
     }
-    // 8 x 32 MiB = 256 MiB wanted; 25% of 300 MiB free is 75 MiB: 74 MiB (whole huge
-    // pages), still past twice the L3.
+    // 8 x 32 MiB = 256 MiB wanted; 50% of 300 MiB free is 150 MiB (whole huge pages),
+    // still past twice the L3. (It was refused.)
     let m = x86(384 * MIB);
     let p = numalab_mem::latency::default_plan(&m, &budgets(&m)).unwrap();
-    assert_eq!(*p.cells[0].sizes.last().unwrap(), 74 * MIB);
+    assert_eq!(*p.cells[0].sizes.last().unwrap(), 150 * MIB);
     let note = p
         .notes
         .iter()
         .find(|n| n.contains("largest working set reduced"))
         .expect("a note");
     assert!(
-        note.contains("from the default 256 MiB to 74 MiB") && note.contains("in memory"),
+        note.contains("from the default 256 MiB to 150 MiB: 50% of the free memory of node 0")
+            && note.contains("4.7x the last-level cache (32 MiB), past it, in memory"),
         "{note}"
+    );
+    // With 100 MiB free (50 MiB safe) the end is 50 MiB, under twice the L3: said.
+    let p = numalab_mem::latency::default_plan(&m, &Budgets::uniform(&m, 100 * MIB)).unwrap();
+    assert_eq!(*p.cells[0].sizes.last().unwrap(), 50 * MIB);
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("its last points are the cache's")),
+        "{:?}",
+        p.notes
     );
     // Room enough: the default, no note.
     let m = x86(1536 * MIB);
