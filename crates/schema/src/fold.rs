@@ -93,12 +93,15 @@ impl Fold {
                     .iter()
                     .map(|(key, w)| format!("{key}: {}", w.message))
                     .collect();
+                // Without figures to rank by, the first ones are named, and said so.
+                let ranked = worst.iter().any(|(_, w)| severity(&w.message).is_some());
                 let w = Warning::new(
                     code.clone(),
                     format!(
-                        "{code}: {n} more record{} had this warning with other figures ({} in all; the first is above); the worst: {}",
+                        "{code}: {n} more record{} had this warning, each its own message ({} in all; the first is above); the {}: {}",
                         if *n == 1 { "" } else { "s" },
                         n + 1,
+                        if ranked { "worst" } else { "next" },
                         named.join("; ")
                     ),
                 );
@@ -170,7 +173,7 @@ mod tests {
         // Cells 1..39 give 13 shares other than the first's 90.0: 80.0 to 89.0 and
         // 12.0, 30.5, 20.0 (repeated shares are the same text, counted once).
         assert!(
-            w.message.starts_with("placement_mismatch: 13 more records had this warning with other figures (14 in all"),
+            w.message.starts_with("placement_mismatch: 13 more records had this warning, each its own message (14 in all"),
             "{}",
             w.message
         );
@@ -182,6 +185,19 @@ mod tests {
         assert!(a < b && b < c, "{}", w.message);
         assert!(!w.message.contains("only 8"), "{}", w.message);
         assert_eq!(w.remedy.as_deref(), Some("check free memory on that node"));
+        // Messages without a figure: the next three after the first, in order.
+        let mut lines = Fold::default();
+        for i in 1..=6 {
+            let w = Warning::new("unreadable_line", format!("line {i}: not JSON"));
+            assert_eq!(lines.note("run", &w), i == 1);
+        }
+        let m = &lines.folded()[0].message;
+        assert!(
+            m.ends_with(
+                "the next: run: line 2: not JSON; run: line 3: not JSON; run: line 4: not JSON"
+            ),
+            "{m}"
+        );
         // A code seen once, or always with the same text, folds into nothing.
         let mut once = Fold::default();
         assert!(once.note("a", &mismatch(50.0)));
