@@ -313,6 +313,32 @@ fn the_idle_matrix_takes_the_smallest_chase_that_reaches_memory_when_it_fits() {
     );
 }
 
+/// A node with 40 MiB free (10 MiB for a default): 256 pages of 64 KiB (16 MiB a side)
+/// do not fit; the default sweep starts lower instead of being refused.
+#[test]
+fn a_migration_sweep_starts_lower_where_its_first_count_does_not_fit() {
+    let m = x86(384 * MIB);
+    let b = Budgets::uniform(&m, 40 * MIB);
+    let p = numalab_mem::migrate::default_plan(&m, &b).unwrap();
+    assert_eq!(p.options.counts[0], 128, "{:?}", p.options.counts);
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("default sweep started at 128 pages instead of 256")),
+        "{:?}",
+        p.notes
+    );
+    for c in &p.cells {
+        assert!(c.unit_bytes * c.pages <= b.sweep_bytes(0), "{c:?}");
+    }
+    assert!(p
+        .cells
+        .iter()
+        .any(|c| c.unit_bytes == 64 << 10 && c.pages == 128));
+    // Not even one page: the refusal, with the figures.
+    assert!(numalab_mem::migrate::default_plan(&m, &Budgets::uniform(&m, 4096)).is_err());
+}
+
 #[test]
 fn sizes_the_user_names_are_refused_with_the_reason() {
     let m = x86(384 * MIB);
