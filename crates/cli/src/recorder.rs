@@ -27,9 +27,9 @@ pub struct OutputArgs {
 pub struct Recorder {
     run: Collector,
     json: bool,
-    /// Warnings already shown on stderr: each is shown once per run (a matrix of 64
-    /// cells would otherwise repeat the same one 64 times); records keep them all.
-    shown: std::collections::HashSet<String>,
+    /// Warnings shown on stderr: each code's first at once, its other messages folded
+    /// into one line at the end ([`numalab_schema::fold`]); records keep them all.
+    shown: numalab_schema::fold::Fold,
     progress: Option<indicatif::ProgressBar>,
 }
 
@@ -62,7 +62,7 @@ impl Recorder {
     /// Adds a record: written to the journal at once (if any), kept for `--json`.
     pub fn push(&mut self, record: Record) -> CliResult {
         for w in &record.warnings {
-            if !self.json && self.shown.insert(w.to_string()) {
+            if !self.json && self.shown.note(&record.key, w) {
                 match &self.progress {
                     // Printed above the bar, not through it.
                     Some(bar) => bar.suspend(|| warn(w)),
@@ -88,9 +88,10 @@ impl Recorder {
         Ok(())
     }
 
-    /// Closes the journal ([`Collector::finish`]) and prints the bundle when `--json`
-    /// was given. Returns the bundle either way.
+    /// Says the folded warnings (one line a code), closes the journal
+    /// ([`Collector::finish`]) and prints the bundle if `--json`; returns it either way.
     pub fn finish(self) -> Result<Bundle, CliError> {
+        (!self.json).then(|| self.shown.folded().iter().for_each(warn));
         let bundle = self.run.finish()?;
         if self.json {
             crate::output::print_json(&bundle)?;

@@ -16,6 +16,7 @@
 //! `quick` differs from the folder's first run is refused ([`check_same_options`])
 //! unless the old results are moved aside first ([`set_aside`]).
 
+pub mod plans;
 pub mod power;
 pub mod steps;
 

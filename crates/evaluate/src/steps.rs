@@ -8,7 +8,7 @@ use numalab_mem::probe::Probe;
 use numalab_records::evaluate::{PowerCheck, StepStatus, TopologyRecord};
 use numalab_schema::sink::Sink;
 use numalab_schema::{interrupt, Classify, Machine, Origin, Record, Warning};
-use numalab_topo::bind::{MemPolicy, Placer};
+use numalab_topo::bind::Placer;
 
 /// What a step gets to work with.
 pub struct Ctx<'a> {
@@ -135,106 +135,30 @@ fn run_mem(
     Ok(StepStatus::Done)
 }
 
-/// Thread counts of a full sweep: 1, 2, 4, ... and every PU.
-pub fn thread_sweep(pus: usize) -> Vec<usize> {
-    let mut t: Vec<usize> = std::iter::successors(Some(1usize), |x| Some(x * 2))
-        .take_while(|x| *x < pus)
-        .collect();
-    t.push(pus.max(1));
-    t
-}
+pub use crate::plans::thread_sweep;
 
 fn bandwidth(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
-    use numalab_mem::bandwidth::{plan, plan_matrix, quick_plan, Options};
-    let m = ctx.machine;
-    let b = numalab_mem::budget::Budgets::live(m);
-    let plans = if ctx.quick {
-        // The quick node matrix measures reading (what a node pair's links give one
-        // way, as Intel MLC's matrix does) and the STREAM triad; copy and the
-        // non-temporal write are in the thread sweep and in a full run's matrix.
-        let mut matrix = Options::quick(m);
-        matrix
-            .kernels
-            .retain(|k| matches!(k.name().as_str(), "read" | "triad"));
-        vec![quick_plan(m, &b), plan_matrix(m, &b, &[], matrix)]
-    } else {
-        let cpus = m.pu_ids();
-        vec![
-            plan(
-                m,
-                &b,
-                &cpus,
-                &thread_sweep(cpus.len()),
-                &MemPolicy::FirstTouch,
-                Options::defaults(m),
-            ),
-            plan_matrix(m, &b, &[], Options::defaults(m)),
-        ]
-    };
-    let plans = plans.into_iter().map(|p| p.map(Probe::Bandwidth)).collect();
+    let b = numalab_mem::budget::Budgets::live(ctx.machine);
+    let plans = crate::plans::bandwidth(ctx.machine, &b, ctx.quick);
     run_mem(ctx, plans)
 }
 
 fn latency(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
-    use numalab_mem::latency::{default_plan, fitted_plan_matrix, quick_plan, Options};
-    use numalab_mem::PageRequest;
-    let m = ctx.machine;
-    let b = numalab_mem::budget::Budgets::live(m);
-    // Memory latency as the field means it: every node pair, uniformly random over a
-    // working set 8x the last-level cache, on huge pages (THP) so that the TLB's reach
-    // covers it; and the local pairs again on base pages, whose difference is the
-    // cost of page walks. The default working set is fitted to small nodes (the plan's
-    // notes say so) rather than refused, as `numalab mem latency --matrix` does, so
-    // that a machine with small nodes still gets its matrix.
-    let matrix = |o: Options| {
-        let huge = fitted_plan_matrix(m, &b, &[PageRequest::Thp], None, o.clone());
-        let base = fitted_plan_matrix(m, &b, &[PageRequest::Base], None, o);
-        huge.and_then(|mut h| {
-            let mut base = base?;
-            base.cells
-                .retain(|c| c.matrix.is_some_and(|x| x.cpu_node == x.mem_node));
-            h.cells.extend(base.cells);
-            Ok(h)
-        })
-    };
-    let plans = if ctx.quick {
-        vec![quick_plan(m, &b), matrix(Options::quick(m))]
-    } else {
-        vec![default_plan(m, &b), matrix(Options::idle(m))]
-    };
-    let plans = plans.into_iter().map(|p| p.map(Probe::Latency)).collect();
+    let b = numalab_mem::budget::Budgets::live(ctx.machine);
+    let plans = crate::plans::latency(ctx.machine, &b, ctx.quick);
     run_mem(ctx, plans)
 }
 
 fn loaded(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
-    use numalab_mem::loaded::{plan, quick_plan, Options};
-    let m = ctx.machine;
-    let b = numalab_mem::budget::Budgets::live(m);
-    let p = if ctx.quick || m.pu_ids().len() < 2 {
-        quick_plan(m, &b)
-    } else {
-        plan(
-            m,
-            &b,
-            &m.pu_ids(),
-            None,
-            &MemPolicy::FirstTouch,
-            Options::defaults(m),
-        )
-    };
-    run_mem(ctx, vec![p.map(Probe::Loaded)])
+    let b = numalab_mem::budget::Budgets::live(ctx.machine);
+    let plans = crate::plans::loaded(ctx.machine, &b, ctx.quick);
+    run_mem(ctx, plans)
 }
 
 fn migrate(ctx: &mut Ctx<'_>) -> Result<StepStatus, EvalError> {
-    use numalab_mem::migrate::{default_plan, quick_plan};
-    let m = ctx.machine;
-    let b = numalab_mem::budget::Budgets::live(m);
-    let p = if ctx.quick {
-        quick_plan(m, &b)
-    } else {
-        default_plan(m, &b)
-    };
-    run_mem(ctx, vec![p.map(Probe::Migrate)])
+    let b = numalab_mem::budget::Budgets::live(ctx.machine);
+    let plans = crate::plans::migrate(ctx.machine, &b, ctx.quick);
+    run_mem(ctx, plans)
 }
 
 /// Core-to-core latency: CAS ping-pong over every PU pair (a sampled plan above 64

@@ -188,6 +188,12 @@ impl Budgets {
     }
 }
 
+/// Whether `message` is a refusal of [`Budgets::check`] (a need past a node's safe
+/// share), to which a caller may add why a default was not made smaller.
+pub(crate) fn is_refusal(message: &str) -> bool {
+    message.contains("% of what it can give (")
+}
+
 /// Adds `bytes` to `node` in a need map (saturating: a need past u64 is still more
 /// than any node has, and refused as such).
 pub fn need(map: &mut BTreeMap<u32, u64>, node: u32, bytes: u64) {

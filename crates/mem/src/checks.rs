@@ -149,3 +149,43 @@ pub fn check_hugetlb(machine: &Machine, size: u64, bytes: u64) -> Result<(), Mem
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cells whose THP request got only part of its huge pages, each with its share:
+    /// one line at the end, the three smallest shares first (issue 45 item 3).
+    #[test]
+    fn thp_shortfalls_of_many_cells_fold_into_one_line() {
+        let mut fold = numalab_schema::fold::Fold::default();
+        let mut shown = 0;
+        for (cell, thp) in [50u64, 10, 90, 30, 70, 0].into_iter().enumerate() {
+            let w = pages_warning(&PagesObtained {
+                requested: PageRequest::Thp,
+                obtained: "thp-partial".into(),
+                page_bytes: 4096,
+                thp_bytes: Some(thp),
+                total_bytes: 100,
+            })
+            .unwrap();
+            assert_eq!(w.code, "thp_not_obtained");
+            shown += usize::from(fold.note(&format!("cell{cell}"), &w));
+        }
+        assert_eq!(shown, 1);
+        let w = &fold.folded()[0];
+        assert!(w.message.contains("5 more records"), "{}", w.message);
+        let m = &w.message;
+        let at = |s: &str| m.find(s).unwrap_or_else(|| panic!("{s} in {m}"));
+        assert!(
+            at("cell5: transparent huge pages were asked for but back only 0%") < at("cell1: ")
+        );
+        assert!(at("cell1: ") < at("cell3: "));
+        assert!(!m.contains("cell4") && !m.contains("cell2"), "{m}");
+        assert!(w
+            .remedy
+            .as_deref()
+            .unwrap()
+            .contains("transparent_hugepage"));
+    }
+}

@@ -183,6 +183,66 @@ pub fn quick_sizes(machine: &Machine, cpu: u32, line: u64) -> Vec<u64> {
     sizes(4096, default_max(machine, cpu, true), 1, line)
 }
 
+/// The largest working set of a default sweep (`--max` not given) fitted to the
+/// memory of the nodes the chase of `cpus` under `policy` uses: `wanted` when its
+/// region fits in what a probe may take from each of them ([`budget::SAFE_FRACTION`]
+/// of its free memory, as an explicit `--max`: the chase maps one working set at a
+/// time), else the largest whole 2 MiB (a huge page: the THP curve maps the same)
+/// that fits in every one, with a note
+/// saying so and whether the curve still goes past twice the CPU's last-level cache
+/// (below that its end is the cache's, not memory's). When not even 2 MiB fits, or
+/// no node has a budget, `wanted` stays and the plan's check refuses it with the
+/// figures. A sweep of many cores on small nodes thus gets a shorter curve, not a
+/// refusal.
+pub fn fitted_sweep_max(
+    machine: &Machine,
+    budgets: &budget::Budgets,
+    cpus: &[u32],
+    policy: &MemPolicy,
+    wanted: u64,
+) -> (u64, Option<String>) {
+    const HUGE: u64 = 2 << 20;
+    let room = cpus
+        .iter()
+        .flat_map(|&c| pool::expected_nodes(machine, policy, c))
+        .filter(|n| budgets.nodes.contains_key(n))
+        .map(|n| (budgets.safe_bytes(n), n))
+        .min();
+    let Some((room, tightest)) = room else {
+        return (wanted, None);
+    };
+    if region_bytes(wanted, PageRequest::Thp) <= room {
+        return (wanted, None);
+    }
+    let fitted = room / HUGE * HUGE;
+    if fitted == 0 {
+        return (wanted, None);
+    }
+    let (llc, _) = crate::llc_of_cpu(machine, cpus.first().copied().unwrap_or(0));
+    let reach = if fitted >= 2 * llc {
+        format!(
+            "it still ends at {:.1}x the last-level cache ({}), past it, in memory",
+            fitted as f64 / llc.max(1) as f64,
+            units::bytes(llc)
+        )
+    } else {
+        format!(
+            "it ends at {:.1}x the last-level cache ({}): its last points are the cache's, not memory's; `mem latency --matrix` fits the memory figure the same way",
+            fitted as f64 / llc.max(1) as f64,
+            units::bytes(llc)
+        )
+    };
+    (
+        fitted,
+        Some(format!(
+            "the sweep's largest working set reduced from the default {} to {}: {:.0}% of the free memory of node {tightest}, the tightest; {reach}; --max sets it, up to that",
+            units::bytes(wanted),
+            units::bytes(fitted),
+            budget::SAFE_FRACTION * 100.0
+        )),
+    )
+}
+
 /// The plan `numalab mem latency --quick` runs (and `numalab evaluate --quick`): the
 /// first CPU, local memory, base and transparent huge pages, the quick sweep.
 pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, MemError> {
@@ -210,8 +270,14 @@ fn first_cpu_plan(
     sizes: impl FnOnce(u32, u64) -> Vec<u64>,
 ) -> Result<Plan, MemError> {
     let cpus: Vec<u32> = machine.pu_ids().into_iter().take(1).collect();
-    let sizes = sizes(cpus.first().copied().unwrap_or(0), opts.stride_bytes);
-    plan(
+    let mut sizes = sizes(cpus.first().copied().unwrap_or(0), opts.stride_bytes);
+    let wanted = sizes.last().copied().unwrap_or(0);
+    let (max, note) = fitted_sweep_max(machine, budgets, &cpus, &MemPolicy::FirstTouch, wanted);
+    if max < wanted {
+        sizes.retain(|&s| s < max);
+        sizes.push(max);
+    }
+    let mut p = plan(
         machine,
         budgets,
         &cpus,
@@ -219,7 +285,9 @@ fn first_cpu_plan(
         &[PageRequest::Base, PageRequest::Thp],
         sizes,
         opts,
-    )
+    )?;
+    p.notes.extend(note);
+    Ok(p)
 }
 
 /// The default working set of idle latency (matrix, loaded latency): 8x the largest
@@ -238,8 +306,9 @@ pub fn default_idle_size(machine: &Machine) -> u64 {
 /// `nodes`: unchanged when it fits in what a default may take from each of them
 /// ([`budget::SWEEP_FRACTION`] of its free memory), else the largest whole MiB that
 /// fits in every one, as long as that stays at least 8x the largest last-level cache
-/// a CPU sees (a smaller chase would time the cache, not the memory; the default is
-/// then kept, and the plan's check refuses it with the figures). When no CPU's cache
+/// a CPU sees (a smaller chase would time the cache, not the memory); below that, that
+/// floor itself when it fits what a probe may take ([`budget::SAFE_FRACTION`]), else
+/// the default is kept and the plan's check refuses it with the figures and why. When no CPU's cache
 /// size is known (hwloc reports none, as in an emulated Arm server), the floor cannot
 /// be checked: the size is fitted all the same and the note says the figure may be a
 /// cache's if the machine has a last-level cache above an eighth of it. A machine whose
@@ -288,6 +357,28 @@ pub fn fitted_idle_size(
         );
     }
     if fitted < floor {
+        // The smallest chase that reaches memory, where the nodes' safe share (what an
+        // explicit --size may take) holds it: a figure, rather than a refusal that a
+        // smaller size would avoid.
+        let safe_room = nodes
+            .iter()
+            .filter(|n| budgets.nodes.contains_key(n))
+            .map(|&n| budgets.safe_bytes(n))
+            .min()
+            .unwrap_or(0);
+        if floor <= safe_room && floor < wanted {
+            return (
+                floor,
+                Some(format!(
+                    "working set reduced from the default {} to {}, 8x the largest last-level cache ({}), the smallest chase that reaches memory: more than the {:.0}% of free memory a default takes from node {tightest}, within the {:.0}% a probe may take",
+                    units::bytes(wanted),
+                    units::bytes(floor),
+                    units::bytes(llc),
+                    budget::SWEEP_FRACTION * 100.0,
+                    budget::SAFE_FRACTION * 100.0
+                )),
+            );
+        }
         return (wanted, None);
     }
     (
@@ -430,13 +521,35 @@ pub fn fitted_plan_matrix(
     size: Option<u64>,
     options: Options,
 ) -> Result<Plan, MemError> {
-    let (size, note) = match size {
+    let (chosen, note) = match size {
         Some(s) => (s, None),
         None => fitted_idle_size(machine, budgets, &crate::bandwidth::memory_nodes(machine)),
     };
-    let mut p = plan_matrix(machine, budgets, pages, size, options)?;
+    let mut p = plan_matrix(machine, budgets, pages, chosen, options).map_err(|e| match e {
+        MemError::Usage(m) if size.is_none() && budget::is_refusal(&m) => {
+            MemError::Usage(format!("{m}{}", below_floor(machine)))
+        }
+        e => e,
+    })?;
     p.notes.extend(note);
     Ok(p)
+}
+
+/// Why a default idle chase was not made smaller to fit (said after the refusal's
+/// figures): below 8x the largest last-level cache a CPU sees, the chase would time
+/// the cache, not memory.
+pub(crate) fn below_floor(machine: &Machine) -> String {
+    let llc = machine
+        .pu_ids()
+        .into_iter()
+        .map(|p| crate::llc_of_cpu(machine, p).0)
+        .max()
+        .unwrap_or_else(|| llc_bytes(machine).0);
+    format!(
+        "; the default is not made smaller than 8x the largest last-level cache a CPU sees ({}, 8x {}): a smaller chase would time the cache, not memory, so these nodes are too small (or too full) for an idle-memory figure; a --size below that is taken, and its figure is partly the cache's",
+        units::bytes(crate::round_up(8 * llc, 1 << 20)),
+        units::bytes(llc)
+    )
 }
 
 /// Plans the idle-latency matrix: from the first PU of every node with CPUs to memory

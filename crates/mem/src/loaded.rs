@@ -410,7 +410,17 @@ pub fn fitted_plan(
         fitted.generators,
         policy,
         fitted.options,
-    )?;
+    )
+    .map_err(|e| match e {
+        MemError::Usage(m) if fit.chase && fitted.note.is_none() && budget::is_refusal(&m) => {
+            let (llc, _) = crate::llc_of_cpu(machine, cpus.first().copied().unwrap_or(0));
+            MemError::Usage(format!(
+                "{m}; the defaults are not made smaller than 8x the chaser's last-level cache ({}) for the chase and 4x the caches a generator streams through for the traffic (smaller sets would time caches, not memory), and even one generator beside the chase does not fit: these nodes are too small (or too full) for loaded latency at memory; sizes given are taken, and their figures are partly the caches'",
+                numalab_schema::units::bytes(crate::round_up(8 * llc, 1 << 20))
+            ))
+        }
+        e => e,
+    })?;
     p.notes.extend(fitted.note);
     Ok(p)
 }

@@ -263,6 +263,40 @@ mod tests {
         assert_eq!(p.pages_per_node, vec![(node, 64 * pus.len() as u64)]);
     }
 
+    /// A node matrix whose cells each got part of their pages elsewhere: the terminal
+    /// shows the first cell's warning, then one line with how many more, the three
+    /// lowest shares and the remedy (issue 45 item 3).
+    #[test]
+    fn mismatches_of_many_cells_fold_into_one_line_with_the_worst_three() {
+        let mut fold = numalab_schema::fold::Fold::default();
+        let mut shown = Vec::new();
+        for (cell, on) in [95u64, 60, 88, 41, 97, 73, 52].into_iter().enumerate() {
+            let p = Placement {
+                backend: "fake".into(),
+                cpus: vec![0],
+                cpu_nodes: vec![0],
+                policy: MemPolicy::Bind(vec![1]),
+                expected_nodes: vec![1],
+                pages_per_node: vec![(0, 100 - on), (1, on)],
+                pages_not_present: 0,
+                fraction_expected: on as f64 / 100.0,
+            };
+            let w = p.warning().unwrap();
+            if fold.note(&format!("mem/latency/matrix/cell{cell}"), &w) {
+                shown.push(w);
+            }
+        }
+        assert_eq!(shown.len(), 1);
+        let folded = fold.folded();
+        assert_eq!(folded.len(), 1);
+        let m = &folded[0].message;
+        assert!(m.contains("6 more records had this warning"), "{m}");
+        let at = |s: &str| m.find(s).unwrap_or_else(|| panic!("{s} in {m}"));
+        assert!(at("cell3: only 41.0%") < at("cell6: only 52.0%"));
+        assert!(at("cell6: only 52.0%") < at("cell1: only 60.0%"));
+        assert!(!m.contains("73.0%") && !m.contains("97.0%"), "{m}");
+    }
+
     #[test]
     fn a_mismatch_is_a_warning() {
         let p = Placement {

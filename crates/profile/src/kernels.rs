@@ -115,11 +115,46 @@ const CHUNK: u64 = 1 << 22;
 pub const MAX_CHASE_BYTES: u64 = 64 << 30;
 
 /// [`chase`] of a buffer size as `--bytes` gives it (`256MiB`); an unreadable size is
-/// refused naming the flag.
+/// refused naming the flag, and so is one whose buffers would take more than half the
+/// memory available ([`check_chase_memory`], before anything is allocated).
 pub fn chase_of_size(bytes: &str, steps: u64, seed: u64) -> Result<KernelRun, String> {
     let b =
         numalab_schema::units::parse_bytes(bytes).map_err(|e| format!("--bytes {bytes:?}: {e}"))?;
+    let available = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| mem_available(&t));
+    check_chase_memory(b, available)?;
     chase(b, steps, seed)
+}
+
+/// `MemAvailable` of a `/proc/meminfo` text, bytes.
+fn mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+/// Refuses a chase of `bytes` whose memory (the lines and the shuffle's order, 8 bytes a
+/// line) is more than half of `available` (the system's `MemAvailable`; not checked when
+/// unknown): filling more could wake the OOM killer on a machine with modest memory,
+/// where the error names the size that fits.
+pub fn check_chase_memory(bytes: u64, available: Option<u64>) -> Result<(), String> {
+    let Some(available) = available else {
+        return Ok(());
+    };
+    let need = bytes.saturating_add(bytes / 64 * 8);
+    let limit = available / 2;
+    if need > limit {
+        let fmt = numalab_schema::units::bytes;
+        return Err(format!(
+            "--bytes {}: the chase needs {} (its lines and their order), more than half of the {} available (MemAvailable); ask for at most {} with --bytes",
+            fmt(bytes),
+            fmt(need),
+            fmt(available),
+            fmt(limit / 9 * 8)
+        ));
+    }
+    Ok(())
 }
 
 /// A pointer chase of `steps` dependent loads through a random cycle over the 64-byte
@@ -280,6 +315,26 @@ mod tests {
             chase_of_size("64", 10, 1).unwrap_err(),
             chase(64, 10, 1).unwrap_err()
         );
+    }
+
+    /// A chase larger than half the memory available is refused before anything is
+    /// allocated, naming the size that fits; the default fits a machine with 1 GiB
+    /// available; an unknown figure checks nothing.
+    #[test]
+    fn a_chase_past_half_the_available_memory_is_refused() {
+        let avail = mem_available("MemTotal: 2097152 kB\nMemAvailable: 1048576 kB\n");
+        assert_eq!(avail, Some(1 << 30));
+        check_chase_memory(256 << 20, avail).unwrap();
+        let e = check_chase_memory(1 << 30, avail).unwrap_err();
+        assert!(
+            e.starts_with("--bytes 1 GiB: the chase needs 1.1 GiB"),
+            "{e}"
+        );
+        assert!(e.contains("ask for at most 455.1 MiB with --bytes"), "{e}");
+        // The size it names fits.
+        check_chase_memory(455 << 20, avail).unwrap();
+        check_chase_memory(u64::MAX, None).unwrap();
+        assert!(check_chase_memory(u64::MAX, avail).is_err());
     }
 
     #[test]

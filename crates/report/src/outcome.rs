@@ -90,9 +90,19 @@ pub fn load_all(paths: &[PathBuf]) -> (Vec<Loaded>, Vec<LoadError>) {
 
 /// The warnings met reading the bundles, one line each ("warning: ...").
 pub fn warning_lines(set: &[Loaded]) -> Vec<String> {
-    set.iter()
-        .flat_map(|l| l.warnings.iter().map(|w| format!("warning: {w}")))
-        .collect()
+    // A damaged journal can give one warning a line: the first of each code is said,
+    // the others are one line (how many, three of them; `numalab_schema::fold`).
+    let mut fold = numalab_schema::fold::Fold::default();
+    let mut lines = Vec::new();
+    for l in set {
+        for w in &l.warnings {
+            if fold.note(&l.label, w) {
+                lines.push(format!("warning: {w}"));
+            }
+        }
+    }
+    lines.extend(fold.folded().iter().map(|w| format!("warning: {w}")));
+    lines
 }
 
 /// What the unreadable bundles make of a run: the messages said beside (all but the
@@ -213,6 +223,37 @@ mod tests {
         assert!(set.is_empty());
         assert_eq!(errors.len(), 1);
         assert!(warning_lines(&set).is_empty());
+    }
+
+    /// A journal with a hundred unreadable lines says the first and one line for the
+    /// other 99 (three of them named), not a hundred lines.
+    #[test]
+    fn a_warning_per_journal_line_is_said_in_two_lines() {
+        let mut l = crate::load::test_loaded("run", numalab_schema::Origin::Measured, Vec::new());
+        l.warnings = (1..=100)
+            .map(|i| {
+                numalab_schema::Warning::new(
+                    "unreadable_line",
+                    format!("line {i} skipped: not JSON"),
+                )
+            })
+            .collect();
+        let label = l.label.clone();
+        let lines = warning_lines(&[l]);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[0], "warning: line 1 skipped: not JSON");
+        assert!(
+            lines[1].starts_with("warning: unreadable_line: 99 more records had this warning"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].contains(&format!("the next: {label}: line 2 skipped"))
+                && lines[1].contains(&format!("{label}: line 4 skipped"))
+                && !lines[1].contains("line 5 "),
+            "{}",
+            lines[1]
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod clock;
 pub mod collect;
 pub mod cpulist;
 pub mod error;
+pub mod fold;
 pub mod identity;
 pub mod input;
 pub mod interrupt;

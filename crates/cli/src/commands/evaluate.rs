@@ -151,8 +151,8 @@ pub fn run(args: EvaluateArgs) -> CliResult {
     if let Some(msg) = outcome.interruption(&args.out) {
         return Err(CliError::new(ErrorClass::Interrupted, msg));
     }
-    drop(rec);
-    // Everything below is rendered from the journal alone, as `numalab report` would.
+    rec.finish()?; // the folded warnings said, the journal closed
+                   // Everything below is rendered from the journal alone, as `numalab report` would.
     let written = numalab_evaluate::write_outputs(&args.out)?;
     for w in &written.warnings {
         eprintln!("numalab: warning: {w}");

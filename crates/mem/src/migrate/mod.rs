@@ -352,6 +352,33 @@ pub fn plan(
             .iter()
             .all(|(n, b)| *b <= budgets.sweep_bytes(*n))
     };
+    // A default sweep whose smallest count does not fit a node starts lower (halving,
+    // down to one page) rather than being refused: fewer pages a cell, with a note.
+    let mut lowered = None;
+    if !counts_given {
+        let fits_all = |c: u64| {
+            options
+                .unit_bytes
+                .iter()
+                .all(|&u| pairs.iter().all(|p| fits_sweep(p, u, c)))
+        };
+        let first = options.counts[0];
+        let mut c = first;
+        while c > 1 && !fits_all(c) {
+            c /= 2;
+        }
+        if c < first && fits_all(c) {
+            let lower: Vec<u64> = (c.trailing_zeros()..first.trailing_zeros())
+                .map(|e| 1u64 << e)
+                .collect();
+            options.counts.splice(0..0, lower);
+            lowered = Some(format!(
+                "default sweep started at {c} pages instead of {first}: {first} pages of {} (source and copy) do not fit in {:.0}% of the free memory of a node used",
+                fmt_bytes(*options.unit_bytes.iter().max().unwrap()),
+                budget::SWEEP_FRACTION * 100.0
+            ));
+        }
+    }
     let mut clamp_note = None;
     if counts_given {
         let biggest_unit = *options.unit_bytes.iter().max().unwrap();
@@ -434,6 +461,7 @@ pub fn plan(
     if let Some(n) = &clamp_note {
         notes.push(n.clone());
     }
+    notes.extend(lowered);
     if base != 64 << 10 && options.unit_bytes.contains(&(64 << 10)) {
         notes.push(format!(
             "this kernel's pages are {}: a 64 KiB page is measured as a unit of {} base pages (no 64 KiB pages here)",

@@ -111,16 +111,24 @@ impl Parsed {
         let policy = super::policy(&r.policy, machine)?;
         let first = *cpus.first().ok_or_else(|| usage("--cpus selects no CPU"))?;
         let line = opts.stride_bytes;
-        let sizes = latency::sweep(
-            machine,
-            first,
-            self.min,
-            self.max,
-            r.per_octave,
-            r.quick,
-            line,
-        )?;
-        latency::plan(
+        // A default sweep's end is fitted to the nodes' memory (with a note); an
+        // explicit --max is checked as given.
+        let mut note = None;
+        let max = match self.max {
+            Some(m) => Some(m),
+            None => {
+                let wanted =
+                    *latency::sweep(machine, first, self.min, None, Some(1), r.quick, line)?
+                        .last()
+                        .unwrap_or(&self.min);
+                let (fitted, n) =
+                    latency::fitted_sweep_max(machine, budgets, &cpus, &policy, wanted);
+                note = n;
+                Some(fitted.max(self.min))
+            }
+        };
+        let sizes = latency::sweep(machine, first, self.min, max, r.per_octave, r.quick, line)?;
+        let mut p = latency::plan(
             machine,
             budgets,
             &cpus,
@@ -128,7 +136,9 @@ impl Parsed {
             &self.page_kinds,
             sizes,
             opts,
-        )
+        )?;
+        p.notes.extend(note);
+        Ok(p)
     }
 }
 

@@ -461,19 +461,24 @@ pub fn warnings(set: &[Loaded]) -> Option<Section> {
                 }
             }
             let times: usize = same.iter().map(|(_, _, n)| n).sum();
-            let examples: Vec<&str> = same
+            // The worst three by their figure (the terminal's rule, `fold::severity`),
+            // else the first three.
+            let mut ranked: Vec<&str> = same.iter().map(|(x, _, _)| x.message.as_str()).collect();
+            let rank = |m: &str| numalab_schema::fold::severity(m).unwrap_or(f64::NEG_INFINITY);
+            ranked.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
+            let by_figure = ranked
                 .iter()
-                .take(3)
-                .map(|(x, _, _)| x.message.as_str())
-                .collect();
+                .any(|m| numalab_schema::fold::severity(m).is_some());
+            let examples: Vec<&str> = ranked.into_iter().take(3).collect();
             t.push(vec![
                 Cell::text(&l.label),
                 Cell::text(&w.code),
                 Cell::text(all_kinds.join(", ")),
                 Cell::num(times as f64, 0),
                 Cell::text(format!(
-                    "{} different messages, e.g. {} (all of them in the raw data)",
+                    "{} different messages, {} {} (all of them in the raw data)",
                     same.len(),
+                    if by_figure { "the worst:" } else { "e.g." },
                     examples.join("; ")
                 )),
                 Cell::text(w.remedy.clone().unwrap_or_default()),
@@ -544,5 +549,43 @@ mod warning_rows {
         assert_eq!(noisy[5].display(), "isolate the CPUs");
         let clock = t.rows.iter().find(|r| r[1].display() == "clock").unwrap();
         assert_eq!(clock[3].display(), "2");
+    }
+
+    /// Per-cell placement warnings with their shares are one row naming the three
+    /// lowest shares, worst first.
+    #[test]
+    fn a_folded_row_names_the_worst_three_by_their_figure() {
+        let records: Vec<Record> = [80.0, 12.5, 90.0, 45.0, 30.0]
+            .iter()
+            .enumerate()
+            .map(|(i, share)| {
+                rec(
+                    &format!("mem/bandwidth/matrix/cell{i}"),
+                    vec![Warning::new(
+                        "placement_mismatch",
+                        format!("only {share:.1}% of the pages are on node(s) 1 as asked"),
+                    )],
+                )
+            })
+            .collect();
+        let l = crate::load::test_loaded("vm", Origin::Measured, records);
+        let s = super::warnings(&[l]).expect("a section");
+        let t = s
+            .blocks
+            .iter()
+            .find_map(|b| match b {
+                crate::doc::Block::Table { table } => Some(table),
+                _ => None,
+            })
+            .expect("a table");
+        assert_eq!(t.rows.len(), 1, "{:?}", t.rows);
+        let msg = t.rows[0][4].display();
+        assert!(
+            msg.starts_with("5 different messages, the worst: only 12.5% of the pages"),
+            "{msg}"
+        );
+        let at = |x: &str| msg.find(x).unwrap_or_else(|| panic!("{x} in {msg}"));
+        assert!(at("only 12.5%") < at("only 30.0%") && at("only 30.0%") < at("only 45.0%"));
+        assert!(!msg.contains("80.0%") && !msg.contains("90.0%"), "{msg}");
     }
 }
