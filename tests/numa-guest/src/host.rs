@@ -712,12 +712,18 @@ pub fn qemu_args(
     // numa_balancing=disable: the kernel must not move pages while checks look.
     // mitigations=off saves emulated work in a throwaway guest. x86: lpj skips the
     // delay-loop calibration (slow and noisy under TCG; x86 delays use the TSC).
+    // x86: tsc=reliable keeps the TSC as the clocksource. Without it the kernel's
+    // boot-time sync check sees the emulated vCPUs' TSCs "unsynchronized" (they are one
+    // host counter read at different emulated moments) and falls back to the HPET, whose
+    // every read is an MMIO exit under QEMU's global lock: with 32 or more vCPUs each
+    // clock read (timers, the scheduler, clock_gettime, which the vDSO cannot serve from
+    // the HPET) queues on that one lock.
     let mut cmdline = format!(
         "console={} quiet panic=-1 numa_balancing=disable mitigations=off",
         boot.arch.console()
     );
     if boot.arch == Arch::X86_64 {
-        cmdline.push_str(" lpj=4000000");
+        cmdline.push_str(" lpj=4000000 tsc=reliable");
     }
     a.extend([
         "-kernel".into(),
@@ -1083,7 +1089,7 @@ mod tests {
             Path::new("/r"),
         );
         assert!(k.join(" ").contains("-accel kvm -cpu host"));
-        assert!(j.contains("lpj=4000000") && !j.contains("-icount"), "{j}");
+        assert!(j.contains("lpj=4000000 tsc=reliable") && !j.contains("-icount"), "{j}");
     }
 
     #[test]
