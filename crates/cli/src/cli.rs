@@ -52,7 +52,7 @@ impl Cli {
 
 /// The subcommand a command line names: the first word that is not a global option
 /// (`--color WHEN`, `--color=WHEN`). None for anything else before it.
-fn subcommand_name(args: &[OsString]) -> Option<&str> {
+pub fn subcommand_name(args: &[OsString]) -> Option<&str> {
     let mut words = args.iter().skip(1);
     while let Some(w) = words.next() {
         let w = w.to_str()?;
@@ -70,7 +70,7 @@ fn subcommand_name(args: &[OsString]) -> Option<&str> {
 }
 
 /// The parser of one subcommand with the global options (see [`Cli::try_parse_args`]).
-fn one_command(args: &[OsString]) -> Option<clap::Command> {
+pub fn one_command(args: &[OsString]) -> Option<clap::Command> {
     use crate::commands::*;
     let name = subcommand_name(args)?;
     let augment: fn(clap::Command) -> clap::Command = match name {
@@ -177,139 +177,5 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Db(a) => commands::db::run(a),
         Command::Fleet(a) => commands::fleet::run(a),
         Command::Kernel(a) => commands::kernel::run(a),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn os(line: &[&str]) -> Vec<OsString> {
-        line.iter().map(OsString::from).collect()
-    }
-
-    /// Every argument of a command and of its subcommands, as the parser sees them.
-    fn shape(cmd: &clap::Command, out: &mut Vec<String>, path: &str) {
-        // `--version`, which the whole command propagates to every subcommand, is left
-        // out: the short parser has none, so `numalab c2c --version` goes to the whole
-        // command (`help_version_and_errors_are_the_whole_commands`).
-        for a in cmd.get_arguments().filter(|a| a.get_id() != "version") {
-            out.push(format!(
-                "{path} {} long={:?} short={:?} required={} global={} defaults={:?} action={:?} num_args={:?} values={:?}",
-                a.get_id(),
-                a.get_long(),
-                a.get_short(),
-                a.is_required_set(),
-                a.is_global_set(),
-                a.get_default_values(),
-                a.get_action(),
-                a.get_num_args(),
-                a.get_possible_values().iter().map(|v| v.get_name().to_string()).collect::<Vec<_>>(),
-            ));
-        }
-        for g in cmd.get_groups() {
-            out.push(format!(
-                "{path} group {} args={:?} required={} multiple={}",
-                g.get_id(),
-                g.get_args().collect::<Vec<_>>(),
-                g.is_required_set(),
-                g.clone().is_multiple()
-            ));
-        }
-        for s in cmd.get_subcommands() {
-            shape(s, out, &format!("{path} {}", s.get_name()));
-        }
-    }
-
-    #[test]
-    fn each_subcommand_alone_has_the_arguments_of_the_whole_command() {
-        let mut full = Cli::command();
-        full.build();
-        let names: Vec<String> = full
-            .get_subcommands()
-            .map(|s| s.get_name().to_string())
-            .filter(|n| n != "help")
-            .collect();
-        assert_eq!(names.len(), 20, "{names:?}");
-        for name in &names {
-            let mut one = one_command(&os(&["numalab", name]))
-                .unwrap_or_else(|| panic!("no parser of its own for `{name}`"));
-            one.build();
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            shape(full.find_subcommand(name).unwrap(), &mut a, name);
-            shape(one.find_subcommand(name).unwrap(), &mut b, name);
-            assert!(a.len() > 1, "{name}: {a:?}");
-            assert_eq!(
-                a, b,
-                "{name}: its own parser differs from the whole command's"
-            );
-        }
-        // The global option, as the whole command has it.
-        let global = |c: &clap::Command| {
-            let mut v = Vec::new();
-            shape(c, &mut v, "");
-            v.into_iter()
-                .filter(|l| l.starts_with(" color "))
-                .collect::<Vec<_>>()
-        };
-        let mut one = one_command(&os(&["numalab", "c2c"])).unwrap();
-        one.build();
-        assert_eq!(global(&full).len(), 1);
-        assert_eq!(global(&full), global(&one));
-    }
-
-    #[test]
-    fn a_line_parses_alike_through_its_subcommand_alone_and_the_whole_command() {
-        for line in [
-            "numalab c2c --cpus 0-1 --samples 3 --json",
-            "numalab --color never topo --json",
-            "numalab --color=always doctor",
-            "numalab mem bandwidth --kernel copy,triad --threads 1",
-            "numalab model run neoverse-v1-64 --experiment stream-triad",
-            "numalab scale --threads 1,2 -- true --color x",
-            "numalab db runs",
-        ] {
-            let line: Vec<&str> = line.split(' ').collect();
-            let args = os(&line);
-            // The short path is the one taken (not the fallback).
-            let m = one_command(&args)
-                .unwrap()
-                .try_get_matches_from(&args)
-                .unwrap_or_else(|e| panic!("{line:?}: {e}"));
-            let short = Cli::from_arg_matches(&m).unwrap();
-            let full = Cli::try_parse_from(&args).unwrap();
-            assert_eq!(format!("{short:?}"), format!("{full:?}"), "{line:?}");
-            let parsed = Cli::try_parse_args(args).unwrap();
-            assert_eq!(format!("{parsed:?}"), format!("{full:?}"), "{line:?}");
-        }
-    }
-
-    #[test]
-    fn help_version_and_errors_are_the_whole_commands() {
-        for line in [
-            &["numalab", "c2c", "--bogus"][..],
-            &["numalab", "c2c", "--help"],
-            &["numalab", "c2c", "--version"],
-            &["numalab", "--help"],
-            &["numalab"],
-            &["numalab", "no-such-command"],
-            &["numalab", "--color"],
-            &["numalab", "mem"],
-            &["numalab", "c2c", "--samples", "many"],
-        ] {
-            let ours = Cli::try_parse_args(os(line)).unwrap_err();
-            let full = Cli::try_parse_from(os(line)).unwrap_err();
-            assert_eq!(ours.kind(), full.kind(), "{line:?}");
-            assert_eq!(
-                ours.render().to_string(),
-                full.render().to_string(),
-                "{line:?}"
-            );
-        }
-        assert_eq!(
-            subcommand_name(&os(&["numalab", "--color", "c2c", "topo"])),
-            Some("topo")
-        );
-        assert_eq!(subcommand_name(&os(&["numalab", "-h", "topo"])), None);
     }
 }

@@ -46,6 +46,20 @@ fn said(e: LayoutError) -> LayoutError {
 pub const INTERRUPTED: &str =
     "interrupted; finished noise levels are recorded, rerun with the same --out to resume";
 
+/// What a campaign stopped by Ctrl-C says when its records go to a journal
+/// (`resumable`: the command had `--out`) or nowhere that lasts.
+pub fn stopped(resumable: bool) -> LayoutError {
+    LayoutError::Stopped(if resumable {
+        INTERRUPTED.into()
+    } else {
+        NOT_RESUMABLE.into()
+    })
+}
+
+/// [`INTERRUPTED`] for a run without `--out`: nothing it finished can be resumed from.
+pub const NOT_RESUMABLE: &str = "interrupted; without --out no finished noise level is kept \
+     for a rerun: run again with --out DIR to resume after a stop";
+
 /// [`run`], stopping with [`LayoutError::Interrupted`] on Ctrl-C.
 fn run_levels(
     model: &Model,
@@ -105,6 +119,10 @@ mod tests {
             e.to_string(),
             "interrupted; finished noise levels are recorded, rerun with the same --out to resume"
         );
+        assert_eq!(stopped(true).to_string(), e.to_string());
+        let gone = stopped(false);
+        assert_eq!(gone.class(), ErrorClass::Interrupted);
+        assert!(gone.to_string().contains("without --out"), "{gone}");
         let other = said(LayoutError::Usage("bad".into()));
         assert_eq!(
             (other.class(), other.to_string()),

@@ -1089,7 +1089,10 @@ mod tests {
             Path::new("/r"),
         );
         assert!(k.join(" ").contains("-accel kvm -cpu host"));
-        assert!(j.contains("lpj=4000000 tsc=reliable") && !j.contains("-icount"), "{j}");
+        assert!(
+            j.contains("lpj=4000000 tsc=reliable") && !j.contains("-icount"),
+            "{j}"
+        );
     }
 
     #[test]

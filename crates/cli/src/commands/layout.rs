@@ -268,9 +268,9 @@ fn run_groundtruth(a: &GroundtruthArgs) -> CliResult {
         r
     };
     let keys = match keys {
-        Err(e @ LayoutError::Stopped(_)) => {
+        Err(LayoutError::Stopped(_)) => {
             rec.finish()?;
-            return Err(e.into());
+            return Err(numalab_layout::campaign::stopped(a.output.out.is_some()).into());
         }
         k => k?,
     };

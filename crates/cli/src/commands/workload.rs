@@ -103,7 +103,7 @@ pub fn run(args: WorkloadArgs) -> CliResult {
     }
 }
 
-fn config_of(args: &RunArgs, threads: usize) -> RunConfig {
+pub fn config_of(args: &RunArgs, threads: usize) -> RunConfig {
     RunConfig {
         threads,
         placement: match args.placement {
@@ -196,51 +196,4 @@ fn run_cmd(args: RunArgs) -> CliResult {
         return Err(e.into());
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{config_of, WorkloadCommand};
-    use crate::cli::{Cli, Command};
-    use std::ffi::OsString;
-
-    fn config(line: &[&str], pus: usize) -> super::RunConfig {
-        let args: Vec<OsString> = line.iter().map(OsString::from).collect();
-        match Cli::try_parse_args(args).unwrap().command {
-            Command::Workload(w) => match w.command {
-                WorkloadCommand::Run(a) => config_of(&a, a.threads.unwrap_or(pus)),
-            },
-            _ => panic!("not workload: {line:?}"),
-        }
-    }
-
-    /// `numalab workload run` with the flags that name the evaluate step's runs plans
-    /// the same runs (configuration and key) as the step, which both run through
-    /// `numalab_workload::plan::run`: a journal of one resumes the other's runs.
-    #[test]
-    fn the_command_and_the_evaluate_step_plan_the_same_runs() {
-        let step = numalab_workload::plan::reference(4, true);
-        let quick = ["--duration", "3", "--warmup", "0.5"];
-        let line = |threads: &str| {
-            let mut l = vec!["numalab", "workload", "run", "--threads", threads];
-            l.extend(quick);
-            config(&l, 4)
-        };
-        assert_eq!(step, vec![line("1"), line("4")]);
-        let full = numalab_workload::plan::reference(4, false);
-        let replicated = config(
-            &[
-                "numalab",
-                "workload",
-                "run",
-                "--mode",
-                "replicated",
-                "--duration",
-                "5",
-            ],
-            4,
-        );
-        assert_eq!(full[3], replicated);
-        assert_eq!(full[3].key(), replicated.key());
-    }
 }

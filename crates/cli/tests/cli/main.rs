@@ -11,6 +11,7 @@ mod cli;
 mod db;
 mod doctor;
 mod evaluate;
+mod flags;
 mod harness;
 mod home;
 mod interrupt;
