@@ -3,7 +3,7 @@
 //! steps plan (the same options, so the same keys).
 
 mod parser {
-    use clap::{CommandFactory, FromArgMatches};
+    use clap::{CommandFactory, FromArgMatches, Parser};
     use numalab_cli::cli::{one_command, subcommand_name, Cli};
     use std::ffi::OsString;
 
