@@ -4,10 +4,11 @@
 
 use crate::{CliError, CliResult};
 use clap::Args;
+use numalab_records::warnings::FoldedWarnings;
 use numalab_schema::collect::Collector;
 use numalab_schema::record::Host;
 use numalab_schema::sink::{Sink, SinkError};
-use numalab_schema::{Bundle, Envelope, Origin, Record, Warning};
+use numalab_schema::{Bundle, Envelope, Origin, Record};
 use std::path::PathBuf;
 
 /// Output options shared by measuring commands (flattened into their args).
@@ -62,7 +63,7 @@ impl Recorder {
     /// Adds a record: written to the journal at once (if any), kept for `--json`.
     pub fn push(&mut self, record: Record) -> CliResult {
         for w in &record.warnings {
-            if !self.json && self.shown.note(&record.key, w) {
+            if self.shown.note(&record.key, w) && !self.json {
                 match &self.progress {
                     // Printed above the bar, not through it.
                     Some(bar) => bar.suspend(|| warn(w)),
@@ -88,10 +89,13 @@ impl Recorder {
         Ok(())
     }
 
-    /// Says the folded warnings (one line a code), closes the journal
-    /// ([`Collector::finish`]) and prints the bundle if `--json`; returns it either way.
-    pub fn finish(self) -> Result<Bundle, CliError> {
+    /// Says the folded warnings (one line a code) and records them (`warnings.folded`),
+    /// closes the journal and prints the bundle if `--json`; returns it either way.
+    pub fn finish(mut self) -> Result<Bundle, CliError> {
         (!self.json).then(|| self.shown.folded().iter().for_each(warn));
+        let origin = self.run.envelope().origin;
+        let folded = FoldedWarnings::record(&self.shown, origin, |k| self.run.done(k));
+        folded.map(|r| self.run.push(r)).transpose()?;
         let bundle = self.run.finish()?;
         if self.json {
             crate::output::print_json(&bundle)?;
@@ -198,7 +202,7 @@ impl Sink for ProgressSink<'_> {
 }
 
 /// Prints a warning on stderr, made safe for the terminal as errors are.
-pub fn warn(w: &Warning) {
+pub fn warn(w: &impl std::fmt::Display) {
     eprintln!(
         "numalab: warning: {}",
         numalab_schema::text::message(&w.to_string())

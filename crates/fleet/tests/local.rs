@@ -194,3 +194,71 @@ fn shared_folder() {
     common::assert_gathered(fleet.path(), "ok1");
     assert!(shared.path().join("ok1/results.jsonl").is_file());
 }
+
+/// The lines a run says beside its bar.
+#[derive(Default)]
+struct Said(std::sync::Mutex<Vec<String>>);
+
+impl numalab_fleet::Progress for Said {
+    fn node_problem(&self, line: &str) {
+        self.0.lock().unwrap().push(line.to_string());
+    }
+}
+
+/// numalab missing on 6 nodes is one line at once and one at the end (how many more
+/// nodes, the next three, what to do), not 6; a node that failed otherwise is its own
+/// line.
+#[test]
+fn the_same_problem_on_many_nodes_is_said_once_then_folded() {
+    let state = tempfile::tempdir().unwrap();
+    let fleet = tempfile::tempdir().unwrap();
+    let missing = fleet.path().join("no/such/numalab");
+    let mut o = options(fleet.path(), &missing, "x1,x2,x3,x4,x5,x6");
+    o.parallel = 1;
+    let said = Said::default();
+    let s = run_fleet(&o, &said).unwrap();
+    assert_eq!(s.launch_failed, 6, "{s:#?}");
+    let lines = said.0.into_inner().unwrap();
+    let not_at = |n: &str| format!("numalab is not at {} on node {n}", missing.display());
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "x1: launch-failed: {}: install it at the same path on every node",
+            not_at("x1")
+        )
+    );
+    let folded = &lines[1];
+    assert!(
+        folded.starts_with(
+            "launch-failed: 5 more nodes had this (6 in all; the first is above); the next: x2: "
+        ),
+        "{folded}"
+    );
+    let at = |n: &str| folded.find(&format!("{n}: {}", not_at(n)));
+    assert!(at("x2") < at("x3") && at("x3") < at("x4"), "{folded}");
+    assert_eq!((at("x5"), at("x6")), (None, None), "{folded}");
+    assert!(
+        folded.ends_with("(see the node's status.json for the launcher's words; run the same command again to retry the nodes not done)"),
+        "{folded}"
+    );
+    // Another state is said on its own.
+    let numalab = common::fake_numalab(state.path());
+    let o = options(fleet.path(), &numalab, "fail1,fail2");
+    let mut o = o;
+    o.restart = true;
+    o.parallel = 1;
+    let said = Said::default();
+    let s = run_fleet(&o, &said).unwrap();
+    assert_eq!(s.failed, 2, "{s:#?}");
+    let lines = said.0.into_inner().unwrap();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(lines[0].starts_with("fail1: failed: "), "{}", lines[0]);
+    assert!(
+        lines[1].starts_with(
+            "failed: 1 more node had this (2 in all; the first is above); the next: fail2: "
+        ),
+        "{}",
+        lines[1]
+    );
+}

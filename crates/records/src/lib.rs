@@ -11,8 +11,8 @@
 //! `numalab-stats` (summaries).
 //!
 //! One module per record family: [`c2c`], [`harness`], [`mem`], [`model`], [`pmu`],
-//! [`sensors`], [`workload`], [`evaluate`] (the machine, the steps and runs of an
-//! evaluation, power) and [`doctor`]; and [`process`], how a user's command ended,
+//! [`sensors`], [`workload`], [`warnings`] (the warnings a run folded), [`evaluate`]
+//! (the machine, the steps and runs of an evaluation, power) and [`doctor`]; and [`process`], how a user's command ended,
 //! which several carry, and [`mesh`], the mesh geometry the model computes with and an
 //! inference record holds.
 
@@ -33,4 +33,5 @@ pub mod process;
 pub mod schedule;
 pub mod sensors;
 pub mod uncore;
+pub mod warnings;
 pub mod workload;

@@ -765,6 +765,7 @@ pub fn decodes(r: &Record) -> Option<bool> {
         ok::<numalab_records::memconfig::MemConfig>,
         ok::<numalab_records::bmc::BmcPowerRecord>,
         ok::<m::Calibration>,
+        ok::<numalab_records::warnings::FoldedWarnings>,
     ]
     .iter()
     .find_map(|f| f(r))

@@ -9,8 +9,12 @@
 //! lower it is (every such warning says how much of something was as asked: "only
 //! 40% of the memory", "used 70% of their CPUs' time"), a factor ("1.80x") worse the
 //! higher it is; messages without such a figure keep their order (first ones first).
+//!
+//! A fleet's nodes fold the same way ([`Fold::per`]): there the same message from two
+//! nodes counts twice, and the line says how many nodes.
 
 use crate::Warning;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 
 /// How many of the held messages the folded line names.
@@ -49,68 +53,160 @@ pub fn severity(message: &str) -> Option<f64> {
     factor
 }
 
+/// One message of a folded code and the record that carried it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Named {
+    /// The record's key.
+    pub key: String,
+    /// The warning's message.
+    pub message: String,
+}
+
+/// One code's folded line, as data: what the terminal said at the end of the run and
+/// the journal keeps (`warnings.folded`, see numalab-records).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Folded {
+    /// The warning code.
+    pub code: String,
+    /// How many different messages of this code the run gave, the first included.
+    pub messages: usize,
+    /// The first, shown as it came.
+    pub first: Named,
+    /// At most [`WORST`] of the others: the worst by their figure when `ranked`, else
+    /// the next ones in order.
+    pub named: Vec<Named>,
+    /// Whether `named` are ranked by their figure ([`severity`]).
+    pub ranked: bool,
+    /// The remedy (the worst one's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+}
+
+impl Folded {
+    /// The line the terminal says: how many more, the worst three with their records,
+    /// the remedy.
+    pub fn warning(&self) -> Warning {
+        self.line(None)
+    }
+
+    /// The line, of records (None) or of `what` ([`Fold::per`]: "node").
+    fn line(&self, what: Option<&str>) -> Warning {
+        let n = self.messages.saturating_sub(1);
+        let named: Vec<String> = self
+            .named
+            .iter()
+            .map(|x| format!("{}: {}", x.key, x.message))
+            .collect();
+        let plural = if n == 1 { "" } else { "s" };
+        let counted = match what {
+            None => format!(
+                "{n} more record{plural} had this warning, each its own message ({} in all",
+                self.messages
+            ),
+            Some(what) => format!("{n} more {what}{plural} had this ({} in all", self.messages),
+        };
+        let w = Warning::new(
+            self.code.clone(),
+            format!(
+                "{}: {counted}; the first is above); the {}: {}",
+                self.code,
+                if self.ranked { "worst" } else { "next" },
+                named.join("; ")
+            ),
+        );
+        match &self.remedy {
+            Some(r) => w.with_remedy(r.clone()),
+            None => w,
+        }
+    }
+}
+
 /// The warnings of one run, folded by code (see the module's text).
 #[derive(Debug, Default)]
 pub struct Fold {
     /// Every distinct warning seen (code, message and remedy).
     seen: HashSet<String>,
-    /// Per code: the different messages after the first, and the worst of them
-    /// (where, the warning), worst first, at most [`WORST`].
-    held: BTreeMap<String, (usize, Vec<(String, Warning)>)>,
+    /// Per code: the first message (where, the warning), how many different messages
+    /// came after it, and the worst of them, worst first, at most [`WORST`].
+    held: BTreeMap<String, Held>,
+    /// [`Fold::per`]'s `what`: each key counts once per message, and the line counts them.
+    per: Option<&'static str>,
+}
+
+#[derive(Debug)]
+struct Held {
+    first: (String, Warning),
+    more: usize,
+    worst: Vec<(String, Warning)>,
 }
 
 impl Fold {
+    /// A fold of one warning per `what` ("node": a fleet's nodes): the same message from
+    /// two keys counts twice, and the folded line says how many more `what`s had it.
+    pub fn per(what: &'static str) -> Fold {
+        Fold {
+            per: Some(what),
+            ..Fold::default()
+        }
+    }
+
     /// Takes warning `w` of the record `key`: true when it is to be shown now (the first
-    /// message of its code), false when it was seen already (the same text) or is held
-    /// for the folded line.
+    /// message of its code), false when it was seen already (the same text; of the same
+    /// key for [`Fold::per`]) or is held for the folded line.
     pub fn note(&mut self, key: &str, w: &Warning) -> bool {
-        if !self.seen.insert(format!("{}\u{0}{w}", w.code)) {
+        let by = if self.per.is_some() { key } else { "" };
+        if !self.seen.insert(format!("{}\u{0}{by}\u{0}{w}", w.code)) {
             return false;
         }
-        let Some((n, worst)) = self.held.get_mut(&w.code) else {
-            self.held.insert(w.code.clone(), (0, Vec::new()));
+        let Some(held) = self.held.get_mut(&w.code) else {
+            let first = (key.to_string(), w.clone());
+            self.held.insert(
+                w.code.clone(),
+                Held {
+                    first,
+                    more: 0,
+                    worst: Vec::new(),
+                },
+            );
             return true;
         };
-        *n += 1;
-        worst.push((key.to_string(), w.clone()));
+        held.more += 1;
+        held.worst.push((key.to_string(), w.clone()));
         // Stable: messages of equal (or no) figure keep their order.
-        worst.sort_by(|a, b| {
+        held.worst.sort_by(|a, b| {
             let s = |w: &Warning| severity(&w.message).unwrap_or(f64::NEG_INFINITY);
             s(&b.1).total_cmp(&s(&a.1))
         });
-        worst.truncate(WORST);
+        held.worst.truncate(WORST);
         false
     }
 
-    /// One warning per code that had more than one different message: how many more
-    /// there were, the worst [`WORST`] of them with their records, and the remedy.
-    pub fn folded(&self) -> Vec<Warning> {
+    /// Per code that had more than one different message: how many, the first, the
+    /// worst [`WORST`] of the others with their records, and the remedy.
+    pub fn summary(&self) -> Vec<Folded> {
+        let named = |(key, w): &(String, Warning)| Named {
+            key: key.clone(),
+            message: w.message.clone(),
+        };
         self.held
             .iter()
-            .filter(|(_, (n, _))| *n > 0)
-            .map(|(code, (n, worst))| {
-                let named: Vec<String> = worst
-                    .iter()
-                    .map(|(key, w)| format!("{key}: {}", w.message))
-                    .collect();
+            .filter(|(_, h)| h.more > 0)
+            .map(|(code, h)| Folded {
+                code: code.clone(),
+                messages: h.more + 1,
+                first: named(&h.first),
+                named: h.worst.iter().map(named).collect(),
                 // Without figures to rank by, the first ones are named, and said so.
-                let ranked = worst.iter().any(|(_, w)| severity(&w.message).is_some());
-                let w = Warning::new(
-                    code.clone(),
-                    format!(
-                        "{code}: {n} more record{} had this warning, each its own message ({} in all; the first is above); the {}: {}",
-                        if *n == 1 { "" } else { "s" },
-                        n + 1,
-                        if ranked { "worst" } else { "next" },
-                        named.join("; ")
-                    ),
-                );
-                match worst.first().and_then(|(_, w)| w.remedy.clone()) {
-                    Some(r) => w.with_remedy(r),
-                    None => w,
-                }
+                ranked: h.worst.iter().any(|(_, w)| severity(&w.message).is_some()),
+                remedy: h.worst.first().and_then(|(_, w)| w.remedy.clone()),
             })
             .collect()
+    }
+
+    /// One warning per code that had more than one different message: the terminal's
+    /// lines of [`Fold::summary`] ([`Folded::warning`]; of [`Fold::per`]'s `what`s).
+    pub fn folded(&self) -> Vec<Warning> {
+        self.summary().iter().map(|f| f.line(self.per)).collect()
     }
 }
 
@@ -203,5 +299,26 @@ mod tests {
         assert!(once.note("a", &mismatch(50.0)));
         assert!(!once.note("b", &mismatch(50.0)));
         assert!(once.folded().is_empty());
+    }
+
+    /// Per node: the same message from 5 nodes is 5, the line counts nodes, and a node
+    /// saying it twice counts once.
+    #[test]
+    fn a_fold_per_node_counts_nodes_with_the_same_message() {
+        let mut f = Fold::per("node");
+        let w = Warning::new("launch-failed", "numalab is not at /opt/numalab")
+            .with_remedy("install it on every node");
+        for n in 1..=5 {
+            assert_eq!(f.note(&format!("n{n}"), &w), n == 1);
+            assert!(!f.note(&format!("n{n}"), &w));
+        }
+        let folded = f.folded();
+        assert_eq!(folded.len(), 1);
+        assert_eq!(
+            folded[0].to_string(),
+            "launch-failed: 4 more nodes had this (5 in all; the first is above); the next: \
+             n2: numalab is not at /opt/numalab; n3: numalab is not at /opt/numalab; \
+             n4: numalab is not at /opt/numalab (install it on every node)"
+        );
     }
 }

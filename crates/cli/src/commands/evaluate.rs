@@ -142,21 +142,17 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             &mut sink,
             &mut observer,
         );
-        for w in &warnings {
-            eprintln!("numalab: warning: {w}");
-        }
+        warnings.iter().for_each(crate::recorder::warn);
         out?
     };
     bar.finish_and_clear();
+    rec.finish()?; // the folded warnings said and recorded (`warnings.folded`), the journal closed
     if let Some(msg) = outcome.interruption(&args.out) {
         return Err(CliError::new(ErrorClass::Interrupted, msg));
     }
-    rec.finish()?; // the folded warnings said, the journal closed
-                   // Everything below is rendered from the journal alone, as `numalab report` would.
+    // Everything below is rendered from the journal alone, as `numalab report` would.
     let written = numalab_evaluate::write_outputs(&args.out)?;
-    for w in &written.warnings {
-        eprintln!("numalab: warning: {w}");
-    }
+    written.warnings.iter().for_each(crate::recorder::warn);
     for s in &written.steps {
         println!("{:<10} {}", s.step, s.outcome.describe(": ", ""));
     }

@@ -19,6 +19,7 @@ mod layout;
 mod mem;
 mod model;
 mod power;
+mod recorder;
 mod profile;
 mod report;
 mod robust;

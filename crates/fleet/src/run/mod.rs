@@ -468,6 +468,7 @@ pub fn run_fleet(
     let workers = opts.parallel.min(nodes.len() - resumed).max(1);
     let first_error: Mutex<Option<FleetError>> = Mutex::new(None);
     counts.show(progress);
+    let problems = Problems::default();
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
@@ -492,7 +493,7 @@ pub fn run_fleet(
                         .unwrap_or_else(|p| p.into_inner())
                         .get_or_insert(e);
                 }
-                if st.state != NodeState::Done {
+                if st.state != NodeState::Done && problems.note(&node, &st) {
                     progress.node_problem(&format!(
                         "{}: {}: {}",
                         node,
@@ -506,6 +507,7 @@ pub fn run_fleet(
             });
         }
     });
+    problems.said(progress);
     progress.finish();
     if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
@@ -517,6 +519,35 @@ pub fn run_fleet(
         .flatten()
         .collect();
     Ok(FleetSummary::from_nodes(&opts, nodes, t0))
+}
+
+/// The nodes' problems as they are said: the first of each state at once, the others
+/// (the same problem on 64 nodes) one line a state when the run ends: how many more
+/// nodes, three of them, what to do ([`numalab_schema::fold`]).
+#[derive(Default)]
+struct Problems(Mutex<Option<numalab_schema::fold::Fold>>);
+
+impl Problems {
+    /// Takes node `node`'s problem: true when it is to be said now.
+    fn note(&self, node: &str, st: &NodeStatus) -> bool {
+        let remedy = match st.state {
+            NodeState::Timeout => "see the node's status.json; raise --timeout if the command needs longer, and run the same command again to retry the nodes not done",
+            NodeState::LaunchFailed => "see the node's status.json for the launcher's words; run the same command again to retry the nodes not done",
+            _ => "see the node's status.json (its stderr); run the same command again to retry the nodes not done",
+        };
+        let w = numalab_schema::Warning::new(st.state.as_str(), &st.message).with_remedy(remedy);
+        let mut fold = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        fold.get_or_insert_with(|| numalab_schema::fold::Fold::per("node"))
+            .note(node, &w)
+    }
+
+    /// Says the folded lines, one per state that more than one node had.
+    fn said(&self, progress: &dyn Progress) {
+        let fold = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for w in fold.iter().flat_map(|f| f.folded()) {
+            progress.node_problem(&w.to_string());
+        }
+    }
 }
 
 #[derive(Default)]

@@ -435,6 +435,13 @@ pub fn warnings(set: &[Loaded]) -> Option<Section> {
         // core-to-core journal, one per run) is one row, where its first message was:
         // how many, three of them.
         let messages = |code: &str| seen.iter().filter(|(w, _, _)| w.code == code).count();
+        // What the run folded at its end (`warnings.folded`): its lines name each
+        // message's record.
+        let recorded: Vec<numalab_schema::fold::Folded> = l
+            .records_of::<numalab_records::warnings::FoldedWarnings>()
+            .into_iter()
+            .flat_map(|(_, f)| f.codes)
+            .collect();
         let mut aggregated: Vec<&str> = Vec::new();
         for (w, kinds, n) in &seen {
             if messages(&w.code) <= AGGREGATE_ABOVE {
@@ -470,17 +477,27 @@ pub fn warnings(set: &[Loaded]) -> Option<Section> {
                 .iter()
                 .any(|m| numalab_schema::fold::severity(m).is_some());
             let examples: Vec<&str> = ranked.into_iter().take(3).collect();
+            // The run's own line when it folded these very messages (the last run of
+            // the journal that folded this code), with the records named.
+            let message = match recorded
+                .iter()
+                .rev()
+                .find(|f| f.code == w.code && f.messages == same.len())
+            {
+                Some(f) => recorded_row(f),
+                None => format!(
+                    "{} different messages, {} {} (all of them in the raw data)",
+                    same.len(),
+                    if by_figure { "the worst:" } else { "e.g." },
+                    examples.join("; ")
+                ),
+            };
             t.push(vec![
                 Cell::text(&l.label),
                 Cell::text(&w.code),
                 Cell::text(all_kinds.join(", ")),
                 Cell::num(times as f64, 0),
-                Cell::text(format!(
-                    "{} different messages, {} {} (all of them in the raw data)",
-                    same.len(),
-                    if by_figure { "the worst:" } else { "e.g." },
-                    examples.join("; ")
-                )),
+                Cell::text(message),
                 Cell::text(w.remedy.clone().unwrap_or_default()),
             ]);
         }
@@ -491,6 +508,28 @@ pub fn warnings(set: &[Loaded]) -> Option<Section> {
     let mut s = Section::new("warnings", "Warnings");
     s.table(t);
     Some(s)
+}
+
+/// The warnings table's row of a code the run folded (`warnings.folded`): how many
+/// messages, the worst three of them (the first one's included) with their records.
+fn recorded_row(f: &numalab_schema::fold::Folded) -> String {
+    let rank = |m: &str| numalab_schema::fold::severity(m).unwrap_or(f64::NEG_INFINITY);
+    let mut all: Vec<&numalab_schema::fold::Named> =
+        std::iter::once(&f.first).chain(&f.named).collect();
+    if f.ranked {
+        all.sort_by(|a, b| rank(&b.message).total_cmp(&rank(&a.message)));
+    }
+    let named: Vec<String> = all
+        .iter()
+        .take(numalab_schema::fold::WORST)
+        .map(|n| format!("{}: {}", n.key, n.message))
+        .collect();
+    format!(
+        "{} different messages, {} {} (as the run said at its end; all of them in the raw data)",
+        f.messages,
+        if f.ranked { "the worst:" } else { "e.g." },
+        named.join("; ")
+    )
 }
 
 #[cfg(test)]
@@ -587,5 +626,70 @@ mod warning_rows {
         let at = |x: &str| msg.find(x).unwrap_or_else(|| panic!("{x} in {msg}"));
         assert!(at("only 12.5%") < at("only 30.0%") && at("only 30.0%") < at("only 45.0%"));
         assert!(!msg.contains("80.0%") && !msg.contains("90.0%"), "{msg}");
+    }
+
+    /// A journal that carries the run's folded line (`warnings.folded`) gets that line
+    /// in its row, each message named with its record, the first one's included; a
+    /// folded record that does not cover the messages the records hold is not used.
+    #[test]
+    fn a_recorded_fold_names_the_records_of_the_worst_three() {
+        let mut fold = numalab_schema::fold::Fold::default();
+        let mut records: Vec<Record> = [40.0, 80.0, 12.5, 90.0, 45.0, 30.0]
+            .iter()
+            .enumerate()
+            .map(|(i, share)| {
+                let w = Warning::new(
+                    "placement_mismatch",
+                    format!("only {share:.1}% of the pages are on node(s) 1 as asked"),
+                );
+                let key = format!("mem/bandwidth/matrix/cell{i}");
+                fold.note(&key, &w);
+                rec(&key, vec![w])
+            })
+            .collect();
+        let row = |records: Vec<Record>| {
+            let l = crate::load::test_loaded("vm", Origin::Measured, records);
+            let s = super::warnings(&[l]).expect("a section");
+            let t = s
+                .blocks
+                .iter()
+                .find_map(|b| match b {
+                    crate::doc::Block::Table { table } => Some(table.clone()),
+                    _ => None,
+                })
+                .expect("a table");
+            assert_eq!(t.rows.len(), 1, "{:?}", t.rows);
+            t.rows[0][4].display()
+        };
+        let folded =
+            numalab_records::warnings::FoldedWarnings::record(&fold, Origin::Measured, |_| false)
+                .unwrap();
+        // Without the record's key the table says it from the records alone.
+        assert!(!row(records.clone()).contains("cell2:"));
+        records.push(folded.clone());
+        let msg = row(records.clone());
+        assert!(
+            msg.starts_with(
+                "6 different messages, the worst: mem/bandwidth/matrix/cell2: only 12.5%"
+            ),
+            "{msg}"
+        );
+        let at = |x: &str| msg.find(x).unwrap_or_else(|| panic!("{x} in {msg}"));
+        assert!(at("cell2: only 12.5%") < at("cell5: only 30.0%"));
+        assert!(at("cell5: only 30.0%") < at("cell0: only 40.0%"));
+        assert!(msg.contains("as the run said at its end"), "{msg}");
+        // One message more in the records than the run folded: computed again.
+        records.push(rec(
+            "mem/bandwidth/matrix/cell9",
+            vec![Warning::new(
+                "placement_mismatch",
+                "only 5.0% of the pages are on node(s) 1 as asked",
+            )],
+        ));
+        let msg = row(records);
+        assert!(
+            msg.starts_with("7 different messages, the worst: only 5.0%"),
+            "{msg}"
+        );
     }
 }
