@@ -5,10 +5,11 @@
 //! are held and said at the end in one line: how many, the worst three, the remedy
 //! ([`Fold`]). Records keep every warning: the evidence stays per cell.
 //!
-//! "Worst" is read from the message's figure ([`severity`]): a percentage is worse the
-//! lower it is (every such warning says how much of something was as asked: "only
-//! 40% of the memory", "used 70% of their CPUs' time"), a factor ("1.80x") worse the
-//! higher it is; messages without such a figure keep their order (first ones first).
+//! "Worst" is read from the message's figure ([`severity`]): a percentage after "only"
+//! is worse the lower it is ("only 40% of the memory", "used only 70% of their CPUs'
+//! time"), any other percentage worse the higher ("spread by 15%", "the hypervisor took
+//! 12%"), a factor ("1.80x") worse the higher; messages without such a figure keep their
+//! order (first ones first).
 //!
 //! A fleet's nodes fold the same way ([`Fold::per`]): there the same message from two
 //! nodes counts twice, and the line says how many nodes.
@@ -21,9 +22,9 @@ use std::collections::{BTreeMap, HashSet};
 pub const WORST: usize = 3;
 
 /// How bad a message is, read from its figure (higher: worse): its first percentage
-/// counts as 100 minus it, else its first factor (`1.8x`) as itself. Other numbers are
-/// too often names (CPU 12, node 3) to rank by: None then, as for a message without a
-/// figure.
+/// counts as 100 minus it after "only", as itself otherwise, else its first factor
+/// (`1.8x`) as itself. Other numbers are too often names (CPU 12, node 3) to rank by:
+/// None then, as for a message without a figure.
 pub fn severity(message: &str) -> Option<f64> {
     let b = message.as_bytes();
     let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
@@ -41,7 +42,8 @@ pub fn severity(message: &str) -> Option<f64> {
         let text = message[i..j].trim_end_matches(['.', ',']).replace(',', "");
         if let Ok(v) = text.parse::<f64>() {
             match b.get(j) {
-                Some(b'%') => return Some(100.0 - v),
+                Some(b'%') if message[..i].trim_end().ends_with("only") => return Some(100.0 - v),
+                Some(b'%') => return Some(v),
                 Some(b'x') if !b.get(j + 1).is_some_and(|&c| word(c)) => {
                     factor = factor.or(Some(v));
                 }
@@ -224,7 +226,10 @@ mod tests {
             severity("the slowest thread took 1.80x as long as the fastest"),
             Some(1.8)
         );
-        assert_eq!(severity("a 1,024.5x gap, then 12.5% more"), Some(87.5));
+        assert_eq!(severity("a 1,024.5x gap, then only 12.5% more"), Some(87.5));
+        // A share that is not "only" one is worse the higher it is.
+        assert_eq!(severity("the hypervisor took 12% (steal)"), Some(12.0));
+        assert!(severity("spread by 30%") > severity("spread by 12%"));
         // Plain numbers are names as often as figures; digits inside a word (node3,
         // x86_64) are neither.
         assert_eq!(severity("copy: 1,024 of 4096 pages were not moved"), None);

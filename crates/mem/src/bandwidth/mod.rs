@@ -479,7 +479,7 @@ pub fn quick_plan(machine: &Machine, budgets: &budget::Budgets) -> Result<Plan, 
 mod run;
 #[cfg(test)]
 use run::CORRUPT_FOR_TEST;
-pub use run::{run, run_with, LiveUncore, UncoreSource};
+pub use run::{cell_quality_warnings, run, run_with, LiveUncore, UncoreSource};
 
 #[cfg(test)]
 mod tests {

@@ -138,24 +138,8 @@ pub fn run_with(
                     }
                     warnings.extend(rec.placement.warning());
                     warnings.extend(pages_warning(&rec.pages));
-                    if rec.imbalance > 1.25 {
-                        warnings.push(Warning::new(
-                            "imbalance",
-                            format!(
-                                "the slowest thread took {:.2}x as long as the fastest: another process may share these CPUs, or threads share a congested resource",
-                                rec.imbalance
-                            ),
-                        ).with_remedy("rerun on an idle machine; check `numalab doctor`"));
-                    }
-                    if rec.bandwidth_gbps.relative_mad() > 0.1 {
-                        warnings.push(Warning::new(
-                            "noisy",
-                            format!(
-                                "samples spread by {:.0}% (MAD/median): the machine was not quiet",
-                                rec.bandwidth_gbps.relative_mad() * 100.0
-                            ),
-                        ));
-                    }
+                    let spread = rec.bandwidth_gbps.relative_mad();
+                    warnings.extend(cell_quality_warnings(rec.imbalance, spread));
                     let record =
                         Record::new(key.clone(), Origin::Measured, &rec).with_warnings(warnings);
                     cells.deliver(record)
@@ -169,6 +153,32 @@ pub fn run_with(
         }
     }
     cells.finish()
+}
+
+/// The warnings on a cell's figures: its threads out of step (`imbalance`, the slowest
+/// thread's time over the fastest's, beyond 1.25x) and its samples spread (`noisy`,
+/// `relative_mad` = MAD over median, beyond 0.1). A matrix of many cells gives them once
+/// per cell, each with its figure: the terminal folds them ([`numalab_schema::fold`]).
+pub fn cell_quality_warnings(imbalance: f64, relative_mad: f64) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    if imbalance > 1.25 {
+        warnings.push(Warning::new(
+            "imbalance",
+            format!(
+                "the slowest thread took {imbalance:.2}x as long as the fastest: another process may share these CPUs, or threads share a congested resource",
+            ),
+        ).with_remedy("rerun on an idle machine; check `numalab doctor`"));
+    }
+    if relative_mad > 0.1 {
+        warnings.push(Warning::new(
+            "noisy",
+            format!(
+                "samples spread by {:.0}% (MAD/median): the machine was not quiet",
+                relative_mad * 100.0
+            ),
+        ));
+    }
+    warnings
 }
 
 /// A kernel's record, or why it has none (a failed result check).

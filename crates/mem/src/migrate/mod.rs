@@ -25,7 +25,7 @@
 mod run;
 mod verdict;
 
-pub use run::{measure_reference, run};
+pub use run::{measure_reference, pages_not_moved, run};
 pub use verdict::verdict;
 
 use crate::bandwidth::{self, memory_node, memory_nodes, Group};

@@ -16,6 +16,33 @@ pub(super) fn errno_name(e: i32) -> String {
     }
 }
 
+/// The warning of a method that left some of the `base_pages` off node `dst_node`
+/// (`pages_not_moved`): the share moved, how many were not and why. A sweep of many
+/// sizes and node pairs gives it once per cell, each with its share: the terminal folds
+/// them ([`numalab_schema::fold`]), the lowest shares first.
+pub fn pages_not_moved(m: &MethodResult, base_pages: u64, dst_node: u32) -> Option<Warning> {
+    let not: u64 = m.pages_not_moved.values().sum();
+    if not == 0 {
+        return None;
+    }
+    let moved = 100.0 * base_pages.saturating_sub(not) as f64 / base_pages.max(1) as f64;
+    Some(
+        Warning::new(
+            "pages_not_moved",
+            format!(
+                "{}: only {moved:.1}% of the pages were moved to node {dst_node}: {not} of {base_pages} were not ({}); they stayed where they were and were freed at the end of the round",
+                m.method.name(),
+                m.pages_not_moved
+                    .iter()
+                    .map(|(k, v)| format!("{v} {k}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .with_remedy("free memory on the target node, or check that no other process shares the pages"),
+    )
+}
+
 /// Measures the local one-thread copy bandwidth on `cpu` (payload GB/s, best of the
 /// plain and streaming copy kernels).
 pub fn measure_reference(
@@ -133,26 +160,7 @@ pub fn run(
             Ok(rec) => {
                 let mut w = clock_warnings.clone();
                 for m in &rec.methods {
-                    let not: u64 = m.pages_not_moved.values().sum();
-                    if not > 0 {
-                        w.push(
-                            Warning::new(
-                                "pages_not_moved",
-                                format!(
-                                    "{}: {not} of {} pages were not moved to node {} ({}); they stayed where they were and were freed at the end of the round",
-                                    m.method.name(),
-                                    rec.base_pages,
-                                    rec.dst_node,
-                                    m.pages_not_moved
-                                        .iter()
-                                        .map(|(k, v)| format!("{v} {k}"))
-                                        .collect::<Vec<_>>()
-                                        .join(", ")
-                                ),
-                            )
-                            .with_remedy("free memory on the target node, or check that no other process shares the pages"),
-                        );
-                    }
+                    w.extend(pages_not_moved(m, rec.base_pages, rec.dst_node));
                     if !m.data_verified {
                         w.push(Warning::new(
                             "data_mismatch",

@@ -147,22 +147,30 @@ pub(super) fn state_of(s: &EventStatus) -> (EventState, Option<String>) {
     }
 }
 
+/// `pmu.multiplexed` when the kernel counted some events for part of the run only: the
+/// events, least counted first ("cycles only 40%"), so that the first share is the
+/// worst (profiles of many runs or CPUs fold by it, [`numalab_schema::fold`]).
 pub(super) fn multiplex_warnings(profile: &Profile, warnings: &mut Vec<Warning>) {
-    let partial: Vec<String> = profile
+    let mut partial: Vec<(f64, &str)> = profile
         .events
         .iter()
         .filter(|e| e.state == EventState::Counted)
         .filter_map(|e| {
             let f = e.running_fraction?;
-            (f < 0.999).then(|| format!("{} {:.0}%", e.name, f * 100.0))
+            (f < 0.999).then_some((f, e.name.as_str()))
         })
+        .collect();
+    partial.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let partial: Vec<String> = partial
+        .iter()
+        .map(|(f, name)| format!("{name} only {:.0}%", f * 100.0))
         .collect();
     if !partial.is_empty() {
         warnings.push(
             Warning::new(
                 "pmu.multiplexed",
                 format!(
-                    "the kernel multiplexed the counters: only part of the run was counted for {} (values are scaled up)",
+                    "the kernel multiplexed the counters, so part of the run was not counted (values are scaled up): {} of the run",
                     partial.join(", ")
                 ),
             )
@@ -218,6 +226,112 @@ pub(super) fn unsupported_warning(profile: &Profile, hardware: bool, warnings: &
                 format!("never scheduled on a counter: {}", never.join(", ")),
             )
             .with_remedy("use --exact, or free the counter the NMI watchdog holds (sysctl kernel.nmi_watchdog=0, as an administrator)"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Source;
+
+    fn event(name: &str, running_fraction: f64) -> EventValue {
+        EventValue {
+            name: name.into(),
+            code: None,
+            value: Some(1e6),
+            raw_count: Some((1e6 * running_fraction) as u64),
+            running_fraction: Some(running_fraction),
+            time_enabled_ns: None,
+            time_running_ns: None,
+            supported: true,
+            state: EventState::Counted,
+            reason: None,
+            unit: None,
+            software: false,
+            run: None,
+            advertised: None,
+            uncertainty: None,
+        }
+    }
+
+    fn profile(events: Vec<EventValue>) -> Profile {
+        Profile {
+            cpu: crate::catalog::resolve_model("n1").unwrap(),
+            source: Source {
+                kind: "measured".into(),
+                path: None,
+                format: None,
+            },
+            mode: "count".into(),
+            scope: None,
+            hardware_pmu: None,
+            counters: None,
+            metric_set: "x".into(),
+            command: vec![],
+            metrics: vec![],
+            events,
+            groups: vec![],
+            runs: vec![],
+            spread: vec![],
+            tree: None,
+            consistency: Vec::new(),
+            coverage: None,
+            attach: None,
+            interval_ms: None,
+            timeline: vec![],
+            uncore: None,
+            uncore_note: None,
+            multiplexing: None,
+        }
+    }
+
+    /// Profiles of 24 runs of a sweep, each multiplexed by its own share: each warning
+    /// names its least counted event first, and the folded line names the three runs
+    /// counted least, least first, with the remedy.
+    #[test]
+    fn multiplexing_of_many_runs_folds_least_counted_first() {
+        let mut fold = numalab_schema::fold::Fold::default();
+        let mut shown = 0;
+        for run in 0..24u32 {
+            // The l2 event's share falls from 90% to 44%; run 9 is the worst at 12%.
+            let l2 = if run == 9 {
+                0.12
+            } else {
+                0.90 - 0.02 * run as f64
+            };
+            let p = profile(vec![
+                event("cycles", 1.0),
+                event("instructions", 0.95),
+                event("l2d_cache", l2),
+            ]);
+            let mut w = Vec::new();
+            multiplex_warnings(&p, &mut w);
+            assert_eq!(w.len(), 1);
+            if run == 0 {
+                assert_eq!(
+                    w[0].message,
+                    "the kernel multiplexed the counters, so part of the run was not counted (values are scaled up): l2d_cache only 90%, instructions only 95% of the run"
+                );
+            }
+            shown += usize::from(fold.note(&format!("harness/scale/t{run}"), &w[0]));
+        }
+        assert_eq!(shown, 1);
+        let folded = fold.folded();
+        assert_eq!(folded.len(), 1);
+        let m = &folded[0].message;
+        assert!(
+            m.starts_with("pmu.multiplexed: 23 more records had this warning, each its own message (24 in all"),
+            "{m}"
+        );
+        let at = |x: &str| m.find(x).unwrap_or_else(|| panic!("{x} in {m}"));
+        assert!(at("t9: the kernel") < at("t23: the kernel"));
+        assert!(at("t23: the kernel") < at("t22: the kernel"));
+        assert!(m.contains("t23: the kernel multiplexed the counters, so part of the run was not counted (values are scaled up): l2d_cache only 44%"), "{m}");
+        assert!(!m.contains("t21:"), "{m}");
+        assert_eq!(
+            folded[0].remedy.as_deref(),
+            Some("use --exact for short runs and hot loops")
         );
     }
 }

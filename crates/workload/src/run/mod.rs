@@ -19,6 +19,7 @@
 mod client;
 mod power;
 mod tally;
+pub use tally::cpu_warnings;
 mod window;
 
 use client::*;

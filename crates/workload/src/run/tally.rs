@@ -139,18 +139,37 @@ pub(super) fn quality_warnings(
             .with_remedy("use a longer --duration or a smaller --graph-nodes"),
         );
     }
-    let cpu_utilization = cpu.utilization;
+    warnings.extend(cpu_warnings(
+        config.threads,
+        cpu.utilization,
+        cpu.busy,
+        cpu.steal,
+    ));
+}
+
+/// The warnings on how the clients' `threads` CPUs were used in the window: the clients'
+/// share of their time (`utilization`, `cpu_underused` below 90%), the CPUs' `steal`
+/// (`cpu_steal` above 5%) and other processes' share (`busy` less the clients',
+/// `cpu_contention` above 10%). A sweep of many runs gives them once per run, each with
+/// its figure: the terminal folds them ([`numalab_schema::fold`]), the worst first.
+pub fn cpu_warnings(
+    threads: usize,
+    utilization: f64,
+    busy: Option<f64>,
+    steal: Option<f64>,
+) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    let cpu_utilization = utilization;
     if cpu_utilization < 0.9 {
         warnings.push(Warning::new(
             "cpu_underused",
             format!(
-                "the clients used {:.0}% of their {} CPUs' time: the rest went to other processes, the hypervisor, or waiting (page faults, locks)",
+                "the clients used only {:.0}% of their {threads} CPUs' time: the rest went to other processes, the hypervisor, or waiting (page faults, locks)",
                 cpu_utilization * 100.0,
-                config.threads
             ),
         ).with_remedy("stop other work on these CPUs (see the busy and steal fractions), or check `numalab doctor`"));
     }
-    if let Some(steal) = cpu.steal {
+    if let Some(steal) = steal {
         if steal > 0.05 {
             warnings.push(Warning::new(
                 "cpu_steal",
@@ -161,7 +180,7 @@ pub(super) fn quality_warnings(
             ));
         }
     }
-    if let Some(busy) = cpu.busy {
+    if let Some(busy) = busy {
         let others = busy - cpu_utilization;
         if others > 0.1 {
             warnings.push(
@@ -176,4 +195,5 @@ pub(super) fn quality_warnings(
             );
         }
     }
+    warnings
 }

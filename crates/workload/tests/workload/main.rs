@@ -2,6 +2,7 @@
 //! flag and the counting allocator are process-wide, so their tests live in their own
 //! binaries (`interrupt.rs`, `alloc.rs`).
 
+mod fold;
 mod generation;
 mod itinerary;
 mod placement;
