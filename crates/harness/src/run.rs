@@ -378,6 +378,23 @@ fn status_of(r: &RunRecord) -> String {
     }
 }
 
+/// The warning of a failed run (`run_failed`: the point's label and the first line of
+/// why; none for a run that went well). A sweep whose program fails at many sizes gives
+/// one per run: the terminal says the first and folds the others into one line, and the
+/// journal keeps that line ([`numalab_schema::fold`]).
+pub fn run_warnings(label: &str, r: &RunRecord) -> Vec<numalab_schema::Warning> {
+    r.failure
+        .iter()
+        .map(|f| {
+            numalab_schema::Warning::new(
+                "run_failed",
+                format!("{label}: {}", f.lines().next().unwrap_or("")),
+            )
+            .with_remedy("the run's record keeps why (its exit, its output's tail); fix the command or its options and run the study again")
+        })
+        .collect()
+}
+
 /// Runs every point `study.repeat` times (see the module comment for the protocol) and
 /// returns the runs of each point, in point order.
 pub fn run_points(
@@ -469,7 +486,8 @@ pub fn run_points_with(
             }
         }
         let succeeded_process = record.outcome.as_ref().is_some_and(|o| o.success());
-        sink.push(Record::new(k, Origin::Measured, &record))
+        let warnings = run_warnings(&point.label, &record);
+        sink.push(Record::new(k, Origin::Measured, &record).with_warnings(warnings))
             .map_err(HarnessError::Sink)?;
         progress(&Progress {
             done: done + 1,

@@ -321,3 +321,49 @@ fn a_compile_time_sweep_builds_once_per_value_and_records_build_failures() {
         .iter()
         .any(|f| f.contains("N=0: the build failed")));
 }
+
+/// A program that fails on every run, each time its own way (exit 1, 2, ... 6): every
+/// failed run's record carries a `run_failed` warning, and folded as the terminal does
+/// they are the first at once and one line naming the next three with the remedy.
+#[test]
+fn failed_runs_warn_and_fold_into_one_line() {
+    let m = machine();
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("n");
+    let count = count.display();
+    let script = format!(
+        "c=$(( $(cat '{count}' 2>/dev/null || echo 0) + 1 )); echo $c > '{count}'; echo broken >&2; exit $c"
+    );
+    let mut study = Study::new(sh(&script));
+    study.repeat = 6;
+    let plan = ScalePlan::new(&m, Placement::Compact, Some(&[1]), None).unwrap();
+    let mut sink = MemorySink::default();
+    let s = scale(&m, &plan, &study, &mut sink, &mut quiet).unwrap();
+    assert_eq!(s.failed_runs, 6);
+    let mut fold = numalab_schema::fold::Fold::default();
+    let mut shown = Vec::new();
+    for r in sink.records.iter().filter(|r| r.kind == RunRecord::KIND) {
+        assert_eq!(r.warnings.len(), 1, "{r:?}");
+        assert_eq!(r.warnings[0].code, "run_failed");
+        if fold.note(&r.key, &r.warnings[0]) {
+            shown.push(r.warnings[0].message.clone());
+        }
+    }
+    assert_eq!(shown.len(), 1);
+    assert!(shown[0].contains("exited with status 1"), "{shown:?}");
+    let folded = fold.folded();
+    assert_eq!(folded.len(), 1);
+    let m = &folded[0].message;
+    assert!(
+        m.starts_with("run_failed: 5 more records had this warning, each its own message (6 in all; the first is above); the next: "),
+        "{m}"
+    );
+    let at = |x: &str| m.find(x).unwrap_or_else(|| panic!("{x} in {m}"));
+    assert!(at("exited with status 2") < at("exited with status 3"));
+    assert!(at("exited with status 3") < at("exited with status 4"));
+    assert!(!m.contains("status 5") && !m.contains("status 6"), "{m}");
+    assert!(folded[0]
+        .remedy
+        .as_deref()
+        .is_some_and(|r| r.contains("fix the command or its options")));
+}

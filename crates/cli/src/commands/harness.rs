@@ -169,10 +169,7 @@ fn on_progress(bar: &indicatif::ProgressBar) -> impl FnMut(&Progress) + '_ {
     move |p: &Progress| {
         bar.set_length(p.total as u64);
         bar.set_position(p.done as u64);
-        bar.set_message(p.message());
-        if let (Some(line), true) = (p.failure(), bar.is_hidden()) {
-            eprintln!("numalab: {line}");
-        }
+        bar.set_message(p.message()); // a failed run's warning is the recorder's to say
     }
 }
 
@@ -208,6 +205,7 @@ fn run_study<S: Runs>(
     svg: fn(&S) -> String,
 ) -> CliResult {
     let bar = progress_bar();
+    rec.set_progress(Some(bar.clone()));
     let watch = bmc.0.as_ref().and_then(|p| crate::power::start(p, bmc.1));
     let result = study(&mut rec, &mut on_progress(&bar));
     bar.finish_and_clear();
