@@ -183,7 +183,7 @@ fn default_mode_scales_multiplexed_groups_and_warns() {
         .iter()
         .find(|w| w.code == "pmu.multiplexed")
         .unwrap();
-    assert!(w.message.contains("L1D_CACHE 50%"), "{w}");
+    assert!(w.message.contains("L1D_CACHE only 50%"), "{w}");
     // The uncertainty: half the run, rotations unknown (no sysfs interval under this
     // sysroot), so +-50% on each of the group's values, and the miss rate's range is
     // the ratio over those intervals: 21.2/60 x [0.5/1.5, 1.5/0.5].

@@ -113,7 +113,7 @@ fn csv_import_matches_hand_computed_metrics() {
     assert!(w.iter().any(|w| w.code == "pmu.import.cpu_guessed"));
     assert!(w
         .iter()
-        .any(|w| w.code == "pmu.multiplexed" && w.message.contains("CPU_CYCLES 50%")));
+        .any(|w| w.code == "pmu.multiplexed" && w.message.contains("CPU_CYCLES only 50%")));
     // Half the run, rotations not in the file: +-50%, and the verdict's comparisons
     // stay clear of it (83% x [1/3, 3] of cycles is above 20%, and above the front end's
     // range).
