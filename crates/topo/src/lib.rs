@@ -23,6 +23,7 @@ pub mod render;
 pub mod select;
 mod sys;
 pub mod system;
+pub mod zoneinfo;
 
 pub use error::TopoError;
 pub use load::Input;

@@ -502,6 +502,14 @@ impl SysRoot {
         (!parts.is_empty()).then(|| parts.iter().sum())
     }
 
+    /// Free memory of a NUMA node that the kernel keeps from allocations (watermarks,
+    /// lower-zone reserves, room in the per-CPU page lists), in bytes, from
+    /// `/proc/zoneinfo` ([`crate::zoneinfo`]). None when unreadable.
+    pub fn node_reserved_bytes(&self, node: u32) -> Option<u64> {
+        let pages = crate::zoneinfo::node_reserved_pages(&self.read("proc/zoneinfo")?, node)?;
+        Some(pages.saturating_mul(crate::sys::base_page_size() as u64))
+    }
+
     /// Available memory of the whole system in bytes (`MemAvailable`).
     pub fn mem_available_bytes(&self) -> Option<u64> {
         meminfo_bytes(&self.read("proc/meminfo")?, "MemAvailable")

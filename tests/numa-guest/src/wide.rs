@@ -93,7 +93,34 @@ pub fn run_measured(exe: &Path, args: &[String], timeout: Duration) -> Result<Ra
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
     let pid = child.id() as libc::pid_t;
-    let (out_t, err_t) = crate::cli_checks::read_pipes(&mut child);
+    // stdout whole; stderr line by line, each line also said on the console as it comes,
+    // so that a long step (the quick evaluate takes minutes on 160 vCPUs) shows where
+    // it is and a hang shows where it hung.
+    let out_t = {
+        let mut r = child.stdout.take().expect("piped");
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut r, &mut s);
+            s
+        })
+    };
+    let err_t = {
+        let r = child.stderr.take().expect("piped");
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut s = String::new();
+            for line in std::io::BufReader::new(r)
+                .split(b'\n')
+                .map_while(Result::ok)
+            {
+                let line = String::from_utf8_lossy(&line);
+                println!("numa-guest:   | {line}");
+                s.push_str(&line);
+                s.push('\n');
+            }
+            s
+        })
+    };
     // The watchdog kills the group at the limit unless the child has exited (checked and
     // killed under one lock; the child is only reaped after `done` is set, so its pid
     // cannot have been reused when it is killed).
