@@ -7,8 +7,14 @@ kinds (default: mem.bandwidth and mem.latency, 1.8 KB and up to 23 KB a line, as
 bandwidth and latency study writes them) again and again, each copy with its keys
 suffixed "/rep-N" so that every key is unique, until the size asked for is reached.
 
+With KINDS "tiny", the repeated records are instead short synthetic ones of about 150
+bytes (kind bench.tiny, which numalab does not know: counted, not shown), the most
+records a journal of that size can hold: what measures the state a reader keeps per
+record.
+
 usage: scripts/big-journal.py OUT_FOLDER SIZE_MIB [KINDS [FIXTURE_FOLDER]]
-KINDS: the repeated kinds, comma-separated (e.g. mem.bandwidth,mem.latency,mem.loaded).
+KINDS: the repeated kinds, comma-separated (e.g. mem.bandwidth,mem.latency,mem.loaded),
+or "tiny".
 Writes OUT_FOLDER/results.jsonl. Delete it after use: it is as large as asked.
 """
 import json
@@ -38,6 +44,11 @@ def main():
         quoted = json.dumps(key)
         at = line.index('"key":' + quoted) + len('"key":') + len(quoted) - 1
         parts.append((line[:at], line[at:]))
+    if kinds == ["tiny"]:
+        # About 150 bytes with a 7-digit copy number: "%s/rep-N%s" as above.
+        parts = [('{"line":"record","key":"bench/tiny',
+                  '","kind":"bench.tiny","origin":"measured",'
+                  '"time_utc":"2026-12-07T10:00:00Z","data":{"value":1.5,"pad":"xx"}}')]
     os.makedirs(out, exist_ok=True)
     written, rep = 0, 0
     with open(os.path.join(out, "results.jsonl"), "w", encoding="utf-8") as f:

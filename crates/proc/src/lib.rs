@@ -3,7 +3,7 @@
 //! `scale`, `policy`, `sweep`, `profile` and `schedule` all run a user's program, and
 //! they all need the same guarantees: argv without a shell (unless asked), a timeout,
 //! the command's whole process tree ended on timeout, Ctrl-C, exit, or the death of
-//! numalab itself, even by SIGKILL (no orphans left, also none that called `setsid`: the
+//! numalab itself or of the supervisor, even by SIGKILL (no orphans left, also none that called `setsid`: the
 //! command runs under a small supervisor process, described in `src/spawn.rs`),
 //! exit status and signals recorded, the tail of stdout/stderr kept, CPU time and peak
 //! memory from `wait4`, CPU affinity and a NUMA memory policy applied in the child

@@ -438,6 +438,66 @@ fn killing_numalab_with_sigkill_ends_the_whole_tree() {
     }
 }
 
+/// Whether no process has the id `pid` any more (not even a zombie): `kill(pid, 0)`
+/// fails with ESRCH.
+fn gone(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == -1 && *libc::__errno_location() == libc::ESRCH }
+}
+
+/// Issue 50: SIGKILL of the supervisor (numalab's helper between it and the command)
+/// left a descendant that had called `setsid` running, and its children: only the
+/// supervisor tracked them. numalab, a child subreaper while it runs commands, gets
+/// them when the supervisor dies, and kills and reaps every one before `wait` returns.
+#[test]
+fn a_killed_supervisor_leaves_no_escaped_descendant_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    // The command's tree: the shell (the command's group), a `setsid` shell in a
+    // session of its own and its `sleep` (which stays in that session), a background
+    // `sleep` in the command's group.
+    let mut spec = sh(&format!(
+        "setsid sh -c 'sleep 303 & echo $! > {d}/inner.pid; sleep 301' & echo $! > {d}/setsid.pid; sleep 302 & echo $! > {d}/bg.pid; sleep 300"
+    ));
+    spec.timeout = Some(Duration::from_secs(120));
+    let running = spawn(&spec).unwrap();
+    let cmd = running.pid();
+    let escaped = pid_in(&dir.path().join("setsid.pid"));
+    let inner = pid_in(&dir.path().join("inner.pid"));
+    let bg = pid_in(&dir.path().join("bg.pid"));
+    let supervisor = ppid(cmd);
+    let tree = [cmd, escaped, inner, bg];
+    let _cleanup = KillSleepsOnDrop(tree.to_vec());
+    // SAFETY: getsid on processes of this test's tree.
+    let (sid, own) = unsafe { (libc::getsid(escaped), libc::getsid(0)) };
+    assert_eq!(
+        sid, escaped,
+        "the setsid'd shell leads a session of its own"
+    );
+    assert_ne!(sid, own);
+    assert_ne!(
+        supervisor,
+        std::process::id() as i32,
+        "the command runs under a supervisor"
+    );
+    // SAFETY: SIGKILL of the supervisor this test's spawn started.
+    unsafe { libc::kill(supervisor, libc::SIGKILL) };
+    let started = Instant::now();
+    let outcome = running.wait();
+    assert!(outcome.supervisor_lost, "{outcome:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "wait took {:?} after the supervisor was killed",
+        started.elapsed()
+    );
+    // Killed and reaped: no such process, not even a zombie, right after wait.
+    let left: Vec<i32> = tree.iter().copied().filter(|&p| !gone(p)).collect();
+    assert!(
+        left.is_empty(),
+        "left after the supervisor's SIGKILL: {left:?}"
+    );
+}
+
 #[test]
 fn statuses_and_output_come_through_the_supervisor_exactly() {
     let out = spawn(&sh("echo to-stdout; echo to-stderr >&2; exit 3"))

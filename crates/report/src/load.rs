@@ -13,8 +13,9 @@
 //! one record ([`Payloads`]); what must see every record reads the journal again
 //! ([`Loaded::each_record`], [`Loaded::each_in_key_order`]). So the memory a report, a
 //! comparison or an ingest needs is a constant plus the largest record, whatever the
-//! number or the size of the journal's records (but for 16 bytes a record that the
-//! reader keeps to skip repeated keys). A bundle file (one JSON document) and a bundle
+//! number or the size of the journal's records (the reader finds the repeated keys of
+//! a journal of [`INDEX_FROM`] bytes or more by sorting its keys on disk first:
+//! [`numalab_schema::journal::DUPLICATES_ON_DISK_FROM`]). A bundle file (one JSON document) and a bundle
 //! built in memory keep their records whole.
 
 use numalab_schema::journal::{JournalError, RecordReader, Span, SpanReader};
@@ -380,23 +381,42 @@ impl Loaded {
         matches!(self.source, Source::Journal { .. })
     }
 
-    /// The bundle held, every payload read back (for callers that need it in memory; a
-    /// record that cannot be read back keeps a null payload). For a journal kept as an
-    /// index, the indexed records only ([`Loaded::bundle`]).
-    pub fn to_bundle(&self) -> Bundle {
-        let mut payloads = self.payloads();
-        let records = (0..self.bundle.records.len())
-            .map(|i| {
-                payloads
-                    .get(i)
-                    .map_or_else(|| self.bundle.records[i].clone(), Cow::into_owned)
-            })
-            .collect();
-        Bundle {
-            schema_version: self.bundle.schema_version,
-            envelope: self.bundle.envelope.clone(),
-            records,
+    /// The whole bundle, every record with its payload, in memory (for callers that need
+    /// it so). A journal kept as an index is read again, one record at a time, and every
+    /// record kept (not only the indexed ones); one of [`INDEX_FROM`] bytes or more is
+    /// refused: too large to hold whole (read it with [`Loaded::each_record`] or
+    /// [`Loaded::payloads`] instead).
+    pub fn to_bundle(&self) -> Result<Bundle, LoadError> {
+        let Source::Journal { file, .. } = &self.source else {
+            return Ok(self.bundle.clone());
+        };
+        let input = |message: String| LoadError {
+            message,
+            class: ErrorClass::Input,
+        };
+        let size = std::fs::metadata(file)
+            .map_err(|e| {
+                input(format!(
+                    "{}: {}; check that the journal is still there",
+                    file.display(),
+                    numalab_schema::input::io_reason(&e)
+                ))
+            })?
+            .len();
+        if size >= INDEX_FROM {
+            return Err(input(format!(
+                "{}: {} is too large to hold whole in memory (the limit is {}); its records are read one at a time instead",
+                file.display(),
+                numalab_schema::units::bytes(size),
+                numalab_schema::units::bytes(INDEX_FROM)
+            )));
         }
+        let (bundle, _) = numalab_schema::journal::read_bundle(file).map_err(|e| {
+            input(format!(
+                "{e}; the journal changed since it was read: read it again"
+            ))
+        })?;
+        Ok(bundle)
     }
 
     /// Whether the bundle was written by a newer numalab than this one.

@@ -3,7 +3,7 @@
 //! bounded whatever the size of a record.
 
 use numalab_records::mem::BandwidthRecord;
-use numalab_report::load::{load, load_indexed, Loaded, PER_KIND};
+use numalab_report::load::{load, load_indexed, Loaded, INDEX_FROM, PER_KIND};
 use numalab_report::sections::document;
 use numalab_report::table::Format;
 use numalab_schema::record::{Host, Tool, SCHEMA_VERSION};
@@ -35,7 +35,7 @@ fn an_indexed_journal_gives_the_same_report_as_one_read_whole() {
         assert!(indexed.indexed(), "{name}");
         // The index holds no payload, and gives every one back.
         assert!(indexed.bundle.records.iter().all(|r| r.data.is_null()));
-        assert_eq!(indexed.to_bundle(), whole.bundle, "{name}");
+        assert_eq!(indexed.to_bundle().unwrap(), whole.bundle, "{name}");
         assert_eq!(indexed.warnings, whole.warnings, "{name}");
         let (a, b) = (document(&[whole]), document(&[indexed]));
         assert_eq!(a.to_html(), b.to_html(), "{name}: HTML");
@@ -163,6 +163,46 @@ fn a_kind_over_the_bound_is_read_to_the_bound_named_and_aggregated_in_one_pass()
         );
         assert!(doc.to_html().contains("7 more are in the journal"));
     }
+}
+
+/// `to_bundle` of a journal kept as an index gives every record with its payload, not
+/// only the indexed ones; a journal of 32 MiB or more is refused as too large to hold
+/// whole, with an error naming it.
+#[test]
+fn to_bundle_holds_every_record_or_refuses_a_large_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = many_bandwidth_records(dir.path(), 7);
+    let whole = load(&path).unwrap();
+    let indexed = load_indexed(&path).unwrap();
+    assert_eq!(indexed.bundle.records.len(), PER_KIND);
+    let bundle = indexed.to_bundle().unwrap();
+    assert_eq!(bundle.records.len(), PER_KIND + 7);
+    assert_eq!(bundle, whole.bundle);
+    // Past INDEX_FROM: 40 records of about 1 MiB each.
+    let big = dir.path().join("big");
+    std::fs::create_dir(&big).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut out = format!("{}\n", text.lines().next().unwrap());
+    let pad = "x".repeat(1 << 20);
+    for i in 0..(INDEX_FROM >> 20) + 8 {
+        out.push_str(&format!(
+            r#"{{"line":"record","key":"pad-{i}","kind":"test.pad","origin":"measured","time_utc":"t","data":"{pad}"}}"#
+        ));
+        out.push('\n');
+    }
+    std::fs::write(big.join("results.jsonl"), out).unwrap();
+    let large = load(&big).unwrap();
+    assert!(large.indexed());
+    let e = large.to_bundle().unwrap_err();
+    assert!(
+        e.message.contains("results.jsonl") && e.message.contains("too large to hold whole"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        numalab_schema::Classify::class(&e),
+        numalab_schema::ErrorClass::Input
+    );
 }
 
 /// The index of a journal does not grow with its records: a journal of many records of

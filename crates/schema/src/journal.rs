@@ -26,8 +26,9 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub mod keysort;
 mod stream;
-pub use stream::{RecordReader, Span, SpanReader, Spanned, RECORD_LINE};
+pub use stream::{RecordReader, Span, SpanReader, Spanned, DUPLICATES_ON_DISK_FROM, RECORD_LINE};
 
 /// The shortest time between two syncs of a journal, and the shortest run whose journal
 /// is synced when it closes.
@@ -342,9 +343,13 @@ fn parse_lines(path: &Path, text: &[u8]) -> Result<Parsed, JournalError> {
     let mut records = Vec::new();
     let mut seen = stream::Seen::default();
     for (idx, line) in lines {
-        if let Some(r) =
-            stream::record_line(path, idx + 1, line.as_bytes(), &mut seen, &mut warnings)
-        {
+        if let Some(r) = stream::record_line(
+            path,
+            idx + 1,
+            line.as_bytes(),
+            &mut |key| seen.insert(key),
+            &mut warnings,
+        ) {
             records.push(r);
         }
     }

@@ -50,9 +50,13 @@
 //! command, and CPU time and peak RSS of the whole tree the supervisor reaped (the
 //! command, what it reaped, and orphans reaped by the supervisor; the supervisor's own
 //! few system calls are not included). Should the supervisor die without a report
-//! (SIGKILL from outside), its own status and `wait4` figures are used instead.
+//! (SIGKILL from outside), its own status and `wait4` figures are used instead, and
+//! numalab kills the tree itself: it is a child subreaper too (from its first
+//! [`spawn`]), so the supervisor's children come to it, and it kills and reaps those
+//! that are the lost tree's ([`orphans`]).
 
 mod child;
+mod orphans;
 pub(crate) mod sys;
 
 use child::*;
@@ -183,6 +187,9 @@ pub struct Running {
     pid: libc::pid_t,
     /// The supervisor's pid: numalab's child, the command's parent.
     supervisor: libc::pid_t,
+    /// When the supervisor started (clock ticks since boot): what is younger and was
+    /// below it can be told from numalab's other children if it is lost.
+    supervisor_start: u64,
     program: String,
     argv: Vec<String>,
     gate: Option<OwnedFd>,
@@ -430,6 +437,8 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
     // Wall time starts here for an ungated child: after fork it may run (even to the end)
     // before this thread is scheduled again, so a later timestamp would undercount.
     let before_fork = mono_ns();
+    // Orphans of a supervisor killed from outside come to numalab, not to init.
+    orphans::become_subreaper();
     let sup_pid = fork_supervisor(&sup, &exec);
     let fork_errno = last_errno();
     sys::restore_signals(&old);
@@ -480,6 +489,8 @@ pub fn spawn(spec: &Spec) -> Result<Running, ProcError> {
     let mut running = Running {
         pid,
         supervisor: sup_pid,
+        // Our unreaped child: its stat is there (0, everything is younger, if not).
+        supervisor_start: orphans::stat(sup_pid).map_or(0, |s| s.start),
         program,
         argv,
         gate,
@@ -717,6 +728,7 @@ impl Running {
         let lost = report.is_none();
         if lost {
             self.kill_orphaned_group();
+            orphans::kill_orphans(self.pid, self.supervisor_start, ORPHAN_PIPE_GRACE);
         }
         let join = |h: Option<std::thread::JoinHandle<(String, Option<String>)>>| {
             let h = h?;
@@ -786,8 +798,8 @@ impl Running {
     }
 
     /// SIGKILLs the command's process group after its supervisor died without a report.
-    /// The supervisor, a subreaper, is what tracked descendants that left the group
-    /// (`setsid`); with it gone only the group can be found.
+    /// The descendants that had left the group (`setsid`) come to numalab, a subreaper
+    /// too, and are killed by [`orphans::kill_orphans`].
     fn kill_orphaned_group(&self) {
         if self.pid > 1 {
             // The command's group (its pid is the group id, set before exec): the
@@ -798,7 +810,8 @@ impl Running {
 }
 
 /// How long [`Running::wait`] waits for the command's output pipes to close after the
-/// supervisor died without a report and the command's group was killed.
+/// supervisor died without a report and the command's group was killed, and at most
+/// for the orphans of its tree to be killed and reaped.
 pub const ORPHAN_PIPE_GRACE: Duration = Duration::from_secs(1);
 
 impl Drop for Running {
@@ -823,73 +836,11 @@ impl Drop for Running {
                 std::thread::sleep(Duration::from_millis(2));
             }
             self.reap_supervisor();
+            // A supervisor killed (from outside or above) leaves its tree to numalab.
+            orphans::kill_orphans(self.pid, self.supervisor_start, ORPHAN_PIPE_GRACE);
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_report_survives_the_pipe() {
-        let r = Report {
-            status: Some(0x0900),
-            leftovers: true,
-            end_ns: 123_456_789_012,
-            user_ns: 5,
-            sys_ns: 6,
-            max_rss_kib: 7,
-        };
-        assert_eq!(Report::decode(&r.encode()), r);
-        let none = Report {
-            status: None,
-            leftovers: false,
-            ..r
-        };
-        assert_eq!(Report::decode(&none.encode()), none);
-    }
-
-    #[test]
-    fn proc_paths_are_built_without_formatting() {
-        let mut buf = [0u8; 64];
-        let p = proc_path(&mut buf, b"/proc/self/task/", 4_194_304, b"/children");
-        // SAFETY: proc_path NUL-terminates the buffer p points into.
-        let s = unsafe { std::ffi::CStr::from_ptr(p) };
-        assert_eq!(s.to_str().unwrap(), "/proc/self/task/4194304/children");
-        let p = proc_path(&mut buf, b"/proc/", 0, b"/stat");
-        // SAFETY: as above.
-        let s = unsafe { std::ffi::CStr::from_ptr(p) };
-        assert_eq!(s.to_str().unwrap(), "/proc/0/stat");
-    }
-
-    #[test]
-    fn numbers_are_read_from_a_file_in_pieces() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("children");
-        // More than one read buffer of numbers, as a children file with many orphans.
-        let want: Vec<i32> = (1..2000).map(|k| k * 7919).collect();
-        let text: Vec<String> = want.iter().map(|n| n.to_string()).collect();
-        std::fs::write(&path, text.join(" ") + " ").unwrap();
-        let c = CString::new(path.to_str().unwrap()).unwrap();
-        let mut got = Vec::new();
-        assert!(for_each_number_in_file(c.as_ptr(), &mut |n| got.push(n)));
-        assert_eq!(got, want);
-        let missing = CString::new(dir.path().join("nope").to_str().unwrap()).unwrap();
-        assert!(!for_each_number_in_file(missing.as_ptr(), &mut |_| {}));
-    }
-
-    #[test]
-    fn children_are_found_without_the_children_file() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let me = std::process::id() as libc::pid_t;
-        let mut found = Vec::new();
-        for_each_child_by_stat(me, &mut |p| found.push(p));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert!(found.contains(&(child.id() as libc::pid_t)), "{found:?}");
-    }
-}
+mod tests;

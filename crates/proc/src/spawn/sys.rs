@@ -171,3 +171,26 @@ pub fn effective_uid() -> u32 {
     // SAFETY: geteuid takes no arguments, touches no memory of ours and cannot fail.
     unsafe { libc::geteuid() }
 }
+
+/// Makes this process a child subreaper (`PR_SET_CHILD_SUBREAPER`): orphans among its
+/// descendants are reparented to it instead of to init. False where it is refused
+/// (qemu-user, kernels before 3.4).
+pub(super) fn set_child_subreaper() -> bool {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes a flag, touches no memory of ours.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
+}
+
+/// This process's session id.
+pub(super) fn own_session() -> libc::pid_t {
+    // SAFETY: getsid(0) has no preconditions.
+    unsafe { libc::getsid(0) }
+}
+
+/// Reaps child `pid` if it has ended, without blocking.
+pub(super) fn reap_nohang(pid: libc::pid_t) {
+    let mut st = 0;
+    // SAFETY: waitpid writes the status we own.
+    unsafe {
+        libc::waitpid(pid, &mut st, libc::WNOHANG);
+    }
+}

@@ -8,6 +8,7 @@
 //! `--json` output: one JSON object) is not a journal: it is read whole, within the
 //! bundle size limit ([`crate::input::BUNDLE`]), and its records come from memory.
 
+use super::keysort::{KeySorter, SortedKeys, RUN_BYTES};
 use super::{io_err, parse_bundle, JournalError, Line, JOURNAL_FILE};
 use crate::record::{Envelope, Record, Warning, SCHEMA_VERSION};
 use serde_json::Value;
@@ -49,8 +50,44 @@ pub struct RecordReader {
     warnings: Vec<Warning>,
     /// Warnings met past [`MAX_WARNINGS`]: counted, not kept.
     dropped: usize,
-    seen: Seen,
+    dups: Dups,
     mode: Mode,
+}
+
+/// Journals of at least this size (32 MiB, where the report keeps a journal as an index)
+/// find their repeated keys before their records are read, by sorting the keys on disk
+/// ([`super::keysort`]): the reader then holds no state per record. Smaller ones keep a
+/// digest of each key met in memory ([`Seen`]).
+pub const DUPLICATES_ON_DISK_FROM: u64 = 32 << 20;
+
+/// How a reader knows that a record repeats the key of an earlier one (the first
+/// occurrence is kept, the later ones are skipped with a warning).
+#[derive(Debug)]
+enum Dups {
+    /// The digests of the keys met so far.
+    Memory(Seen),
+    /// The offsets of the lines that repeat an earlier line's key, in the file's order,
+    /// found before the records were read ([`listed_repeats`]).
+    Listed {
+        repeats: SortedKeys,
+        /// The next offset of `repeats` not yet passed.
+        next: Option<u64>,
+    },
+}
+
+impl Dups {
+    /// Whether the record `key` on the line at `offset` is the first with its key.
+    fn first(&mut self, key: &str, offset: u64) -> std::io::Result<bool> {
+        match self {
+            Dups::Memory(seen) => Ok(seen.insert(key)),
+            Dups::Listed { repeats, next } => {
+                while next.is_some_and(|n| n < offset) {
+                    *next = repeats.next_entry()?.map(|(_, s)| s.offset);
+                }
+                Ok(*next != Some(offset))
+            }
+        }
+    }
 }
 
 /// The most warnings a [`RecordReader`] keeps (one per unreadable line, repeated key...):
@@ -59,7 +96,8 @@ pub struct RecordReader {
 pub const MAX_WARNINGS: usize = 1000;
 
 /// The keys met so far, each as a 128-bit digest (16 bytes a record, whatever the
-/// key's length), to skip a repeated key: the only state a reader keeps per record.
+/// key's length), to skip a repeated key: the only state a reader of a journal smaller
+/// than [`DUPLICATES_ON_DISK_FROM`] keeps per record.
 #[derive(Debug, Default)]
 pub(super) struct Seen(HashSet<u128>);
 
@@ -92,6 +130,9 @@ struct Lines {
     records: usize,
     /// Offset of the next line.
     offset: u64,
+    /// Where the file ends for this reader (what was there when its repeated keys
+    /// were listed; `u64::MAX`: wherever it ends).
+    end: u64,
     /// The current line, without its newline (empty when it was over the cap).
     buf: Vec<u8>,
 }
@@ -112,7 +153,9 @@ impl Lines {
         let start = self.offset;
         let (mut len, mut ended, mut over) = (0u64, false, false);
         loop {
+            let room = usize::try_from(self.end - self.offset).unwrap_or(usize::MAX);
             let chunk = self.input.fill_buf()?;
+            let chunk = &chunk[..chunk.len().min(room)];
             if chunk.is_empty() {
                 break;
             }
@@ -163,6 +206,17 @@ impl RecordReader {
 
     /// [`RecordReader::open`] with another per-line cap (bytes).
     pub fn open_with_cap(path: &Path, cap: u64) -> Result<RecordReader, JournalError> {
+        RecordReader::open_with(path, cap, DUPLICATES_ON_DISK_FROM, RUN_BYTES)
+    }
+
+    /// [`RecordReader::open_with_cap`], the repeated keys of a journal of `on_disk_from`
+    /// bytes or more listed by sorting its keys `run` bytes at a time.
+    pub(crate) fn open_with(
+        path: &Path,
+        cap: u64,
+        on_disk_from: u64,
+        run: usize,
+    ) -> Result<RecordReader, JournalError> {
         let meta = std::fs::metadata(path).map_err(io_err(path))?;
         let file = if meta.is_dir() {
             let f = path.join(JOURNAL_FILE);
@@ -188,6 +242,7 @@ impl RecordReader {
             line_no: 0,
             records: 0,
             offset: 0,
+            end: u64::MAX,
             buf: Vec::new(),
         };
         // The first line that is not blank: a journal's envelope, or something else
@@ -212,13 +267,25 @@ impl RecordReader {
             };
             let (envelope, warnings) = envelope_value(&file, value)?;
             lines.buf = Vec::new();
+            let size = std::fs::metadata(&file).map_err(io_err(&file))?.len();
+            let dups = if size >= on_disk_from {
+                let (mut repeats, end) = listed_repeats(&file, lines.offset, cap, run)?;
+                lines.end = end;
+                let next = repeats.next_entry().map_err(io_err(&file))?;
+                Dups::Listed {
+                    repeats,
+                    next: next.map(|(_, s)| s.offset),
+                }
+            } else {
+                Dups::Memory(Seen::default())
+            };
             return Ok(RecordReader {
                 file,
                 cap,
                 envelope,
                 warnings,
                 dropped: 0,
-                seen: Seen::default(),
+                dups,
                 mode: Mode::Lines(lines),
             });
         }
@@ -232,7 +299,7 @@ impl RecordReader {
             envelope: bundle.envelope,
             warnings,
             dropped: 0,
-            seen: Seen::default(),
+            dups: Dups::Memory(Seen::default()),
             mode: Mode::Whole(bundle.records.into_iter()),
         })
     }
@@ -301,13 +368,22 @@ impl RecordReader {
                 bound(&mut self.warnings, &mut self.dropped, kept);
                 continue;
             }
+            let (dups, mut failed) = (&mut self.dups, None);
             let record = record_line(
                 &self.file,
                 lines.line_no,
                 &lines.buf,
-                &mut self.seen,
+                &mut |key| {
+                    dups.first(key, line.start).unwrap_or_else(|e| {
+                        failed = Some(e);
+                        true
+                    })
+                },
                 &mut self.warnings,
             );
+            if let Some(e) = failed {
+                return Err(io_err(&self.file)(e));
+            }
             bound(&mut self.warnings, &mut self.dropped, kept);
             if lines.buf.capacity() > 1 << 20 {
                 lines.buf = Vec::new();
@@ -448,12 +524,12 @@ pub(super) fn record_line(
     path: &Path,
     line_no: usize,
     line: &[u8],
-    seen: &mut Seen,
+    first: &mut dyn FnMut(&str) -> bool,
     warnings: &mut Vec<Warning>,
 ) -> Option<Record> {
     match serde_json::from_slice::<Line>(line) {
         Ok(Line::Record(r)) => {
-            if seen.insert(&r.key) {
+            if first(&r.key) {
                 return Some(r);
             }
             warnings.push(Warning::new(
@@ -481,4 +557,154 @@ pub(super) fn record_line(
         )),
     }
     None
+}
+
+/// The offsets of the record lines of the journal `file` (from offset `start`, past its
+/// envelope) that repeat the key of an earlier record line, in the file's order, and
+/// the offset where the lines read ended. Every line that the reader would read as a
+/// record (ended, within `cap`, a record) is read, its key and offset sorted on disk
+/// `run` bytes at a time ([`KeySorter`]); of each key, every offset but the first is a
+/// repeat, and those are sorted again, by offset. Memory: two runs and the merge
+/// buffers, whatever the number of records. Ctrl-C or SIGTERM stops it, between
+/// records, with an error.
+fn listed_repeats(
+    file: &Path,
+    start: u64,
+    cap: u64,
+    run: usize,
+) -> Result<(SortedKeys, u64), JournalError> {
+    let interrupted = || {
+        io_err(file)(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "interrupted (Ctrl-C, SIGTERM) while looking for repeated keys",
+        ))
+    };
+    let mut f = File::open(file).map_err(io_err(file))?;
+    f.seek(SeekFrom::Start(start)).map_err(io_err(file))?;
+    let mut lines = Lines {
+        input: BufReader::with_capacity(64 << 10, f),
+        line_no: 0,
+        records: 0,
+        offset: start,
+        end: u64::MAX,
+        buf: Vec::new(),
+    };
+    let mut keys = KeySorter::new(run);
+    while let Some(line) = lines.next(cap).map_err(io_err(file))? {
+        if crate::interrupt::requested() {
+            return Err(interrupted());
+        }
+        if line.over || !line.ended || lines.blank() {
+            continue;
+        }
+        if let Ok(Line::Record(r)) = serde_json::from_slice::<Line>(&lines.buf) {
+            let span = Span {
+                offset: line.start,
+                len: line.len,
+            };
+            keys.push(r.key.into_bytes(), span).map_err(io_err(file))?;
+        }
+        if lines.buf.capacity() > 1 << 20 {
+            lines.buf = Vec::new();
+        }
+    }
+    let end = lines.offset;
+    drop(lines);
+    let mut keys = keys.finish().map_err(io_err(file))?;
+    let mut repeats = KeySorter::new(run);
+    let mut last: Option<Vec<u8>> = None;
+    while let Some((key, span)) = keys.next_entry().map_err(io_err(file))? {
+        if crate::interrupt::requested() {
+            return Err(interrupted());
+        }
+        if last.as_ref() == Some(&key) {
+            // Big-endian: the bytes sort as the numbers do.
+            repeats
+                .push(span.offset.to_be_bytes().to_vec(), span)
+                .map_err(io_err(file))?;
+        } else {
+            last = Some(key);
+        }
+    }
+    Ok((repeats.finish().map_err(io_err(file))?, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every record and warning of `path` as read with the repeated keys found in
+    /// memory (`on_disk_from` past the file's size) or on disk.
+    fn read_all(path: &Path, on_disk_from: u64, run: usize) -> (Vec<Spanned>, Vec<Warning>) {
+        let mut reader = RecordReader::open_with(path, 4096, on_disk_from, run).unwrap();
+        assert_eq!(
+            matches!(reader.dups, Dups::Listed { .. }),
+            on_disk_from == 0
+        );
+        let mut records = Vec::new();
+        while let Some(r) = reader.next_record().unwrap() {
+            records.push(r);
+        }
+        (records, reader.finish().1)
+    }
+
+    /// A journal whose keys repeat far apart (the first record's key again at the end,
+    /// keys repeated three times, a repeated key whose first line does not read, an
+    /// unreadable line, a line over the cap, a second envelope, blank lines, a cut-off
+    /// last line) gives the same records, in the same order, and the same warnings read
+    /// through the large-journal path (keys sorted on disk in many small runs) as
+    /// through the small one (key digests in memory).
+    #[test]
+    fn repeated_keys_found_on_disk_as_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let fixture = include_str!("../../../../tests/fixtures/bundles/vm-evaluate/results.jsonl");
+        let envelope = fixture.lines().next().unwrap();
+        let line = |key: &str, i: usize| {
+            format!(
+                r#"{{"line":"record","key":"{key}","kind":"test.x","origin":"measured","time_utc":"t","data":{{"i":{i}}}}}"#
+            )
+        };
+        let mut text = format!("{envelope}\n");
+        text.push_str(&line("first", 0));
+        text.push('\n');
+        text.push_str("{\"line\":\"record\",\"key\":\"broken\"\n\n");
+        for i in 1..1000 {
+            // Keys k0..k399, each two or three times, spread over the whole journal.
+            text.push_str(&line(&format!("k{}", (i * 7919) % 400), i));
+            text.push('\n');
+            if i == 300 {
+                text.push_str(&format!("{envelope}\n"));
+                text.push_str(&format!("{}\n", line(&"x".repeat(5000), i)));
+            }
+            if i == 600 {
+                text.push_str(&format!("{}\n   \n", line("broken", i)));
+            }
+        }
+        text.push_str(&format!("{}\n", line("first", 1000)));
+        text.push_str(&line("cut", 1001));
+        std::fs::write(&path, &text).unwrap();
+
+        let (memory, memory_warnings) = read_all(&path, u64::MAX, RUN_BYTES);
+        let (disk, disk_warnings) = read_all(&path, 0, 200);
+        assert_eq!(disk, memory);
+        assert_eq!(disk_warnings, memory_warnings);
+        // 400 distinct k keys, "first" and "broken" once each.
+        assert_eq!(memory.len(), 402);
+        let repeats = memory_warnings
+            .iter()
+            .filter(|w| w.code == "duplicate_record")
+            .count();
+        assert_eq!(repeats, 999 - 400 + 1);
+        assert!(memory_warnings.iter().any(|w| w
+            .message
+            .contains("repeats key \"first\"; the first one is kept")));
+        assert_eq!(memory[0].record.data["i"], 0);
+        for code in ["unreadable_line", "record_too_large", "journal_truncated"] {
+            assert!(memory_warnings.iter().any(|w| w.code == code), "{code}");
+        }
+        // Many runs: the repeats list is bounded, not one entry a record in memory.
+        let (repeats, _) = listed_repeats(&path, envelope.len() as u64 + 1, 4096, 200).unwrap();
+        assert!(repeats.runs() > 10, "{} runs", repeats.runs());
+    }
 }
