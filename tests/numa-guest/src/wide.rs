@@ -158,9 +158,10 @@ pub fn run_measured(exe: &Path, args: &[String], timeout: Duration) -> Result<Ra
             }
         })
     };
-    // Wait for the exit without reaping, then reap with the resource usage.
-    // SAFETY: waitid and wait4 on our own child with valid out-pointers.
-    let (status, usage) = unsafe {
+    // Wait for the exit without reaping (the watchdog reads /proc/PID until `done`), then
+    // reap.
+    // SAFETY: waitid and waitpid on our own child with valid out-pointers.
+    let status = unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();
         while libc::waitid(
             libc::P_PID,
@@ -175,15 +176,14 @@ pub fn run_measured(exe: &Path, args: &[String], timeout: Duration) -> Result<Ra
         }
         *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
         let mut status = 0;
-        let mut usage: libc::rusage = std::mem::zeroed();
-        if libc::wait4(pid, &mut status, 0, &mut usage) != pid {
+        if libc::waitpid(pid, &mut status, 0) != pid {
             return Err(format!(
-                "wait4 on {}: {}",
+                "waitpid on {}: {}",
                 exe.display(),
                 std::io::Error::last_os_error()
             ));
         }
-        (status, usage)
+        status
     };
     let wall_s = t0.elapsed().as_secs_f64();
     let _ = watchdog.join();
