@@ -95,7 +95,11 @@ impl Budgets {
             if let Some(f) = node_free {
                 let mut text = format!("node {} MemFree {}", n.os_index, fmt_bytes(f));
                 let mut bytes = f;
-                if let Some(kept) = sys.node_reserved_bytes(n.os_index).filter(|&k| k > 0) {
+                let page = numalab_topo::bind::base_page_size() as u64;
+                let kept = sys
+                    .node_reserved_pages(n.os_index)
+                    .map(|p| p.saturating_mul(page));
+                if let Some(kept) = kept.filter(|&k| k > 0) {
                     bytes = f.saturating_sub(kept);
                     text.push_str(&format!(
                         " less {} the kernel keeps (watermarks, lower-zone reserves, room in {} CPUs' page lists)",

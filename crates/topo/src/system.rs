@@ -503,11 +503,10 @@ impl SysRoot {
     }
 
     /// Free memory of a NUMA node that the kernel keeps from allocations (watermarks,
-    /// lower-zone reserves, room in the per-CPU page lists), in bytes, from
-    /// `/proc/zoneinfo` ([`crate::zoneinfo`]). None when unreadable.
-    pub fn node_reserved_bytes(&self, node: u32) -> Option<u64> {
-        let pages = crate::zoneinfo::node_reserved_pages(&self.read("proc/zoneinfo")?, node)?;
-        Some(pages.saturating_mul(crate::sys::base_page_size() as u64))
+    /// lower-zone reserves, room in the per-CPU page lists), in pages of the system that
+    /// wrote `/proc/zoneinfo` ([`crate::zoneinfo`]). None when unreadable.
+    pub fn node_reserved_pages(&self, node: u32) -> Option<u64> {
+        crate::zoneinfo::node_reserved_pages(&self.read("proc/zoneinfo")?, node)
     }
 
     /// Available memory of the whole system in bytes (`MemAvailable`).
