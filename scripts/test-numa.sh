@@ -158,9 +158,12 @@ run_arm() {
   self_contained "$rel/numalab" "$rel/numa-guest"
   local export_dir
   export_dir=$(mktemp -d "${TMPDIR:-/tmp}/numa-guest-arm-export.XXXXXX")
+  # The wide run exports to its own folder (set above); --export is given once.
+  local export_args=(--export "$export_dir")
+  [ "$wide" = 1 ] && export_args=()
   "$driver" run --arch aarch64 --numalab "$rel/numalab" --guest-exe "$rel/numa-guest" \
     --kernel "$ARM_KERNEL" --busybox "$ARM_BUSYBOX" --modules "$ARM_MODULES" \
-    --export "$export_dir" ${args[@]+"${args[@]}"}
+    ${export_args[@]+"${export_args[@]}"} ${args[@]+"${args[@]}"}
   # The bundle evaluate wrote inside the Arm guest, rendered in headless chromium here.
   if [ "$wide" = 1 ]; then
     :

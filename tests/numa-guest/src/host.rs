@@ -684,8 +684,11 @@ pub fn qemu_args(
     } else {
         boot.cpu.as_str()
     };
+    // Arm: virt's default GICv2 takes at most 8 CPUs; more (the n1-wide server) need a
+    // GICv3 ("exceeds max CPUs supported by machine 'mach-virt' (8)").
     let machine = match boot.arch {
         Arch::X86_64 => "q35",
+        Arch::Aarch64 if boot.layout.cpu_count() > 8 => "virt,gic-version=3",
         Arch::Aarch64 => "virt",
     };
     let mut a: Vec<String> = [
@@ -1113,6 +1116,21 @@ mod tests {
             "{n1}"
         );
         assert!(n1.contains("-smp 4,sockets=2,cores=2,threads=1"), "{n1}");
+        // More than 8 CPUs: a GICv3.
+        let wide = args(
+            &Boot::wide(
+                Arch::Aarch64,
+                crate::platform::Wide {
+                    cpus: Some(64),
+                    long: false,
+                },
+            )
+            .unwrap(),
+        );
+        assert!(
+            wide.starts_with("-machine virt,gic-version=3 -accel tcg -cpu neoverse-n1 "),
+            "{wide}"
+        );
         assert!(
             n1.contains("console=ttyAMA0") && !n1.contains("lpj="),
             "{n1}"
