@@ -11,6 +11,16 @@ pub const MAX_TIMEOUT_S: f64 = numalab_schema::units::MAX_DURATION.as_secs() as 
 /// a million runs of even the shortest command is days.
 pub const MAX_REPEAT: usize = 1_000_000;
 
+/// Runs per point unless `--repeat` says otherwise ([`crate::Study::new`]'s).
+pub const DEFAULT_REPEAT: usize = 3;
+
+/// The work metric unless `--metric` says otherwise: the wall time of a fixed amount of
+/// work ([`Metric::Wall`], [`crate::Study::new`]'s).
+pub const DEFAULT_METRIC: &str = "wall";
+
+/// The unit of printed response times unless `--response-unit` says otherwise.
+pub const DEFAULT_RESPONSE_UNIT: &str = "as printed";
+
 /// The options every study shares, as given (text and numbers, unchecked).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StudyOptions {
@@ -140,17 +150,30 @@ mod tests {
     fn options() -> StudyOptions {
         StudyOptions {
             command: vec!["./app".into(), "{threads}".into()],
-            metric: "wall".into(),
+            metric: DEFAULT_METRIC.into(),
             lower_is_better: false,
             response: None,
-            response_unit: "as printed".into(),
-            repeat: 3,
+            response_unit: DEFAULT_RESPONSE_UNIT.into(),
+            repeat: DEFAULT_REPEAT,
             timeout: None,
             shell: false,
             fail_fast: false,
             env: Vec::new(),
-            sample_interval: 250,
+            sample_interval: crate::sample::SamplingConfig::default().interval_ms,
         }
+    }
+
+    /// The flags' defaults (these constants and the sampling interval, which `numalab
+    /// scale`, `policy` and `sweep` show as theirs) make the study `Study::new` makes.
+    #[test]
+    fn the_flags_defaults_are_the_studys() {
+        let given = options().study().unwrap();
+        let fresh = Study::new(given.command.clone());
+        assert!(matches!(given.metric, Metric::Wall));
+        assert_eq!(format!("{:?}", given.metric), format!("{:?}", fresh.metric));
+        assert_eq!(given.repeat, fresh.repeat);
+        assert_eq!(given.response_unit, fresh.response_unit);
+        assert_eq!(given.sampling, fresh.sampling);
     }
 
     fn refused(o: StudyOptions) -> String {

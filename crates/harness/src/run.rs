@@ -65,8 +65,8 @@ impl Study {
             metric: Metric::Wall,
             lower_is_better: false,
             response: None,
-            response_unit: "as printed".into(),
-            repeat: 3,
+            response_unit: crate::options::DEFAULT_RESPONSE_UNIT.into(),
+            repeat: crate::options::DEFAULT_REPEAT,
             fail_fast: false,
             sampling: SamplingConfig::default(),
         }
