@@ -11,16 +11,6 @@ pub const MAX_TIMEOUT_S: f64 = numalab_schema::units::MAX_DURATION.as_secs() as 
 /// a million runs of even the shortest command is days.
 pub const MAX_REPEAT: usize = 1_000_000;
 
-/// Runs per point unless `--repeat` says otherwise ([`crate::Study::new`]'s).
-pub const DEFAULT_REPEAT: usize = 3;
-
-/// The work metric unless `--metric` says otherwise: the wall time of a fixed amount of
-/// work ([`Metric::Wall`], [`crate::Study::new`]'s).
-pub const DEFAULT_METRIC: &str = "wall";
-
-/// The unit of printed response times unless `--response-unit` says otherwise.
-pub const DEFAULT_RESPONSE_UNIT: &str = "as printed";
-
 /// The options every study shares, as given (text and numbers, unchecked).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StudyOptions {
@@ -145,6 +135,7 @@ impl StudyOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::{DEFAULT_METRIC, DEFAULT_REPEAT, DEFAULT_RESPONSE_UNIT};
     use numalab_schema::{Classify, ErrorClass};
 
     fn options() -> StudyOptions {

@@ -9,7 +9,7 @@ use clap::Args;
 use numalab_harness::outcome::Runs;
 use numalab_harness::run::{PointHook, Progress, Sink};
 use numalab_harness::scale::parse_thread_counts;
-use numalab_harness::{options as study, sample::SamplingConfig, StudyOptions};
+use numalab_harness::{run as study, sample::SamplingConfig, StudyOptions};
 use numalab_harness::{HarnessError, Param, Placement, PolicyKind, RunRecord, ScalePlan};
 use numalab_profile::point::PointProfiler;
 use numalab_schema::{Machine, Origin, Record, RecordKind};
