@@ -42,6 +42,9 @@ pub struct Options {
     pub ipmitool: PathBuf,
 }
 
+/// The ipmitool program unless given: the one on `PATH`.
+pub const DEFAULT_IPMITOOL: &str = "ipmitool";
+
 impl Options {
     /// The options for `address` with the defaults: 1 s between reads, credentials
     /// from the environment, certificates verified, `ipmitool` from `PATH`.
@@ -53,7 +56,7 @@ impl Options {
             insecure: false,
             ca_file: None,
             cipher_suite: None,
-            ipmitool: PathBuf::from("ipmitool"),
+            ipmitool: PathBuf::from(DEFAULT_IPMITOOL),
         }
     }
 }

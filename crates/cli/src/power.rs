@@ -9,7 +9,7 @@
 
 use crate::CliError;
 use clap::Args;
-use numalab_bmc::watch::Options;
+use numalab_bmc::watch::{Options, DEFAULT_IPMITOOL};
 use numalab_schema::sink::Sink;
 use numalab_schema::Classify;
 use std::path::PathBuf;
@@ -33,7 +33,7 @@ pub struct BmcArgs {
     #[arg(
         long,
         value_name = "MS",
-        default_value_t = 1000,
+        default_value_t = Options::new("").interval_ms,
         help_heading = "BMC power"
     )]
     pub bmc_interval: u64,
@@ -56,7 +56,7 @@ pub struct BmcArgs {
         value_name = "PATH",
         env = "NUMALAB_IPMITOOL",
         hide = true,
-        default_value = "ipmitool"
+        default_value = DEFAULT_IPMITOOL
     )]
     pub bmc_ipmitool: PathBuf,
 }

@@ -8,7 +8,7 @@ use numalab_records::warnings::FoldedWarnings;
 use numalab_schema::collect::Collector;
 use numalab_schema::record::Host;
 use numalab_schema::sink::{Sink, SinkError};
-use numalab_schema::{Bundle, Envelope, Origin, Record};
+use numalab_schema::{Bundle, Envelope, Origin, Record, Warning};
 use std::path::PathBuf;
 
 /// Output options shared by measuring commands (flattened into their args).
@@ -63,15 +63,19 @@ impl Recorder {
     /// Adds a record: written to the journal at once (if any), kept for `--json`.
     pub fn push(&mut self, record: Record) -> CliResult {
         for w in &record.warnings {
-            if self.shown.note(&record.key, w) && !self.json {
-                match &self.progress {
-                    // Printed above the bar, not through it.
-                    Some(bar) => bar.suspend(|| warn(w)),
-                    None => warn(w),
-                }
-            }
+            self.note(&record.key, w);
         }
         Ok(self.run.push(record)?)
+    }
+
+    /// A warning of `key` (a record's or not): its code's first shown now, the rest folded.
+    pub fn note(&mut self, key: &str, w: &Warning) {
+        if self.shown.note(key, w) && !self.json {
+            match &self.progress {
+                Some(bar) => bar.suspend(|| warn(w)),
+                None => warn(w),
+            }
+        }
     }
 
     /// Warnings are printed above this progress bar instead of through it.

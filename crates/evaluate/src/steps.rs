@@ -42,6 +42,14 @@ pub struct Step {
     pub run: StepFn,
 }
 
+impl Step {
+    /// The step's opening line in a log: "step 3/9 latency: memory latency (curve and
+    /// node matrix)", `index` counted from 0 of `total`.
+    pub fn start_line(&self, index: usize, total: usize) -> String {
+        format!("step {}/{total} {}: {}", index + 1, self.id, self.title)
+    }
+}
+
 /// The steps, in order.
 pub fn steps() -> Vec<Step> {
     let step = |id, title, run| Step { id, title, run };

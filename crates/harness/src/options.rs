@@ -135,22 +135,36 @@ impl StudyOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::{DEFAULT_METRIC, DEFAULT_REPEAT, DEFAULT_RESPONSE_UNIT};
     use numalab_schema::{Classify, ErrorClass};
 
     fn options() -> StudyOptions {
         StudyOptions {
             command: vec!["./app".into(), "{threads}".into()],
-            metric: "wall".into(),
+            metric: DEFAULT_METRIC.into(),
             lower_is_better: false,
             response: None,
-            response_unit: "as printed".into(),
-            repeat: 3,
+            response_unit: DEFAULT_RESPONSE_UNIT.into(),
+            repeat: DEFAULT_REPEAT,
             timeout: None,
             shell: false,
             fail_fast: false,
             env: Vec::new(),
-            sample_interval: 250,
+            sample_interval: crate::sample::SamplingConfig::default().interval_ms,
         }
+    }
+
+    /// The flags' defaults (these constants and the sampling interval, which `numalab
+    /// scale`, `policy` and `sweep` show as theirs) make the study `Study::new` makes.
+    #[test]
+    fn the_flags_defaults_are_the_studys() {
+        let given = options().study().unwrap();
+        let fresh = Study::new(given.command.clone());
+        assert!(matches!(given.metric, Metric::Wall));
+        assert_eq!(format!("{:?}", given.metric), format!("{:?}", fresh.metric));
+        assert_eq!(given.repeat, fresh.repeat);
+        assert_eq!(given.response_unit, fresh.response_unit);
+        assert_eq!(given.sampling, fresh.sampling);
     }
 
     fn refused(o: StudyOptions) -> String {

@@ -26,6 +26,16 @@ use std::time::Duration;
 
 pub use numalab_records::harness::{BuildRecord, PointStats, ResponseStats, RunRecord};
 
+/// Runs per point unless `--repeat` says otherwise ([`Study::new`]'s).
+pub const DEFAULT_REPEAT: usize = 3;
+
+/// The work metric unless `--metric` says otherwise: the wall time of a fixed amount of
+/// work ([`Metric::Wall`], [`Study::new`]'s).
+pub const DEFAULT_METRIC: &str = "wall";
+
+/// The unit of printed response times unless `--response-unit` says otherwise.
+pub const DEFAULT_RESPONSE_UNIT: &str = "as printed";
+
 /// How a study runs the command (shared by scale, policy and sweep).
 #[derive(Debug, Clone)]
 pub struct Study {
@@ -65,8 +75,8 @@ impl Study {
             metric: Metric::Wall,
             lower_is_better: false,
             response: None,
-            response_unit: "as printed".into(),
-            repeat: 3,
+            response_unit: DEFAULT_RESPONSE_UNIT.into(),
+            repeat: DEFAULT_REPEAT,
             fail_fast: false,
             sampling: SamplingConfig::default(),
         }

@@ -42,14 +42,21 @@ pub struct BenchOptions {
     pub stencil_threads: Vec<usize>,
 }
 
+/// Threads of the reduction unless `--threads` says otherwise.
+pub const DEFAULT_THREADS: usize = 16;
+/// Lines each thread reads unless `--lines` says otherwise.
+pub const DEFAULT_LINES: usize = 256;
+/// The largest affinity strength swept, hops, unless `--max-distance` says otherwise.
+pub const DEFAULT_MAX_DISTANCE: u32 = 4;
+
 impl BenchOptions {
     /// Defaults for a preset.
     pub fn new(preset: &str) -> BenchOptions {
         BenchOptions {
             trial: TrialOptions::new(preset),
-            lines_per_thread: 256,
-            threads: 16,
-            max_distance: 4,
+            lines_per_thread: DEFAULT_LINES,
+            threads: DEFAULT_THREADS,
+            max_distance: DEFAULT_MAX_DISTANCE,
             stencil_threads: vec![4, 8, 16],
         }
     }

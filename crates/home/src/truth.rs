@@ -66,6 +66,9 @@ pub struct TruthOptions {
     pub phys_bits: u32,
 }
 
+/// Standard deviation of the model's noise, ns, unless `--noise-ns` says otherwise.
+pub const DEFAULT_NOISE_NS: f64 = 4.0;
+
 impl TruthOptions {
     /// Defaults for a preset: 4 ns noise, 16 pages of 2 MiB, node 0, physical
     /// addresses known, 36 physical address bits (64 GiB).
@@ -73,7 +76,7 @@ impl TruthOptions {
         TruthOptions {
             preset: preset.to_string(),
             sets: Vec::new(),
-            noise_ns: 4.0,
+            noise_ns: DEFAULT_NOISE_NS,
             seed: 1,
             pages: 16,
             page_bytes: 2 << 20,

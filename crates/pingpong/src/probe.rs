@@ -54,19 +54,22 @@ pub struct Options {
     pub home_node: Option<u32>,
 }
 
+/// The defaults: core-to-core-latency's (CAS, 300 samples of 1,000 round trips), every
+/// pair up to 64 CPUs, 4 pairs between each two groups beyond, the line on the first
+/// CPU's node. `numalab c2c`'s flags take their defaults from here.
+pub const DEFAULTS: Options = Options {
+    variant: Variant::Cas,
+    samples: 300,
+    round_trips: 1000,
+    pairs: Pairs::Auto,
+    across: 4,
+    home_node: None,
+};
+
 impl Options {
-    /// The defaults: core-to-core-latency's (CAS, 300 samples of 1,000 round trips),
-    /// every pair up to 64 CPUs, 4 pairs between each two groups beyond, the line on the
-    /// first CPU's node.
+    /// The defaults ([`DEFAULTS`]).
     pub fn defaults() -> Options {
-        Options {
-            variant: Variant::Cas,
-            samples: 300,
-            round_trips: 1000,
-            pairs: Pairs::Auto,
-            across: 4,
-            home_node: None,
-        }
+        DEFAULTS
     }
 
     /// The quick variant (`evaluate --quick`): 100 samples, one pair between each two

@@ -14,7 +14,7 @@ use numalab_c2c::heatmap::{self, Order};
 use numalab_c2c::matrix::LatencyMatrix;
 use numalab_c2c::record;
 use numalab_c2c::structure::Structure;
-use numalab_pingpong::{self as pingpong, Variant};
+use numalab_pingpong::{self as pingpong, probe::DEFAULTS, Variant};
 use numalab_schema::{ErrorClass, Origin};
 use std::path::PathBuf;
 
@@ -63,16 +63,16 @@ pub struct C2cArgs {
     #[arg(long, value_name = "N")]
     pub home_node: Option<u32>,
     /// Timed samples per pair.
-    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = DEFAULTS.samples, value_parser = clap::value_parser!(u32).range(1..))]
     pub samples: u32,
     /// Round trips per sample.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = DEFAULTS.round_trips, value_parser = clap::value_parser!(u32).range(1..))]
     pub round_trips: u32,
     /// Which pairs to measure.
     #[arg(long, value_enum, default_value_t = PairsArg::Auto)]
     pub pairs: PairsArg,
     /// Sampled mode: pairs measured between each two groups.
-    #[arg(long, value_name = "K", default_value_t = 4)]
+    #[arg(long, value_name = "K", default_value_t = DEFAULTS.across)]
     pub across: usize,
     /// Analyse a matrix in core-to-core-latency's CSV format instead of measuring
     /// (CPU ids are taken as 0..N-1).

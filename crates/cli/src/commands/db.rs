@@ -115,10 +115,10 @@ pub struct RegressionsArgs {
     #[arg(long, default_value = "first")]
     pub baseline: String,
     /// Runs in the baseline side (their spread measures the run-to-run noise).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = RegressionQuery::default().baseline_runs)]
     pub baseline_runs: usize,
     /// The most recent runs that form the other side.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = RegressionQuery::default().latest_runs)]
     pub latest_runs: usize,
     /// Only this figure.
     #[arg(long)]
@@ -127,7 +127,7 @@ pub struct RegressionsArgs {
     #[arg(long)]
     pub group: Option<String>,
     /// Relative run-to-run spread assumed when a side has one run, percent.
-    #[arg(long, default_value_t = 100.0 * numalab_report::compare::DEFAULT_RUN_SPREAD)]
+    #[arg(long, default_value_t = 100.0 * RegressionQuery::default().assumed_run_spread)]
     pub run_noise: f64,
     /// Show every figure with its verdict, not only those that got worse.
     #[arg(long)]

@@ -51,12 +51,7 @@ impl Observer for Bar {
     fn step_started(&mut self, index: usize, total: usize, step: &Step) {
         self.bar.set_message(step.title);
         if self.lines {
-            eprintln!(
-                "numalab: step {}/{total} {}: {}",
-                index + 1,
-                step.id,
-                step.title
-            );
+            eprintln!("numalab: {}", step.start_line(index, total));
         }
     }
 
@@ -131,9 +126,9 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         bar: bar.clone(),
         lines: !std::io::stderr().is_terminal(),
     };
-    let outcome = {
+    let (outcome, power) = {
         let mut sink = ProgressSink::with_message(&mut rec, &bar);
-        let (out, warnings) = numalab_evaluate::power::run_with_power(
+        numalab_evaluate::power::run_with_power(
             bmc,
             &opts,
             &resume,
@@ -141,12 +136,13 @@ pub fn run(args: EvaluateArgs) -> CliResult {
             &placer,
             &mut sink,
             &mut observer,
-        );
-        warnings.iter().for_each(crate::recorder::warn);
-        out?
+        )
     };
+    power.iter().for_each(|(key, w)| rec.note(key, w)); // the BMC's, folded with the rest
     bar.finish_and_clear();
-    rec.finish()?; // the folded warnings said and recorded (`warnings.folded`), the journal closed
+    let finished = rec.finish(); // the folded warnings said and recorded, the journal closed
+    let outcome = outcome?;
+    finished?;
     if let Some(msg) = outcome.interruption(&args.out) {
         return Err(CliError::new(ErrorClass::Interrupted, msg));
     }

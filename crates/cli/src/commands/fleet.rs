@@ -5,6 +5,7 @@
 use crate::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use numalab_fleet::{AgentOptions, FleetRunOptions, LauncherKind};
+use numalab_report::fleet::{self, Options as Outliers};
 use numalab_schema::ErrorClass;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -132,14 +133,14 @@ pub struct ReportArgs {
     #[arg(long)]
     pub json: bool,
     /// Robust z beyond which a node may be an outlier.
-    #[arg(long, value_name = "Z", default_value_t = 3.5)]
+    #[arg(long, value_name = "Z", default_value_t = Outliers::default().z_threshold)]
     pub z: f64,
     /// Percent deviation from the group median a node must exceed (the run-to-run
     /// noise of one machine is a few percent).
-    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * Outliers::default().relative_floor)]
     pub floor: f64,
     /// Fewest nodes in a hardware group to judge it.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = Outliers::default().min_nodes)]
     pub min_nodes: usize,
 }
 
@@ -225,7 +226,6 @@ fn node_cmd(a: NodeArgs) -> CliResult {
 }
 
 fn report_cmd(a: ReportArgs) -> CliResult {
-    use numalab_report::fleet;
     let opts = fleet::Options::from_flags(a.z, a.floor, a.min_nodes)
         .map_err(|e| CliError::new(ErrorClass::Usage, e))?;
     let input =

@@ -9,7 +9,7 @@ use clap::Args;
 use numalab_harness::outcome::Runs;
 use numalab_harness::run::{PointHook, Progress, Sink};
 use numalab_harness::scale::parse_thread_counts;
-use numalab_harness::StudyOptions;
+use numalab_harness::{run as study, sample::SamplingConfig, StudyOptions};
 use numalab_harness::{HarnessError, Param, Placement, PolicyKind, RunRecord, ScalePlan};
 use numalab_profile::point::PointProfiler;
 use numalab_schema::{Machine, Origin, Record, RecordKind};
@@ -22,7 +22,7 @@ pub struct StudyArgs {
     /// (a number the program prints, in the pattern's one capture group; the last
     /// match counts), or `json:PATH` (a field of a JSON document or JSON line it
     /// prints, e.g. json:records.data.requests_per_s).
-    #[arg(long, default_value = "wall", value_name = "METRIC")]
+    #[arg(long, default_value = study::DEFAULT_METRIC, value_name = "METRIC")]
     pub metric: String,
     /// The printed metric is a time (lower is better), not a rate.
     #[arg(long)]
@@ -32,10 +32,10 @@ pub struct StudyArgs {
     #[arg(long, value_name = "METRIC")]
     pub response: Option<String>,
     /// Unit of the response times as printed (for the table and records).
-    #[arg(long, default_value = "as printed", value_name = "UNIT")]
+    #[arg(long, default_value = study::DEFAULT_RESPONSE_UNIT, value_name = "UNIT")]
     pub response_unit: String,
     /// Runs per point.
-    #[arg(long, default_value_t = 3, value_name = "N")]
+    #[arg(long, default_value_t = study::DEFAULT_REPEAT, value_name = "N")]
     pub repeat: usize,
     /// Kill a run (its whole process group) after this many seconds.
     #[arg(long, value_name = "SECONDS")]
@@ -51,7 +51,7 @@ pub struct StudyArgs {
     #[arg(long = "env", value_name = "K=V")]
     pub env: Vec<String>,
     /// Time between samples of power, temperature, frequency and page placement.
-    #[arg(long, default_value_t = 250, value_name = "MS")]
+    #[arg(long, default_value_t = SamplingConfig::default().interval_ms, value_name = "MS")]
     pub sample_interval: u64,
     /// Write a chart of the results to this SVG file.
     #[arg(long, value_name = "FILE")]

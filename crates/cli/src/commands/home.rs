@@ -8,12 +8,12 @@ use super::home_hash::{self, print, Bar};
 use crate::recorder::{OutputArgs, Recorder};
 use crate::CliResult;
 use clap::{Args, Subcommand, ValueEnum};
-use numalab_home::bench;
 use numalab_home::groundtruth::trial;
 use numalab_home::keys;
 use numalab_home::live::{HugeChoice, LiveProbe};
-use numalab_home::map::map;
+use numalab_home::map::{map, MapOptions};
 use numalab_home::settings::{BenchRequest, MapRequest, MapSettings, ModelSettings};
+use numalab_home::{bench, truth::DEFAULT_NOISE_NS};
 use numalab_schema::record::Host;
 use numalab_schema::{Origin, Record};
 use std::path::{Path, PathBuf};
@@ -58,13 +58,13 @@ pub enum HugeArg {
 #[derive(Debug, Args)]
 pub struct MapFlags {
     /// Reader CPUs, spread over the floorplan (an owner CPU comes on top).
-    #[arg(long, value_name = "N", default_value_t = 16)]
+    #[arg(long, value_name = "N", default_value_t = MapOptions::default().probe_cpus)]
     pub cpus: usize,
     /// Reads per line and CPU (the median is kept).
-    #[arg(long, value_name = "N", default_value_t = 128)]
+    #[arg(long, value_name = "N", default_value_t = MapOptions::default().repeats)]
     pub repeats: u32,
     /// Lines sampled on every page after the first (the first is measured in full).
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    #[arg(long, value_name = "N", default_value_t = MapOptions::default().sample_lines)]
     pub sample_lines: usize,
     /// Do not look for memory interfaces (halves the reads).
     #[arg(long)]
@@ -74,7 +74,7 @@ pub struct MapFlags {
     #[arg(long)]
     pub no_refine: bool,
     /// Seed of the line sample and the grouping (and of the model's machine).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = MapOptions::default().seed)]
     pub seed: u64,
 }
 
@@ -82,7 +82,7 @@ pub struct MapFlags {
 #[derive(Debug, Args)]
 pub struct ModelFlags {
     /// Standard deviation of the noise on every read and matrix cell, ns (--model).
-    #[arg(long, value_name = "NS", default_value_t = 4.0)]
+    #[arg(long, value_name = "NS", default_value_t = DEFAULT_NOISE_NS)]
     pub noise_ns: f64,
     /// Buffer pages (--model).
     #[arg(long, value_name = "N", default_value_t = 64)]
@@ -166,13 +166,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub rounds: usize,
     /// Threads of the reduction kernel.
-    #[arg(long, value_name = "N", default_value_t = 16)]
+    #[arg(long, value_name = "N", default_value_t = bench::DEFAULT_THREADS)]
     pub threads: usize,
     /// Lines each thread reads.
-    #[arg(long, value_name = "N", default_value_t = 256)]
+    #[arg(long, value_name = "N", default_value_t = bench::DEFAULT_LINES)]
     pub lines: usize,
     /// Largest affinity strength swept, hops.
-    #[arg(long, value_name = "HOPS", default_value_t = 4)]
+    #[arg(long, value_name = "HOPS", default_value_t = bench::DEFAULT_MAX_DISTANCE)]
     pub max_distance: u32,
     /// Thread counts of the stencil, comma separated.
     #[arg(long, value_name = "LIST", default_value = "4,8,16")]

@@ -80,10 +80,10 @@ pub struct ConflictsArgs {
     #[arg(long, value_name = "SIZE", default_value = "2MiB")]
     pub page_size: String,
     /// Largest buffer tried, pages (powers of two from 1 up to it).
-    #[arg(long, value_name = "N", default_value_t = 16)]
+    #[arg(long, value_name = "N", default_value_t = ConflictOptions::default().max_pages)]
     pub max_pages: u32,
     /// Runs of contiguous pages tried per combination.
-    #[arg(long, value_name = "N", default_value_t = 32)]
+    #[arg(long, value_name = "N", default_value_t = ConflictOptions::default().runs)]
     pub runs: usize,
     /// Output options.
     #[command(flatten)]

@@ -13,7 +13,7 @@ use numalab_layout::affinity;
 use numalab_layout::draw::Heat;
 use numalab_layout::flags::{Campaign, GroundtruthFlags, InferFlags};
 use numalab_layout::job::InferJob;
-use numalab_layout::{Kind, LayoutError};
+use numalab_layout::{Kind, LayoutError, Options as Search};
 use numalab_model::spec::Routing;
 use numalab_report::sections::layout::sections;
 use numalab_schema::{Origin, Record};
@@ -98,13 +98,13 @@ pub struct InferArgs {
     #[arg(long)]
     pub no_tile_groups: bool,
     /// Seed of the first restart.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = Search::default().seed)]
     pub seed: u64,
     /// Restarts (half from spectral starts, half random).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = Search::default().restarts)]
     pub restarts: usize,
     /// Annealing moves per unit and random restart.
-    #[arg(long, default_value_t = 400, hide = true)]
+    #[arg(long, default_value_t = Search::default().sweeps, hide = true)]
     pub sweeps: usize,
     /// Write the floorplan as SVG.
     #[arg(long, value_name = "FILE")]

@@ -13,7 +13,7 @@ use crate::{CliError, CliResult};
 use clap::{Args, Subcommand};
 use numalab_mem::budget::Budgets;
 use numalab_mem::probe::{self, Probe};
-use numalab_mem::request::{Bandwidth, Latency, Loaded, Migrate};
+use numalab_mem::request::{defaults, Bandwidth, Latency, Loaded, Migrate};
 use numalab_mem::{memconfig, MemError};
 use numalab_report::sections;
 use numalab_schema::{Machine, Origin};
@@ -66,7 +66,7 @@ pub struct Common {
     pub pages: Option<String>,
     /// Where data goes: first-touch (each thread's own node), bind:N, interleave:LIST
     /// (or interleave:all), preferred:N.
-    #[arg(long, value_name = "POLICY", default_value = "first-touch")]
+    #[arg(long, value_name = "POLICY", default_value = defaults::POLICY)]
     pub policy: String,
     /// Short run for `numalab evaluate --quick` and smoke tests (fewer kernels, points
     /// and repetitions; sizes stay large enough to measure memory).
@@ -92,7 +92,7 @@ pub struct BandwidthArgs {
     #[arg(long, value_name = "N[,N...]")]
     pub threads: Option<String>,
     /// CPUs: 0-3,8 or node:N or package:N or core:N or all.
-    #[arg(long, value_name = "SEL", default_value = "all")]
+    #[arg(long, value_name = "SEL", default_value = defaults::CPUS)]
     pub cpus: String,
     /// Working set of each kernel, all arrays and threads together (as likwid-bench -w)
     /// [default: 12x the last-level cache, so each of triad's arrays is >= 4x it].
@@ -119,10 +119,10 @@ pub struct LatencyArgs {
     #[arg(long, value_name = "SEL")]
     pub cpus: Option<String>,
     /// Page kinds, comma separated (one curve each): base, thp, hugetlb[:SIZE].
-    #[arg(long = "page-kinds", value_name = "LIST", default_value = "base,thp")]
+    #[arg(long = "page-kinds", value_name = "LIST", default_value = defaults::PAGE_KINDS)]
     pub page_kinds: String,
     /// Smallest working set.
-    #[arg(long, value_name = "BYTES", default_value = "4KiB")]
+    #[arg(long, value_name = "BYTES", default_value = defaults::MIN)]
     pub min: String,
     /// Largest working set [default: 8x the last-level cache].
     #[arg(long, value_name = "BYTES")]
@@ -139,7 +139,7 @@ pub struct LatencyArgs {
     /// Line order: global (uniformly random over the working set: memory latency as
     /// the field means it, translation included) or page (random 4 KiB blocks, random
     /// lines in each: row-buffer- and prefetch-friendly, reported under its own name).
-    #[arg(long, value_name = "ORDER", default_value = "global")]
+    #[arg(long, value_name = "ORDER", default_value = defaults::ORDER)]
     pub order: String,
     /// Timed batches per point [default: 200, --quick 60].
     #[arg(long, value_name = "N")]
@@ -157,7 +157,7 @@ pub struct LatencyArgs {
     #[arg(long, value_name = "KIND")]
     pub pages: Option<String>,
     /// Where data goes: first-touch, bind:N, interleave:LIST, preferred:N.
-    #[arg(long, value_name = "POLICY", default_value = "first-touch")]
+    #[arg(long, value_name = "POLICY", default_value = defaults::POLICY)]
     pub policy: String,
     /// Short run (one point per octave, fewer batches, to 4x the last-level cache).
     #[arg(long)]
@@ -170,13 +170,13 @@ pub struct LatencyArgs {
 #[derive(Debug, Args)]
 pub struct LoadedArgs {
     /// CPUs: the first chases, the others generate traffic.
-    #[arg(long, value_name = "SEL", default_value = "all")]
+    #[arg(long, value_name = "SEL", default_value = defaults::CPUS)]
     pub cpus: String,
     /// How many of the other CPUs generate traffic [default: all].
     #[arg(long, value_name = "N")]
     pub generators: Option<usize>,
     /// Traffic: read, or rw (copy: 1 read : 1 write).
-    #[arg(long, value_name = "KIND", default_value = "read")]
+    #[arg(long, value_name = "KIND", default_value = defaults::TRAFFIC)]
     pub traffic: String,
     /// Delay between 4 KiB chunks per generator, ns, comma separated; `idle` = no
     /// traffic [default: idle,16000,8000,4000,2000,1000,500,250,100,0].

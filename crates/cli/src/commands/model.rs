@@ -168,19 +168,19 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST")]
     pub loads: Option<String>,
     /// Flits per synthetic packet.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = experiments::Options::default().flits)]
     pub flits: u32,
     /// Working set (policy) or total array size (stream-triad), e.g. 512M.
     #[arg(long, value_name = "SIZE")]
     pub working_set: Option<String>,
     /// Random seed of the discrete-event engine.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = experiments::Options::default().des.seed)]
     pub seed: u64,
     /// Cycles the discrete-event engine measures (after --warmup).
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = experiments::Options::default().des.measure_cycles)]
     pub cycles: u64,
     /// Cycles simulated and discarded before measuring.
-    #[arg(long, default_value_t = 2_000)]
+    #[arg(long, default_value_t = experiments::Options::default().des.warmup_cycles)]
     pub warmup: u64,
     /// Threads for the discrete-event simulations, default the CPUs this process may use:
     /// simulations run side by side (a curve's points, stream-triad's data nodes,

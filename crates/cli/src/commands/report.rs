@@ -5,7 +5,7 @@
 
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
-use numalab_report::compare::sides;
+use numalab_report::compare::{sides, DEFAULT_RUN_SPREAD};
 use numalab_report::load::{LoadError, Loaded};
 use numalab_report::outcome;
 use numalab_report::table::Format;
@@ -77,7 +77,7 @@ pub struct CompareArgs {
     pub by_machine: bool,
     /// Run-to-run spread (relative standard deviation of one run's figure, in percent)
     /// assumed when a side has a single run: its intervals are widened by it.
-    #[arg(long, value_name = "PCT", default_value_t = 10.0)]
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * DEFAULT_RUN_SPREAD)]
     pub run_noise: f64,
     /// Write to FILE (default: stdout). The format follows the extension (.html, .md,
     /// .csv, .json, .txt) unless --format is given.

@@ -68,19 +68,19 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = ModeArg::SharedFirstTouch)]
     pub mode: ModeArg,
     /// Measured window, seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = RunConfig::default().duration_s)]
     pub duration: f64,
     /// Warm-up before the window (served, not counted), seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = RunConfig::default().warmup_s)]
     pub warmup: f64,
     /// Road network size in nodes (suffixes k and M allowed).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_NODES, value_parser = parse_count)]
     pub graph_nodes: u32,
     /// Seed of the road network and of the request streams.
-    #[arg(long, value_name = "S", default_value_t = 1)]
+    #[arg(long, value_name = "S", default_value_t = RunConfig::default().graph.seed)]
     pub seed: u64,
     /// Share of route queries, 0-1 (the rest are itinerary plans).
-    #[arg(long, value_name = "R", default_value_t = 0.8)]
+    #[arg(long, value_name = "R", default_value_t = RunConfig::default().route_share)]
     pub mix: f64,
     /// Back the graph with transparent huge pages (default: base pages).
     #[arg(long)]

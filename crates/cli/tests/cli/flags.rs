@@ -258,3 +258,87 @@ mod bmc_flags {
         assert!(!e.message.contains("hunter2"), "{}", e.message);
     }
 }
+
+mod library_defaults {
+    //! Flags whose default cannot name the library's (an enum of the command line's own,
+    //! a size or duration as text): parsed with no flag given, each must be what the
+    //! library takes when nothing is said. The numeric and text defaults name the
+    //! library's constants and `Default`s directly and cannot drift.
+    use numalab_cli::cli::{Cli, Command};
+    use numalab_cli::commands::{db, fleet, home, model};
+    use std::ffi::OsString;
+
+    fn parse(line: &str) -> Command {
+        let args: Vec<OsString> = line.split(' ').map(OsString::from).collect();
+        Cli::try_parse_args(args)
+            .unwrap_or_else(|e| panic!("{line}: {e}"))
+            .command
+    }
+
+    fn bytes(text: &str) -> u64 {
+        numalab_schema::units::parse_bytes(text).unwrap()
+    }
+
+    #[test]
+    fn each_default_of_the_command_line_is_the_librarys() {
+        let Command::Model(m) = parse("numalab model run mesh --experiment uniform") else {
+            panic!()
+        };
+        let model::ModelCommand::Run(r) = m.command else {
+            panic!()
+        };
+        let engine = numalab_model::experiments::Options::default().engine;
+        assert_eq!(format!("{:?}", r.engine), format!("{engine:?}"));
+
+        let Command::Home(h) = parse("numalab home map") else {
+            panic!()
+        };
+        let home::HomeCommand::Map(a) = h.command else {
+            panic!()
+        };
+        let live = numalab_home::live::LiveOptions::default();
+        assert_eq!(bytes(&a.bytes), live.bytes);
+        assert_eq!(format!("{:?}", a.huge), format!("{:?}", live.huge));
+
+        let Command::Home(h) = parse("numalab home bench --model knl-7210") else {
+            panic!()
+        };
+        let home::HomeCommand::Bench(a) = h.command else {
+            panic!()
+        };
+        let lib = numalab_home::bench::BenchOptions::new("knl-7210");
+        let stencil = numalab_home::settings::stencil_threads(&a.stencil).unwrap();
+        assert_eq!(stencil, lib.stencil_threads);
+        assert_eq!(bytes(&a.model_flags.page_size), lib.trial.truth.page_bytes);
+        assert_eq!(a.model_flags.node, lib.trial.truth.node);
+
+        let Command::Home(h) = parse("numalab home conflicts x.tbl") else {
+            panic!()
+        };
+        let home::HomeCommand::Conflicts(a) = h.command else {
+            panic!()
+        };
+        let lib = numalab_home::conflicts::ConflictOptions::default();
+        assert_eq!(bytes(&a.page_size), lib.page_bytes);
+
+        let Command::Fleet(f) = parse("numalab fleet run --fleet x") else {
+            panic!()
+        };
+        let fleet::FleetCommand::Run(a) = f.command else {
+            panic!()
+        };
+        assert_eq!(a.timeout, numalab_fleet::DEFAULT_TIMEOUT);
+
+        let Command::Db(d) = parse("numalab db regressions") else {
+            panic!()
+        };
+        let db::DbCommand::Regressions(a) = d.command else {
+            panic!()
+        };
+        let baseline = numalab_history::Baseline::parse(&a.baseline).unwrap();
+        assert_eq!(
+            baseline,
+            numalab_history::RegressionQuery::default().baseline
+        );
+    }
+}

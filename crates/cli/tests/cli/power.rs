@@ -242,3 +242,68 @@ fn evaluate_with_bmc_records_each_step_that_runs() {
     );
     assert!(!all_text(&out_dir).contains(PLANTED), "the password leaked");
 }
+
+/// A BMC that answers `--bmc`'s check and then no more: the power of each step that runs
+/// is not sampled, one warning a step. The terminal says the first and, at the end, one
+/// line for the rest; the journal keeps that line as a `warnings.folded` record naming
+/// the steps' power keys.
+#[test]
+fn evaluate_folds_the_bmc_warning_of_every_step_into_one_line_and_record() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (calls, tool) = (dir.path().join("calls"), dir.path().join("ipmitool"));
+    let script = format!(
+        "#!/bin/sh\n[ -e '{}' ] && {{ echo 'the BMC went away' >&2; exit 1; }}\n: > '{}'\nexec '{}' \"$@\"\n",
+        p(&calls),
+        p(&calls),
+        p(&fake_ipmitool())
+    );
+    std::fs::write(&tool, script).unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out_dir = dir.path().join("out");
+    let skip = "bandwidth,latency,loaded,c2c,migrate,workload,power";
+    let out = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(["evaluate", "--quick", "--skip", skip])
+        .args(["--bmc", "ipmi://admin@bmc.test", "--out", p(&out_dir)])
+        .env("NO_COLOR", "1")
+        .env("NUMALAB_IPMITOOL", &tool)
+        .env("IPMI_PASSWORD", PLANTED)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("bmc_power")).collect();
+    let first: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("numalab: warning: BMC power not sampled"))
+        .collect();
+    assert_eq!(first.len(), 1, "{err}");
+    assert!(first[0].contains("during evaluate step topology"), "{err}");
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("1 more record had this warning"), "{err}");
+    let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    let folded: Vec<serde_json::Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["kind"] == "warnings.folded")
+        .collect();
+    assert_eq!(folded.len(), 1, "{journal}");
+    let codes = folded[0]["data"]["codes"].as_array().unwrap();
+    assert_eq!(codes.len(), 1, "{journal}");
+    let bmc = &codes[0];
+    assert_eq!(bmc["code"], "bmc_power");
+    assert_eq!(bmc["messages"], 2);
+    assert_eq!(bmc["first"]["key"], "power/bmc/step/topology");
+    let named: Vec<&str> = bmc["named"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, ["power/bmc/step/pmu"]);
+    assert!(bmc["named"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("during evaluate step pmu"));
+    assert!(!journal.contains(PLANTED));
+}

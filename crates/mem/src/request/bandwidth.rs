@@ -115,8 +115,8 @@ mod tests {
 
     fn given(quick: bool) -> Bandwidth {
         Bandwidth {
-            cpus: "all".into(),
-            policy: "first-touch".into(),
+            cpus: crate::request::defaults::CPUS.into(),
+            policy: crate::request::defaults::POLICY.into(),
             quick,
             ..Bandwidth::default()
         }

@@ -151,10 +151,10 @@ mod tests {
     /// --policy first-touch`).
     fn given() -> Latency {
         Latency {
-            page_kinds: "base,thp".into(),
-            min: "4KiB".into(),
-            order: "global".into(),
-            policy: "first-touch".into(),
+            page_kinds: crate::request::defaults::PAGE_KINDS.into(),
+            min: crate::request::defaults::MIN.into(),
+            order: crate::request::defaults::ORDER.into(),
+            policy: crate::request::defaults::POLICY.into(),
             ..Latency::default()
         }
     }

@@ -124,9 +124,9 @@ mod tests {
     /// The command line's defaults (`--cpus all --traffic read --policy first-touch`).
     fn given() -> Loaded {
         Loaded {
-            cpus: "all".into(),
-            traffic: "read".into(),
-            policy: "first-touch".into(),
+            cpus: crate::request::defaults::CPUS.into(),
+            traffic: crate::request::defaults::TRAFFIC.into(),
+            policy: crate::request::defaults::POLICY.into(),
             ..Loaded::default()
         }
     }

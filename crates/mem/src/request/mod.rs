@@ -16,6 +16,23 @@ pub use latency::Latency;
 pub use loaded::Loaded;
 pub use migrate::Migrate;
 
+/// The options' defaults as text, the one source of `numalab mem`'s flags' defaults and
+/// of the requests' tests that plan them as `numalab evaluate` does.
+pub mod defaults {
+    /// `--policy`: each thread's pages on its own node.
+    pub const POLICY: &str = "first-touch";
+    /// `--cpus` of bandwidth and loaded latency: every CPU.
+    pub const CPUS: &str = "all";
+    /// `--page-kinds` of latency: a curve on base pages and one on THP.
+    pub const PAGE_KINDS: &str = "base,thp";
+    /// `--min` of latency: the smallest working set of the sweep.
+    pub const MIN: &str = "4KiB";
+    /// `--order` of latency: lines uniformly random over the working set.
+    pub const ORDER: &str = "global";
+    /// `--traffic` of loaded latency: reads.
+    pub const TRAFFIC: &str = "read";
+}
+
 use crate::kernels::{self, Isa, IsaExt};
 use crate::{MemError, PageRequest};
 use numalab_schema::{units, Machine};
