@@ -12,9 +12,14 @@ bytes (kind bench.tiny, which numalab does not know: counted, not shown), the mo
 records a journal of that size can hold: what measures the state a reader keeps per
 record.
 
+With KINDS "c2c-matrix=N", the journal is instead the envelope of the
+c2c-dual-xeon-gold-6242 fixture and one c2c.matrix record N CPUs wide (N*N cells, CPU
+i and i+N/2 an SMT pair, two packages; SIZE_MIB is ignored): what measures the memory a
+report or a comparison needs for its largest record (N=2000: a line of about 33 MB).
+
 usage: scripts/big-journal.py OUT_FOLDER SIZE_MIB [KINDS [FIXTURE_FOLDER]]
 KINDS: the repeated kinds, comma-separated (e.g. mem.bandwidth,mem.latency,mem.loaded),
-or "tiny".
+"tiny" or "c2c-matrix=N".
 Writes OUT_FOLDER/results.jsonl. Delete it after use: it is as large as asked.
 """
 import json
@@ -28,6 +33,8 @@ def main():
     out, size = sys.argv[1], int(sys.argv[2]) << 20
     here = os.path.dirname(os.path.abspath(__file__))
     kinds = (sys.argv[3] if len(sys.argv) > 3 else "mem.bandwidth,mem.latency").split(",")
+    if kinds[0].startswith("c2c-matrix="):
+        return c2c_matrix(out, int(kinds[0].split("=", 1)[1]), here)
     fixture = sys.argv[4] if len(sys.argv) > 4 else os.path.join(
         here, "..", "tests", "fixtures", "bundles", "vm-evaluate")
     with open(os.path.join(fixture, "results.jsonl"), encoding="utf-8") as f:
@@ -65,6 +72,59 @@ def main():
             rep += 1
     print("%s: %d bytes, %d records once, then %d copies of %d records" %
           (os.path.join(out, "results.jsonl"), written, len(once), rep, len(parts)))
+
+
+def c2c_matrix(out, n, here):
+    """One c2c.matrix record of n CPUs (see the module's doc)."""
+    fixture = os.path.join(here, "..", "tests", "fixtures", "bundles",
+                           "c2c-dual-xeon-gold-6242", "results.jsonl")
+    with open(fixture, encoding="utf-8") as f:
+        envelope = f.readline().rstrip("\n")
+    half = n // 2
+    core = lambda c: c % half
+    package = lambda c: 0 if core(c) < half // 2 else 1
+
+    def cell(i, j):
+        if i == j:
+            return None
+        # Four decimals, the last one never 0: about 8 bytes a cell, as measured
+        # matrices have (means of samples).
+        frac = ((i * 31 + j * 17) % 997) * 10 + 1 + (i + j) % 9
+        if core(i) == core(j):
+            return round(7.0 + frac / 10000.0, 4)
+        base = 48.0 if package(i) == package(j) else 135.0
+        return round(base + frac / 10000.0, 4)
+
+    smt = [{"cpus": [c, c + half], "inter_ns": 47.5, "intra_ns": 7.4}
+           for c in range(half)]
+    packages = [{"cpus": [c for c in range(n) if package(c) == p],
+                 "inter_ns": 135.0, "intra_ns": 48.0} for p in (0, 1)]
+    data = {
+        "cpus": list(range(n)),
+        "matrix_ns": [[cell(i, j) for j in range(n)] for i in range(n)],
+        "groups": [smt, packages],
+        "levels": [
+            {"evidence": "both", "hwloc": None, "inter_ns": 47.5, "intra_ns": 7.4,
+             "separation": 87.3},
+            {"evidence": "both", "hwloc": None, "inter_ns": 135.0, "intra_ns": 48.0,
+             "separation": 30.1},
+        ],
+        "variant": "imported",
+        "statistic": "as imported",
+        "home_node_policy": None,
+        "selection": None,
+        "confidence": "high",
+        "notes": ["made by scripts/big-journal.py: %d CPUs" % n],
+        "topology_comparison": [],
+    }
+    record = {"line": "record", "key": "c2c/matrix/imported", "kind": "c2c.matrix",
+              "origin": "imported", "time_utc": "2026-12-07T10:00:00Z", "data": data}
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "results.jsonl")
+    line = json.dumps(record, separators=(",", ":"))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(envelope + "\n" + line + "\n")
+    print("%s: one c2c.matrix record of %d CPUs, a line of %d bytes" % (path, n, len(line)))
 
 
 if __name__ == "__main__":

@@ -1196,3 +1196,79 @@ fn a_journal_past_the_bound_is_streamed_and_stored() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A journal of 32 MiB or more (1,005 bandwidth records, one of them repeated, and
+/// padding records of 1 MiB) is ingested with one first pass over it (its repeated keys
+/// listed once: the content key's order comes from that pass, not from reading it
+/// again), and stores the same run as the same records held in memory.
+#[test]
+fn a_large_journal_is_ingested_with_one_first_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("vm-evaluate").join(JOURNAL_FILE)).unwrap();
+    let mut out = format!("{}\n", text.lines().next().unwrap());
+    let bw = text
+        .lines()
+        .find(|l| l.contains("\"kind\":\"mem.bandwidth\""))
+        .unwrap();
+    let n = numalab_report::load::PER_KIND + 5;
+    for i in 0..n {
+        let mut v: Value = serde_json::from_str(bw).unwrap();
+        v["key"] = format!("mem/bandwidth/copy-{}", (i * 7919) % n).into();
+        out.push_str(&v.to_string());
+        out.push('\n');
+        if i == 3 {
+            // A repeat, read past by the reader whichever way it finds it.
+            out.push_str(&v.to_string());
+            out.push('\n');
+        }
+    }
+    let pad = "x".repeat(1 << 20);
+    for i in 0..33 {
+        out.push_str(&format!(
+            r#"{{"line":"record","key":"pad/{i}","kind":"bench.pad","origin":"measured","time_utc":"2026-12-07T10:00:00Z","data":{{"pad":"{pad}"}}}}"#
+        ));
+        out.push('\n');
+    }
+    let journal = dir.path().join("big").join(JOURNAL_FILE);
+    std::fs::create_dir_all(journal.parent().unwrap()).unwrap();
+    std::fs::write(&journal, out).unwrap();
+    assert!(
+        std::fs::metadata(&journal).unwrap().len()
+            >= numalab_schema::journal::DUPLICATES_ON_DISK_FROM
+    );
+
+    let passes = numalab_schema::journal::first_passes();
+    let mut streamed = History::open(&dir.path().join("streamed.db")).unwrap();
+    let a = streamed.ingest(&journal).unwrap();
+    assert_eq!(numalab_schema::journal::first_passes() - passes, 1);
+
+    let (bundle, warnings) = read_bundle(&journal).unwrap();
+    assert!(
+        warnings.iter().any(|w| w.code == "duplicate_record"),
+        "{warnings:?}"
+    );
+    let whole = numalab_report::load::Loaded::from_bundle("whole", bundle);
+    let mut memory = History::open(&dir.path().join("memory.db")).unwrap();
+    let b = memory
+        .ingest_loaded(&whole, &IngestOptions::default())
+        .unwrap();
+    match (a, b) {
+        (
+            IngestOutcome::Stored {
+                content_key: ka,
+                metrics: ma,
+                ..
+            },
+            IngestOutcome::Stored {
+                content_key: kb,
+                metrics: mb,
+                ..
+            },
+        ) => {
+            assert_eq!(ka, kb);
+            assert_eq!(ma, mb);
+            assert!(ma > 0);
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatencyMatrix {
     cpus: Vec<u32>,
-    /// Row-major n x n; `None` on the diagonal and where unmeasured.
-    values: Vec<Option<f64>>,
+    /// n rows of n; `None` on the diagonal and where unmeasured.
+    values: Vec<Vec<Option<f64>>>,
 }
 
 impl LatencyMatrix {
@@ -20,7 +20,7 @@ impl LatencyMatrix {
         let n = cpus.len();
         LatencyMatrix {
             cpus,
-            values: vec![None; n * n],
+            values: vec![vec![None; n]; n],
         }
     }
 
@@ -46,6 +46,31 @@ impl LatencyMatrix {
         m
     }
 
+    /// [`LatencyMatrix::from_rows`], the rows taken as they are (no copy: a 2,000-CPU
+    /// matrix is 4 million cells, 64 MB) and made symmetric in place.
+    pub fn from_owned_rows(cpus: Vec<u32>, mut rows: Vec<Vec<Option<f64>>>) -> Self {
+        let n = cpus.len();
+        rows.resize_with(n, Vec::new);
+        for (i, row) in rows.iter_mut().enumerate() {
+            row.resize(n, None);
+            row.shrink_to_fit();
+            row[i] = None;
+        }
+        for i in 0..n {
+            let (above, rest) = rows.split_at_mut(i);
+            let row = &mut rest[0];
+            for (j, other) in above.iter_mut().enumerate() {
+                let v = match (row[j], other[i]) {
+                    (Some(a), Some(b)) => Some((a + b) / 2.0),
+                    (a, b) => a.or(b),
+                };
+                row[j] = v;
+                other[i] = v;
+            }
+        }
+        LatencyMatrix { cpus, values: rows }
+    }
+
     /// Number of CPUs.
     pub fn n(&self) -> usize {
         self.cpus.len()
@@ -62,7 +87,7 @@ impl LatencyMatrix {
         if i == j {
             return None;
         }
-        self.values[i * self.n() + j]
+        self.values[i][j]
     }
 
     /// Sets the latency between the i-th and j-th CPUs (both directions).
@@ -70,16 +95,14 @@ impl LatencyMatrix {
         if i == j {
             return;
         }
-        let n = self.n();
-        self.values[i * n + j] = Some(ns);
-        self.values[j * n + i] = Some(ns);
+        self.values[i][j] = Some(ns);
+        self.values[j][i] = Some(ns);
     }
 
     /// Clears a cell (both directions).
     pub fn clear(&mut self, i: usize, j: usize) {
-        let n = self.n();
-        self.values[i * n + j] = None;
-        self.values[j * n + i] = None;
+        self.values[i][j] = None;
+        self.values[j][i] = None;
     }
 
     /// Position of a CPU id in the matrix.
@@ -89,15 +112,12 @@ impl LatencyMatrix {
 
     /// The full matrix as rows (for JSON: `null` where unmeasured, and on the diagonal).
     pub fn rows(&self) -> Vec<Vec<Option<f64>>> {
-        let n = self.n();
-        (0..n)
-            .map(|i| self.values[i * n..(i + 1) * n].to_vec())
-            .collect()
+        self.values.clone()
     }
 
     /// Number of measured pairs (each unordered pair counted once).
     pub fn measured_pairs(&self) -> usize {
-        self.values.iter().filter(|v| v.is_some()).count() / 2
+        self.values.iter().flatten().filter(|v| v.is_some()).count() / 2
     }
 
     /// Number of unordered pairs, n (n - 1) / 2.
@@ -283,4 +303,32 @@ pub fn order_by_groups(cpus: &[u32], levels: &[Vec<Vec<u32>>]) -> Vec<usize> {
     };
     pos.sort_by_key(|&p| key(p));
     pos
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows taken as they are give the matrix that a copy of them gives: the mean where
+    /// both directions are measured, either one where one is, nothing on the diagonal,
+    /// short rows padded, rows and cells past the CPUs left out.
+    #[test]
+    fn owned_rows_make_the_matrix_their_copy_makes() {
+        let rows = vec![
+            vec![Some(9.0), Some(10.0), None, Some(30.0), Some(99.0)],
+            vec![Some(12.0), None, Some(20.0)],
+            vec![Some(31.5), Some(21.0), Some(5.0), None],
+            vec![None, None],
+            vec![Some(1.0)],
+        ];
+        let cpus = vec![4, 5, 6, 7];
+        let copied = LatencyMatrix::from_rows(cpus.clone(), &rows);
+        let owned = LatencyMatrix::from_owned_rows(cpus, rows);
+        assert_eq!(owned, copied);
+        assert_eq!(owned.get(0, 1), Some(11.0));
+        assert_eq!(owned.get(3, 0), Some(30.0));
+        assert_eq!(owned.get(2, 2), None);
+        assert_eq!(owned.measured_pairs(), 4);
+        assert_eq!(owned.rows().len(), 4);
+    }
 }

@@ -3,27 +3,43 @@
 //! temporary files (gone when closed, whatever happens), then merged
 //! ([`numalab_schema::journal::keysort`], which the journal reader also uses to find
 //! repeated keys); each record is read back from its line when its turn comes. What `db ingest`'s content key needs
-//! (every record, in key order) without holding every key.
+//! (every record, in key order) without holding every key. A large journal's first pass
+//! already sorted its keys ([`FirstPass::key_order`]): its order is used as it is, and
+//! the journal is not read again to sort them.
 
 use numalab_schema::journal::keysort::{KeySorter, SortedKeys, RUN_BYTES};
-use numalab_schema::journal::{RecordReader, SpanReader};
+use numalab_schema::journal::{FirstPass, RecordReader, Span, SpanReader};
 use numalab_schema::Record;
 use std::path::Path;
 
 /// Visits every record of the journal `file` (as its reader skips repeated keys and
-/// unreadable lines) in the order of their keys; `visit` returns whether to go on.
+/// unreadable lines) in the order of their keys, taken from its first pass `pass` when
+/// it has one (a large journal), else sorted here; `visit` returns whether to go on.
 /// `false` when the journal or a temporary file cannot be read or written, or a
 /// record cannot be read back.
-pub(crate) fn each_in_key_order(file: &Path, visit: &mut dyn FnMut(&Record) -> bool) -> bool {
-    let Some(mut sorted) = sort_keys(file, RUN_BYTES) else {
-        return false;
+pub(crate) fn each_in_key_order(
+    file: &Path,
+    pass: Option<&FirstPass>,
+    visit: &mut dyn FnMut(&Record) -> bool,
+) -> bool {
+    let mut next: Box<dyn FnMut() -> std::io::Result<Option<Span>>> = match pass {
+        Some(p) => {
+            let mut order = p.key_order();
+            Box::new(move || order.next_span())
+        }
+        None => {
+            let Some(mut sorted) = sort_keys(file, RUN_BYTES) else {
+                return false;
+            };
+            Box::new(move || Ok(sorted.next_entry()?.map(|(_, span)| span)))
+        }
     };
     let Ok(mut lines) = SpanReader::open(file) else {
         return false;
     };
     loop {
-        match sorted.next_entry() {
-            Ok(Some((_, span))) => match lines.record(span) {
+        match next() {
+            Ok(Some(span)) => match lines.record(span) {
                 Ok(r) if visit(&r) => {}
                 Ok(_) => return true,
                 Err(_) => return false,

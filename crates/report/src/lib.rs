@@ -19,6 +19,7 @@
 
 pub mod anchors;
 pub mod compare;
+mod decodes;
 #[cfg(feature = "render")]
 pub mod doc;
 #[cfg(feature = "render")]

@@ -18,7 +18,9 @@
 //! [`numalab_schema::journal::DUPLICATES_ON_DISK_FROM`]). A bundle file (one JSON document) and a bundle
 //! built in memory keep their records whole.
 
-use numalab_schema::journal::{JournalError, RecordReader, Span, SpanReader};
+pub use crate::decodes::decodes;
+use crate::decodes::decodes_line;
+use numalab_schema::journal::{FirstPass, JournalError, RecordReader, Span, SpanReader};
 use numalab_schema::record::SCHEMA_VERSION;
 use numalab_schema::{Bundle, Classify, ErrorClass, Record, RecordKind, Warning};
 use std::borrow::Cow;
@@ -48,12 +50,15 @@ enum Source {
     /// In `bundle.records`.
     Memory,
     /// In a journal: each record's line, and whether it decodes (as
-    /// [`decodes`] said while the journal was read).
+    /// [`decodes`] said while the journal was read); for a large journal, what its
+    /// first pass found (its repeated keys, its records in key order), so that reading
+    /// it again does not list its keys again.
     Journal {
         file: PathBuf,
         spans: Vec<Span>,
         decodes: Vec<Option<bool>>,
         summary: Summary,
+        pass: Option<FirstPass>,
     },
 }
 
@@ -120,6 +125,27 @@ impl<'a> Payloads<'a> {
             _ => Some(Cow::Borrowed(here)),
         }
     }
+
+    /// Record `i`'s payload decoded as `T` ([`Record::decode`] of [`Payloads::get`]),
+    /// read from the journal straight into `T` when it is there: the payload's JSON
+    /// tree (for a large record, several times its line) is never built.
+    pub fn decode<T: RecordKind>(&mut self, i: usize) -> Option<Result<T, serde_json::Error>> {
+        let here = self.loaded.bundle.records.get(i)?;
+        match &self.loaded.source {
+            Source::Journal { file, spans, .. } if here.data.is_null() => {
+                if here.kind != T::KIND {
+                    return None;
+                }
+                let span = *spans.get(i)?;
+                if self.file.is_none() {
+                    self.file = SpanReader::open(file).ok();
+                }
+                let (key, t) = self.file.as_mut()?.decode::<T>(span).ok()??;
+                (key == here.key).then_some(Ok(t))
+            }
+            _ => here.decode::<T>(),
+        }
+    }
 }
 
 /// Why a bundle could not be read.
@@ -173,11 +199,7 @@ impl Loaded {
             if r.kind != T::KIND {
                 continue;
             }
-            let decoded = match &self.source {
-                Source::Memory => r.decode::<T>(),
-                Source::Journal { .. } => payloads.get(i).and_then(|full| full.decode::<T>()),
-            };
-            if let Some(Ok(t)) = decoded {
+            if let Some(Ok(t)) = payloads.decode::<T>(i) {
                 out.push((r, t));
                 if out.len() >= bound {
                     break;
@@ -190,12 +212,31 @@ impl Loaded {
     /// Visits every record of one type in the journal's order, each decoded, one in
     /// memory at a time (a streaming pass: an aggregate over every record of a kind
     /// holds no more than the aggregate; past the indexed records of a journal, the
-    /// journal is read again). `visit` returns whether to go on.
+    /// journal is read again). The indexed records of a journal are decoded straight
+    /// from their lines ([`Payloads::decode`]) and visited as indexed (without their
+    /// payload). `visit` returns whether to go on.
     pub fn each_of<T: RecordKind>(&self, mut visit: impl FnMut(&Record, T) -> bool) {
-        self.each_record(T::KIND, &mut |r| match r.decode::<T>() {
+        let mut decoded = |r: &Record, t: Option<Result<T, serde_json::Error>>| match t {
             Some(Ok(t)) => visit(r, t),
             _ => true,
-        });
+        };
+        let Source::Journal { spans, .. } = &self.source else {
+            self.each_record(T::KIND, &mut |r| decoded(r, r.decode::<T>()));
+            return;
+        };
+        let mut payloads = self.payloads();
+        let (mut last, mut seen) = (None, 0usize);
+        for (i, r) in self.bundle.records.iter().enumerate() {
+            if r.kind != T::KIND {
+                continue;
+            }
+            seen += 1;
+            last = spans.get(i).map(|s| s.offset);
+            if !decoded(r, payloads.decode::<T>(i)) {
+                return;
+            }
+        }
+        self.read_on(T::KIND, seen, last, &mut |r| decoded(r, r.decode::<T>()));
     }
 
     /// Visits every record of `kind` with its payload, in the journal's order, one in
@@ -223,8 +264,27 @@ impl Loaded {
                 return ok;
             }
         }
-        let Source::Journal { file, summary, .. } = &self.source else {
-            return ok;
+        let rest = self.read_on(kind, seen, last, visit);
+        ok && rest
+    }
+
+    /// Visits the records of `kind` past the `seen` indexed ones (the last of them at
+    /// offset `last`), read on from the journal; `false` if it could not be read.
+    fn read_on(
+        &self,
+        kind: &str,
+        seen: usize,
+        last: Option<u64>,
+        visit: &mut dyn FnMut(&Record) -> bool,
+    ) -> bool {
+        let Source::Journal {
+            file,
+            summary,
+            pass,
+            ..
+        } = &self.source
+        else {
+            return true;
         };
         let count = summary
             .kinds
@@ -232,10 +292,11 @@ impl Loaded {
             .find(|k| k.kind == kind)
             .map_or(0, |k| k.count);
         if seen >= count {
-            return ok;
+            return true;
         }
-        // The rest of the kind: read on from the journal.
-        let Ok(mut reader) = RecordReader::open(file) else {
+        // The rest of the kind: read on from the journal (its keys as listed when it
+        // was read first).
+        let Ok(mut reader) = RecordReader::open_after(file, pass.as_ref()) else {
             return false;
         };
         loop {
@@ -246,10 +307,10 @@ impl Loaded {
                         _ => true,
                     };
                     if after && r.record.kind == kind && !visit(&r.record) {
-                        return ok;
+                        return true;
                     }
                 }
-                Ok(None) => return ok,
+                Ok(None) => return true,
                 Err(_) => return false,
             }
         }
@@ -272,7 +333,9 @@ impl Loaded {
                 }
                 true
             }
-            Source::Journal { file, .. } => crate::keyorder::each_in_key_order(file, visit),
+            Source::Journal { file, pass, .. } => {
+                crate::keyorder::each_in_key_order(file, pass.as_ref(), visit)
+            }
         }
     }
 
@@ -652,6 +715,12 @@ fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Sourc
     let streaming = reader.streaming()
         && index
             .unwrap_or_else(|| std::fs::metadata(&file).map_or(true, |m| m.len() >= INDEX_FROM));
+    // The payloads are not kept in an index: a large one is not even made into a tree
+    // of values, only decoded from its line to know that it decodes.
+    let mut lines: Option<SpanReader> = None;
+    if streaming {
+        reader.skip_payloads_from(PAYLOAD_FROM_LINE);
+    }
     let (mut records, mut spans, mut decodes) = (Vec::new(), Vec::new(), Vec::new());
     let mut summary = Summary::default();
     let mut tally = Tally::new(TALLY_BYTES);
@@ -667,7 +736,16 @@ fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Sourc
             records.push(record);
             continue;
         };
-        let d = self::decodes(&record);
+        let d = if reader.payload_skipped() {
+            if lines.is_none() {
+                lines = Some(SpanReader::open(&file)?);
+            }
+            lines
+                .as_mut()
+                .and_then(|l| decodes_line(l, &record.kind, span))
+        } else {
+            self::decodes(&record)
+        };
         let at = summary.total;
         summary.total += 1;
         tally.add(&record);
@@ -695,6 +773,7 @@ fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Sourc
         record.data = serde_json::Value::Null;
         records.push(record);
     }
+    let pass = reader.first_pass().cloned();
     let (envelope, mut warnings) = reader.finish();
     let source = if streaming {
         let name = file.display();
@@ -722,6 +801,7 @@ fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Sourc
             spans,
             decodes,
             summary,
+            pass,
         }
     } else {
         Source::Memory
@@ -734,62 +814,10 @@ fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Sourc
     Ok((bundle, warnings, source))
 }
 
-/// Whether a record decodes: `Some(true)` yes, `Some(false)` a known kind that does not
-/// decode (newer or damaged), `None` a kind this numalab does not know.
-pub fn decodes(r: &Record) -> Option<bool> {
-    fn ok<T: RecordKind>(r: &Record) -> Option<bool> {
-        r.decode::<T>().map(|x| x.is_ok())
-    }
-    use crate::records::*;
-    use numalab_records::model as m;
-    [
-        ok::<TopologyRecord>,
-        ok::<DoctorReport>,
-        ok::<StepRecord>,
-        ok::<RunRecord>,
-        ok::<PowerCheck>,
-        ok::<numalab_records::c2c::PairRecord>,
-        ok::<numalab_records::c2c::MatrixRecord>,
-        ok::<numalab_records::workload::WorkloadRun>,
-        ok::<numalab_records::harness::RunRecord>,
-        ok::<numalab_records::harness::ScaleSummary>,
-        ok::<numalab_records::harness::PolicySummary>,
-        ok::<numalab_records::harness::SweepSummary>,
-        ok::<numalab_records::pmu::PmuCheck>,
-        ok::<numalab_records::pmu::Profile>,
-        ok::<numalab_records::pmu::SampleReport>,
-        ok::<numalab_records::pmu::Comparison>,
-        ok::<numalab_records::memaccess::MemAccessRecord>,
-        ok::<m::StreamTriad>,
-        ok::<m::LatencyHeatmap>,
-        ok::<m::Traffic>,
-        ok::<m::Policy>,
-        ok::<m::Check>,
-        ok::<numalab_records::mem::BandwidthRecord>,
-        ok::<numalab_records::mem::latency::LatencyRecord>,
-        ok::<numalab_records::mem::LoadedRecord>,
-        ok::<numalab_records::mem::MigrateRecord>,
-        ok::<numalab_records::layout::InferenceRecord>,
-        ok::<numalab_records::layout::GroundTruthRecord>,
-        ok::<numalab_records::layout::AffinityRecord>,
-        ok::<numalab_records::schedule::PlanRecord>,
-        ok::<numalab_records::schedule::RunRecord>,
-        ok::<numalab_records::schedule::SummaryRecord>,
-        ok::<numalab_records::home::HomeMapRecord>,
-        ok::<numalab_records::home::AccuracyRecord>,
-        ok::<numalab_records::home::BenchRecord>,
-        ok::<numalab_records::home::slices::HomeHashRecord>,
-        ok::<numalab_records::home::slices::HomeCompareRecord>,
-        ok::<numalab_records::home::slices::HomeConflictsRecord>,
-        ok::<numalab_records::uncore::UncoreCounts>,
-        ok::<numalab_records::memconfig::MemConfig>,
-        ok::<numalab_records::bmc::BmcPowerRecord>,
-        ok::<m::Calibration>,
-        ok::<numalab_records::warnings::FoldedWarnings>,
-    ]
-    .iter()
-    .find_map(|f| f(r))
-}
+/// The length of line (1 MiB) from which a journal kept as an index reads a record
+/// without its payload ([`RecordReader::skip_payloads_from`]), then decodes the payload
+/// straight from the line to know whether it decodes.
+pub const PAYLOAD_FROM_LINE: u64 = 1 << 20;
 
 /// Makes labels unique: bundles of the same host get the folder or file name added
 /// ("node1 (run-a)"), then a number if that is not enough.

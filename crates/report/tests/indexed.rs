@@ -356,3 +356,77 @@ fn a_full_index_takes_no_more_records_and_says_so() {
     assert_eq!(keys, expected);
     assert_eq!(l.record_warnings()[0].count, n);
 }
+
+/// A journal of 32 MiB or more is read with one first pass (its repeated keys listed
+/// once), however often it is read again in the same process: the records of a kind
+/// past the index read on from the journal, every record in key order (taken from the
+/// first pass), the same records as the journal read whole.
+#[test]
+fn a_large_journal_is_listed_once_however_often_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("vm-evaluate").join("results.jsonl")).unwrap();
+    let mut out = format!("{}\n", text.lines().next().unwrap());
+    let bw = text
+        .lines()
+        .find(|l| l.contains("\"kind\":\"mem.bandwidth\""))
+        .unwrap();
+    let n = PER_KIND + 5;
+    for i in 0..n {
+        let mut v: serde_json::Value = serde_json::from_str(bw).unwrap();
+        v["key"] = format!("mem/bandwidth/copy-{}", (i * 7919) % n).into();
+        out.push_str(&format!("{v}\n"));
+        if i == 3 || i == PER_KIND + 2 {
+            // A repeat, in the index and past it.
+            out.push_str(&format!("{v}\n"));
+        }
+    }
+    let pad = "x".repeat(1 << 20);
+    for i in 0..33 {
+        out.push_str(&format!(
+            r#"{{"line":"record","key":"pad/{i}","kind":"bench.pad","origin":"measured","time_utc":"t","data":{{"pad":"{pad}"}}}}"#
+        ));
+        out.push('\n');
+    }
+    let path = dir.path().join("results.jsonl");
+    std::fs::write(&path, out).unwrap();
+    assert!(
+        std::fs::metadata(&path).unwrap().len() >= numalab_schema::journal::DUPLICATES_ON_DISK_FROM
+    );
+
+    let passes = numalab_schema::journal::first_passes();
+    let l = load(&path).unwrap();
+    assert!(l.indexed());
+    let mut of_kind = Vec::new();
+    assert!(l.each_record("mem.bandwidth", &mut |r| {
+        of_kind.push(r.key.clone());
+        true
+    }));
+    let mut in_order = Vec::new();
+    for _ in 0..2 {
+        in_order.clear();
+        assert!(l.each_in_key_order(&mut |r| {
+            in_order.push(r.clone());
+            true
+        }));
+    }
+    assert_eq!(numalab_schema::journal::first_passes() - passes, 1);
+
+    let (whole, warnings) = numalab_schema::journal::read_bundle(&path).unwrap();
+    let repeats = warnings
+        .iter()
+        .filter(|w| w.code == "duplicate_record")
+        .count();
+    assert_eq!(repeats, 2);
+    let mut expected = whole.records.clone();
+    expected.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(in_order, expected);
+    let bw_keys: Vec<String> = whole
+        .records
+        .iter()
+        .filter(|r| r.kind == "mem.bandwidth")
+        .map(|r| r.key.clone())
+        .collect();
+    assert_eq!(bw_keys.len(), n);
+    assert_eq!(of_kind, bw_keys);
+    assert_eq!(l.warnings, warnings);
+}

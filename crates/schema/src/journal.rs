@@ -26,9 +26,14 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod head;
 pub mod keysort;
+mod pass;
+mod span;
 mod stream;
-pub use stream::{RecordReader, Span, SpanReader, Spanned, DUPLICATES_ON_DISK_FROM, RECORD_LINE};
+pub use pass::{first_passes, FirstPass, KeyOrder};
+pub use span::SpanReader;
+pub use stream::{RecordReader, Span, Spanned, DUPLICATES_ON_DISK_FROM, RECORD_LINE};
 
 /// The shortest time between two syncs of a journal, and the shortest run whose journal
 /// is synced when it closes.

@@ -2,20 +2,21 @@
 //! constant plus the largest record, whatever the size of the journal.
 //!
 //! [`RecordReader`] gives the envelope, then each record with where its line lies in
-//! the file ([`Span`]); [`SpanReader`] reads one record back from its span. A line
+//! the file ([`Span`]); [`super::SpanReader`] reads one record back from its span. A line
 //! longer than the per-line cap ([`RECORD_LINE`]) is skipped with a warning ("record N
 //! skipped: larger than X") instead of being read. A single-document bundle file (the
 //! `--json` output: one JSON object) is not a journal: it is read whole, within the
 //! bundle size limit ([`crate::input::BUNDLE`]), and its records come from memory.
 
-use super::keysort::{KeySorter, SortedKeys, RUN_BYTES};
+use super::keysort::{KeySorter, RUN_BYTES};
+use super::pass::{FirstPass, Words};
 use super::{io_err, parse_bundle, JournalError, Line, JOURNAL_FILE};
 use crate::record::{Envelope, Record, Warning, SCHEMA_VERSION};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::fs::File;
 use std::hash::{Hash, Hasher};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// The longest journal line (one record) that is read: 128 MiB. A longer one is skipped
@@ -52,6 +53,10 @@ pub struct RecordReader {
     dropped: usize,
     dups: Dups,
     mode: Mode,
+    /// Records whose line is this long or longer are given without their payload.
+    heads_from: u64,
+    /// Whether the last record was given without its payload.
+    skipped: bool,
 }
 
 /// Journals of at least this size (32 MiB, where the report keeps a journal as an index)
@@ -69,7 +74,8 @@ enum Dups {
     /// The offsets of the lines that repeat an earlier line's key, in the file's order,
     /// found before the records were read ([`listed_repeats`]).
     Listed {
-        repeats: SortedKeys,
+        pass: FirstPass,
+        repeats: Words,
         /// The next offset of `repeats` not yet passed.
         next: Option<u64>,
     },
@@ -80,9 +86,9 @@ impl Dups {
     fn first(&mut self, key: &str, offset: u64) -> std::io::Result<bool> {
         match self {
             Dups::Memory(seen) => Ok(seen.insert(key)),
-            Dups::Listed { repeats, next } => {
+            Dups::Listed { repeats, next, .. } => {
                 while next.is_some_and(|n| n < offset) {
-                    *next = repeats.next_entry()?.map(|(_, s)| s.offset);
+                    *next = repeats.next()?;
                 }
                 Ok(*next != Some(offset))
             }
@@ -209,6 +215,17 @@ impl RecordReader {
         RecordReader::open_with(path, cap, DUPLICATES_ON_DISK_FROM, RUN_BYTES)
     }
 
+    /// [`RecordReader::open`] of a journal already read in this command: its repeated
+    /// keys are taken from `pass` ([`RecordReader::first_pass`] of the earlier reader)
+    /// instead of being listed again, and the records read are those the earlier reader
+    /// read (up to where its first pass ended). A `pass` of another file, or of this
+    /// file since replaced (another inode) or cut shorter, is not used: the keys are
+    /// listed again.
+    pub fn open_after(path: &Path, pass: Option<&FirstPass>) -> Result<RecordReader, JournalError> {
+        let sizes = (DUPLICATES_ON_DISK_FROM, RUN_BYTES);
+        RecordReader::open_with_pass(path, RECORD_LINE, sizes, pass)
+    }
+
     /// [`RecordReader::open_with_cap`], the repeated keys of a journal of `on_disk_from`
     /// bytes or more listed by sorting its keys `run` bytes at a time.
     pub(crate) fn open_with(
@@ -216,6 +233,16 @@ impl RecordReader {
         cap: u64,
         on_disk_from: u64,
         run: usize,
+    ) -> Result<RecordReader, JournalError> {
+        RecordReader::open_with_pass(path, cap, (on_disk_from, run), None)
+    }
+
+    /// [`RecordReader::open_with`], the repeated keys taken from `pass` if it fits.
+    pub(crate) fn open_with_pass(
+        path: &Path,
+        cap: u64,
+        (on_disk_from, run): (u64, usize),
+        pass: Option<&FirstPass>,
     ) -> Result<RecordReader, JournalError> {
         let meta = std::fs::metadata(path).map_err(io_err(path))?;
         let file = if meta.is_dir() {
@@ -269,12 +296,17 @@ impl RecordReader {
             lines.buf = Vec::new();
             let size = std::fs::metadata(&file).map_err(io_err(&file))?.len();
             let dups = if size >= on_disk_from {
-                let (mut repeats, end) = listed_repeats(&file, lines.offset, cap, run)?;
-                lines.end = end;
-                let next = repeats.next_entry().map_err(io_err(&file))?;
+                let pass = match pass {
+                    Some(p) if p.fits(&file, lines.offset, cap) => p.clone(),
+                    _ => listed_repeats(&file, lines.offset, cap, run)?.0,
+                };
+                lines.end = pass.end();
+                let mut repeats = pass.repeats();
+                let next = repeats.next().map_err(io_err(&file))?;
                 Dups::Listed {
+                    pass,
                     repeats,
-                    next: next.map(|(_, s)| s.offset),
+                    next,
                 }
             } else {
                 Dups::Memory(Seen::default())
@@ -287,6 +319,8 @@ impl RecordReader {
                 dropped: 0,
                 dups,
                 mode: Mode::Lines(lines),
+                heads_from: u64::MAX,
+                skipped: false,
             });
         }
         drop(lines);
@@ -301,6 +335,8 @@ impl RecordReader {
             dropped: 0,
             dups: Dups::Memory(Seen::default()),
             mode: Mode::Whole(bundle.records.into_iter()),
+            heads_from: u64::MAX,
+            skipped: false,
         })
     }
 
@@ -314,15 +350,43 @@ impl RecordReader {
         &self.envelope
     }
 
+    /// What the first pass over the journal found, when it had one (a journal of
+    /// [`DUPLICATES_ON_DISK_FROM`] bytes or more): give it to
+    /// [`RecordReader::open_after`] to read the journal again without a first pass, or
+    /// walk its records in the order of their keys ([`FirstPass::key_order`]).
+    pub fn first_pass(&self) -> Option<&FirstPass> {
+        match &self.dups {
+            Dups::Listed { pass, .. } => Some(pass),
+            Dups::Memory(_) => None,
+        }
+    }
+
     /// Whether records come from a journal read line by line (they have a [`Span`]),
     /// not from a bundle file read whole.
     pub fn streaming(&self) -> bool {
         matches!(self.mode, Mode::Lines(_))
     }
 
+    /// From now on, records of a journal whose line is `len` bytes or longer are given
+    /// without their payload (`data` null; [`RecordReader::payload_skipped`]): the
+    /// payload is checked to be JSON but not made into a tree of values, which for a
+    /// large record (a 2,000-CPU `c2c.matrix`) is several times its line. The records
+    /// and warnings are otherwise the same. Read the payload from the record's line
+    /// ([`super::SpanReader::decode`]) when needed.
+    pub fn skip_payloads_from(&mut self, len: u64) {
+        self.heads_from = len;
+    }
+
+    /// Whether the last record given came without its payload
+    /// ([`RecordReader::skip_payloads_from`]).
+    pub fn payload_skipped(&self) -> bool {
+        self.skipped
+    }
+
     /// The next record, `None` after the last one. Unreadable lines, repeated keys, a
     /// cut-off last line and lines over the cap are skipped with a warning.
     pub fn next_record(&mut self) -> Result<Option<Spanned>, JournalError> {
+        self.skipped = false;
         let lines = match &mut self.mode {
             Mode::Whole(records) => {
                 return Ok(records.next().map(|record| Spanned { record, span: None }))
@@ -369,18 +433,29 @@ impl RecordReader {
                 continue;
             }
             let (dups, mut failed) = (&mut self.dups, None);
-            let record = record_line(
-                &self.file,
-                lines.line_no,
-                &lines.buf,
-                &mut |key| {
-                    dups.first(key, line.start).unwrap_or_else(|e| {
-                        failed = Some(e);
-                        true
-                    })
-                },
-                &mut self.warnings,
-            );
+            let mut first = |key: &str| {
+                dups.first(key, line.start).unwrap_or_else(|e| {
+                    failed = Some(e);
+                    true
+                })
+            };
+            let head = if line.len >= self.heads_from {
+                super::head::head_line(&lines.buf)
+            } else {
+                None
+            };
+            self.skipped = head.is_some();
+            let record = match head {
+                // The same warning as [`record_line`] for a repeated key.
+                Some(r) => keep_first(&self.file, lines.line_no, r, &mut first, &mut self.warnings),
+                None => record_line(
+                    &self.file,
+                    lines.line_no,
+                    &lines.buf,
+                    &mut first,
+                    &mut self.warnings,
+                ),
+            };
             if let Some(e) = failed {
                 return Err(io_err(&self.file)(e));
             }
@@ -424,52 +499,6 @@ fn bound(warnings: &mut Vec<Warning>, dropped: &mut usize, kept: usize) {
     if warnings.len() > room {
         *dropped += warnings.len() - room;
         warnings.truncate(room);
-    }
-}
-
-/// Reads records back from their [`Span`]s in a journal.
-#[derive(Debug)]
-pub struct SpanReader {
-    path: PathBuf,
-    file: File,
-    buf: Vec<u8>,
-}
-
-impl SpanReader {
-    /// Opens the journal `file` (as given by [`RecordReader::file`]).
-    pub fn open(file: &Path) -> Result<SpanReader, JournalError> {
-        let f = File::open(file).map_err(io_err(file))?;
-        Ok(SpanReader {
-            path: file.to_path_buf(),
-            file: f,
-            buf: Vec::new(),
-        })
-    }
-
-    /// The record whose line is at `span`.
-    pub fn record(&mut self, span: Span) -> Result<Record, JournalError> {
-        self.buf.clear();
-        self.file
-            .seek(SeekFrom::Start(span.offset))
-            .map_err(io_err(&self.path))?;
-        (&self.file)
-            .take(span.len)
-            .read_to_end(&mut self.buf)
-            .map_err(io_err(&self.path))?;
-        let parsed = serde_json::from_slice::<Line>(&self.buf);
-        if self.buf.capacity() > 1 << 20 {
-            self.buf = Vec::new();
-        }
-        match parsed {
-            Ok(Line::Record(r)) => Ok(r),
-            _ => Err(JournalError::NotABundle {
-                path: self.path.clone(),
-                reason: format!(
-                    "the record at byte {} changed since the journal was read; read it again (was it rewritten meanwhile?)",
-                    span.offset
-                ),
-            }),
-        }
     }
 }
 
@@ -518,6 +547,28 @@ fn envelope_value(path: &Path, value: Value) -> Result<(Envelope, Vec<Warning>),
     }
 }
 
+/// `r` if its key is new, else `None` with a warning.
+fn keep_first(
+    path: &Path,
+    line_no: usize,
+    r: Record,
+    first: &mut dyn FnMut(&str) -> bool,
+    warnings: &mut Vec<Warning>,
+) -> Option<Record> {
+    if first(&r.key) {
+        return Some(r);
+    }
+    warnings.push(Warning::new(
+        "duplicate_record",
+        format!(
+            "{}: line {line_no} repeats key {:?}; the first one is kept",
+            path.display(),
+            r.key
+        ),
+    ));
+    None
+}
+
 /// The record of line `line_no`, or `None` with a warning (unreadable, a second
 /// envelope, a repeated key).
 pub(super) fn record_line(
@@ -528,19 +579,7 @@ pub(super) fn record_line(
     warnings: &mut Vec<Warning>,
 ) -> Option<Record> {
     match serde_json::from_slice::<Line>(line) {
-        Ok(Line::Record(r)) => {
-            if first(&r.key) {
-                return Some(r);
-            }
-            warnings.push(Warning::new(
-                "duplicate_record",
-                format!(
-                    "{}: line {line_no} repeats key {:?}; the first one is kept",
-                    path.display(),
-                    r.key
-                ),
-            ));
-        }
+        Ok(Line::Record(r)) => return keep_first(path, line_no, r, first, warnings),
         Ok(Line::Envelope(_)) => warnings.push(Warning::new(
             "unreadable_line",
             format!(
@@ -559,10 +598,11 @@ pub(super) fn record_line(
     None
 }
 
-/// The offsets of the record lines of the journal `file` (from offset `start`, past its
-/// envelope) that repeat the key of an earlier record line, in the file's order, and
-/// the offset where the lines read ended. Every line that the reader would read as a
-/// record (ended, within `cap`, a record) is read, its key and offset sorted on disk
+/// The first pass over the journal `file` (from offset `start`, past its envelope): the
+/// offsets of the record lines that repeat the key of an earlier record line, in the
+/// file's order, the spans of the others in the order of their keys, and the offset
+/// where the lines read ended ([`FirstPass`]). Every line that the reader would read as
+/// a record (ended, within `cap`, a record) is read, its key and offset sorted on disk
 /// `run` bytes at a time ([`KeySorter`]); of each key, every offset but the first is a
 /// repeat, and those are sorted again, by offset. Memory: two runs and the merge
 /// buffers, whatever the number of records. Ctrl-C or SIGTERM stops it, between
@@ -572,7 +612,7 @@ fn listed_repeats(
     start: u64,
     cap: u64,
     run: usize,
-) -> Result<(SortedKeys, u64), JournalError> {
+) -> Result<(FirstPass, u64), JournalError> {
     let interrupted = || {
         io_err(file)(std::io::Error::new(
             std::io::ErrorKind::Interrupted,
@@ -597,12 +637,20 @@ fn listed_repeats(
         if line.over || !line.ended || lines.blank() {
             continue;
         }
-        if let Ok(Line::Record(r)) = serde_json::from_slice::<Line>(&lines.buf) {
+        // The key without the payload's tree of values (what a reader accepts as a
+        // record: [`super::head`]); the line read whole when that does not read.
+        let key = super::head::head_line(&lines.buf)
+            .map(|r| r.key)
+            .or_else(|| match serde_json::from_slice::<Line>(&lines.buf) {
+                Ok(Line::Record(r)) => Some(r.key),
+                _ => None,
+            });
+        if let Some(key) = key {
             let span = Span {
                 offset: line.start,
                 len: line.len,
             };
-            keys.push(r.key.into_bytes(), span).map_err(io_err(file))?;
+            keys.push(key.into_bytes(), span).map_err(io_err(file))?;
         }
         if lines.buf.capacity() > 1 << 20 {
             lines.buf = Vec::new();
@@ -611,6 +659,7 @@ fn listed_repeats(
     let end = lines.offset;
     drop(lines);
     let mut keys = keys.finish().map_err(io_err(file))?;
+    let mut out = super::pass::Writer::new().map_err(io_err(file))?;
     let mut repeats = KeySorter::new(run);
     let mut last: Option<Vec<u8>> = None;
     while let Some((key, span)) = keys.next_entry().map_err(io_err(file))? {
@@ -623,15 +672,25 @@ fn listed_repeats(
                 .push(span.offset.to_be_bytes().to_vec(), span)
                 .map_err(io_err(file))?;
         } else {
+            out.kept(span).map_err(io_err(file))?;
             last = Some(key);
         }
     }
-    Ok((repeats.finish().map_err(io_err(file))?, end))
+    drop(keys);
+    let mut repeats = repeats.finish().map_err(io_err(file))?;
+    let runs = repeats.runs();
+    while let Some((_, span)) = repeats.next_entry().map_err(io_err(file))? {
+        out.repeat(span.offset).map_err(io_err(file))?;
+    }
+    let pass = out.finish(file, (start, cap, end), runs);
+    Ok((pass.map_err(io_err(file))?, end))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::journal::SpanReader;
+    use crate::record::RecordKind;
 
     /// Every record and warning of `path` as read with the repeated keys found in
     /// memory (`on_disk_from` past the file's size) or on disk.
@@ -706,5 +765,66 @@ mod tests {
         // Many runs: the repeats list is bounded, not one entry a record in memory.
         let (repeats, _) = listed_repeats(&path, envelope.len() as u64 + 1, 4096, 200).unwrap();
         assert!(repeats.runs() > 10, "{} runs", repeats.runs());
+    }
+    /// Read with every payload skipped ([`RecordReader::skip_payloads_from`] 0), the
+    /// journal of `repeated_keys_found_on_disk_as_in_memory` gives the same records but
+    /// their payloads, and the same warnings, whichever way its repeated keys are found;
+    /// each payload is decoded from its line as from the record read whole.
+    #[test]
+    fn records_read_without_their_payloads_are_the_same_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let fixture = include_str!("../../../../tests/fixtures/bundles/vm-evaluate/results.jsonl");
+        let mut text = String::new();
+        for (i, line) in fixture.lines().enumerate() {
+            text.push_str(line);
+            text.push('\n');
+            if i % 7 == 3 {
+                // A repeat, a line that does not read, a second envelope.
+                text.push_str(&format!("{line}\n{{\"line\":\"record\",\"key\":1}}\n"));
+                text.push_str(fixture.lines().next().unwrap());
+                text.push('\n');
+            }
+        }
+        std::fs::write(&path, &text).unwrap();
+        for on_disk_from in [0, u64::MAX] {
+            let (whole, whole_warnings) = read_all(&path, on_disk_from, 200);
+            let mut reader = RecordReader::open_with(&path, 4096, on_disk_from, 200).unwrap();
+            reader.skip_payloads_from(0);
+            let mut spans = SpanReader::open(&path).unwrap();
+            let mut heads = Vec::new();
+            while let Some(r) = reader.next_record().unwrap() {
+                assert!(reader.payload_skipped());
+                assert!(r.record.data.is_null());
+                heads.push(r);
+            }
+            assert_eq!(reader.finish().1, whole_warnings);
+            assert_eq!(heads.len(), whole.len());
+            assert!(whole.len() > 10);
+            for (head, full) in heads.iter().zip(&whole) {
+                let mut full = full.clone();
+                let data = std::mem::take(&mut full.record.data);
+                assert_eq!(head, &full);
+                let read = spans.record(head.span.unwrap()).unwrap();
+                assert_eq!(read.data, data);
+                // Decoded straight from the line as from the record read whole (a kind
+                // that decodes, and one that is not the record's).
+                let as_value = spans
+                    .decode::<AnyPayload>(head.span.unwrap())
+                    .unwrap()
+                    .map(|(k, v)| (k, v.0));
+                let expected = (read.kind == AnyPayload::KIND).then(|| (read.key.clone(), data));
+                assert_eq!(as_value, expected);
+            }
+        }
+    }
+
+    /// Any payload of the kind `mem.bandwidth` (what [`SpanReader::decode`] is tested
+    /// with).
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct AnyPayload(Value);
+
+    impl RecordKind for AnyPayload {
+        const KIND: &'static str = "mem.bandwidth";
     }
 }
