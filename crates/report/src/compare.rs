@@ -208,6 +208,11 @@ fn within_run_interval(a: &Metric, b: &Metric, ratio: f64) -> Option<Interval> {
 pub fn compare_sides(baseline: &Side, other: &Side, opts: Options) -> Comparison {
     let mut rows = Vec::new();
     for id in baseline.ids() {
+        // A stop request (Ctrl-C, SIGTERM) ends the rows here; the caller
+        // ([`sides::compare_loaded`]) then ends the comparison as interrupted.
+        if numalab_schema::interrupt::requested() {
+            break;
+        }
         let ra = baseline.of(id);
         let rb = other.of(id);
         if rb.is_empty() {

@@ -435,6 +435,12 @@ fn scale(l: &Loaded, out: &mut Vec<Metric>) {
     }
 }
 
+/// The most pair latencies a matrix's median figure keeps as samples (100 CPUs have
+/// 4,950 pairs): a larger matrix (2,000 CPUs: 1,999,000 pairs) keeps this many evenly
+/// spaced quantiles of its pairs instead, so that a comparison's bootstrap stays within
+/// seconds; the figure's name says so.
+pub const C2C_MAX_SAMPLES: usize = 5_000;
+
 fn c2c(l: &Loaded, out: &mut Vec<Metric>) {
     let pairs: Vec<PairRecord> = l
         .records_of::<PairRecord>()
@@ -446,8 +452,13 @@ fn c2c(l: &Loaded, out: &mut Vec<Metric>) {
         if vals.is_empty() {
             continue;
         }
-        // With few pairs, the samples of the pairs measured give the interval.
-        let samples = if vals.len() >= 3 {
+        // With few pairs, the samples of the pairs measured give the interval; with
+        // more than C2C_MAX_SAMPLES pairs, evenly spaced order statistics of them (the
+        // bootstrap of a comparison resamples them 2,000 times).
+        let thinned = vals.len() > C2C_MAX_SAMPLES;
+        let samples = if thinned {
+            numalab_stats::quantile_sample(&vals, C2C_MAX_SAMPLES)
+        } else if vals.len() >= 3 {
             vals.clone()
         } else {
             let s: Vec<f64> = pairs
@@ -465,7 +476,15 @@ fn c2c(l: &Loaded, out: &mut Vec<Metric>) {
         out.push(Metric::new(
             &format!("c2c.{v}.median"),
             C2C,
-            &format!("core-to-core latency, median pair ({v})"),
+            &if thinned {
+                format!(
+                    "core-to-core latency, median pair ({v}; interval from {} quantiles of {} pairs)",
+                    C2C_MAX_SAMPLES,
+                    vals.len()
+                )
+            } else {
+                format!("core-to-core latency, median pair ({v})")
+            },
             "ns",
             false,
             samples,

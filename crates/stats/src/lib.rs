@@ -309,6 +309,21 @@ pub fn ratio_interval(
     Some(percentile_interval(stats, estimate, level, resamples, seed))
 }
 
+/// `k` evenly spaced order statistics of `values` (the ((i + 1/2) / k)-th quantiles,
+/// i = 0..k): the same distribution in a sample of `k`, for a bootstrap of a sample too
+/// large to resample. All of `values`, sorted, when `k` is at least their number.
+pub fn quantile_sample(values: &[f64], k: usize) -> Vec<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    if k >= n {
+        return sorted;
+    }
+    (0..k)
+        .map(|i| sorted[((2 * i + 1) * n) / (2 * k)])
+        .collect()
+}
+
 /// Distribution-free confidence interval of the `p`-th percentile (0-100) from order
 /// statistics: the ranks n q -+ z sqrt(n q (1 - q)) of the sorted sample (normal
 /// approximation of the binomial), clamped to the sample. Fast for large samples (one
@@ -413,6 +428,17 @@ pub fn t_quantile(prob: f64, df: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quantile_sample_keeps_the_distribution_in_k_values() {
+        let v: Vec<f64> = (0..1000).rev().map(f64::from).collect();
+        let q = quantile_sample(&v, 10);
+        assert_eq!(
+            q,
+            vec![50.0, 150.0, 250.0, 350.0, 450.0, 550.0, 650.0, 750.0, 850.0, 950.0]
+        );
+        assert_eq!(quantile_sample(&[3.0, 1.0, 2.0], 5), vec![1.0, 2.0, 3.0]);
+    }
 
     /// Past the bootstrap's size the rank interval is used: the same estimate, bounds
     /// around it that the bootstrap of the same sample gives to within a few rank steps.

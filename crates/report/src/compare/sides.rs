@@ -5,6 +5,7 @@ use super::{compare_groups, Options, Report, Side, SidePower};
 use crate::load::{load, unique_labels, LoadError, Loaded};
 use crate::metrics::Metric;
 use crate::outcome::Refusal;
+use numalab_schema::interrupt::Interrupted;
 use numalab_schema::{Classify, ErrorClass};
 use std::path::PathBuf;
 
@@ -84,12 +85,19 @@ pub fn load_arguments(args: &[PathBuf]) -> Result<LoadedSides, Refusal> {
     Ok(loaded)
 }
 
+/// A comparison stopped by Ctrl-C or SIGTERM (exit 130): nothing is written.
+pub const COMPARE_INTERRUPTED: Interrupted = Interrupted {
+    during: "comparing the bundles",
+    left: "nothing was written",
+};
+
 /// Each bundle's label and comparable figures, in the order given.
 pub type Figures = Vec<(String, Vec<Metric>)>;
 
 /// The comparison of the bundles read ([`Sides::group`], then every side with the
 /// first, `run_noise` percent assumed for single runs, with each side's power sources),
-/// and each bundle's figures; refused when every bundle is a run of one machine.
+/// and each bundle's figures; refused when every bundle is a run of one machine, and ended
+/// as interrupted ([`COMPARE_INTERRUPTED`]) at a stop request.
 pub fn compare_loaded(
     loaded: &LoadedSides,
     by_machine: bool,
@@ -115,6 +123,9 @@ pub fn compare_loaded(
         assumed_run_spread: run_noise / 100.0,
     };
     let report = compare_groups(&sides, problems(set), options).with_power(power);
+    COMPARE_INTERRUPTED
+        .check()
+        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
     Ok((report, metrics))
 }
 

@@ -1,0 +1,106 @@
+//! A comparison of a 1,200-CPU core-to-core matrix (issue 50): its 719,400 pairs are
+//! not all bootstrapped 2,000 times (what took minutes at 2,000 CPUs); the median
+//! figure keeps C2C_MAX_SAMPLES evenly spaced quantiles of them and its name says so,
+//! while the closest and farthest pair stay exact. A matrix of the fixture (64 CPUs)
+//! keeps every pair.
+
+use numalab_report::compare::compare_all;
+use numalab_report::load::{load, Loaded};
+use numalab_report::metrics::{metrics, C2C_MAX_SAMPLES};
+use serde_json::json;
+use std::path::Path;
+
+const N: usize = 1_200;
+
+fn fixture() -> Loaded {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/bundles/c2c-dual-xeon-gold-6242");
+    load(&path).unwrap()
+}
+
+/// The fixture with its matrix widened to N CPUs: 40 ns within a package of N/2 CPUs,
+/// 130 ns between packages, 10 ns between SMT siblings i and i+N/2... plus i+j
+/// hundredths so that the pairs differ.
+fn widened() -> Loaded {
+    let mut l = fixture();
+    let package = |c: usize| (c % (N / 2)) / (N / 4);
+    let matrix: Vec<Vec<Option<f64>>> = (0..N)
+        .map(|i| {
+            (0..N)
+                .map(|j| {
+                    (i != j).then(|| {
+                        let base = if i % (N / 2) == j % (N / 2) {
+                            10.0
+                        } else if package(i) == package(j) {
+                            40.0
+                        } else {
+                            130.0
+                        };
+                        base + (i + j) as f64 / 100.0
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let r = l
+        .bundle
+        .records
+        .iter_mut()
+        .find(|r| r.kind == "c2c.matrix")
+        .expect("the fixture has a matrix");
+    r.data["cpus"] = json!((0..N as u32).collect::<Vec<_>>());
+    r.data["matrix_ns"] = json!(matrix);
+    l
+}
+
+#[test]
+fn a_large_matrix_is_compared_from_a_bounded_sample_that_is_named() {
+    let big = metrics(&widened());
+    let median = big
+        .iter()
+        .find(|m| m.id.ends_with(".median") && m.id.starts_with("c2c."))
+        .expect("a median figure");
+    let pairs = N * (N - 1) / 2;
+    assert_eq!(median.samples.len(), C2C_MAX_SAMPLES);
+    assert!(
+        median.name.contains(&format!(
+            "interval from {C2C_MAX_SAMPLES} quantiles of {pairs} pairs"
+        )),
+        "{}",
+        median.name
+    );
+    // The quantiles keep the distribution: as many 10 ns pairs (N/2 of them) in
+    // proportion, and the extremes exact.
+    let smt = median.samples.iter().filter(|v| **v < 40.0).count();
+    let expected = C2C_MAX_SAMPLES * (N / 2) / pairs;
+    assert!(smt.abs_diff(expected) <= 1, "{smt} vs {expected}");
+    let min = big.iter().find(|m| m.id.ends_with(".min")).unwrap();
+    assert_eq!(min.samples, vec![10.0 + (N / 2) as f64 / 100.0]);
+    let max = big.iter().find(|m| m.id.ends_with(".max")).unwrap();
+    assert!(max.samples[0] > 130.0);
+
+    // The comparison with the fixture completes and shows the note.
+    let small = metrics(&fixture());
+    let report = compare_all(
+        &[
+            ("wide".into(), big.clone()),
+            ("fixture".into(), small.clone()),
+        ],
+        Vec::new(),
+    );
+    let row = report.comparisons[0]
+        .rows
+        .iter()
+        .find(|r| r.id == median.id)
+        .expect("the median is compared");
+    assert!(row.name.contains("quantiles of"), "{}", row.name);
+    assert!(row.interval.is_some());
+
+    // The fixture's 64 CPUs (2,016 pairs) keep every pair, under the plain name.
+    let m = small
+        .iter()
+        .find(|m| m.id.ends_with(".median") && m.id.starts_with("c2c."))
+        .unwrap();
+    assert_eq!(m.samples.len(), 64 * 63 / 2);
+    assert!(!m.name.contains("quantiles"), "{}", m.name);
+}
