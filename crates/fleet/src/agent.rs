@@ -31,6 +31,9 @@ pub const EXIT_PUSH_MISMATCH: i32 = 125;
 /// Grace between SIGTERM and SIGKILL when the agent stops the command.
 const KILL_GRACE: Duration = Duration::from_secs(3);
 
+/// Default per-node `--timeout`: what a node's command may take when the launcher gives none.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
+
 /// What `numalab fleet node` does; built by `fleet run` as arguments
 /// ([`AgentOptions::to_args`]) and read back on the node ([`AgentOptions::from_args`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +93,7 @@ impl AgentOptions {
             numalab,
             version: version.to_string(),
             command: Vec::new(),
-            timeout: Duration::from_secs(2 * 3600),
+            timeout: DEFAULT_TIMEOUT,
             shared: None,
             pushed_sha256: None,
         };

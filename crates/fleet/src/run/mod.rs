@@ -36,8 +36,8 @@ const MAX_LINE: usize = 1 << 20;
 /// Default `--parallel`.
 pub const DEFAULT_PARALLEL: usize = 32;
 
-/// Default per-node `--timeout`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
+/// Default per-node `--timeout` (the agent's too, which owns it).
+pub use crate::agent::DEFAULT_TIMEOUT;
 
 /// Where `--push` has srun put the copy of numalab on each node: the node-local
 /// temporary folder every Linux node has (the agent removes the copy when it ends).
