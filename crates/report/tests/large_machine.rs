@@ -6,7 +6,7 @@
 //! on every CPU. Before aggregation this page was 4.3 MB, 2.8 MB of it one heatmap.
 
 use numalab_records::c2c::{
-    Confidence, Evidence, GroupJson, LevelJson, MatrixRecord, PairRecord, Selection,
+    Confidence, Evidence, GroupJson, LevelJson, MatrixRecord, PairRecord, Selection, SquareMatrix,
 };
 use numalab_report::load::{load, Loaded};
 use numalab_report::sections::document;
