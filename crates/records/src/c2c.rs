@@ -316,7 +316,7 @@ mod tests {
     /// directions are measured, either one where one is, nothing on the diagonal, rows
     /// and cells past the CPUs left out.
     #[test]
-    fn owned_rows_make_the_matrix_their_copy_makes() {
+    fn cells_make_the_matrix_rows_make() {
         let rows = vec![
             vec![Some(9.0), Some(10.0), None, Some(30.0), Some(99.0)],
             vec![Some(12.0), None, Some(20.0)],
