@@ -49,7 +49,7 @@ pub fn matrix_record(
     };
     let record = MatrixRecord {
         cpus: matrix.cpus().to_vec(),
-        matrix_ns: matrix.rows(),
+        matrix_ns: matrix.cells().clone(),
         groups: structure
             .levels
             .iter()
@@ -167,8 +167,8 @@ mod tests {
             .last()
             .unwrap()
             .starts_with("imported from core-to-core-latency's CSV"));
-        assert_eq!(m.matrix_ns[1][0], Some(50.0));
-        assert_eq!(m.matrix_ns[2][1], Some(90.0));
+        assert_eq!(m.matrix_ns.get(1, 0), Some(50.0));
+        assert_eq!(m.matrix_ns.get(2, 1), Some(90.0));
         assert_eq!(structure.levels.len(), m.levels.len());
         let host = imported_host(std::path::Path::new("m.csv"), None);
         assert_eq!(host.topology_hash, "imported:m.csv");

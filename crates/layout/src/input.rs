@@ -66,7 +66,7 @@ pub fn load(path: &Path) -> Result<Loaded, LayoutError> {
     let mut notes: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
     let origin = format!("{:?}", bundle.envelope.origin).to_lowercase();
     if let Some((_, r)) = bundle.records_of::<MatrixRecord>().into_iter().last() {
-        let m = LatencyMatrix::from_rows(r.cpus.clone(), &r.matrix_ns);
+        let m = LatencyMatrix::from_cells(r.cpus, r.matrix_ns);
         notes.push(format!(
             "core-to-core matrix of {} CPUs ({} of {} pairs measured, variant {})",
             m.n(),

@@ -6,7 +6,7 @@
 use numalab_model::calibrate::{self, predict};
 use numalab_model::latency::{self, Placement};
 use numalab_model::{machine, Model};
-use numalab_records::c2c::MatrixRecord;
+use numalab_records::c2c::{MatrixRecord, SquareMatrix};
 use numalab_records::mem::{BandwidthRecord, LatencyRecord, MatrixCell};
 use numalab_records::model::{CalibratedParameter, Calibration};
 use numalab_schema::journal::read_bundle;
@@ -106,7 +106,7 @@ fn synthetic(
         }
         let mut r = c2c0.clone();
         r.cpus = cores.iter().map(|&c| c as u32).collect();
-        r.matrix_ns = rows;
+        r.matrix_ns = SquareMatrix::from_rows(&rows).unwrap();
         records.push(Record::new(
             "c2c/matrix/cas/first-cpu-node",
             Origin::Measured,

@@ -6,12 +6,15 @@ use numalab_schema::RecordKind;
 use numalab_stats::Summary;
 use serde::{Deserialize, Serialize};
 
+mod square;
+pub use square::SquareMatrix;
+
 /// A symmetric matrix of half round-trip latencies (ns) between CPUs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatencyMatrix {
     cpus: Vec<u32>,
-    /// n rows of n; `None` on the diagonal and where unmeasured.
-    values: Vec<Vec<Option<f64>>>,
+    /// n x n; no value on the diagonal and where unmeasured.
+    values: SquareMatrix,
 }
 
 impl LatencyMatrix {
@@ -20,7 +23,7 @@ impl LatencyMatrix {
         let n = cpus.len();
         LatencyMatrix {
             cpus,
-            values: vec![vec![None; n]; n],
+            values: SquareMatrix::new(n),
         }
     }
 
@@ -46,29 +49,28 @@ impl LatencyMatrix {
         m
     }
 
-    /// [`LatencyMatrix::from_rows`], the rows taken as they are (no copy: a 2,000-CPU
-    /// matrix is 4 million cells, 64 MB) and made symmetric in place.
-    pub fn from_owned_rows(cpus: Vec<u32>, mut rows: Vec<Vec<Option<f64>>>) -> Self {
+    /// [`LatencyMatrix::from_rows`] of a record's cells, taken as they are (no copy: a
+    /// 2,000-CPU matrix is 4 million cells, 32 MB) and made symmetric in place; cut or
+    /// extended (a copy) when they are not as many as the CPUs.
+    pub fn from_cells(cpus: Vec<u32>, cells: SquareMatrix) -> Self {
         let n = cpus.len();
-        rows.resize_with(n, Vec::new);
-        for (i, row) in rows.iter_mut().enumerate() {
-            row.resize(n, None);
-            row.shrink_to_fit();
-            row[i] = None;
-        }
+        let mut v = if cells.n() == n {
+            cells
+        } else {
+            cells.resized(n)
+        };
         for i in 0..n {
-            let (above, rest) = rows.split_at_mut(i);
-            let row = &mut rest[0];
-            for (j, other) in above.iter_mut().enumerate() {
-                let v = match (row[j], other[i]) {
+            v.set(i, i, None);
+            for j in 0..i {
+                let m = match (v.get(i, j), v.get(j, i)) {
                     (Some(a), Some(b)) => Some((a + b) / 2.0),
                     (a, b) => a.or(b),
                 };
-                row[j] = v;
-                other[i] = v;
+                v.set(i, j, m);
+                v.set(j, i, m);
             }
         }
-        LatencyMatrix { cpus, values: rows }
+        LatencyMatrix { cpus, values: v }
     }
 
     /// Number of CPUs.
@@ -87,7 +89,7 @@ impl LatencyMatrix {
         if i == j {
             return None;
         }
-        self.values[i][j]
+        self.values.get(i, j)
     }
 
     /// Sets the latency between the i-th and j-th CPUs (both directions).
@@ -95,14 +97,14 @@ impl LatencyMatrix {
         if i == j {
             return;
         }
-        self.values[i][j] = Some(ns);
-        self.values[j][i] = Some(ns);
+        self.values.set(i, j, Some(ns));
+        self.values.set(j, i, Some(ns));
     }
 
     /// Clears a cell (both directions).
     pub fn clear(&mut self, i: usize, j: usize) {
-        self.values[i][j] = None;
-        self.values[j][i] = None;
+        self.values.set(i, j, None);
+        self.values.set(j, i, None);
     }
 
     /// Position of a CPU id in the matrix.
@@ -110,14 +112,14 @@ impl LatencyMatrix {
         self.cpus.iter().position(|&c| c == cpu)
     }
 
-    /// The full matrix as rows (for JSON: `null` where unmeasured, and on the diagonal).
-    pub fn rows(&self) -> Vec<Vec<Option<f64>>> {
-        self.values.clone()
+    /// The cells (for JSON: `null` where unmeasured, and on the diagonal).
+    pub fn cells(&self) -> &SquareMatrix {
+        &self.values
     }
 
     /// Number of measured pairs (each unordered pair counted once).
     pub fn measured_pairs(&self) -> usize {
-        self.values.iter().flatten().filter(|v| v.is_some()).count() / 2
+        self.values.rows().flatten().filter(|v| v.is_some()).count() / 2
     }
 
     /// Number of unordered pairs, n (n - 1) / 2.
@@ -254,9 +256,10 @@ pub struct LevelJson {
 pub struct MatrixRecord {
     /// CPU ids, in matrix order.
     pub cpus: Vec<u32>,
-    /// Half round-trip latency, ns; `matrix_ns[i][j]` between `cpus[i]` and `cpus[j]`;
-    /// null on the diagonal and where unmeasured.
-    pub matrix_ns: Vec<Vec<Option<f64>>>,
+    /// Half round-trip latency, ns; cell (i, j) between `cpus[i]` and `cpus[j]`; null on
+    /// the diagonal and where unmeasured. Rows of n numbers and nulls in JSON, one flat
+    /// allocation in memory ([`SquareMatrix`]).
+    pub matrix_ns: SquareMatrix,
     /// Levels of groups, finest first.
     pub groups: Vec<Vec<GroupJson>>,
     /// For each level of `groups`: how it was found and what hwloc calls it.
@@ -309,11 +312,11 @@ pub fn order_by_groups(cpus: &[u32], levels: &[Vec<Vec<u32>>]) -> Vec<usize> {
 mod tests {
     use super::*;
 
-    /// Rows taken as they are give the matrix that a copy of them gives: the mean where
-    /// both directions are measured, either one where one is, nothing on the diagonal,
-    /// short rows padded, rows and cells past the CPUs left out.
+    /// Cells taken as they are give the matrix that rows give: the mean where both
+    /// directions are measured, either one where one is, nothing on the diagonal, rows
+    /// and cells past the CPUs left out.
     #[test]
-    fn owned_rows_make_the_matrix_their_copy_makes() {
+    fn cells_make_the_matrix_rows_make() {
         let rows = vec![
             vec![Some(9.0), Some(10.0), None, Some(30.0), Some(99.0)],
             vec![Some(12.0), None, Some(20.0)],
@@ -323,12 +326,13 @@ mod tests {
         ];
         let cpus = vec![4, 5, 6, 7];
         let copied = LatencyMatrix::from_rows(cpus.clone(), &rows);
-        let owned = LatencyMatrix::from_owned_rows(cpus, rows);
+        let padded = SquareMatrix::from_fn(5, |i, j| rows[i].get(j).copied().flatten());
+        let owned = LatencyMatrix::from_cells(cpus, padded);
         assert_eq!(owned, copied);
         assert_eq!(owned.get(0, 1), Some(11.0));
         assert_eq!(owned.get(3, 0), Some(30.0));
         assert_eq!(owned.get(2, 2), None);
         assert_eq!(owned.measured_pairs(), 4);
-        assert_eq!(owned.rows().len(), 4);
+        assert_eq!(owned.cells().n(), 4);
     }
 }

@@ -120,23 +120,13 @@ pub(crate) fn complete_runs(l: &Loaded) -> Vec<WorkloadRun> {
 }
 
 /// The measured pair latencies of a matrix, each pair once (the lower triangle; the
-/// whole matrix when only the upper one holds values).
-pub(crate) fn pair_values(m: &MatrixRecord) -> Vec<f64> {
-    let mut vals: Vec<f64> = Vec::new();
-    for (i, row) in m.matrix_ns.iter().enumerate() {
-        vals.extend(row.iter().take(i).flatten().filter(|v| v.is_finite()));
-    }
-    if vals.is_empty() {
-        vals = m
-            .matrix_ns
-            .iter()
-            .flatten()
-            .flatten()
-            .copied()
-            .filter(|v| v.is_finite())
-            .collect();
-    }
-    vals
+/// whole matrix when only the upper one holds values), taken out of the record: they
+/// are gathered in the cells' own memory ([`SquareMatrix::into_pair_values`]), so a
+/// 2,000-CPU matrix (32 MB) and its 1,999,000 pairs are never held side by side.
+///
+/// [`SquareMatrix::into_pair_values`]: numalab_records::c2c::SquareMatrix::into_pair_values
+pub(crate) fn take_pair_values(m: &mut MatrixRecord) -> Vec<f64> {
+    std::mem::take(&mut m.matrix_ns).into_pair_values()
 }
 
 fn percentile(
@@ -447,8 +437,8 @@ fn c2c(l: &Loaded, out: &mut Vec<Metric>) {
         .into_iter()
         .map(|(_, p)| p)
         .collect();
-    for (_, m) in l.records_of::<MatrixRecord>() {
-        let vals = pair_values(&m);
+    for (_, mut m) in l.iter_of::<MatrixRecord>() {
+        let vals = take_pair_values(&mut m);
         if vals.is_empty() {
             continue;
         }

@@ -6,7 +6,7 @@
 //! on every CPU. Before aggregation this page was 4.3 MB, 2.8 MB of it one heatmap.
 
 use numalab_records::c2c::{
-    Confidence, Evidence, GroupJson, LevelJson, MatrixRecord, PairRecord, Selection,
+    Confidence, Evidence, GroupJson, LevelJson, MatrixRecord, PairRecord, Selection, SquareMatrix,
 };
 use numalab_report::load::{load, Loaded};
 use numalab_report::sections::document;
@@ -164,7 +164,7 @@ fn big_bundle() -> (Loaded, Vec<Vec<Option<f64>>>) {
         .collect();
     let rec = MatrixRecord {
         cpus: (0..N).collect(),
-        matrix_ns: matrix.clone(),
+        matrix_ns: SquareMatrix::from_rows(&matrix).unwrap(),
         groups: vec![
             (0..80).map(|c| group(vec![c, c + 80], 8.5, 55.0)).collect(),
             packages
@@ -286,7 +286,7 @@ fn a_160_cpu_report_is_small_aggregated_and_keeps_every_pair() {
     let mut measured = 0;
     for (i, row) in matrix.iter().enumerate() {
         for (j, v) in row.iter().enumerate() {
-            let got = back.matrix_ns[i][j];
+            let got = back.matrix_ns.get(i, j);
             match v {
                 Some(v) => {
                     measured += 1;

@@ -179,8 +179,8 @@ pub fn read(bundles: &[(String, Bundle)]) -> Result<Measured, ModelError> {
                 Some((pu.numa_node?, pu.core))
             };
             let mut used = 0usize;
-            for (i, row) in rec.matrix_ns.iter().enumerate() {
-                for (j, v) in row.iter().enumerate().take(i) {
+            for (i, row) in rec.matrix_ns.rows().enumerate() {
+                for (j, v) in row.enumerate().take(i) {
                     let Some(v) = v else { continue };
                     let (Some(a), Some(b)) = (
                         rec.cpus.get(i).and_then(|&c| place(c)),
@@ -188,13 +188,13 @@ pub fn read(bundles: &[(String, Bundle)]) -> Result<Measured, ModelError> {
                     ) else {
                         continue;
                     };
-                    if (a.1.is_some() && a.1 == b.1) || !v.is_finite() || *v <= 0.0 {
+                    if (a.1.is_some() && a.1 == b.1) || !v.is_finite() || v <= 0.0 {
                         continue; // two hardware threads of one core
                     }
                     let key = (a.0.min(b.0), a.0.max(b.0));
                     max_node = max_node.max(Some(key.1));
                     let e = c2c.entry(key).or_default();
-                    e.0.push(*v);
+                    e.0.push(v);
                     if !e.1.contains(&src) {
                         e.1.push(src.clone());
                     }

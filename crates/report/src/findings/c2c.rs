@@ -24,10 +24,10 @@ pub(super) fn groups_per_package(m: &Machine, groups: &[Vec<u32>]) -> Option<usi
 }
 
 pub(super) fn c2c(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
-    for (r, rec) in l.records_of::<MatrixRecord>() {
+    for (r, mut rec) in l.iter_of::<MatrixRecord>() {
         let anchor = Some(anchors::c2c_heatmap(out.b, &r.key));
-        let vals = crate::metrics::pair_values(&rec);
-        let Some(s) = numalab_stats::Summary::of(&vals) else {
+        let vals = crate::metrics::take_pair_values(&mut rec);
+        let Some(s) = range_of(vals) else {
             continue;
         };
         let range = if s.n == 1 {
@@ -111,23 +111,49 @@ pub(super) fn c2c(l: &Loaded, m: Option<&Machine>, out: &mut Out<'_>) {
     }
 }
 
+/// The count, least, greatest and median of the pair latencies: the figures of
+/// [`numalab_stats::Summary::of`] that the range finding names, computed the same way
+/// on the values sorted in place (no sorted copy, no deviations: for 2,000 CPUs each
+/// was 16 MB more). `None` when empty or with a NaN, as `Summary::of`.
+fn range_of(mut vals: Vec<f64>) -> Option<Range> {
+    if vals.is_empty() || vals.iter().any(|v| v.is_nan()) {
+        return None;
+    }
+    vals.sort_by(f64::total_cmp);
+    Some(Range {
+        n: vals.len(),
+        min: vals[0],
+        max: vals[vals.len() - 1],
+        median: numalab_stats::percentile_sorted(&vals, 50.0),
+    })
+}
+
+/// See [`range_of`].
+struct Range {
+    n: usize,
+    min: f64,
+    max: f64,
+    median: f64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testutil::*;
     use super::*;
-    use numalab_records::c2c::{Confidence, Evidence, GroupJson, LevelJson};
+    use numalab_records::c2c::{Confidence, Evidence, GroupJson, LevelJson, SquareMatrix};
 
     /// A matrix over CPUs 0..n, `f(i, j)` between CPUs i and j (both directions).
     fn matrix(n: u32, f: impl Fn(u32, u32) -> Option<f64>) -> MatrixRecord {
         MatrixRecord {
             cpus: (0..n).collect(),
-            matrix_ns: (0..n)
-                .map(|i| {
-                    (0..n)
-                        .map(|j| if i == j { None } else { f(i.min(j), i.max(j)) })
-                        .collect()
-                })
-                .collect(),
+            matrix_ns: SquareMatrix::from_fn(n as usize, |i, j| {
+                let (i, j) = (i as u32, j as u32);
+                if i == j {
+                    None
+                } else {
+                    f(i.min(j), i.max(j))
+                }
+            }),
             groups: vec![],
             levels: vec![],
             variant: "cas".into(),
