@@ -439,7 +439,9 @@ pub struct Written {
     pub steps: Vec<StepRecord>,
     /// The findings, most important first.
     pub findings: Vec<numalab_report::findings::Finding>,
-    /// Problems met reading the journal (a cut-off last line...).
+    /// Problems met reading the journal (a cut-off last line...), folded: the first of
+    /// each code, then one warning for the rest of it
+    /// ([`numalab_report::outcome::folded_warnings`]).
     pub warnings: Vec<numalab_schema::Warning>,
 }
 
@@ -447,8 +449,8 @@ pub struct Written {
 /// into `dir`, rendered from its journal alone, as `numalab report` would.
 pub fn write_outputs(dir: &Path) -> Result<Written, EvalError> {
     let loaded = numalab_report::load(dir).map_err(err)?;
-    let warnings = loaded.warnings.clone();
     let set = [loaded];
+    let warnings = numalab_report::outcome::folded_warnings(&set);
     let bundle = &set[0].bundle;
     let steps = latest_steps(
         set[0]

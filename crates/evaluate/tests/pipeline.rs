@@ -340,3 +340,47 @@ fn without_a_bmc_the_run_is_the_plain_one_and_has_no_power_warnings() {
     assert_eq!(closed.len(), steps().len());
     assert!(!sink.records.iter().any(|r| r.key.starts_with("power/bmc")));
 }
+
+/// A journal damaged in many lines gives one warning a line on reading back; what
+/// `write_outputs` hands the terminal is the first of them and one folded line for the
+/// rest (how many, three of them), as `numalab report` says them.
+#[test]
+fn the_outputs_fold_the_warnings_of_a_damaged_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = envelope(&["numalab", "evaluate", "--quick"], true);
+    {
+        let opened = numalab_schema::journal::Journal::open(dir.path(), &env).unwrap();
+        let mut journal = opened.journal;
+        journal
+            .append(&step("topology", StepStatus::Done, 1))
+            .unwrap();
+        journal.close().unwrap();
+    }
+    let path = dir.path().join("results.jsonl");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    for i in 1..=30 {
+        text.push_str(&format!("not json {i}\n"));
+    }
+    text.push_str(&format!(
+        "{}\n",
+        serde_json::to_string(&numalab_schema::journal::Line::Record(step(
+            "pmu",
+            StepStatus::Done,
+            1
+        )))
+        .unwrap()
+    ));
+    std::fs::write(&path, text).unwrap();
+    let written = numalab_evaluate::write_outputs(dir.path()).unwrap();
+    assert_eq!(written.steps.len(), 2, "{:?}", written.steps);
+    assert_eq!(written.warnings.len(), 2, "{:?}", written.warnings);
+    let (first, folded) = (&written.warnings[0], &written.warnings[1]);
+    assert_eq!(folded.code, first.code);
+    assert!(
+        folded
+            .message
+            .contains("29 more records had this warning, each its own message (30 in all"),
+        "{folded}"
+    );
+    assert!(dir.path().join("report.html").is_file());
+}

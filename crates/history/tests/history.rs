@@ -1136,6 +1136,44 @@ fn a_fleet_folder_stands_for_its_nodes_bundles_tagged_and_labelled_by_node() {
     );
 }
 
+/// `dir/big/results.jsonl`: vm-evaluate's envelope and `n` copies of its first bandwidth
+/// record, the i-th keyed `mem/bandwidth/copy-{key(i)}`, the copy at `repeat` written
+/// twice, then `pads` records of 1 MiB (kind `bench.pad`).
+fn bandwidth_journal(
+    dir: &Path,
+    n: usize,
+    key: impl Fn(usize) -> usize,
+    repeat: Option<usize>,
+    pads: usize,
+) -> PathBuf {
+    let text = std::fs::read_to_string(fixture("vm-evaluate").join(JOURNAL_FILE)).unwrap();
+    let mut out = format!("{}\n", text.lines().next().unwrap());
+    let bw = text
+        .lines()
+        .find(|l| l.contains("\"kind\":\"mem.bandwidth\""))
+        .unwrap();
+    for i in 0..n {
+        let mut v: Value = serde_json::from_str(bw).unwrap();
+        v["key"] = format!("mem/bandwidth/copy-{}", key(i)).into();
+        let line = format!("{v}\n");
+        out.push_str(&line);
+        if repeat == Some(i) {
+            out.push_str(&line);
+        }
+    }
+    let pad = "x".repeat(1 << 20);
+    for i in 0..pads {
+        out.push_str(&format!(
+            r#"{{"line":"record","key":"pad/{i}","kind":"bench.pad","origin":"measured","time_utc":"2026-12-07T10:00:00Z","data":{{"pad":"{pad}"}}}}"#
+        ));
+        out.push('\n');
+    }
+    let journal = dir.join("big").join(JOURNAL_FILE);
+    std::fs::create_dir_all(journal.parent().unwrap()).unwrap();
+    std::fs::write(&journal, out).unwrap();
+    journal
+}
+
 /// A journal larger than the figures' bound of a kind ([`numalab_report::load::PER_KIND`]
 /// bandwidth records and 5 more) is stored with default limits, whether read whole or
 /// streamed into an index (one record at a time): the same content key and figures, and
@@ -1143,22 +1181,8 @@ fn a_fleet_folder_stands_for_its_nodes_bundles_tagged_and_labelled_by_node() {
 #[test]
 fn a_journal_past_the_bound_is_streamed_and_stored() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(fixture("vm-evaluate").join(JOURNAL_FILE)).unwrap();
-    let mut out = format!("{}\n", text.lines().next().unwrap());
-    let bw = text
-        .lines()
-        .find(|l| l.contains("\"kind\":\"mem.bandwidth\""))
-        .unwrap();
     let n = numalab_report::load::PER_KIND + 5;
-    for i in 0..n {
-        let mut v: Value = serde_json::from_str(bw).unwrap();
-        v["key"] = format!("mem/bandwidth/copy-{i}").into();
-        out.push_str(&v.to_string());
-        out.push('\n');
-    }
-    let journal = dir.path().join("big").join(JOURNAL_FILE);
-    std::fs::create_dir_all(journal.parent().unwrap()).unwrap();
-    std::fs::write(&journal, out).unwrap();
+    let journal = bandwidth_journal(dir.path(), n, |i| i, None, 0);
     let mut whole = History::open(&dir.path().join("whole.db")).unwrap();
     let mut streamed = History::open(&dir.path().join("streamed.db")).unwrap();
     let a = whole.ingest(&journal).unwrap();
@@ -1204,34 +1228,10 @@ fn a_journal_past_the_bound_is_streamed_and_stored() {
 #[test]
 fn a_large_journal_is_ingested_with_one_first_pass() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(fixture("vm-evaluate").join(JOURNAL_FILE)).unwrap();
-    let mut out = format!("{}\n", text.lines().next().unwrap());
-    let bw = text
-        .lines()
-        .find(|l| l.contains("\"kind\":\"mem.bandwidth\""))
-        .unwrap();
     let n = numalab_report::load::PER_KIND + 5;
-    for i in 0..n {
-        let mut v: Value = serde_json::from_str(bw).unwrap();
-        v["key"] = format!("mem/bandwidth/copy-{}", (i * 7919) % n).into();
-        out.push_str(&v.to_string());
-        out.push('\n');
-        if i == 3 {
-            // A repeat, read past by the reader whichever way it finds it.
-            out.push_str(&v.to_string());
-            out.push('\n');
-        }
-    }
-    let pad = "x".repeat(1 << 20);
-    for i in 0..33 {
-        out.push_str(&format!(
-            r#"{{"line":"record","key":"pad/{i}","kind":"bench.pad","origin":"measured","time_utc":"2026-12-07T10:00:00Z","data":{{"pad":"{pad}"}}}}"#
-        ));
-        out.push('\n');
-    }
-    let journal = dir.path().join("big").join(JOURNAL_FILE);
-    std::fs::create_dir_all(journal.parent().unwrap()).unwrap();
-    std::fs::write(&journal, out).unwrap();
+    // Keys out of order, one repeated (read past by the reader whichever way it finds it),
+    // and 33 padding records of 1 MiB.
+    let journal = bandwidth_journal(dir.path(), n, |i| (i * 7919) % n, Some(3), 33);
     assert!(
         std::fs::metadata(&journal).unwrap().len()
             >= numalab_schema::journal::DUPLICATES_ON_DISK_FROM

@@ -69,8 +69,12 @@ pub struct TruthOptions {
 /// Standard deviation of the model's noise, ns, unless `--noise-ns` says otherwise.
 pub const DEFAULT_NOISE_NS: f64 = 4.0;
 
+/// Buffer pages of a model machine unless `--pages` says otherwise (docs/home.md's
+/// figures are of 64 pages of 2 MiB).
+pub const DEFAULT_PAGES: usize = 64;
+
 impl TruthOptions {
-    /// Defaults for a preset: 4 ns noise, 16 pages of 2 MiB, node 0, physical
+    /// Defaults for a preset: 4 ns noise, [`DEFAULT_PAGES`] pages of 2 MiB, node 0, physical
     /// addresses known, 36 physical address bits (64 GiB).
     pub fn new(preset: &str) -> TruthOptions {
         TruthOptions {
@@ -78,7 +82,7 @@ impl TruthOptions {
             sets: Vec::new(),
             noise_ns: DEFAULT_NOISE_NS,
             seed: 1,
-            pages: 16,
+            pages: DEFAULT_PAGES,
             page_bytes: 2 << 20,
             node: 0,
             phys_known: true,

@@ -17,6 +17,7 @@ fn stored() -> numalab_records::home::HomeMapRecord {
 fn machine(seed: u64) -> TruthMachine {
     let mut opts = TruthOptions::new("mesh");
     opts.seed = seed;
+    opts.pages = 16; // the stored map's machine: 16 pages (the default was 16 then)
     TruthMachine::generate(&opts).unwrap()
 }
 

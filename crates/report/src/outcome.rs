@@ -3,7 +3,7 @@
 
 use crate::load::{load, unique_labels, LoadError, Loaded};
 use crate::table::Format;
-use numalab_schema::{Classify, ErrorClass};
+use numalab_schema::{Classify, ErrorClass, Warning};
 use std::path::{Path, PathBuf};
 
 /// A refusal or a run's verdict, with its exit class and the words for the user.
@@ -90,19 +90,27 @@ pub fn load_all(paths: &[PathBuf]) -> (Vec<Loaded>, Vec<LoadError>) {
 
 /// The warnings met reading the bundles, one line each ("warning: ...").
 pub fn warning_lines(set: &[Loaded]) -> Vec<String> {
-    // A damaged journal can give one warning a line: the first of each code is said,
-    // the others are one line (how many, three of them; `numalab_schema::fold`).
+    folded_warnings(set)
+        .iter()
+        .map(|w| format!("warning: {w}"))
+        .collect()
+}
+
+/// The warnings met reading `set`, folded: the first of each code as it came, the
+/// others of that code one warning at the end (how many, three of them;
+/// `numalab_schema::fold`). A damaged journal can give one warning a line.
+pub fn folded_warnings(set: &[Loaded]) -> Vec<Warning> {
     let mut fold = numalab_schema::fold::Fold::default();
-    let mut lines = Vec::new();
+    let mut said = Vec::new();
     for l in set {
         for w in &l.warnings {
             if fold.note(&l.label, w) {
-                lines.push(format!("warning: {w}"));
+                said.push(w.clone());
             }
         }
     }
-    lines.extend(fold.folded().iter().map(|w| format!("warning: {w}")));
-    lines
+    said.extend(fold.folded());
+    said
 }
 
 /// What the unreadable bundles make of a run: the messages said beside (all but the

@@ -85,7 +85,7 @@ pub struct ModelFlags {
     #[arg(long, value_name = "NS", default_value_t = DEFAULT_NOISE_NS)]
     pub noise_ns: f64,
     /// Buffer pages (--model).
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    #[arg(long, value_name = "N", default_value_t = numalab_home::truth::DEFAULT_PAGES)]
     pub pages: usize,
     /// Page size of the model's buffer (--model): 2MiB huge pages, or e.g. 64KiB (the
     /// base page of many Arm kernels; the hash's page part then has fewer bits).
