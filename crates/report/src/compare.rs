@@ -4,7 +4,7 @@
 //! Metrics are extracted from typed records (see [`crate::metrics`]); this module only
 //! knows numbers with a direction ("higher is better") and their raw samples.
 
-use numalab_stats::{ratio_interval, Interval, Summary, DEFAULT_SEED};
+use numalab_stats::{ratio_interval_until, Interval, Stopped, Summary, DEFAULT_SEED};
 use serde::{Deserialize, Serialize};
 
 pub use crate::metrics::Metric;
@@ -178,12 +178,13 @@ fn log_mean(v: &[f64]) -> f64 {
 
 /// The interval of other/baseline from within-run samples (one run per side): a
 /// bootstrap of the ratio of medians with 3 or more samples each, else the
-/// conservative ratio of the given bounds, else none.
-fn within_run_interval(a: &Metric, b: &Metric, ratio: f64) -> Option<Interval> {
+/// conservative ratio of the given bounds, else none. [`Stopped`] at a stop request
+/// (Ctrl-C, SIGTERM) during the bootstrap.
+fn within_run_interval(a: &Metric, b: &Metric, ratio: f64) -> Result<Option<Interval>, Stopped> {
     if a.samples.len() >= 3 && b.samples.len() >= 3 {
-        ratio_interval(&b.samples, &a.samples, 0.95, 2000, DEFAULT_SEED)
+        ratio_interval_until(&b.samples, &a.samples, 0.95, 2000, DEFAULT_SEED, &stop)
     } else {
-        match (a.bounds, b.bounds) {
+        Ok(match (a.bounds, b.bounds) {
             (Some((alo, ahi)), Some((blo, bhi))) if alo > 0.0 && ahi > 0.0 => Some(Interval {
                 estimate: ratio,
                 low: blo / ahi,
@@ -191,10 +192,17 @@ fn within_run_interval(a: &Metric, b: &Metric, ratio: f64) -> Option<Interval> {
                 level: 0.95,
                 resamples: 0,
                 seed: 0,
+                thinned: None,
             }),
             _ => None,
-        }
+        })
     }
+}
+
+/// The stop check of a comparison's bootstraps: Ctrl-C or SIGTERM
+/// ([`numalab_schema::interrupt`]).
+fn stop() -> bool {
+    numalab_schema::interrupt::requested()
 }
 
 /// Compares the other side with the baseline, metric by metric.
@@ -269,7 +277,11 @@ pub fn compare_sides(baseline: &Side, other: &Side, opts: Options) -> Comparison
             let (ma, mb) = (va[0], vb[0]);
             let ratio = mb / ma;
             let widen = (1.96 * opts.assumed_run_spread * std::f64::consts::SQRT_2).exp();
-            let interval = within_run_interval(a, rb[0], ratio).map(|i| Interval {
+            // A stop request ends the rows; the caller ends the comparison as interrupted.
+            let Ok(within) = within_run_interval(a, rb[0], ratio) else {
+                break;
+            };
+            let interval = within.map(|i| Interval {
                 low: i.low / widen,
                 high: i.high * widen,
                 ..i
@@ -299,7 +311,17 @@ pub fn compare_sides(baseline: &Side, other: &Side, opts: Options) -> Comparison
                     .collect()
             };
             let within = if ra.iter().chain(&rb).all(|m| m.samples.len() >= 3) {
-                ratio_interval(&pooled(&rb), &pooled(&ra), 0.95, 2000, DEFAULT_SEED)
+                let Ok(w) = ratio_interval_until(
+                    &pooled(&rb),
+                    &pooled(&ra),
+                    0.95,
+                    2000,
+                    DEFAULT_SEED,
+                    &stop,
+                ) else {
+                    break;
+                };
+                w
             } else {
                 None
             };
@@ -319,6 +341,7 @@ pub fn compare_sides(baseline: &Side, other: &Side, opts: Options) -> Comparison
                     level: 0.95,
                     resamples: 0,
                     seed: 0,
+                    thinned: within.and_then(|w| w.thinned),
                 }),
                 RunNoise::Measured {
                     spread,
@@ -344,11 +367,14 @@ pub fn compare_sides(baseline: &Side, other: &Side, opts: Options) -> Comparison
             group: a.group.clone(),
             // The setup belongs to the name when both sides share it; when they do
             // not, `not_comparable` names both.
-            name: if not_comparable.is_some() {
-                a.name.clone()
-            } else {
-                a.label()
-            },
+            name: thinned_note(
+                if not_comparable.is_some() {
+                    a.name.clone()
+                } else {
+                    a.label()
+                },
+                interval.as_ref(),
+            ),
             unit: a.unit.clone(),
             higher_is_better: a.higher_is_better,
             baseline: base_value,
@@ -374,6 +400,19 @@ pub fn compare_sides(baseline: &Side, other: &Side, opts: Options) -> Comparison
         rows,
         only_baseline: ids(baseline, other),
         only_other: ids(other, baseline),
+    }
+}
+
+/// A figure's name, with the note "interval from K quantiles of N samples" when its
+/// interval resampled quantiles of a sample too large to resample whole
+/// ([`numalab_stats::RESAMPLE_MAX_SAMPLES`]).
+fn thinned_note(name: String, interval: Option<&Interval>) -> String {
+    match interval.and_then(|i| i.thinned) {
+        Some(t) => format!(
+            "{name} (interval from {} quantiles of {} samples)",
+            t.quantiles, t.samples
+        ),
+        None => name,
     }
 }
 

@@ -164,22 +164,36 @@ pub const PERSPECTIVES: [&str; 5] = [PER_SERVER, PER_WATT, SINGLE_THREAD, PER_TH
 
 /// Every comparable metric of a bundle, grouped in [`ORDER`].
 pub fn metrics(l: &Loaded) -> Vec<Metric> {
+    metrics_until(l, &|| false).unwrap_or_default()
+}
+
+/// [`metrics`], asking `stop` between the kinds of record (a 2,000-CPU core-to-core
+/// matrix alone takes a second to decode): `None` once it says so.
+pub fn metrics_until(l: &Loaded, stop: &dyn Fn() -> bool) -> Option<Vec<Metric>> {
     let mut out = Vec::new();
-    workload(l, &mut out);
-    workload_wall(l, &mut out);
-    wall_power(l, &mut out);
-    scale(l, &mut out);
-    c2c(l, &mut out);
-    mem(l, &mut out);
-    placement(l, &mut out);
-    models(l, &mut out);
+    let kinds: [fn(&Loaded, &mut Vec<Metric>); 8] = [
+        workload,
+        workload_wall,
+        wall_power,
+        scale,
+        c2c,
+        mem,
+        placement,
+        models,
+    ];
+    for kind in kinds {
+        if stop() {
+            return None;
+        }
+        kind(l, &mut out);
+    }
     // Ids are unique: the first occurrence wins (a resumed bundle never repeats keys,
     // but two studies of the same command could).
     let mut seen = std::collections::HashSet::new();
     out.retain(|m| seen.insert(m.id.clone()));
     let rank = |g: &str| ORDER.iter().position(|x| *x == g).unwrap_or(ORDER.len());
     out.sort_by_key(|m| rank(&m.group));
-    out
+    (!stop()).then_some(out)
 }
 
 /// Requests per joule at the wall: the all-CPU run of each mode over the BMC's mean
@@ -425,12 +439,6 @@ fn scale(l: &Loaded, out: &mut Vec<Metric>) {
     }
 }
 
-/// The most pair latencies a matrix's median figure keeps as samples (100 CPUs have
-/// 4,950 pairs): a larger matrix (2,000 CPUs: 1,999,000 pairs) keeps this many evenly
-/// spaced quantiles of its pairs instead, so that a comparison's bootstrap stays within
-/// seconds; the figure's name says so.
-pub const C2C_MAX_SAMPLES: usize = 5_000;
-
 fn c2c(l: &Loaded, out: &mut Vec<Metric>) {
     let pairs: Vec<PairRecord> = l
         .records_of::<PairRecord>()
@@ -442,14 +450,14 @@ fn c2c(l: &Loaded, out: &mut Vec<Metric>) {
         if vals.is_empty() {
             continue;
         }
-        // With few pairs, the samples of the pairs measured give the interval; with
-        // more than C2C_MAX_SAMPLES pairs, evenly spaced order statistics of them (the
-        // bootstrap of a comparison resamples them 2,000 times).
-        let thinned = vals.len() > C2C_MAX_SAMPLES;
-        let samples = if thinned {
-            numalab_stats::quantile_sample(&vals, C2C_MAX_SAMPLES)
-        } else if vals.len() >= 3 {
-            vals.clone()
+        let n = vals.len();
+        let closest = vals.iter().copied().fold(f64::INFINITY, f64::min);
+        let farthest = vals.iter().copied().fold(0.0, f64::max);
+        // With few pairs, the samples of the pairs measured give the interval. Every
+        // pair is kept however many (moved, not copied): a comparison's bootstrap bounds
+        // its own work (numalab_stats::RESAMPLE_MAX_SAMPLES) and names it in the row.
+        let samples = if n >= 3 {
+            vals
         } else {
             let s: Vec<f64> = pairs
                 .iter()
@@ -457,7 +465,7 @@ fn c2c(l: &Loaded, out: &mut Vec<Metric>) {
                 .flat_map(|p| p.samples_ns.iter().copied())
                 .collect();
             if s.is_empty() {
-                vals.clone()
+                vals
             } else {
                 s
             }
@@ -466,15 +474,7 @@ fn c2c(l: &Loaded, out: &mut Vec<Metric>) {
         out.push(Metric::new(
             &format!("c2c.{v}.median"),
             C2C,
-            &if thinned {
-                format!(
-                    "core-to-core latency, median pair ({v}; interval from {} quantiles of {} pairs)",
-                    C2C_MAX_SAMPLES,
-                    vals.len()
-                )
-            } else {
-                format!("core-to-core latency, median pair ({v})")
-            },
+            &format!("core-to-core latency, median pair ({v})"),
             "ns",
             false,
             samples,
@@ -485,16 +485,16 @@ fn c2c(l: &Loaded, out: &mut Vec<Metric>) {
             &format!("core-to-core latency, closest pair ({v})"),
             "ns",
             false,
-            vec![vals.iter().copied().fold(f64::INFINITY, f64::min)],
+            vec![closest],
         ));
-        if vals.len() > 1 {
+        if n > 1 {
             out.push(Metric::new(
                 &format!("c2c.{v}.max"),
                 C2C,
                 &format!("core-to-core latency, farthest pair ({v})"),
                 "ns",
                 false,
-                vec![vals.iter().copied().fold(0.0, f64::max)],
+                vec![farthest],
             ));
         }
     }

@@ -1,12 +1,13 @@
 //! A comparison of a 1,200-CPU core-to-core matrix (issue 50): its 719,400 pairs are
-//! not all bootstrapped 2,000 times (what took minutes at 2,000 CPUs); the median
-//! figure keeps C2C_MAX_SAMPLES evenly spaced quantiles of them and its name says so,
-//! while the closest and farthest pair stay exact. A matrix of the fixture (64 CPUs)
-//! keeps every pair.
+//! all kept as the median figure's samples, but the comparison's bootstrap does not
+//! resample them all 2,000 times (what took minutes at 2,000 CPUs): numalab-stats
+//! resamples RESAMPLE_MAX_SAMPLES evenly spaced quantiles of them, the interval says so
+//! and the row's name names it. A matrix of the fixture (64 CPUs) is resampled whole.
 
 use numalab_report::compare::compare_all;
 use numalab_report::load::{load, Loaded};
-use numalab_report::metrics::{metrics, C2C_MAX_SAMPLES};
+use numalab_report::metrics::metrics;
+use numalab_stats::{Thinned, RESAMPLE_MAX_SAMPLES};
 use serde_json::json;
 use std::path::Path;
 
@@ -61,19 +62,8 @@ fn a_large_matrix_is_compared_from_a_bounded_sample_that_is_named() {
         .find(|m| m.id.ends_with(".median") && m.id.starts_with("c2c."))
         .expect("a median figure");
     let pairs = N * (N - 1) / 2;
-    assert_eq!(median.samples.len(), C2C_MAX_SAMPLES);
-    assert!(
-        median.name.contains(&format!(
-            "interval from {C2C_MAX_SAMPLES} quantiles of {pairs} pairs"
-        )),
-        "{}",
-        median.name
-    );
-    // The quantiles keep the distribution: as many 10 ns pairs (N/2 of them) in
-    // proportion, and the extremes exact.
-    let smt = median.samples.iter().filter(|v| **v < 40.0).count();
-    let expected = C2C_MAX_SAMPLES * (N / 2) / pairs;
-    assert!(smt.abs_diff(expected) <= 1, "{smt} vs {expected}");
+    assert_eq!(median.samples.len(), pairs);
+    assert_eq!(median.name, "core-to-core latency, median pair (imported)");
     let min = big.iter().find(|m| m.id.ends_with(".min")).unwrap();
     assert_eq!(min.samples, vec![10.0 + (N / 2) as f64 / 100.0]);
     let max = big.iter().find(|m| m.id.ends_with(".max")).unwrap();
@@ -93,14 +83,42 @@ fn a_large_matrix_is_compared_from_a_bounded_sample_that_is_named() {
         .iter()
         .find(|r| r.id == median.id)
         .expect("the median is compared");
-    assert!(row.name.contains("quantiles of"), "{}", row.name);
-    assert!(row.interval.is_some());
+    let interval = row.interval.as_ref().expect("an interval");
+    assert_eq!(
+        interval.thinned,
+        Some(Thinned {
+            quantiles: RESAMPLE_MAX_SAMPLES,
+            samples: pairs
+        })
+    );
+    assert!(
+        row.name.ends_with(&format!(
+            "(interval from {RESAMPLE_MAX_SAMPLES} quantiles of {pairs} samples)"
+        )),
+        "{}",
+        row.name
+    );
+    // The value compared is the median of every pair, not of the quantiles.
+    let mut sorted = median.samples.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(row.baseline, numalab_stats::median_sorted(&sorted).unwrap());
+    assert!(interval.low <= row.ratio && row.ratio <= interval.high);
 
-    // The fixture's 64 CPUs (2,016 pairs) keep every pair, under the plain name.
+    // The fixture's 64 CPUs (2,016 pairs) are resampled whole, under the plain name.
     let m = small
         .iter()
         .find(|m| m.id.ends_with(".median") && m.id.starts_with("c2c."))
         .unwrap();
     assert_eq!(m.samples.len(), 64 * 63 / 2);
-    assert!(!m.name.contains("quantiles"), "{}", m.name);
+    let itself = compare_all(
+        &[("a".into(), small.clone()), ("b".into(), small.clone())],
+        Vec::new(),
+    );
+    let row = itself.comparisons[0]
+        .rows
+        .iter()
+        .find(|r| r.id == m.id)
+        .unwrap();
+    assert_eq!(row.interval.as_ref().unwrap().thinned, None);
+    assert_eq!(row.name, m.name);
 }

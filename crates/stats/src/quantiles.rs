@@ -34,6 +34,12 @@ pub fn percentile_select(buf: &mut [f64], p: f64) -> f64 {
 /// [`Interval`] per entry of `ps`. Each is identical to
 /// `bootstrap(values, |v| percentile(v, p).unwrap(), level, resamples, seed)`.
 /// `None` if `values` is empty, holds a NaN, or `resamples` is 0.
+///
+/// Unlike [`crate::bootstrap`], every value is resampled whatever the sample's size (no
+/// [`crate::RESAMPLE_MAX_SAMPLES`] thinning): the high percentiles of response times
+/// rest on the few slowest requests, which quantiles would blur. The work is `resamples`
+/// times the sample's size, so a caller with a large sample lowers `resamples` (the
+/// workload's runs take 300 above 50,000 requests); `compare` and `report` do not call it.
 pub fn bootstrap_percentiles(
     values: &[f64],
     ps: &[f64],

@@ -1,5 +1,5 @@
 //! Ctrl-C and SIGTERM in the steps that can run long (c2c structure inference in `c2c`
-//! and `layout`, report rendering, snapshot unpacking): each ends with exit 130 and its
+//! and `layout`, report rendering, the figures of a comparison, snapshot unpacking): each ends with exit 130 and its
 //! message, leaving no half-written output or temporary copy behind; and `scale` ends,
 //! its command's group gone, when its helper process is killed. No wall-clock assertion:
 //! a generous bound only keeps a hung run from hanging the suite.
@@ -36,7 +36,12 @@ fn catches(pid: u32, sig: i32) -> bool {
 /// Waits until `child` has its handler for `sig`, then `settle` more (it is at work),
 /// sends `sig`, and collects its output; kills it if it is still running after a
 /// generous bound (a hang fails the test instead of the suite).
-pub fn signal_when_busy(mut child: Child, sig: i32, settle: Duration) -> Output {
+pub fn signal_when_busy(child: Child, sig: i32, settle: Duration) -> Output {
+    signal_when_busy_timed(child, sig, settle).0
+}
+
+/// [`signal_when_busy`], with the time from the signal to the end.
+pub fn signal_when_busy_timed(mut child: Child, sig: i32, settle: Duration) -> (Output, Duration) {
     let pid = child.id();
     let start = Instant::now();
     while !catches(pid, sig) {
@@ -54,7 +59,8 @@ pub fn signal_when_busy(mut child: Child, sig: i32, settle: Duration) -> Output 
     );
     // SAFETY: signalling our own child, which has not been waited for.
     unsafe { libc::kill(pid as libc::pid_t, sig) };
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let signalled = Instant::now();
+    let deadline = signalled + Duration::from_secs(120);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
@@ -62,7 +68,8 @@ pub fn signal_when_busy(mut child: Child, sig: i32, settle: Duration) -> Output 
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    child.wait_with_output().unwrap()
+    let took = signalled.elapsed();
+    (child.wait_with_output().unwrap(), took)
 }
 
 /// A 2,000-CPU matrix in core-to-core-latency's CSV (lower triangle): SMT pairs, 8-core
@@ -213,6 +220,50 @@ fn an_interrupted_report_writes_nothing_at_o() {
     );
     assert!(!stderr.contains("wrote"), "{stderr}");
     // Neither the report nor a temporary file beside it.
+    let left: Vec<_> = std::fs::read_dir(&out_dir).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// SIGTERM while `compare` works on the figures of a 2,000-CPU matrix (1,999,000 pairs)
+/// compared with itself: exit 130 within seconds, nothing at --output (issue 50: the
+/// matrix's figures and each figure's bootstrap ran on to their end, 12 s and more).
+#[test]
+fn a_compare_of_a_2000_cpu_matrix_stops_at_sigterm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tmp.path().join("bundle");
+    big_bundle(&bundle, 1);
+    let out_dir = tmp.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let html = out_dir.join("c.html");
+    let bundle_arg = bundle.display().to_string();
+    let child = spawn(&[
+        "compare",
+        &bundle_arg,
+        &bundle_arg,
+        "--output",
+        &html.display().to_string(),
+    ]);
+    // Into the reading of the second copy of the 20 MB journal, or the figures (the
+    // whole comparison takes about 6 s in a debug build).
+    let (out, after_signal) =
+        signal_when_busy_timed(child, libc::SIGTERM, Duration::from_millis(1500));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let reading = format!(
+        "interrupted (Ctrl-C, SIGTERM) while reading {}; nothing was written",
+        bundle.display()
+    );
+    let comparing =
+        "interrupted (Ctrl-C, SIGTERM) while comparing the bundles; nothing was written";
+    assert!(
+        stderr.contains(comparing) || stderr.contains(&reading),
+        "{stderr}"
+    );
+    // Generous: the checks come every second or less; before, tens of seconds.
+    assert!(
+        after_signal < Duration::from_secs(10),
+        "ended {after_signal:?} after the signal"
+    );
     let left: Vec<_> = std::fs::read_dir(&out_dir).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }

@@ -109,6 +109,9 @@ pub fn compare_loaded(
         sides,
         power,
     } = Sides::group(set, &loaded.side_of, by_machine);
+    COMPARE_INTERRUPTED
+        .check()
+        .map_err(|e| Refusal::new(e.class(), e.to_string()))?;
     if sides.len() < 2 {
         return Err(Refusal::new(
             ErrorClass::Input,
@@ -160,7 +163,13 @@ impl Sides {
     pub fn group(bundles: &[Loaded], side_of: &[usize], by_machine: bool) -> Sides {
         let metrics: Vec<(String, Vec<Metric>)> = bundles
             .iter()
-            .map(|l| (l.label.clone(), crate::metrics::metrics(l)))
+            // At a stop request (Ctrl-C, SIGTERM) the figures left are not extracted;
+            // the caller ([`compare_loaded`]) then ends as interrupted.
+            .map(|l| {
+                let stop = numalab_schema::interrupt::requested;
+                let m = crate::metrics::metrics_until(l, &stop).unwrap_or_default();
+                (l.label.clone(), m)
+            })
             .collect();
         let key_of: Vec<String> = if by_machine {
             bundles

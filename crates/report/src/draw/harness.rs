@@ -146,6 +146,7 @@ mod tests {
                         level: 0.95,
                         resamples: 0,
                         seed: 0,
+                        thinned: None,
                     }),
                     highlight: true,
                 },

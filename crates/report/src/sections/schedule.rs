@@ -202,6 +202,7 @@ mod tests {
             level: 0.95,
             resamples: 2000,
             seed: 1,
+            thinned: None,
         };
         let summary = SummaryRecord {
             mix_id: "abc".into(),
