@@ -190,7 +190,7 @@ pub struct Interval {
 /// resampled as `quantiles` evenly spaced quantiles of it ([`quantile_sample`]). The
 /// statistic itself (`estimate`) is still that of the whole sample; the interval is that
 /// of a sample of `quantiles` values, so it is wider than a bootstrap of every value
-/// would be, never narrower.
+/// would be (for a median, by about the square root of `samples / quantiles`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Thinned {
     /// Quantiles resampled in place of the sample.
@@ -309,18 +309,14 @@ pub(crate) fn percentile_interval(
     }
 }
 
-/// Samples larger than this get the order-statistic interval of the median
-/// ([`median_rank_interval`]) instead of the bootstrap: 2000 resamples of the 4 million
-/// pairs of a 2,000-CPU core-to-core matrix took hours (`report` never ended), and for
-/// samples this large the two intervals agree (both are the normal approximation of the
-/// median's rank).
-pub const BOOTSTRAP_MAX_SAMPLES: usize = 100_000;
-
-/// 95% bootstrap interval of the median with 2000 resamples and the default seed (of
-/// [`RESAMPLE_MAX_SAMPLES`] quantiles for a larger sample, as [`bootstrap`] does); for
-/// more than [`BOOTSTRAP_MAX_SAMPLES`] values, [`median_rank_interval`].
+/// 95% bootstrap interval of the median with 2000 resamples and the default seed; for
+/// more than [`RESAMPLE_MAX_SAMPLES`] values, [`median_rank_interval`] (no resampling:
+/// `resamples` 0): the bootstrap would resample their quantiles, an interval wider than
+/// the sample's own, where the rank interval of so many values agrees with a bootstrap of
+/// every value to within a few rank steps and takes one sort (2000 resamples of the 4
+/// million pairs of a 2,000-CPU core-to-core matrix took hours).
 pub fn median_interval(values: &[f64]) -> Option<Interval> {
-    if values.len() > BOOTSTRAP_MAX_SAMPLES {
+    if values.len() > RESAMPLE_MAX_SAMPLES {
         return median_rank_interval(values);
     }
     bootstrap(
@@ -550,16 +546,16 @@ mod tests {
     }
 
     /// Past the bootstrap's size the rank interval is used: the same estimate, bounds
-    /// around it that a bootstrap of every value gives to within a few rank steps, and
-    /// inside the (wider) bootstrap of the sample's quantiles.
+    /// around it inside the (wider) bootstrap of the sample's quantiles; at the size the
+    /// bootstrap takes whole, the two intervals agree to within a few rank steps.
     #[test]
     fn large_samples_get_the_rank_interval_of_the_median() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
-        let v: Vec<f64> = (0..BOOTSTRAP_MAX_SAMPLES + 1)
+        let v: Vec<f64> = (0..100_000)
             .map(|_| rng.random_range(0.0..1000.0))
             .collect();
         let r = median_interval(&v).unwrap();
-        assert_eq!(r.resamples, 0);
+        assert_eq!((r.resamples, r.thinned), (0, None));
         assert_eq!(r.estimate, median(&v).unwrap());
         assert!(r.low < r.estimate && r.estimate < r.high, "{r:?}");
         let b = bootstrap(&v, |x| median(x).unwrap(), 0.95, 200, DEFAULT_SEED).unwrap();
@@ -568,12 +564,18 @@ mod tests {
             b.low < r.low && r.high < b.high,
             "rank {r:?} in thinned {b:?}"
         );
+        // One value past the bootstrap's size: the rank interval; at it, the bootstrap.
+        let past = &v[..RESAMPLE_MAX_SAMPLES + 1];
+        assert_eq!(
+            median_interval(past).unwrap(),
+            median_rank_interval(past).unwrap()
+        );
         // A sample the bootstrap takes whole (uniform on 0..1000, n = 5000: the interval
         // is about +-14 wide): both intervals agree.
         let w = &v[..RESAMPLE_MAX_SAMPLES];
         let r = median_rank_interval(w).unwrap();
-        let b = bootstrap(w, |x| median(x).unwrap(), 0.95, 400, DEFAULT_SEED).unwrap();
-        assert_eq!(b.thinned, None);
+        let b = median_interval(w).unwrap();
+        assert_eq!((b.resamples, b.thinned), (2000, None));
         for (x, y) in [(r.low, b.low), (r.high, b.high)] {
             assert!((x - y).abs() < 4.0, "rank {r:?} against bootstrap {b:?}");
         }
