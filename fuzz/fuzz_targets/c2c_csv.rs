@@ -7,6 +7,7 @@ fuzz_target!(|data: &[u8]| {
         // Whatever is accepted is a square matrix over its CPUs.
         let m = &import.matrix;
         assert_eq!(m.cpus().len(), m.n());
-        assert_eq!(m.rows().len(), m.n());
+        assert_eq!(m.cells().n(), m.n());
+        assert_eq!(m.cells().rows().count(), m.n());
     }
 });
