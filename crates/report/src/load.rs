@@ -84,7 +84,7 @@ pub struct KindCount {
     /// A kind this numalab does not know.
     pub unknown: bool,
     /// The place (in the journal's order) of its first record that cannot be shown.
-    first_bad: Option<usize>,
+    pub(crate) first_bad: Option<usize>,
 }
 
 /// A warning carried by records (same code and message), the kinds that carry it and
