@@ -44,7 +44,7 @@ pub fn first_damaged(l: &Loaded, kind: &str) -> Option<(String, Option<String>)>
 struct Held<'a>(&'a Record);
 
 impl Probe for Held<'_> {
-    fn ok<T: RecordKind>(&mut self) -> Option<Result<(), String>> {
+    fn ok<T: RecordKind>(&mut self) -> Decoded {
         self.0
             .decode::<T>()
             .map(|x| x.map(|_| ()).map_err(|e| e.to_string()))
@@ -60,7 +60,7 @@ pub(crate) fn decodes_line(lines: &mut SpanReader, kind: &str, span: Span) -> Op
         span: Span,
     }
     impl Probe for Line<'_> {
-        fn ok<T: RecordKind>(&mut self) -> Option<Result<(), String>> {
+        fn ok<T: RecordKind>(&mut self) -> Decoded {
             (self.kind == T::KIND).then(|| match self.lines.decode::<T>(self.span) {
                 Ok(Some(_)) => Ok(()),
                 _ => Err("does not decode".into()),
@@ -70,18 +70,21 @@ pub(crate) fn decodes_line(lines: &mut SpanReader, kind: &str, span: Span) -> Op
     known(&mut Line { lines, kind, span }).map(|x| x.is_ok())
 }
 
+/// Whether a record decodes (`Ok`), why not (`Err`), `None` for another kind.
+type Decoded = Option<Result<(), String>>;
+
 /// Whether a record decodes as one kind `T`, and why not (`None`: it is not of `T`'s
 /// kind).
 trait Probe {
-    fn ok<T: RecordKind>(&mut self) -> Option<Result<(), String>>;
+    fn ok<T: RecordKind>(&mut self) -> Decoded;
 }
 
 /// [`Probe::ok`] of the kind of the record `p` probes, `None` if no kind this numalab
 /// knows is its kind.
-fn known<P: Probe>(p: &mut P) -> Option<Result<(), String>> {
+fn known<P: Probe>(p: &mut P) -> Decoded {
     use crate::records::*;
     use numalab_records::model as m;
-    let kinds: &[fn(&mut P) -> Option<Result<(), String>>] = &[
+    let kinds: &[fn(&mut P) -> Decoded] = &[
         P::ok::<TopologyRecord>,
         P::ok::<DoctorReport>,
         P::ok::<StepRecord>,

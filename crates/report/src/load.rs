@@ -18,8 +18,8 @@
 //! [`numalab_schema::journal::DUPLICATES_ON_DISK_FROM`]). A bundle file (one JSON document) and a bundle
 //! built in memory keep their records whole.
 
-pub use crate::decodes::decodes;
 use crate::decodes::decodes_line;
+pub use crate::decodes::{decode_error, decodes, first_damaged, DAMAGED_REASON_MAX};
 use numalab_schema::journal::{FirstPass, JournalError, RecordReader, Span, SpanReader};
 use numalab_schema::record::SCHEMA_VERSION;
 use numalab_schema::{Bundle, Classify, ErrorClass, Record, RecordKind, Warning};

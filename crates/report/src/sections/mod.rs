@@ -163,7 +163,7 @@ fn document_until(set: &[Loaded], stop: &dyn Fn() -> bool) -> Result<Document, I
         }
         for (kind, n, damaged) in unreadable(l) {
             problems.push(if damaged {
-                let first = match crate::decodes::first_damaged(l, &kind) {
+                let first = match crate::load::first_damaged(l, &kind) {
                     Some((key, Some(why))) => format!(" (the first, {key}: {why})"),
                     Some((key, None)) => format!(" (the first, {key})"),
                     None => String::new(),
