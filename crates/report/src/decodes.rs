@@ -1,54 +1,19 @@
 //! Whether a record decodes as the type of its kind, from its payload held in memory
 //! or straight from its line in a journal ([`crate::load`]).
 
-use crate::load::Loaded;
 use numalab_schema::journal::{Span, SpanReader};
 use numalab_schema::{Record, RecordKind};
 
 /// Whether a record decodes: `Some(true)` yes, `Some(false)` a known kind that does not
 /// decode (newer or damaged), `None` a kind this numalab does not know.
 pub fn decodes(r: &Record) -> Option<bool> {
-    known(&mut Held(r)).map(|x| x.is_ok())
-}
-
-/// Why a record of a known kind does not decode (serde's words: the field, the line and
-/// column in its payload), `None` when it decodes or its kind is not known.
-pub fn decode_error(r: &Record) -> Option<String> {
-    known(&mut Held(r))?.err()
-}
-
-/// The largest journal line [`first_damaged`] reads back to say why its record does not
-/// decode: 8 MiB.
-pub const DAMAGED_REASON_MAX: u64 = 8 << 20;
-
-/// The first record of a known `kind` that does not decode in `l`: its key and why
-/// ([`decode_error`]), so that a damaged record is named, not only counted. The reason is
-/// left out (`None`) for a line of [`DAMAGED_REASON_MAX`] bytes or more in the journal
-/// (read back only to be named, its JSON tree would be several times the line).
-pub fn first_damaged(l: &Loaded, kind: &str) -> Option<(String, Option<String>)> {
-    let i = l
-        .kinds()
-        .into_iter()
-        .find(|k| k.kind == kind && !k.unknown)?
-        .first_bad?;
-    let key = l.bundle.records.get(i)?.key.clone();
-    let why = if l.stored_len(i).is_none_or(|n| n < DAMAGED_REASON_MAX) {
-        l.payloads().get(i).and_then(|r| decode_error(&r))
-    } else {
-        None
-    };
-    Some((key, why))
-}
-
-/// A record held in memory.
-struct Held<'a>(&'a Record);
-
-impl Probe for Held<'_> {
-    fn ok<T: RecordKind>(&mut self) -> Decoded {
-        self.0
-            .decode::<T>()
-            .map(|x| x.map(|_| ()).map_err(|e| e.to_string()))
+    struct Held<'a>(&'a Record);
+    impl Probe for Held<'_> {
+        fn ok<T: RecordKind>(&mut self) -> Option<bool> {
+            self.0.decode::<T>().map(|x| x.is_ok())
+        }
     }
+    known(&mut Held(r))
 }
 
 /// [`decodes`] of the record of `kind` whose line is at `span`, decoded straight from
@@ -60,31 +25,24 @@ pub(crate) fn decodes_line(lines: &mut SpanReader, kind: &str, span: Span) -> Op
         span: Span,
     }
     impl Probe for Line<'_> {
-        fn ok<T: RecordKind>(&mut self) -> Decoded {
-            (self.kind == T::KIND).then(|| match self.lines.decode::<T>(self.span) {
-                Ok(Some(_)) => Ok(()),
-                _ => Err("does not decode".into()),
-            })
+        fn ok<T: RecordKind>(&mut self) -> Option<bool> {
+            (self.kind == T::KIND).then(|| matches!(self.lines.decode::<T>(self.span), Ok(Some(_))))
         }
     }
-    known(&mut Line { lines, kind, span }).map(|x| x.is_ok())
+    known(&mut Line { lines, kind, span })
 }
 
-/// Whether a record decodes (`Ok`), why not (`Err`), `None` for another kind.
-type Decoded = Option<Result<(), String>>;
-
-/// Whether a record decodes as one kind `T`, and why not (`None`: it is not of `T`'s
-/// kind).
+/// Whether a record decodes as one kind `T` (`None`: it is not of `T`'s kind).
 trait Probe {
-    fn ok<T: RecordKind>(&mut self) -> Decoded;
+    fn ok<T: RecordKind>(&mut self) -> Option<bool>;
 }
 
 /// [`Probe::ok`] of the kind of the record `p` probes, `None` if no kind this numalab
 /// knows is its kind.
-fn known<P: Probe>(p: &mut P) -> Decoded {
+fn known<P: Probe>(p: &mut P) -> Option<bool> {
     use crate::records::*;
     use numalab_records::model as m;
-    let kinds: &[fn(&mut P) -> Decoded] = &[
+    let kinds: &[fn(&mut P) -> Option<bool>] = &[
         P::ok::<TopologyRecord>,
         P::ok::<DoctorReport>,
         P::ok::<StepRecord>,

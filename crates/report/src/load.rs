@@ -18,8 +18,8 @@
 //! [`numalab_schema::journal::DUPLICATES_ON_DISK_FROM`]). A bundle file (one JSON document) and a bundle
 //! built in memory keep their records whole.
 
+pub use crate::decodes::decodes;
 use crate::decodes::decodes_line;
-pub use crate::decodes::{decode_error, decodes, first_damaged, DAMAGED_REASON_MAX};
 use numalab_schema::journal::{FirstPass, JournalError, RecordReader, Span, SpanReader};
 use numalab_schema::record::SCHEMA_VERSION;
 use numalab_schema::{Bundle, Classify, ErrorClass, Record, RecordKind, Warning};
@@ -84,7 +84,7 @@ pub struct KindCount {
     /// A kind this numalab does not know.
     pub unknown: bool,
     /// The place (in the journal's order) of its first record that cannot be shown.
-    pub(crate) first_bad: Option<usize>,
+    first_bad: Option<usize>,
 }
 
 /// A warning carried by records (same code and message), the kinds that carry it and

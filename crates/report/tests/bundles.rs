@@ -599,31 +599,3 @@ fn snapshot_compare_every_format() {
     insta::assert_snapshot!("compare_html", doc.to_html());
     insta::assert_snapshot!("compare_json", serde_json::to_string_pretty(&r).unwrap());
 }
-
-/// A damaged record is named with why it does not decode, not only counted: a c2c matrix
-/// whose second row is short, read whole and read as an index (its payload from the
-/// journal).
-#[test]
-fn a_damaged_record_is_named_with_the_reason() {
-    let text = std::fs::read_to_string(fixture("vm-evaluate").join("results.jsonl")).unwrap();
-    let good = "\"matrix_ns\":[[null,102.03399999999999],[102.03399999999999,null]]";
-    assert!(text.contains(good), "the fixture's matrix changed");
-    let ragged = text.replace(good, "\"matrix_ns\":[[null,102.0],[102.0]]");
-    let d = tempfile::tempdir().unwrap();
-    let path = d.path().join("results.jsonl");
-    std::fs::write(&path, ragged).unwrap();
-    let whole = load(&path).unwrap();
-    let indexed = numalab_report::load::load_indexed(&path).unwrap();
-    assert!(indexed.indexed() && !whole.indexed());
-    for l in [whole, indexed] {
-        let problems = document(&[l]).problems;
-        let line = problems
-            .iter()
-            .find(|p| p.contains("kind c2c.matrix could not be decoded"))
-            .unwrap_or_else(|| panic!("{problems:?}"));
-        assert!(
-            line.contains("(the first, c2c/matrix/cas/first-cpu-node: row 1 has 1 cells, the rows before have 2: the matrix must be square"),
-            "{line}"
-        );
-    }
-}

@@ -371,9 +371,7 @@ fn bad_input_is_named_and_the_rest_is_shown() {
     assert!(
         newer_page.contains("1 record(s) of kind future.thing, which this numalab does not know")
     );
-    assert!(newer_page.contains(
-        "1 record(s) of kind workload.run could not be decoded (the first, future/2: missing field"
-    ));
+    assert!(newer_page.contains("1 record(s) of kind workload.run could not be decoded"));
     assert!(
         newer_page.contains("id=\"workload\""),
         "the readable runs are still shown"

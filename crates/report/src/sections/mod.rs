@@ -163,12 +163,7 @@ fn document_until(set: &[Loaded], stop: &dyn Fn() -> bool) -> Result<Document, I
         }
         for (kind, n, damaged) in unreadable(l) {
             problems.push(if damaged {
-                let first = match crate::load::first_damaged(l, &kind) {
-                    Some((key, Some(why))) => format!(" (the first, {key}: {why})"),
-                    Some((key, None)) => format!(" (the first, {key})"),
-                    None => String::new(),
-                };
-                format!("{}: {n} record(s) of kind {kind} could not be decoded{first} (written by a newer numalab, or damaged); they are in the raw-data appendix", l.label)
+                format!("{}: {n} record(s) of kind {kind} could not be decoded (written by a newer numalab, or damaged); they are in the raw-data appendix", l.label)
             } else {
                 format!("{}: {n} record(s) of kind {kind}, which this numalab does not know (a newer one wrote them?); they are in the raw-data appendix", l.label)
             });
