@@ -4,13 +4,27 @@
 use numalab_schema::journal::{Span, SpanReader};
 use numalab_schema::{Record, RecordKind};
 
+/// Whether a record decodes: `Some(Ok(()))` yes, `Some(Err(why))` a known kind that does
+/// not (serde's reason; empty when only the fact is known), `None` a kind this numalab
+/// does not know.
+type Decoded = Option<Result<(), String>>;
+
 /// Whether a record decodes: `Some(true)` yes, `Some(false)` a known kind that does not
 /// decode (newer or damaged), `None` a kind this numalab does not know.
 pub fn decodes(r: &Record) -> Option<bool> {
+    decode_error(r).map(|v| v.is_ok())
+}
+
+/// Why a record of a known kind does not decode, in serde's words ("missing field
+/// `threads`", a matrix's short row): `Some(Err(why))`; `Some(Ok(()))` when it decodes,
+/// `None` for a kind this numalab does not know.
+pub fn decode_error(r: &Record) -> Decoded {
     struct Held<'a>(&'a Record);
     impl Probe for Held<'_> {
-        fn ok<T: RecordKind>(&mut self) -> Option<bool> {
-            self.0.decode::<T>().map(|x| x.is_ok())
+        fn ok<T: RecordKind>(&mut self) -> Decoded {
+            self.0
+                .decode::<T>()
+                .map(|x| x.map(drop).map_err(|e| e.to_string()))
         }
     }
     known(&mut Held(r))
@@ -25,24 +39,30 @@ pub(crate) fn decodes_line(lines: &mut SpanReader, kind: &str, span: Span) -> Op
         span: Span,
     }
     impl Probe for Line<'_> {
-        fn ok<T: RecordKind>(&mut self) -> Option<bool> {
-            (self.kind == T::KIND).then(|| matches!(self.lines.decode::<T>(self.span), Ok(Some(_))))
+        fn ok<T: RecordKind>(&mut self) -> Decoded {
+            (self.kind == T::KIND).then(|| {
+                if matches!(self.lines.decode::<T>(self.span), Ok(Some(_))) {
+                    Ok(())
+                } else {
+                    Err(String::new())
+                }
+            })
         }
     }
-    known(&mut Line { lines, kind, span })
+    known(&mut Line { lines, kind, span }).map(|v| v.is_ok())
 }
 
 /// Whether a record decodes as one kind `T` (`None`: it is not of `T`'s kind).
 trait Probe {
-    fn ok<T: RecordKind>(&mut self) -> Option<bool>;
+    fn ok<T: RecordKind>(&mut self) -> Decoded;
 }
 
 /// [`Probe::ok`] of the kind of the record `p` probes, `None` if no kind this numalab
 /// knows is its kind.
-fn known<P: Probe>(p: &mut P) -> Option<bool> {
+fn known<P: Probe>(p: &mut P) -> Decoded {
     use crate::records::*;
     use numalab_records::model as m;
-    let kinds: &[fn(&mut P) -> Option<bool>] = &[
+    let kinds: &[fn(&mut P) -> Decoded] = &[
         P::ok::<TopologyRecord>,
         P::ok::<DoctorReport>,
         P::ok::<StepRecord>,

@@ -19,7 +19,7 @@
 //! built in memory keep their records whole.
 
 pub use crate::decodes::decodes;
-use crate::decodes::decodes_line;
+use crate::decodes::{decode_error, decodes_line};
 use numalab_schema::journal::{FirstPass, JournalError, RecordReader, Span, SpanReader};
 use numalab_schema::record::SCHEMA_VERSION;
 use numalab_schema::{Bundle, Classify, ErrorClass, Record, RecordKind, Warning};
@@ -85,6 +85,22 @@ pub struct KindCount {
     pub unknown: bool,
     /// The place (in the journal's order) of its first record that cannot be shown.
     first_bad: Option<usize>,
+    /// A known kind's first record that does not decode: its key and serde's reason.
+    first_damage: Option<(String, String)>,
+}
+
+/// The records of one kind that cannot be shown ([`Loaded::unreadable`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The kind.
+    pub kind: String,
+    /// How many of its records cannot be shown.
+    pub count: usize,
+    /// A kind this numalab knows whose records do not decode (newer or damaged);
+    /// `false`: a kind it does not know.
+    pub damaged: bool,
+    /// The first of them that does not decode: its key and serde's reason (a known kind).
+    pub first: Option<(String, String)>,
 }
 
 /// A warning carried by records (same code and message), the kinds that carry it and
@@ -363,7 +379,8 @@ impl Loaded {
             Source::Memory => {
                 let mut kinds: Vec<KindCount> = Vec::new();
                 for (i, r) in self.bundle.records.iter().enumerate() {
-                    count_kind(&mut kinds, r, (i, decodes(r), 0), false);
+                    let p = count_kind(&mut kinds, r, (i, decodes(r), 0), false);
+                    first_damage(p.map(|p| &mut kinds[p]), i, || Some(r.clone()));
                 }
                 kinds
             }
@@ -396,23 +413,26 @@ impl Loaded {
             .collect()
     }
 
-    /// The records that cannot be shown: (kind, count, whether a known kind failed to
-    /// decode), in the order the first of each appears.
-    pub fn unreadable(&self) -> Vec<(String, usize, bool)> {
-        let mut bad: Vec<(usize, String, usize, bool)> = self
+    /// The records that cannot be shown, a kind at a time, in the order the first of
+    /// each appears.
+    pub fn unreadable(&self) -> Vec<Unreadable> {
+        let mut bad: Vec<(usize, Unreadable)> = self
             .kinds()
             .into_iter()
             .filter_map(|k| {
-                let first = k.first_bad?;
-                if k.unknown {
-                    Some((first, k.kind, k.count, false))
-                } else {
-                    Some((first, k.kind, k.damaged, true))
-                }
+                let at = k.first_bad?;
+                let count = if k.unknown { k.count } else { k.damaged };
+                let u = Unreadable {
+                    kind: k.kind,
+                    count,
+                    damaged: !k.unknown,
+                    first: k.first_damage,
+                };
+                Some((at, u))
             })
             .collect();
         bad.sort_by_key(|b| b.0);
-        bad.into_iter().map(|(_, k, n, d)| (k, n, d)).collect()
+        bad.into_iter().map(|(_, u)| u).collect()
     }
 
     /// A reader of the records' payloads, one at a time.
@@ -625,6 +645,7 @@ fn count_kind(
                 damaged: 0,
                 unknown: d.is_none(),
                 first_bad: None,
+                first_damage: None,
             });
             kinds.len() - 1
         }
@@ -640,6 +661,23 @@ fn count_kind(
         k.first_bad = Some(at);
     }
     Some(p)
+}
+
+/// Notes serde's reason for the record at place `at` (given by `read`) when it is the first
+/// record of its known kind `k` that does not decode.
+fn first_damage(k: Option<&mut KindCount>, at: usize, read: impl FnOnce() -> Option<Record>) {
+    let Some(k) = k else { return };
+    if k.unknown || k.first_bad != Some(at) || k.first_damage.is_some() {
+        return;
+    }
+    let why = match read() {
+        Some(r) => match decode_error(&r) {
+            Some(Err(why)) => (r.key, why),
+            _ => return,
+        },
+        None => return,
+    };
+    k.first_damage = Some(why);
 }
 
 /// The records' warnings, each distinct one once ([`RecordWarning`]), within
@@ -761,6 +799,11 @@ fn read(path: &Path, index: Option<bool>) -> Result<(Bundle, Vec<Warning>, Sourc
             other_kinds += 1;
             continue;
         };
+        // The first damaged record of a kind is read back whole once, for serde's reason.
+        first_damage(Some(&mut summary.kinds[p]), at, || match &record.data {
+            serde_json::Value::Null => lines.as_mut().and_then(|l| l.record(span).ok()),
+            _ => Some(record.clone()),
+        });
         if kept_of.len() <= p {
             kept_of.resize(p + 1, 0);
         }

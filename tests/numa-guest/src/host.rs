@@ -45,6 +45,8 @@ pub struct Options {
     pub accel: String,
     /// Hard limit for the whole guest run.
     pub timeout: Duration,
+    /// More words for the kernel command line, after the harness's own (empty: none).
+    pub kernel_args: String,
     /// Keep the initramfs, console log and results here instead of a temporary folder.
     pub keep: Option<PathBuf>,
     /// Only checks whose name contains one of these comma-separated patterns.
@@ -755,6 +757,21 @@ pub fn qemu_args(
     a
 }
 
+/// Adds `extra` to the kernel command line in QEMU's arguments (after `-append`): later
+/// words win over the harness's own (`loglevel=7` over `quiet`).
+fn append_kernel_args(args: &mut [String], extra: &str) {
+    let extra = extra.trim();
+    if extra.is_empty() {
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "-append") {
+        if let Some(line) = args.get_mut(i + 1) {
+            line.push(' ');
+            line.push_str(extra);
+        }
+    }
+}
+
 /// Kills QEMU when dropped (every exit path of the driver, panics included).
 struct KillOnDrop(Child);
 
@@ -846,7 +863,8 @@ pub fn run(opts: &Options) -> Result<HostRun, String> {
         Arch::Aarch64 => (tools.kernel.clone(), "arm64 Image".to_string()),
     };
 
-    let args = qemu_args(&opts.boot, &opts.accel, &kernel, &image, &results);
+    let mut args = qemu_args(&opts.boot, &opts.accel, &kernel, &image, &results);
+    append_kernel_args(&mut args, &opts.kernel_args);
     let mut cmd = Command::new(&tools.qemu);
     cmd.args(&args)
         .stdin(Stdio::null())
@@ -1068,6 +1086,29 @@ mod tests {
             "vmlinuz-6.1.0-12-cloud-amd64"
         );
         assert!(pick_kernel(&["config-6.1".to_string()]).is_none());
+    }
+
+    #[test]
+    fn extra_kernel_args_go_last_on_the_command_line() {
+        let mut a = qemu_args(
+            &Boot::x86(),
+            "tcg",
+            Path::new("/k"),
+            Path::new("/i"),
+            Path::new("/r"),
+        );
+        let before = a.clone();
+        append_kernel_args(&mut a, "  ");
+        assert_eq!(a, before, "blank adds nothing");
+        append_kernel_args(&mut a, "loglevel=7 nohz=off");
+        let i = a.iter().position(|w| w == "-append").unwrap();
+        assert!(a[i + 1].starts_with("console=ttyS0 quiet "), "{}", a[i + 1]);
+        assert!(
+            a[i + 1].ends_with(" tsc=reliable loglevel=7 nohz=off"),
+            "{}",
+            a[i + 1]
+        );
+        assert_eq!(a.len(), before.len());
     }
 
     #[test]

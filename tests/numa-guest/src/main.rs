@@ -64,6 +64,15 @@ enum Cmd {
         /// Hard time limit for the guest, seconds; QEMU is killed after it.
         #[arg(long, env = "NUMALAB_GUEST_TIMEOUT", default_value_t = 600)]
         timeout: u64,
+        /// More words for the guest kernel's command line, after the harness's own
+        /// (e.g. `loglevel=7` to see the backtraces `quiet` hides, `nohz=off`).
+        #[arg(
+            long,
+            env = "NUMALAB_GUEST_KERNEL_ARGS",
+            value_name = "ARGS",
+            default_value = ""
+        )]
+        kernel_args: String,
         /// Only checks whose name contains one of these comma-separated patterns.
         #[arg(long, env = "NUMALAB_GUEST_ONLY", value_name = "PATTERNS")]
         only: Option<String>,
@@ -246,6 +255,7 @@ fn main() -> ExitCode {
             modules,
             accel,
             timeout,
+            kernel_args,
             only,
             keep,
             export,
@@ -279,6 +289,7 @@ fn main() -> ExitCode {
                     modules: modules.clone(),
                     accel: accel.clone(),
                     timeout: Duration::from_secs(timeout),
+                    kernel_args: kernel_args.clone(),
                     keep: keep.as_ref().map(|k| k.join(&name)),
                     only: only.clone(),
                     verbose,

@@ -371,7 +371,17 @@ fn bad_input_is_named_and_the_rest_is_shown() {
     assert!(
         newer_page.contains("1 record(s) of kind future.thing, which this numalab does not know")
     );
-    assert!(newer_page.contains("1 record(s) of kind workload.run could not be decoded"));
+    // The first that does not decode, named with serde's reason.
+    assert!(
+        newer_page.contains(
+            "1 record(s) of kind workload.run could not be decoded (the first, future/2: missing field"
+        ),
+        "{}",
+        newer_page[newer_page.find("workload.run").unwrap_or(0)..]
+            .chars()
+            .take(300)
+            .collect::<String>()
+    );
     assert!(
         newer_page.contains("id=\"workload\""),
         "the readable runs are still shown"

@@ -28,9 +28,8 @@ use numalab_stats::Interval;
 
 pub use crate::load::decodes;
 
-/// Records of a bundle that cannot be shown: (kind, count, known kind that failed)
-/// ([`Loaded::unreadable`]).
-pub fn unreadable(l: &Loaded) -> Vec<(String, usize, bool)> {
+/// Records of a bundle that cannot be shown ([`Loaded::unreadable`]).
+pub fn unreadable(l: &Loaded) -> Vec<crate::load::Unreadable> {
     l.unreadable()
 }
 
@@ -161,9 +160,14 @@ fn document_until(set: &[Loaded], stop: &dyn Fn() -> bool) -> Result<Document, I
         for w in &l.warnings {
             problems.push(format!("{}: {w}", l.label));
         }
-        for (kind, n, damaged) in unreadable(l) {
-            problems.push(if damaged {
-                format!("{}: {n} record(s) of kind {kind} could not be decoded (written by a newer numalab, or damaged); they are in the raw-data appendix", l.label)
+        for u in unreadable(l) {
+            let (kind, n) = (&u.kind, u.count);
+            problems.push(if u.damaged {
+                let first = match &u.first {
+                    Some((key, why)) => format!(" (the first, {key}: {why})"),
+                    None => String::new(),
+                };
+                format!("{}: {n} record(s) of kind {kind} could not be decoded{first} (written by a newer numalab, or damaged); they are in the raw-data appendix", l.label)
             } else {
                 format!("{}: {n} record(s) of kind {kind}, which this numalab does not know (a newer one wrote them?); they are in the raw-data appendix", l.label)
             });
