@@ -22,6 +22,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How to run the guest.
@@ -757,6 +758,20 @@ pub fn qemu_args(
     a
 }
 
+/// A soft lockup at least this long (seconds) ends the guest's run as hung: the kernel
+/// says so every ~26 s from 20 s stuck on, and no check recovers from 10 minutes of a
+/// CPU stuck in the kernel (the 160-vCPU long mode waited 107 minutes on one).
+pub const HUNG_LOCKUP_S: u64 = 600;
+
+/// How long the kernel says a CPU has been stuck, from its soft lockup line ("watchdog:
+/// BUG: soft lockup - CPU#80 stuck for 224s! [kworker/80:1:828]"), in seconds.
+pub fn lockup_seconds(line: &str) -> Option<u64> {
+    let rest = &line[line.find("soft lockup - CPU#")?..];
+    let n = &rest[rest.find(" stuck for ")? + " stuck for ".len()..];
+    let digits = n.split('s').next()?;
+    digits.parse().ok()
+}
+
 /// Adds `extra` to the kernel command line in QEMU's arguments (after `-append`): later
 /// words win over the harness's own (`loglevel=7` over `quiet`).
 fn append_kernel_args(args: &mut [String], extra: &str) {
@@ -888,23 +903,32 @@ pub fn run(opts: &Options) -> Result<HostRun, String> {
     let stdout = guard.0.stdout.take().expect("piped");
     let mut stderr = guard.0.stderr.take().expect("piped");
     let verbose = opts.verbose;
-    let console_t = std::thread::spawn(move || {
-        let mut all = String::new();
-        let mut r = BufReader::new(stdout);
-        let mut buf = Vec::new();
-        while let Ok(n) = r.read_until(b'\n', &mut buf) {
-            if n == 0 {
-                break;
+    // A soft lockup this long is a hung guest: the run ends there, not at the timeout.
+    let hung: Arc<Mutex<Option<String>>> = Arc::default();
+    let console_t = {
+        let hung = Arc::clone(&hung);
+        std::thread::spawn(move || {
+            let mut all = String::new();
+            let mut r = BufReader::new(stdout);
+            let mut buf = Vec::new();
+            while let Ok(n) = r.read_until(b'\n', &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let line = String::from_utf8_lossy(&buf).replace('\r', "");
+                if verbose {
+                    eprint!("guest| {line}");
+                }
+                if lockup_seconds(&line).is_some_and(|s| s >= HUNG_LOCKUP_S) {
+                    let mut h = hung.lock().unwrap_or_else(|e| e.into_inner());
+                    h.get_or_insert_with(|| line.trim().to_string());
+                }
+                all.push_str(&line);
+                buf.clear();
             }
-            let line = String::from_utf8_lossy(&buf).replace('\r', "");
-            if verbose {
-                eprint!("guest| {line}");
-            }
-            all.push_str(&line);
-            buf.clear();
-        }
-        all
-    });
+            all
+        })
+    };
     let stderr_t = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = stderr.read_to_string(&mut s);
@@ -912,11 +936,16 @@ pub fn run(opts: &Options) -> Result<HostRun, String> {
     });
     let deadline = started + opts.timeout;
     let mut timed_out = false;
+    let is_hung = || hung.lock().map(|h| h.is_some()).unwrap_or(false);
     let status = loop {
         match guard.0.try_wait() {
             Ok(Some(st)) => break Some(st),
             Ok(None) if Instant::now() >= deadline => {
                 timed_out = true;
+                let _ = guard.0.kill();
+                break guard.0.wait().ok();
+            }
+            Ok(None) if is_hung() => {
                 let _ = guard.0.kill();
                 break guard.0.wait().ok();
             }
@@ -935,6 +964,14 @@ pub fn run(opts: &Options) -> Result<HostRun, String> {
         report.problems.push(format!(
             "the guest was killed after the {} s timeout (NUMALAB_GUEST_TIMEOUT)",
             opts.timeout.as_secs()
+        ));
+    }
+    if let Some(line) = hung.lock().ok().and_then(|h| h.clone()) {
+        report.problems.push(format!(
+            "the guest's kernel hung, killed after {qemu_wall_s:.0} s of QEMU time: \"{line}\" \
+             (a CPU {HUNG_LOCKUP_S} s or more in the kernel without scheduling; under TCG with \
+             many vCPUs this has been the emulator, docs/numa-guest.md: rerun it, and with \
+             NUMALAB_GUEST_KERNEL_ARGS=loglevel=7 -v to see the stuck CPU's backtrace)"
         ));
     }
     if let Some(keep) = &opts.keep {
@@ -1086,6 +1123,23 @@ mod tests {
             "vmlinuz-6.1.0-12-cloud-amd64"
         );
         assert!(pick_kernel(&["config-6.1".to_string()]).is_none());
+    }
+
+    #[test]
+    fn a_soft_lockup_line_says_how_long_the_cpu_was_stuck() {
+        let l =
+            "[  297.633825] watchdog: BUG: soft lockup - CPU#80 stuck for 224s! [kworker/80:1:828]";
+        assert_eq!(lockup_seconds(l), Some(224));
+        assert_eq!(
+            lockup_seconds("watchdog: BUG: soft lockup - CPU#3 stuck for 601s! [numalab:91]"),
+            Some(601)
+        );
+        assert_eq!(
+            lockup_seconds("rcu: INFO: rcu_preempt detected stalls"),
+            None
+        );
+        assert_eq!(lockup_seconds("soft lockup - CPU#1 stuck for xs!"), None);
+        assert!(lockup_seconds(l).unwrap() < HUNG_LOCKUP_S);
     }
 
     #[test]
