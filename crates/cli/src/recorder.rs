@@ -4,10 +4,11 @@
 
 use crate::{CliError, CliResult};
 use clap::Args;
+use indicatif::ProgressBar;
 use numalab_records::warnings::FoldedWarnings;
 use numalab_schema::collect::Collector;
 use numalab_schema::record::Host;
-use numalab_schema::sink::{Sink, SinkError};
+use numalab_schema::sink::{ProgressLines, Sink, SinkError};
 use numalab_schema::{Bundle, Envelope, Origin, Record, Warning};
 use std::path::PathBuf;
 
@@ -133,8 +134,8 @@ pub enum Progress<'a> {
     /// A bar of its own on stderr, drawn at the first progress report and cleared by
     /// [`ProgressSink::finish`].
     Bar(Option<indicatif::ProgressBar>),
-    /// The message of a bar drawn by someone else (`evaluate`'s overall bar).
-    Message(&'a indicatif::ProgressBar),
+    /// The message of a bar drawn by someone else (`evaluate`'s), and lines if not a tty.
+    Message(&'a ProgressBar, Option<ProgressLines>),
 }
 
 /// The recorder with a progress display: the sink every probe of the command line
@@ -153,11 +154,11 @@ impl<'a> ProgressSink<'a> {
         }
     }
 
-    /// A sink writing its progress into another bar's message.
-    pub fn with_message(rec: &'a mut Recorder, bar: &'a indicatif::ProgressBar) -> Self {
+    /// A sink writing its progress into another bar's message (and a line a minute).
+    pub fn with_message(rec: &'a mut Recorder, bar: &'a ProgressBar, lines: bool) -> Self {
         ProgressSink {
             rec,
-            progress: Progress::Message(bar),
+            progress: Progress::Message(bar, lines.then(ProgressLines::default)),
         }
     }
 
@@ -192,7 +193,12 @@ impl Sink for ProgressSink<'_> {
 
     fn progress(&mut self, label: &str, done: u64, total: u64) {
         match &mut self.progress {
-            Progress::Message(bar) => bar.set_message(format!("{label} {done}/{total}")),
+            Progress::Message(bar, lines) => {
+                bar.set_message(format!("{label} {done}/{total}"));
+                if let Some(l) = lines.as_mut().and_then(|l| l.now(label, done, total)) {
+                    eprintln!("numalab: {}", numalab_schema::text::message(&l));
+                }
+            }
             Progress::Bar(bar) => {
                 let bar = bar.get_or_insert_with(|| {
                     crate::output::bar(total, "{msg:>16} [{bar:30}] {pos}/{len} {elapsed}")

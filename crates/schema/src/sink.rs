@@ -203,6 +203,57 @@ impl<'s, E: From<SinkError>> Cells<'s, E> {
     }
 }
 
+/// Progress said as log lines where no bar is drawn (stderr not a terminal: a log file,
+/// a batch job, a guest's console): at most one line per interval, so that a long step
+/// (a bandwidth sweep or 6,000 core pairs on a 160-CPU server) shows that it moves and
+/// where it is, without flooding the log.
+#[derive(Debug, Clone)]
+pub struct ProgressLines {
+    every: std::time::Duration,
+    last: std::time::Instant,
+}
+
+impl ProgressLines {
+    /// The interval of [`ProgressLines::new`] the command line uses.
+    pub const EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+    /// Lines at most one per `every`, the first `every` from now.
+    pub fn new(every: std::time::Duration) -> Self {
+        ProgressLines {
+            every,
+            last: std::time::Instant::now(),
+        }
+    }
+
+    /// [`ProgressLines::line`] now.
+    pub fn now(&mut self, label: &str, done: u64, total: u64) -> Option<String> {
+        self.line(label, done, total, std::time::Instant::now())
+    }
+
+    /// The line for `done` of `total` units of `label` at `now`, when one is due.
+    pub fn line(
+        &mut self,
+        label: &str,
+        done: u64,
+        total: u64,
+        now: std::time::Instant,
+    ) -> Option<String> {
+        if total == 0 || now.saturating_duration_since(self.last) < self.every {
+            return None;
+        }
+        self.last = now;
+        let pct = 100.0 * done.min(total) as f64 / total as f64;
+        Some(format!("{label}: {done} of {total} ({pct:.0}%)"))
+    }
+}
+
+/// A line a minute ([`ProgressLines::EVERY`]).
+impl Default for ProgressLines {
+    fn default() -> Self {
+        ProgressLines::new(ProgressLines::EVERY)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,5 +371,32 @@ mod tests {
         assert_eq!(o.class(), Some(crate::ErrorClass::Runtime));
         o.interrupted = true;
         assert_eq!(o.class(), Some(crate::ErrorClass::Interrupted));
+    }
+
+    #[test]
+    fn progress_lines_come_at_most_once_an_interval() {
+        use std::time::{Duration, Instant};
+        let mut p = ProgressLines::new(Duration::from_secs(60));
+        let t0 = Instant::now();
+        assert_eq!(
+            p.line("pairs", 1, 10, t0),
+            None,
+            "none before the first interval"
+        );
+        let t1 = t0 + Duration::from_secs(61);
+        assert_eq!(
+            p.line("pair 3-17", 1234, 6321, t1).as_deref(),
+            Some("pair 3-17: 1234 of 6321 (20%)")
+        );
+        assert_eq!(
+            p.line("pairs", 1300, 6321, t1 + Duration::from_secs(59)),
+            None
+        );
+        let t2 = t1 + Duration::from_secs(60);
+        assert_eq!(
+            p.line("bandwidth", 12, 12, t2).as_deref(),
+            Some("bandwidth: 12 of 12 (100%)")
+        );
+        assert_eq!(p.line("empty", 0, 0, t2 + Duration::from_secs(600)), None);
     }
 }

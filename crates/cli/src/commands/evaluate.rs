@@ -1,7 +1,7 @@
 //! `numalab evaluate`: the main job. The pipeline (steps, resumption, the summary and
 //! report written from the journal) is the library `numalab-evaluate`; this command
-//! adds the flags, the journal in `--out`, a progress bar (or one line per step without
-//! a terminal) and the closing summary on stdout.
+//! adds the flags, the journal in `--out`, a progress bar (without a terminal: a line per
+//! step, and one a minute inside a long step) and the closing summary on stdout.
 
 use crate::recorder::{OutputArgs, ProgressSink, Recorder};
 use crate::{CliError, CliResult};
@@ -40,8 +40,8 @@ pub struct EvaluateArgs {
     pub bmc: crate::power::BmcArgs,
 }
 
-/// The progress bar, or one line per step on stderr when there is no terminal (a log,
-/// CI, ssh without a tty), so a long run is never silent.
+/// The progress bar, or one line per step on stderr (and a line a minute of the step's
+/// progress) when there is no terminal (a log, CI, ssh without a tty): never silent.
 struct Bar {
     bar: ProgressBar,
     lines: bool,
@@ -122,12 +122,13 @@ pub fn run(args: EvaluateArgs) -> CliResult {
         "{elapsed:>4} [{bar:30}] {pos}/{len} {msg}",
     );
     rec.set_progress(Some(bar.clone()));
+    let lines = !std::io::stderr().is_terminal();
     let mut observer = Bar {
         bar: bar.clone(),
-        lines: !std::io::stderr().is_terminal(),
+        lines,
     };
     let (outcome, power) = {
-        let mut sink = ProgressSink::with_message(&mut rec, &bar);
+        let mut sink = ProgressSink::with_message(&mut rec, &bar, lines);
         numalab_evaluate::power::run_with_power(
             bmc,
             &opts,

@@ -173,13 +173,6 @@ fn on_progress(bar: &indicatif::ProgressBar) -> impl FnMut(&Progress) + '_ {
     }
 }
 
-fn write_svg(path: &Option<PathBuf>, svg: String) -> CliResult {
-    if let Some(p) = path {
-        crate::output::write_file(p, svg.as_bytes(), "the chart", "--svg")?;
-    }
-    Ok(())
-}
-
 /// Opens the recorder of a study: the envelope's config names the study and holds its plan.
 fn recorder(
     kind: &str,
@@ -230,7 +223,9 @@ fn run_study<S: Runs>(
             numalab_report::sections::harness::sections,
         );
     }
-    write_svg(svg_path, svg(&s))?;
+    if let Some(p) = svg_path {
+        crate::output::write_file(p, svg(&s).as_bytes(), "the chart", "--svg")?;
+    }
     let json = rec.json();
     rec.finish()?;
     Ok(s.run_count().verdict(json)?)

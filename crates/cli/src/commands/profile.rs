@@ -31,16 +31,6 @@ pub enum ListWhat {
     Models,
 }
 
-impl From<ListWhat> for listing::What {
-    fn from(w: ListWhat) -> Self {
-        match w {
-            ListWhat::Metrics => listing::What::Metrics,
-            ListWhat::Events => listing::What::Events,
-            ListWhat::Models => listing::What::Models,
-        }
-    }
-}
-
 /// `numalab profile`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -189,7 +179,12 @@ pub fn run(args: ProfileArgs) -> CliResult {
             Some(c) => c,
             None => detect_cpu(&numalab_topo::live()?.cpu)?,
         };
-        print!("{}", listing::list(what.into(), &cpu)?);
+        let what = match what {
+            ListWhat::Metrics => listing::What::Metrics,
+            ListWhat::Events => listing::What::Events,
+            ListWhat::Models => listing::What::Models,
+        };
+        print!("{}", listing::list(what, &cpu)?);
         return Ok(());
     }
     let machine = numalab_topo::live()?;
