@@ -4,6 +4,20 @@
 use numalab_schema::journal::{Span, SpanReader};
 use numalab_schema::{Record, RecordKind};
 
+/// The records of one kind that cannot be shown ([`crate::load::Loaded::unreadable`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The kind.
+    pub kind: String,
+    /// How many of its records cannot be shown.
+    pub count: usize,
+    /// A kind this numalab knows whose records do not decode (newer or damaged);
+    /// `false`: a kind it does not know.
+    pub damaged: bool,
+    /// The first of them that does not decode: its key and serde's reason (a known kind).
+    pub first: Option<(String, String)>,
+}
+
 /// Whether a record decodes: `Some(Ok(()))` yes, `Some(Err(why))` a known kind that does
 /// not (serde's reason; empty when only the fact is known), `None` a kind this numalab
 /// does not know.

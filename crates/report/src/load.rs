@@ -18,8 +18,8 @@
 //! [`numalab_schema::journal::DUPLICATES_ON_DISK_FROM`]). A bundle file (one JSON document) and a bundle
 //! built in memory keep their records whole.
 
-pub use crate::decodes::decodes;
 use crate::decodes::{decode_error, decodes_line};
+pub use crate::decodes::{decodes, Unreadable};
 use numalab_schema::journal::{FirstPass, JournalError, RecordReader, Span, SpanReader};
 use numalab_schema::record::SCHEMA_VERSION;
 use numalab_schema::{Bundle, Classify, ErrorClass, Record, RecordKind, Warning};
@@ -87,20 +87,6 @@ pub struct KindCount {
     first_bad: Option<usize>,
     /// A known kind's first record that does not decode: its key and serde's reason.
     first_damage: Option<(String, String)>,
-}
-
-/// The records of one kind that cannot be shown ([`Loaded::unreadable`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unreadable {
-    /// The kind.
-    pub kind: String,
-    /// How many of its records cannot be shown.
-    pub count: usize,
-    /// A kind this numalab knows whose records do not decode (newer or damaged);
-    /// `false`: a kind it does not know.
-    pub damaged: bool,
-    /// The first of them that does not decode: its key and serde's reason (a known kind).
-    pub first: Option<(String, String)>,
 }
 
 /// A warning carried by records (same code and message), the kinds that carry it and
